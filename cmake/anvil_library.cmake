@@ -1,0 +1,25 @@
+# anvil_add_library(name DIRS dir...): one static library from the .cpp files
+# (and, with CUDA, .cu files) under the given folders. Headers sit next to the
+# sources and are included as "core/tensor.h", "nn/module.h", ...
+function(anvil_add_library name)
+  cmake_parse_arguments(ARG "" "" "DIRS;CUDA_DIRS;DEPS;EXTRA" ${ARGN})
+  set(sources)
+  foreach(dir ${ARG_DIRS})
+    file(GLOB_RECURSE found CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${dir}/*.cpp)
+    list(APPEND sources ${found})
+  endforeach()
+  if(ANVIL_HAS_CUDA)
+    foreach(dir ${ARG_CUDA_DIRS})
+      file(GLOB_RECURSE found CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${dir}/*.cpp ${CMAKE_SOURCE_DIR}/${dir}/*.cu)
+      list(APPEND sources ${found})
+    endforeach()
+  endif()
+  add_library(${name} STATIC ${sources} ${ARG_EXTRA})
+  add_library(anvil::${name} ALIAS ${name})
+  target_include_directories(${name} PUBLIC
+    $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}>
+    $<INSTALL_INTERFACE:include/anvil>)
+  target_compile_options(${name} PRIVATE ${ANVIL_WARNINGS})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  set_property(GLOBAL APPEND PROPERTY ANVIL_LIBRARIES ${name})
+endfunction()

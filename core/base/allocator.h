@@ -1,0 +1,52 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace anvil {
+
+struct MemoryStats {
+  int64_t allocated_bytes = 0;        // held by live tensors
+  int64_t reserved_bytes = 0;         // obtained from the device (allocated + cached)
+  int64_t peak_allocated_bytes = 0;
+  int64_t peak_reserved_bytes = 0;
+  int64_t num_allocs = 0;             // allocate() calls
+  int64_t num_frees = 0;
+  int64_t cache_hits = 0;             // allocate() served without a device malloc
+  int64_t device_mallocs = 0;         // calls to the device's raw allocator
+  int64_t device_frees = 0;
+  int64_t num_ooms = 0;               // device out-of-memory events (before retry)
+};
+
+// Where tensor memory comes from. One per device; the CUDA one caches.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Memory for `nbytes` to be used on stream `stream_id` (0 = default stream).
+  // Throws anvil::Error when the memory cannot be had.
+  virtual void* allocate(size_t nbytes, uint64_t stream_id = 0) = 0;
+  virtual void deallocate(void* ptr) = 0;
+  virtual MemoryStats stats() const = 0;
+  virtual void reset_peak_stats() {}
+  virtual void empty_cache() {}
+  // The block at ptr is also used on another stream: do not hand it out again
+  // until that stream's work, queued so far, has finished.
+  virtual void record_stream(void* /*ptr*/, uint64_t /*stream_id*/) {}
+};
+
+// What the caching allocator needs from a device: raw memory and stream events.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual void* raw_alloc(size_t nbytes) = 0;  // nullptr when the device is out of memory
+  virtual void raw_free(void* ptr) = 0;
+  virtual uint64_t record_event(uint64_t /*stream_id*/) { return 0; }  // 0: nothing to wait for
+  virtual bool event_done(uint64_t /*event*/) { return true; }
+  virtual void release_event(uint64_t /*event*/) {}
+  virtual void synchronize() {}  // all streams idle; called before giving memory back
+};
+
+// 64-byte aligned host memory with live/peak byte counts.
+std::unique_ptr<Allocator> make_cpu_allocator();
+
+}  // namespace anvil

@@ -1,0 +1,61 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "core/base/half.h"
+
+namespace anvil {
+
+enum class DType : uint8_t { Float32, Float64, Float16, BFloat16, Int32, Int64, UInt8, Bool };
+
+inline constexpr DType kFloat32 = DType::Float32;
+inline constexpr DType kFloat64 = DType::Float64;
+inline constexpr DType kFloat16 = DType::Float16;
+inline constexpr DType kBFloat16 = DType::BFloat16;
+inline constexpr DType kInt32 = DType::Int32;
+inline constexpr DType kInt64 = DType::Int64;
+inline constexpr DType kUInt8 = DType::UInt8;
+inline constexpr DType kBool = DType::Bool;
+
+size_t itemsize(DType t);
+const char* dtype_name(DType t);  // "float32", ... as PyTorch spells them
+DType dtype_from_name(const std::string& name);
+inline bool is_floating(DType t) {
+  return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
+}
+inline bool is_integral(DType t) { return !is_floating(t); }  // bool counts as integral
+// The dtype of a binary op's result, following PyTorch's category rules
+// (bool < integer < floating; within a category the wider type wins).
+DType promote(DType a, DType b);
+std::ostream& operator<<(std::ostream& os, DType t);
+
+// Maps a C++ type to its DType.
+template <typename T> struct dtype_of;
+template <> struct dtype_of<float> { static constexpr DType value = DType::Float32; };
+template <> struct dtype_of<double> { static constexpr DType value = DType::Float64; };
+template <> struct dtype_of<Half> { static constexpr DType value = DType::Float16; };
+template <> struct dtype_of<BFloat16> { static constexpr DType value = DType::BFloat16; };
+template <> struct dtype_of<int32_t> { static constexpr DType value = DType::Int32; };
+template <> struct dtype_of<int64_t> { static constexpr DType value = DType::Int64; };
+template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::UInt8; };
+template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; };
+
+// Calls f(T{}) with T the C++ type of dtype t: the one place a dtype switch lives.
+template <typename F>
+decltype(auto) visit_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+    case DType::Float16: return f(Half{});
+    case DType::BFloat16: return f(BFloat16{});
+    case DType::Int32: return f(int32_t{});
+    case DType::Int64: return f(int64_t{});
+    case DType::UInt8: return f(uint8_t{});
+    case DType::Bool: return f(bool{});
+  }
+  return f(float{});
+}
+
+}  // namespace anvil

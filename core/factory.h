@@ -1,0 +1,38 @@
+#pragma once
+// Tensor factories. Random ones draw from the global Philox generator
+// (core/random.h), so a seed gives the same numbers on every device.
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace anvil {
+
+Tensor empty(const Shape& shape, const TensorOptions& options = {});
+Tensor zeros(const Shape& shape, const TensorOptions& options = {});
+Tensor ones(const Shape& shape, const TensorOptions& options = {});
+Tensor full(const Shape& shape, const Scalar& value, const TensorOptions& options = {});
+Tensor scalar_tensor(const Scalar& value, const TensorOptions& options = {});
+Tensor arange(double end, const TensorOptions& options = {});
+Tensor arange(double start, double end, double step = 1.0, const TensorOptions& options = {});
+Tensor eye(int64_t n, const TensorOptions& options = {});
+Tensor rand(const Shape& shape, const TensorOptions& options = {});   // uniform [0, 1)
+Tensor randn(const Shape& shape, const TensorOptions& options = {});  // standard normal
+Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& options = kInt64);
+Tensor empty_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, const Scalar& value);
+Tensor rand_like(const Tensor& t);
+Tensor randn_like(const Tensor& t);
+
+// Copies host values into a new tensor of `shape` (default: 1-D). The dtype is
+// T's unless options say otherwise.
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape = {}, const TensorOptions& options = dtype_of<T>::value);
+Tensor tensor(std::initializer_list<double> values, const TensorOptions& options = {});  // 1-D
+// Wraps memory the caller owns (no copy). `release`, if given, runs when the
+// last tensor using it is gone.
+Tensor from_blob(void* data, const Shape& shape, const TensorOptions& options = {},
+                 std::function<void(void*)> release = {});
+
+}  // namespace anvil

@@ -1,0 +1,11 @@
+#pragma once
+// Every op family.
+#include "core/factory.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/indexing.h"
+#include "core/ops/linalg.h"
+#include "core/ops/nn_ops.h"
+#include "core/ops/reduce.h"
+#include "core/ops/shape.h"
+#include "core/random.h"
+#include "core/tensor.h"

@@ -1,0 +1,51 @@
+#pragma once
+// Neural-network ops. Losses take a Reduction; cross_entropy fuses
+// log_softmax with the negative log-likelihood.
+#include <array>
+
+#include "core/tensor.h"
+
+namespace anvil {
+
+enum class Reduction { None, Mean, Sum };
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});  // x @ weight^T + bias
+
+struct Conv2dOptions {
+  std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
+};
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Conv2dOptions& o = {});
+
+struct Pool2dOptions {
+  std::array<int64_t, 2> kernel{2, 2};
+  std::array<int64_t, 2> stride{0, 0};  // 0: same as kernel
+  std::array<int64_t, 2> padding{0, 0};
+  bool count_include_pad = true;
+};
+Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o);
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o);
+
+struct BatchNormOptions { bool training = true; double momentum = 0.1; double eps = 1e-5; };
+// x [N, C, ...]; running stats are updated in place in training mode.
+Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, const BatchNormOptions& o = {});
+// Normalises over the trailing dims given by normalized_shape.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+// Inverted dropout: in training, zeroes with probability p and scales by 1/(1-p).
+Tensor dropout(const Tensor& x, double p, bool training = true);
+
+struct CrossEntropyOptions {
+  Reduction reduction = Reduction::Mean;
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
+};
+// logits [N, C] (or [C]); targets int64 [N] class indices.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& o = {});
+Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, const CrossEntropyOptions& o = {});
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
+                                        Reduction reduction = Reduction::Mean);
+
+}  // namespace anvil

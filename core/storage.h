@@ -1,0 +1,32 @@
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "core/base/allocator.h"
+#include "core/base/device.h"
+
+namespace anvil {
+
+// A block of device memory shared by a tensor and all its views. The version
+// counter lives here so that an in-place change through any view is seen by
+// autograd's saved-tensor checks.
+struct Storage {
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Device device;
+  std::function<void(void*)> release;  // gives the memory back (empty: not ours)
+  std::atomic<uint64_t> version{0};
+
+  Storage(void* d, size_t n, Device dev, std::function<void(void*)> r)
+      : data(d), nbytes(n), device(dev), release(std::move(r)) {}
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage() { if (release && data) release(data); }
+
+  // New memory from the device's allocator, on the device's current stream.
+  static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
+};
+
+}  // namespace anvil

@@ -1,0 +1,164 @@
+#pragma once
+// Tensor: a cheap handle (shared pointer) to storage + shape + strides +
+// offset + dtype + device, plus autograd fields. Copying a Tensor shares the
+// data; views (view, transpose, slice, expand, ...) share storage too.
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/base/device.h"
+#include "core/base/dtype.h"
+#include "core/base/error.h"
+#include "core/base/scalar.h"
+#include "core/storage.h"
+#include "core/tensor_options.h"
+#include "kernels/view.h"
+
+namespace anvil {
+
+namespace autograd {
+class Node;
+struct AutogradMeta;
+}  // namespace autograd
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Shape strides;  // in elements
+  int64_t offset = 0;  // in elements
+  DType dtype = kFloat32;
+  std::unique_ptr<autograd::AutogradMeta> autograd;  // created on first need
+
+  TensorImpl();
+  ~TensorImpl();
+};
+
+class Tensor;
+using TensorHook = std::function<Tensor(const Tensor&)>;  // may return an undefined Tensor: keep grad
+using PostAccumulateHook = std::function<void(const Tensor&)>;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  // --- metadata ---
+  const Shape& shape() const { return checked().shape; }
+  const Shape& strides() const { return checked().strides; }
+  int64_t size(int64_t dim) const;    // negative dims count from the end
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t numel() const;
+  int64_t offset() const { return checked().offset; }
+  DType dtype() const { return checked().dtype; }
+  Device device() const { return checked().storage->device; }
+  size_t itemsize() const { return anvil::itemsize(dtype()); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * itemsize(); }
+  bool is_contiguous() const;
+  bool is_floating_point() const { return is_floating(dtype()); }
+  std::string shape_str() const;  // "[2, 3]"
+  TensorOptions options() const { return TensorOptions().dtype(dtype()).device(device()); }
+
+  // Raw data (device pointer for device tensors), with the offset applied.
+  void* data_ptr() const;
+  template <typename T> T* data() const {
+    ANVIL_CHECK(dtype_of<T>::value == dtype(), "Tensor::data: tensor has dtype ", dtype(),
+                " but the requested type is ", dtype_of<T>::value);
+    return static_cast<T*>(data_ptr());
+  }
+  View view_of() const;  // what a kernel sees
+  const std::shared_ptr<Storage>& storage() const { return checked().storage; }
+  uint64_t version() const { return storage()->version.load(); }
+  void bump_version() const { storage()->version.fetch_add(1); }
+
+  // --- values on the host (synchronizes with the device) ---
+  Scalar item() const;
+  template <typename T> T item() const { return item().to<T>(); }
+  template <typename T> std::vector<T> to_vector() const;  // any dtype, cast to T
+
+  // --- views: share storage; recorded by autograd ---
+  Tensor view(const Shape& shape) const;  // one dim may be -1
+  Tensor reshape(const Shape& shape) const;  // a view when possible, else a copy
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor t() const { return transpose(0, 1); }
+  Tensor permute(const Shape& dims) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const;
+  Tensor expand(const Shape& shape) const;  // -1 keeps a size
+  Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor contiguous() const;  // self when already contiguous
+
+  // --- copies and conversions ---
+  Tensor clone() const;
+  Tensor to(Device device, bool non_blocking = false) const;
+  Tensor to(DType dtype) const;
+  Tensor to(Device device, DType dtype) const { return to(device).to(dtype); }
+  Tensor cpu() const { return to(Device::cpu()); }
+  Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
+  Tensor& copy_(const Tensor& src);  // broadcasts src, casts dtype, crosses devices
+
+  // --- autograd ---
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool requires = true);
+  bool is_leaf() const;
+  Tensor grad() const;
+  void set_grad(const Tensor& g) const;
+  Tensor detach() const;  // same data, no history
+  Tensor& detach_();
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false) const;
+  void retain_grad() const;
+  // Called with the gradient w.r.t. this tensor; a defined return value replaces it.
+  void register_hook(TensorHook hook) const;
+  // Leaf only: called after the gradient was accumulated into .grad().
+  void register_post_accumulate_grad_hook(PostAccumulateHook hook) const;
+
+  // --- common ops as methods (defined with the free functions in core/ops) ---
+  Tensor neg() const; Tensor abs() const; Tensor exp() const; Tensor log() const;
+  Tensor sqrt() const; Tensor rsqrt() const; Tensor sin() const; Tensor cos() const;
+  Tensor tanh() const; Tensor sigmoid() const; Tensor relu() const; Tensor square() const;
+  Tensor pow(const Scalar& e) const; Tensor clamp(double lo, double hi) const;
+  Tensor sum() const; Tensor sum(const Shape& dims, bool keepdim = false) const;
+  Tensor mean() const; Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor max() const; Tensor min() const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor softmax(int64_t dim) const; Tensor log_softmax(int64_t dim) const;
+  Tensor matmul(const Tensor& o) const;
+  Tensor& add_(const Tensor& o); Tensor& add_(const Scalar& s);
+  Tensor& sub_(const Tensor& o); Tensor& mul_(const Tensor& o); Tensor& mul_(const Scalar& s);
+  Tensor& div_(const Tensor& o); Tensor& div_(const Scalar& s);
+  Tensor& relu_(); Tensor& clamp_(double lo, double hi);
+  Tensor& zero_(); Tensor& fill_(const Scalar& v);
+
+ private:
+  const TensorImpl& checked() const {
+    ANVIL_CHECK(impl_ != nullptr, "Tensor: used an undefined tensor (default-constructed or moved-from)");
+    return *impl_;
+  }
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);  // prints like PyTorch
+std::string to_string(const Tensor& t);
+
+// Wraps storage in a fresh tensor (no autograd history).
+Tensor make_tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype);
+// Same storage, other geometry: the building block of every view.
+Tensor alias_with(const Tensor& base, Shape shape, Shape strides, int64_t offset);
+
+}  // namespace anvil

@@ -1,0 +1,175 @@
+#pragma once
+// The Backend interface: everything device-specific, one implementation per
+// device type (kernels/cpu, kernels/cuda). Ops in core/ validate arguments,
+// allocate outputs and call these methods; methods may assume valid input
+// (shapes agree, dtypes supported, all views on this backend's device) but
+// still throw anvil::Error for a dtype they do not implement.
+//
+// Op families keep the interface small: a new elementwise op is an enum value
+// here plus one functor per backend, not a new method.
+#include <cstdint>
+#include <span>
+
+#include "core/base/allocator.h"
+#include "core/base/device.h"
+#include "core/base/scalar.h"
+#include "kernels/view.h"
+
+namespace anvil {
+
+enum class UnaryOp : uint8_t {
+  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu,
+  GeluTanh, GeluErf, Silu, Sign, Reciprocal, Square, LogicalNot,
+  Clamp,  // uses UnaryParams.lo and .hi (either may be +-inf)
+};
+
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum,
+  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,  // results are bool
+  // Fused gradients: a = incoming gradient, b = the saved input x (or output y).
+  ReluBackward,      // a * (x > 0)
+  GeluTanhBackward,  // a * gelu_tanh'(x)
+  GeluErfBackward,   // a * gelu_erf'(x)
+  SiluBackward,      // a * silu'(x)
+  SigmoidBackward,   // a * y * (1 - y), b = y
+  TanhBackward,      // a * (1 - y^2),   b = y
+};
+
+enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, Var, Norm, ArgMax, ArgMin };
+
+struct UnaryParams { double lo = 0, hi = 0; };
+struct ReduceParams {
+  int64_t correction = 1;  // Var: divide by n - correction
+  double p = 2.0;          // Norm: p-norm, p may be inf
+};
+
+struct MatmulParams { float alpha = 1.0f; float beta = 0.0f; };  // out = alpha*a@b + beta*out
+
+struct Conv2dParams {
+  int64_t stride[2] = {1, 1}, padding[2] = {0, 0}, dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+
+enum class PoolKind : uint8_t { Max, Avg };
+struct Pool2dParams {
+  int64_t kernel[2] = {2, 2}, stride[2] = {2, 2}, padding[2] = {0, 0};
+  bool count_include_pad = true;  // Avg only
+};
+
+struct BatchNormParams { bool training = true; double momentum = 0.1; double eps = 1e-5; };
+struct CrossEntropyParams { int64_t ignore_index = -100; double label_smoothing = 0.0; };
+
+enum class RandomKind : uint8_t { Uniform, Normal };  // Uniform in [a, b); Normal(mean a, std b)
+struct RandomParams { RandomKind kind = RandomKind::Uniform; double a = 0, b = 1; uint64_t seed = 0, offset = 0; };
+
+struct AdamWParams {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
+  int64_t step = 1;       // 1-based, after increment
+  bool decoupled = true;  // AdamW (true) or Adam's L2-in-gradient (false)
+};
+struct SGDParams {
+  double lr = 1e-2, momentum = 0.0, dampening = 0.0, weight_decay = 0.0;
+  bool nesterov = false;
+  bool first_step = false;  // momentum buffer is initialised to the gradient
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceType type() const = 0;
+  virtual int device_count() const = 0;
+
+  // --- memory, copies and streams ---
+  virtual Allocator& allocator(int device_index) = 0;
+  virtual void copy(const View& dst, const View& src) = 0;  // same device, strided, casts dtype
+  virtual void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index,
+                              bool non_blocking) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index,
+                            bool non_blocking) = 0;
+  virtual void fill(const View& out, const Scalar& value) = 0;
+  virtual Stream current_stream(int device_index) = 0;
+  virtual void set_current_stream(const Stream& stream) = 0;
+  virtual Stream new_stream(int device_index) = 0;
+  virtual void synchronize(int device_index) = 0;
+  // Makes `waiter` wait for all work queued so far on `producer`.
+  virtual void stream_wait(const Stream& waiter, const Stream& producer) = 0;
+
+  // --- elementwise (inputs are already broadcast to out's shape; strides may be 0) ---
+  virtual void unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) = 0;
+  virtual void binary(BinaryOp op, const View& out, const View& a, const View& b) = 0;
+  virtual void where(const View& out, const View& cond, const View& a, const View& b) = 0;
+
+  // --- reductions: out has in's rank; dims where out.shape[d] == 1 are reduced.
+  //     ArgMax/ArgMin reduce exactly one dim and write int64. ---
+  virtual void reduce(ReduceOp op, const View& out, const View& in, const ReduceParams& p) = 0;
+  virtual void softmax(const View& out, const View& in, int64_t dim, bool log) = 0;
+  // grad_in = softmax'(out) applied to grad_out (log selects log_softmax).
+  virtual void softmax_backward(const View& grad_in, const View& grad_out, const View& out,
+                                int64_t dim, bool log) = 0;
+
+  // --- linear algebra: a [B, M, K], b [B, K, N], out [B, M, N]; any strides,
+  //     batch strides of a or b may be 0 (broadcast). ---
+  virtual void matmul(const View& out, const View& a, const View& b, const MatmulParams& p) = 0;
+
+  // --- nn ops (NCHW; weight [Cout, Cin/groups, kH, kW]) ---
+  virtual void conv2d(const View& out, const View& in, const View& weight, const View* bias,
+                      const Conv2dParams& p) = 0;
+  virtual void conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
+                                     const Conv2dParams& p) = 0;
+  virtual void conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in,
+                                      const Conv2dParams& p) = 0;
+  virtual void pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) = 0;
+  virtual void pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out,
+                               const View& in, const View& out, const Pool2dParams& p) = 0;
+  // in [N, C, *]; mean/invstd [C] float32 are written in training and read in eval.
+  // running_mean/var (may be null) are updated in training.
+  virtual void batch_norm(const View& out, const View& save_mean, const View& save_invstd,
+                          const View& in, const View* weight, const View* bias,
+                          const View* running_mean, const View* running_var,
+                          const BatchNormParams& p) = 0;
+  virtual void batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
+                                   const View& grad_out, const View& in, const View* weight,
+                                   const View& save_mean, const View& save_invstd,
+                                   const BatchNormParams& p) = 0;
+  // in [rows, cols] normalised over cols; mean/rstd [rows] float32.
+  virtual void layer_norm(const View& out, const View& mean, const View& rstd, const View& in,
+                          const View* weight, const View* bias, double eps) = 0;
+  virtual void layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
+                                   const View& grad_out, const View& in, const View& mean,
+                                   const View& rstd, const View* weight) = 0;
+  // logits [N, C], targets int64 [N]; writes per-row loss [N] (0 for ignored
+  // rows) and logsumexp [N] float32 for the backward pass.
+  virtual void cross_entropy(const View& losses, const View& logsumexp, const View& logits,
+                             const View& targets, const CrossEntropyParams& p) = 0;
+  // grad_logits [N, C] from per-row upstream gradient grad_losses [N].
+  virtual void cross_entropy_backward(const View& grad_logits, const View& grad_losses,
+                                      const View& logits, const View& targets,
+                                      const View& logsumexp, const CrossEntropyParams& p) = 0;
+  // out = in * keep / (1 - p) with keep = uniform >= p; mask (uint8) records keep.
+  virtual void dropout(const View& out, const View& mask, const View& in, double p,
+                       uint64_t seed, uint64_t offset) = 0;
+
+  // --- indexing (index is int64; out-of-range indices throw on CPU) ---
+  virtual void index_select(const View& out, const View& in, int64_t dim, const View& index) = 0;
+  virtual void index_add(const View& out, int64_t dim, const View& index, const View& src) = 0;
+  virtual void gather(const View& out, const View& in, int64_t dim, const View& index) = 0;
+  virtual void scatter_add(const View& out, int64_t dim, const View& index, const View& src) = 0;
+
+  // --- random (Philox; see core/base/philox.h for the counter convention) ---
+  virtual void random(const View& out, const RandomParams& p) = 0;
+
+  // --- optimizer updates over lists of same-length tensors (multi-tensor) ---
+  virtual void adamw(std::span<const View> params, std::span<const View> grads,
+                     std::span<const View> exp_avg, std::span<const View> exp_avg_sq,
+                     const AdamWParams& p) = 0;
+  virtual void sgd(std::span<const View> params, std::span<const View> grads,
+                   std::span<const View> momentum, const SGDParams& p) = 0;
+};
+
+// The device registry: the backend for a device type. The CPU backend always
+// exists; the CUDA one is registered on first use when a GPU is present.
+Backend& backend_for(DeviceType type);
+inline Backend& backend_for(const Device& d) { return backend_for(d.type); }
+bool has_backend(DeviceType type);
+
+}  // namespace anvil

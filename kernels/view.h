@@ -1,0 +1,46 @@
+#pragma once
+// A View is what a kernel sees of a tensor: a data pointer, a dtype, and a
+// shape with strides (in elements). No ownership, no autograd.
+#include <cstdint>
+#include <vector>
+
+#include "core/base/dtype.h"
+
+namespace anvil {
+
+using Shape = std::vector<int64_t>;
+
+struct View {
+  void* data = nullptr;
+  DType dtype = kFloat32;
+  Shape shape;
+  Shape strides;
+
+  int64_t dim() const { return static_cast<int64_t>(shape.size()); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (auto s : shape) n *= s;
+    return n;
+  }
+  bool is_contiguous() const {
+    int64_t expected = 1;
+    for (int64_t d = dim() - 1; d >= 0; --d) {
+      if (shape[d] != 1 && strides[d] != expected) return false;
+      expected *= shape[d];
+    }
+    return true;
+  }
+  template <typename T> T* ptr() const { return static_cast<T*>(data); }
+};
+
+inline Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t s = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= shape[d] > 0 ? shape[d] : 1;
+  }
+  return strides;
+}
+
+}  // namespace anvil
