@@ -1,12 +1,17 @@
-# anvil_add_library(name DIRS dir...): one static library from the .cpp files
-# (and, with CUDA, .cu files) under the given folders. Headers sit next to the
-# sources and are included as "core/tensor.h", "nn/module.h", ...
+# anvil_add_library(name DIRS dir... [EXCLUDE regex...] [CUDA_DIRS dir...] [DEPS lib...] [EXTRA file...]):
+# one static library from the .cpp files (and, with CUDA, .cu files) under the
+# given folders. Headers sit next to the sources and are included as
+# "core/tensor.h", "nn/module.h", ...; installed, they live under
+# include/anvil/ with the same relative paths.
 function(anvil_add_library name)
-  cmake_parse_arguments(ARG "" "" "DIRS;CUDA_DIRS;DEPS;EXTRA" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "DIRS;EXCLUDE;CUDA_DIRS;DEPS;EXTRA" ${ARGN})
   set(sources)
   foreach(dir ${ARG_DIRS})
     file(GLOB_RECURSE found CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${dir}/*.cpp)
     list(APPEND sources ${found})
+  endforeach()
+  foreach(pattern ${ARG_EXCLUDE})
+    list(FILTER sources EXCLUDE REGEX "${pattern}")
   endforeach()
   if(ANVIL_HAS_CUDA)
     foreach(dir ${ARG_CUDA_DIRS})
@@ -14,7 +19,9 @@ function(anvil_add_library name)
       list(APPEND sources ${found})
     endforeach()
   endif()
-  add_library(${name} STATIC ${sources} ${ARG_EXTRA})
+  list(APPEND sources ${ARG_EXTRA})
+  anvil_placeholder_if_empty(${name} sources)
+  add_library(${name} STATIC ${sources})
   add_library(anvil::${name} ALIAS ${name})
   target_include_directories(${name} PUBLIC
     $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}>
@@ -22,4 +29,19 @@ function(anvil_add_library name)
   target_compile_options(${name} PRIVATE ${ANVIL_WARNINGS})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
   set_property(GLOBAL APPEND PROPERTY ANVIL_LIBRARIES ${name})
+endfunction()
+
+# A layer whose folder has no .cpp yet (nn/ and distributed/ early on) still
+# has to be a real static library: the umbrella target, the export set and
+# users all link it by name. CMake refuses a STATIC library without sources,
+# so give it one empty translation unit until real ones arrive (the globs
+# above are CONFIGURE_DEPENDS, so the next build picks them up).
+function(anvil_placeholder_if_empty name sources_var)
+  if(${sources_var})
+    return()
+  endif()
+  set(placeholder ${CMAKE_BINARY_DIR}/generated/${name}_placeholder.cpp)
+  file(CONFIGURE OUTPUT ${placeholder}
+       CONTENT "// Generated: ${name} has no sources yet.\nnamespace anvil { int ${name}_placeholder = 0; }\n")
+  set(${sources_var} ${placeholder} PARENT_SCOPE)
 endfunction()

@@ -114,7 +114,7 @@ class Tensor {
 
   // --- autograd ---
   bool requires_grad() const;
-  Tensor& requires_grad_(bool requires = true);
+  Tensor& requires_grad_(bool enabled = true);  // `requires` is a C++20 keyword
   bool is_leaf() const;
   Tensor grad() const;
   void set_grad(const Tensor& g) const;

@@ -62,6 +62,9 @@ Tensor& add_(Tensor& self, const Tensor& other);
 Tensor& sub_(Tensor& self, const Tensor& other);
 Tensor& mul_(Tensor& self, const Tensor& other);
 Tensor& div_(Tensor& self, const Tensor& other);
+Tensor& add_(Tensor& self, const Scalar& other);
+Tensor& mul_(Tensor& self, const Scalar& other);
+Tensor& div_(Tensor& self, const Scalar& other);
 Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Scalar& value);
 
 // Broadcast shape of two shapes, or an error naming `op` and both shapes.

@@ -1,0 +1,67 @@
+#include "core/autograd/node.h"
+
+#include <atomic>
+
+#include "core/autograd/grad_mode.h"
+#include "core/dispatch.h"
+#include "core/ops/elementwise.h"
+
+namespace anvil::autograd {
+
+namespace {
+std::atomic<uint64_t> next_sequence_nr{0};
+}
+
+Node::Node() : sequence_nr(next_sequence_nr.fetch_add(1)) {}
+
+std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
+  ANVIL_CHECK(!released_, "backward: trying to backward through the graph a second time (node ", name_,
+              "); its saved tensors were freed after the first backward. Pass retain_graph=true to the "
+              "first backward to keep them.");
+  return backward_(grads.at(0));
+}
+
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
+  Tensor g = std::move(grads.at(0));
+  if (!g.defined()) return {};
+  AutogradMeta& m = meta(leaf_);
+  for (auto& hook : m.hooks) {
+    Tensor replaced = hook(g);
+    if (replaced.defined()) g = replaced;
+  }
+  if (!m.grad.defined()) {
+    // Own the gradient: it may be a broadcast view or alias a buffer that is
+    // reused, and optimizers update .grad in place.
+    bool owned = g.is_contiguous() && g.storage().use_count() == 1 && g.numel() * g.itemsize() == g.storage()->nbytes;
+    m.grad = GradMode::is_enabled() ? (owned ? g : g.clone()) : (owned ? g.detach() : g.detach().clone());
+  } else if (GradMode::is_enabled()) {
+    m.grad = m.grad + g;  // create_graph: keep the history of the accumulation
+  } else {
+    m.grad.add_(g);
+  }
+  for (auto& hook : m.post_accumulate_hooks) hook(leaf_);
+  return {};
+}
+
+AutogradMeta& meta(const Tensor& t) {
+  ANVIL_CHECK(t.defined(), "autograd: used an undefined tensor");
+  auto& slot = t.impl()->autograd;
+  if (!slot) slot = std::make_unique<AutogradMeta>();
+  return *slot;
+}
+
+AutogradMeta* meta_if(const Tensor& t) { return t.defined() ? t.impl()->autograd.get() : nullptr; }
+
+Edge gradient_edge(const Tensor& t) {
+  AutogradMeta* m = meta_if(t);
+  if (!m || !m->requires_grad) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  auto acc = m->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    m->grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+}  // namespace anvil::autograd

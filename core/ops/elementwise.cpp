@@ -1,0 +1,429 @@
+// Elementwise ops: validation, broadcasting, type promotion, the backend
+// call, and each op's gradient written with anvil ops.
+#include "core/ops/elementwise.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "core/autograd/function.h"
+#include "core/dispatch.h"
+#include "core/factory.h"
+#include "core/ops/reduce.h"
+#include "core/ops/shape.h"
+
+namespace anvil {
+
+using autograd::GradMode;
+using autograd::SavedTensor;
+using Grads = std::vector<Tensor>;
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    ANVIL_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b,
+                " cannot be broadcast together (size ", da, " vs ", db, " at dim ", i, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Tensor sum_to(const Tensor& grad, const Shape& shape) {
+  if (grad.shape() == shape) return grad;
+  size_t lead = grad.shape().size() - shape.size();
+  Shape dims;
+  for (size_t i = 0; i < grad.shape().size(); ++i)
+    if (i < lead || (shape[i - lead] == 1 && grad.shape()[i] != 1)) dims.push_back(static_cast<int64_t>(i));
+  Tensor r = dims.empty() ? grad : sum(grad, dims, true);
+  return r.reshape(shape);
+}
+
+namespace {
+
+bool float_only(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Sign: case UnaryOp::Square:
+    case UnaryOp::Clamp: case UnaryOp::LogicalNot: case UnaryOp::Relu: return false;
+    default: return true;
+  }
+}
+
+// Runs a unary kernel; integer inputs of float-only ops compute in float32.
+Tensor unary_kernel(UnaryOp op, const Tensor& x, const UnaryParams& p = {}) {
+  Tensor in = float_only(op) && !is_floating(x.dtype()) ? x.detach().to(kFloat32) : x;
+  DType out_dtype = op == UnaryOp::LogicalNot ? kBool : in.dtype();
+  Tensor out = empty(in.shape(), in.options().dtype(out_dtype));
+  if (out.numel() > 0) detail::backend_of(in).unary(op, out.view_of(), in.view_of(), p);
+  return out;
+}
+
+// PyTorch's result type: a 0-d tensor (e.g. a wrapped scalar) only changes
+// the dtype when it is of a higher category (bool < int < float).
+DType result_type(const Tensor& a, const Tensor& b) {
+  bool a0 = a.dim() == 0, b0 = b.dim() == 0;
+  if (a0 == b0) return promote(a.dtype(), b.dtype());
+  const Tensor& full = a0 ? b : a;
+  const Tensor& zero_d = a0 ? a : b;
+  auto category = [](DType t) { return t == kBool ? 0 : is_integral(t) ? 1 : 2; };
+  if (category(zero_d.dtype()) <= category(full.dtype())) return full.dtype();
+  return is_floating(zero_d.dtype()) ? kFloat32 : kInt64;
+}
+
+bool is_comparison(BinaryOp op) {
+  return op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Lt || op == BinaryOp::Le ||
+         op == BinaryOp::Gt || op == BinaryOp::Ge || op == BinaryOp::LogicalAnd || op == BinaryOp::LogicalOr;
+}
+
+// Runs a binary kernel on broadcast, promoted inputs (no autograd).
+Tensor binary_kernel(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
+  detail::check_defined(name, a, "first operand");
+  detail::check_defined(name, b, "second operand");
+  detail::check_same_device(name, {a, b});
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  DType compute = result_type(a, b);
+  if (op == BinaryOp::Div && !is_floating(compute)) compute = kFloat32;  // true division
+  if (op == BinaryOp::LogicalAnd || op == BinaryOp::LogicalOr) compute = kBool;
+  DType out_dtype = is_comparison(op) ? kBool : compute;
+  Tensor ac = a.detach().to(compute).expand(shape), bc = b.detach().to(compute).expand(shape);
+  Tensor out = empty(shape, a.options().dtype(out_dtype));
+  if (out.numel() > 0) detail::backend_of(a).binary(op, out.view_of(), ac.view_of(), bc.view_of());
+  return out;
+}
+
+Tensor wrap(const Tensor& like, const Scalar& s) {
+  DType t = s.is_floating() ? kFloat64 : s.kind() == Scalar::Kind::Bool ? kBool : kInt64;
+  return scalar_tensor(s, TensorOptions().dtype(t).device(like.device()));
+}
+
+Tensor as_dtype(const Tensor& g, const Tensor& like) { return g.dtype() == like.dtype() ? g : g.to(like.dtype()); }
+Tensor mask_of(const Tensor& cond, const Tensor& like) { return cond.to(like.dtype()); }
+
+// Records a unary op whose gradient is g * dydx(x, y).
+template <typename F>
+Tensor unary_with_grad(const char* name, UnaryOp op, const Tensor& x, F grad_fn, const UnaryParams& p = {}) {
+  detail::check_defined(name, x, "input");
+  Tensor out = unary_kernel(op, x, p);
+  if (autograd::needs_grad({x}))
+    autograd::record(name, {x}, out, [sx = SavedTensor(x, name), sy = SavedTensor::output(out, name), grad_fn](
+                                        const Tensor& g) { return Grads{grad_fn(g, sx, sy)}; });
+  return out;
+}
+
+}  // namespace
+
+Tensor neg(const Tensor& x) {
+  return unary_with_grad("neg", UnaryOp::Neg, x, [](const Tensor& g, auto&, auto&) { return neg(g); });
+}
+Tensor abs(const Tensor& x) {
+  return unary_with_grad("abs", UnaryOp::Abs, x, [](const Tensor& g, auto& sx, auto&) { return g * sign(sx.get()); });
+}
+Tensor exp(const Tensor& x) {
+  return unary_with_grad("exp", UnaryOp::Exp, x, [](const Tensor& g, auto&, auto& sy) { return g * sy.get(); });
+}
+Tensor log(const Tensor& x) {
+  return unary_with_grad("log", UnaryOp::Log, x, [](const Tensor& g, auto& sx, auto&) { return g / sx.get(); });
+}
+Tensor sqrt(const Tensor& x) {
+  return unary_with_grad("sqrt", UnaryOp::Sqrt, x,
+                         [](const Tensor& g, auto&, auto& sy) { return g * 0.5 / sy.get(); });
+}
+Tensor rsqrt(const Tensor& x) {
+  return unary_with_grad("rsqrt", UnaryOp::Rsqrt, x, [](const Tensor& g, auto&, auto& sy) {
+    Tensor y = sy.get();
+    return g * -0.5 * y * y * y;
+  });
+}
+Tensor sin(const Tensor& x) {
+  return unary_with_grad("sin", UnaryOp::Sin, x, [](const Tensor& g, auto& sx, auto&) { return g * cos(sx.get()); });
+}
+Tensor cos(const Tensor& x) {
+  return unary_with_grad("cos", UnaryOp::Cos, x, [](const Tensor& g, auto& sx, auto&) { return -(g * sin(sx.get())); });
+}
+// For the activations the gradient uses a fused kernel, unless the backward
+// itself is being recorded (create_graph), where the composed form is needed.
+Tensor tanh(const Tensor& x) {
+  return unary_with_grad("tanh", UnaryOp::Tanh, x, [](const Tensor& g, auto&, auto& sy) {
+    Tensor y = sy.get();
+    if (GradMode::is_enabled()) return g * (1.0 - y * y);
+    return binary_kernel("tanh_backward", BinaryOp::TanhBackward, g, y);
+  });
+}
+Tensor sigmoid(const Tensor& x) {
+  return unary_with_grad("sigmoid", UnaryOp::Sigmoid, x, [](const Tensor& g, auto&, auto& sy) {
+    Tensor y = sy.get();
+    if (GradMode::is_enabled()) return g * y * (1.0 - y);
+    return binary_kernel("sigmoid_backward", BinaryOp::SigmoidBackward, g, y);
+  });
+}
+Tensor relu(const Tensor& x) {
+  return unary_with_grad("relu", UnaryOp::Relu, x, [](const Tensor& g, auto& sx, auto&) {
+    Tensor in = sx.get();
+    if (GradMode::is_enabled()) return g * mask_of(gt(in, 0), g);
+    return binary_kernel("relu_backward", BinaryOp::ReluBackward, g, in);
+  });
+}
+Tensor gelu(const Tensor& x, GeluApprox approx) {
+  if (approx == GeluApprox::Tanh)
+    return unary_with_grad("gelu", UnaryOp::GeluTanh, x, [](const Tensor& g, auto& sx, auto&) {
+      Tensor in = sx.get();
+      if (!GradMode::is_enabled()) return binary_kernel("gelu_backward", BinaryOp::GeluTanhBackward, g, in);
+      const double k = std::sqrt(2.0 / std::numbers::pi);
+      Tensor t = tanh((in + in * in * in * 0.044715) * k);
+      Tensor dinner = (in * in * (3 * 0.044715) + 1.0) * k;
+      return g * ((t + 1.0) * 0.5 + in * 0.5 * (1.0 - t * t) * dinner);
+    });
+  return unary_with_grad("gelu", UnaryOp::GeluErf, x, [](const Tensor& g, auto& sx, auto&) {
+    Tensor in = sx.get();
+    if (!GradMode::is_enabled()) return binary_kernel("gelu_backward", BinaryOp::GeluErfBackward, g, in);
+    // gelu'(x) = Phi(x) + x * phi(x). There is no erf op, so Phi's value comes
+    // from the fused kernel and its derivative (phi) is attached by a term
+    // that is zero in value: exact for second-order gradients.
+    Tensor pdf = exp(in * in * -0.5) * (1.0 / std::sqrt(2.0 * std::numbers::pi));
+    Tensor x0 = in.detach();
+    Tensor cdf_value = binary_kernel("gelu_backward", BinaryOp::GeluErfBackward, ones_like(x0), x0) - x0 * pdf.detach();
+    Tensor cdf = cdf_value + (in - x0) * pdf.detach();
+    return g * (cdf + in * pdf);
+  });
+}
+Tensor silu(const Tensor& x) {
+  return unary_with_grad("silu", UnaryOp::Silu, x, [](const Tensor& g, auto& sx, auto&) {
+    Tensor in = sx.get();
+    if (!GradMode::is_enabled()) return binary_kernel("silu_backward", BinaryOp::SiluBackward, g, in);
+    Tensor s = sigmoid(in);
+    return g * s * (1.0 + in * (1.0 - s));
+  });
+}
+Tensor sign(const Tensor& x) {
+  return unary_with_grad("sign", UnaryOp::Sign, x, [](const Tensor& g, auto&, auto&) { return zeros_like(g); });
+}
+Tensor reciprocal(const Tensor& x) {
+  return unary_with_grad("reciprocal", UnaryOp::Reciprocal, x, [](const Tensor& g, auto&, auto& sy) {
+    Tensor y = sy.get();
+    return -(g * y * y);
+  });
+}
+Tensor square(const Tensor& x) {
+  return unary_with_grad("square", UnaryOp::Square, x,
+                         [](const Tensor& g, auto& sx, auto&) { return g * sx.get() * 2.0; });
+}
+Tensor logical_not(const Tensor& x) {
+  detail::check_defined("logical_not", x, "input");
+  return unary_kernel(UnaryOp::LogicalNot, x);
+}
+Tensor clamp(const Tensor& x, double lo, double hi) {
+  ANVIL_CHECK(!(lo > hi), "clamp: min ", lo, " is greater than max ", hi);
+  return unary_with_grad(
+      "clamp", UnaryOp::Clamp, x,
+      [lo, hi](const Tensor& g, auto& sx, auto&) {
+        Tensor in = sx.get();
+        return g * mask_of(logical_and(ge(in, lo), le(in, hi)), g);
+      },
+      UnaryParams{lo, hi});
+}
+
+Tensor pow(const Tensor& x, const Scalar& e) {
+  detail::check_defined("pow", x, "input");
+  Tensor out = binary_kernel("pow", BinaryOp::Pow, x, wrap(x, e));
+  if (autograd::needs_grad({x}))
+    autograd::record("pow", {x}, out, [sx = SavedTensor(x, "pow"), e](const Tensor& g) {
+      double ed = e.to_double();
+      if (ed == 0.0) return Grads{zeros_like(g)};
+      return Grads{g * pow(sx.get(), ed - 1.0) * ed};
+    });
+  return out;
+}
+
+Tensor pow(const Tensor& x, const Tensor& e) {
+  Tensor out = binary_kernel("pow", BinaryOp::Pow, x, e);
+  if (autograd::needs_grad({x, e})) {
+    Shape xs = x.shape(), es = e.shape();
+    autograd::record("pow", {x, e}, out,
+                     [sx = SavedTensor(x, "pow"), se = SavedTensor(e, "pow"), sy = SavedTensor::output(out, "pow"),
+                      xs, es, need_x = x.requires_grad(), need_e = e.requires_grad()](const Tensor& g) {
+                       Tensor xv = sx.get(), ev = se.get();
+                       Grads r(2);
+                       if (need_x) r[0] = sum_to(g * ev * pow(xv, ev - 1.0), xs);
+                       if (need_e) r[1] = sum_to(g * sy.get() * log(xv), es);
+                       return r;
+                     });
+  }
+  return out;
+}
+
+// --- binary arithmetic ---
+
+namespace {
+
+template <typename F>
+Tensor binary_with_grad(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, F grads) {
+  Tensor out = binary_kernel(name, op, a, b);
+  if (autograd::needs_grad({a, b})) {
+    autograd::record(name, {a, b}, out,
+                     [sa = SavedTensor(a, name), sb = SavedTensor(b, name), ashape = a.shape(), bshape = b.shape(),
+                      need_a = a.requires_grad(), need_b = b.requires_grad(), adt = a.dtype(), bdt = b.dtype(),
+                      grads](const Tensor& g) {
+                       auto [ga, gb] = grads(g, sa, sb, need_a, need_b);
+                       Grads r(2);
+                       if (need_a && ga.defined()) r[0] = sum_to(ga, ashape).to(adt);
+                       if (need_b && gb.defined()) r[1] = sum_to(gb, bshape).to(bdt);
+                       return r;
+                     });
+  }
+  return out;
+}
+
+using GradPair = std::pair<Tensor, Tensor>;
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  return binary_with_grad("add", BinaryOp::Add, a, b, [](const Tensor& g, auto&, auto&, bool, bool) {
+    return GradPair{g, g};
+  });
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return binary_with_grad("sub", BinaryOp::Sub, a, b, [](const Tensor& g, auto&, auto&, bool, bool need_b) {
+    return GradPair{g, need_b ? neg(g) : Tensor()};
+  });
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary_with_grad("mul", BinaryOp::Mul, a, b, [](const Tensor& g, auto& sa, auto& sb, bool need_a, bool need_b) {
+    return GradPair{need_a ? g * sb.get() : Tensor(), need_b ? g * sa.get() : Tensor()};
+  });
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return binary_with_grad("div", BinaryOp::Div, a, b, [](const Tensor& g, auto& sa, auto& sb, bool need_a, bool need_b) {
+    Tensor bv = sb.get();
+    return GradPair{need_a ? g / bv : Tensor(), need_b ? -(g * sa.get() / (bv * bv)) : Tensor()};
+  });
+}
+// Ties split the gradient evenly, as PyTorch does.
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return binary_with_grad("maximum", BinaryOp::Maximum, a, b, [](const Tensor& g, auto& sa, auto& sb, bool, bool) {
+    Tensor av = sa.get(), bv = sb.get();
+    Tensor wa = mask_of(gt(av, bv), g) + mask_of(eq(av, bv), g) * 0.5;
+    return GradPair{g * wa, g * (1.0 - wa)};
+  });
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return binary_with_grad("minimum", BinaryOp::Minimum, a, b, [](const Tensor& g, auto& sa, auto& sb, bool, bool) {
+    Tensor av = sa.get(), bv = sb.get();
+    Tensor wa = mask_of(lt(av, bv), g) + mask_of(eq(av, bv), g) * 0.5;
+    return GradPair{g * wa, g * (1.0 - wa)};
+  });
+}
+
+Tensor add(const Tensor& a, const Scalar& b) { return add(a, wrap(a, b)); }
+Tensor sub(const Tensor& a, const Scalar& b) { return sub(a, wrap(a, b)); }
+Tensor mul(const Tensor& a, const Scalar& b) { return mul(a, wrap(a, b)); }
+Tensor div(const Tensor& a, const Scalar& b) { return div(a, wrap(a, b)); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return sub(wrap(b, a), b); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return div(wrap(b, a), b); }
+
+// --- comparisons (no gradient) ---
+
+Tensor eq(const Tensor& a, const Tensor& b) { return binary_kernel("eq", BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary_kernel("ne", BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary_kernel("lt", BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary_kernel("le", BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary_kernel("gt", BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary_kernel("ge", BinaryOp::Ge, a, b); }
+Tensor eq(const Tensor& a, const Scalar& b) { return eq(a, wrap(a, b)); }
+Tensor ne(const Tensor& a, const Scalar& b) { return ne(a, wrap(a, b)); }
+Tensor lt(const Tensor& a, const Scalar& b) { return lt(a, wrap(a, b)); }
+Tensor le(const Tensor& a, const Scalar& b) { return le(a, wrap(a, b)); }
+Tensor gt(const Tensor& a, const Scalar& b) { return gt(a, wrap(a, b)); }
+Tensor ge(const Tensor& a, const Scalar& b) { return ge(a, wrap(a, b)); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary_kernel("logical_and", BinaryOp::LogicalAnd, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_kernel("logical_or", BinaryOp::LogicalOr, a, b); }
+
+// --- selection ---
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  detail::check_dtype("where", cond, kBool, "condition");
+  detail::check_defined("where", a, "first value");
+  detail::check_defined("where", b, "second value");
+  detail::check_same_device("where", {cond, a, b});
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  DType dt = result_type(a, b);
+  Tensor out = empty(shape, a.options().dtype(dt));
+  if (out.numel() > 0)
+    detail::backend_of(a).where(out.view_of(), cond.expand(shape).view_of(), a.detach().to(dt).expand(shape).view_of(),
+                                b.detach().to(dt).expand(shape).view_of());
+  if (autograd::needs_grad({a, b})) {
+    autograd::record("where", {a, b}, out,
+                     [c = cond.detach(), ashape = a.shape(), bshape = b.shape(), adt = a.dtype(), bdt = b.dtype()](
+                         const Tensor& g) {
+                       Tensor zero = scalar_tensor(0, g.options());
+                       return Grads{sum_to(where(c, g, zero), ashape).to(adt), sum_to(where(c, zero, g), bshape).to(bdt)};
+                     });
+  }
+  return out;
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+  detail::check_dtype("masked_fill", mask, kBool, "mask");
+  detail::check_defined("masked_fill", x, "input");
+  Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
+  ANVIL_CHECK(shape == x.shape(), "masked_fill: mask of shape ", mask.shape(), " does not broadcast to input shape ",
+              x.shape());
+  return where(mask, scalar_tensor(value, x.options()), x);
+}
+
+Tensor cast(const Tensor& x, DType dtype) { return x.to(dtype); }
+
+// --- in place ---
+
+namespace {
+
+Tensor& inplace(const char* name, BinaryOp op, Tensor& self, const Tensor& other, Tensor (*outofplace)(const Tensor&, const Tensor&)) {
+  detail::check_defined(name, self, "self");
+  detail::check_defined(name, other, "other");
+  detail::check_same_device(name, {self, other});
+  Shape shape = broadcast_shapes(self.shape(), other.shape(), name);
+  ANVIL_CHECK(shape == self.shape(), name, ": result of shape ", shape, " does not fit in self of shape ",
+              self.shape());
+  if (autograd::needs_grad({self, other})) {
+    autograd::rebase_history(name, self, outofplace(self, other));
+    return self;
+  }
+  autograd::check_inplace(name, self);
+  DType compute = result_type(self, other);
+  if (compute == self.dtype() && !(op == BinaryOp::Div && !is_floating(compute))) {
+    Tensor oc = other.detach().to(compute).expand(shape);
+    if (self.numel() > 0) detail::backend_of(self).binary(op, self.view_of(), self.view_of(), oc.view_of());
+    self.bump_version();
+  } else {
+    Tensor r = binary_kernel(name, op, self, other);
+    detail::backend_of(self).copy(self.view_of(), r.view_of());
+    self.bump_version();
+  }
+  return self;
+}
+
+}  // namespace
+
+Tensor& add_(Tensor& self, const Tensor& other) { return inplace("add_", BinaryOp::Add, self, other, add); }
+Tensor& sub_(Tensor& self, const Tensor& other) { return inplace("sub_", BinaryOp::Sub, self, other, sub); }
+Tensor& mul_(Tensor& self, const Tensor& other) { return inplace("mul_", BinaryOp::Mul, self, other, mul); }
+Tensor& div_(Tensor& self, const Tensor& other) { return inplace("div_", BinaryOp::Div, self, other, div); }
+
+Tensor& add_(Tensor& self, const Scalar& other) { return add_(self, wrap(self, other)); }
+Tensor& mul_(Tensor& self, const Scalar& other) { return mul_(self, wrap(self, other)); }
+Tensor& div_(Tensor& self, const Scalar& other) { return div_(self, wrap(self, other)); }
+
+Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Scalar& value) {
+  Tensor r = masked_fill(self, mask, value);
+  if (autograd::needs_grad({self})) {
+    autograd::rebase_history("masked_fill_", self, r);
+  } else {
+    autograd::check_inplace("masked_fill_", self);
+    detail::backend_of(self).copy(self.view_of(), r.view_of());
+    self.bump_version();
+  }
+  return self;
+}
+
+}  // namespace anvil

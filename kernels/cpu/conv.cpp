@@ -1,0 +1,260 @@
+// conv2d as im2col + GEMM, one GEMM per image and group. The column matrix of
+// an image is [Cin/groups * kH * kW, Ho * Wo], so the output of a group is
+// W_g [Cout/groups, Cin/groups*kH*kW] @ col, written straight into out.
+// im2col/col2im run on OpenMP threads; the GEMMs use OpenBLAS's own threads
+// (never BLAS inside an OpenMP region). A 1x1 convolution with stride 1 and
+// no padding needs no column matrix: the image already is one.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/base/error.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/dense_buffer.h"
+
+namespace anvil::cpu {
+namespace {
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+// Below this many column-matrix elements im2col/col2im stay on one thread.
+constexpr int64_t kParallelColElems = 1 << 14;
+
+struct ConvGeometry {
+  int64_t n, c, h, w;   // input
+  int64_t cout, ho, wo; // output
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
+
+  int64_t cin_per_group() const { return c / groups; }
+  int64_t cout_per_group() const { return cout / groups; }
+  int64_t col_rows() const { return cin_per_group() * kh * kw; }
+  int64_t col_cols() const { return ho * wo; }
+  int64_t weight_group_elems() const { return cout_per_group() * col_rows(); }
+  bool is_pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+};
+
+int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d) {
+  return (in + 2 * pad - d * (k - 1) - 1) / s + 1;
+}
+
+// Shapes of the input, weight and output sides of one conv call, checked
+// against each other. `op` names the entry point for the error message.
+ConvGeometry conv_geometry(const char* op, const Shape& in, const Shape& weight, const Shape& out,
+                           const Conv2dParams& p) {
+  ANVIL_CHECK(in.size() == 4 && weight.size() == 4 && out.size() == 4, op,
+              ": expected 4-D input [N, C, H, W], weight [Cout, Cin/groups, kH, kW] and output [N, Cout, Ho, Wo], got input ",
+              in, ", weight ", weight, ", output ", out);
+  ConvGeometry g{in[0],       in[1],       in[2],       in[3],       out[1],      out[2],      out[3],
+                 weight[2],   weight[3],   p.stride[0], p.stride[1], p.padding[0], p.padding[1],
+                 p.dilation[0], p.dilation[1], p.groups};
+  ANVIL_CHECK(g.sh > 0 && g.sw > 0 && g.dh > 0 && g.dw > 0 && g.ph >= 0 && g.pw >= 0 && g.groups > 0, op,
+              ": stride and dilation must be positive and padding non-negative, got stride [", g.sh, ", ", g.sw,
+              "], padding [", g.ph, ", ", g.pw, "], dilation [", g.dh, ", ", g.dw, "], groups ", g.groups);
+  ANVIL_CHECK(g.c % g.groups == 0 && g.cout % g.groups == 0 && weight[0] == g.cout &&
+                  weight[1] * g.groups == g.c && out[0] == g.n,
+              op, ": input ", in, ", weight ", weight, " and output ", out, " do not agree for groups=", g.groups,
+              " (expected weight [Cout, Cin/groups, kH, kW] and output [N, Cout, Ho, Wo])");
+  const int64_t ho = conv_out_size(g.h, g.kh, g.sh, g.ph, g.dh), wo = conv_out_size(g.w, g.kw, g.sw, g.pw, g.dw);
+  ANVIL_CHECK(ho == g.ho && wo == g.wo && ho > 0 && wo > 0, op, ": input ", in, " with kernel [", g.kh, ", ",
+              g.kw, "], stride [", g.sh, ", ", g.sw, "], padding [", g.ph, ", ", g.pw, "], dilation [", g.dh, ", ",
+              g.dw, "] gives output spatial size [", ho, ", ", wo, "], but the output is ", out);
+  return g;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {  // b > 0, any sign of a
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+// Output columns [lo, hi) whose input column ow*sw - pw + kj*dw lies in [0, w).
+void valid_output_cols(const ConvGeometry& g, int64_t kj, int64_t& lo, int64_t& hi) {
+  const int64_t shift = kj * g.dw - g.pw;
+  lo = std::clamp<int64_t>(ceil_div(-shift, g.sw), 0, g.wo);
+  hi = std::clamp<int64_t>(ceil_div(g.w - shift, g.sw), lo, g.wo);
+}
+
+// col[r, oh*wo + ow] = img[c, ih, iw] (zero outside the image), r = (c, ki, kj).
+template <typename T>
+void im2col(const T* img, T* col, const ConvGeometry& g) {
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), kk = g.kh * g.kw;
+#pragma omp parallel for schedule(static) if (rows * cols > kParallelColElems)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t c = r / kk, ki = (r / g.kw) % g.kh, kj = r % g.kw;
+    const T* plane = img + c * g.h * g.w;
+    T* dst = col + r * cols;
+    int64_t lo, hi;
+    valid_output_cols(g, kj, lo, hi);
+    const int64_t iw0 = kj * g.dw - g.pw;
+    for (int64_t oh = 0; oh < g.ho; ++oh, dst += g.wo) {
+      const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+      if (ih < 0 || ih >= g.h) {
+        std::fill(dst, dst + g.wo, T(0));
+        continue;
+      }
+      const T* src = plane + ih * g.w;
+      std::fill(dst, dst + lo, T(0));
+      if (g.sw == 1) {
+        if (hi > lo) std::copy(src + iw0 + lo, src + iw0 + hi, dst + lo);
+      } else {
+        for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[iw0 + ow * g.sw];
+      }
+      std::fill(dst + hi, dst + g.wo, T(0));
+    }
+  }
+}
+
+// img = sum of the column entries that im2col would have read from each
+// pixel. Parallel over channels: each channel's rows touch only its plane.
+template <typename T>
+void col2im(const T* col, T* img, const ConvGeometry& g) {
+  const int64_t channels = g.cin_per_group(), cols = g.col_cols(), kk = g.kh * g.kw;
+#pragma omp parallel for schedule(static) if (g.col_rows() * cols > kParallelColElems)
+  for (int64_t c = 0; c < channels; ++c) {
+    T* plane = img + c * g.h * g.w;
+    std::fill(plane, plane + g.h * g.w, T(0));
+    for (int64_t ki = 0; ki < g.kh; ++ki) {
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        const T* src = col + (c * kk + ki * g.kw + kj) * cols;
+        int64_t lo, hi;
+        valid_output_cols(g, kj, lo, hi);
+        const int64_t iw0 = kj * g.dw - g.pw;
+        for (int64_t oh = 0; oh < g.ho; ++oh, src += g.wo) {
+          const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+          if (ih < 0 || ih >= g.h) continue;
+          T* dst = plane + ih * g.w;
+          for (int64_t ow = lo; ow < hi; ++ow) dst[iw0 + ow * g.sw] += src[ow];
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void conv2d_forward(const View& out_view, const View& in_view, const View& weight_view, const View* bias_view,
+                    const ConvGeometry& g) {
+  const DenseIn<T> in(in_view), weight(weight_view);
+  DenseOut<T> out(out_view);
+  std::vector<T> bias;
+  if (bias_view) bias = dense_copy<T>(*bias_view);
+  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(g.col_rows() * g.col_cols()));
+  const int64_t cols = g.col_cols(), cout_g = g.cout_per_group();
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t gi = 0; gi < g.groups; ++gi) {
+      const T* img = in.get() + (n * g.c + gi * g.cin_per_group()) * g.h * g.w;
+      T* dst = out.get() + (n * g.cout + gi * cout_g) * cols;
+      if (!bias.empty()) {
+        for (int64_t co = 0; co < cout_g; ++co) std::fill(dst + co * cols, dst + (co + 1) * cols, bias[gi * cout_g + co]);
+      }
+      const T* col_data = img;
+      if (!g.is_pointwise()) {
+        im2col(img, col.data(), g);
+        col_data = col.data();
+      }
+      gemm(false, false, cout_g, cols, g.col_rows(), weight.get() + gi * g.weight_group_elems(), g.col_rows(),
+           col_data, cols, bias.empty() ? T(0) : T(1), dst, cols);
+    }
+  }
+  out.commit();
+}
+
+template <typename T>
+void conv2d_grad_input(const View& grad_in_view, const View& grad_out_view, const View& weight_view,
+                       const ConvGeometry& g) {
+  const DenseIn<T> grad_out(grad_out_view), weight(weight_view);
+  DenseOut<T> grad_in(grad_in_view);
+  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(g.col_rows() * g.col_cols()));
+  const int64_t cols = g.col_cols(), cout_g = g.cout_per_group();
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t gi = 0; gi < g.groups; ++gi) {
+      T* img = grad_in.get() + (n * g.c + gi * g.cin_per_group()) * g.h * g.w;
+      const T* go = grad_out.get() + (n * g.cout + gi * cout_g) * cols;
+      T* col_data = g.is_pointwise() ? img : col.data();
+      // col = W_g^T @ grad_out_g
+      gemm(true, false, g.col_rows(), cols, cout_g, weight.get() + gi * g.weight_group_elems(), g.col_rows(), go,
+           cols, T(0), col_data, cols);
+      if (!g.is_pointwise()) col2im(col.data(), img, g);
+    }
+  }
+  grad_in.commit();
+}
+
+template <typename T>
+void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view, const View& in_view,
+                        const ConvGeometry& g) {
+  const DenseIn<T> grad_out(grad_out_view), in(in_view);
+  DenseOut<T> grad_weight(grad_weight_view);
+  if (g.n == 0) std::fill(grad_weight.get(), grad_weight.get() + grad_weight_view.numel(), T(0));
+  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(g.col_rows() * g.col_cols()));
+  const int64_t cols = g.col_cols(), cout_g = g.cout_per_group();
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t gi = 0; gi < g.groups; ++gi) {
+      const T* img = in.get() + (n * g.c + gi * g.cin_per_group()) * g.h * g.w;
+      const T* go = grad_out.get() + (n * g.cout + gi * cout_g) * cols;
+      const T* col_data = img;
+      if (!g.is_pointwise()) {
+        im2col(img, col.data(), g);
+        col_data = col.data();
+      }
+      // grad_W_g (+)= grad_out_g @ col^T, accumulated over the batch.
+      gemm(false, true, cout_g, g.col_rows(), cols, go, cols, col_data, cols, n == 0 ? T(0) : T(1),
+           grad_weight.get() + gi * g.weight_group_elems(), g.col_rows());
+    }
+  }
+  grad_weight.commit();
+}
+
+// Calls f(T{}) with T the compute type for dtype (half types compute in float).
+template <typename F>
+void dispatch_conv(const char* op, DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float64: f(double{}); return;
+    case DType::Float32:
+    case DType::Float16:
+    case DType::BFloat16: f(float{}); return;
+    default:
+      fail(op, ": dtype ", dtype_name(dtype), " is not supported on CPU (floating dtypes only)");
+  }
+}
+
+}  // namespace
+
+void CpuBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias,
+                        const Conv2dParams& p) {
+  const ConvGeometry g = conv_geometry("conv2d", in.shape, weight.shape, out.shape, p);
+  ANVIL_CHECK(!bias || (bias->dim() == 1 && bias->shape[0] == g.cout), "conv2d: bias must have shape [",
+              g.cout, "], got ", bias ? bias->shape : Shape{});
+  dispatch_conv("conv2d", out.dtype, [&](auto tag) {
+    conv2d_forward<decltype(tag)>(out, in, weight, bias, g);
+  });
+}
+
+void CpuBackend::conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
+                                       const Conv2dParams& p) {
+  const ConvGeometry g = conv_geometry("conv2d_backward_input", grad_in.shape, weight.shape, grad_out.shape, p);
+  dispatch_conv("conv2d_backward_input", grad_in.dtype, [&](auto tag) {
+    conv2d_grad_input<decltype(tag)>(grad_in, grad_out, weight, g);
+  });
+}
+
+void CpuBackend::conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in,
+                                        const Conv2dParams& p) {
+  const ConvGeometry g = conv_geometry("conv2d_backward_weight", in.shape, grad_weight.shape, grad_out.shape, p);
+  dispatch_conv("conv2d_backward_weight", grad_weight.dtype, [&](auto tag) {
+    conv2d_grad_weight<decltype(tag)>(grad_weight, grad_out, in, g);
+  });
+}
+
+}  // namespace anvil::cpu

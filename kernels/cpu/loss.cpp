@@ -1,0 +1,144 @@
+// Cross entropy over logits [N, C] with integer class targets, label
+// smoothing and an ignored class. The forward pass saves each row's
+// logsumexp so the backward pass gets softmax as exp(x - lse) in one sweep.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/base/error.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/dense_buffer.h"
+
+namespace anvil::cpu {
+namespace {
+
+constexpr int64_t kParallelLossElems = 1 << 14;
+
+struct LossShape {
+  int64_t n, c;
+};
+
+LossShape loss_shape(const char* op, const View& logits, const View& targets) {
+  ANVIL_CHECK(logits.dim() == 2, op, ": expected logits [N, C], got ", logits.shape);
+  const LossShape s{logits.shape[0], logits.shape[1]};
+  ANVIL_CHECK(targets.numel() == s.n && targets.dim() <= 1, op, ": expected targets [", s.n, "] for logits ",
+              logits.shape, ", got ", targets.shape);
+  ANVIL_CHECK(targets.dtype == kInt64 || targets.dtype == kInt32, op, ": targets must be int64 class indices, got ",
+              dtype_name(targets.dtype));
+  return s;
+}
+
+void check_rows(const char* op, const char* what, const View& v, int64_t n) {
+  ANVIL_CHECK(v.numel() == n && v.dim() <= 1, op, ": ", what, " must have shape [", n, "], got ", v.shape);
+}
+
+// The targets as int64, each either ignore_index or a class in [0, C).
+std::vector<int64_t> checked_targets(const char* op, const View& targets, const LossShape& s,
+                                     const CrossEntropyParams& p) {
+  std::vector<int64_t> t = dense_copy<int64_t>(targets);
+  for (int64_t i = 0; i < s.n; ++i) {
+    ANVIL_CHECK(t[i] == p.ignore_index || (t[i] >= 0 && t[i] < s.c), op, ": target ", t[i], " at row ", i,
+                " is out of range for ", s.c, " classes (expected 0 <= target < ", s.c,
+                " or ignore_index = ", p.ignore_index, ")");
+  }
+  return t;
+}
+
+template <typename F>
+void dispatch_loss(const char* op, DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float64: f(double{}); return;
+    case DType::Float32:
+    case DType::Float16:
+    case DType::BFloat16: f(float{}); return;
+    default: fail(op, ": logits dtype ", dtype_name(dtype), " is not supported (floating dtypes only)");
+  }
+}
+
+template <typename T>
+double row_logsumexp(const T* x, int64_t c) {
+  double mx = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < c; ++j) mx = std::max<double>(mx, x[j]);
+  if (std::isinf(mx)) return mx;  // all -inf (lse -inf) or some +inf (lse +inf)
+  double sum = 0;
+  for (int64_t j = 0; j < c; ++j) sum += std::exp(x[j] - mx);
+  return mx + std::log(sum);
+}
+
+template <typename T>
+void cross_entropy_typed(const View& losses_view, const View& lse_view, const View& logits_view,
+                         const std::vector<int64_t>& targets, const LossShape& s, const CrossEntropyParams& p) {
+  const DenseIn<T> logits(logits_view);
+  std::vector<double> losses(s.n), lse(s.n);
+  const double ls = p.label_smoothing;
+#pragma omp parallel for schedule(static) if (s.n * s.c > kParallelLossElems)
+  for (int64_t i = 0; i < s.n; ++i) {
+    const T* x = logits.get() + i * s.c;
+    lse[i] = row_logsumexp(x, s.c);
+    if (targets[i] == p.ignore_index) {
+      losses[i] = 0;
+      continue;
+    }
+    double target_term = (1 - ls) * static_cast<double>(x[targets[i]]);
+    if (ls != 0) {
+      double sum = 0;
+      for (int64_t j = 0; j < s.c; ++j) sum += x[j];
+      target_term += ls / static_cast<double>(s.c) * sum;
+    }
+    losses[i] = lse[i] - target_term;
+  }
+  scatter_dense(losses_view, losses.data());
+  scatter_dense(lse_view, lse.data());
+}
+
+template <typename T>
+void cross_entropy_backward_typed(const View& grad_logits_view, const View& grad_losses_view,
+                                  const View& logits_view, const std::vector<int64_t>& targets,
+                                  const View& lse_view, const LossShape& s, const CrossEntropyParams& p) {
+  const DenseIn<T> logits(logits_view);
+  const std::vector<double> grad_losses = dense_copy<double>(grad_losses_view);
+  const std::vector<double> lse = dense_copy<double>(lse_view);
+  DenseOut<T> grad(grad_logits_view);
+  const double ls = p.label_smoothing, smooth = ls / static_cast<double>(std::max<int64_t>(s.c, 1));
+#pragma omp parallel for schedule(static) if (s.n * s.c > kParallelLossElems)
+  for (int64_t i = 0; i < s.n; ++i) {
+    const T* x = logits.get() + i * s.c;
+    T* dst = grad.get() + i * s.c;
+    if (targets[i] == p.ignore_index) {
+      std::fill(dst, dst + s.c, T(0));
+      continue;
+    }
+    const double g = grad_losses[i];
+    for (int64_t j = 0; j < s.c; ++j) dst[j] = static_cast<T>(g * (std::exp(x[j] - lse[i]) - smooth));
+    dst[targets[i]] = static_cast<T>(dst[targets[i]] - g * (1 - ls));
+  }
+  grad.commit();
+}
+
+}  // namespace
+
+void CpuBackend::cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
+                               const CrossEntropyParams& p) {
+  const LossShape s = loss_shape("cross_entropy", logits, targets);
+  check_rows("cross_entropy", "losses", losses, s.n);
+  check_rows("cross_entropy", "logsumexp", logsumexp, s.n);
+  const std::vector<int64_t> t = checked_targets("cross_entropy", targets, s, p);
+  dispatch_loss("cross_entropy", logits.dtype,
+                [&](auto tag) { cross_entropy_typed<decltype(tag)>(losses, logsumexp, logits, t, s, p); });
+}
+
+void CpuBackend::cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,
+                                        const View& targets, const View& logsumexp, const CrossEntropyParams& p) {
+  const LossShape s = loss_shape("cross_entropy_backward", logits, targets);
+  ANVIL_CHECK(grad_logits.shape == logits.shape, "cross_entropy_backward: grad_logits ", grad_logits.shape,
+              " must have the logits' shape ", logits.shape);
+  check_rows("cross_entropy_backward", "grad_losses", grad_losses, s.n);
+  check_rows("cross_entropy_backward", "logsumexp", logsumexp, s.n);
+  const std::vector<int64_t> t = checked_targets("cross_entropy_backward", targets, s, p);
+  dispatch_loss("cross_entropy_backward", logits.dtype, [&](auto tag) {
+    cross_entropy_backward_typed<decltype(tag)>(grad_logits, grad_losses, logits, t, logsumexp, s, p);
+  });
+}
+
+}  // namespace anvil::cpu

@@ -1,0 +1,176 @@
+// Batched matmul through CBLAS. Each operand is handed to BLAS in place when
+// its 2-D slices have a unit stride in one of the two matrix dims (row-major
+// or transposed); anything else (expanded inner dims, other dtypes) is made
+// dense first. float16/bfloat16 are computed in float32.
+#include <cblas.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/base/error.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/dense_buffer.h"
+
+namespace anvil::cpu {
+namespace {
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const double* a,
+          int64_t lda, const double* b, int64_t ldb, float beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+// How BLAS reads a rows x cols matrix in place: transposed or not, and the
+// leading dimension. Size-1 dims put no constraint on their stride.
+struct BlasLayout {
+  bool trans = false;
+  int64_t ld = 1;
+};
+
+std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  const int64_t min_row_ld = std::max<int64_t>(cols, 1), min_col_ld = std::max<int64_t>(rows, 1);
+  if ((col_stride == 1 || cols == 1) && (rows == 1 || row_stride >= min_row_ld))
+    return BlasLayout{false, rows == 1 ? min_row_ld : row_stride};
+  if ((row_stride == 1 || rows == 1) && (cols == 1 || col_stride >= min_col_ld))
+    return BlasLayout{true, cols == 1 ? min_col_ld : col_stride};
+  return std::nullopt;
+}
+
+// A [B, rows, cols] view as a 3-D view (a 2-D one gets a broadcast batch dim).
+View as_batched(const View& v) {
+  if (v.dim() == 3) return v;
+  View r = v;
+  r.shape.insert(r.shape.begin(), 1);
+  r.strides.insert(r.strides.begin(), 0);
+  return r;
+}
+
+View transposed(const View& v) {  // swaps the two matrix dims of a 3-D view
+  View r = v;
+  std::swap(r.shape[1], r.shape[2]);
+  std::swap(r.strides[1], r.strides[2]);
+  return r;
+}
+
+// One read-only operand as BLAS will see it: borrowed when possible,
+// otherwise a dense copy (one slice when the batch is broadcast).
+template <typename T>
+struct Operand {
+  const T* data = nullptr;
+  int64_t batch_stride = 0;
+  BlasLayout layout;
+  std::vector<T> storage;
+};
+
+template <typename T>
+Operand<T> prepare_operand(const View& v) {
+  Operand<T> op;
+  const int64_t rows = v.shape[1], cols = v.shape[2];
+  if (v.dtype == dtype_of<T>::value) {
+    if (auto layout = blas_layout(rows, cols, v.strides[1], v.strides[2])) {
+      op.data = v.ptr<T>();
+      op.batch_stride = v.shape[0] == 1 ? 0 : v.strides[0];
+      op.layout = *layout;
+      return op;
+    }
+  }
+  View src = v;
+  const bool broadcast = v.shape[0] == 1 || v.strides[0] == 0;
+  if (broadcast) src.shape[0] = 1;
+  op.storage = dense_copy<T>(src);
+  op.data = op.storage.data();
+  op.batch_stride = broadcast ? 0 : rows * cols;
+  op.layout = BlasLayout{false, std::max<int64_t>(cols, 1)};
+  return op;
+}
+
+// out (row-major, unit column stride, leading dim ldc) = alpha * a @ b + beta * out.
+template <typename T>
+void batched_gemm(T* out, int64_t out_batch_stride, int64_t ldc, const View& a_view, const View& b_view,
+                  const MatmulParams& p) {
+  const int64_t batch = a_view.shape[0], m = a_view.shape[1], k = a_view.shape[2], n = b_view.shape[2];
+  const Operand<T> a = prepare_operand<T>(a_view);
+  const Operand<T> b = prepare_operand<T>(b_view);
+  // A weight shared by the whole batch, with batch-contiguous rows of a and
+  // out, is one tall GEMM instead of `batch` small ones.
+  const bool foldable = batch > 1 && b.batch_stride == 0 && !a.layout.trans &&
+                        a.batch_stride == m * a.layout.ld && out_batch_stride == m * ldc;
+  if (foldable) {
+    gemm(false, b.layout.trans, batch * m, n, k, p.alpha, a.data, a.layout.ld, b.data, b.layout.ld, p.beta,
+         out, ldc);
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i) {
+    gemm(a.layout.trans, b.layout.trans, m, n, k, p.alpha, a.data + i * a.batch_stride, a.layout.ld,
+         b.data + i * b.batch_stride, b.layout.ld, p.beta, out + i * out_batch_stride, ldc);
+  }
+}
+
+// out = beta * out: the whole result when the inner dimension is empty.
+template <typename T>
+void scale_output(const View& out, float beta) {
+  DenseOut<T> o(out, beta == 0.0f ? OutStart::Unspecified : OutStart::CurrentValues);
+  const int64_t n = out.numel();
+  for (int64_t i = 0; i < n; ++i) o[i] = beta == 0.0f ? T(0) : static_cast<T>(beta * o[i]);
+  o.commit();
+}
+
+template <typename T>
+void matmul_typed(const View& out, const View& a, const View& b, const MatmulParams& p) {
+  const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
+  if (batch == 0 || m == 0 || n == 0) return;
+  if (k == 0) {
+    scale_output<T>(out, p.beta);
+    return;
+  }
+  const bool batches_disjoint = batch == 1 || out.strides[0] != 0;
+  if (out.dtype == dtype_of<T>::value && batches_disjoint) {
+    if (auto layout = blas_layout(m, n, out.strides[1], out.strides[2])) {
+      const int64_t out_batch_stride = batch == 1 ? 0 : out.strides[0];
+      if (!layout->trans) {
+        batched_gemm<T>(out.ptr<T>(), out_batch_stride, layout->ld, a, b, p);
+      } else {
+        // A column-major out is out^T row-major, and out^T = b^T @ a^T.
+        batched_gemm<T>(out.ptr<T>(), out_batch_stride, layout->ld, transposed(b), transposed(a), p);
+      }
+      return;
+    }
+  }
+  DenseOut<T> dense(out, p.beta == 0.0f ? OutStart::Unspecified : OutStart::CurrentValues);
+  batched_gemm<T>(dense.get(), m * n, n, a, b, p);
+  dense.commit();
+}
+
+}  // namespace
+
+void CpuBackend::matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p) {
+  ANVIL_CHECK(out_in.dim() == a_in.dim() && a_in.dim() == b_in.dim() && (a_in.dim() == 2 || a_in.dim() == 3),
+              "matmul: expected a [B, M, K], b [B, K, N] and out [B, M, N] (or all 2-D), got a ",
+              a_in.shape, ", b ", b_in.shape, ", out ", out_in.shape);
+  const View out = as_batched(out_in), a = as_batched(a_in), b = as_batched(b_in);
+  ANVIL_CHECK(a.shape[0] == out.shape[0] && b.shape[0] == out.shape[0] && a.shape[1] == out.shape[1] &&
+                  b.shape[2] == out.shape[2] && a.shape[2] == b.shape[1],
+              "matmul: shapes do not agree: a ", a_in.shape, " @ b ", b_in.shape, " -> out ", out_in.shape,
+              " (expected a [B, M, K], b [B, K, N], out [B, M, N])");
+  switch (out.dtype) {
+    case DType::Float64: matmul_typed<double>(out, a, b, p); return;
+    case DType::Float32:
+    case DType::Float16:
+    case DType::BFloat16: matmul_typed<float>(out, a, b, p); return;
+    default:
+      fail("matmul: dtype ", dtype_name(out.dtype),
+           " is not supported on CPU (floating dtypes only: float32, float64, float16, bfloat16)");
+  }
+}
+
+}  // namespace anvil::cpu

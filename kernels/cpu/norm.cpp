@@ -1,0 +1,348 @@
+// Batch norm (per channel of [N, C, *]) and layer norm (per row of
+// [rows, cols]). Statistics are accumulated in double with a two-pass
+// mean/variance, so float32 inputs with a large mean stay accurate. The saved
+// statistics (mean, invstd/rstd) may be float32 or float64 views: float64 ones
+// keep float64 gradient checks exact. float16/bfloat16 compute in float.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/base/error.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/dense_buffer.h"
+
+namespace anvil::cpu {
+namespace {
+
+constexpr int64_t kParallelNormElems = 1 << 14;
+
+// in [N, C, *] as N x C x S (S = product of the spatial dims).
+struct ChannelLayout {
+  int64_t n, c, s;
+  int64_t count() const { return n * s; }  // values per channel
+};
+
+ChannelLayout channel_layout(const char* op, const Shape& shape) {
+  ANVIL_CHECK(shape.size() >= 2, op, ": expected input [N, C, *], got ", shape);
+  ChannelLayout l{shape[0], shape[1], 1};
+  for (size_t d = 2; d < shape.size(); ++d) l.s *= shape[d];
+  return l;
+}
+
+void check_per_channel(const char* op, const char* what, const View* v, int64_t c) {
+  ANVIL_CHECK(!v || v->numel() == c, op, ": ", what, " must have ", c, " elements (one per channel), got shape ",
+              v ? v->shape : Shape{});
+}
+
+std::vector<double> values_or(const View* v, int64_t n, double fallback) {
+  return v ? dense_copy<double>(*v) : std::vector<double>(static_cast<size_t>(n), fallback);
+}
+
+template <typename F>
+void dispatch_norm(const char* op, DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float64: f(double{}); return;
+    case DType::Float32:
+    case DType::Float16:
+    case DType::BFloat16: f(float{}); return;
+    default: fail(op, ": dtype ", dtype_name(dtype), " is not supported on CPU (floating dtypes only)");
+  }
+}
+
+// --- batch norm ---
+
+// Per-channel batch mean and biased variance.
+template <typename T>
+void channel_moments(const T* x, const ChannelLayout& l, std::vector<double>& mean, std::vector<double>& var) {
+  mean.assign(l.c, 0.0);
+  var.assign(l.c, 0.0);
+  const double count = static_cast<double>(l.count());
+#pragma omp parallel for schedule(static) if (l.n * l.c * l.s > kParallelNormElems)
+  for (int64_t c = 0; c < l.c; ++c) {
+    double sum = 0;
+    for (int64_t i = 0; i < l.n; ++i) {
+      const T* p = x + (i * l.c + c) * l.s;
+      for (int64_t j = 0; j < l.s; ++j) sum += p[j];
+    }
+    const double m = sum / count;
+    double sq = 0;
+    for (int64_t i = 0; i < l.n; ++i) {
+      const T* p = x + (i * l.c + c) * l.s;
+      for (int64_t j = 0; j < l.s; ++j) {
+        const double d = p[j] - m;
+        sq += d * d;
+      }
+    }
+    mean[c] = m;
+    var[c] = sq / count;
+  }
+}
+
+template <typename T>
+void batch_norm_typed(const View& out_view, const View& save_mean, const View& save_invstd, const View& in_view,
+                      const View* weight, const View* bias, const View* running_mean, const View* running_var,
+                      const BatchNormParams& p) {
+  const ChannelLayout l = channel_layout("batch_norm", in_view.shape);
+  const DenseIn<T> x(in_view);
+  std::vector<double> mean, var;
+  if (p.training) {
+    ANVIL_CHECK(l.count() > 1, "batch_norm: training needs more than 1 value per channel, got input shape ",
+                in_view.shape);
+    channel_moments(x.get(), l, mean, var);
+    const double unbias = static_cast<double>(l.count()) / static_cast<double>(l.count() - 1);
+    if (running_mean) {
+      std::vector<double> rm = dense_copy<double>(*running_mean);
+      for (int64_t c = 0; c < l.c; ++c) rm[c] = (1 - p.momentum) * rm[c] + p.momentum * mean[c];
+      scatter_dense(*running_mean, rm.data());
+    }
+    if (running_var) {
+      std::vector<double> rv = dense_copy<double>(*running_var);
+      for (int64_t c = 0; c < l.c; ++c) rv[c] = (1 - p.momentum) * rv[c] + p.momentum * var[c] * unbias;
+      scatter_dense(*running_var, rv.data());
+    }
+  } else {
+    ANVIL_CHECK(running_mean && running_var,
+                "batch_norm: evaluation mode needs running_mean and running_var (use training mode without them)");
+    mean = dense_copy<double>(*running_mean);
+    var = dense_copy<double>(*running_var);
+  }
+  std::vector<double> invstd(l.c);
+  for (int64_t c = 0; c < l.c; ++c) invstd[c] = 1.0 / std::sqrt(var[c] + p.eps);
+  scatter_dense(save_mean, mean.data());
+  scatter_dense(save_invstd, invstd.data());
+
+  // out = x * scale + shift with the affine transform folded in.
+  const std::vector<double> w = values_or(weight, l.c, 1.0), b = values_or(bias, l.c, 0.0);
+  std::vector<double> scale(l.c), shift(l.c);
+  for (int64_t c = 0; c < l.c; ++c) {
+    scale[c] = invstd[c] * w[c];
+    shift[c] = b[c] - mean[c] * scale[c];
+  }
+  DenseOut<T> out(out_view);
+#pragma omp parallel for schedule(static) if (l.n * l.c * l.s > kParallelNormElems)
+  for (int64_t row = 0; row < l.n * l.c; ++row) {
+    const int64_t c = row % l.c;
+    const T* src = x.get() + row * l.s;
+    T* dst = out.get() + row * l.s;
+    for (int64_t j = 0; j < l.s; ++j) dst[j] = static_cast<T>(src[j] * scale[c] + shift[c]);
+  }
+  out.commit();
+}
+
+template <typename T>
+void batch_norm_backward_typed(const View& grad_in_view, const View* grad_weight, const View* grad_bias,
+                               const View& grad_out_view, const View& in_view, const View* weight,
+                               const View& save_mean, const View& save_invstd, const BatchNormParams& p) {
+  const ChannelLayout l = channel_layout("batch_norm_backward", in_view.shape);
+  const DenseIn<T> x(in_view), g(grad_out_view);
+  const std::vector<double> mean = dense_copy<double>(save_mean), invstd = dense_copy<double>(save_invstd);
+  const std::vector<double> w = values_or(weight, l.c, 1.0);
+  std::vector<double> sum_g(l.c), sum_g_xhat(l.c);
+#pragma omp parallel for schedule(static) if (l.n * l.c * l.s > kParallelNormElems)
+  for (int64_t c = 0; c < l.c; ++c) {
+    double sg = 0, sgx = 0;
+    for (int64_t i = 0; i < l.n; ++i) {
+      const T* xp = x.get() + (i * l.c + c) * l.s;
+      const T* gp = g.get() + (i * l.c + c) * l.s;
+      for (int64_t j = 0; j < l.s; ++j) {
+        sg += gp[j];
+        sgx += gp[j] * (xp[j] - mean[c]);
+      }
+    }
+    sum_g[c] = sg;
+    sum_g_xhat[c] = sgx * invstd[c];
+  }
+  if (grad_weight) scatter_dense(*grad_weight, sum_g_xhat.data());
+  if (grad_bias) scatter_dense(*grad_bias, sum_g.data());
+  if (!grad_in_view.data) return;
+
+  const double count = static_cast<double>(std::max<int64_t>(l.count(), 1));
+  DenseOut<T> grad_in(grad_in_view);
+#pragma omp parallel for schedule(static) if (l.n * l.c * l.s > kParallelNormElems)
+  for (int64_t row = 0; row < l.n * l.c; ++row) {
+    const int64_t c = row % l.c;
+    const T* xp = x.get() + row * l.s;
+    const T* gp = g.get() + row * l.s;
+    T* dst = grad_in.get() + row * l.s;
+    const double k = invstd[c] * w[c];
+    if (p.training) {
+      // d/dx of w * (x - mean) * invstd with mean and invstd depending on x.
+      const double mean_g = sum_g[c] / count, mean_g_xhat = sum_g_xhat[c] / count;
+      for (int64_t j = 0; j < l.s; ++j) {
+        const double xhat = (xp[j] - mean[c]) * invstd[c];
+        dst[j] = static_cast<T>(k * (gp[j] - mean_g - xhat * mean_g_xhat));
+      }
+    } else {
+      for (int64_t j = 0; j < l.s; ++j) dst[j] = static_cast<T>(k * gp[j]);
+    }
+  }
+  grad_in.commit();
+}
+
+// --- layer norm ---
+
+struct RowLayout {
+  int64_t rows, cols;
+};
+
+RowLayout row_layout(const char* op, const Shape& shape) {
+  ANVIL_CHECK(!shape.empty(), op, ": expected input [rows, cols], got a scalar");
+  RowLayout l{1, shape.back()};
+  for (size_t d = 0; d + 1 < shape.size(); ++d) l.rows *= shape[d];
+  return l;
+}
+
+template <typename T>
+void layer_norm_typed(const View& out_view, const View& mean_view, const View& rstd_view, const View& in_view,
+                      const View* weight, const View* bias, double eps) {
+  const RowLayout l = row_layout("layer_norm", in_view.shape);
+  ANVIL_CHECK(mean_view.numel() == l.rows && rstd_view.numel() == l.rows, "layer_norm: mean and rstd must have ",
+              l.rows, " elements (one per row of input ", in_view.shape, "), got ", mean_view.shape, " and ",
+              rstd_view.shape);
+  ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!bias || bias->numel() == l.cols),
+              "layer_norm: weight and bias must have ", l.cols, " elements, got ", weight ? weight->shape : Shape{},
+              " and ", bias ? bias->shape : Shape{});
+  const DenseIn<T> x(in_view);
+  const std::vector<double> w = values_or(weight, l.cols, 1.0), b = values_or(bias, l.cols, 0.0);
+  std::vector<double> mean(l.rows), rstd(l.rows);
+  DenseOut<T> out(out_view);
+#pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
+  for (int64_t i = 0; i < l.rows; ++i) {
+    const T* src = x.get() + i * l.cols;
+    T* dst = out.get() + i * l.cols;
+    double sum = 0;
+    for (int64_t j = 0; j < l.cols; ++j) sum += src[j];
+    const double m = l.cols > 0 ? sum / static_cast<double>(l.cols) : 0.0;
+    double sq = 0;
+    for (int64_t j = 0; j < l.cols; ++j) sq += (src[j] - m) * (src[j] - m);
+    const double r = 1.0 / std::sqrt((l.cols > 0 ? sq / static_cast<double>(l.cols) : 0.0) + eps);
+    for (int64_t j = 0; j < l.cols; ++j) dst[j] = static_cast<T>((src[j] - m) * r * w[j] + b[j]);
+    mean[i] = m;
+    rstd[i] = r;
+  }
+  out.commit();
+  scatter_dense(mean_view, mean.data());
+  scatter_dense(rstd_view, rstd.data());
+}
+
+// grad_weight[j] = sum_i g_ij * xhat_ij and grad_bias[j] = sum_i g_ij, split
+// over column blocks so that each sum has one owner and a fixed order.
+template <typename T>
+void layer_norm_param_grads(const T* x, const T* g, const std::vector<double>& mean, const std::vector<double>& rstd,
+                            const RowLayout& l, std::vector<double>& gw, std::vector<double>& gb) {
+  gw.assign(l.cols, 0.0);
+  gb.assign(l.cols, 0.0);
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (l.cols + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t j0 = blk * kBlock, j1 = std::min(l.cols, j0 + kBlock);
+    for (int64_t i = 0; i < l.rows; ++i) {
+      const T* xr = x + i * l.cols;
+      const T* gr = g + i * l.cols;
+      for (int64_t j = j0; j < j1; ++j) {
+        gw[j] += gr[j] * ((xr[j] - mean[i]) * rstd[i]);
+        gb[j] += gr[j];
+      }
+    }
+  }
+}
+
+template <typename T>
+void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight, const View* grad_bias,
+                               const View& grad_out_view, const View& in_view, const View& mean_view,
+                               const View& rstd_view, const View* weight) {
+  const RowLayout l = row_layout("layer_norm_backward", in_view.shape);
+  const DenseIn<T> x(in_view), g(grad_out_view);
+  const std::vector<double> mean = dense_copy<double>(mean_view), rstd = dense_copy<double>(rstd_view);
+  if (grad_weight || grad_bias) {
+    std::vector<double> gw, gb;
+    layer_norm_param_grads(x.get(), g.get(), mean, rstd, l, gw, gb);
+    if (grad_weight) scatter_dense(*grad_weight, gw.data());
+    if (grad_bias) scatter_dense(*grad_bias, gb.data());
+  }
+  if (!grad_in_view.data) return;
+  const std::vector<double> w = values_or(weight, l.cols, 1.0);
+  DenseOut<T> grad_in(grad_in_view);
+#pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
+  for (int64_t i = 0; i < l.rows; ++i) {
+    const T* xr = x.get() + i * l.cols;
+    const T* gr = g.get() + i * l.cols;
+    T* dst = grad_in.get() + i * l.cols;
+    double sum_gy = 0, sum_gy_xhat = 0;
+    for (int64_t j = 0; j < l.cols; ++j) {
+      const double gy = gr[j] * w[j];
+      sum_gy += gy;
+      sum_gy_xhat += gy * ((xr[j] - mean[i]) * rstd[i]);
+    }
+    const double n = static_cast<double>(std::max<int64_t>(l.cols, 1));
+    const double mean_gy = sum_gy / n, mean_gy_xhat = sum_gy_xhat / n;
+    for (int64_t j = 0; j < l.cols; ++j) {
+      const double xhat = (xr[j] - mean[i]) * rstd[i];
+      dst[j] = static_cast<T>(rstd[i] * (gr[j] * w[j] - mean_gy - xhat * mean_gy_xhat));
+    }
+  }
+  grad_in.commit();
+}
+
+}  // namespace
+
+void CpuBackend::batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
+                            const View* weight, const View* bias, const View* running_mean,
+                            const View* running_var, const BatchNormParams& p) {
+  const ChannelLayout l = channel_layout("batch_norm", in.shape);
+  ANVIL_CHECK(out.shape == in.shape, "batch_norm: output shape ", out.shape, " differs from input shape ", in.shape);
+  check_per_channel("batch_norm", "save_mean", &save_mean, l.c);
+  check_per_channel("batch_norm", "save_invstd", &save_invstd, l.c);
+  check_per_channel("batch_norm", "weight", weight, l.c);
+  check_per_channel("batch_norm", "bias", bias, l.c);
+  check_per_channel("batch_norm", "running_mean", running_mean, l.c);
+  check_per_channel("batch_norm", "running_var", running_var, l.c);
+  dispatch_norm("batch_norm", in.dtype, [&](auto tag) {
+    batch_norm_typed<decltype(tag)>(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p);
+  });
+}
+
+void CpuBackend::batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
+                                     const View& grad_out, const View& in, const View* weight,
+                                     const View& save_mean, const View& save_invstd, const BatchNormParams& p) {
+  const ChannelLayout l = channel_layout("batch_norm_backward", in.shape);
+  ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
+              "batch_norm_backward: grad_out ", grad_out.shape, " and grad_in ", grad_in.shape,
+              " must have the input's shape ", in.shape);
+  check_per_channel("batch_norm_backward", "save_mean", &save_mean, l.c);
+  check_per_channel("batch_norm_backward", "save_invstd", &save_invstd, l.c);
+  check_per_channel("batch_norm_backward", "weight", weight, l.c);
+  check_per_channel("batch_norm_backward", "grad_weight", grad_weight, l.c);
+  check_per_channel("batch_norm_backward", "grad_bias", grad_bias, l.c);
+  dispatch_norm("batch_norm_backward", in.dtype, [&](auto tag) {
+    batch_norm_backward_typed<decltype(tag)>(grad_in, grad_weight, grad_bias, grad_out, in, weight, save_mean,
+                                             save_invstd, p);
+  });
+}
+
+void CpuBackend::layer_norm(const View& out, const View& mean, const View& rstd, const View& in,
+                            const View* weight, const View* bias, double eps) {
+  ANVIL_CHECK(out.shape == in.shape, "layer_norm: output shape ", out.shape, " differs from input shape ", in.shape);
+  dispatch_norm("layer_norm", in.dtype,
+                [&](auto tag) { layer_norm_typed<decltype(tag)>(out, mean, rstd, in, weight, bias, eps); });
+}
+
+void CpuBackend::layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
+                                     const View& grad_out, const View& in, const View& mean, const View& rstd,
+                                     const View* weight) {
+  const RowLayout l = row_layout("layer_norm_backward", in.shape);
+  ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
+              "layer_norm_backward: grad_out ", grad_out.shape, " and grad_in ", grad_in.shape,
+              " must have the input's shape ", in.shape);
+  ANVIL_CHECK(mean.numel() == l.rows && rstd.numel() == l.rows, "layer_norm_backward: mean and rstd must have ",
+              l.rows, " elements, got ", mean.shape, " and ", rstd.shape);
+  ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!grad_weight || grad_weight->numel() == l.cols) &&
+                  (!grad_bias || grad_bias->numel() == l.cols),
+              "layer_norm_backward: weight, grad_weight and grad_bias must have ", l.cols, " elements");
+  dispatch_norm("layer_norm_backward", in.dtype, [&](auto tag) {
+    layer_norm_backward_typed<decltype(tag)>(grad_in, grad_weight, grad_bias, grad_out, in, mean, rstd, weight);
+  });
+}
+
+}  // namespace anvil::cpu

@@ -1,0 +1,171 @@
+// Max and average 2-D pooling over the last two dims, one OpenMP task per
+// (N, C) plane. Max pooling ignores padded positions (they act as -inf); the
+// backward pass recomputes each window's argmax from the input (first
+// maximum in row-major window order, NaN wins) instead of saving indices.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/base/error.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/dense_buffer.h"
+
+namespace anvil::cpu {
+namespace {
+
+struct PoolGeometry {
+  int64_t planes, h, w, ho, wo;
+  int64_t kh, kw, sh, sw, ph, pw;
+  bool count_include_pad;
+};
+
+// The clipped input window [h0, h1) x [w0, w1) of output (oh, ow) and the
+// divisor average pooling uses for it.
+struct Window {
+  int64_t h0, h1, w0, w1;
+  int64_t divisor;
+};
+
+Window window_at(const PoolGeometry& g, int64_t oh, int64_t ow) {
+  Window win;
+  win.h0 = oh * g.sh - g.ph;
+  win.w0 = ow * g.sw - g.pw;
+  win.h1 = std::min(win.h0 + g.kh, g.h + g.ph);
+  win.w1 = std::min(win.w0 + g.kw, g.w + g.pw);
+  const int64_t padded_size = (win.h1 - win.h0) * (win.w1 - win.w0);
+  win.h0 = std::max<int64_t>(win.h0, 0);
+  win.w0 = std::max<int64_t>(win.w0, 0);
+  win.h1 = std::min(win.h1, g.h);
+  win.w1 = std::min(win.w1, g.w);
+  win.divisor = g.count_include_pad ? padded_size : (win.h1 - win.h0) * (win.w1 - win.w0);
+  return win;
+}
+
+PoolGeometry pool_geometry(const char* op, const Shape& in, const Shape& out, const Pool2dParams& p) {
+  ANVIL_CHECK(in.size() >= 3 && in.size() == out.size(), op,
+              ": expected input [N, C, H, W] (or [C, H, W]) and an output of the same rank, got input ", in,
+              ", output ", out);
+  const size_t d = in.size();
+  PoolGeometry g{1, in[d - 2], in[d - 1], out[d - 2], out[d - 1], p.kernel[0], p.kernel[1],
+                 p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.count_include_pad};
+  for (size_t i = 0; i + 2 < d; ++i) {
+    ANVIL_CHECK(in[i] == out[i], op, ": input ", in, " and output ", out, " differ in dim ", i);
+    g.planes *= in[i];
+  }
+  ANVIL_CHECK(g.kh > 0 && g.kw > 0 && g.sh > 0 && g.sw > 0, op, ": kernel and stride must be positive, got kernel [",
+              g.kh, ", ", g.kw, "], stride [", g.sh, ", ", g.sw, "]");
+  ANVIL_CHECK(g.ph >= 0 && g.pw >= 0 && 2 * g.ph <= g.kh && 2 * g.pw <= g.kw, op,
+              ": padding must be between 0 and half the kernel size, got padding [", g.ph, ", ", g.pw,
+              "] for kernel [", g.kh, ", ", g.kw, "]");
+  // Floor and ceil mode both give sizes whose last window starts inside the padded input.
+  ANVIL_CHECK(g.ho >= 0 && g.wo >= 0 && (g.ho == 0 || (g.ho - 1) * g.sh < g.h + g.ph) &&
+                  (g.wo == 0 || (g.wo - 1) * g.sw < g.w + g.pw),
+              op, ": output ", out, " is too large for input ", in, " with kernel [", g.kh, ", ", g.kw,
+              "], stride [", g.sh, ", ", g.sw, "], padding [", g.ph, ", ", g.pw, "]");
+  return g;
+}
+
+// Index (within the plane) of the first maximum of the window; NaN counts as the maximum.
+template <typename T>
+int64_t window_argmax(const T* plane, const PoolGeometry& g, const Window& win) {
+  int64_t best_idx = win.h0 * g.w + win.w0;
+  T best = -std::numeric_limits<T>::infinity();
+  bool first = true;
+  for (int64_t ih = win.h0; ih < win.h1; ++ih) {
+    for (int64_t iw = win.w0; iw < win.w1; ++iw) {
+      const T v = plane[ih * g.w + iw];
+      if (first || v > best || (std::isnan(v) && !std::isnan(best))) {
+        best = v;
+        best_idx = ih * g.w + iw;
+        first = false;
+      }
+      if (std::isnan(best)) return best_idx;
+    }
+  }
+  return best_idx;
+}
+
+template <typename T>
+void pool_forward(PoolKind kind, const View& out_view, const View& in_view, const PoolGeometry& g) {
+  const DenseIn<T> in(in_view);
+  DenseOut<T> out(out_view);
+  const int64_t in_plane = g.h * g.w, out_plane = g.ho * g.wo;
+#pragma omp parallel for schedule(static) if (g.planes * out_plane * g.kh * g.kw > 16384)
+  for (int64_t pl = 0; pl < g.planes; ++pl) {
+    const T* src = in.get() + pl * in_plane;
+    T* dst = out.get() + pl * out_plane;
+    for (int64_t oh = 0; oh < g.ho; ++oh) {
+      for (int64_t ow = 0; ow < g.wo; ++ow) {
+        const Window win = window_at(g, oh, ow);
+        if (kind == PoolKind::Max) {
+          dst[oh * g.wo + ow] = src[window_argmax(src, g, win)];
+        } else {
+          double sum = 0;
+          for (int64_t ih = win.h0; ih < win.h1; ++ih)
+            for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += src[ih * g.w + iw];
+          dst[oh * g.wo + ow] = static_cast<T>(sum / static_cast<double>(win.divisor));
+        }
+      }
+    }
+  }
+  out.commit();
+}
+
+template <typename T>
+void pool_backward(PoolKind kind, const View& grad_in_view, const View& grad_out_view, const View& in_view,
+                   const PoolGeometry& g) {
+  const DenseIn<T> grad_out(grad_out_view);
+  DenseOut<T> grad_in(grad_in_view);
+  // Average pooling never reads the input values.
+  const DenseIn<T> in(kind == PoolKind::Max ? in_view : View{nullptr, dtype_of<T>::value, {0}, {1}});
+  const int64_t in_plane = g.h * g.w, out_plane = g.ho * g.wo;
+#pragma omp parallel for schedule(static) if (g.planes * out_plane * g.kh * g.kw > 16384)
+  for (int64_t pl = 0; pl < g.planes; ++pl) {
+    const T* go = grad_out.get() + pl * out_plane;
+    T* gi = grad_in.get() + pl * in_plane;
+    std::fill(gi, gi + in_plane, T(0));
+    for (int64_t oh = 0; oh < g.ho; ++oh) {
+      for (int64_t ow = 0; ow < g.wo; ++ow) {
+        const Window win = window_at(g, oh, ow);
+        const T grad = go[oh * g.wo + ow];
+        if (kind == PoolKind::Max) {
+          if (win.h1 > win.h0 && win.w1 > win.w0) gi[window_argmax(in.get() + pl * in_plane, g, win)] += grad;
+        } else {
+          const T share = static_cast<T>(grad / static_cast<double>(win.divisor));
+          for (int64_t ih = win.h0; ih < win.h1; ++ih)
+            for (int64_t iw = win.w0; iw < win.w1; ++iw) gi[ih * g.w + iw] += share;
+        }
+      }
+    }
+  }
+  grad_in.commit();
+}
+
+template <typename F>
+void dispatch_pool(const char* op, DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float64: f(double{}); return;
+    case DType::Float32:
+    case DType::Float16:
+    case DType::BFloat16: f(float{}); return;
+    default: fail(op, ": dtype ", dtype_name(dtype), " is not supported on CPU (floating dtypes only)");
+  }
+}
+
+}  // namespace
+
+void CpuBackend::pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) {
+  const PoolGeometry g = pool_geometry("pool2d", in.shape, out.shape, p);
+  dispatch_pool("pool2d", out.dtype, [&](auto tag) { pool_forward<decltype(tag)>(kind, out, in, g); });
+}
+
+void CpuBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in,
+                                 const View& /*out*/, const Pool2dParams& p) {
+  const PoolGeometry g = pool_geometry("pool2d_backward", grad_in.shape, grad_out.shape, p);
+  ANVIL_CHECK(kind != PoolKind::Max || in.shape == grad_in.shape, "pool2d_backward: max pooling needs the input ",
+              "of the forward pass with grad_in's shape ", grad_in.shape, ", got ", in.shape);
+  dispatch_pool("pool2d_backward", grad_in.dtype,
+                [&](auto tag) { pool_backward<decltype(tag)>(kind, grad_in, grad_out, in, g); });
+}
+
+}  // namespace anvil::cpu

@@ -1,0 +1,146 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/base/allocator.h"
+#include "core/base/error.h"
+
+namespace anvil {
+namespace {
+
+TEST(CpuAllocator, BlocksAre64ByteAlignedAndWritable) {
+  auto alloc = make_cpu_allocator();
+  std::vector<void*> ptrs;
+  for (size_t n : {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{1000},
+                   size_t{4096}, size_t{1} << 20, (size_t{1} << 20) + 3}) {
+    void* p = alloc->allocate(n);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << "size " << n;
+    std::memset(p, 0xab, n);  // the sanitizers catch a block shorter than asked
+    ptrs.push_back(p);
+  }
+  for (void* p : ptrs) alloc->deallocate(p);
+}
+
+TEST(CpuAllocator, ZeroBytesGivesDistinctNonNullPointers) {
+  auto alloc = make_cpu_allocator();
+  void* a = alloc->allocate(0);
+  void* b = alloc->allocate(0);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  alloc->deallocate(a);
+  alloc->deallocate(b);
+  EXPECT_EQ(alloc->stats().allocated_bytes, 0);
+}
+
+TEST(CpuAllocator, StatsCountRoundedBytesAndPeak) {
+  auto alloc = make_cpu_allocator();
+  void* a = alloc->allocate(100);   // 128 bytes held
+  void* b = alloc->allocate(1000);  // 1024
+  MemoryStats s = alloc->stats();
+  EXPECT_EQ(s.allocated_bytes, 128 + 1024);
+  EXPECT_EQ(s.reserved_bytes, s.allocated_bytes);  // nothing is cached on the host
+  EXPECT_EQ(s.peak_allocated_bytes, 128 + 1024);
+  EXPECT_EQ(s.num_allocs, 2);
+  EXPECT_EQ(s.num_frees, 0);
+  EXPECT_EQ(s.cache_hits, 0);
+
+  alloc->deallocate(b);
+  s = alloc->stats();
+  EXPECT_EQ(s.allocated_bytes, 128);
+  EXPECT_EQ(s.peak_allocated_bytes, 128 + 1024);
+  EXPECT_EQ(s.num_frees, 1);
+
+  alloc->reset_peak_stats();
+  EXPECT_EQ(alloc->stats().peak_allocated_bytes, 128);
+  void* c = alloc->allocate(64);
+  EXPECT_EQ(alloc->stats().peak_allocated_bytes, 128 + 64);
+  alloc->deallocate(a);
+  alloc->deallocate(c);
+  s = alloc->stats();
+  EXPECT_EQ(s.allocated_bytes, 0);
+  EXPECT_EQ(s.num_allocs, 3);
+  EXPECT_EQ(s.num_frees, 3);
+}
+
+TEST(CpuAllocator, BadFreesAreErrors) {
+  auto alloc = make_cpu_allocator();
+  alloc->deallocate(nullptr);  // no-op
+  int not_ours = 0;
+  EXPECT_THROW(alloc->deallocate(&not_ours), Error);
+  void* p = alloc->allocate(16);
+  alloc->deallocate(p);
+  EXPECT_THROW(alloc->deallocate(p), Error);
+  EXPECT_EQ(alloc->stats().num_frees, 1);
+}
+
+TEST(CpuAllocator, ImpossibleSizeThrowsWithTheSize) {
+  auto alloc = make_cpu_allocator();
+  size_t huge = std::numeric_limits<size_t>::max() - 5;
+  try {
+    alloc->allocate(huge);
+    FAIL() << "expected anvil::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(std::to_string(huge)), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(alloc->stats().allocated_bytes, 0);
+}
+
+TEST(CpuAllocator, OutOfMemoryThrowsWithTheSize) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer aborts on huge allocations instead of returning nullptr";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer aborts on huge allocations instead of returning nullptr";
+#endif
+#endif
+  auto alloc = make_cpu_allocator();
+  size_t huge = size_t{1} << 62;  // more than any machine's address space
+  try {
+    alloc->allocate(huge);
+    FAIL() << "expected anvil::Error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("out of memory"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(huge)), std::string::npos) << msg;
+  }
+  void* p = alloc->allocate(10);  // still usable
+  alloc->deallocate(p);
+}
+
+TEST(CpuAllocator, ConcurrentUseKeepsStatsExact) {
+  auto alloc = make_cpu_allocator();
+  constexpr int kThreads = 4, kOps = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<void*> mine;
+      for (int i = 0; i < kOps; ++i) {
+        if (i % 3 != 2) {
+          mine.push_back(alloc->allocate(64 * (1 + (i + t) % 5)));
+        } else {
+          alloc->deallocate(mine.back());
+          mine.pop_back();
+        }
+      }
+      for (void* p : mine) alloc->deallocate(p);
+    });
+  }
+  for (auto& th : threads) th.join();
+  MemoryStats s = alloc->stats();
+  EXPECT_EQ(s.allocated_bytes, 0);
+  EXPECT_EQ(s.num_allocs, s.num_frees);
+  EXPECT_EQ(s.num_allocs, int64_t(kThreads) * (kOps - kOps / 3));
+  EXPECT_GT(s.peak_allocated_bytes, 0);
+}
+
+}  // namespace
+}  // namespace anvil
