@@ -37,11 +37,6 @@ SavedTensor SavedTensor::output(const Tensor& t, const char* op) {
   s.version_ = t.version();
   s.op_ = op;
   s.is_output_ = true;
-  if (AutogradMeta* m = meta_if(t)) {
-    s.grad_fn_ = m->grad_fn;
-    s.output_nr_ = m->output_nr;
-    s.requires_grad_ = m->requires_grad;
-  }
   return s;
 }
 
@@ -50,13 +45,16 @@ Tensor SavedTensor::get() const {
   ANVIL_CHECK(data_.version() == version_, "backward of ", op_, ": a tensor of shape ", data_.shape_str(),
               " saved for the gradient was modified in place afterwards (version ", version_, " when saved, now ",
               data_.version(), "). Clone it before changing it in place, or don't modify it.");
-  if (!is_output_ || !GradMode::is_enabled() || !requires_grad_) return data_;
-  // Under create_graph the saved output must carry its history again.
+  if (!is_output_ || !GradMode::is_enabled()) return data_;
+  // Under create_graph the saved output must carry its history again: it is
+  // output 0 of the node now running its backward (the node that saved it).
+  std::shared_ptr<Node> producer = current_backward_node();
+  if (!producer) return data_;
   Tensor t = data_.detach();
   AutogradMeta& m = meta(t);
   m.requires_grad = true;
-  m.grad_fn = grad_fn_.lock();
-  m.output_nr = output_nr_;
+  m.grad_fn = std::move(producer);
+  m.output_nr = 0;
   return t;
 }
 

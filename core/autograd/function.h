@@ -45,9 +45,6 @@ class SavedTensor {
   uint64_t version_ = 0;
   const char* op_ = "";
   bool is_output_ = false;
-  std::weak_ptr<Node> grad_fn_;
-  uint32_t output_nr_ = 0;
-  bool requires_grad_ = false;
 };
 
 // For in-place ops on a tensor with history: `self` takes over `result`'s

@@ -10,7 +10,17 @@ namespace anvil::autograd {
 
 namespace {
 std::atomic<uint64_t> next_sequence_nr{0};
-}
+thread_local std::shared_ptr<Node> running_node;
+
+struct RunningNode {
+  std::shared_ptr<Node> previous;
+  explicit RunningNode(std::shared_ptr<Node> n) : previous(std::move(running_node)) { running_node = std::move(n); }
+  ~RunningNode() { running_node = std::move(previous); }
+};
+}  // namespace
+
+std::shared_ptr<Node> current_backward_node() { return running_node; }
+
 
 Node::Node() : sequence_nr(next_sequence_nr.fetch_add(1)) {}
 
@@ -18,6 +28,7 @@ std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
   ANVIL_CHECK(!released_, "backward: trying to backward through the graph a second time (node ", name_,
               "); its saved tensors were freed after the first backward. Pass retain_graph=true to the "
               "first backward to keep them.");
+  RunningNode running(shared_from_this());
   return backward_(grads.at(0));
 }
 

@@ -78,6 +78,9 @@ struct AutogradMeta {
   std::vector<PostAccumulateHook> post_accumulate_hooks;
 };
 
+// The FunctionNode whose backward is running on this thread (null outside).
+std::shared_ptr<Node> current_backward_node();
+
 AutogradMeta& meta(const Tensor& t);        // creates it on first use
 AutogradMeta* meta_if(const Tensor& t);     // null when the tensor never took part in autograd
 // The edge a gradient for t flows into: grad_fn, or the leaf's accumulator.

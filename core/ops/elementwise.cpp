@@ -157,11 +157,13 @@ Tensor sigmoid(const Tensor& x) {
     return binary_kernel("sigmoid_backward", BinaryOp::SigmoidBackward, g, y);
   });
 }
+// relu's gradient reads the output (y > 0 exactly where x > 0), so relu_
+// can overwrite its input.
 Tensor relu(const Tensor& x) {
-  return unary_with_grad("relu", UnaryOp::Relu, x, [](const Tensor& g, auto& sx, auto&) {
-    Tensor in = sx.get();
-    if (GradMode::is_enabled()) return g * mask_of(gt(in, 0), g);
-    return binary_kernel("relu_backward", BinaryOp::ReluBackward, g, in);
+  return unary_with_grad("relu", UnaryOp::Relu, x, [](const Tensor& g, auto&, auto& sy) {
+    Tensor y = sy.get();
+    if (GradMode::is_enabled()) return g * mask_of(gt(y, 0), g);
+    return binary_kernel("relu_backward", BinaryOp::ReluBackward, g, y);
   });
 }
 Tensor gelu(const Tensor& x, GeluApprox approx) {

@@ -317,7 +317,12 @@ TEST(CachingAllocator, FreeBlocksAreOnlyReusedOnTheirStream) {
   void* again1 = alloc->allocate(4096, 1);
   EXPECT_EQ(again1, on1);
   EXPECT_EQ(fake->raw_allocs, 2);
+  // And the other way round: a free block of a later stream is not taken either.
   alloc->deallocate(on2);
+  void* on0 = alloc->allocate(4096, /*stream_id=*/0);
+  EXPECT_EQ(fake->raw_allocs, 3);
+  EXPECT_NE(on0, on2);
+  alloc->deallocate(on0);
   alloc->deallocate(again1);
 }
 
@@ -552,7 +557,7 @@ void stress(CachingAllocatorOptions options, size_t capacity, size_t max_size, u
     live.erase(it);
   };
 
-  for (int step = 0; step < 4000; ++step) {
+  for (int step = 0; step < 20000; ++step) {
     uint32_t action = rng() % 100;
     if (action < 55 && live.size() < 200) {
       size_t n = random_size();
@@ -568,7 +573,9 @@ void stress(CachingAllocatorOptions options, size_t capacity, size_t max_size, u
       auto start = reinterpret_cast<uintptr_t>(p);
       ASSERT_TRUE(fake->owns(p, n)) << "block outside any device segment";
       auto next = live.lower_bound(start);
-      if (next != live.end()) ASSERT_LE(start + n, next->first) << "overlaps the next live block";
+      if (next != live.end()) {
+        ASSERT_LE(start + n, next->first) << "overlaps the next live block";
+      }
       if (next != live.begin()) {
         auto prev = std::prev(next);
         ASSERT_LE(prev->first + prev->second.size, start) << "overlaps the previous live block";

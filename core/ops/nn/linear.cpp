@@ -1,0 +1,64 @@
+// linear and dropout: the two nn ops built from other op families (matmul,
+// elementwise) plus one random kernel.
+#include <cmath>
+
+#include "core/autograd/function.h"
+#include "core/dispatch.h"
+#include "core/factory.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/linalg.h"
+#include "core/ops/nn/nn_common.h"
+#include "core/ops/nn_ops.h"
+#include "core/random.h"
+
+namespace anvil {
+
+using nn_detail::Grads;
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  detail::check_floating("linear", x, "input");
+  detail::check_floating("linear", weight, "weight");
+  detail::check_same_device("linear", {x, weight, bias});
+  ANVIL_CHECK(weight.dim() == 2, "linear: expected weight [out_features, in_features], got ", detail::describe(weight));
+  ANVIL_CHECK(x.dim() >= 1, "linear: expected input [*, in_features], got a 0-d tensor");
+  const int64_t in_features = weight.size(1), out_features = weight.size(0);
+  ANVIL_CHECK(x.size(-1) == in_features, "linear: input ", detail::describe(x), " has ", x.size(-1),
+              " features in its last dim but weight ", detail::describe(weight), " expects ", in_features,
+              " (weight is [out_features, in_features])");
+  ANVIL_CHECK(x.dtype() == weight.dtype(), "linear: input ", detail::describe(x), " and weight ",
+              detail::describe(weight), " must have the same dtype");
+  if (bias.defined()) {
+    ANVIL_CHECK(bias.dim() == 1 && bias.size(0) == out_features, "linear: expected bias [", out_features,
+                "], got ", detail::describe(bias));
+    ANVIL_CHECK(bias.dtype() == x.dtype(), "linear: bias ", detail::describe(bias), " and input ",
+                detail::describe(x), " must have the same dtype");
+  }
+  // All leading dims fold into the rows of one GEMM; the gradients come from
+  // mm, add and the reshapes, so they support create_graph too.
+  Shape out_shape = x.shape();
+  out_shape.back() = out_features;
+  Tensor y = mm(x.reshape({-1, in_features}), weight.t());
+  if (bias.defined()) y = add(y, bias);
+  return y.reshape(out_shape);
+}
+
+Tensor dropout(const Tensor& x, double p, bool training) {
+  detail::check_floating("dropout", x, "input");
+  ANVIL_CHECK(p >= 0.0 && p < 1.0, "dropout: probability p must be in [0, 1), got ", p);
+  if (!training || p == 0.0) return x;
+  Tensor out = empty(x.shape(), x.options());
+  Tensor keep = empty(x.shape(), x.options().dtype(kUInt8));
+  if (x.numel() > 0) {
+    GeneratorState gen = reserve_random(static_cast<uint64_t>(x.numel()));
+    detail::backend_of(x).dropout(out.view_of(), keep.view_of(), x.view_of(), p, gen.seed, gen.offset);
+  }
+  if (autograd::needs_grad({x})) {
+    const double scale = 1.0 / (1.0 - p);
+    // The mask is internal and never changes, so it needs no SavedTensor.
+    autograd::record("dropout", {x}, out,
+                     [keep, scale](const Tensor& g) { return Grads{g * keep.to(g.dtype()) * scale}; });
+  }
+  return out;
+}
+
+}  // namespace anvil

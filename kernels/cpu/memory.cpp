@@ -1,0 +1,113 @@
+// CPU memory, copies and streams. The CPU has one in-order "stream" (id 0):
+// every kernel has finished when its call returns, so synchronisation is a no-op.
+#include <cstdint>
+#include <cstring>
+
+#include "core/base/error.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/strided_loop.h"
+
+namespace anvil::cpu {
+namespace {
+
+void check_device_index(const char* op, int device_index) {
+  ANVIL_CHECK(device_index == 0, op, ": the cpu has one device, index 0; got index ", device_index);
+}
+
+void parallel_memcpy(void* dst, const void* src, size_t nbytes) {
+  if (nbytes == 0) return;
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  const auto n = static_cast<int64_t>(nbytes);
+  parallel_for(n, n / 4, [&](int64_t begin, int64_t end) { std::memcpy(d + begin, s + begin, end - begin); });
+}
+
+// The unsigned integer type of a given size: a same-dtype copy moves bits, so
+// float16 and int16-sized types share one loop, and so on.
+template <size_t Bytes> struct bits_of;
+template <> struct bits_of<1> { using type = uint8_t; };
+template <> struct bits_of<2> { using type = uint16_t; };
+template <> struct bits_of<4> { using type = uint32_t; };
+template <> struct bits_of<8> { using type = uint64_t; };
+
+template <typename T>
+T scalar_as(const Scalar& value) {
+  if constexpr (std::is_same_v<T, bool>) return value.to_double() != 0.0 || value.to_int() != 0;
+  else if constexpr (std::is_integral_v<T>)
+    return value.is_floating() ? cast_value<T>(value.to_double()) : static_cast<T>(value.to_int());
+  else return cast_value<T>(value.to_double());
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend() : allocator_(make_cpu_allocator()) {}
+
+Allocator& CpuBackend::allocator(int device_index) {
+  check_device_index("cpu allocator", device_index);
+  return *allocator_;
+}
+
+void CpuBackend::copy(const View& dst, const View& src) {
+  ANVIL_CHECK(dst.shape == src.shape, "copy: destination shape ", dst.shape, " differs from source shape ",
+              src.shape);
+  if (dst.numel() == 0) return;
+  if (dst.dtype == src.dtype) {
+    if (dst.is_contiguous() && src.is_contiguous()) {
+      parallel_memcpy(dst.data, src.data, static_cast<size_t>(dst.numel()) * itemsize(dst.dtype));
+      return;
+    }
+    visit_dtype(dst.dtype, [&](auto tag) {
+      using Bits = typename bits_of<sizeof(tag)>::type;
+      map_elements<Bits, Bits>(dst, {&src}, [](Bits x) { return x; });
+    });
+    return;
+  }
+  visit_dtype(dst.dtype, [&](auto dst_tag) {
+    using To = decltype(dst_tag);
+    visit_dtype(src.dtype, [&](auto src_tag) {
+      using From = decltype(src_tag);
+      map_elements<To, From>(dst, {&src}, [](From x) { return cast_value<To>(x); });
+    });
+  });
+}
+
+void CpuBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index,
+                                bool /*non_blocking*/) {
+  check_device_index("copy_from_host", device_index);
+  parallel_memcpy(dst, host_src, nbytes);
+}
+
+void CpuBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index,
+                              bool /*non_blocking*/) {
+  check_device_index("copy_to_host", device_index);
+  parallel_memcpy(host_dst, src, nbytes);
+}
+
+void CpuBackend::fill(const View& out, const Scalar& value) {
+  visit_dtype(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T v = scalar_as<T>(value);
+    map_elements<T>(out, {}, [v]() { return v; });
+  });
+}
+
+Stream CpuBackend::current_stream(int device_index) {
+  check_device_index("current_stream", device_index);
+  return Stream{Device::cpu(), 0};
+}
+
+void CpuBackend::set_current_stream(const Stream& stream) {
+  ANVIL_CHECK(stream.device == Device::cpu() && stream.id == 0, "set_current_stream: the cpu has only stream 0 of ",
+              "device cpu; got stream ", stream.id, " of device ", stream.device);
+}
+
+Stream CpuBackend::new_stream(int device_index) {
+  check_device_index("new_stream", device_index);
+  return Stream{Device::cpu(), 0};  // work on the cpu is in order anyway
+}
+
+void CpuBackend::synchronize(int device_index) { check_device_index("synchronize", device_index); }
+
+void CpuBackend::stream_wait(const Stream& /*waiter*/, const Stream& /*producer*/) {}
+
+}  // namespace anvil::cpu

@@ -1,0 +1,203 @@
+// Elementwise ops: values against std:: math, broadcasting, promotion,
+// gradients against finite differences, in-place variants, bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/ops.h"
+#include "tests/core/gradcheck.h"
+
+namespace anvil {
+namespace {
+
+using testing::gradcheck;
+using testing::max_abs_diff;
+
+struct UnaryCase {
+  const char* name;
+  Tensor (*op)(const Tensor&);
+  double (*reference)(double);
+  double lo, hi;  // input range where the op is defined
+};
+
+double ref_sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+double ref_relu(double x) { return x > 0 ? x : 0; }
+double ref_gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double ref_gelu_tanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+double ref_silu(double x) { return x * ref_sigmoid(x); }
+Tensor gelu_erf(const Tensor& x) { return gelu(x); }
+Tensor gelu_tanh(const Tensor& x) { return gelu(x, GeluApprox::Tanh); }
+
+const UnaryCase kUnary[] = {
+    {"neg", neg, [](double x) { return -x; }, -3, 3},
+    {"abs", abs, [](double x) { return std::abs(x); }, -3, 3},
+    {"exp", exp, [](double x) { return std::exp(x); }, -3, 3},
+    {"log", log, [](double x) { return std::log(x); }, 0.1, 5},
+    {"sqrt", sqrt, [](double x) { return std::sqrt(x); }, 0.1, 5},
+    {"rsqrt", rsqrt, [](double x) { return 1 / std::sqrt(x); }, 0.1, 5},
+    {"sin", sin, [](double x) { return std::sin(x); }, -3, 3},
+    {"cos", cos, [](double x) { return std::cos(x); }, -3, 3},
+    {"tanh", tanh, [](double x) { return std::tanh(x); }, -3, 3},
+    {"sigmoid", sigmoid, ref_sigmoid, -5, 5},
+    {"relu", relu, ref_relu, -3, 3},
+    {"gelu", gelu_erf, ref_gelu, -3, 3},
+    {"gelu_tanh", gelu_tanh, ref_gelu_tanh, -3, 3},
+    {"silu", silu, ref_silu, -3, 3},
+    {"reciprocal", reciprocal, [](double x) { return 1 / x; }, 0.2, 3},
+    {"square", square, [](double x) { return x * x; }, -3, 3},
+};
+
+Tensor uniform(const Shape& shape, double lo, double hi, DType dt = kFloat64) {
+  return rand(shape, dt) * (hi - lo) + lo;
+}
+
+TEST(Elementwise, UnaryValuesMatchStdMath) {
+  for (const auto& c : kUnary) {
+    for (DType dt : {kFloat64, kFloat32}) {
+      Tensor x = uniform({7, 13}, c.lo, c.hi, dt);
+      auto in = x.to_vector<double>();
+      auto out = c.op(x).to_vector<double>();
+      double tol = dt == kFloat64 ? 1e-12 : 1e-5;
+      for (size_t i = 0; i < in.size(); ++i)
+        ASSERT_NEAR(out[i], c.reference(in[i]), tol * (1 + std::abs(c.reference(in[i])))) << c.name << " at " << in[i];
+    }
+  }
+}
+
+TEST(Elementwise, UnaryOnNonContiguousInput) {
+  Tensor x = uniform({6, 5}, 0.1, 2).t();  // [5, 6], strides (1, 5)
+  auto in = x.contiguous().to_vector<double>();
+  auto out = sqrt(x).to_vector<double>();
+  for (size_t i = 0; i < in.size(); ++i) ASSERT_NEAR(out[i], std::sqrt(in[i]), 1e-12);
+}
+
+TEST(Elementwise, UnaryGradients) {
+  for (const auto& c : kUnary) {
+    // Keep relu/abs inputs away from their kink, where finite differences lie.
+    Tensor x = uniform({3, 4}, c.lo, c.hi);
+    if (std::string(c.name) == "relu" || std::string(c.name) == "abs") x = x + sign(x) * 0.1;
+    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return c.op(in[0]); }, {x})) << c.name;
+    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return c.op(in[0].t()); }, {x})) << c.name << " (transposed)";
+  }
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return clamp(in[0], -0.5, 0.7); },
+                        {from_vector(std::vector<double>{-1, -0.3, 0.1, 0.6, 0.9})}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return pow(in[0], 3); }, {uniform({5}, -2, 2)}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return pow(in[0], 2.5); }, {uniform({5}, 0.5, 2)}));
+}
+
+TEST(Elementwise, BinaryValuesWithBroadcasting) {
+  Tensor a = randn({4, 1, 3}, kFloat64), b = randn({5, 1}, kFloat64);
+  Tensor s = a + b, d = a - b, m = a * b, q = a / (b.abs() + 0.5), mx = maximum(a, b), mn = minimum(a, b);
+  EXPECT_EQ(s.shape(), (Shape{4, 5, 3}));
+  auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+  auto sv = s.to_vector<double>(), dv = d.to_vector<double>(), mv = m.to_vector<double>(), qv = q.to_vector<double>();
+  auto mxv = mx.to_vector<double>(), mnv = mn.to_vector<double>();
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 5; ++j)
+      for (int k = 0; k < 3; ++k) {
+        double x = av[i * 3 + k], y = bv[j];
+        int o = (i * 5 + j) * 3 + k;
+        EXPECT_DOUBLE_EQ(sv[o], x + y);
+        EXPECT_DOUBLE_EQ(dv[o], x - y);
+        EXPECT_DOUBLE_EQ(mv[o], x * y);
+        EXPECT_NEAR(qv[o], x / (std::abs(y) + 0.5), 1e-14);
+        EXPECT_EQ(mxv[o], std::max(x, y));
+        EXPECT_EQ(mnv[o], std::min(x, y));
+      }
+}
+
+TEST(Elementwise, BinaryGradientsWithBroadcastAndNonContiguous) {
+  auto check = [](Tensor (*op)(const Tensor&, const Tensor&), const char* name) {
+    EXPECT_TRUE(gradcheck([op](const std::vector<Tensor>& in) { return op(in[0], in[1]); },
+                          {randn({3, 4}, kFloat64), uniform({4}, 0.5, 2)}))
+        << name;
+    EXPECT_TRUE(gradcheck([op](const std::vector<Tensor>& in) { return op(in[0].t(), in[1]); },
+                          {randn({4, 3}, kFloat64), uniform({3, 1}, 0.5, 2)}))
+        << name << " (transposed)";
+  };
+  check(add, "add");
+  check(sub, "sub");
+  check(mul, "mul");
+  check(div, "div");
+  check(maximum, "maximum");
+  check(minimum, "minimum");
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return pow(in[0], in[1]); },
+                        {uniform({2, 3}, 0.5, 2), uniform({3}, -1, 2)}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return where(gt(in[0], 0.0), in[0] * 2.0, in[1]); },
+                        {randn({3, 4}, kFloat64), randn({4}, kFloat64)}));
+}
+
+TEST(Elementwise, TypePromotionFollowsPyTorch) {
+  Tensor i = arange(4);  // int64
+  EXPECT_EQ((i + 1).dtype(), kInt64);
+  EXPECT_EQ((i + 0.5).dtype(), kFloat32);
+  EXPECT_EQ((i / 2).dtype(), kFloat32);  // true division
+  EXPECT_EQ((i / 2).to_vector<float>(), (std::vector<float>{0, 0.5f, 1, 1.5f}));
+  EXPECT_EQ((ones({2}, kFloat16) * 2.5).dtype(), kFloat16);
+  EXPECT_EQ((ones({2}, kFloat16) + ones({2}, kBFloat16)).dtype(), kFloat32);
+  EXPECT_EQ((ones({2}, kFloat32) + ones({2}, kFloat64)).dtype(), kFloat64);
+  EXPECT_EQ((ones({2}, kInt32) + ones({2}, kUInt8)).dtype(), kInt32);
+  EXPECT_EQ(exp(arange(3)).dtype(), kFloat32);
+  EXPECT_EQ(abs(arange(3) - 1).to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 1}));
+}
+
+TEST(Elementwise, ComparisonsWhereMaskedFill) {
+  Tensor x = from_vector(std::vector<float>{-1, 0, 2, 3});
+  EXPECT_EQ(gt(x, 0.0).to(kUInt8).to_vector<uint8_t>(), (std::vector<uint8_t>{0, 0, 1, 1}));
+  EXPECT_EQ(le(x, 0.0).to(kUInt8).to_vector<uint8_t>(), (std::vector<uint8_t>{1, 1, 0, 0}));
+  EXPECT_EQ(eq(x, 2.0).to(kUInt8).to_vector<uint8_t>(), (std::vector<uint8_t>{0, 0, 1, 0}));
+  EXPECT_EQ(ne(x, x).to(kUInt8).to_vector<uint8_t>(), (std::vector<uint8_t>{0, 0, 0, 0}));
+  EXPECT_EQ(where(lt(x, 1.0), x * 10.0, x).to_vector<float>(), (std::vector<float>{-10, 0, 2, 3}));
+  EXPECT_EQ(masked_fill(x, ge(x, 2.0), -5).to_vector<float>(), (std::vector<float>{-1, 0, -5, -5}));
+  EXPECT_EQ(logical_not(gt(x, 0.0)).to(kUInt8).to_vector<uint8_t>(), (std::vector<uint8_t>{1, 1, 0, 0}));
+  EXPECT_EQ(logical_and(gt(x, -1.0), lt(x, 3.0)).to(kUInt8).to_vector<uint8_t>(), (std::vector<uint8_t>{0, 1, 1, 0}));
+  EXPECT_EQ(clamp(x, 0, 2).to_vector<float>(), (std::vector<float>{0, 0, 2, 2}));
+}
+
+TEST(Elementwise, InPlaceVariantsBumpVersionAndBroadcast) {
+  Tensor x = ones({2, 3});
+  uint64_t v0 = x.version();
+  x.add_(from_vector(std::vector<float>{1, 2, 3}));
+  x.mul_(2.0);
+  x.sub_(ones({1, 3}));
+  x.div_(from_vector(std::vector<float>{1, 2}, {2, 1}));
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{3, 5, 7, 1.5f, 2.5f, 3.5f}));
+  EXPECT_GT(x.version(), v0);
+  Tensor y = from_vector(std::vector<float>{-1, 1});
+  y.relu_();
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 1}));
+  masked_fill_(y, gt(y, 0.5), 9);
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 9}));
+  EXPECT_THROW(ones({3}).add_(ones({2, 3})), Error);  // result does not fit self
+}
+
+TEST(Elementwise, Float16AndBFloat16ComputeInFloat) {
+  Tensor x = uniform({100}, -2, 2, kFloat32);
+  for (DType dt : {kFloat16, kBFloat16}) {
+    Tensor h = x.to(dt);
+    Tensor y = (h.exp() * h + 1.0).to(kFloat32);
+    Tensor ref = (h.to(kFloat32).exp().to(dt).to(kFloat32) * h.to(kFloat32)).to(dt).to(kFloat32) + 1.0;
+    EXPECT_LT(max_abs_diff(y, ref), dt == kFloat16 ? 0.02 : 0.2) << dt;
+  }
+}
+
+TEST(Elementwise, BadInputGivesClearErrors) {
+  try {
+    add(ones({2, 3}), ones({4}));
+    FAIL();
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("add"), std::string::npos) << m;
+    EXPECT_NE(m.find("[2, 3]"), std::string::npos) << m;
+    EXPECT_NE(m.find("[4]"), std::string::npos) << m;
+  }
+  EXPECT_THROW(where(ones({2}), ones({2}), ones({2})), Error);  // condition must be bool
+  EXPECT_THROW(clamp(ones({2}), 2, 1), Error);
+  EXPECT_THROW(mul(Tensor(), ones({2})), Error);
+  EXPECT_THROW(masked_fill(ones({2}), gt(ones({3}), 0.0), 1), Error);
+}
+
+}  // namespace
+}  // namespace anvil
