@@ -1,5 +1,6 @@
 #pragma once
 // Every op family.
+#include "core/autograd/grad_mode.h"
 #include "core/factory.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/indexing.h"

@@ -240,7 +240,7 @@ void CachingAllocator::free_block(Block* block) {
 
 // Absorbs a free neighbour (which leaves its free list and is deleted).
 // Neighbours share a segment and therefore a stream and a pool.
-CachingAllocator::Block* CachingAllocator::merge_into(Block* block, Block* neighbour) {
+void CachingAllocator::merge_into(Block* block, Block* neighbour) {
   pool_for(neighbour->small_pool).erase(neighbour);
   if (neighbour == block->prev) {
     block->ptr = neighbour->ptr;
@@ -252,7 +252,6 @@ CachingAllocator::Block* CachingAllocator::merge_into(Block* block, Block* neigh
   }
   block->size += neighbour->size;
   delete neighbour;
-  return block;
 }
 
 void CachingAllocator::process_completed_events() {

@@ -110,7 +110,7 @@ class CachingAllocator : public Allocator {
   Block* allocate_segment(size_t size, uint64_t stream, bool small_pool);
   void split_if_worthwhile(Block* block, size_t size);
   void free_block(Block* block);
-  Block* merge_into(Block* block, Block* neighbour);
+  void merge_into(Block* block, Block* neighbour);
   void process_completed_events();
   void synchronize_and_drain_events();
   void release_unused_segments();

@@ -1,6 +1,8 @@
 #pragma once
 // Neural-network ops. Losses take a Reduction; cross_entropy fuses
-// log_softmax with the negative log-likelihood.
+// log_softmax with the negative log-likelihood. Implemented in core/ops/nn/.
+// Second-order gradients (create_graph) work through every op here except
+// max_pool2d, which refuses them with an error.
 #include <array>
 
 #include "core/tensor.h"
@@ -41,9 +43,13 @@ struct CrossEntropyOptions {
   int64_t ignore_index = -100;
   double label_smoothing = 0.0;
 };
-// logits [N, C] (or [C]); targets int64 [N] class indices.
+// logits [N, C], [C] (0-d target) or [N, C, d1, ...] (targets [N, d1, ...]);
+// targets int64 class indices. Mean averages over the targets that are not
+// ignore_index (NaN when all are), with or without label smoothing.
+// nll_loss takes log-probabilities of the same shapes and the same options.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& o = {});
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, const CrossEntropyOptions& o = {});
+// input and target must have the same shape (no silent broadcasting).
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction = Reduction::Mean);

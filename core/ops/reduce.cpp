@@ -3,7 +3,6 @@
 #include "core/ops/reduce.h"
 
 #include <cmath>
-#include <memory>
 
 #include "core/autograd/function.h"
 #include "core/dispatch.h"
@@ -93,11 +92,6 @@ Tensor reduce_kernel(const char* op, ReduceOp rop, const Tensor& in, const Reduc
 // against the input.
 Tensor keep(const Tensor& g, const Shape& keep_shape) { return g.reshape(keep_shape); }
 
-// Saves an op's own output for its backward. SavedTensor::output must see the
-// grad_fn that record() attaches, so the slot is filled after record().
-using OutputSlot = std::shared_ptr<SavedTensor>;
-OutputSlot new_slot() { return std::make_shared<SavedTensor>(); }
-
 void check_floating_input(const char* op, const Tensor& x) {
   detail::check_defined(op, x, "input");
   ANVIL_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", detail::describe(x),
@@ -153,8 +147,12 @@ Tensor extremum(const char* op, ReduceOp rop, const Tensor& x, const Shape& dims
 
 }  // namespace
 
-Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) { return extremum("amax", ReduceOp::Max, x, dims, keepdim); }
-Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) { return extremum("amin", ReduceOp::Min, x, dims, keepdim); }
+Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) {
+  return extremum("amax", ReduceOp::Max, x, dims, keepdim);
+}
+Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) {
+  return extremum("amin", ReduceOp::Min, x, dims, keepdim);
+}
 
 Tensor prod(const Tensor& x, const Shape& dims, bool keepdim) {
   ReducePlan plan = plan_reduce("prod", x, dims, keepdim);
@@ -203,19 +201,18 @@ Tensor std(const Tensor& x, const Shape& dims, int64_t correction, bool keepdim)
     out = sqrt(reduce_kernel("std", ReduceOp::Var, x, plan, x.dtype(), ReduceParams{correction, 2.0}));
   }
   if (autograd::needs_grad({x})) {
-    OutputSlot sy = new_slot();
     autograd::record("std", {x}, out,
-                     [sx = SavedTensor(x, "std"), sy, keep_shape = plan.keep_shape, rdims = plan.dims,
-                      denom = static_cast<double>(plan.count - correction)](const Tensor& g) {
+                     [sx = SavedTensor(x, "std"), sy = SavedTensor::output(out, "std"), keep_shape = plan.keep_shape,
+                      rdims = plan.dims, denom = static_cast<double>(plan.count - correction)](const Tensor& g) {
                        // g * (x - mean) / (denom * std); 0 where std is 0, as in PyTorch.
                        Tensor xv = sx.get();
-                       Tensor s = keep(sy->get(), keep_shape);
+                       Tensor s = keep(sy.get(), keep_shape);
                        Tensor is_zero = eq(s, 0.0);
                        Tensor safe = where(is_zero, ones_like(s), s);
-                       Tensor scale = where(is_zero, scalar_tensor(0, s.options()), keep(g, keep_shape) / (safe * denom));
+                       Tensor zero = scalar_tensor(0, s.options());
+                       Tensor scale = where(is_zero, zero, keep(g, keep_shape) / (safe * denom));
                        return Grads{scale * (xv - mean(xv, rdims, true))};
                      });
-    *sy = SavedTensor::output(out, "std");
   }
   return out;
 }
@@ -225,14 +222,13 @@ Tensor norm(const Tensor& x, double p, const Shape& dims, bool keepdim) {
   ReducePlan plan = plan_reduce("norm", x, dims, keepdim);
   Tensor out = reduce_kernel("norm", ReduceOp::Norm, x, plan, x.dtype(), ReduceParams{1, p});
   if (autograd::needs_grad({x})) {
-    OutputSlot sy = new_slot();
-    autograd::record("norm", {x}, out, [sx = SavedTensor(x, "norm"), sy, p, keep_shape = plan.keep_shape,
-                                        rdims = plan.dims](const Tensor& g) {
+    autograd::record("norm", {x}, out, [sx = SavedTensor(x, "norm"), sy = SavedTensor::output(out, "norm"), p,
+                                        keep_shape = plan.keep_shape, rdims = plan.dims](const Tensor& g) {
       Tensor xv = sx.get();
       Tensor gk = keep(g, keep_shape);
       if (p == 0.0) return Grads{zeros_like(xv)};  // counts nonzeros: piecewise constant
       if (p == 1.0) return Grads{gk * sign(xv)};
-      Tensor y = keep(sy->get(), keep_shape);
+      Tensor y = keep(sy.get(), keep_shape);
       if (std::isinf(p)) {  // like amax/amin of |x|: ties share the gradient
         Tensor mask = eq(abs(xv), y.detach()).to(g.dtype());
         return Grads{gk * sign(xv) * mask / sum(mask, rdims, true)};
@@ -245,7 +241,6 @@ Tensor norm(const Tensor& x, double p, const Shape& dims, bool keepdim) {
       Tensor scale = where(is_zero, zero, gk / pow(safe, p - 1.0));
       return Grads{scale * sign(xv) * pow(abs(xv), p - 1.0)};
     });
-    *sy = SavedTensor::output(out, "norm");
   }
   return out;
 }
@@ -291,8 +286,12 @@ std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
 std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
   return extremum_with_index("min", ReduceOp::Min, ReduceOp::ArgMin, x, dim, keepdim);
 }
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return arg_extremum("argmax", ReduceOp::ArgMax, x, dim, keepdim); }
-Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return arg_extremum("argmin", ReduceOp::ArgMin, x, dim, keepdim); }
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  return arg_extremum("argmax", ReduceOp::ArgMax, x, dim, keepdim);
+}
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  return arg_extremum("argmin", ReduceOp::ArgMin, x, dim, keepdim);
+}
 Tensor argmax(const Tensor& x) {
   detail::check_defined("argmax", x, "input");
   return arg_extremum("argmax", ReduceOp::ArgMax, x.detach().reshape({-1}), 0, false);
@@ -314,9 +313,8 @@ Tensor softmax_impl(const char* op, bool log, const Tensor& x, int64_t dim) {
   Tensor out = empty(x.shape(), x.options());
   if (out.numel() > 0) detail::backend_of(x).softmax(out.view_of(), x.view_of(), d, log);
   if (autograd::needs_grad({x})) {
-    OutputSlot sy = new_slot();
-    autograd::record(op, {x}, out, [sy, d, log](const Tensor& g) {
-      Tensor y = sy->get();
+    autograd::record(op, {x}, out, [sy = SavedTensor::output(out, op), d, log](const Tensor& g) {
+      Tensor y = sy.get();
       // Under create_graph the backward must itself be differentiable, so it
       // is composed from ops; otherwise one fused kernel does it.
       if (GradMode::is_enabled()) {
@@ -329,7 +327,6 @@ Tensor softmax_impl(const char* op, bool log, const Tensor& x, int64_t dim) {
         detail::backend_of(y).softmax_backward(grad_in.view_of(), grad_out.view_of(), y.view_of(), d, log);
       return Grads{grad_in};
     });
-    *sy = SavedTensor::output(out, op);
   }
   return out;
 }

@@ -6,6 +6,10 @@
 // no padding needs no column matrix: the image already is one.
 #include <cblas.h>
 
+// Weak, so that a BLAS other than OpenBLAS still links (the address is null then).
+#pragma weak openblas_get_parallel
+#pragma weak openblas_get_num_threads
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -33,6 +37,19 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const dou
 
 // Below this many column-matrix elements im2col/col2im stay on one thread.
 constexpr int64_t kParallelColElems = 1 << 14;
+
+// Whether im2col/col2im may use OpenMP threads. Not when OpenBLAS runs its
+// own pthread pool: libgomp's workers spin for milliseconds after each
+// parallel region and take the cores from the GEMM that follows, which made
+// conv 2-3x slower on 2 cores than a serial im2col. An OpenMP-built (or
+// sequential) OpenBLAS shares libgomp's team, and then threads pay off.
+bool parallel_im2col() {
+  static const bool ok = [] {
+    if (&openblas_get_parallel == nullptr || &openblas_get_num_threads == nullptr) return true;
+    return !(openblas_get_parallel() == 1 && openblas_get_num_threads() > 1);
+  }();
+  return ok;
+}
 
 struct ConvGeometry {
   int64_t n, c, h, w;   // input
@@ -86,59 +103,85 @@ void valid_output_cols(const ConvGeometry& g, int64_t kj, int64_t& lo, int64_t& 
   hi = std::clamp<int64_t>(ceil_div(g.w - shift, g.sw), lo, g.wo);
 }
 
-// col[r, oh*wo + ow] = img[c, ih, iw] (zero outside the image), r = (c, ki, kj).
+// Row r = (c, ki, kj) of an image's column matrix:
+// col_row[oh*wo + ow] = img[c, ih, iw], zero where (ih, iw) falls in the padding.
 template <typename T>
-void im2col(const T* img, T* col, const ConvGeometry& g) {
-  const int64_t rows = g.col_rows(), cols = g.col_cols(), kk = g.kh * g.kw;
-#pragma omp parallel for schedule(static) if (rows * cols > kParallelColElems)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t c = r / kk, ki = (r / g.kw) % g.kh, kj = r % g.kw;
-    const T* plane = img + c * g.h * g.w;
-    T* dst = col + r * cols;
-    int64_t lo, hi;
-    valid_output_cols(g, kj, lo, hi);
-    const int64_t iw0 = kj * g.dw - g.pw;
-    for (int64_t oh = 0; oh < g.ho; ++oh, dst += g.wo) {
-      const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
-      if (ih < 0 || ih >= g.h) {
-        std::fill(dst, dst + g.wo, T(0));
-        continue;
+void im2col_row(const T* img, T* col_row, const ConvGeometry& g, int64_t r) {
+  const int64_t kk = g.kh * g.kw, c = r / kk, ki = (r / g.kw) % g.kh, kj = r % g.kw;
+  const T* plane = img + c * g.h * g.w;
+  int64_t lo, hi;
+  valid_output_cols(g, kj, lo, hi);
+  const int64_t iw0 = kj * g.dw - g.pw;
+  T* dst = col_row;
+  for (int64_t oh = 0; oh < g.ho; ++oh, dst += g.wo) {
+    const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+    if (ih < 0 || ih >= g.h) {
+      std::fill(dst, dst + g.wo, T(0));
+      continue;
+    }
+    const T* src = plane + ih * g.w;
+    std::fill(dst, dst + lo, T(0));
+    if (g.sw == 1) {
+      if (hi > lo) std::copy(src + iw0 + lo, src + iw0 + hi, dst + lo);
+    } else {
+      for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[iw0 + ow * g.sw];
+    }
+    std::fill(dst + hi, dst + g.wo, T(0));
+  }
+}
+
+// The inverse scatter for channel c: plane = sum of the column entries that
+// im2col read from each pixel (zero for pixels no window covers).
+template <typename T>
+void col2im_channel(const T* col, T* plane, const ConvGeometry& g, int64_t c) {
+  const int64_t cols = g.col_cols(), kk = g.kh * g.kw;
+  std::fill(plane, plane + g.h * g.w, T(0));
+  for (int64_t ki = 0; ki < g.kh; ++ki) {
+    for (int64_t kj = 0; kj < g.kw; ++kj) {
+      const T* src = col + (c * kk + ki * g.kw + kj) * cols;
+      int64_t lo, hi;
+      valid_output_cols(g, kj, lo, hi);
+      const int64_t iw0 = kj * g.dw - g.pw;
+      for (int64_t oh = 0; oh < g.ho; ++oh, src += g.wo) {
+        const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+        if (ih < 0 || ih >= g.h) continue;
+        T* dst = plane + ih * g.w;
+        for (int64_t ow = lo; ow < hi; ++ow) dst[iw0 + ow * g.sw] += src[ow];
       }
-      const T* src = plane + ih * g.w;
-      std::fill(dst, dst + lo, T(0));
-      if (g.sw == 1) {
-        if (hi > lo) std::copy(src + iw0 + lo, src + iw0 + hi, dst + lo);
-      } else {
-        for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[iw0 + ow * g.sw];
-      }
-      std::fill(dst + hi, dst + g.wo, T(0));
     }
   }
 }
 
-// img = sum of the column entries that im2col would have read from each
-// pixel. Parallel over channels: each channel's rows touch only its plane.
+// The kernels walk "items": item i is image i / groups, group i % groups.
+// Its input channels start at i * cin_per_group and its output channels at
+// i * cout_per_group, so both are evenly spaced in dense NCHW memory.
+//
+// Column matrices are built for a chunk of items in one OpenMP region: every
+// region wakes the thread team, which costs up to a scheduler tick when the
+// machine is busy, so one region per image would dominate small convolutions.
+constexpr int64_t kColChunkElems = int64_t{1} << 21;
+
+int64_t items_per_chunk(const ConvGeometry& g) {
+  const int64_t per_item = std::max<int64_t>(g.col_rows() * g.col_cols(), 1);
+  return std::clamp<int64_t>(kColChunkElems / per_item, 1, std::max<int64_t>(g.n * g.groups, 1));
+}
+
 template <typename T>
-void col2im(const T* col, T* img, const ConvGeometry& g) {
-  const int64_t channels = g.cin_per_group(), cols = g.col_cols(), kk = g.kh * g.kw;
-#pragma omp parallel for schedule(static) if (g.col_rows() * cols > kParallelColElems)
-  for (int64_t c = 0; c < channels; ++c) {
-    T* plane = img + c * g.h * g.w;
-    std::fill(plane, plane + g.h * g.w, T(0));
-    for (int64_t ki = 0; ki < g.kh; ++ki) {
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        const T* src = col + (c * kk + ki * g.kw + kj) * cols;
-        int64_t lo, hi;
-        valid_output_cols(g, kj, lo, hi);
-        const int64_t iw0 = kj * g.dw - g.pw;
-        for (int64_t oh = 0; oh < g.ho; ++oh, src += g.wo) {
-          const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
-          if (ih < 0 || ih >= g.h) continue;
-          T* dst = plane + ih * g.w;
-          for (int64_t ow = lo; ow < hi; ++ow) dst[iw0 + ow * g.sw] += src[ow];
-        }
-      }
-    }
+void im2col_chunk(const T* in, T* col, const ConvGeometry& g, int64_t item0, int64_t count) {
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), in_item = g.cin_per_group() * g.h * g.w;
+  const int64_t total = count * rows;
+#pragma omp parallel for schedule(static) if (parallel_im2col() && total * cols > kParallelColElems)
+  for (int64_t t = 0; t < total; ++t) im2col_row(in + (item0 + t / rows) * in_item, col + t * cols, g, t % rows);
+}
+
+template <typename T>
+void col2im_chunk(const T* col, T* img, const ConvGeometry& g, int64_t item0, int64_t count) {
+  const int64_t cin_g = g.cin_per_group(), plane = g.h * g.w, col_item = g.col_rows() * g.col_cols();
+  const int64_t total = count * cin_g;
+#pragma omp parallel for schedule(static) if (parallel_im2col() && count * col_item > kParallelColElems)
+  for (int64_t t = 0; t < total; ++t) {
+    const int64_t j = t / cin_g, c = t % cin_g;
+    col2im_channel(col + j * col_item, img + (item0 + j) * cin_g * plane + c * plane, g, c);
   }
 }
 
@@ -149,22 +192,21 @@ void conv2d_forward(const View& out_view, const View& in_view, const View& weigh
   DenseOut<T> out(out_view);
   std::vector<T> bias;
   if (bias_view) bias = dense_copy<T>(*bias_view);
-  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(g.col_rows() * g.col_cols()));
-  const int64_t cols = g.col_cols(), cout_g = g.cout_per_group();
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t gi = 0; gi < g.groups; ++gi) {
-      const T* img = in.get() + (n * g.c + gi * g.cin_per_group()) * g.h * g.w;
-      T* dst = out.get() + (n * g.cout + gi * cout_g) * cols;
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
+  const int64_t items = g.n * g.groups, chunk = items_per_chunk(g);
+  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(chunk * rows * cols));
+  for (int64_t item0 = 0; item0 < items; item0 += chunk) {
+    const int64_t count = std::min(chunk, items - item0);
+    if (!g.is_pointwise()) im2col_chunk(in.get(), col.data(), g, item0, count);
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t item = item0 + j, gi = item % g.groups;
+      T* dst = out.get() + item * cout_g * cols;
       if (!bias.empty()) {
         for (int64_t co = 0; co < cout_g; ++co) std::fill(dst + co * cols, dst + (co + 1) * cols, bias[gi * cout_g + co]);
       }
-      const T* col_data = img;
-      if (!g.is_pointwise()) {
-        im2col(img, col.data(), g);
-        col_data = col.data();
-      }
-      gemm(false, false, cout_g, cols, g.col_rows(), weight.get() + gi * g.weight_group_elems(), g.col_rows(),
-           col_data, cols, bias.empty() ? T(0) : T(1), dst, cols);
+      const T* src = g.is_pointwise() ? in.get() + item * g.cin_per_group() * g.h * g.w : col.data() + j * rows * cols;
+      gemm(false, false, cout_g, cols, rows, weight.get() + gi * g.weight_group_elems(), rows, src, cols,
+           bias.empty() ? T(0) : T(1), dst, cols);
     }
   }
   out.commit();
@@ -175,18 +217,19 @@ void conv2d_grad_input(const View& grad_in_view, const View& grad_out_view, cons
                        const ConvGeometry& g) {
   const DenseIn<T> grad_out(grad_out_view), weight(weight_view);
   DenseOut<T> grad_in(grad_in_view);
-  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(g.col_rows() * g.col_cols()));
-  const int64_t cols = g.col_cols(), cout_g = g.cout_per_group();
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t gi = 0; gi < g.groups; ++gi) {
-      T* img = grad_in.get() + (n * g.c + gi * g.cin_per_group()) * g.h * g.w;
-      const T* go = grad_out.get() + (n * g.cout + gi * cout_g) * cols;
-      T* col_data = g.is_pointwise() ? img : col.data();
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
+  const int64_t items = g.n * g.groups, chunk = items_per_chunk(g);
+  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(chunk * rows * cols));
+  for (int64_t item0 = 0; item0 < items; item0 += chunk) {
+    const int64_t count = std::min(chunk, items - item0);
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t item = item0 + j, gi = item % g.groups;
+      T* dst = g.is_pointwise() ? grad_in.get() + item * g.cin_per_group() * g.h * g.w : col.data() + j * rows * cols;
       // col = W_g^T @ grad_out_g
-      gemm(true, false, g.col_rows(), cols, cout_g, weight.get() + gi * g.weight_group_elems(), g.col_rows(), go,
-           cols, T(0), col_data, cols);
-      if (!g.is_pointwise()) col2im(col.data(), img, g);
+      gemm(true, false, rows, cols, cout_g, weight.get() + gi * g.weight_group_elems(), rows,
+           grad_out.get() + item * cout_g * cols, cols, T(0), dst, cols);
     }
+    if (!g.is_pointwise()) col2im_chunk(col.data(), grad_in.get(), g, item0, count);
   }
   grad_in.commit();
 }
@@ -197,20 +240,19 @@ void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view,
   const DenseIn<T> grad_out(grad_out_view), in(in_view);
   DenseOut<T> grad_weight(grad_weight_view);
   if (g.n == 0) std::fill(grad_weight.get(), grad_weight.get() + grad_weight_view.numel(), T(0));
-  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(g.col_rows() * g.col_cols()));
-  const int64_t cols = g.col_cols(), cout_g = g.cout_per_group();
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t gi = 0; gi < g.groups; ++gi) {
-      const T* img = in.get() + (n * g.c + gi * g.cin_per_group()) * g.h * g.w;
-      const T* go = grad_out.get() + (n * g.cout + gi * cout_g) * cols;
-      const T* col_data = img;
-      if (!g.is_pointwise()) {
-        im2col(img, col.data(), g);
-        col_data = col.data();
-      }
-      // grad_W_g (+)= grad_out_g @ col^T, accumulated over the batch.
-      gemm(false, true, cout_g, g.col_rows(), cols, go, cols, col_data, cols, n == 0 ? T(0) : T(1),
-           grad_weight.get() + gi * g.weight_group_elems(), g.col_rows());
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
+  const int64_t items = g.n * g.groups, chunk = items_per_chunk(g);
+  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(chunk * rows * cols));
+  for (int64_t item0 = 0; item0 < items; item0 += chunk) {
+    const int64_t count = std::min(chunk, items - item0);
+    if (!g.is_pointwise()) im2col_chunk(in.get(), col.data(), g, item0, count);
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t item = item0 + j, gi = item % g.groups;
+      const T* src = g.is_pointwise() ? in.get() + item * g.cin_per_group() * g.h * g.w : col.data() + j * rows * cols;
+      // grad_W_g (+)= grad_out_g @ col^T, accumulated over the batch (the
+      // first image of each group overwrites).
+      gemm(false, true, cout_g, rows, cols, grad_out.get() + item * cout_g * cols, cols, src, cols,
+           item < g.groups ? T(0) : T(1), grad_weight.get() + gi * g.weight_group_elems(), rows);
     }
   }
   grad_weight.commit();

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/ops.h"
+#include "kernels/backend.h"
 #include "tests/core/gradcheck.h"
 
 namespace anvil {

@@ -58,12 +58,20 @@ class FakeDeviceMemory : public DeviceMemory {
   }
   uint64_t record_event(uint64_t stream) override {
     uint64_t id = next_event_++;
-    events_[id] = Event{stream, false};
+    events_[id] = Event{stream, false, false};
     return id;
   }
-  bool event_done(uint64_t event) override { return events_.at(event).done; }
+  bool event_done(uint64_t event) override {
+    EXPECT_FALSE(events_.at(event).released) << "query of released event " << event;
+    return events_.at(event).done;
+  }
   void release_event(uint64_t event) override {
-    EXPECT_EQ(events_.erase(event), 1u) << "release of unknown event " << event;
+    auto it = events_.find(event);
+    ASSERT_NE(it, events_.end()) << "release of unknown event " << event;
+    EXPECT_FALSE(it->second.released) << "event " << event << " released twice";
+    // The allocator only lets go of an event it has seen complete.
+    EXPECT_TRUE(it->second.done) << "event " << event << " released before it completed";
+    it->second.released = true;
   }
   void synchronize() override {
     syncs++;
@@ -78,7 +86,13 @@ class FakeDeviceMemory : public DeviceMemory {
       if (!ev.done) ids.push_back(id);
     return ids;
   }
-  size_t live_events() const { return events_.size(); }
+  size_t live_events() const {  // recorded and not yet released
+    size_t n = 0;
+    for (auto& [id, ev] : events_) n += !ev.released;
+    return n;
+  }
+  uint64_t next_event_id() const { return next_event_; }
+  bool event_finished(uint64_t event) const { return events_.at(event).done; }
   uint64_t event_stream(uint64_t event) const { return events_.at(event).stream; }
   size_t bytes_in_use() const { return bytes_in_use_; }
   // Whether [ptr, ptr + n) lies inside one segment this device handed out.
@@ -100,6 +114,7 @@ class FakeDeviceMemory : public DeviceMemory {
   struct Event {
     uint64_t stream;
     bool done;
+    bool released;
   };
   size_t capacity_;
   size_t bytes_in_use_ = 0;
@@ -527,8 +542,17 @@ void stress(CachingAllocatorOptions options, size_t capacity, size_t max_size, u
   struct Live {
     size_t size;
     unsigned char tag;
+    uint64_t stream;
   };
   std::map<uintptr_t, Live> live;  // by start address
+  std::vector<uintptr_t> order;      // the same blocks in allocation order
+  // Freed blocks another stream may still read, until the event completes.
+  struct InFlight {
+    uintptr_t start;
+    size_t size;
+    uint64_t event;
+  };
+  std::vector<InFlight> in_flight;
   int ooms = 0;
 
   auto fill = [](void* p, size_t n, unsigned char tag) {
@@ -552,8 +576,17 @@ void stress(CachingAllocatorOptions options, size_t capacity, size_t max_size, u
   auto free_one = [&](std::map<uintptr_t, Live>::iterator it) {
     void* p = reinterpret_cast<void*>(it->first);
     ASSERT_TRUE(intact(p, it->second.size, it->second.tag)) << "block at " << p << " was overwritten";
-    if (rng() % 4 == 0) alloc->record_stream(p, rng() % 3);
+    uint64_t events_expected = 0;
+    if (rng() % 4 == 0) {
+      uint64_t other = rng() % 3;
+      alloc->record_stream(p, other);
+      events_expected = other != it->second.stream;  // its own stream needs no event
+    }
+    uint64_t first_event = fake->next_event_id();
     alloc->deallocate(p);
+    ASSERT_EQ(fake->next_event_id() - first_event, events_expected);
+    for (uint64_t ev = first_event; ev < fake->next_event_id(); ++ev)
+      in_flight.push_back({it->first, it->second.size, ev});
     live.erase(it);
   };
 
@@ -580,13 +613,20 @@ void stress(CachingAllocatorOptions options, size_t capacity, size_t max_size, u
         auto prev = std::prev(next);
         ASSERT_LE(prev->first + prev->second.size, start) << "overlaps the previous live block";
       }
+      std::erase_if(in_flight, [&](const InFlight& f) { return fake->event_finished(f.event); });
+      for (const InFlight& f : in_flight)
+        ASSERT_TRUE(start + n <= f.start || f.start + f.size <= start)
+            << "reuses memory another stream may still read (event " << f.event << ")";
       auto tag = static_cast<unsigned char>(rng());
       fill(p, n, tag);
-      live[start] = Live{n, tag};
+      live[start] = Live{n, tag, stream};
+      order.push_back(start);
     } else if (action < 95 && !live.empty()) {
-      auto it = live.begin();
-      std::advance(it, rng() % live.size());
-      free_one(it);
+      // Pick by allocation order, not address, so a seed replays the same run.
+      size_t pick = rng() % order.size();
+      std::swap(order[pick], order.back());
+      free_one(live.find(order.back()));
+      order.pop_back();
       if (testing::Test::HasFatalFailure()) return;
     } else if (action < 99) {
       auto events = fake->outstanding_events();
@@ -599,6 +639,7 @@ void stress(CachingAllocatorOptions options, size_t capacity, size_t max_size, u
     ASSERT_LE(s.allocated_bytes, s.reserved_bytes);
     ASSERT_EQ(s.num_allocs - s.num_frees, int64_t(live.size()));
   }
+  order.clear();
   while (!live.empty()) {
     free_one(live.begin());
     if (testing::Test::HasFatalFailure()) return;

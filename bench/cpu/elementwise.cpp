@@ -1,0 +1,107 @@
+// Elementwise ops are memory-bound: they report bytes moved per second, to be
+// read against the copy baselines at the top of this file (what the memory
+// system gives a plain copy on this machine).
+#include <cstring>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <vector>
+
+#include "bench/cpu/bench_util.h"
+
+namespace anvil::bench {
+namespace {
+
+// The rooflines for every memory-bound op, without anvil: std::memcpy on one
+// thread, and split across all OpenMP threads (what anvil's kernels can use).
+void memcpy_in_chunks(float* dst, const float* src, int64_t n, int chunks) {
+#pragma omp parallel for num_threads(chunks) schedule(static)
+  for (int c = 0; c < chunks; ++c) {
+    const int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+    std::memcpy(dst + begin, src + begin, static_cast<size_t>(end - begin) * sizeof(float));
+  }
+}
+int all_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+template <int (*Threads)()>
+void BM_memcpy_baseline(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  std::vector<float> src(static_cast<size_t>(n), 1.0f), dst(static_cast<size_t>(n));
+  const int chunks = Threads();
+  for (auto _ : state) {
+    memcpy_in_chunks(dst.data(), src.data(), n, chunks);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  set_bytes_per_iteration(state, 2.0 * n * kFloatBytes);
+}
+int one_thread() { return 1; }
+BENCHMARK_TEMPLATE(BM_memcpy_baseline, one_thread)->Name("BM_memcpy_1_thread")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_memcpy_baseline, all_threads)->Name("BM_memcpy_all_threads")->Apply(memory_bound_sizes);
+
+// anvil's own copy: allocation + the backend's copy kernel.
+void BM_clone(benchmark::State& state) {
+  seed_inputs();
+  const Tensor x = randn({state.range(0)});
+  for (auto _ : state) benchmark::DoNotOptimize(x.clone());
+  set_bytes_per_iteration(state, 2.0 * x.numel() * kFloatBytes);
+}
+BENCHMARK(BM_clone)->Apply(memory_bound_sizes);
+
+// Two inputs read, one output written.
+template <Tensor (*Op)(const Tensor&, const Tensor&)>
+void BM_binary(benchmark::State& state) {
+  seed_inputs();
+  const Tensor a = randn({state.range(0)});
+  const Tensor b = randn({state.range(0)});
+  for (auto _ : state) benchmark::DoNotOptimize(Op(a, b));
+  set_bytes_per_iteration(state, 3.0 * a.numel() * kFloatBytes);
+}
+BENCHMARK_TEMPLATE(BM_binary, anvil::add)->Name("BM_add")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_binary, anvil::mul)->Name("BM_mul")->Apply(memory_bound_sizes);
+
+// In place: the same traffic as BM_add without allocating the output, so the
+// gap between the two is what a fresh output buffer costs (for large tensors,
+// page faults on memory the allocator just got from the OS).
+void BM_add_inplace(benchmark::State& state) {
+  seed_inputs();
+  Tensor a = randn({state.range(0)});
+  const Tensor b = randn({state.range(0)});
+  for (auto _ : state) benchmark::DoNotOptimize(add_(a, b));
+  set_bytes_per_iteration(state, 3.0 * a.numel() * kFloatBytes);
+}
+BENCHMARK(BM_add_inplace)->Apply(memory_bound_sizes);
+
+// One input read, one output written.
+template <Tensor (*Op)(const Tensor&)>
+void BM_unary(benchmark::State& state) {
+  seed_inputs();
+  const Tensor x = randn({state.range(0)});
+  for (auto _ : state) benchmark::DoNotOptimize(Op(x));
+  set_bytes_per_iteration(state, 2.0 * x.numel() * kFloatBytes);
+}
+// gelu has a defaulted second parameter, so it needs a one-argument wrapper.
+Tensor gelu_erf(const Tensor& x) { return anvil::gelu(x, GeluApprox::None); }
+Tensor gelu_tanh(const Tensor& x) { return anvil::gelu(x, GeluApprox::Tanh); }
+BENCHMARK_TEMPLATE(BM_unary, anvil::exp)->Name("BM_exp")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_unary, anvil::relu)->Name("BM_relu")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_unary, gelu_erf)->Name("BM_gelu")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_unary, gelu_tanh)->Name("BM_gelu_tanh")->Apply(memory_bound_sizes);
+
+// float32 -> bfloat16: 4 bytes read and 2 written per element.
+void BM_cast_float32_to_bfloat16(benchmark::State& state) {
+  seed_inputs();
+  const Tensor x = randn({state.range(0)});
+  for (auto _ : state) benchmark::DoNotOptimize(cast(x, kBFloat16));
+  set_bytes_per_iteration(state, static_cast<double>(x.numel()) * (kFloatBytes + 2));
+}
+BENCHMARK(BM_cast_float32_to_bfloat16)->Apply(memory_bound_sizes);
+
+}  // namespace
+}  // namespace anvil::bench

@@ -1,0 +1,47 @@
+// Matrix products: compute-bound, reported in FLOP/s (2*M*N*K per product).
+#include "bench/cpu/bench_util.h"
+
+namespace anvil::bench {
+namespace {
+
+double matmul_flops(int64_t m, int64_t n, int64_t k) { return 2.0 * static_cast<double>(m) * n * k; }
+
+void BM_matmul_square(benchmark::State& state) {
+  seed_inputs();
+  const int64_t n = state.range(0);
+  const Tensor a = randn({n, n});
+  const Tensor b = randn({n, n});
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b));
+  set_flops_per_iteration(state, matmul_flops(n, n, n));
+}
+BENCHMARK(BM_matmul_square)->Apply(threaded_kernel)->ArgName("n")->Arg(256)->Arg(512)->Arg(1024);
+
+// Many small products, as in attention heads: [32, 128, 64] x [32, 64, 128].
+void BM_matmul_batched(benchmark::State& state) {
+  seed_inputs();
+  const int64_t batch = 32, m = 128, k = 64, n = 128;
+  const Tensor a = randn({batch, m, k});
+  const Tensor b = randn({batch, k, n});
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b));
+  set_flops_per_iteration(state, batch * matmul_flops(m, n, k));
+}
+BENCHMARK(BM_matmul_batched)->Apply(threaded_kernel);
+
+// linear(x [batch, in], W [out, in], b [out]): the GEMM plus one add per output.
+void BM_linear_with_bias(benchmark::State& state) {
+  seed_inputs();
+  const int64_t batch = state.range(0), in = state.range(1), out = state.range(2);
+  const Tensor x = randn({batch, in});
+  const Tensor weight = randn({out, in});
+  const Tensor bias = randn({out});
+  for (auto _ : state) benchmark::DoNotOptimize(linear(x, weight, bias));
+  set_flops_per_iteration(state, matmul_flops(batch, out, in) + static_cast<double>(batch) * out);
+}
+BENCHMARK(BM_linear_with_bias)
+    ->Apply(threaded_kernel)
+    ->ArgNames({"batch", "in", "out"})
+    ->Args({64, 3136, 128})  // Fashion-MNIST CNN head: 64 x 7 x 7 features -> 128
+    ->Args({1024, 1024, 1024});
+
+}  // namespace
+}  // namespace anvil::bench

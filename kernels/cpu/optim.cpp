@@ -1,0 +1,112 @@
+// Optimizer updates over lists of contiguous float32/float64 tensors, with
+// PyTorch's formulas (torch.optim.AdamW/Adam/SGD, single-tensor path). Each
+// tensor is one flat loop the compiler vectorises; big ones are split over
+// OpenMP threads.
+#include <cmath>
+#include <type_traits>
+
+#include "core/base/error.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/strided_loop.h"
+
+namespace anvil::cpu {
+namespace {
+
+void check_lists(const char* op, std::span<const View> params, std::initializer_list<std::span<const View>> others) {
+  for (const auto& list : others)
+    ANVIL_CHECK(list.size() == params.size(), op, ": got ", params.size(), " parameters but a list of ", list.size(),
+                " state or gradient tensors");
+}
+
+void check_tensor(const char* op, const View& param, const View& other, const char* what) {
+  ANVIL_CHECK(param.dtype == kFloat32 || param.dtype == kFloat64, op, ": parameters must be float32 or float64, got ",
+              param.dtype);
+  ANVIL_CHECK(other.dtype == param.dtype, op, ": ", what, " dtype ", other.dtype, " differs from parameter dtype ",
+              param.dtype);
+  ANVIL_CHECK(other.numel() == param.numel(), op, ": ", what, " has ", other.numel(), " elements, parameter has ",
+              param.numel(), " (shape ", param.shape, ")");
+  ANVIL_CHECK(param.is_contiguous() && other.is_contiguous(), op, ": parameters and ", what,
+              " must be contiguous (parameter shape ", param.shape, ")");
+}
+
+template <typename T>
+void adamw_tensor(T* p, const T* g, T* m, T* v, int64_t n, const AdamWParams& hp) {
+  const double bias1 = 1.0 - std::pow(hp.beta1, static_cast<double>(hp.step));
+  const double bias2 = 1.0 - std::pow(hp.beta2, static_cast<double>(hp.step));
+  const T b1 = T(hp.beta1), b2 = T(hp.beta2), one_minus_b1 = T(1.0 - hp.beta1), one_minus_b2 = T(1.0 - hp.beta2);
+  const T step_size = T(hp.lr / bias1), inv_bias2_sqrt = T(1.0 / std::sqrt(bias2)), eps = T(hp.eps);
+  const T decay = T(1.0 - hp.lr * hp.weight_decay);  // AdamW: p -= lr * wd * p
+  const T wd = T(hp.weight_decay);                      // Adam: g += wd * p
+  const bool decoupled = hp.decoupled;
+  parallel_for(n, n * 4, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      T pi = p[i], gi = g[i];
+      if (decoupled) pi *= decay;
+      else gi += wd * pi;
+      const T mi = b1 * m[i] + one_minus_b1 * gi;
+      const T vi = b2 * v[i] + one_minus_b2 * gi * gi;
+      m[i] = mi;
+      v[i] = vi;
+      // mhat / (sqrt(vhat) + eps), written as PyTorch does it
+      p[i] = pi - step_size * mi / (std::sqrt(vi) * inv_bias2_sqrt + eps);
+    }
+  });
+}
+
+template <typename T>
+void sgd_tensor(T* p, const T* g, T* buf, int64_t n, const SGDParams& hp) {
+  const T lr = T(hp.lr), wd = T(hp.weight_decay), mom = T(hp.momentum), keep = T(1.0 - hp.dampening);
+  const bool use_momentum = hp.momentum != 0.0, first = hp.first_step, nesterov = hp.nesterov;
+  parallel_for(n, n * 2, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      T d = g[i] + wd * p[i];
+      if (use_momentum) {
+        const T b = first ? d : mom * buf[i] + keep * d;
+        buf[i] = b;
+        d = nesterov ? d + mom * b : b;
+      }
+      p[i] -= lr * d;
+    }
+  });
+}
+
+}  // namespace
+
+void CpuBackend::adamw(std::span<const View> params, std::span<const View> grads, std::span<const View> exp_avg,
+                       std::span<const View> exp_avg_sq, const AdamWParams& p) {
+  const char* name = p.decoupled ? "adamw" : "adam";
+  check_lists(name, params, {grads, exp_avg, exp_avg_sq});
+  ANVIL_CHECK(p.step >= 1, name, ": step must be at least 1 (1-based, after increment), got ", p.step);
+  for (size_t k = 0; k < params.size(); ++k) {
+    check_tensor(name, params[k], grads[k], "gradient");
+    check_tensor(name, params[k], exp_avg[k], "exp_avg");
+    check_tensor(name, params[k], exp_avg_sq[k], "exp_avg_sq");
+  }
+  for (size_t k = 0; k < params.size(); ++k) {
+    const int64_t n = params[k].numel();
+    if (params[k].dtype == kFloat32)
+      adamw_tensor(params[k].ptr<float>(), grads[k].ptr<float>(), exp_avg[k].ptr<float>(), exp_avg_sq[k].ptr<float>(), n, p);
+    else
+      adamw_tensor(params[k].ptr<double>(), grads[k].ptr<double>(), exp_avg[k].ptr<double>(), exp_avg_sq[k].ptr<double>(), n, p);
+  }
+}
+
+void CpuBackend::sgd(std::span<const View> params, std::span<const View> grads, std::span<const View> momentum,
+                     const SGDParams& p) {
+  const bool use_momentum = p.momentum != 0.0;
+  check_lists("sgd", params, {grads});
+  if (use_momentum) check_lists("sgd", params, {momentum});
+  for (size_t k = 0; k < params.size(); ++k) {
+    check_tensor("sgd", params[k], grads[k], "gradient");
+    if (use_momentum) check_tensor("sgd", params[k], momentum[k], "momentum buffer");
+  }
+  for (size_t k = 0; k < params.size(); ++k) {
+    const int64_t n = params[k].numel();
+    if (params[k].dtype == kFloat32)
+      sgd_tensor(params[k].ptr<float>(), grads[k].ptr<float>(), use_momentum ? momentum[k].ptr<float>() : nullptr, n, p);
+    else
+      sgd_tensor(params[k].ptr<double>(), grads[k].ptr<double>(), use_momentum ? momentum[k].ptr<double>() : nullptr, n, p);
+  }
+}
+
+}  // namespace anvil::cpu

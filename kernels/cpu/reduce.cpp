@@ -1,0 +1,413 @@
+// Reductions. Each ReduceOp is an accumulator with
+//   identity(), lift(x, index) -> Acc, combine(a, b) (a comes before b),
+//   finish(acc, n) -> double or int64
+// and two drivers walk the input, chosen by which input dim moves fastest:
+//  - rows: a reduced dim is fastest (sum over the last dim, a full sum). Each
+//    output folds its own runs; additive runs are an OpenMP simd sum.
+//  - columns: a kept dim is fastest (column sums, bias gradients). A block of
+//    neighbouring outputs accumulates one input row after another, which is
+//    again a unit-stride loop over memory.
+// Floating inputs accumulate in double (this backend is the reference others
+// are tested against), integers and bool in int64.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "core/base/error.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/strided_loop.h"
+
+namespace anvil::cpu {
+namespace {
+
+template <typename T>
+constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+template <typename T> using acc_t = std::conditional_t<is_float_v<T>, double, int64_t>;
+
+template <typename T>
+acc_t<T> widen(T x) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return static_cast<float>(x);
+  else return static_cast<acc_t<T>>(x);
+}
+
+template <typename A> bool is_nan(A x) { return x != x; }
+template <typename A> A abs_of(A x) { return x < A(0) ? A(-x) : x; }
+
+// ---- additive reductions: sum of lift(x), then a finishing step ----
+struct LiftValue { template <class A> A operator()(A x) const { return x; } };
+struct LiftAbs { template <class A> A operator()(A x) const { return abs_of(x); } };
+struct LiftSquare { template <class A> A operator()(A x) const { return x * x; } };
+struct LiftNonZero { template <class A> A operator()(A x) const { return x != A(0) ? A(1) : A(0); } };
+struct LiftPowAbs { double p; double operator()(double x) const { return std::pow(std::abs(x), p); } };
+
+struct FinishSum { template <class A> A operator()(A s, int64_t) const { return s; } };
+struct FinishMean { double operator()(double s, int64_t n) const { return s / static_cast<double>(n); } };
+struct FinishSqrt { double operator()(double s, int64_t) const { return std::sqrt(s); } };
+struct FinishRoot { double p; double operator()(double s, int64_t) const { return std::pow(s, 1.0 / p); } };
+
+template <typename T, typename Lift, typename Finish>
+struct Additive {
+  using Acc = acc_t<T>;
+  static constexpr bool kAdditive = true;
+  Lift lift_fn{};
+  Finish finish_fn{};
+  Acc identity() const { return 0; }
+  Acc lift(T x, int64_t) const { return lift_fn(widen(x)); }
+  Acc combine(Acc a, Acc b) const { return a + b; }
+  auto finish(Acc a, int64_t n) const { return finish_fn(a, n); }
+};
+
+template <typename T>
+struct Prod {
+  using Acc = acc_t<T>;
+  static constexpr bool kAdditive = false;
+  Acc identity() const { return 1; }
+  Acc lift(T x, int64_t) const { return widen(x); }
+  Acc combine(Acc a, Acc b) const { return a * b; }
+  Acc finish(Acc a, int64_t) const { return a; }
+};
+
+// Max or min, of x or of |x| (inf-norms). NaN wins, as in PyTorch.
+template <typename T, bool kMax, bool kAbs>
+struct Extreme {
+  using Acc = acc_t<T>;
+  using Limits = std::numeric_limits<Acc>;
+  static constexpr bool kAdditive = false;
+  Acc identity() const {
+    if constexpr (kAbs && kMax) return 0;
+    else if constexpr (std::is_floating_point_v<Acc>) return kMax ? -Limits::infinity() : Limits::infinity();
+    else return kMax ? Limits::lowest() : Limits::max();
+  }
+  Acc lift(T x, int64_t) const { return kAbs ? abs_of(widen(x)) : widen(x); }
+  Acc combine(Acc a, Acc b) const {
+    if (is_nan(a)) return a;
+    if (is_nan(b)) return b;
+    return kMax ? (b > a ? b : a) : (b < a ? b : a);
+  }
+  Acc finish(Acc a, int64_t) const { return a; }
+};
+
+// Variance from (count, mean, sum of squared deviations), merged with Chan's formula.
+struct Moments { double n = 0, mean = 0, m2 = 0; };
+
+template <typename T>
+struct Variance {
+  using Acc = Moments;
+  static constexpr bool kAdditive = false;
+  int64_t correction = 1;
+  Acc identity() const { return {}; }
+  Acc lift(T x, int64_t) const { return {1, widen(x), 0}; }
+  Acc combine(const Acc& a, const Acc& b) const {
+    if (a.n == 0) return b;
+    if (b.n == 0) return a;
+    const double n = a.n + b.n, delta = b.mean - a.mean;
+    return {n, a.mean + delta * (b.n / n), a.m2 + b.m2 + delta * delta * (a.n * b.n / n)};
+  }
+  // A run in two passes: exact mean first, then squared deviations from it.
+  Acc fold(const T* p, int64_t n, int64_t stride) const {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += widen(p[i * stride]);
+    const double mean = sum / static_cast<double>(n);
+    double m2 = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double d = widen(p[i * stride]) - mean;
+      m2 += d * d;
+    }
+    return {static_cast<double>(n), mean, m2};
+  }
+  double finish(const Acc& a, int64_t) const { return a.m2 / std::max(a.n - static_cast<double>(correction), 0.0); }
+};
+
+// Index of the first max (min); a NaN counts as the extreme, as in PyTorch.
+template <typename T, bool kMax>
+struct Arg {
+  struct Acc { acc_t<T> value; int64_t index; };
+  static constexpr bool kAdditive = false;
+  Acc identity() const { return {acc_t<T>(0), -1}; }
+  Acc lift(T x, int64_t index) const { return {widen(x), index}; }
+  Acc combine(const Acc& a, const Acc& b) const {
+    if (a.index < 0) return b;
+    if (b.index < 0) return a;
+    if (is_nan(a.value)) return a;
+    if (is_nan(b.value)) return b;
+    return (kMax ? b.value > a.value : b.value < a.value) ? b : a;
+  }
+  int64_t finish(const Acc& a, int64_t) const { return a.index; }
+};
+
+template <typename T, typename Op>
+typename Op::Acc fold_run(const Op& op, const T* p, int64_t n, int64_t stride, int64_t first) {
+  using Acc = typename Op::Acc;
+  if constexpr (Op::kAdditive) {
+    Acc s = 0;
+    if (stride == 1) {
+#pragma omp simd reduction(+ : s)
+      for (int64_t i = 0; i < n; ++i) s += op.lift(p[i], 0);
+    } else {
+      for (int64_t i = 0; i < n; ++i) s += op.lift(p[i * stride], 0);
+    }
+    return s;
+  } else if constexpr (requires { op.fold(p, n, stride); }) {
+    return op.fold(p, n, stride);
+  } else {
+    Acc acc = op.identity();
+    for (int64_t i = 0; i < n; ++i) acc = op.combine(acc, op.lift(p[i * stride], first + i));
+    return acc;
+  }
+}
+
+// Splits [0, n) into one range per thread and calls f(t, begin, end); range t
+// comes before range t + 1, so partial results can be combined in order.
+template <typename F>
+void split_over_threads(int64_t n, int threads, F&& f) {
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t team = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t chunk = (n + team - 1) / team;
+    const int64_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
+    if (begin < end) f(t, begin, end);
+  }
+}
+
+// ---- the plan: kept and reduced dims, each coalesced, fastest first ----
+struct Dim { int64_t size, in_stride, out_stride; };
+
+std::vector<Dim> sort_and_coalesce(std::vector<Dim> dims) {
+  std::stable_sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) { return a.in_stride < b.in_stride; });
+  std::vector<Dim> merged;
+  for (const Dim& d : dims) {
+    if (!merged.empty()) {
+      Dim& inner = merged.back();
+      if (d.in_stride == inner.in_stride * inner.size && d.out_stride == inner.out_stride * inner.size) {
+        inner.size *= d.size;
+        continue;
+      }
+    }
+    merged.push_back(d);
+  }
+  return merged;
+}
+
+struct ReducePlan {
+  std::vector<Dim> kept, reduced;
+  int64_t n_out = 1, n_red = 1;
+  int64_t in_item = 1, out_item = 1;  // itemsizes, for byte strides
+
+  ReducePlan(const View& out, const View& in)
+      : in_item(static_cast<int64_t>(itemsize(in.dtype))), out_item(static_cast<int64_t>(itemsize(out.dtype))) {
+    std::vector<Dim> kept_dims, reduced_dims;
+    for (int64_t d = 0; d < in.dim(); ++d) {
+      const bool reduced = out.shape[d] == 1 && in.shape[d] != 1;
+      (reduced ? n_red : n_out) *= in.shape[d];
+      if (in.shape[d] == 1) continue;
+      (reduced ? reduced_dims : kept_dims).push_back(Dim{in.shape[d], in.strides[d], reduced ? 0 : out.strides[d]});
+    }
+    kept = sort_and_coalesce(kept_dims);
+    reduced = sort_and_coalesce(reduced_dims);
+  }
+
+  // The column driver pays off when a kept dim moves faster through memory than any reduced one.
+  bool by_columns() const { return !kept.empty() && !reduced.empty() && kept[0].in_stride < reduced[0].in_stride; }
+
+  StridedLoop<2> kept_loop(size_t first_dim) const {  // operands (in, out)
+    StridedLoop<2> loop;
+    for (size_t i = first_dim; i < kept.size(); ++i)
+      loop.add_outer_dim(kept[i].size, {kept[i].in_stride * in_item, kept[i].out_stride * out_item});
+    return loop;
+  }
+  StridedLoop<1> reduced_loop() const {
+    StridedLoop<1> loop;
+    for (const Dim& d : reduced) loop.add_outer_dim(d.size, {d.in_stride * in_item});
+    return loop;
+  }
+};
+
+template <typename R> using StoreFn = void (*)(char*, R);
+
+// Writes a double or int64 result into an output element of any dtype.
+template <typename R>
+StoreFn<R> store_for(DType dtype) {
+  return visit_dtype(dtype, [](auto tag) -> StoreFn<R> {
+    using O = decltype(tag);
+    return [](char* p, R v) { *reinterpret_cast<O*>(p) = cast_value<O>(v); };
+  });
+}
+
+template <typename T, typename Op, typename R>
+void reduce_rows(const Op& op, const ReducePlan& plan, const View& out, const View& in, StoreFn<R> store) {
+  using Acc = typename Op::Acc;
+  const StridedLoop<2> kept = plan.kept_loop(0);
+  const StridedLoop<1> red = plan.reduced_loop();
+  const int64_t n_out = plan.n_out, n_red = plan.n_red;
+  auto fold_range = [&](char* base, int64_t begin, int64_t end) {
+    Acc acc = op.identity();
+    red.run({base}, begin, end, [&](const StridedLoop<1>::Run& r) {
+      acc = op.combine(acc, fold_run(op, reinterpret_cast<const T*>(r.ptr[0]), r.n,
+                                     r.stride[0] / static_cast<int64_t>(sizeof(T)), r.first));
+    });
+    return acc;
+  };
+  char* in_base = static_cast<char*>(in.data);
+  char* out_base = static_cast<char*>(out.data);
+  const int threads = threads_for(n_red, n_out * n_red);
+  if (n_out >= threads) {  // enough outputs to keep every thread busy
+    kept.run_parallel({in_base, out_base}, [&](const StridedLoop<2>::Run& r) {
+      for (int64_t i = 0; i < r.n; ++i)
+        store(r.ptr[1] + i * r.stride[1], op.finish(fold_range(r.ptr[0] + i * r.stride[0], 0, n_red), n_red));
+    }, n_red);
+    return;
+  }
+  // Few outputs with long reductions (a full sum): split each reduction over the threads.
+  std::vector<Acc> partial(static_cast<size_t>(threads));
+  for (int64_t o = 0; o < n_out; ++o) {
+    const auto off = kept.offsets_at(o);
+    std::fill(partial.begin(), partial.end(), op.identity());
+    split_over_threads(n_red, threads, [&](int64_t t, int64_t begin, int64_t end) {
+      partial[t] = fold_range(in_base + off[0], begin, end);
+    });
+    Acc acc = op.identity();
+    for (const Acc& p : partial) acc = op.combine(acc, p);
+    store(out_base + off[1], op.finish(acc, n_red));
+  }
+}
+
+template <typename T, typename Op, typename R>
+void reduce_columns(const Op& op, const ReducePlan& plan, const View& out, const View& in, StoreFn<R> store) {
+  using Acc = typename Op::Acc;
+  constexpr int64_t kBlock = 256;  // outputs accumulated together: their accumulators stay in L1
+  const Dim col = plan.kept[0];
+  const StridedLoop<2> rest = plan.kept_loop(1);
+  const StridedLoop<1> red = plan.reduced_loop();
+  const int64_t n_red = plan.n_red, blocks = (col.size + kBlock - 1) / kBlock, items = rest.numel() * blocks;
+  char* in_base = static_cast<char*>(in.data);
+  char* out_base = static_cast<char*>(out.data);
+
+  struct Item { char* in; char* out; int64_t len; };
+  auto item_at = [&](int64_t item) {
+    const auto off = rest.offsets_at(item / blocks);
+    const int64_t j0 = (item % blocks) * kBlock;
+    return Item{in_base + off[0] + j0 * col.in_stride * plan.in_item, out_base + off[1] + j0 * col.out_stride * plan.out_item,
+                std::min(kBlock, col.size - j0)};
+  };
+  // acc[j] folds the reduced elements [begin, end) of output column j of the item.
+  auto accumulate = [&](const Item& it, int64_t begin, int64_t end, Acc* acc) {
+    red.run({it.in}, begin, end, [&](const StridedLoop<1>::Run& r) {
+      for (int64_t e = 0; e < r.n; ++e) {
+        const T* row = reinterpret_cast<const T*>(r.ptr[0] + e * r.stride[0]);
+        const int64_t index = r.first + e;
+        if (col.in_stride == 1) {
+          for (int64_t j = 0; j < it.len; ++j) acc[j] = op.combine(acc[j], op.lift(row[j], index));
+        } else {
+          for (int64_t j = 0; j < it.len; ++j) acc[j] = op.combine(acc[j], op.lift(row[j * col.in_stride], index));
+        }
+      }
+    });
+  };
+  auto emit = [&](const Item& it, const Acc* acc) {
+    for (int64_t j = 0; j < it.len; ++j) store(it.out + j * col.out_stride * plan.out_item, op.finish(acc[j], n_red));
+  };
+
+  const int threads = threads_for(n_red, plan.n_out * n_red);
+  if (items >= threads) {
+    parallel_for(items, plan.n_out * n_red, [&](int64_t begin, int64_t end) {
+      std::vector<Acc> acc(kBlock);
+      for (int64_t item = begin; item < end; ++item) {
+        const Item it = item_at(item);
+        std::fill(acc.begin(), acc.begin() + it.len, op.identity());
+        accumulate(it, 0, n_red, acc.data());
+        emit(it, acc.data());
+      }
+    });
+    return;
+  }
+  // Few column blocks with long reductions: each thread folds a range of rows.
+  std::vector<std::vector<Acc>> partial(static_cast<size_t>(threads), std::vector<Acc>(kBlock));
+  for (int64_t item = 0; item < items; ++item) {
+    const Item it = item_at(item);
+    for (auto& p : partial) std::fill(p.begin(), p.end(), op.identity());
+    split_over_threads(n_red, threads, [&](int64_t t, int64_t begin, int64_t end) {
+      accumulate(it, begin, end, partial[t].data());
+    });
+    for (size_t t = 1; t < partial.size(); ++t)
+      for (int64_t j = 0; j < it.len; ++j) partial[0][j] = op.combine(partial[0][j], partial[t][j]);
+    emit(it, partial[0].data());
+  }
+}
+
+template <typename T, typename Op>
+void run_reduce(const Op& op, const ReducePlan& plan, const View& out, const View& in) {
+  using R = decltype(op.finish(op.identity(), 0));
+  const StoreFn<R> store = store_for<R>(out.dtype);
+  if (plan.by_columns()) reduce_columns<T>(op, plan, out, in, store);
+  else reduce_rows<T>(op, plan, out, in, store);
+}
+
+const char* op_name(ReduceOp op) {
+  static constexpr const char* names[] = {"sum", "mean", "max", "min", "prod", "var", "norm", "argmax", "argmin"};
+  return names[static_cast<int>(op)];
+}
+
+template <typename T>
+void run_norm(double p, const ReducePlan& plan, const View& out, const View& in) {
+  if (p == 2) return run_reduce<T>(Additive<T, LiftSquare, FinishSqrt>{}, plan, out, in);
+  if (p == 1) return run_reduce<T>(Additive<T, LiftAbs, FinishSum>{}, plan, out, in);
+  if (p == 0) return run_reduce<T>(Additive<T, LiftNonZero, FinishSum>{}, plan, out, in);
+  if (std::isinf(p) && p > 0) return run_reduce<T>(Extreme<T, true, true>{}, plan, out, in);
+  if (std::isinf(p)) return run_reduce<T>(Extreme<T, false, true>{}, plan, out, in);
+  run_reduce<T>(Additive<T, LiftPowAbs, FinishRoot>{LiftPowAbs{p}, FinishRoot{p}}, plan, out, in);
+}
+
+template <typename T>
+void reduce_dtype(ReduceOp op, const ReducePlan& plan, const View& out, const View& in, const ReduceParams& p) {
+  switch (op) {
+    case ReduceOp::Sum: return run_reduce<T>(Additive<T, LiftValue, FinishSum>{}, plan, out, in);
+    case ReduceOp::Prod: return run_reduce<T>(Prod<T>{}, plan, out, in);
+    case ReduceOp::Max: return run_reduce<T>(Extreme<T, true, false>{}, plan, out, in);
+    case ReduceOp::Min: return run_reduce<T>(Extreme<T, false, false>{}, plan, out, in);
+    case ReduceOp::ArgMax: return run_reduce<T>(Arg<T, true>{}, plan, out, in);
+    case ReduceOp::ArgMin: return run_reduce<T>(Arg<T, false>{}, plan, out, in);
+    default: break;
+  }
+  if constexpr (!is_float_v<T>) {
+    fail(op_name(op), ": not supported for dtype ", dtype_of<T>::value, " (floating dtypes only)");
+  } else {
+    switch (op) {
+      case ReduceOp::Mean: return run_reduce<T>(Additive<T, LiftValue, FinishMean>{}, plan, out, in);
+      case ReduceOp::Var: return run_reduce<T>(Variance<T>{p.correction}, plan, out, in);
+      case ReduceOp::Norm: return run_norm<T>(p.p, plan, out, in);
+      default: fail("reduce: unknown op ", static_cast<int>(op));
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::reduce(ReduceOp op, const View& out, const View& in, const ReduceParams& p) {
+  const char* name = op_name(op);
+  ANVIL_CHECK(out.dim() == in.dim(), name, ": output rank ", out.dim(), " differs from input rank ", in.dim(),
+              " (reduced dims keep size 1)");
+  int reduced_dims = 0;
+  for (int64_t d = 0; d < in.dim(); ++d) {
+    ANVIL_CHECK(out.shape[d] == in.shape[d] || out.shape[d] == 1, name, ": output shape ", out.shape,
+                " does not match input shape ", in.shape, " at dim ", d);
+    reduced_dims += out.shape[d] == 1 && in.shape[d] != 1;
+  }
+  const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+  if (arg) {
+    ANVIL_CHECK(reduced_dims <= 1, name, ": reduces exactly one dim; output shape ", out.shape, " for input shape ",
+                in.shape, " reduces ", reduced_dims);
+    ANVIL_CHECK(out.dtype == kInt64, name, ": output dtype must be int64, got ", out.dtype);
+  }
+  const ReducePlan plan(out, in);
+  if (plan.n_out == 0) return;
+  if (plan.n_red == 0)
+    ANVIL_CHECK(op != ReduceOp::Max && op != ReduceOp::Min && !arg, name,
+                ": cannot reduce over an empty dimension (input shape ", in.shape, ")");
+  visit_dtype(in.dtype, [&](auto tag) { reduce_dtype<decltype(tag)>(op, plan, out, in, p); });
+}
+
+}  // namespace anvil::cpu

@@ -1,0 +1,98 @@
+#pragma once
+// Module: the base of every layer and model. It owns named parameters,
+// buffers and child modules, and gives the tree-wide operations: train/eval,
+// to(device, dtype), parameters(), state_dict(), apply().
+//
+//   struct Mlp : nn::Module {
+//     std::shared_ptr<nn::Linear> fc1, fc2;
+//     Mlp() {
+//       fc1 = register_module("fc1", std::make_shared<nn::Linear>(784, 256));
+//       fc2 = register_module("fc2", std::make_shared<nn::Linear>(256, 10));
+//     }
+//     Tensor forward(const Tensor& x) override { return fc2->forward(relu(fc1->forward(x))); }
+//   };
+//
+// Parameters are held as Tensor handles; to() changes the data behind the
+// handle, so a layer's members (`weight`, `bias`) stay valid.
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace anvil::nn {
+
+// Ordered name -> tensor pairs ("fc1.weight", ...), as PyTorch's state_dict.
+using StateDict = std::vector<std::pair<std::string, Tensor>>;
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  explicit Module(std::string type_name = "Module") : type_name_(std::move(type_name)) {}
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // The forward of modules that map one tensor to one tensor (what
+  // Sequential chains). Modules with other signatures define their own.
+  virtual Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  const std::string& type_name() const { return type_name_; }
+  // A one-line description of the module's own settings, e.g. "in=784, out=256".
+  virtual std::string extra_repr() const { return ""; }
+  std::string repr() const;  // the whole tree, like PyTorch's print(model)
+
+  // --- the tree ---
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  NamedTensors named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  NamedTensors named_buffers(bool recurse = true) const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  // This module and all descendants, depth first, with dotted names ("" for this one).
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules();
+  void apply(const std::function<void(Module&)>& fn);  // children first, then this
+
+  // --- modes and placement ---
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  // Moves (and/or casts floating tensors of) every parameter and buffer.
+  void to(Device device);
+  void to(DType dtype);
+  void to(Device device, DType dtype);
+  Device device() const;  // of the first parameter (cpu if none)
+  void zero_grad();       // sets every parameter's grad to undefined
+
+  // --- state ---
+  StateDict state_dict() const;
+  // strict: every key must match, with equal shapes; errors name the keys.
+  void load_state_dict(const StateDict& state, bool strict = true);
+
+ protected:
+  // Registration returns what it stores, so members can be set in one line:
+  //   weight = register_parameter("weight", empty({out, in}));
+  Tensor register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
+  Tensor register_buffer(const std::string& name, Tensor t);
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+    add_child(name, m);
+    return m;
+  }
+  void add_child(const std::string& name, std::shared_ptr<Module> m);
+
+ private:
+  std::string type_name_;
+  bool training_ = true;
+  NamedTensors params_, buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+// Replaces the data behind `t` (every handle sees it), keeping its autograd
+// leaf status. What Module::to and load_state_dict use.
+void set_data(Tensor& t, const Tensor& data);
+
+}  // namespace anvil::nn

@@ -1,0 +1,291 @@
+// CPU reductions against naive loops over logical indices: every op, reduced
+// dims inner, outer, in the middle and all of them, on contiguous and
+// transposed inputs, sizes that take the threaded paths, and edge cases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "tests/kernels/cpu/nn_kernel_test_util.h"
+
+namespace anvil::test {
+namespace {
+
+View transposed(View v) {
+  std::swap(v.shape[0], v.shape[1]);
+  std::swap(v.strides[0], v.strides[1]);
+  return v;
+}
+
+Shape reduced_shape(const Shape& shape, const std::vector<int>& dims) {
+  Shape out = shape;
+  for (int d : dims) out[d] = 1;
+  return out;
+}
+
+// The input elements (with their index along the reduced dims, row-major)
+// that fall into each output element.
+std::map<Shape, std::vector<double>> groups(const View& in, const std::vector<int>& dims) {
+  std::map<Shape, std::vector<double>> g;
+  for_each_index(in.shape, [&](const Shape& idx) {
+    Shape key = idx;
+    for (int d : dims) key[d] = 0;
+    g[key].push_back(at(in, idx));
+  });
+  return g;
+}
+
+double naive(ReduceOp op, const std::vector<double>& xs, const ReduceParams& p) {
+  const double n = static_cast<double>(xs.size());
+  double acc = 0;
+  switch (op) {
+    case ReduceOp::Sum:
+      for (double x : xs) acc += x;
+      return acc;
+    case ReduceOp::Mean:
+      for (double x : xs) acc += x;
+      return acc / n;
+    case ReduceOp::Prod:
+      acc = 1;
+      for (double x : xs) acc *= x;
+      return acc;
+    case ReduceOp::Max:
+      acc = -INFINITY;
+      for (double x : xs) acc = std::max(acc, x);
+      return acc;
+    case ReduceOp::Min:
+      acc = INFINITY;
+      for (double x : xs) acc = std::min(acc, x);
+      return acc;
+    case ReduceOp::Var: {
+      double mean = 0;
+      for (double x : xs) mean += x;
+      mean /= n;
+      for (double x : xs) acc += (x - mean) * (x - mean);
+      return acc / (n - static_cast<double>(p.correction));
+    }
+    case ReduceOp::Norm:
+      if (std::isinf(p.p)) {
+        for (double x : xs) acc = std::max(acc, std::fabs(x));
+        return acc;
+      }
+      for (double x : xs) acc += std::pow(std::fabs(x), p.p);
+      return std::pow(acc, 1 / p.p);
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin: {
+      size_t best = 0;
+      for (size_t i = 1; i < xs.size(); ++i)
+        if (op == ReduceOp::ArgMax ? xs[i] > xs[best] : xs[i] < xs[best]) best = i;
+      return static_cast<double>(best);
+    }
+  }
+  return NAN;
+}
+
+template <typename T, typename Out = T>
+void check_reduce(ReduceOp op, const View& in, const std::vector<int>& dims, const ReduceParams& p, double rtol,
+                  const std::string& what) {
+  const Shape out_shape = reduced_shape(in.shape, dims);
+  auto out = filled_tensor<Out>(out_shape);
+  cpu().reduce(op, out.view, in, p);
+  const auto g = groups(in, dims);
+  std::vector<double> expected;
+  for_each_index(out_shape, [&](const Shape& idx) { expected.push_back(naive(op, g.at(idx), p)); });
+  expect_close(values(out.view), expected, 1e-9, rtol, what);
+}
+
+const std::vector<std::vector<int>> kDimSets3 = {{0}, {1}, {2}, {0, 2}, {0, 1}, {1, 2}, {0, 1, 2}};
+
+TEST(CpuReduce, AllFloatOpsOverEveryDimSet) {
+  std::mt19937 rng(20);
+  auto in = random_tensor<float>({5, 6, 7}, rng, -2, 2);
+  auto positive = random_tensor<float>({5, 6, 7}, rng, 0.8, 1.2);  // products stay moderate
+  for (const auto& dims : kDimSets3) {
+    const std::string where = " over dims " + std::to_string(dims.size()) + " starting " + std::to_string(dims[0]);
+    check_reduce<float>(ReduceOp::Sum, in.view, dims, {}, 1e-6, "sum" + where);
+    check_reduce<float>(ReduceOp::Mean, in.view, dims, {}, 1e-6, "mean" + where);
+    check_reduce<float>(ReduceOp::Max, in.view, dims, {}, 0, "max" + where);
+    check_reduce<float>(ReduceOp::Min, in.view, dims, {}, 0, "min" + where);
+    check_reduce<float>(ReduceOp::Prod, positive.view, dims, {}, 1e-5, "prod" + where);
+    check_reduce<float>(ReduceOp::Var, in.view, dims, {1, 2}, 1e-5, "var" + where);
+    check_reduce<float>(ReduceOp::Var, in.view, dims, {0, 2}, 1e-5, "var correction 0" + where);
+    for (double pn : {1.0, 2.0, 3.0, static_cast<double>(INFINITY)})
+      check_reduce<float>(ReduceOp::Norm, in.view, dims, {1, pn}, 1e-5, "norm " + std::to_string(pn) + where);
+  }
+}
+
+TEST(CpuReduce, ArgMaxArgMinEveryDim) {
+  std::mt19937 rng(21);
+  auto in = random_tensor<double>({4, 9, 6}, rng);
+  for (int d = 0; d < 3; ++d) {
+    check_reduce<double, int64_t>(ReduceOp::ArgMax, in.view, {d}, {}, 0, "argmax dim " + std::to_string(d));
+    check_reduce<double, int64_t>(ReduceOp::ArgMin, in.view, {d}, {}, 0, "argmin dim " + std::to_string(d));
+  }
+}
+
+TEST(CpuReduce, ArgMaxFirstOccurrenceWinsAndNanIsMax) {
+  auto in = tensor_of<int32_t>({2, 5}, {3, 7, 7, 1, 7, -4, -4, 0, -9, -9});
+  auto out = filled_tensor<int64_t>({2, 1}, 0.0);
+  cpu().reduce(ReduceOp::ArgMax, out.view, in.view, {});
+  EXPECT_EQ(out.storage, (std::vector<int64_t>{1, 2}));
+  cpu().reduce(ReduceOp::ArgMin, out.view, in.view, {});
+  EXPECT_EQ(out.storage, (std::vector<int64_t>{3, 3}));
+  // Column-wise: the same rule when the reduced dim is not the fastest.
+  auto cols = tensor_of<float>({3, 2}, {1, 5, 4, 5, 4, 2});
+  auto col_out = filled_tensor<int64_t>({1, 2}, 0.0);
+  cpu().reduce(ReduceOp::ArgMax, col_out.view, cols.view, {});
+  EXPECT_EQ(col_out.storage, (std::vector<int64_t>{1, 0}));
+
+  auto with_nan = tensor_of<float>({5}, {1, NAN, 3, NAN, 0});
+  auto one = filled_tensor<int64_t>({1}, 0.0);
+  cpu().reduce(ReduceOp::ArgMax, one.view, with_nan.view, {});
+  EXPECT_EQ(one.storage[0], 1);
+  auto mx = filled_tensor<float>({1}, 0.0);
+  cpu().reduce(ReduceOp::Max, mx.view, with_nan.view, {});
+  EXPECT_TRUE(std::isnan(mx.storage[0]));
+}
+
+TEST(CpuReduce, TransposedAndPaddedInputs) {
+  std::mt19937 rng(22);
+  auto base = random_tensor<float>({9, 14}, rng);
+  const View t = transposed(base.view);  // [14, 9]
+  for (int d : {0, 1}) {
+    check_reduce<float>(ReduceOp::Sum, t, {d}, {}, 1e-6, "transposed sum dim " + std::to_string(d));
+    check_reduce<float>(ReduceOp::Max, t, {d}, {}, 0, "transposed max dim " + std::to_string(d));
+    check_reduce<float, int64_t>(ReduceOp::ArgMin, t, {d}, {}, 0, "transposed argmin dim " + std::to_string(d));
+    check_reduce<float>(ReduceOp::Var, t, {d}, {1, 2}, 1e-5, "transposed var dim " + std::to_string(d));
+  }
+  const Shape shape = {3, 4, 5};
+  auto padded = random_tensor<double>(shape, reversed_padded_strides(shape), rng);
+  for (const auto& dims : kDimSets3) {
+    check_reduce<double>(ReduceOp::Sum, padded.view, dims, {}, 1e-12, "padded sum");
+    check_reduce<double>(ReduceOp::Min, padded.view, dims, {}, 0, "padded min");
+    check_reduce<double>(ReduceOp::Norm, padded.view, dims, {1, 2.0}, 1e-12, "padded norm");
+  }
+}
+
+TEST(CpuReduce, BroadcastInputCountsRepeatedElements) {
+  auto row = tensor_of<float>({1, 3}, {1, 2, 3});
+  View expanded = row.view;
+  expanded.shape = {4, 3};
+  expanded.strides = {0, 1};
+  check_reduce<float>(ReduceOp::Sum, expanded, {0}, {}, 0, "sum of expanded rows");
+  check_reduce<float>(ReduceOp::Sum, expanded, {0, 1}, {}, 0, "sum of expanded all");
+  check_reduce<float>(ReduceOp::Mean, expanded, {1}, {}, 1e-7, "mean of expanded");
+}
+
+// Shapes big enough for every threaded path: many rows, many columns, one long
+// reduction, few columns over many rows.
+TEST(CpuReduce, LargeShapesTakeThreadedPaths) {
+  std::mt19937 rng(23);
+  auto wide = random_tensor<float>({37, 2000}, rng);
+  check_reduce<float>(ReduceOp::Sum, wide.view, {1}, {}, 1e-6, "row sums");
+  check_reduce<float>(ReduceOp::Sum, wide.view, {0}, {}, 1e-6, "column sums");
+  check_reduce<float>(ReduceOp::Var, wide.view, {0}, {1, 2}, 1e-5, "column var");
+  check_reduce<float, int64_t>(ReduceOp::ArgMax, wide.view, {0}, {}, 0, "column argmax");
+  check_reduce<float>(ReduceOp::Max, wide.view, {0, 1}, {}, 0, "full max");
+
+  auto tall = random_tensor<float>({40000, 3}, rng);
+  check_reduce<float>(ReduceOp::Sum, tall.view, {0}, {}, 1e-6, "few long columns");
+  check_reduce<float>(ReduceOp::Min, tall.view, {0}, {}, 0, "few long columns min");
+  check_reduce<float, int64_t>(ReduceOp::ArgMin, tall.view, {0}, {}, 0, "few long columns argmin");
+  check_reduce<float>(ReduceOp::Var, tall.view, {0}, {1, 2}, 1e-5, "few long columns var");
+
+  // conv bias gradient: [N, C, H, W] summed over N, H, W.
+  auto nchw = random_tensor<float>({16, 8, 17, 19}, rng);
+  check_reduce<float>(ReduceOp::Sum, nchw.view, {0, 2, 3}, {}, 1e-6, "bias gradient");
+  check_reduce<float>(ReduceOp::Mean, nchw.view, {0, 2, 3}, {}, 1e-6, "channel mean");
+}
+
+TEST(CpuReduce, LongFloat32SumIsAccurate) {
+  std::mt19937 rng(24);
+  const int64_t n = 1 << 20;
+  auto in = random_tensor<float>({n}, rng, 0, 1);
+  double exact = 0;
+  for (float v : in.storage) exact += v;
+  auto out = filled_tensor<float>({1});
+  cpu().reduce(ReduceOp::Sum, out.view, in.view, {});
+  EXPECT_NEAR(out.storage[0], exact, exact * 1e-7);
+  cpu().reduce(ReduceOp::Mean, out.view, in.view, {});
+  EXPECT_NEAR(out.storage[0], exact / n, 1e-7);
+  // Variance of data with a large offset needs a stable algorithm.
+  for (auto& v : in.storage) v += 1000.0f;
+  std::vector<double> xs(in.storage.begin(), in.storage.end());
+  cpu().reduce(ReduceOp::Var, out.view, in.view, {1, 2});
+  EXPECT_NEAR(out.storage[0], naive(ReduceOp::Var, xs, {1, 2}), 1e-5);
+}
+
+TEST(CpuReduce, IntegerAndHalfInputs) {
+  auto ints = tensor_of<int32_t>({2, 3}, {1, 2, 3, 4, 5, 2000000000});
+  auto sums = filled_tensor<int64_t>({2, 1}, 0.0);
+  cpu().reduce(ReduceOp::Sum, sums.view, ints.view, {});  // int32 summed into int64, no overflow
+  EXPECT_EQ(sums.storage, (std::vector<int64_t>{6, 2000000009}));
+  auto maxes = filled_tensor<int32_t>({1, 3}, 0.0);
+  cpu().reduce(ReduceOp::Max, maxes.view, ints.view, {});
+  EXPECT_EQ(maxes.storage, (std::vector<int32_t>{4, 5, 2000000000}));
+  auto prods = filled_tensor<int64_t>({2, 1}, 0.0);
+  cpu().reduce(ReduceOp::Prod, prods.view, ints.view, {});
+  EXPECT_EQ(prods.storage, (std::vector<int64_t>{6, 40000000000LL}));
+
+  std::mt19937 rng(25);
+  auto h = random_tensor<Half>({6, 50}, rng);
+  check_reduce<Half>(ReduceOp::Sum, h.view, {1}, {}, 2e-3, "half row sums");
+  check_reduce<Half>(ReduceOp::Mean, h.view, {0}, {}, 2e-3, "half column means");
+  auto bf = random_tensor<BFloat16>({6, 50}, rng);
+  check_reduce<BFloat16>(ReduceOp::Max, bf.view, {1}, {}, 0, "bf16 row max");
+
+  std::vector<uint8_t> flags = {1, 0, 1, 1};
+  auto count = filled_tensor<int64_t>({1}, 0.0);
+  cpu().reduce(ReduceOp::Sum, count.view, View{flags.data(), kBool, {4}, {1}}, {});
+  EXPECT_EQ(count.storage[0], 3);
+
+  const std::string msg = error_message([&] {
+    auto m = filled_tensor<int32_t>({2, 1}, 0.0);
+    cpu().reduce(ReduceOp::Mean, m.view, ints.view, {});
+  });
+  EXPECT_NE(msg.find("mean"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
+}
+
+TEST(CpuReduce, EmptyReductions) {
+  std::vector<float> none;
+  const View empty{none.data(), kFloat32, {3, 0}, {0, 1}};
+  auto out = filled_tensor<float>({3, 1});
+  cpu().reduce(ReduceOp::Sum, out.view, empty, {});
+  EXPECT_EQ(out.storage, (std::vector<float>{0, 0, 0}));
+  cpu().reduce(ReduceOp::Prod, out.view, empty, {});
+  EXPECT_EQ(out.storage, (std::vector<float>{1, 1, 1}));
+  cpu().reduce(ReduceOp::Mean, out.view, empty, {});
+  EXPECT_TRUE(std::isnan(out.storage[0]));
+  const std::string msg = error_message([&] { cpu().reduce(ReduceOp::Max, out.view, empty, {}); });
+  EXPECT_NE(msg.find("empty"), std::string::npos) << msg;
+  // No outputs at all: nothing to do.
+  auto no_out = filled_tensor<float>({0, 1});
+  cpu().reduce(ReduceOp::Max, no_out.view, View{none.data(), kFloat32, {0, 4}, {4, 1}}, {});
+}
+
+TEST(CpuReduce, ScalarAndSizeOneDims) {
+  auto s = tensor_of<double>({}, {2.5});
+  auto out = filled_tensor<double>({});
+  cpu().reduce(ReduceOp::Sum, out.view, s.view, {});
+  EXPECT_EQ(out.storage[0], 2.5);
+  // A reduced dim of size 1 leaves the values unchanged; argmax is 0.
+  auto col = tensor_of<float>({3, 1}, {4, -1, 2});
+  auto idx = filled_tensor<int64_t>({3, 1}, 9.0);
+  cpu().reduce(ReduceOp::ArgMax, idx.view, col.view, {});
+  EXPECT_EQ(idx.storage, (std::vector<int64_t>{0, 0, 0}));
+}
+
+TEST(CpuReduce, BadShapesThrow) {
+  auto in = filled_tensor<float>({3, 4}, 1.0);
+  auto wrong = filled_tensor<float>({2, 1}, 0.0);
+  std::string msg = error_message([&] { cpu().reduce(ReduceOp::Sum, wrong.view, in.view, {}); });
+  EXPECT_NE(msg.find("sum"), std::string::npos) << msg;
+  auto two_dims = filled_tensor<int64_t>({1, 1}, 0.0);
+  msg = error_message([&] { cpu().reduce(ReduceOp::ArgMax, two_dims.view, in.view, {}); });
+  EXPECT_NE(msg.find("argmax"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace anvil::test
