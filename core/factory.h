@@ -1,6 +1,7 @@
 #pragma once
 // Tensor factories. Random ones draw from the global Philox generator
 // (core/random.h), so a seed gives the same numbers on every device.
+#include <concepts>
 #include <vector>
 
 #include "core/tensor.h"
@@ -12,8 +13,17 @@ Tensor zeros(const Shape& shape, const TensorOptions& options = {});
 Tensor ones(const Shape& shape, const TensorOptions& options = {});
 Tensor full(const Shape& shape, const Scalar& value, const TensorOptions& options = {});
 Tensor scalar_tensor(const Scalar& value, const TensorOptions& options = {});
+// Like PyTorch, integer arguments give int64 and floating ones float32.
 Tensor arange(double end, const TensorOptions& options = {});
 Tensor arange(double start, double end, double step = 1.0, const TensorOptions& options = {});
+template <std::integral I>
+Tensor arange(I end, const TensorOptions& options = kInt64) {
+  return arange(0.0, static_cast<double>(end), 1.0, options);
+}
+template <std::integral I>
+Tensor arange(I start, I end, I step = 1, const TensorOptions& options = kInt64) {
+  return arange(static_cast<double>(start), static_cast<double>(end), static_cast<double>(step), options);
+}
 Tensor eye(int64_t n, const TensorOptions& options = {});
 Tensor rand(const Shape& shape, const TensorOptions& options = {});   // uniform [0, 1)
 Tensor randn(const Shape& shape, const TensorOptions& options = {});  // standard normal

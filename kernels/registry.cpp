@@ -7,6 +7,7 @@
 #include "core/base/error.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cuda_info.h"
 
 #if ANVIL_CUDA
 namespace anvil::cuda {
@@ -44,7 +45,8 @@ Backend& backend_for(DeviceType type) {
   Backend* b = registry().cuda_backend();
   ANVIL_CHECK(b != nullptr, "device cuda: no CUDA backend is available (",
 #if ANVIL_CUDA
-              "no usable GPU was found",
+              cuda::device_count() > 0 ? "a GPU is present but anvil's CUDA backend is not implemented yet"
+                                       : "no usable GPU was found",
 #else
               "anvil was built without CUDA",
 #endif

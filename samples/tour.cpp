@@ -18,9 +18,9 @@ int main() {
   manual_seed(0);
 
   // Tensors: factories take a shape and options (dtype, device, requires_grad).
-  Tensor a = arange(6).view({2, 3});  // float32 [[0, 1, 2], [3, 4, 5]]
+  Tensor a = arange(6, kFloat32).view({2, 3});  // [[0, 1, 2], [3, 4, 5]]
   std::cout << "a = " << a << "\n";
-  check(a.shape() == Shape{2, 3} && a.dtype() == kFloat32, "arange(6).view({2, 3}) is a float32 [2, 3]");
+  check(a.shape() == Shape{2, 3} && a.dtype() == kFloat32, "arange(6, kFloat32).view({2, 3}) is a float32 [2, 3]");
 
   // Views share storage with their base: a write through one shows in the other.
   Tensor at = a.t();

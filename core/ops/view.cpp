@@ -61,8 +61,7 @@ Shape infer_shape(const char* op, const Shape& requested, int64_t numel) {
 // layout does not allow it without a copy (the algorithm PyTorch uses: walk
 // groups of old dims that are contiguous with each other).
 Shape view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& shape) {
-  // No elements, or one element of a 0-d tensor: any strides describe it.
-  if (numel_of(old_shape) == 0 || old_shape.empty()) return contiguous_strides(shape);
+  if (numel_of(old_shape) == 0) return contiguous_strides(shape);
   if (old_shape.empty()) return contiguous_strides(shape);  // a 0-d tensor is one element: any all-ones shape fits
   Shape strides(shape.size());
   int64_t view_d = static_cast<int64_t>(shape.size()) - 1;

@@ -31,8 +31,9 @@ void softmax_row(T* y, int64_t sy, const T* x, int64_t sx, int64_t n, bool log) 
   double sum = 0;
   if (log) {
     for (int64_t i = 0; i < n; ++i) sum += std::exp(C(x[at<kUnit>(i, sx)]) - mx);
-    const C lse = mx + C(std::log(sum));
-    for (int64_t i = 0; i < n; ++i) y[at<kUnit>(i, sy)] = T(C(x[at<kUnit>(i, sx)]) - lse);
+    // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
+    const C log_sum = C(std::log(sum));
+    for (int64_t i = 0; i < n; ++i) y[at<kUnit>(i, sy)] = T((C(x[at<kUnit>(i, sx)]) - mx) - log_sum);
   } else if constexpr (std::is_same_v<T, C>) {  // keep the exps in y, then scale
     for (int64_t i = 0; i < n; ++i) {
       const C e = std::exp(x[at<kUnit>(i, sx)] - mx);

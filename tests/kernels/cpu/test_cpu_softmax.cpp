@@ -32,10 +32,11 @@ std::vector<double> naive_softmax(const View& in, int dim, bool log) {
 
 template <typename T>
 void check_forward(const View& in, int dim, double rtol, double atol, const std::string& what) {
+  const int positive_dim = dim < 0 ? dim + static_cast<int>(in.dim()) : dim;
   for (bool log : {false, true}) {
     auto out = filled_tensor<T>(in.shape);
     cpu().softmax(out.view, in, dim, log);
-    expect_close(values(out.view), naive_softmax(in, dim, log), atol, rtol,
+    expect_close(values(out.view), naive_softmax(in, positive_dim, log), atol, rtol,
                  what + (log ? " log_softmax" : " softmax") + " dim " + std::to_string(dim));
   }
 }

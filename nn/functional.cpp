@@ -1,0 +1,107 @@
+#include "nn/functional.h"
+
+#include <cmath>
+#include <vector>
+
+#include "core/factory.h"
+#include "core/ops/linalg.h"
+
+namespace anvil::nn::functional {
+
+namespace {
+
+// Adaptive average along one dim: a reshape + mean when the windows tile the
+// dim exactly, else one mean per (possibly overlapping) window.
+Tensor adaptive_mean_along(const Tensor& x, int64_t dim, int64_t out) {
+  const int64_t in = x.size(dim);
+  if (in % out == 0) {
+    Shape split = x.shape();
+    split[dim] = out;
+    split.insert(split.begin() + dim + 1, in / out);
+    return x.reshape(split).mean({dim + 1});
+  }
+  std::vector<Tensor> cells;
+  cells.reserve(static_cast<size_t>(out));
+  for (int64_t i = 0; i < out; ++i) {
+    const int64_t start = i * in / out, end = ((i + 1) * in + out - 1) / out;
+    cells.push_back(x.narrow(dim, start, end - start).mean({dim}, true));
+  }
+  return cat(cells, dim);
+}
+
+Tensor reduce(const Tensor& loss, Reduction r) {
+  switch (r) {
+    case Reduction::None: return loss;
+    case Reduction::Sum: return loss.sum();
+    case Reduction::Mean: return loss.mean();
+  }
+  return loss;
+}
+
+void check_same_shape(const char* op, const Tensor& input, const Tensor& target) {
+  ANVIL_CHECK(input.defined() && target.defined() && input.shape() == target.shape(), op,
+              ": expected input and target of the same shape, got ",
+              input.defined() ? input.shape_str() : std::string("undefined"), " and ",
+              target.defined() ? target.shape_str() : std::string("undefined"));
+}
+
+}  // namespace
+
+Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
+  ANVIL_CHECK(x.defined() && (x.dim() == 3 || x.dim() == 4) && x.size(-1) > 0 && x.size(-2) > 0,
+              "adaptive_avg_pool2d: expected non-empty input [N, C, H, W] or [C, H, W], got ",
+              x.defined() ? x.shape_str() : std::string("an undefined tensor"));
+  ANVIL_CHECK(output_size.h > 0 && output_size.w > 0, "adaptive_avg_pool2d: expected a positive output_size, got ",
+              output_size.str());
+  const int64_t h = x.size(-2), w = x.size(-1);
+  if (h % output_size.h == 0 && w % output_size.w == 0) {
+    // Equal, non-overlapping windows: one fused pooling kernel.
+    Pool2dOptions o;
+    o.kernel = {h / output_size.h, w / output_size.w};
+    o.stride = o.kernel;
+    return x.dim() == 3 ? avg_pool2d(x.unsqueeze(0), o).squeeze(0) : avg_pool2d(x, o);
+  }
+  // The windows are rectangles (a row range times a column range), so the
+  // mean over one is the mean over its rows of the mean over its columns.
+  const int64_t hdim = x.dim() - 2, wdim = x.dim() - 1;
+  return adaptive_mean_along(adaptive_mean_along(x, hdim, output_size.h), wdim, output_size.w);
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+  ANVIL_CHECK(q.defined() && k.defined() && v.defined() && q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2,
+              "scaled_dot_product_attention: expected q [..., L, E], k [..., S, E], v [..., S, Ev]");
+  ANVIL_CHECK(q.size(-1) == k.size(-1) && k.size(-2) == v.size(-2), "scaled_dot_product_attention: expected q [..., L, ",
+              "E], k [..., S, E], v [..., S, Ev], got q ", q.shape_str(), ", k ", k.shape_str(), ", v ", v.shape_str());
+  ANVIL_CHECK(o.dropout_p >= 0 && o.dropout_p <= 1, "scaled_dot_product_attention: expected dropout_p in [0, 1], got ",
+              o.dropout_p);
+  const int64_t len_q = q.size(-2), len_k = k.size(-2);
+  const double scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
+  if (o.is_causal) {
+    const TensorOptions index_options = TensorOptions().dtype(kInt64).device(q.device());
+    Tensor future = gt(arange(static_cast<double>(len_k), index_options).unsqueeze(0),
+                       arange(static_cast<double>(len_q), index_options).unsqueeze(1));
+    scores = masked_fill(scores, future, -INFINITY);
+  }
+  if (o.attn_mask.defined()) {
+    scores = o.attn_mask.dtype() == kBool ? masked_fill(scores, logical_not(o.attn_mask), -INFINITY)
+                                          : scores + o.attn_mask;
+  }
+  Tensor weights = softmax(scores, -1);
+  if (o.dropout_p > 0) weights = dropout(weights, o.dropout_p, true);
+  return matmul(weights, v);
+}
+
+Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction) {
+  check_same_shape("binary_cross_entropy", probs, target);
+  Tensor log_p = clamp(log(probs), -100.0, INFINITY);
+  Tensor log_1mp = clamp(log(1.0 - probs), -100.0, INFINITY);
+  return reduce(neg(target * log_p + (1.0 - target) * log_1mp), reduction);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_same_shape("l1_loss", input, target);
+  return reduce(abs(input - target), reduction);
+}
+
+}  // namespace anvil::nn::functional

@@ -1,0 +1,72 @@
+#pragma once
+// nn::functional: the stateless forms of the layers, activations and losses,
+// as torch.nn.functional. Most are the core ops re-exported under this name
+// (so `namespace F = anvil::nn::functional;` gives one place to look); the
+// few with no core op (adaptive pooling, attention, BCE on probabilities) are
+// composed from core ops here.
+//
+//   namespace F = anvil::nn::functional;
+//   Tensor loss = F::cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
+#include <optional>
+
+#include "core/ops/elementwise.h"
+#include "core/ops/indexing.h"
+#include "core/ops/nn_ops.h"
+#include "core/ops/reduce.h"
+#include "core/ops/shape.h"
+#include "core/tensor.h"
+#include "nn/layers/size2.h"
+
+namespace anvil::nn::functional {
+
+// --- activations ---
+using anvil::GeluApprox;
+using anvil::gelu;
+using anvil::log_softmax;
+using anvil::relu;
+using anvil::sigmoid;
+using anvil::silu;
+using anvil::softmax;
+using anvil::tanh;
+
+// --- layers ---
+using Conv2dFuncOptions = anvil::Conv2dOptions;  // stride, padding, dilation, groups
+using anvil::avg_pool2d;
+using anvil::batch_norm;
+using anvil::BatchNormOptions;
+using anvil::conv2d;
+using anvil::dropout;
+using anvil::embedding;
+using anvil::flatten;
+using anvil::layer_norm;
+using anvil::linear;
+using anvil::max_pool2d;
+using anvil::Pool2dOptions;
+
+// Averages [N, C, H, W] or [C, H, W] into output_size with PyTorch's windows
+// (cell i covers [floor(i*H/oh), ceil((i+1)*H/oh))), for any input size.
+Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
+
+struct AttentionOptions {
+  Tensor attn_mask = {};    // bool (true = may attend) or float (added to the scores); broadcasts to [..., L, S]
+  double dropout_p = 0.0;   // applied to the attention weights (pass 0 in eval, as PyTorch)
+  bool is_causal = false;   // query i attends to keys 0..i only
+  std::optional<double> scale = std::nullopt;  // default 1/sqrt(E)
+};
+// softmax(q @ k^T * scale + mask) @ v for q [..., L, E], k [..., S, E], v [..., S, Ev].
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& o = {});
+
+// --- losses ---
+using anvil::binary_cross_entropy_with_logits;
+using anvil::cross_entropy;
+using anvil::CrossEntropyOptions;
+using anvil::mse_loss;
+using anvil::nll_loss;
+using anvil::Reduction;
+// On probabilities in [0, 1]; log terms clamped at -100 as PyTorch, so p = 0
+// or 1 gives a finite loss. Prefer binary_cross_entropy_with_logits.
+Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction = Reduction::Mean);
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+
+}  // namespace anvil::nn::functional

@@ -1,0 +1,37 @@
+#pragma once
+// BatchNorm2d over [N, C, H, W]. In training it normalises with the batch's
+// statistics and folds them into running_mean / running_var (unbiased
+// variance); in eval it uses the running statistics.
+#include <cstdint>
+#include <optional>
+
+#include "nn/module.h"
+
+namespace anvil::nn {
+
+struct BatchNorm2dOptions {
+  int64_t num_features = 0;
+  double eps = 1e-5;
+  // Weight of the new batch in the running averages; nullopt gives the
+  // cumulative average (1 / num_batches_tracked), as PyTorch's momentum=None.
+  std::optional<double> momentum = 0.1;
+  bool affine = true;               // learnable weight (ones) and bias (zeros)
+  bool track_running_stats = true;  // without: batch statistics in eval too
+};
+
+class BatchNorm2d : public Module {
+ public:
+  explicit BatchNorm2d(int64_t num_features) : BatchNorm2d(BatchNorm2dOptions{.num_features = num_features}) {}
+  explicit BatchNorm2d(const BatchNorm2dOptions& options);
+
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  void reset_running_stats();
+  void reset_parameters();
+
+  BatchNorm2dOptions options;
+  Tensor weight, bias;                                    // [C], when affine
+  Tensor running_mean, running_var, num_batches_tracked;  // [C], [C], int64 scalar; when tracking
+};
+
+}  // namespace anvil::nn

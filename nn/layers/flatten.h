@@ -1,0 +1,22 @@
+#pragma once
+// Flatten dims start_dim..end_dim into one (by default all but the batch dim).
+#include <cstdint>
+#include <string>
+
+#include "nn/module.h"
+
+namespace anvil::nn {
+
+class Flatten : public Module {
+ public:
+  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1)
+      : Module("Flatten"), start_dim(start_dim), end_dim(end_dim) {}
+  Tensor forward(const Tensor& x) override { return x.flatten(start_dim, end_dim); }
+  std::string extra_repr() const override {
+    return "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim);
+  }
+
+  int64_t start_dim, end_dim;
+};
+
+}  // namespace anvil::nn

@@ -1,0 +1,30 @@
+#pragma once
+// LayerNorm over the trailing dims given by normalized_shape.
+#include <cstdint>
+
+#include "nn/module.h"
+
+namespace anvil::nn {
+
+struct LayerNormOptions {
+  Shape normalized_shape = {};
+  double eps = 1e-5;
+  bool elementwise_affine = true;  // learnable weight (ones) and bias (zeros)
+  bool bias = true;                // with elementwise_affine: whether to learn a bias too
+};
+
+class LayerNorm : public Module {
+ public:
+  // (An int overload: Shape(n) would otherwise make n zeros.)
+  explicit LayerNorm(int64_t normalized_size) : LayerNorm(LayerNormOptions{.normalized_shape = {normalized_size}}) {}
+  explicit LayerNorm(const LayerNormOptions& options);
+
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  void reset_parameters();
+
+  LayerNormOptions options;
+  Tensor weight, bias;  // normalized_shape, when elementwise_affine
+};
+
+}  // namespace anvil::nn

@@ -1,0 +1,15 @@
+#pragma once
+// Every layer.
+#include "nn/layers/activation.h"
+#include "nn/layers/batchnorm.h"
+#include "nn/layers/checkpointed.h"
+#include "nn/layers/container.h"
+#include "nn/layers/conv.h"
+#include "nn/layers/dropout.h"
+#include "nn/layers/embedding.h"
+#include "nn/layers/flatten.h"
+#include "nn/layers/layernorm.h"
+#include "nn/layers/linear.h"
+#include "nn/layers/pooling.h"
+#include "nn/layers/size2.h"
+#include "nn/layers/transformer.h"

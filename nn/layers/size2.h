@@ -1,0 +1,19 @@
+#pragma once
+// Size2: a (height, width) pair that also accepts one number for both, so
+// options read like PyTorch's: `.kernel_size = 3` or `.kernel_size = {3, 5}`.
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace anvil::nn {
+
+struct Size2 {
+  int64_t h = 0, w = 0;
+  Size2(int64_t both) : h(both), w(both) {}  // NOLINT: implicit, as PyTorch's int-or-tuple
+  Size2(int64_t height, int64_t width) : h(height), w(width) {}
+  std::array<int64_t, 2> array() const { return {h, w}; }
+  bool operator==(const Size2&) const = default;
+  std::string str() const { return "(" + std::to_string(h) + ", " + std::to_string(w) + ")"; }
+};
+
+}  // namespace anvil::nn

@@ -1,0 +1,50 @@
+#pragma once
+// GPT-2 style causal self-attention and pre-LayerNorm transformer block, on
+// [B, T, C] input (C = n_embd).
+//
+//   auto block = std::make_shared<nn::TransformerBlock>(nn::TransformerOptions{.n_embd = 128, .n_head = 4});
+//   Tensor y = block->forward(x);  // [B, T, 128]
+#include <cstdint>
+#include <memory>
+
+#include "nn/layers/container.h"
+#include "nn/layers/layernorm.h"
+#include "nn/layers/linear.h"
+#include "nn/module.h"
+
+namespace anvil::nn {
+
+struct TransformerOptions {
+  int64_t n_embd = 0;
+  int64_t n_head = 1;
+  double dropout = 0.0;  // on attention weights and on each residual branch, in training
+  bool bias = true;      // biases in the Linear and LayerNorm layers
+  int64_t mlp_ratio = 4; // hidden width of the MLP, in multiples of n_embd
+};
+
+// Multi-head attention where position t attends to positions 0..t. One
+// Linear makes q, k and v ("qkv", [3C, C]); another projects back ("proj").
+class CausalSelfAttention : public Module {
+ public:
+  explicit CausalSelfAttention(const TransformerOptions& options);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  TransformerOptions options;
+  std::shared_ptr<Linear> qkv, proj;
+};
+
+// x + attn(ln1(x)), then + mlp(ln2(x)); mlp = Linear(C, 4C), GELU (tanh),
+// Linear(4C, C), Dropout.
+class TransformerBlock : public Module {
+ public:
+  explicit TransformerBlock(const TransformerOptions& options);
+  Tensor forward(const Tensor& x) override;
+
+  TransformerOptions options;
+  std::shared_ptr<LayerNorm> ln1, ln2;
+  std::shared_ptr<CausalSelfAttention> attn;
+  std::shared_ptr<Sequential> mlp;
+};
+
+}  // namespace anvil::nn

@@ -1,0 +1,98 @@
+#include "nn/optim/adam.h"
+
+#include <cmath>
+
+#include "core/autograd/grad_mode.h"
+#include "core/factory.h"
+#include "nn/optim/multi_tensor.h"
+
+namespace anvil::nn::optim {
+namespace {
+
+// Adam and AdamW share everything but the options type and `decoupled`.
+template <class Options>
+void validate_adam(const Options& o, const std::string& optimizer) {
+  ANVIL_CHECK(std::isfinite(o.lr) && o.lr >= 0, optimizer, ": invalid learning rate ", o.lr, " (expected >= 0)");
+  ANVIL_CHECK(o.beta1 >= 0 && o.beta1 < 1, optimizer, ": invalid beta1 ", o.beta1, " (expected in [0, 1))");
+  ANVIL_CHECK(o.beta2 >= 0 && o.beta2 < 1, optimizer, ": invalid beta2 ", o.beta2, " (expected in [0, 1))");
+  ANVIL_CHECK(o.eps >= 0, optimizer, ": invalid eps ", o.eps, " (expected >= 0)");
+  ANVIL_CHECK(o.weight_decay >= 0, optimizer, ": invalid weight_decay ", o.weight_decay, " (expected >= 0)");
+}
+
+template <class Options>
+HyperParams named_adam(const Options& o) {
+  return {{"lr", o.lr},     {"beta1", o.beta1},
+          {"beta2", o.beta2}, {"eps", o.eps},
+          {"weight_decay", o.weight_decay}, {"maximize", o.maximize ? 1.0 : 0.0}};
+}
+
+template <class Options>
+bool set_named_adam(Options& o, std::string_view name, double value) {
+  if (name == "lr") o.lr = value;
+  else if (name == "beta1") o.beta1 = value;
+  else if (name == "beta2") o.beta2 = value;
+  else if (name == "eps") o.eps = value;
+  else if (name == "weight_decay") o.weight_decay = value;
+  else if (name == "maximize") o.maximize = value != 0;
+  else return false;
+  return true;
+}
+
+template <class Optim>
+void adam_step(Optim& opt, bool decoupled) {
+  NoGradGuard no_grad;
+  const char* op = decoupled ? "AdamW.step" : "Adam.step";
+  for (size_t g = 0; g < opt.num_param_groups(); ++g) {
+    const auto& o = opt.options(g);
+    // Keyed by step count: parameters that missed a step have their own bias correction.
+    internal::Batches batches;
+    for (const Tensor& p : opt.params(g)) {
+      const Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      ParamState& s = opt.state_for(p);
+      if (s.buffers.empty()) {
+        s.buffers.emplace("exp_avg", zeros(p.shape(), p.options()));
+        s.buffers.emplace("exp_avg_sq", zeros(p.shape(), p.options()));
+      }
+      ++s.step;
+      internal::batch_for(batches, internal::batch_key(p, s.step), 2)
+          .add(p, grad, {s.buffers.at("exp_avg"), s.buffers.at("exp_avg_sq")}, o.maximize, op);
+    }
+    for (auto& [key, batch] : batches) {
+      AdamWParams hp;
+      hp.lr = o.lr;
+      hp.beta1 = o.beta1;
+      hp.beta2 = o.beta2;
+      hp.eps = o.eps;
+      hp.weight_decay = o.weight_decay;
+      hp.step = std::get<3>(key);
+      hp.decoupled = decoupled;
+      const std::vector<View> params = batch.param_views(), grads = batch.grad_views();
+      const std::vector<View> exp_avg = batch.state_views(0), exp_avg_sq = batch.state_views(1);
+      batch.backend().adamw(params, grads, exp_avg, exp_avg_sq, hp);
+      batch.finish();
+    }
+  }
+}
+
+}  // namespace
+
+void AdamOptions::validate(const std::string& optimizer) const { validate_adam(*this, optimizer); }
+HyperParams AdamOptions::named() const { return named_adam(*this); }
+bool AdamOptions::set_named(std::string_view name, double value) { return set_named_adam(*this, name, value); }
+void AdamWOptions::validate(const std::string& optimizer) const { validate_adam(*this, optimizer); }
+HyperParams AdamWOptions::named() const { return named_adam(*this); }
+bool AdamWOptions::set_named(std::string_view name, double value) { return set_named_adam(*this, name, value); }
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options)
+    : Adam(std::vector<Group>{Group(std::move(params))}, options) {}
+Adam::Adam(std::vector<Group> groups, AdamOptions defaults) : OptimizerWith("Adam", std::move(groups), defaults) {}
+void Adam::step() { adam_step(*this, /*decoupled=*/false); }
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
+    : AdamW(std::vector<Group>{Group(std::move(params))}, options) {}
+AdamW::AdamW(std::vector<Group> groups, AdamWOptions defaults)
+    : OptimizerWith("AdamW", std::move(groups), defaults) {}
+void AdamW::step() { adam_step(*this, /*decoupled=*/true); }
+
+}  // namespace anvil::nn::optim

@@ -1,0 +1,58 @@
+#pragma once
+// Adam and AdamW, torch.optim.Adam / AdamW's update (t = the parameter's step, from 1):
+//   g = grad (or -grad when maximize)
+//   Adam:  g += weight_decay * p          (L2 penalty through the moments)
+//   AdamW: p *= 1 - lr * weight_decay     (decoupled weight decay)
+//   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+//   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// State per parameter: "exp_avg" (m), "exp_avg_sq" (v) and the step count.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nn/optim/optimizer.h"
+
+namespace anvil::nn::optim {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool maximize = false;
+
+  void validate(const std::string& optimizer) const;
+  HyperParams named() const;
+  bool set_named(std::string_view name, double value);
+};
+
+// The same settings; only the default weight decay differs (as in PyTorch).
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+  bool maximize = false;
+
+  void validate(const std::string& optimizer) const;
+  HyperParams named() const;
+  bool set_named(std::string_view name, double value);
+};
+
+class Adam : public OptimizerWith<AdamOptions> {
+ public:
+  explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
+  explicit Adam(std::vector<Group> groups, AdamOptions defaults = {});
+  void step() override;
+};
+
+class AdamW : public OptimizerWith<AdamWOptions> {
+ public:
+  explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
+  explicit AdamW(std::vector<Group> groups, AdamWOptions defaults = {});
+  void step() override;
+};
+
+}  // namespace anvil::nn::optim

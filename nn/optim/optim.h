@@ -1,0 +1,7 @@
+#pragma once
+// Everything in anvil::nn::optim: optimizers, LR schedules, gradient clipping.
+#include "nn/optim/adam.h"
+#include "nn/optim/clip_grad.h"
+#include "nn/optim/lr_scheduler.h"
+#include "nn/optim/optimizer.h"
+#include "nn/optim/sgd.h"

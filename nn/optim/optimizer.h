@@ -1,0 +1,167 @@
+#pragma once
+// Optimizer: the base of SGD, Adam and AdamW. It holds parameter groups (each
+// with its own hyper-parameters), the per-parameter state (step count and
+// buffers such as exp_avg), and gives zero_grad(), step(), lr get/set and a
+// state_dict that resumes training exactly.
+//
+//   optim::AdamW opt(model->parameters(), {.lr = 3e-4});
+//   for (...) { opt.zero_grad(); loss.backward(); opt.step(); }
+//
+// Groups with their own settings (any group without options takes the
+// optimizer's defaults):
+//
+//   optim::SGDOptions base{.lr = 0.1, .momentum = 0.9};
+//   optim::SGDOptions head = base; head.lr = 0.01;
+//   optim::SGD opt({optim::SGD::Group{body->parameters()}, optim::ParamGroup{head_params, head}}, base);
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "nn/module.h"
+
+namespace anvil::nn::optim {
+
+// A group's hyper-parameters by name, as PyTorch's param_groups dicts hold
+// them ("lr", "weight_decay", ...); booleans are 0 or 1.
+using HyperParams = std::vector<std::pair<std::string, double>>;
+
+// What an optimizer keeps for one parameter between steps.
+struct ParamState {
+  int64_t step = 0;                      // updates applied so far
+  std::map<std::string, Tensor> buffers;  // "exp_avg", "exp_avg_sq", "momentum_buffer"
+};
+
+// A snapshot of an optimizer (tensors are copies, so training on does not
+// change it). Parameters are numbered in group order, as PyTorch numbers them.
+struct OptimizerState {
+  struct Group {
+    std::vector<int64_t> params;  // indices of the group's parameters
+    HyperParams hyper_params;     // including the current lr
+  };
+  std::map<int64_t, ParamState> state;  // only parameters that were stepped
+  std::vector<Group> param_groups;
+};
+
+// The snapshot as flat name -> tensor pairs, ready for a checkpoint file:
+//   state.<i>.step (int64 scalar), state.<i>.<buffer>,
+//   param_groups.<g>.params (int64 [n]), param_groups.<g>.<name> (float64 scalar).
+StateDict flatten(const OptimizerState& state);
+OptimizerState unflatten(const StateDict& flat);  // errors name the bad key
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update of every parameter that has a gradient (others are skipped).
+  virtual void step() = 0;
+  // set_to_none frees the gradients (the next backward allocates fresh ones);
+  // otherwise they are filled with zeros.
+  void zero_grad(bool set_to_none = true);
+
+  const std::string& name() const { return name_; }  // "SGD", "Adam", ...
+  size_t num_param_groups() const { return group_params_.size(); }
+  const std::vector<Tensor>& params(size_t group) const;
+  std::vector<Tensor> parameters() const;  // all groups, in order
+
+  // The learning rate of a group; what LR schedulers read and write.
+  virtual double lr(size_t group = 0) const = 0;
+  virtual void set_lr(size_t group, double lr) = 0;
+  void set_lr(double lr);  // every group
+
+  virtual HyperParams hyper_params(size_t group) const = 0;
+
+  // The state of one parameter (nullptr if it has not been stepped yet).
+  const ParamState* state_of(const Tensor& param) const;
+  // The same, created empty on first use (as PyTorch's optimizer.state[p]).
+  ParamState& state_for(const Tensor& param) { return state_[param.impl()]; }
+
+  OptimizerState state_dict() const;
+  // Restores hyper-parameters (lr included) and per-parameter state into an
+  // optimizer built over the same parameters in the same groups: the number
+  // of groups, of parameters per group and the state shapes must match.
+  // State tensors are copied to each parameter's device and dtype.
+  void load_state_dict(const OptimizerState& state);
+
+ protected:
+  explicit Optimizer(std::string name) : name_(std::move(name)) {}
+  // Checks the parameters (defined, leaves, require grad, in no other group)
+  // and appends them as a new group.
+  void add_group_params(std::vector<Tensor> params);
+  // The group's options with `values` applied, validated; throws without
+  // changing anything if a name is unknown or a value invalid. set applies.
+  virtual void check_hyper_params(size_t group, const HyperParams& values) const = 0;
+  virtual void set_hyper_params(size_t group, const HyperParams& values) = 0;
+
+ private:
+  std::string name_;
+  std::vector<std::vector<Tensor>> group_params_;
+  std::unordered_map<const TensorImpl*, ParamState> state_;
+};
+
+// A group of parameters with optional settings of its own.
+template <class Options>
+struct ParamGroup {
+  ParamGroup(std::vector<Tensor> p, std::optional<Options> o = std::nullopt)
+      : params(std::move(p)), options(std::move(o)) {}
+  std::vector<Tensor> params;
+  std::optional<Options> options;  // unset: the optimizer's defaults
+};
+template <class Options>
+ParamGroup(std::vector<Tensor>, Options) -> ParamGroup<Options>;
+
+// The typed part every optimizer shares: groups of `Options`. Options are
+// aggregates with `double lr`, validate(optimizer name), named() -> HyperParams
+// and set_named(name, value) -> bool (false for an unknown name).
+template <class Options>
+class OptimizerWith : public Optimizer {
+ public:
+  using Group = ParamGroup<Options>;
+
+  void add_param_group(Group group) {
+    Options options = group.options.value_or(defaults_);
+    options.validate(name());
+    add_group_params(std::move(group.params));
+    options_.push_back(options);
+  }
+  const Options& defaults() const { return defaults_; }
+  Options& options(size_t group) { return options_.at(group); }
+  const Options& options(size_t group) const { return options_.at(group); }
+
+  double lr(size_t group = 0) const override { return options(group).lr; }
+  using Optimizer::set_lr;
+  void set_lr(size_t group, double lr) override { options(group).lr = lr; }
+  HyperParams hyper_params(size_t group) const override { return options(group).named(); }
+
+ protected:
+  OptimizerWith(std::string name, std::vector<Group> groups, Options defaults)
+      : Optimizer(std::move(name)), defaults_(defaults) {
+    defaults_.validate(this->name());
+    ANVIL_CHECK(!groups.empty(), this->name(), ": got no parameter groups");
+    for (auto& g : groups) add_param_group(std::move(g));
+  }
+  void check_hyper_params(size_t group, const HyperParams& values) const override { (void)applied(group, values); }
+  void set_hyper_params(size_t group, const HyperParams& values) override { options(group) = applied(group, values); }
+
+ private:
+  Options applied(size_t group, const HyperParams& values) const {
+    Options o = options(group);
+    for (const auto& [key, value] : values)
+      ANVIL_CHECK(o.set_named(key, value), name(), ".load_state_dict: unknown hyper-parameter '", key, "' in group ",
+                  group, " (a state from another optimizer type?)");
+    o.validate(name());
+    return o;
+  }
+
+  Options defaults_;
+  std::vector<Options> options_;
+};
+
+}  // namespace anvil::nn::optim

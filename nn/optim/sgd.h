@@ -1,0 +1,36 @@
+#pragma once
+// SGD with momentum, dampening, Nesterov momentum and (L2) weight decay,
+// torch.optim.SGD's update:
+//   d = g (or -g when maximize) + weight_decay * p
+//   with momentum: buf = d on the first step, else momentum * buf + (1 - dampening) * d
+//                  d = nesterov ? d + momentum * buf : buf
+//   p -= lr * d
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nn/optim/optimizer.h"
+
+namespace anvil::nn::optim {
+
+struct SGDOptions {
+  double lr = 1e-3;  // PyTorch's default since 2.0
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;  // needs momentum > 0 and dampening == 0
+  bool maximize = false;  // ascend the objective instead
+
+  void validate(const std::string& optimizer) const;
+  HyperParams named() const;
+  bool set_named(std::string_view name, double value);
+};
+
+class SGD : public OptimizerWith<SGDOptions> {
+ public:
+  explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
+  explicit SGD(std::vector<Group> groups, SGDOptions defaults = {});
+  void step() override;
+};
+
+}  // namespace anvil::nn::optim
