@@ -15,6 +15,10 @@ fi
 
 scripts/setup.sh
 
+# ctest runs two test processes on what may be two cores: OpenMP workers that
+# spin while waiting would then steal each other's cores. Sleep instead.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+
 if [ "$mode" = plain ]; then
   scripts/build.sh build
   ctest --test-dir build --output-on-failure -j2 "$@"

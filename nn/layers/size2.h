@@ -13,7 +13,14 @@ struct Size2 {
   Size2(int64_t height, int64_t width) : h(height), w(width) {}
   std::array<int64_t, 2> array() const { return {h, w}; }
   bool operator==(const Size2&) const = default;
-  std::string str() const { return "(" + std::to_string(h) + ", " + std::to_string(w) + ")"; }
+  std::string str() const {  // "(3, 3)", as PyTorch prints a tuple
+    std::string s = "(";
+    s += std::to_string(h);
+    s += ", ";
+    s += std::to_string(w);
+    s += ')';
+    return s;
+  }
 };
 
 }  // namespace anvil::nn

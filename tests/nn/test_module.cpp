@@ -47,13 +47,13 @@ TEST(NnModule, NamedParametersOrderAndNames) {
             (std::vector<std::string>{"bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}));
   auto sd = net.state_dict();
   EXPECT_EQ(sd.size(), 9u);
-  Gpt gpt;
-  auto names = names_of(gpt.named_parameters());
+  auto gpt = std::make_shared<Gpt>();  // named_modules() hands out shared_ptrs, so the root must be shared too
+  auto names = names_of(gpt->named_parameters());
   EXPECT_EQ(names[0], "wte.weight");
   EXPECT_EQ(names[3], "block.attn.qkv.weight");
   EXPECT_EQ(names.back(), "block.mlp.2.bias");
   std::vector<std::string> modules;
-  for (auto& [name, _] : gpt.named_modules()) modules.push_back(name);
+  for (auto& [name, _] : gpt->named_modules()) modules.push_back(name);
   EXPECT_EQ(modules, (std::vector<std::string>{"", "wte", "block", "block.ln1", "block.attn", "block.attn.qkv",
                                                "block.attn.proj", "block.ln2", "block.mlp", "block.mlp.0",
                                                "block.mlp.1", "block.mlp.2", "block.mlp.3"}));

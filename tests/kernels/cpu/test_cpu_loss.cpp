@@ -56,8 +56,11 @@ void check_forward(int64_t n, int64_t c, const CrossEntropyParams& p, bool strid
                            "x" + std::to_string(c) + " ls " + std::to_string(p.label_smoothing);
   expect_close(values(losses.view), ref_losses, tol, tol, name + " losses");
   expect_close(values(lse.view), ref_lse, 1e-6, 1e-6, name + " logsumexp");
-  for (int64_t i = 0; i < n; ++i)
-    if (t[i] == p.ignore_index) EXPECT_EQ(at(losses.view, {i}), 0.0) << name << " ignored row " << i;
+  for (int64_t i = 0; i < n; ++i) {
+    if (t[i] == p.ignore_index) {
+      EXPECT_EQ(at(losses.view, {i}), 0.0) << name << " ignored row " << i;
+    }
+  }
 }
 
 TEST(CpuCrossEntropy, ForwardMatchesNaiveLogSoftmax) {
@@ -122,9 +125,12 @@ void check_backward(const CrossEntropyParams& p, bool strided_grad) {
       numeric.push_back((up - down) / (2 * eps));
     }
   expect_close(values(grad.view), numeric, 1e-8, 1e-6, "cross_entropy_backward ls " + std::to_string(p.label_smoothing));
-  for (int64_t i = 0; i < n; ++i)
-    if (t[i] == p.ignore_index)
-      for (int64_t j = 0; j < c; ++j) EXPECT_EQ(at(grad.view, {i, j}), 0.0) << "ignored row " << i;
+  for (int64_t i = 0; i < n; ++i) {
+    if (t[i] != p.ignore_index) continue;
+    for (int64_t j = 0; j < c; ++j) {
+      EXPECT_EQ(at(grad.view, {i, j}), 0.0) << "ignored row " << i;
+    }
+  }
 }
 
 TEST(CpuCrossEntropy, BackwardMatchesFiniteDifferences) {

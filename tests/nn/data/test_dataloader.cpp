@@ -89,7 +89,8 @@ TEST(DataLoader, WorkerErrorsReachTheConsumer) {
     int64_t size() const override { return 10; }
     Example get(int64_t i) const override {
       ANVIL_CHECK(i != 6, "Broken: sample 6 is corrupt");
-      return {full({1}, static_cast<double>(i)), scalar_tensor(i)};
+      auto v = static_cast<float>(i);
+      return {from_vector(std::vector<float>{v, 2 * v}), scalar_tensor(i)};
     }
   };
   DataLoader loader(std::make_shared<Broken>(), {.batch_size = 2, .num_workers = 2});

@@ -95,9 +95,9 @@ double one_cycle_expected(int64_t t) {
 TEST(OneCycleLR, PeaksAtPctStartAndEndsAtMin) {
   SGD opt = make_sgd(123.0);  // ignored: OneCycle derives its lrs from max_lr
   OneCycleLR sched(opt, {.max_lr = 1.0, .total_steps = 100});
-  EXPECT_DOUBLE_EQ(opt.lr(), 0.04);
+  EXPECT_NEAR(opt.lr(), 0.04, 1e-16);
   expect_schedule(sched, opt, 100, one_cycle_expected);
-  EXPECT_DOUBLE_EQ(sched.lr_at(29, 0), 1.0);
+  EXPECT_NEAR(sched.lr_at(29, 0), 1.0, 1e-15);
   EXPECT_NEAR(sched.lr_at(99, 0), 4e-6, 1e-18);
 }
 
@@ -119,9 +119,9 @@ TEST(OneCycleLR, SteppingPastTotalIsAnErrorThatChangesNothing) {
 TEST(OneCycleLR, ThreePhaseReturnsToInitialBeforeAnnihilation) {
   SGD opt = make_sgd(0.1);
   OneCycleLR sched(opt, {.max_lr = 2.0, .total_steps = 100, .pct_start = 0.25, .three_phase = true});
-  EXPECT_DOUBLE_EQ(sched.lr_at(0, 0), 0.08);
-  EXPECT_DOUBLE_EQ(sched.lr_at(24, 0), 2.0);  // 0.25 * 100 - 1
-  EXPECT_DOUBLE_EQ(sched.lr_at(48, 0), 0.08);  // 2 * 0.25 * 100 - 2
+  EXPECT_NEAR(sched.lr_at(0, 0), 0.08, 1e-16);
+  EXPECT_NEAR(sched.lr_at(24, 0), 2.0, 1e-15);  // 0.25 * 100 - 1
+  EXPECT_NEAR(sched.lr_at(48, 0), 0.08, 1e-16);  // 2 * 0.25 * 100 - 2
   EXPECT_NEAR(sched.lr_at(99, 0), 0.08 / 1e4, 1e-18);
   EXPECT_NEAR(sched.lr_at(36, 0), (2.0 + 0.08) / 2, 1e-12);  // half way down
 }

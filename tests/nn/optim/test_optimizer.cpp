@@ -88,6 +88,29 @@ TEST(Optimizer, StepSkipsParametersWithoutGradient) {
   ASSERT_NE(opt.state_of(a), nullptr);
 }
 
+TEST(Optimizer, MixedDtypesInOneGroupAreBatchedSeparately) {
+  // float32 and float64 parameters need separate backend calls; a gradient
+  // of another dtype is cast to the parameter's.
+  manual_seed(12);
+  Tensor a = random_param({3}, kFloat32), b = random_param({4}, kFloat64);
+  AdamW opt({a, b}, {.lr = 0.1, .weight_decay = 0.0});
+  const Vec pa = values(a), pb = values(b);
+  const Vec ga = set_random_grad(a);
+  Tensor gb32 = randn({4}, kFloat32);
+  b.set_grad(gb32);
+  const Vec gb = values(gb32);
+  opt.step();
+  // One AdamW step with eps ~ 0 moves every element by lr against its gradient's sign.
+  auto expected = [](Vec p, const Vec& g) {
+    for (size_t i = 0; i < p.size(); ++i) p[i] -= 0.1 * (g[i] > 0 ? 1 : -1);
+    return p;
+  };
+  expect_near(values(a), expected(pa, ga), 1e-6, "float32");
+  expect_near(values(b), expected(pb, gb), 1e-6, "float64");
+  EXPECT_EQ(opt.state_of(a)->buffers.at("exp_avg").dtype(), kFloat32);
+  EXPECT_EQ(opt.state_of(b)->buffers.at("exp_avg").dtype(), kFloat64);
+}
+
 TEST(Optimizer, StepBumpsVersionCounters) {
   Tensor a = random_param({3});
   SGD opt({a}, {.lr = 0.1});

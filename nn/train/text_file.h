@@ -1,0 +1,17 @@
+#pragma once
+// Small file helpers shared by the training logs, plots and traces.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace anvil::nn::train {
+
+// Replaced atomically (nn/serialize/atomic_file.h): a reader never sees half a file.
+void write_text_file_atomically(const std::string& path, std::string_view contents);
+void write_binary_file_atomically(const std::string& path, const std::vector<uint8_t>& contents);
+
+// The lower-cased extension with its dot (".csv"), or "" when there is none.
+std::string file_extension(const std::string& path);
+
+}  // namespace anvil::nn::train

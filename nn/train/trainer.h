@@ -1,0 +1,147 @@
+#pragma once
+// Trainer: the training loop, written once, as Lightning's Trainer. Give it a
+// Task (the model and how a batch becomes a loss), loaders and an optimizer;
+// it handles the device, epochs, gradient accumulation and clipping, mixed
+// precision, LR scheduling, validation, callbacks, checkpoints and resume, a
+// progress bar, a metrics file, a plot of the curves and a report of where
+// the time went.
+//
+//   auto model = std::make_shared<Mlp>();
+//   train::ClassificationTask task(model);
+//   optim::AdamW opt(model->parameters(), {.lr = 1e-3});
+//   train::Trainer trainer({.max_epochs = 5, .metrics_path = "run/metrics.csv",
+//                           .plot_path = "run/curves.svg"});
+//   trainer.fit(task, train_loader, &val_loader, opt);
+//   train::Metrics m = trainer.test(task, test_loader);  // {"test_accuracy": ..., "test_loss": ...}
+//
+// One optimizer step ("step", as Lightning's global_step) consumes
+// grad_accumulation_steps batches; the LR scheduler steps once per optimizer
+// step. At each epoch start the train loader's epoch is set to the epoch
+// number, so its shuffle order depends only on (seed, epoch) and a resumed
+// run sees the same batches as an uninterrupted one.
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/device.h"
+#include "nn/data/dataloader.h"
+#include "nn/optim/lr_scheduler.h"
+#include "nn/optim/optimizer.h"
+#include "nn/train/amp.h"
+#include "nn/train/callbacks.h"
+#include "nn/train/monitor.h"
+#include "nn/train/profiler.h"
+#include "nn/train/progress.h"
+#include "nn/train/task.h"
+
+namespace anvil::nn::train {
+
+// Optimizer steps [first, last) to profile (both 0: none).
+struct StepRange {
+  int64_t first = 0, last = 0;
+  bool contains(int64_t step) const { return step >= first && step < last; }
+  bool empty() const { return last <= first; }
+};
+
+struct TrainerOptions {
+  int64_t max_epochs = 1;
+  // Unset: the best available, cuda:0 when a GPU and anvil's CUDA backend are
+  // present, else cpu (see best_device()).
+  std::optional<Device> device;
+  int64_t grad_accumulation_steps = 1;  // batches per optimizer step; the loss is divided by it
+  double clip_grad_norm = 0.0;          // max global L2 norm of the gradients; 0: no clipping
+  Precision precision = Precision::FP32;
+  // Where checkpoints go; "{epoch}" in the path is replaced by the number of
+  // epochs completed ("run/epoch{epoch}.safetensors"); otherwise one file is
+  // replaced each time. Empty: no checkpoints.
+  std::string checkpoint_path;
+  int64_t checkpoint_every_n_epochs = 1;
+  std::string resume_from;  // a checkpoint to continue from
+  int64_t log_every_n_steps = 50;  // metrics-file rows and plain progress lines
+  std::string metrics_path;        // .csv or .jsonl; empty: none
+  std::string plot_path;           // .svg or .png; empty: none
+  ProgressMode progress = ProgressMode::Auto;
+  std::optional<uint64_t> seed;    // seeds the global generator at fit start
+  bool print_report = true;        // the monitor's report at the end of fit
+  std::string profile_path;        // a Chrome trace of profile_steps; empty: none
+  StepRange profile_steps;
+  std::ostream* out = nullptr;     // progress and report (default std::cout)
+};
+
+// What fit() returns (and Trainer::history() keeps).
+struct FitResult {
+  std::vector<double> step_losses;     // per optimizer step of this call (mean over its batches, unscaled)
+  std::vector<double> step_lrs;        // the lr (group 0) each step used
+  std::vector<Metrics> epoch_metrics;  // per epoch of this call: train_loss_epoch, val_*
+  int64_t epochs_completed = 0;        // counting epochs before a resume
+  int64_t global_step = 0;
+  int64_t skipped_steps = 0;           // fp16 steps skipped for inf/nan gradients
+  bool stopped_early = false;          // a callback requested the stop
+  std::string report;                  // the monitor's report
+};
+
+Device best_device();
+
+class Trainer {
+ public:
+  explicit Trainer(TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  void add_callback(std::shared_ptr<Callback> callback);
+
+  FitResult fit(Task& task, data::DataLoader& train, optim::Optimizer& optimizer);
+  FitResult fit(Task& task, data::DataLoader& train, data::DataLoader* val, optim::Optimizer& optimizer,
+                optim::LRScheduler* scheduler = nullptr);
+  // Averages the task's validation_step / test_step metrics over the loader
+  // (weighted by batch size), in eval mode without gradients. Keys are
+  // prefixed "val_" / "test_".
+  Metrics validate(Task& task, data::DataLoader& loader);
+  Metrics test(Task& task, data::DataLoader& loader);
+
+  // --- state, for callbacks and after fit ---
+  const TrainerOptions& options() const { return options_; }
+  Device device() const { return device_; }
+  int64_t current_epoch() const { return current_epoch_; }  // 0-based
+  int64_t global_step() const { return global_step_; }      // optimizer steps done
+  double last_lr() const { return last_lr_; }
+  void request_stop() { should_stop_ = true; }
+  bool should_stop() const { return should_stop_; }
+  const FitResult& history() const { return result_; }
+  Profiler& profiler() { return profiler_; }
+  const GradScaler* grad_scaler() const { return scaler_.get(); }
+
+ private:
+  struct Run;  // the per-fit objects: optimizer, loaders, logs, monitor
+  void prepare(Task& task);
+  void train_epoch(Run& run);
+  void optimizer_step(Run& run);
+  Metrics evaluate(Task& task, data::DataLoader& loader, const std::string& prefix, bool test);
+  data::Example to_device(const data::Example& batch) const;
+  void save_checkpoint(Run& run, int64_t epochs_completed);
+  void load_checkpoint(Run& run, const std::string& path);
+  void write_plot() const;
+  void update_profiling();  // enables the profiler inside profile_steps; writes the trace after
+  void finish_profiling();
+
+  TrainerOptions options_;
+  Device device_;
+  std::vector<std::shared_ptr<Callback>> callbacks_;
+  int64_t current_epoch_ = 0, global_step_ = 0;
+  double last_lr_ = 0;
+  bool should_stop_ = false;
+  FitResult result_;
+  Profiler profiler_;
+  bool trace_written_ = false;
+  std::unique_ptr<GradScaler> scaler_;
+  std::unique_ptr<MasterWeights> masters_;
+  // All points of the curves (a resumed fit continues them).
+  std::vector<double> plot_steps_, plot_losses_, plot_epoch_steps_;
+  std::vector<Metrics> plot_epoch_metrics_;
+};
+
+}  // namespace anvil::nn::train
