@@ -2,6 +2,7 @@
 // Every op family.
 #include "core/autograd/grad_mode.h"
 #include "core/factory.h"
+#include "core/memory.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/indexing.h"
 #include "core/ops/linalg.h"

@@ -1,5 +1,6 @@
 // CPU memory, copies and streams. The CPU has one in-order "stream" (id 0):
 // every kernel has finished when its call returns, so synchronisation is a no-op.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -30,6 +31,35 @@ template <> struct bits_of<2> { using type = uint16_t; };
 template <> struct bits_of<4> { using type = uint32_t; };
 template <> struct bits_of<8> { using type = uint64_t; };
 
+// A transpose-like copy (the destination is contiguous along the loop's
+// innermost dim, the source along the next one) moved in square tiles, so that
+// both sides use whole cache lines instead of one element per line on one side.
+template <typename Bits>
+bool copy_in_tiles(const StridedLoop<2>& loop, char* dst, char* src) {
+  constexpr int64_t kTile = 32, item = sizeof(Bits);
+  if (loop.ndim() < 2 || loop.strides(0)[0] != item || loop.strides(1)[1] != item || loop.strides(0)[1] == item)
+    return false;
+  StridedLoop<2> outer;
+  for (int d = 2; d < loop.ndim(); ++d) outer.add_outer_dim(loop.size(d), loop.strides(d));
+  const int64_t n0 = loop.size(0), n1 = loop.size(1);
+  const int64_t dst_step1 = loop.strides(1)[0], src_step0 = loop.strides(0)[1];
+  const int64_t tiles0 = (n0 + kTile - 1) / kTile, tiles1 = (n1 + kTile - 1) / kTile;
+  const int64_t tiles = tiles0 * tiles1;
+  parallel_for(outer.numel() * tiles, loop.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const auto off = outer.offsets_at(t / tiles);
+      const int64_t i0 = (t % tiles0) * kTile, j0 = (t % tiles / tiles0) * kTile;
+      const int64_t i1 = std::min(n0, i0 + kTile), j1 = std::min(n1, j0 + kTile);
+      for (int64_t j = j0; j < j1; ++j) {
+        Bits* d = reinterpret_cast<Bits*>(dst + off[0] + j * dst_step1);
+        const char* s = src + off[1] + j * item;
+        for (int64_t i = i0; i < i1; ++i) d[i] = *reinterpret_cast<const Bits*>(s + i * src_step0);
+      }
+    }
+  });
+  return true;
+}
+
 template <typename T>
 T scalar_as(const Scalar& value) {
   if constexpr (std::is_same_v<T, bool>) return value.to_double() != 0.0 || value.to_int() != 0;
@@ -58,6 +88,8 @@ void CpuBackend::copy(const View& dst, const View& src) {
     }
     visit_dtype(dst.dtype, [&](auto tag) {
       using Bits = typename bits_of<sizeof(tag)>::type;
+      if (copy_in_tiles<Bits>(StridedLoop<2>({&dst, &src}), static_cast<char*>(dst.data), static_cast<char*>(src.data)))
+        return;
       map_elements<Bits, Bits>(dst, {&src}, [](Bits x) { return x; });
     });
     return;

@@ -13,6 +13,7 @@
 //   optim::SGDOptions base{.lr = 0.1, .momentum = 0.9};
 //   optim::SGDOptions head = base; head.lr = 0.01;
 //   optim::SGD opt({optim::SGD::Group{body->parameters()}, optim::ParamGroup{head_params, head}}, base);
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -132,12 +133,15 @@ class OptimizerWith : public Optimizer {
     options_.push_back(options);
   }
   const Options& defaults() const { return defaults_; }
-  Options& options(size_t group) { return options_.at(group); }
-  const Options& options(size_t group) const { return options_.at(group); }
+  Options& options(size_t group) { return options_[checked_group(group)]; }
+  const Options& options(size_t group) const { return options_[checked_group(group)]; }
 
   double lr(size_t group = 0) const override { return options(group).lr; }
   using Optimizer::set_lr;
-  void set_lr(size_t group, double lr) override { options(group).lr = lr; }
+  void set_lr(size_t group, double lr) override {
+    ANVIL_CHECK(std::isfinite(lr) && lr >= 0, name(), ".set_lr: invalid learning rate ", lr, " for group ", group);
+    options(group).lr = lr;
+  }
   HyperParams hyper_params(size_t group) const override { return options(group).named(); }
 
  protected:
@@ -151,6 +155,11 @@ class OptimizerWith : public Optimizer {
   void set_hyper_params(size_t group, const HyperParams& values) override { options(group) = applied(group, values); }
 
  private:
+  size_t checked_group(size_t group) const {
+    ANVIL_CHECK(group < options_.size(), name(), ": parameter group ", group, " does not exist (there are ",
+                options_.size(), ")");
+    return group;
+  }
   Options applied(size_t group, const HyperParams& values) const {
     Options o = options(group);
     for (const auto& [key, value] : values)

@@ -88,7 +88,7 @@ FilePlan plan_file(const StateDict& tensors, const Metadata& metadata, const std
   }
   std::stable_sort(plan.tensors.begin(), plan.tensors.end(), [](const PlannedTensor& a, const PlannedTensor& b) {
     if (a.info->rank != b.info->rank) return a.info->rank > b.info->rank;
-    return a.name < b.name;  // bytewise, as Rust compares Strings
+    return a.name > b.name;  // bytewise, as Rust compares Strings
   });
 
   // Insertion-ordered, so the header lists metadata first, then the tensors

@@ -17,8 +17,16 @@ using MetricsRow = std::map<std::string, double>;
 class MetricsLog {
  public:
   enum class Format { Csv, JsonLines };
-  // Truncates the file. Throws anvil::Error for an unknown extension.
-  explicit MetricsLog(std::string path);
+  enum class OpenMode {
+    Truncate,  // start a new file
+    Append,    // keep the rows already in the file (a resumed run); a missing file starts empty
+  };
+  // Throws anvil::Error for an unknown extension or an unreadable existing file.
+  explicit MetricsLog(std::string path, OpenMode mode = OpenMode::Truncate);
+
+  // Drops the rows whose "step" is greater than `step` and rewrites the file:
+  // a run resumed from a checkpoint at `step` logs those steps again.
+  void drop_rows_after_step(double step);
 
   void append(const MetricsRow& row);
   const std::string& path() const { return path_; }
@@ -28,7 +36,8 @@ class MetricsLog {
   const std::vector<std::string>& columns() const { return columns_; }
 
  private:
-  void rewrite_csv() const;
+  void load_existing();
+  void rewrite() const;
   std::string csv_line(const MetricsRow& row) const;
   std::string path_;
   Format format_;
@@ -37,7 +46,7 @@ class MetricsLog {
 };
 
 // Formats a number for a log: integers without a fraction, others with up to
-// 8 significant digits; non-finite values as "nan", "inf", "-inf".
+// 9 significant digits (float32 round-trips); non-finite values as "nan", "inf", "-inf".
 std::string format_metric(double value);
 
 }  // namespace anvil::nn::train

@@ -196,9 +196,10 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   if (lo == hi) return {lo};
   const double raw = (hi - lo) / target;
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = magnitude;
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * magnitude >= raw) {
+  // The finest round step that gives at most target + 2 intervals.
+  double step = 10 * magnitude;
+  for (double m : {1.0, 2.0, 5.0})
+    if ((hi - lo) / (m * magnitude) <= target + 2) {
       step = m * magnitude;
       break;
     }

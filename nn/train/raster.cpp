@@ -145,7 +145,7 @@ std::vector<uint8_t> Canvas::encode_png() const {
   }
   uLongf packed_size = compressBound(static_cast<uLong>(raw.size()));
   std::vector<uint8_t> packed(packed_size);
-  const int rc = compress2(packed.data(), &packed_size, raw.data(), static_cast<uLong>(raw.size()), 9);
+  const int rc = compress2(packed.data(), &packed_size, raw.data(), static_cast<uLong>(raw.size()), 6);
   ANVIL_CHECK(rc == Z_OK, "Canvas::encode_png: zlib compress2 failed with code ", rc);
   packed.resize(packed_size);
   append_chunk(out, "IDAT", packed);

@@ -151,7 +151,13 @@ FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* va
   result_.global_step = global_step_;
   last_lr_ = optimizer.lr(0);
 
-  if (!options_.metrics_path.empty()) run.log = std::make_unique<MetricsLog>(options_.metrics_path);
+  if (!options_.metrics_path.empty()) {
+    // A resumed run continues the file, minus rows logged after the checkpoint.
+    const bool resuming = !options_.resume_from.empty();
+    run.log = std::make_unique<MetricsLog>(options_.metrics_path,
+                                           resuming ? MetricsLog::OpenMode::Append : MetricsLog::OpenMode::Truncate);
+    if (resuming) run.log->drop_rows_after_step(static_cast<double>(global_step_));
+  }
   run.progress = std::make_unique<ProgressReporter>(options_.progress, options_.log_every_n_steps, options_.out);
   const data::DataLoaderOptions& lo = train.options();
   run.monitor = std::make_unique<Monitor>(

@@ -41,6 +41,24 @@ TEST(CpuMemory, CopyFromTransposedAndIntoStrided) {
   for (int64_t k = 1; k < static_cast<int64_t>(wide.storage.size()); k += 2) EXPECT_EQ(wide.storage[k], -7.0);
 }
 
+// Permuted sources, copied in tiles: batched transposes and NCHW -> NHWC.
+TEST(CpuMemory, CopyOfPermutedViews) {
+  std::mt19937 rng(3);
+  auto src = random_tensor<double>({3, 45, 70}, rng);
+  View batched_t = src.view;  // [3, 70, 45]
+  std::swap(batched_t.shape[1], batched_t.shape[2]);
+  std::swap(batched_t.strides[1], batched_t.strides[2]);
+  auto dst = filled_tensor<double>(batched_t.shape);
+  cpu().copy(dst.view, batched_t);
+  EXPECT_EQ(values(dst.view), values(batched_t));
+
+  auto nchw = random_tensor<Half>({2, 5, 33, 34}, rng);
+  const View nhwc{nchw.storage.data(), kFloat16, {2, 33, 34, 5}, {5 * 33 * 34, 34, 1, 33 * 34}};
+  auto out = filled_tensor<Half>(nhwc.shape);
+  cpu().copy(out.view, nhwc);
+  EXPECT_EQ(values(out.view), values(nhwc));
+}
+
 TEST(CpuMemory, CopyFromBroadcastSource) {
   auto row = tensor_of<int32_t>({1, 4}, {1, 2, 3, 4});
   View expanded = row.view;

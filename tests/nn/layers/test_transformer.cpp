@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "nn/layers/embedding.h"
 #include "nn/layers/transformer.h"
 #include "tests/nn/layers/layer_test_util.h"
 
@@ -129,6 +130,46 @@ TEST(NnTransformerBlock, GradientsMatchFiniteDifferences) {
   nn::TransformerBlock block({.n_embd = 4, .n_head = 2, .mlp_ratio = 1});
   block.to(kFloat64);
   EXPECT_TRUE(module_gradcheck(block, randn({1, 3, 4}, kFloat64)));
+}
+
+// The layers train together: a two-block GPT memorises one short sequence
+// (next-token prediction) with plain SGD.
+struct TinyGpt : nn::Module {
+  std::shared_ptr<nn::Embedding> wte, wpe;
+  std::shared_ptr<nn::Sequential> blocks;
+  std::shared_ptr<nn::LayerNorm> ln_f;
+  std::shared_ptr<nn::Linear> head;
+  TinyGpt(int64_t vocab, int64_t steps, const nn::TransformerOptions& o) : nn::Module("TinyGpt") {
+    wte = register_module("wte", std::make_shared<nn::Embedding>(vocab, o.n_embd));
+    wpe = register_module("wpe", std::make_shared<nn::Embedding>(steps, o.n_embd));
+    blocks = register_module("blocks", std::make_shared<nn::Sequential>());
+    for (int i = 0; i < 2; ++i) blocks->push_back(std::make_shared<nn::TransformerBlock>(o));
+    ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(o.n_embd));
+    head = register_module("head", std::make_shared<nn::Linear>(o.n_embd, vocab, false));
+  }
+  Tensor forward(const Tensor& idx) override {  // [B, T] -> logits [B, T, vocab]
+    Tensor pos = arange(static_cast<double>(idx.size(1)), kInt64);
+    return head->forward(ln_f->forward(blocks->forward(wte->forward(idx) + wpe->forward(pos))));
+  }
+};
+
+TEST(NnTransformerBlock, TinyGptMemorisesASequence) {
+  manual_seed(86);
+  const int64_t vocab = 7, T = 8;
+  TinyGpt gpt(vocab, T, {.n_embd = 16, .n_head = 2});
+  Tensor seq = from_vector<int64_t>({3, 1, 4, 1, 5, 2, 6, 5, 3}, {1, T + 1});
+  Tensor x = seq.narrow(1, 0, T), y = seq.narrow(1, 1, T).contiguous();
+  auto loss_of = [&] { return cross_entropy(gpt.forward(x).reshape({T, vocab}), y.reshape({T})); };
+  const double first = loss_of().item<double>();
+  for (int step = 0; step < 150; ++step) {
+    gpt.zero_grad();
+    loss_of().backward();
+    NoGradGuard ng;
+    for (Tensor& p : gpt.parameters()) p.sub_(p.grad() * 0.1);
+  }
+  const double last = loss_of().item<double>();
+  EXPECT_GT(first, 1.5);
+  EXPECT_LT(last, 0.1) << "loss went from " << first << " to " << last;
 }
 
 TEST(NnAttention, BadOptionsAndInput) {

@@ -70,6 +70,8 @@ TEST(Optimizer, SetLrChangesOneOrAllGroups) {
   opt.set_lr(0.25);
   EXPECT_DOUBLE_EQ(opt.lr(0), 0.25);
   EXPECT_DOUBLE_EQ(opt.lr(1), 0.25);
+  expect_error([&] { opt.set_lr(2, 0.1); }, "parameter group 2 does not exist (there are 2)");
+  expect_error([&] { opt.set_lr(0, -0.1); }, "invalid learning rate");
   const HyperParams hp = opt.hyper_params(1);
   ASSERT_FALSE(hp.empty());
   EXPECT_EQ(hp[0].first, "lr");

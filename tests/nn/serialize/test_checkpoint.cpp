@@ -22,7 +22,7 @@ using optim::AdamW;
 using optim::AdamWOptions;
 
 // A model, an optimizer with two groups and a schedule: what a run holds.
-struct Run {
+struct TrainingRun {
   std::shared_ptr<Linear> model = std::make_shared<Linear>(4, 3);
   AdamW opt{{AdamW::Group{{model->weight}}, AdamW::Group{{model->bias}, AdamWOptions{.lr = 0.05}}},
             AdamWOptions{.lr = 0.01}};
@@ -90,7 +90,7 @@ class CheckpointTest : public ScratchDir {};
 
 TEST_F(CheckpointTest, RoundTripsEveryField) {
   manual_seed(11);
-  Run run;
+  TrainingRun run;
   for (int i = 0; i < 3; ++i) run.train_step();
   Checkpoint c = run.checkpoint(3, 1);
   c.rng = GeneratorState{0xFFFFFFFFFFFFFFF0ull, (uint64_t(1) << 63) + 5};  // every bit of a uint64
@@ -146,14 +146,14 @@ TEST_F(CheckpointTest, PartsLeftUnsetStayUnset) {
 
 TEST_F(CheckpointTest, ResumingContinuesBitForBit) {
   manual_seed(5);
-  Run a;
+  TrainingRun a;
   for (int i = 0; i < 3; ++i) a.train_step();
   save_checkpoint(path("mid"), a.checkpoint(3, 0));
   for (int i = 0; i < 4; ++i) a.train_step();
   const GeneratorState a_end = generator_state();
 
   manual_seed(999);  // another init and another generator position
-  Run b;
+  TrainingRun b;
   b.train_step();
   b.restore(load_checkpoint(path("mid")));
   for (int i = 0; i < 4; ++i) b.train_step();

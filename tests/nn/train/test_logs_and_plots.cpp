@@ -58,6 +58,33 @@ TEST(MetricsLog, JsonLinesWritesOneObjectPerRow) {
   EXPECT_TRUE(jb["bad"].is_null());
 }
 
+TEST(MetricsLog, AppendModeKeepsRowsAndDropsThoseAfterAResumedStep) {
+  testing::TempDir dir("anvil-metrics-append");
+  for (const char* name : {"m.csv", "m.jsonl"}) {
+    const std::string path = dir.file(name);
+    {
+      train::MetricsLog log(path);
+      for (int s = 1; s <= 4; ++s) log.append({{"step", s}, {"train_loss", 1.0 / s}});
+      log.append({{"step", 4}, {"val_loss", 0.5}});
+      log.append({{"step", 5}, {"train_loss", std::nan("")}});
+    }
+    train::MetricsLog log(path, train::MetricsLog::OpenMode::Append);
+    ASSERT_EQ(log.rows().size(), 6u) << name;
+    EXPECT_NEAR(log.rows()[2].at("train_loss"), 1.0 / 3, 1e-9);
+    EXPECT_EQ(log.rows()[4].count("train_loss"), 0u) << name;  // an empty cell stays absent
+    log.drop_rows_after_step(4);
+    ASSERT_EQ(log.rows().size(), 5u);
+    log.append({{"step", 5}, {"train_loss", 0.125}});
+    train::MetricsLog reread(path, train::MetricsLog::OpenMode::Append);
+    ASSERT_EQ(reread.rows().size(), 6u) << name;
+    EXPECT_DOUBLE_EQ(reread.rows()[5].at("train_loss"), 0.125);
+    EXPECT_DOUBLE_EQ(reread.rows()[4].at("val_loss"), 0.5);
+  }
+  // Appending to a file that does not exist starts it.
+  train::MetricsLog fresh(dir.file("new.csv"), train::MetricsLog::OpenMode::Append);
+  EXPECT_TRUE(fresh.rows().empty());
+}
+
 TEST(MetricsLog, RejectsUnknownExtensions) {
   try {
     train::MetricsLog log("/tmp/metrics.txt");
@@ -101,7 +128,8 @@ TEST(Plot, SvgHasAxesLabelsAndOnePolylinePerSeries) {
   EXPECT_NE(svg.find(">step</text>"), std::string::npos);
   EXPECT_NE(svg.find("accuracy &lt;&amp;&gt;"), std::string::npos);  // escaped
   EXPECT_NE(svg.find("rotate(-90"), std::string::npos);              // y label
-  EXPECT_EQ(svg.find("nan"), std::string::npos);
+  EXPECT_EQ(svg.find("nan,"), std::string::npos);
+  EXPECT_EQ(svg.find(",nan"), std::string::npos);
   // The polyline has all 50 points.
   const size_t p = svg.find("points=\"");
   const std::string pts = svg.substr(p, svg.find('"', p + 8) - p);

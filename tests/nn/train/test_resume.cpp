@@ -61,12 +61,17 @@ TEST(TrainerResume, ResumedRunMatchesUninterruptedRun) {
   constexpr int64_t kEpochs = 5, kFirst = 2;
 
   RunSetup whole(1);
-  train::FitResult all = whole.fit(epochs(kEpochs));
+  train::TrainerOptions o0 = epochs(kEpochs);
+  o0.metrics_path = dir.file("whole.csv");
+  o0.log_every_n_steps = 2;
+  train::FitResult all = whole.fit(o0);
   ASSERT_EQ(all.global_step, kEpochs * 3);  // 6 batches per epoch, 2 per step
 
   RunSetup first(1);
   train::TrainerOptions o1 = epochs(kFirst);
   o1.checkpoint_path = dir.file("ckpt-{epoch}.safetensors");
+  o1.metrics_path = dir.file("parts.csv");
+  o1.log_every_n_steps = 2;
   train::FitResult part1 = first.fit(o1);
   const std::string ckpt = dir.file("ckpt-2.safetensors");
   ASSERT_TRUE(std::filesystem::exists(ckpt));
@@ -78,6 +83,8 @@ TEST(TrainerResume, ResumedRunMatchesUninterruptedRun) {
   RunSetup second(2);
   train::TrainerOptions o2 = epochs(kEpochs);
   o2.resume_from = ckpt;
+  o2.metrics_path = dir.file("parts.csv");
+  o2.log_every_n_steps = 2;
   train::FitResult part2 = second.fit(o2);
 
   EXPECT_EQ(part2.epochs_completed, kEpochs);
@@ -105,6 +112,18 @@ TEST(TrainerResume, ResumedRunMatchesUninterruptedRun) {
   for (size_t i = 0; i < pa.size(); ++i)
     EXPECT_EQ(whole.opt->state_of(pa[i])->buffers.at("exp_avg_sq").to_vector<float>(),
               second.opt->state_of(pb[i])->buffers.at("exp_avg_sq").to_vector<float>());
+  // The metrics file continued: the same rows as the uninterrupted run's.
+  train::MetricsLog whole_log(dir.file("whole.csv"), train::MetricsLog::OpenMode::Append);
+  train::MetricsLog parts_log(dir.file("parts.csv"), train::MetricsLog::OpenMode::Append);
+  ASSERT_EQ(whole_log.rows().size(), parts_log.rows().size());
+  for (size_t i = 0; i < whole_log.rows().size(); ++i)
+    for (const char* key : {"step", "epoch", "train_loss", "lr", "val_loss"}) {
+      auto a = whole_log.rows()[i].find(key), b = parts_log.rows()[i].find(key);
+      ASSERT_EQ(a == whole_log.rows()[i].end(), b == parts_log.rows()[i].end()) << key << " row " << i;
+      if (a != whole_log.rows()[i].end()) {
+        EXPECT_EQ(a->second, b->second) << key << " row " << i;
+      }
+    }
   // The final checkpoint of the resumed run records where it ended.
   EXPECT_TRUE(std::filesystem::exists(dir.file("ckpt-2.safetensors")));
 }
