@@ -28,8 +28,9 @@ Tensor Module::register_parameter(const std::string& name, Tensor t, bool requir
               "' (must be non-empty without '.')");
   for (auto& [n, _] : params_) ANVIL_CHECK(n != name, type_name_, ": parameter '", name, "' is already registered");
   if (t.defined()) {
-    t = t.detach();
-    if (requires_grad) t.requires_grad_(true);
+    // A leaf is kept as is, so two modules can share (tie) one parameter.
+    if (!t.is_leaf()) t = t.detach();
+    if (requires_grad && !t.requires_grad()) t.requires_grad_(true);
   }
   params_.emplace_back(name, t);
   return t;
@@ -108,7 +109,10 @@ std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_child
 
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules() {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
-  out.emplace_back("", shared_from_this());
+  // A module on the stack has no owner: hand out a non-owning pointer to it.
+  std::shared_ptr<Module> self = weak_from_this().lock();
+  if (!self) self = std::shared_ptr<Module>(std::shared_ptr<Module>(), this);
+  out.emplace_back("", self);
   for (auto& [name, child] : children_)
     for (auto& [sub, m] : child->named_modules()) out.emplace_back(sub.empty() ? name : name + "." + sub, m);
   return out;

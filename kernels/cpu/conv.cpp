@@ -1,20 +1,18 @@
 // conv2d as im2col + GEMM, one GEMM per image and group. The column matrix of
 // an image is [Cin/groups * kH * kW, Ho * Wo], so the output of a group is
 // W_g [Cout/groups, Cin/groups*kH*kW] @ col, written straight into out.
-// im2col/col2im run on OpenMP threads; the GEMMs use OpenBLAS's own threads
-// (never BLAS inside an OpenMP region). A 1x1 convolution with stride 1 and
-// no padding needs no column matrix: the image already is one.
+// The GEMMs use OpenBLAS's threads (never BLAS inside an OpenMP region);
+// im2col/col2im use OpenMP only where that does not take cores from them
+// (see blas_threads.h). A 1x1 convolution with stride 1 and no padding needs
+// no column matrix: the image already is one.
 #include <cblas.h>
-
-// Weak, so that a BLAS other than OpenBLAS still links (the address is null then).
-#pragma weak openblas_get_parallel
-#pragma weak openblas_get_num_threads
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "core/base/error.h"
+#include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
 
@@ -37,19 +35,6 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const dou
 
 // Below this many column-matrix elements im2col/col2im stay on one thread.
 constexpr int64_t kParallelColElems = 1 << 14;
-
-// Whether im2col/col2im may use OpenMP threads. Not when OpenBLAS runs its
-// own pthread pool: libgomp's workers spin for milliseconds after each
-// parallel region and take the cores from the GEMM that follows, which made
-// conv 2-3x slower on 2 cores than a serial im2col. An OpenMP-built (or
-// sequential) OpenBLAS shares libgomp's team, and then threads pay off.
-bool parallel_im2col() {
-  static const bool ok = [] {
-    if (&openblas_get_parallel == nullptr || &openblas_get_num_threads == nullptr) return true;
-    return !(openblas_get_parallel() == 1 && openblas_get_num_threads() > 1);
-  }();
-  return ok;
-}
 
 struct ConvGeometry {
   int64_t n, c, h, w;   // input
@@ -170,7 +155,7 @@ template <typename T>
 void im2col_chunk(const T* in, T* col, const ConvGeometry& g, int64_t item0, int64_t count) {
   const int64_t rows = g.col_rows(), cols = g.col_cols(), in_item = g.cin_per_group() * g.h * g.w;
   const int64_t total = count * rows;
-#pragma omp parallel for schedule(static) if (parallel_im2col() && total * cols > kParallelColElems)
+#pragma omp parallel for schedule(static) if (use_openmp_beside_blas() && total * cols > kParallelColElems)
   for (int64_t t = 0; t < total; ++t) im2col_row(in + (item0 + t / rows) * in_item, col + t * cols, g, t % rows);
 }
 
@@ -178,7 +163,7 @@ template <typename T>
 void col2im_chunk(const T* col, T* img, const ConvGeometry& g, int64_t item0, int64_t count) {
   const int64_t cin_g = g.cin_per_group(), plane = g.h * g.w, col_item = g.col_rows() * g.col_cols();
   const int64_t total = count * cin_g;
-#pragma omp parallel for schedule(static) if (parallel_im2col() && count * col_item > kParallelColElems)
+#pragma omp parallel for schedule(static) if (use_openmp_beside_blas() && count * col_item > kParallelColElems)
   for (int64_t t = 0; t < total; ++t) {
     const int64_t j = t / cin_g, c = t % cin_g;
     col2im_channel(col + j * col_item, img + (item0 + j) * cin_g * plane + c * plane, g, c);

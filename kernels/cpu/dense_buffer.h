@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/base/dtype.h"
+#include "kernels/cpu/blas_threads.h"
 #include "kernels/view.h"
 
 namespace anvil::cpu {
@@ -48,7 +49,7 @@ void for_each_row(const View& v, F&& f) {
   if (v.dim() == 0) { f(int64_t{0}, int64_t{0}, int64_t{1}, int64_t{1}); return; }
   const int64_t inner = v.shape.back(), stride = v.strides.back();
   const int64_t rows = n / inner;
-#pragma omp parallel for schedule(static) if (n > kParallelCopyElems)
+#pragma omp parallel for schedule(static) if (n > kParallelCopyElems && use_openmp_beside_blas())
   for (int64_t r = 0; r < rows; ++r) f(row_offset(v, r), r * inner, inner, stride);
 }
 

@@ -4,16 +4,31 @@
 // dense first. float16/bfloat16 are computed in float32.
 #include <cblas.h>
 
+// Weak, so that a BLAS other than OpenBLAS still links (the address is null then).
+#pragma weak openblas_get_parallel
+#pragma weak openblas_get_num_threads
+
 #include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "core/base/error.h"
+#include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
 
 namespace anvil::cpu {
+
+bool use_openmp_beside_blas() {
+  static const bool use = [] {
+    if (&openblas_get_parallel == nullptr || &openblas_get_num_threads == nullptr) return true;
+    const bool own_pthread_pool = openblas_get_parallel() == 1 && openblas_get_num_threads() > 1;
+    return !own_pthread_pool;
+  }();
+  return use;
+}
+
 namespace {
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

@@ -89,30 +89,35 @@ struct Extreme {
     return kMax ? (b > a ? b : a) : (b < a ? b : a);
   }
   Acc finish(Acc a, int64_t) const { return a; }
-  // A run as an OpenMP simd max/min with NaNs counted on the side, so it vectorises.
+  // Unit-stride runs use eight independent accumulators (NaNs counted on the
+  // side): the compiler turns that into vector max/min without a dependency chain.
   Acc fold(const T* p, int64_t n, int64_t stride) const {
-    Acc m = identity();
-    bool nan = false;
-    if (stride == 1 && !kAbs) {
-      if constexpr (kMax) {
-#pragma omp simd reduction(max : m) reduction(| : nan)
-        for (int64_t i = 0; i < n; ++i) {
-          const Acc v = widen(p[i]);
-          nan |= is_nan(v);
-          m = v > m ? v : m;
-        }
-      } else {
-#pragma omp simd reduction(min : m) reduction(| : nan)
-        for (int64_t i = 0; i < n; ++i) {
-          const Acc v = widen(p[i]);
-          nan |= is_nan(v);
-          m = v < m ? v : m;
-        }
-      }
-      return nan ? std::numeric_limits<Acc>::quiet_NaN() : m;
+    if (stride != 1 || kAbs) {
+      Acc m = identity();
+      for (int64_t i = 0; i < n; ++i) m = combine(m, lift(p[i * stride], 0));
+      return m;
     }
-    for (int64_t i = 0; i < n; ++i) m = combine(m, lift(p[i * stride], 0));
-    return m;
+    constexpr int kLanes = 8;
+    Acc lanes[kLanes];
+    for (Acc& m : lanes) m = identity();
+    bool nan = false;
+    auto pick = [](Acc m, Acc v) { return (kMax ? v > m : v < m) ? v : m; };
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int k = 0; k < kLanes; ++k) {
+        const Acc v = widen(p[i + k]);
+        nan |= is_nan(v);
+        lanes[k] = pick(lanes[k], v);
+      }
+    }
+    for (; i < n; ++i) {
+      const Acc v = widen(p[i]);
+      nan |= is_nan(v);
+      lanes[0] = pick(lanes[0], v);
+    }
+    Acc m = lanes[0];
+    for (int k = 1; k < kLanes; ++k) m = pick(m, lanes[k]);
+    return nan ? std::numeric_limits<Acc>::quiet_NaN() : m;
   }
 };
 

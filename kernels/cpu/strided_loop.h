@@ -24,8 +24,11 @@
 
 namespace anvil::cpu {
 
-// Below about this many elements of work one thread is faster than waking the team.
-inline constexpr int64_t kParallelGrain = 1 << 15;
+// Below about this many elements of work one thread is faster than waking the
+// team. Set high on purpose: every parallel region ends in a barrier, and when
+// another process holds a core (a build, a second test), OpenMP threads that
+// spin at barriers stall the whole op; small ops gain little from threads anyway.
+inline constexpr int64_t kParallelGrain = 1 << 18;
 inline constexpr int kMaxLoopDims = 16;
 
 // Threads worth using for `n` items costing `cost` element-operations in all.

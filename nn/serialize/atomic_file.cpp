@@ -82,7 +82,9 @@ void atomic_write_file(const std::filesystem::path& path, const std::function<vo
 }
 
 void atomic_write_file(const std::filesystem::path& path, std::string_view bytes) {
-  atomic_write_file(path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+  atomic_write_file(path, [&](std::ostream& out) {
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  });
 }
 
 }  // namespace anvil::nn::serialize

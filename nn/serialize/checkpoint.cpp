@@ -103,7 +103,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
   Section scheduler, rng, progress;
   for (auto& [name, t] : contents.tensors) {
     const size_t dot = name.find('.');
-    const std::string prefix = dot == std::string::npos ? name : name.substr(0, dot);
+    const std::string prefix = dot == std::string::npos ? std::string() : name.substr(0, dot);  // "": unexpected
     std::string rest = dot == std::string::npos ? std::string() : name.substr(dot + 1);
     if (prefix == "model") c.model.emplace_back(std::move(rest), std::move(t));
     else if (prefix == "optimizer") optimizer.emplace_back(std::move(rest), std::move(t));
@@ -111,7 +111,9 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
     else if (prefix == "rng") rng.emplace(std::move(rest), std::move(t));
     else if (prefix == "progress") progress.emplace(std::move(rest), std::move(t));
     else if (prefix == "extra") c.extra.emplace_back(std::move(rest), std::move(t));
-    else fail(where, ": unexpected entry '", name, "' (expected model., optimizer., scheduler., rng., progress. or extra.)");
+    else
+      fail(where, ": unexpected entry '", name,
+           "' (expected model., optimizer., scheduler., rng., progress. or extra.)");
   }
 
   if (!optimizer.empty()) {

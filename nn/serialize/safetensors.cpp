@@ -88,7 +88,7 @@ FilePlan plan_file(const StateDict& tensors, const Metadata& metadata, const std
   }
   std::stable_sort(plan.tensors.begin(), plan.tensors.end(), [](const PlannedTensor& a, const PlannedTensor& b) {
     if (a.info->rank != b.info->rank) return a.info->rank > b.info->rank;
-    return a.name > b.name;  // bytewise, as Rust compares Strings
+    return a.name < b.name;  // bytewise, as Rust compares Strings
   });
 
   // Insertion-ordered, so the header lists metadata first, then the tensors
@@ -287,7 +287,8 @@ std::string serialize_safetensors(const StateDict& tensors, const Metadata& meta
 SafetensorsContents load_safetensors_with_metadata(const std::filesystem::path& path) {
   const std::string where = "load_safetensors('" + path.string() + "')";
   std::error_code ec;
-  ANVIL_CHECK(std::filesystem::is_regular_file(path, ec), where, ": no such file");
+  ANVIL_CHECK(std::filesystem::exists(path, ec), where, ": no such file");
+  ANVIL_CHECK(std::filesystem::is_regular_file(path, ec), where, ": not a regular file");
   const uint64_t size = std::filesystem::file_size(path, ec);
   ANVIL_CHECK(!ec, where, ": cannot read the file size: ", ec.message());
   std::ifstream in(path, std::ios::binary);

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
-#include "nn/train/text_file.h"
+#include "nn/train/output_file.h"
 
 namespace anvil::nn::train {
 

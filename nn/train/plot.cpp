@@ -8,7 +8,7 @@
 
 #include "core/base/error.h"
 #include "nn/train/raster.h"
-#include "nn/train/text_file.h"
+#include "nn/train/output_file.h"
 
 namespace anvil::nn::train {
 

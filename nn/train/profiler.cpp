@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "nn/train/text_file.h"
+#include "nn/train/output_file.h"
 
 namespace anvil::nn::train {
 

@@ -15,8 +15,10 @@
 //   train::Metrics m = trainer.test(task, test_loader);  // {"test_accuracy": ..., "test_loss": ...}
 //
 // One optimizer step ("step", as Lightning's global_step) consumes
-// grad_accumulation_steps batches; the LR scheduler steps once per optimizer
-// step. At each epoch start the train loader's epoch is set to the epoch
+// grad_accumulation_steps batches, each loss divided by that number; a
+// shorter group left at the end of an epoch steps too (its losses are still
+// divided by the full number, as in Lightning). The LR scheduler steps once
+// per optimizer step, also when fp16 loss scaling skips one. At each epoch start the train loader's epoch is set to the epoch
 // number, so its shuffle order depends only on (seed, epoch) and a resumed
 // run sees the same batches as an uninterrupted one.
 #include <cstdint>
@@ -65,7 +67,7 @@ struct TrainerOptions {
   std::string plot_path;           // .svg or .png; empty: none
   ProgressMode progress = ProgressMode::Auto;
   std::optional<uint64_t> seed;    // seeds the global generator at fit start
-  bool print_report = true;        // the monitor's report at the end of fit
+  bool print_report = true;        // the monitor's report at the end of fit (not with progress Off)
   std::string profile_path;        // a Chrome trace of profile_steps; empty: none
   StepRange profile_steps;
   std::ostream* out = nullptr;     // progress and report (default std::cout)

@@ -144,6 +144,20 @@ TEST(CpuReduce, ArgMaxFirstOccurrenceWinsAndNanIsMax) {
   auto mx = filled_tensor<float>({1}, 0.0);
   cpu().reduce(ReduceOp::Max, mx.view, with_nan.view, {});
   EXPECT_TRUE(std::isnan(mx.storage[0]));
+
+  // Long rows (the unrolled path): a NaN anywhere wins, otherwise the true extreme.
+  std::mt19937 rng(26);
+  auto rows = random_tensor<double>({3, 37}, rng);
+  rows.storage[13] = NAN;           // row 0, inside the unrolled part
+  rows.storage[2 * 37 + 36] = NAN;  // row 2, in the tail
+  auto ext = filled_tensor<double>({3, 1});
+  for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
+    cpu().reduce(op, ext.view, rows.view, {});
+    EXPECT_TRUE(std::isnan(ext.storage[0]));
+    const std::vector<double> row1(rows.storage.begin() + 37, rows.storage.begin() + 74);
+    EXPECT_EQ(ext.storage[1], naive(op, row1, {}));
+    EXPECT_TRUE(std::isnan(ext.storage[2]));
+  }
 }
 
 TEST(CpuReduce, TransposedAndPaddedInputs) {

@@ -59,7 +59,8 @@ struct TrainingRun {
 
 std::map<std::string, std::string> bytes_by_name(const StateDict& sd) {
   std::map<std::string, std::string> m;
-  for (const auto& [name, t] : sd) m[name] = std::string(dtype_name(t.dtype())) + t.shape_str() + logical_bytes(t.cpu());
+  for (const auto& [name, t] : sd)
+    m[name] = std::string(dtype_name(t.dtype())) + t.shape_str() + logical_bytes(t.cpu());
   return m;
 }
 
@@ -217,6 +218,11 @@ TEST_F(CheckpointTest, ClearErrors) {
   save_safetensors(path("weird"), weird, ours);
   msg = error_of([&] { load_checkpoint(path("weird")); });
   EXPECT_NE(msg.find("unexpected entry 'weird.x'"), std::string::npos) << msg;
+  StateDict no_dot = progress;
+  no_dot.emplace_back("model", randn({1}));
+  save_safetensors(path("nodot"), no_dot, ours);
+  msg = error_of([&] { load_checkpoint(path("nodot")); });
+  EXPECT_NE(msg.find("unexpected entry 'model'"), std::string::npos) << msg;
 
   save_safetensors(path("noepoch"), {progress[0]}, ours);
   msg = error_of([&] { load_checkpoint(path("noepoch")); });

@@ -43,7 +43,7 @@ TEST(Trainer, FitsSyntheticClassificationToHighAccuracy) {
   train::ClassificationTask task(model);
   optim::AdamW opt(model->parameters(), {.lr = 1e-2});
   data::DataLoader train_loader(train_set, testing::loader_options(32, true, 3));
-  data::DataLoader val_loader(val_set, testing::loader_options(64));
+  data::DataLoader val_loader(val_set, testing::loader_options(100));  // 100, 100, 56: weighted mean
 
   train::Metrics before = train::Trainer(quiet(1)).validate(task, val_loader);
   train::Trainer trainer(quiet(8));
@@ -262,6 +262,49 @@ TEST(Trainer, WritesMetricsJsonLinesAndPng) {
   const std::string png = read_file(o.plot_path);
   ASSERT_GT(png.size(), 1000u);
   EXPECT_EQ(png.substr(1, 3), "PNG");
+}
+
+TEST(Trainer, LoaderWorkersGiveTheSameRun) {
+  auto set = blobs(128, 6, 3, 12);
+  auto run = [&](int workers) {
+    manual_seed(4);
+    auto model = mlp(6, 16, 3);
+    train::ClassificationTask task(model);
+    optim::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9});
+    auto lo = testing::loader_options(16, true, 9);
+    lo.num_workers = workers;
+    data::DataLoader loader(set, lo);
+    return train::Trainer(quiet(3)).fit(task, loader, opt).step_losses;
+  };
+  auto serial = run(0);
+  auto threaded = run(2);
+  ASSERT_EQ(serial.size(), 24u);
+  EXPECT_EQ(serial, threaded);
+}
+
+TEST(Trainer, PrintsPlainProgressLinesAndTheReport) {
+  auto set = blobs(64, 4, 2, 13);
+  auto model = mlp(4, 8, 2);
+  train::ClassificationTask task(model);
+  optim::SGD opt(model->parameters(), {.lr = 0.1});
+  data::DataLoader loader(set, testing::loader_options(8));
+  std::ostringstream out;
+  auto o = quiet(2);
+  o.progress = train::ProgressMode::Lines;
+  o.log_every_n_steps = 4;
+  o.print_report = true;
+  o.out = &out;
+  train::FitResult r = train::Trainer(o).fit(task, loader, &loader, opt);
+  const std::string text = out.str();
+  // Steps 4, 8, 12, 16 and two epoch lines, then the report.
+  EXPECT_NE(text.find("epoch 1 step 4 batch 4/8  loss "), std::string::npos) << text;
+  EXPECT_NE(text.find("epoch 2 step 16 batch 8/8"), std::string::npos) << text;
+  EXPECT_NE(text.find("epoch 2 done in"), std::string::npos) << text;
+  EXPECT_NE(text.find("val_accuracy"), std::string::npos) << text;
+  EXPECT_NE(text.find("==== anvil training report ===="), std::string::npos) << text;
+  EXPECT_NE(text.find("Steps: 16 in"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  EXPECT_EQ(r.report, text.substr(text.find("==== anvil")));
 }
 
 TEST(Trainer, RejectsBadOptionsAndEmptyLoaders) {

@@ -1,5 +1,5 @@
 #pragma once
-// Small file helpers shared by the training logs, plots and traces.
+// Output-file helpers shared by the training logs, plots and traces.
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "nn/train/text_file.h"
+#include "nn/train/output_file.h"
 
 #include <cctype>
 #include <filesystem>
