@@ -19,5 +19,9 @@ void check_dtype(const char* op, const Tensor& t, DType expected, const char* wh
 void check_dim(const char* op, const Tensor& t, int64_t expected, const char* what);
 // "[2, 3] float32 cpu" for error messages.
 std::string describe(const Tensor& t);
+// True when a kernel writing `dst` while reading `src` could read an element it
+// already wrote: both touch one memory range of a storage without being the
+// very same view. Such a source must be cloned first.
+bool overlaps_unsafely(const Tensor& dst, const Tensor& src);
 
 }  // namespace anvil::detail

@@ -162,7 +162,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
     autograd::rebase_history("copy_", *this, result);
     return *this;
   }
-  copy_data(*this, src.expand(shape()));
+  Tensor source = src.expand(shape());
+  // A source overlapping the destination in another layout (a shifted slice)
+  // would be read after parts of it were overwritten.
+  if (detail::overlaps_unsafely(*this, source)) source = source.detach().clone();
+  copy_data(*this, source);
   bump_version();
   return *this;
 }

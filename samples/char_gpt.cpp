@@ -8,58 +8,19 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <anvil/anvil.h>
 
+#include "samples/models.h"
+
 using namespace anvil;
 using namespace anvil::nn;
+using anvil::samples::Gpt;
+using anvil::samples::GptOptions;
+using anvil::samples::read_corpus;
 
 namespace {
-
-struct GptOptions {
-  int64_t vocab = 0, block = 64, n_embd = 128, n_head = 4, n_layer = 4;
-  double dropout = 0.1;
-};
-
-class Gpt : public Module {
- public:
-  explicit Gpt(const GptOptions& o) : Module("Gpt"), o_(o) {
-    tok = register_module("tok", std::make_shared<Embedding>(o.vocab, o.n_embd));
-    pos = register_module("pos", std::make_shared<Embedding>(o.block, o.n_embd));
-    blocks = register_module("blocks", std::make_shared<ModuleList>());
-    for (int64_t i = 0; i < o.n_layer; ++i)
-      blocks->push_back(std::make_shared<TransformerBlock>(
-          TransformerOptions{.n_embd = o.n_embd, .n_head = o.n_head, .dropout = o.dropout}));
-    ln = register_module("ln", std::make_shared<LayerNorm>(o.n_embd));
-    head = register_module("head", std::make_shared<Linear>(o.n_embd, o.vocab));
-    // GPT-2's initialisation: small normal weights.
-    for (auto& [name, p] : named_parameters())
-      if (name.ends_with("weight") && p.dim() == 2) init::normal_(p, 0.0, 0.02);
-  }
-
-  // tokens [B, T] int64 -> logits [B, T, vocab]
-  Tensor forward(const Tensor& tokens) override {
-    int64_t t = tokens.size(1);
-    ANVIL_CHECK(t <= o_.block, "Gpt: sequence of ", t, " tokens is longer than the block size ", o_.block);
-    Tensor positions = arange(t, TensorOptions(kInt64).device(tokens.device()));
-    Tensor x = tok->forward(tokens) + pos->forward(positions);
-    for (auto& block : blocks->children()) x = block->forward(x);
-    return head->forward(ln->forward(x));
-  }
-
-  const GptOptions& options() const { return o_; }
-  std::shared_ptr<Embedding> tok, pos;
-  std::shared_ptr<ModuleList> blocks;
-  std::shared_ptr<LayerNorm> ln;
-  std::shared_ptr<Linear> head;
-
- private:
-  GptOptions o_;
-};
 
 // Next-token prediction: cross-entropy over every position.
 class LanguageModelTask : public train::Task {
@@ -70,10 +31,7 @@ class LanguageModelTask : public train::Task {
   train::Metrics validation_step(const data::Example& b) override { return {{"loss", loss(b).item<double>()}}; }
 
  private:
-  Tensor loss(const data::Example& b) {
-    Tensor logits = gpt_->forward(b.data).to(kFloat32);
-    return cross_entropy(logits.reshape({-1, logits.size(-1)}), b.target.reshape({-1}));
-  }
+  Tensor loss(const data::Example& b) { return samples::language_model_loss(gpt_->forward(b.data), b.target); }
   std::shared_ptr<Gpt> gpt_;
 };
 
@@ -94,26 +52,6 @@ class RandomWindows : public data::Sampler {
   int64_t first_, last_, count_;
   uint64_t seed_;
 };
-
-std::string read_corpus(const std::string& path) {
-  namespace fs = std::filesystem;
-  ANVIL_CHECK(fs::exists(path), "char_gpt: text '", path, "' does not exist (install Debian's fortunes, or pass --text)");
-  std::ostringstream text;
-  auto append = [&](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    text << in.rdbuf();
-  };
-  if (fs::is_directory(path)) {  // a fortunes folder: every plain-text file in it, in name order
-    std::vector<fs::path> files;
-    for (auto& e : fs::directory_iterator(path))
-      if (e.is_regular_file() && !e.path().has_extension()) files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    for (auto& f : files) append(f);
-  } else {
-    append(path);
-  }
-  return text.str();
-}
 
 // Samples `n` bytes after `prompt`, at temperature 1, from the model's softmax.
 std::string generate(Gpt& gpt, const data::CharDataset& ds, const std::string& prompt, int64_t n, Device device) {
@@ -138,7 +76,7 @@ std::string generate(Gpt& gpt, const data::CharDataset& ds, const std::string& p
 
 int main(int argc, char** argv) {
   CLI::App app{"A small character-level GPT trained with anvil"};
-  std::string text_path = "/usr/share/games/fortunes", device_name, amp = "none", checkpoint, resume;
+  std::string text_path = samples::kFortunesDir, device_name, amp = "none", checkpoint, resume;
   int64_t epochs = 2, steps = 200, batch_size = 32, workers = 1;
   GptOptions g;
   double lr = 1e-3;

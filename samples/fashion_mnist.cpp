@@ -13,30 +13,12 @@
 
 #include <anvil/anvil.h>
 
+#include "samples/models.h"
+
 using namespace anvil;
 using namespace anvil::nn;
 
 namespace {
-
-std::shared_ptr<Module> make_mlp() {
-  return std::make_shared<Sequential>(std::make_shared<Flatten>(), std::make_shared<Linear>(784, 256),
-                                      std::make_shared<ReLU>(), std::make_shared<Dropout>(0.1),
-                                      std::make_shared<Linear>(256, 128), std::make_shared<ReLU>(),
-                                      std::make_shared<Linear>(128, 10));
-}
-
-// Two conv blocks (conv, batch norm, relu, 2x2 max pool), then a classifier.
-std::shared_ptr<Module> make_cnn() {
-  auto block = [](int64_t in, int64_t out) {
-    return std::make_shared<Sequential>(
-        std::make_shared<Conv2d>(nn::Conv2dOptions{.in_channels = in, .out_channels = out, .kernel_size = 3,
-                                               .padding = 1, .bias = false}),
-        std::make_shared<BatchNorm2d>(out), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2));
-  };
-  return std::make_shared<Sequential>(block(1, 32), block(32, 64), std::make_shared<Flatten>(),
-                                      std::make_shared<Linear>(64 * 7 * 7, 128), std::make_shared<ReLU>(),
-                                      std::make_shared<Dropout>(0.25), std::make_shared<Linear>(128, 10));
-}
 
 train::Precision parse_precision(const std::string& amp) {
   if (amp == "none" || amp == "fp32") return train::Precision::FP32;
@@ -85,7 +67,7 @@ int main(int argc, char** argv) {
     data::DataLoader test_loader(test_set, {.batch_size = 500, .num_workers = static_cast<int>(workers),
                                             .transform = normalize});
 
-    auto model = model_name == "cnn" ? make_cnn() : make_mlp();
+    auto model = model_name == "cnn" ? samples::make_cnn() : samples::make_mlp();
     train::ClassificationTask task(model);
     optim::AdamW optimizer(model->parameters(), {.lr = lr, .weight_decay = 1e-4});
     int64_t steps = epochs * train_loader.num_batches();

@@ -42,8 +42,12 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   }
   if (!m.grad.defined()) {
     // Own the gradient: it may be a broadcast view or alias a buffer that is
-    // reused, and optimizers update .grad in place.
-    bool owned = g.is_contiguous() && g.storage().use_count() == 1 && g.numel() * g.itemsize() == g.storage()->nbytes;
+    // reused, and optimizers update .grad in place. Stealing needs both this
+    // handle to be the only one on its impl (the caller's gradient tensor, or
+    // another leaf's buffer, may hold the same impl) and the impl to be the
+    // only one on its storage.
+    bool owned = g.impl_ptr().use_count() == 1 && g.is_contiguous() && g.storage().use_count() == 1 &&
+                 g.numel() * g.itemsize() == g.storage()->nbytes;
     m.grad = GradMode::is_enabled() ? (owned ? g : g.clone()) : (owned ? g.detach() : g.detach().clone());
   } else if (GradMode::is_enabled()) {
     m.grad = m.grad + g;  // create_graph: keep the history of the accumulation

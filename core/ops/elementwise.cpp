@@ -395,6 +395,7 @@ Tensor& inplace(const char* name, BinaryOp op, Tensor& self, const Tensor& other
   DType compute = result_type(self, other);
   if (compute == self.dtype() && !(op == BinaryOp::Div && !is_floating(compute))) {
     Tensor oc = other.detach().to(compute).expand(shape);
+    if (detail::overlaps_unsafely(self, oc)) oc = oc.clone();  // e.g. x.add_(x.t())
     if (self.numel() > 0) detail::backend_of(self).binary(op, self.view_of(), self.view_of(), oc.view_of());
     self.bump_version();
   } else {

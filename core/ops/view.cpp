@@ -218,7 +218,16 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   Device dev = device();
   return make_view("slice", *this, shape, strides, off, [=](const Tensor& g) {
     Tensor full_grad = zeros(in_shape, TensorOptions().dtype(g.dtype()).device(dev));
-    full_grad.slice(d, start, end, step).copy_(g);
+    {
+      // An in-place copy into a view of full_grad would give only the view the
+      // history; under create_graph full_grad itself is recorded below.
+      NoGradGuard no_grad;
+      full_grad.slice(d, start, end, step).copy_(g);
+    }
+    if (autograd::needs_grad({g}))
+      autograd::record("slice_backward", {g}, full_grad, [=](const Tensor& gg) {
+        return std::vector<Tensor>{gg.slice(d, start, end, step)};
+      });
     return std::vector<Tensor>{full_grad};
   });
 }

@@ -39,6 +39,15 @@ constexpr int64_t kCostPerElement = 16;
 template <typename T>
 constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
+// The 16-bit float just below finite x (sign-magnitude bits).
+template <typename T>
+T next_below(T x) {
+  T r = x;
+  if ((x.bits & 0x7fff) == 0) r.bits = 0x8001;  // below zero: the smallest negative subnormal
+  else r.bits = (x.bits & 0x8000) ? x.bits + 1 : x.bits - 1;
+  return r;
+}
+
 // a + (b - a) * u in T, kept below b when rounding to T would reach it.
 template <typename T>
 T uniform_value(double a, double b, float u) {
@@ -49,7 +58,10 @@ T uniform_value(double a, double b, float u) {
     const T t = static_cast<T>(v);
     return t >= static_cast<T>(b) && b > a ? std::nextafter(static_cast<T>(b), static_cast<T>(a)) : t;
   } else {
-    return T(static_cast<float>(v));
+    // float16/bfloat16 round values within half a step of b up to b.
+    const T t = T(static_cast<float>(v));
+    const T tb = T(static_cast<float>(b));
+    return static_cast<float>(t) >= static_cast<float>(tb) && b > a ? next_below(tb) : t;
   }
 }
 

@@ -78,8 +78,8 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& c) {
   for (const auto& [key, _] : metadata)
     ANVIL_CHECK(key.rfind(kReservedPrefix, 0) != 0, where, ": metadata key '", key, "' uses the reserved prefix '",
                 kReservedPrefix, "'");
-  metadata[kFormatKey] = kFormat;
-  metadata[kVersionKey] = kVersion;
+  metadata.insert_or_assign(kFormatKey, std::string(kFormat));
+  metadata.insert_or_assign(kVersionKey, std::string(kVersion));
   save_safetensors(path, all, metadata);
 }
 

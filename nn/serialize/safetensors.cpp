@@ -147,7 +147,7 @@ uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& where, const std
 }
 
 std::string offsets_str(const HeaderEntry& e) {
-  return "[" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
+  return detail::concat("[", e.begin, ", ", e.end, "]");
 }
 
 HeaderEntry parse_entry(const std::string& name, const nlohmann::json& value, uint64_t data_size,
