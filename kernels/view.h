@@ -25,6 +25,7 @@ struct View {
   bool is_contiguous() const {
     int64_t expected = 1;
     for (int64_t d = dim() - 1; d >= 0; --d) {
+      if (shape[d] == 0) return true;  // no elements: any strides describe them
       if (shape[d] != 1 && strides[d] != expected) return false;
       expected *= shape[d];
     }

@@ -82,6 +82,11 @@ void rebase_history(const char* op, Tensor& self, const Tensor& result) {
     m.requires_grad = true;
     m.grad_fn = rm->grad_fn;
     m.output_nr = rm->output_nr;
+  } else if (AutogradMeta* m = meta_if(self)) {
+    // The new values do not depend on anything that needs grad (copy_ of a
+    // constant): like fill_, self becomes a constant without history.
+    m->grad_fn = nullptr;
+    m->requires_grad = false;
   }
 }
 

@@ -1,6 +1,7 @@
 #include "core/autograd/node.h"
 
 #include <atomic>
+#include <mutex>
 
 #include "core/autograd/grad_mode.h"
 #include "core/dispatch.h"
@@ -11,6 +12,11 @@ namespace anvil::autograd {
 namespace {
 std::atomic<uint64_t> next_sequence_nr{0};
 thread_local std::shared_ptr<Node> running_node;
+// Backward may run on several threads over graphs that share leaves: one
+// lock orders the accumulations into .grad() (recursive: a hook may itself
+// run a backward), another the lazy creation of a leaf's accumulator.
+std::recursive_mutex accumulate_mutex;
+std::mutex accumulator_creation_mutex;
 
 struct RunningNode {
   std::shared_ptr<Node> previous;
@@ -35,6 +41,7 @@ std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   Tensor g = std::move(grads.at(0));
   if (!g.defined()) return {};
+  std::lock_guard<std::recursive_mutex> lock(accumulate_mutex);
   AutogradMeta& m = meta(leaf_);
   for (auto& hook : m.hooks) {
     Tensor replaced = hook(g);
@@ -71,6 +78,7 @@ Edge gradient_edge(const Tensor& t) {
   AutogradMeta* m = meta_if(t);
   if (!m || !m->requires_grad) return {};
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  std::lock_guard<std::mutex> lock(accumulator_creation_mutex);
   auto acc = m->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t);

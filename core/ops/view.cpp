@@ -191,6 +191,8 @@ Tensor Tensor::expand(const Shape& requested) const {
       continue;
     }
     int64_t have = this->shape()[i - lead], want = requested[i] == -1 ? have : requested[i];
+    ANVIL_CHECK(want >= 0, "expand: invalid size ", requested[i], " at dim ", i, " in ", requested,
+                " (sizes must be non-negative, or -1 to keep a dim)");
     ANVIL_CHECK(have == want || have == 1, "expand: size ", have, " at dim ", i - lead, " of shape ", shape_str(),
                 " cannot expand to ", requested, " (only size-1 dims expand)");
     shape[i] = want;

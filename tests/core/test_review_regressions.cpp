@@ -1,6 +1,7 @@
 // Regressions found in a review of core/: each test failed before its fix.
 #include <gtest/gtest.h>
 
+#include <thread>
 #include <vector>
 
 #include "core/autograd/engine.h"
@@ -117,6 +118,57 @@ TEST(ReviewRegressions, CopyFromOverlappingContiguousView) {
   int64_t wrong = 0;
   for (int64_t i = 1; i < n; ++i) wrong += v[i] != static_cast<double>(i - 1);
   EXPECT_EQ(wrong, 0);
+}
+
+// copy_ from a source without history into a tensor with history left the
+// old history in place, so the overwritten values still sent gradient back.
+TEST(ReviewRegressions, CopyOfConstantIntoNonLeafCutsItsHistory) {
+  Tensor x = randn({3}, kFloat64).requires_grad_();
+  Tensor y = x * 2.0;
+  Tensor c = randn({3}, kFloat64);
+  y.copy_(c);
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_LT(max_abs_diff(y, c), 1e-15);
+  Tensor loss = (x * 3.0).sum() + (y * x).sum();  // d/dx = 3 + c
+  loss.backward();
+  EXPECT_LT(max_abs_diff(x.grad(), c + 3.0), 1e-12);
+}
+
+// View::is_contiguous expected the stride after a size-0 dim to be 0, so a
+// fresh [3, 0] tensor was "non-contiguous" (contiguous() copied it, and
+// kernels that require contiguous operands, like the optimizers, refused it).
+TEST(ReviewRegressions, EmptyTensorWithTrailingZeroDimIsContiguous) {
+  Tensor t = empty({3, 0});
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_TRUE(t.contiguous().same(t));
+  EXPECT_TRUE(zeros({2, 0, 4}).is_contiguous());
+}
+
+// expand accepted a negative size for a size-1 dim and returned a view with a
+// negative numel; the error surfaced later in an unrelated op.
+TEST(ReviewRegressions, ExpandRejectsNegativeSizes) {
+  Tensor x = randn({1, 3});
+  EXPECT_THROW(x.expand({-2, 3}), Error);
+  EXPECT_THROW(x.expand({2, -3}), Error);
+  EXPECT_EQ(x.expand({4, -1}).shape(), (Shape{4, 3}));
+}
+
+// Two threads running backward through graphs that share a leaf both
+// accumulated into its .grad() without a lock: updates were lost (and the
+// first assignment of .grad() raced).
+TEST(ReviewRegressions, ConcurrentBackwardIntoOneLeafLosesNoUpdates) {
+  const int64_t n = 1 << 16;
+  const int iterations = 50;
+  Tensor x = randn({n}).requires_grad_();
+  auto work = [&] {
+    for (int i = 0; i < iterations; ++i) (x * 1.0).sum().backward();
+  };
+  std::thread a(work), b(work);
+  a.join();
+  b.join();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().min().item<float>(), 2.0f * iterations);
+  EXPECT_EQ(x.grad().max().item<float>(), 2.0f * iterations);
 }
 
 // The 16-bit uniform fill rounded values just below `high` up to `high`

@@ -24,13 +24,13 @@ TEST(CpuMemory, ContiguousCopyIsExact) {
 
 TEST(CpuMemory, CopyFromTransposedAndIntoStrided) {
   std::mt19937 rng(2);
-  // Big enough to be split over threads.
-  auto src = random_tensor<float>({300, 257}, rng);
-  const View src_t = transposed(src.view);  // [257, 300], not contiguous
-  auto dst = filled_tensor<float>({257, 300});
+  // Big enough to be split over threads (kParallelGrain elements).
+  auto src = random_tensor<float>({600, 513}, rng);
+  const View src_t = transposed(src.view);  // [513, 600], not contiguous
+  auto dst = filled_tensor<float>({513, 600});
   cpu().copy(dst.view, src_t);
-  for (int64_t i = 0; i < 257; i += 13)
-    for (int64_t j = 0; j < 300; j += 7) ASSERT_EQ(at(dst.view, {i, j}), at(src.view, {j, i}));
+  for (int64_t i = 0; i < 513; i += 13)
+    for (int64_t j = 0; j < 600; j += 7) ASSERT_EQ(at(dst.view, {i, j}), at(src.view, {j, i}));
   EXPECT_EQ(values(dst.view), values(src_t));
 
   // Into every other element of a wider buffer: the gaps stay untouched.
@@ -136,7 +136,7 @@ TEST(CpuMemory, FillWritesEveryDtypeAndRespectsStrides) {
   }
 
   // A large fill takes the threaded path.
-  auto big = filled_tensor<float>({100000});
+  auto big = filled_tensor<float>({300000});
   cpu().fill(big.view, Scalar(3));
   for (float v : big.storage) ASSERT_EQ(v, 3.0f);
 }

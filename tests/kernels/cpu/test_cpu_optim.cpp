@@ -72,7 +72,7 @@ void run_sgd(SGDParams hp, double tol) {
   const bool use_momentum = hp.momentum != 0;
   std::vector<TestTensor<double>> p, g, buf;
   std::vector<std::vector<double>> rp, rbuf;
-  for (int64_t n : {int64_t{3}, int64_t{70000}}) {
+  for (int64_t n : {int64_t{3}, int64_t{300000}}) {  // the second one is threaded
     p.push_back(random_tensor<double>({n}, rng));
     g.push_back(filled_tensor<double>({n}, 0.0));
     buf.push_back(filled_tensor<double>({n}, 0.0));

@@ -189,25 +189,25 @@ TEST(CpuReduce, BroadcastInputCountsRepeatedElements) {
   check_reduce<float>(ReduceOp::Mean, expanded, {1}, {}, 1e-7, "mean of expanded");
 }
 
-// Shapes big enough for every threaded path: many rows, many columns, one long
-// reduction, few columns over many rows.
+// Shapes big enough (over kParallelGrain elements) for every threaded path:
+// many rows, many columns, one long reduction, few columns over many rows.
 TEST(CpuReduce, LargeShapesTakeThreadedPaths) {
   std::mt19937 rng(23);
-  auto wide = random_tensor<float>({37, 2000}, rng);
+  auto wide = random_tensor<float>({37, 8000}, rng);
   check_reduce<float>(ReduceOp::Sum, wide.view, {1}, {}, 1e-6, "row sums");
   check_reduce<float>(ReduceOp::Sum, wide.view, {0}, {}, 1e-6, "column sums");
   check_reduce<float>(ReduceOp::Var, wide.view, {0}, {1, 2}, 1e-5, "column var");
   check_reduce<float, int64_t>(ReduceOp::ArgMax, wide.view, {0}, {}, 0, "column argmax");
   check_reduce<float>(ReduceOp::Max, wide.view, {0, 1}, {}, 0, "full max");
 
-  auto tall = random_tensor<float>({40000, 3}, rng);
+  auto tall = random_tensor<float>({100000, 3}, rng);
   check_reduce<float>(ReduceOp::Sum, tall.view, {0}, {}, 1e-6, "few long columns");
   check_reduce<float>(ReduceOp::Min, tall.view, {0}, {}, 0, "few long columns min");
   check_reduce<float, int64_t>(ReduceOp::ArgMin, tall.view, {0}, {}, 0, "few long columns argmin");
   check_reduce<float>(ReduceOp::Var, tall.view, {0}, {1, 2}, 1e-5, "few long columns var");
 
   // conv bias gradient: [N, C, H, W] summed over N, H, W.
-  auto nchw = random_tensor<float>({16, 8, 17, 19}, rng);
+  auto nchw = random_tensor<float>({32, 8, 33, 35}, rng);
   check_reduce<float>(ReduceOp::Sum, nchw.view, {0, 2, 3}, {}, 1e-6, "bias gradient");
   check_reduce<float>(ReduceOp::Mean, nchw.view, {0, 2, 3}, {}, 1e-6, "channel mean");
 }
