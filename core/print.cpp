@@ -79,6 +79,18 @@ void print_dims(std::ostream& os, const std::vector<double>& values, const Shape
   os << ']';
 }
 
+// The values print_dims will show, in order: the format must fit all of them.
+void collect_printed(const std::vector<double>& values, const Shape& shape, const Shape& strides, int64_t offset,
+                     size_t d, bool summarize, std::vector<double>& out) {
+  if (shape.empty()) { out.push_back(values[offset]); return; }
+  const int64_t n = shape[d];
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
+    if (d + 1 == shape.size()) out.push_back(values[offset + i * strides[d]]);
+    else collect_printed(values, shape, strides, offset + i * strides[d], d + 1, summarize, out);
+  }
+}
+
 }  // namespace
 
 std::string to_string(const Tensor& t) {
@@ -87,12 +99,8 @@ std::string to_string(const Tensor& t) {
   std::vector<double> values = t.detach().to_vector<double>();
   bool summarize = t.numel() > kSummarizeAbove;
   std::vector<double> shown;  // the format is chosen from what is printed
-  if (summarize) {
-    for (size_t i = 0; i < values.size(); ++i)
-      if (i < 3 || i + 3 >= values.size()) shown.push_back(values[i]);
-  } else {
-    shown = values;
-  }
+  if (summarize) collect_printed(values, t.shape(), contiguous_strides(t.shape()), 0, 0, summarize, shown);
+  else shown = values;
   Format f = choose_format(shown, t.is_floating_point());
   if (t.dtype() == kBool) f.boolean = true, f.width = 5;
   os << "tensor(";
