@@ -22,5 +22,5 @@
 #include "nn/train/train.h"
 #endif
 #if __has_include("nn/serialize/safetensors.h")
-#include "nn/serialize/safetensors.h"
+#include "nn/serialize/serialize.h"
 #endif
