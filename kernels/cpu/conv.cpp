@@ -243,19 +243,6 @@ void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view,
   grad_weight.commit();
 }
 
-// Calls f(T{}) with T the compute type for dtype (half types compute in float).
-template <typename F>
-void dispatch_conv(const char* op, DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::Float64: f(double{}); return;
-    case DType::Float32:
-    case DType::Float16:
-    case DType::BFloat16: f(float{}); return;
-    default:
-      fail(op, ": dtype ", dtype_name(dtype), " is not supported on CPU (floating dtypes only)");
-  }
-}
-
 }  // namespace
 
 void CpuBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias,
@@ -263,7 +250,7 @@ void CpuBackend::conv2d(const View& out, const View& in, const View& weight, con
   const ConvGeometry g = conv_geometry("conv2d", in.shape, weight.shape, out.shape, p);
   ANVIL_CHECK(!bias || (bias->dim() == 1 && bias->shape[0] == g.cout), "conv2d: bias must have shape [",
               g.cout, "], got ", bias ? bias->shape : Shape{});
-  dispatch_conv("conv2d", out.dtype, [&](auto tag) {
+  dispatch_floating("conv2d", out.dtype, [&](auto tag) {
     conv2d_forward<decltype(tag)>(out, in, weight, bias, g);
   });
 }
@@ -271,7 +258,7 @@ void CpuBackend::conv2d(const View& out, const View& in, const View& weight, con
 void CpuBackend::conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
                                        const Conv2dParams& p) {
   const ConvGeometry g = conv_geometry("conv2d_backward_input", grad_in.shape, weight.shape, grad_out.shape, p);
-  dispatch_conv("conv2d_backward_input", grad_in.dtype, [&](auto tag) {
+  dispatch_floating("conv2d_backward_input", grad_in.dtype, [&](auto tag) {
     conv2d_grad_input<decltype(tag)>(grad_in, grad_out, weight, g);
   });
 }
@@ -279,7 +266,7 @@ void CpuBackend::conv2d_backward_input(const View& grad_in, const View& grad_out
 void CpuBackend::conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in,
                                         const Conv2dParams& p) {
   const ConvGeometry g = conv_geometry("conv2d_backward_weight", in.shape, grad_weight.shape, grad_out.shape, p);
-  dispatch_conv("conv2d_backward_weight", grad_weight.dtype, [&](auto tag) {
+  dispatch_floating("conv2d_backward_weight", grad_weight.dtype, [&](auto tag) {
     conv2d_grad_weight<decltype(tag)>(grad_weight, grad_out, in, g);
   });
 }

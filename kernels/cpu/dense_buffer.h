@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/base/dtype.h"
+#include "core/base/error.h"
 #include "kernels/cpu/blas_threads.h"
 #include "kernels/view.h"
 
@@ -24,6 +25,20 @@ inline To convert_value(From v) {
   else if constexpr (from16) return convert_value<To>(static_cast<float>(v));
   else if constexpr (to16) return To(static_cast<float>(v));
   else return static_cast<To>(v);
+}
+
+// Calls f(T{}) with T the compute type of a floating dtype: double for
+// float64, float for float32 and the 16-bit types. Other dtypes are an error
+// naming the op.
+template <typename F>
+void dispatch_floating(const char* op, DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float64: f(double{}); return;
+    case DType::Float32:
+    case DType::Float16:
+    case DType::BFloat16: f(float{}); return;
+    default: fail(op, ": dtype ", dtype_name(dtype), " is not supported on CPU (floating dtypes only)");
+  }
 }
 
 namespace dense_detail {

@@ -45,17 +45,6 @@ std::vector<int64_t> checked_targets(const char* op, const View& targets, const 
   return t;
 }
 
-template <typename F>
-void dispatch_loss(const char* op, DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::Float64: f(double{}); return;
-    case DType::Float32:
-    case DType::Float16:
-    case DType::BFloat16: f(float{}); return;
-    default: fail(op, ": logits dtype ", dtype_name(dtype), " is not supported (floating dtypes only)");
-  }
-}
-
 template <typename T>
 double row_logsumexp(const T* x, int64_t c) {
   double mx = -std::numeric_limits<double>::infinity();
@@ -124,7 +113,7 @@ void CpuBackend::cross_entropy(const View& losses, const View& logsumexp, const 
   check_rows("cross_entropy", "losses", losses, s.n);
   check_rows("cross_entropy", "logsumexp", logsumexp, s.n);
   const std::vector<int64_t> t = checked_targets("cross_entropy", targets, s, p);
-  dispatch_loss("cross_entropy", logits.dtype,
+  dispatch_floating("cross_entropy", logits.dtype,
                 [&](auto tag) { cross_entropy_typed<decltype(tag)>(losses, logsumexp, logits, t, s, p); });
 }
 
@@ -136,7 +125,7 @@ void CpuBackend::cross_entropy_backward(const View& grad_logits, const View& gra
   check_rows("cross_entropy_backward", "grad_losses", grad_losses, s.n);
   check_rows("cross_entropy_backward", "logsumexp", logsumexp, s.n);
   const std::vector<int64_t> t = checked_targets("cross_entropy_backward", targets, s, p);
-  dispatch_loss("cross_entropy_backward", logits.dtype, [&](auto tag) {
+  dispatch_floating("cross_entropy_backward", logits.dtype, [&](auto tag) {
     cross_entropy_backward_typed<decltype(tag)>(grad_logits, grad_losses, logits, t, logsumexp, s, p);
   });
 }

@@ -38,17 +38,6 @@ std::vector<double> values_or(const View* v, int64_t n, double fallback) {
   return v ? dense_copy<double>(*v) : std::vector<double>(static_cast<size_t>(n), fallback);
 }
 
-template <typename F>
-void dispatch_norm(const char* op, DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::Float64: f(double{}); return;
-    case DType::Float32:
-    case DType::Float16:
-    case DType::BFloat16: f(float{}); return;
-    default: fail(op, ": dtype ", dtype_name(dtype), " is not supported on CPU (floating dtypes only)");
-  }
-}
-
 // --- batch norm ---
 
 // Per-channel batch mean and biased variance.
@@ -298,7 +287,7 @@ void CpuBackend::batch_norm(const View& out, const View& save_mean, const View& 
   check_per_channel("batch_norm", "bias", bias, l.c);
   check_per_channel("batch_norm", "running_mean", running_mean, l.c);
   check_per_channel("batch_norm", "running_var", running_var, l.c);
-  dispatch_norm("batch_norm", in.dtype, [&](auto tag) {
+  dispatch_floating("batch_norm", in.dtype, [&](auto tag) {
     batch_norm_typed<decltype(tag)>(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p);
   });
 }
@@ -315,7 +304,7 @@ void CpuBackend::batch_norm_backward(const View& grad_in, const View* grad_weigh
   check_per_channel("batch_norm_backward", "weight", weight, l.c);
   check_per_channel("batch_norm_backward", "grad_weight", grad_weight, l.c);
   check_per_channel("batch_norm_backward", "grad_bias", grad_bias, l.c);
-  dispatch_norm("batch_norm_backward", in.dtype, [&](auto tag) {
+  dispatch_floating("batch_norm_backward", in.dtype, [&](auto tag) {
     batch_norm_backward_typed<decltype(tag)>(grad_in, grad_weight, grad_bias, grad_out, in, weight, save_mean,
                                              save_invstd, p);
   });
@@ -324,7 +313,7 @@ void CpuBackend::batch_norm_backward(const View& grad_in, const View* grad_weigh
 void CpuBackend::layer_norm(const View& out, const View& mean, const View& rstd, const View& in,
                             const View* weight, const View* bias, double eps) {
   ANVIL_CHECK(out.shape == in.shape, "layer_norm: output shape ", out.shape, " differs from input shape ", in.shape);
-  dispatch_norm("layer_norm", in.dtype,
+  dispatch_floating("layer_norm", in.dtype,
                 [&](auto tag) { layer_norm_typed<decltype(tag)>(out, mean, rstd, in, weight, bias, eps); });
 }
 
@@ -340,7 +329,7 @@ void CpuBackend::layer_norm_backward(const View& grad_in, const View* grad_weigh
   ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!grad_weight || grad_weight->numel() == l.cols) &&
                   (!grad_bias || grad_bias->numel() == l.cols),
               "layer_norm_backward: weight, grad_weight and grad_bias must have ", l.cols, " elements");
-  dispatch_norm("layer_norm_backward", in.dtype, [&](auto tag) {
+  dispatch_floating("layer_norm_backward", in.dtype, [&](auto tag) {
     layer_norm_backward_typed<decltype(tag)>(grad_in, grad_weight, grad_bias, grad_out, in, mean, rstd, weight);
   });
 }

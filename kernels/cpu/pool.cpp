@@ -141,22 +141,11 @@ void pool_backward(PoolKind kind, const View& grad_in_view, const View& grad_out
   grad_in.commit();
 }
 
-template <typename F>
-void dispatch_pool(const char* op, DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::Float64: f(double{}); return;
-    case DType::Float32:
-    case DType::Float16:
-    case DType::BFloat16: f(float{}); return;
-    default: fail(op, ": dtype ", dtype_name(dtype), " is not supported on CPU (floating dtypes only)");
-  }
-}
-
 }  // namespace
 
 void CpuBackend::pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) {
   const PoolGeometry g = pool_geometry("pool2d", in.shape, out.shape, p);
-  dispatch_pool("pool2d", out.dtype, [&](auto tag) { pool_forward<decltype(tag)>(kind, out, in, g); });
+  dispatch_floating("pool2d", out.dtype, [&](auto tag) { pool_forward<decltype(tag)>(kind, out, in, g); });
 }
 
 void CpuBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in,
@@ -164,7 +153,7 @@ void CpuBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View&
   const PoolGeometry g = pool_geometry("pool2d_backward", grad_in.shape, grad_out.shape, p);
   ANVIL_CHECK(kind != PoolKind::Max || in.shape == grad_in.shape, "pool2d_backward: max pooling needs the input ",
               "of the forward pass with grad_in's shape ", grad_in.shape, ", got ", in.shape);
-  dispatch_pool("pool2d_backward", grad_in.dtype,
+  dispatch_floating("pool2d_backward", grad_in.dtype,
                 [&](auto tag) { pool_backward<decltype(tag)>(kind, grad_in, grad_out, in, g); });
 }
 
