@@ -1,0 +1,119 @@
+#pragma once
+// Host-side helpers shared by the nn kernels (softmax, layer_norm,
+// cross_entropy, random, indexing, optim): scratch memory from the device's
+// caching allocator and dense (contiguous, one dtype) stand-ins for views,
+// the CUDA counterpart of kernels/cpu/dense_buffer.h.
+//
+// The kernels handle the common layout (contiguous, expected dtype) directly;
+// any other layout is gathered into scratch with the backend's own strided,
+// casting copy and scattered back after the kernel. Scratch is allocated on
+// the current stream and freed right after the work is queued: the caching
+// allocator only hands it out again to work queued later on the same stream,
+// which runs after ours.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "core/base/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
+
+namespace anvil::cuda {
+
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(CudaBackend& b, int device, size_t nbytes) : alloc_(&b.allocator(device)) {
+    if (nbytes > 0) ptr_ = alloc_->allocate(nbytes, b.current_stream(device).id);
+  }
+  Scratch(Scratch&& o) noexcept : alloc_(o.alloc_), ptr_(std::exchange(o.ptr_, nullptr)) {}
+  Scratch& operator=(Scratch&& o) noexcept {
+    if (this != &o) {
+      release();
+      alloc_ = o.alloc_;
+      ptr_ = std::exchange(o.ptr_, nullptr);
+    }
+    return *this;
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { release(); }
+  void* get() const { return ptr_; }
+  template <typename T> T* as() const { return static_cast<T*>(ptr_); }
+
+ private:
+  void release() {
+    if (ptr_) alloc_->deallocate(ptr_);
+    ptr_ = nullptr;
+  }
+  Allocator* alloc_ = nullptr;
+  void* ptr_ = nullptr;
+};
+
+// A contiguous view of `v` in dtype `want`: `v` itself when it already is one,
+// else a scratch copy (made on construction for inputs). For outputs call
+// commit() after the kernel to copy the result back into `v`.
+class DenseArg {
+ public:
+  enum Mode { In, Out, InOut };
+  DenseArg(CudaBackend& b, const View& v, DType want, Mode mode) : b_(&b), orig_(v), mode_(mode) {
+    dense_ = v;
+    if (v.is_contiguous() && v.dtype == want) return;
+    dense_.dtype = want;
+    dense_.strides = contiguous_strides(v.shape);
+    scratch_ = Scratch(b, v.device_index, static_cast<size_t>(v.numel()) * itemsize(want));
+    dense_.data = scratch_.get();
+    copied_ = true;
+    if (mode != Out && v.numel() > 0) b.copy(dense_, orig_);
+  }
+  const View& view() const { return dense_; }
+  template <typename T> T* ptr() const { return static_cast<T*>(dense_.data); }
+  void commit() {
+    if (copied_ && mode_ != In && orig_.numel() > 0) b_->copy(orig_, dense_);
+  }
+
+ private:
+  CudaBackend* b_;
+  View orig_, dense_;
+  Mode mode_;
+  Scratch scratch_;
+  bool copied_ = false;
+};
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Blocks for a grid-stride loop: enough to fill the GPU, never more than the work.
+inline unsigned grid_for(int64_t work_items, int threads, int64_t max_blocks = 65536) {
+  int64_t blocks = ceil_div(work_items, threads);
+  if (blocks < 1) blocks = 1;
+  if (blocks > max_blocks) blocks = max_blocks;
+  return static_cast<unsigned>(blocks);
+}
+
+}  // namespace anvil::cuda
+
+// --- strided offsets for the nn kernels (dtype dispatch: kernels/cuda/dtype_dispatch.h) ---
+#include <array>
+
+#include "kernels/cuda/dtype_dispatch.h"
+
+#include "kernels/cuda/device/nn_common.cuh"
+
+namespace anvil::cuda {
+
+// Offsets of N views walked in the row-major order of `shape`.
+template <int N>
+nn::Offsets<N> make_offsets(const char* op, const Shape& shape, const std::array<const Shape*, N>& strides) {
+  ANVIL_CHECK(shape.size() <= static_cast<size_t>(nn::kMaxDims), op, ": at most ", nn::kMaxDims,
+              " dims are supported on CUDA, got shape ", shape);
+  nn::Offsets<N> o;
+  o.rank = static_cast<int>(shape.size());
+  for (int d = 0; d < o.rank; ++d) {
+    o.shape[d] = shape[d];
+    for (int t = 0; t < N; ++t) o.strides[t][d] = (*strides[t])[d];
+  }
+  return o;
+}
+
+}  // namespace anvil::cuda
