@@ -45,8 +45,8 @@ Backend& backend_for(DeviceType type) {
   Backend* b = registry().cuda_backend();
   ANVIL_CHECK(b != nullptr, "device cuda: no CUDA backend is available (",
 #if ANVIL_CUDA
-              cuda::device_count() > 0 ? "a GPU is present but anvil's CUDA backend is not implemented yet"
-                                       : "no usable GPU was found",
+              "anvil was built with CUDA, but no usable GPU was found: no NVIDIA driver, no device, "
+              "or CUDA_VISIBLE_DEVICES hides them all",
 #else
               "anvil was built without CUDA",
 #endif

@@ -2,6 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace anvil {
 
@@ -44,6 +45,9 @@ class DeviceMemory {
   virtual bool event_done(uint64_t /*event*/) { return true; }
   virtual void release_event(uint64_t /*event*/) {}
   virtual void synchronize() {}  // all streams idle; called before giving memory back
+  // One sentence about the device for out-of-memory errors (its name, free and
+  // total memory as the driver sees them); empty when there is nothing to add.
+  virtual std::string describe_memory() { return {}; }
 };
 
 // 64-byte aligned host memory with live/peak byte counts.

@@ -315,7 +315,10 @@ void CachingAllocator::throw_out_of_memory(size_t nbytes, size_t size, uint64_t 
       << ", cached " << format_bytes(s.reserved_bytes - s.allocated_bytes) << ", peak allocated "
       << format_bytes(s.peak_allocated_bytes) << ", peak reserved "
       << format_bytes(s.peak_reserved_bytes)
-      << ". The cache was already emptied; free tensors or use smaller batches.";
+      << ".";
+  std::string device = device_->describe_memory();
+  if (!device.empty()) msg << " " << device << ".";
+  msg << " The cache was already emptied; free tensors or use smaller batches.";
   throw Error(msg.str());
 }
 

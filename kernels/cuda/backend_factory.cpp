@@ -1,15 +1,18 @@
-// Creates the CUDA Backend for the registry (kernels/registry.cpp).
-//
-// Status: the CUDA Backend implementation (kernels, cuBLASLt, cuDNN, caching
-// allocator on cudaMalloc) is the next issue and does not exist yet, so no
-// backend is returned even when a GPU is present; the registry then raises a
-// clear error for cuda tensors. Device queries (kernels/cuda_info.h) work.
+// Creates the CUDA Backend for the registry (kernels/registry.cpp, the only
+// file that asks whether anvil was built with CUDA). Null when no GPU is
+// visible (no driver, no device, CUDA_VISIBLE_DEVICES empty): the registry
+// then raises a clear error for cuda tensors and the CPU keeps working.
 #include <memory>
 
 #include "kernels/backend.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/runtime.h"
 
 namespace anvil::cuda {
 
-std::unique_ptr<Backend> make_cuda_backend() { return nullptr; }
+std::unique_ptr<Backend> make_cuda_backend() {
+  if (runtime::device_count() == 0) return nullptr;
+  return std::make_unique<CudaBackend>();
+}
 
 }  // namespace anvil::cuda
