@@ -81,6 +81,9 @@ class Backend {
 
   // --- memory, copies and streams ---
   virtual Allocator& allocator(int device_index) = 0;
+  // Page-locked host memory for fast, asynchronous host<->device copies (the
+  // data loader's pin_memory). Null when the backend has none (the CPU).
+  virtual Allocator* pinned_host_allocator() { return nullptr; }
   virtual void copy(const View& dst, const View& src) = 0;  // same device, strided, casts dtype
   virtual void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index,
                               bool non_blocking) = 0;

@@ -15,6 +15,7 @@ struct View {
   DType dtype = kFloat32;
   Shape shape;
   Shape strides;
+  int device_index = 0;  // which GPU the data lives on (0 for the CPU)
 
   int64_t dim() const { return static_cast<int64_t>(shape.size()); }
   int64_t numel() const {

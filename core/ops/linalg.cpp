@@ -39,7 +39,7 @@ std::optional<View> as_batched_view(const Tensor& t) {
   }
   const int64_t rows = v.shape[batch_dims], cols = v.shape[batch_dims + 1];
   const int64_t row_stride = v.strides[batch_dims], col_stride = v.strides[batch_dims + 1];
-  return View{v.data, v.dtype, {count, rows, cols}, {stride, row_stride, col_stride}};
+  return View{v.data, v.dtype, {count, rows, cols}, {stride, row_stride, col_stride}, v.device_index};
 }
 
 View batched_view_or_copy(Tensor& t) {

@@ -1,0 +1,87 @@
+#pragma once
+// A ProcessGroup is a set of ranks that run collectives together. Every
+// operation returns a Work handle at once; wait() blocks until it finished
+// and throws anvil::Error if it failed or ran past the group's timeout
+// (a hung or dead peer becomes an error on every rank, not a hang).
+//
+// Backends (chosen at run time by the tensors' device):
+//   Gloo  (gloo_process_group.cpp)  CPU tensors
+//   NCCL  (nccl/)                   CUDA tensors
+//   make_process_group (process_group_factory.h) holds both and picks per call.
+// Tensors must be contiguous; every rank must pass the same dtype and size,
+// and a mismatch is reported as an error naming both.
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace anvil::distributed {
+
+enum class ReduceOp { Sum, Avg, Max, Min };
+const char* to_string(ReduceOp op);
+
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Blocks until the operation finished; rethrows its error.
+  virtual void wait() = 0;
+  // Does not block. Point-to-point works (send/recv) complete in wait(), as
+  // in PyTorch's Gloo backend: they report false until waited on.
+  virtual bool is_completed() = 0;
+};
+using WorkHandle = std::shared_ptr<Work>;
+
+// A Work that already finished (successfully, or with `error` when non-null).
+WorkHandle completed_work(std::exception_ptr error = nullptr);
+
+struct ProcessGroupOptions {
+  // Bounds every operation (and the rendezvous): a dead or silent peer turns
+  // into an anvil::Error on every surviving rank after at most this long.
+  std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  // Before each collective the ranks exchange (op, dtype, numel, root/op) and
+  // fail together with an error naming the ranks that disagree. On by
+  // default: without it a size mismatch hangs until the timeout or silently
+  // reads the wrong bytes, and a dtype mismatch reduces garbage; the cost is
+  // one tiny extra message round per collective. Turn off for many tiny
+  // collectives once a program is known to be correct. Send/recv always
+  // carry a small header, so the receiver names a mismatch either way.
+  bool check_consistency = true;
+  // The address this rank's Gloo transport listens on (a hostname or IP the
+  // peers can reach). Empty: 127.0.0.1 when MASTER_ADDR is a loopback
+  // address (one machine), else this machine's hostname.
+  std::string gloo_hostname;
+};
+
+class ProcessGroup {
+ public:
+  ProcessGroup(int rank, int size) : rank_(rank), size_(size) {}
+  virtual ~ProcessGroup() = default;
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  virtual std::string backend_name() const = 0;
+
+  // In place on every rank.
+  virtual WorkHandle all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum) = 0;
+  // root's tensor is copied into every other rank's.
+  virtual WorkHandle broadcast(Tensor& tensor, int root) = 0;
+  // output holds size() * input.numel() elements: rank 0's input, then rank 1's, ...
+  virtual WorkHandle all_gather(Tensor& output, const Tensor& input) = 0;
+  // input holds size() * output.numel() elements; rank r gets the reduction of
+  // every rank's r-th chunk.
+  virtual WorkHandle reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::Sum) = 0;
+  // Point to point; a send matches the recv on the peer with the same tag.
+  virtual WorkHandle send(const Tensor& tensor, int dst, int tag = 0) = 0;
+  virtual WorkHandle recv(Tensor& tensor, int src, int tag = 0) = 0;
+  virtual WorkHandle barrier() = 0;
+
+ private:
+  int rank_;
+  int size_;
+};
+
+}  // namespace anvil::distributed

@@ -1,0 +1,285 @@
+// conv2d and its two backward passes through cuDNN's convolution API
+// (cudnnConvolutionForward / BackwardData / BackwardFilter; cuDNN 9 keeps
+// them in cudnn_cnn.h). Operands that are not dense NCHW in the output's
+// dtype are made so with the backend's copy first; cuDNN always overwrites
+// its output (beta = 0), as the CPU kernels do.
+//
+// Algorithms come from cuDNN's heuristics (cudnnGet*Algorithm_v7, which run
+// nothing), asked once per (direction, shapes, dtype, params) and cached;
+// workspaces come from the caching allocator. float32 convolutions use FMA
+// math only (no TF32) unless set_matmul_allow_tf32(true); float16/bfloat16
+// use tensor cores with float32 accumulation; float64 is computed in double.
+#include <map>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/base/error.h"
+#include "kernels/cublas/device_scratch.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/nvtx.h"
+#include "kernels/cudnn/cudnn_handles.h"
+#include "kernels/cudnn/dense_operands.h"
+#include "kernels/matmul_settings.h"
+
+namespace anvil::cuda {
+namespace {
+
+// Workspaces above this are passed over while a smaller algorithm exists.
+constexpr size_t kWorkspaceLimitBytes = size_t{1} << 30;
+
+struct ConvGeometry {
+  int64_t n, c, h, w;    // input
+  int64_t cout, ho, wo;  // output
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
+};
+
+int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d) {
+  return (in + 2 * pad - d * (k - 1) - 1) / s + 1;
+}
+
+// The same checks (and messages) as the CPU kernels.
+ConvGeometry conv_geometry(const char* op, const Shape& in, const Shape& weight, const Shape& out,
+                           const Conv2dParams& p) {
+  ANVIL_CHECK(in.size() == 4 && weight.size() == 4 && out.size() == 4, op,
+              ": expected 4-D input [N, C, H, W], weight [Cout, Cin/groups, kH, kW] and output [N, Cout, Ho, Wo], "
+              "got input ",
+              in, ", weight ", weight, ", output ", out);
+  ConvGeometry g{in[0],       in[1],       in[2],        in[3],        out[1],        out[2],        out[3],
+                 weight[2],   weight[3],   p.stride[0],  p.stride[1],  p.padding[0],  p.padding[1],  p.dilation[0],
+                 p.dilation[1], p.groups};
+  ANVIL_CHECK(g.sh > 0 && g.sw > 0 && g.dh > 0 && g.dw > 0 && g.ph >= 0 && g.pw >= 0 && g.groups > 0, op,
+              ": stride and dilation must be positive and padding non-negative, got stride [", g.sh, ", ", g.sw,
+              "], padding [", g.ph, ", ", g.pw, "], dilation [", g.dh, ", ", g.dw, "], groups ", g.groups);
+  ANVIL_CHECK(g.c % g.groups == 0 && g.cout % g.groups == 0 && weight[0] == g.cout &&
+                  weight[1] * g.groups == g.c && out[0] == g.n,
+              op, ": input ", in, ", weight ", weight, " and output ", out, " do not agree for groups=", g.groups,
+              " (expected weight [Cout, Cin/groups, kH, kW] and output [N, Cout, Ho, Wo])");
+  const int64_t ho = conv_out_size(g.h, g.kh, g.sh, g.ph, g.dh), wo = conv_out_size(g.w, g.kw, g.sw, g.pw, g.dw);
+  ANVIL_CHECK(ho == g.ho && wo == g.wo && ho > 0 && wo > 0, op, ": input ", in, " with kernel [", g.kh, ", ",
+              g.kw, "], stride [", g.sh, ", ", g.sw, "], padding [", g.ph, ", ", g.pw, "], dilation [", g.dh, ", ",
+              g.dw, "] gives output spatial size [", ho, ", ", wo, "], but the output is ", out);
+  return g;
+}
+
+enum class Direction : int64_t { Forward, BackwardData, BackwardFilter };
+
+// The descriptors of one convolution problem.
+struct ConvDescriptors {
+  TensorDesc x, y;
+  FilterDesc w;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnMathType_t base_math = CUDNN_DEFAULT_MATH;
+  bool fma_only = false;  // float32 without TF32
+
+  ConvDescriptors(const char* op, const ConvGeometry& g, DType dtype) {
+    const cudnnDataType_t type = cudnn_type(op, dtype);
+    x.set_nchw(type, g.n, g.c, g.h, g.w);
+    y.set_nchw(type, g.n, g.cout, g.ho, g.wo);
+    w.set_kcrs(type, g.cout, g.c / g.groups, g.kh, g.kw);
+    ANVIL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    const cudnnDataType_t compute = dtype == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    ANVIL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+        conv, to_cudnn_int(op, g.ph), to_cudnn_int(op, g.pw), to_cudnn_int(op, g.sh), to_cudnn_int(op, g.sw),
+        to_cudnn_int(op, g.dh), to_cudnn_int(op, g.dw), CUDNN_CROSS_CORRELATION, compute));
+    ANVIL_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, to_cudnn_int(op, g.groups)));
+    if (dtype == DType::Float32) {
+      fma_only = !matmul_allow_tf32();
+      base_math = fma_only ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+    } else if (dtype == DType::Float16 || dtype == DType::BFloat16) {
+      base_math = CUDNN_TENSOR_OP_MATH;
+    }
+    ANVIL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, base_math));
+  }
+  ~ConvDescriptors() {
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+  }
+  ConvDescriptors(const ConvDescriptors&) = delete;
+  ConvDescriptors& operator=(const ConvDescriptors&) = delete;
+};
+
+struct AlgoChoice {
+  int algo = 0;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+
+class ConvAlgoCache {
+ public:
+  std::optional<AlgoChoice> find(const std::vector<int64_t>& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return std::nullopt;
+    return it->second;
+  }
+  void insert(const std::vector<int64_t>& key, const AlgoChoice& c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_.emplace(key, c);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::vector<int64_t>, AlgoChoice> map_;
+};
+
+ConvAlgoCache& conv_algo_cache() {
+  static ConvAlgoCache cache;
+  return cache;
+}
+
+std::vector<int64_t> cache_key(Direction dir, int device, DType dtype, bool fma_only, const ConvGeometry& g) {
+  return {static_cast<int64_t>(dir), device, static_cast<int64_t>(dtype), fma_only, g.n, g.c, g.h, g.w, g.cout,
+          g.ho, g.wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups};
+}
+
+// The first (best-ranked) heuristic result that succeeded, respects the math
+// restriction and fits the workspace limit; failing the limit, the first
+// usable one.
+template <typename Perf>
+AlgoChoice pick(const char* op, const Perf* results, int count, bool fma_only) {
+  const Perf* fallback = nullptr;
+  for (int i = 0; i < count; ++i) {
+    const Perf& r = results[i];
+    if (r.status != CUDNN_STATUS_SUCCESS) continue;
+    if (fma_only && (r.mathType == CUDNN_TENSOR_OP_MATH || r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+      continue;
+    if (r.memory <= kWorkspaceLimitBytes) return AlgoChoice{static_cast<int>(r.algo), r.mathType};
+    if (!fallback) fallback = &r;
+  }
+  ANVIL_CHECK(fallback != nullptr, op, ": cuDNN offers no algorithm for this convolution");
+  return AlgoChoice{static_cast<int>(fallback->algo), fallback->mathType};
+}
+
+AlgoChoice choose(Direction dir, const char* op, cudnnHandle_t handle, const ConvDescriptors& d, int device,
+                  DType dtype, const ConvGeometry& g) {
+  const std::vector<int64_t> key = cache_key(dir, device, dtype, d.fma_only, g);
+  if (auto c = conv_algo_cache().find(key)) return *c;
+  AlgoChoice choice;
+  int returned = 0;
+  switch (dir) {
+    case Direction::Forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      ANVIL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x, d.w, d.conv, d.y,
+                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
+      choice = pick(op, perf, returned, d.fma_only);
+      break;
+    }
+    case Direction::BackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      ANVIL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          handle, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
+      choice = pick(op, perf, returned, d.fma_only);
+      break;
+    }
+    case Direction::BackwardFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      ANVIL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          handle, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
+      choice = pick(op, perf, returned, d.fma_only);
+      break;
+    }
+  }
+  // float32 without TF32 stays on FMA math whatever the heuristic reported.
+  if (d.fma_only) choice.math = CUDNN_FMA_MATH;
+  conv_algo_cache().insert(key, choice);
+  return choice;
+}
+
+}  // namespace
+
+void CudaBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias,
+                         const Conv2dParams& p) {
+  ANVIL_NVTX_RANGE("conv2d");
+  const char* op = "conv2d";
+  const ConvGeometry g = conv_geometry(op, in.shape, weight.shape, out.shape, p);
+  ANVIL_CHECK(!bias || (bias->dim() == 1 && bias->shape[0] == g.cout), "conv2d: bias must have shape [", g.cout,
+              "], got ", bias ? bias->shape : Shape{});
+  const DType dtype = out.dtype;
+  cudnn_type(op, dtype);
+  const int device = out.device_index;
+  DeviceGuard guard(device);
+  if (out.numel() == 0) return;
+  const DenseOperand x = dense_operand(*this, in, dtype), w = dense_operand(*this, weight, dtype);
+  DenseResult y(*this, out);
+  ConvDescriptors d(op, g, dtype);
+  cudnnHandle_t handle = cudnn_handle(device, stream(device));
+  const AlgoChoice choice = choose(Direction::Forward, op, handle, d, device, dtype, g);
+  ANVIL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, choice.math));
+  const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo);
+  size_t ws_bytes = 0;
+  ANVIL_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y, algo, &ws_bytes));
+  DeviceScratch ws(*this, device, ws_bytes);
+  const CudnnScalars& s = cudnn_scalars();
+  ANVIL_CUDNN_CHECK(cudnnConvolutionForward(handle, s.one(dtype), d.x, x.data, d.w, w.data, d.conv, algo, ws.get(),
+                                            ws_bytes, s.zero(dtype), d.y, y.data()));
+  if (bias) {
+    const DenseOperand b = dense_operand(*this, *bias, dtype);
+    TensorDesc bias_desc;
+    bias_desc.set_nchw(cudnn_type(op, dtype), 1, g.cout, 1, 1);
+    ANVIL_CUDNN_CHECK(cudnnAddTensor(handle, s.one(dtype), bias_desc, b.data, s.one(dtype), d.y, y.data()));
+  }
+  y.commit();
+}
+
+void CudaBackend::conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
+                                        const Conv2dParams& p) {
+  ANVIL_NVTX_RANGE("conv2d_backward_input");
+  const char* op = "conv2d_backward_input";
+  const ConvGeometry g = conv_geometry(op, grad_in.shape, weight.shape, grad_out.shape, p);
+  const DType dtype = grad_in.dtype;
+  cudnn_type(op, dtype);
+  const int device = grad_in.device_index;
+  DeviceGuard guard(device);
+  if (grad_in.numel() == 0) return;
+  if (grad_out.numel() == 0 || weight.numel() == 0) {  // no output channels: nothing flows back
+    fill(grad_in, Scalar(0.0));
+    return;
+  }
+  const DenseOperand dy = dense_operand(*this, grad_out, dtype), w = dense_operand(*this, weight, dtype);
+  DenseResult dx(*this, grad_in);
+  ConvDescriptors d(op, g, dtype);
+  cudnnHandle_t handle = cudnn_handle(device, stream(device));
+  const AlgoChoice choice = choose(Direction::BackwardData, op, handle, d, device, dtype, g);
+  ANVIL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, choice.math));
+  const auto algo = static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo);
+  size_t ws_bytes = 0;
+  ANVIL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d.w, d.y, d.conv, d.x, algo, &ws_bytes));
+  DeviceScratch ws(*this, device, ws_bytes);
+  const CudnnScalars& s = cudnn_scalars();
+  ANVIL_CUDNN_CHECK(cudnnConvolutionBackwardData(handle, s.one(dtype), d.w, w.data, d.y, dy.data, d.conv, algo,
+                                                 ws.get(), ws_bytes, s.zero(dtype), d.x, dx.data()));
+  dx.commit();
+}
+
+void CudaBackend::conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in,
+                                         const Conv2dParams& p) {
+  ANVIL_NVTX_RANGE("conv2d_backward_weight");
+  const char* op = "conv2d_backward_weight";
+  const ConvGeometry g = conv_geometry(op, in.shape, grad_weight.shape, grad_out.shape, p);
+  const DType dtype = grad_weight.dtype;
+  cudnn_type(op, dtype);
+  const int device = grad_weight.device_index;
+  DeviceGuard guard(device);
+  if (grad_weight.numel() == 0) return;
+  if (g.n == 0) {  // an empty batch contributes nothing
+    fill(grad_weight, Scalar(0.0));
+    return;
+  }
+  const DenseOperand dy = dense_operand(*this, grad_out, dtype), x = dense_operand(*this, in, dtype);
+  DenseResult dw(*this, grad_weight);
+  ConvDescriptors d(op, g, dtype);
+  cudnnHandle_t handle = cudnn_handle(device, stream(device));
+  const AlgoChoice choice = choose(Direction::BackwardFilter, op, handle, d, device, dtype, g);
+  ANVIL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, choice.math));
+  const auto algo = static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo);
+  size_t ws_bytes = 0;
+  ANVIL_CUDNN_CHECK(
+      cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d.x, d.y, d.conv, d.w, algo, &ws_bytes));
+  DeviceScratch ws(*this, device, ws_bytes);
+  const CudnnScalars& s = cudnn_scalars();
+  ANVIL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, s.one(dtype), d.x, x.data, d.y, dy.data, d.conv, algo,
+                                                   ws.get(), ws_bytes, s.zero(dtype), d.w, dw.data()));
+  dw.commit();
+}
+
+}  // namespace anvil::cuda
