@@ -1,9 +1,245 @@
-// STUB: to be written (see kernels/cuda/cuda_backend.h for who defines what).
+// Batch norm over [N, C, *] through cuDNN (CUDNN_BATCHNORM_SPATIAL on the
+// input viewed as [N, C, S, 1]), with the CPU kernel's semantics:
+//   training: save_mean = batch mean, save_invstd = 1 / sqrt(biased var + eps),
+//             running_mean/var (if given) = (1 - momentum) * running + momentum *
+//             (batch mean / unbiased batch var); cuDNN's exponentialAverageFactor
+//             is the momentum and its running variance is the unbiased one.
+//   eval:     normalises with running_mean/var; save_mean/save_invstd are set
+//             from them (the backward pass reads them).
+// cuDNN keeps per-channel values in float32 (float64 for float64 inputs):
+// weight, bias, running stats and the saved stats are cast to and from that
+// type when the views are in another dtype or not contiguous. The backward
+// pass in training mode is cudnnBatchNormalizationBackward; in eval mode the
+// statistics are constants and our own kernels compute the (simpler) gradient.
+#include <optional>
+
+#include "core/base/error.h"
+#include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/nvtx.h"
+#include "kernels/cudnn/cudnn_handles.h"
+#include "kernels/cudnn/dense_operands.h"
+#include "kernels/cudnn/norm_pool_kernels.h"
 
 namespace anvil::cuda {
+namespace {
 
-void CudaBackend::batch_norm(const View&, const View&, const View&, const View&, const View*, const View*, const View*, const View*, const BatchNormParams&) { fail("cuda backend: batch_norm is not implemented yet"); }
-void CudaBackend::batch_norm_backward(const View&, const View*, const View*, const View&, const View&, const View*, const View&, const View&, const BatchNormParams&) { fail("cuda backend: batch_norm_backward is not implemented yet"); }
+struct ChannelLayout {
+  int64_t n, c, s;
+  int64_t count() const { return n * s; }
+};
+
+ChannelLayout channel_layout(const char* op, const Shape& shape) {
+  ANVIL_CHECK(shape.size() >= 2, op, ": expected input [N, C, *], got ", shape);
+  ChannelLayout l{shape[0], shape[1], 1};
+  for (size_t d = 2; d < shape.size(); ++d) l.s *= shape[d];
+  return l;
+}
+
+void check_per_channel(const char* op, const char* what, const View* v, int64_t c) {
+  ANVIL_CHECK(!v || v->numel() == c, op, ": ", what, " must have ", c, " elements (one per channel), got shape ",
+              v ? v->shape : Shape{});
+}
+
+DType param_type(DType x) { return x == DType::Float64 ? DType::Float64 : DType::Float32; }
+
+// A per-channel [C] view as a dense view (channel count flattened to 1-D).
+View flat(const View& v, int64_t c) {
+  View r = v;
+  if (v.dim() != 1) {
+    // Per-channel views may have any shape with C elements; the backend's
+    // copy needs matching shapes, so a non-1-D view must be contiguous.
+    ANVIL_CHECK(v.is_contiguous(), "batch_norm: per-channel tensor of shape ", v.shape,
+                " must be 1-D or contiguous");
+    r.shape = {c};
+    r.strides = {1};
+  }
+  return r;
+}
+
+// A per-channel value in the parameter type: in place when possible, else a
+// dense (cast) copy; write_back() copies a modified copy back to the view.
+class ParamBuffer {
+ public:
+  ParamBuffer(CudaBackend& backend, const View* v, DType param, int64_t c, bool read)
+      : backend_(backend) {
+    if (!v) return;
+    view_ = flat(*v, c);
+    has_view_ = true;
+    if (view_.dtype == param && view_.strides[0] == 1) {
+      data_ = view_.data;
+      return;
+    }
+    temp_ = read ? dense_copy_of(backend, view_, param) : make_dense_temp(backend, view_.device_index, param, {c});
+    data_ = temp_.view.data;
+  }
+  // Ones or zeros when the caller gave no view (weight/bias absent).
+  ParamBuffer(CudaBackend& backend, int device, DType param, int64_t c, double value) : backend_(backend) {
+    temp_ = make_dense_temp(backend, device, param, {c});
+    backend.fill(temp_.view, Scalar(value));
+    data_ = temp_.view.data;
+  }
+  // Scratch of C values, written by cuDNN and not wanted by the caller.
+  static ParamBuffer scratch(CudaBackend& backend, int device, DType param, int64_t c) {
+    ParamBuffer b(backend, nullptr, param, c, false);
+    b.temp_ = make_dense_temp(backend, device, param, {c});
+    b.data_ = b.temp_.view.data;
+    return b;
+  }
+  ParamBuffer(ParamBuffer&&) = default;
+
+  void* data() const { return data_; }
+  void write_back() {
+    if (has_view_ && temp_.view.data) backend_.copy(view_, temp_.view);
+  }
+
+ private:
+  CudaBackend& backend_;
+  View view_;
+  bool has_view_ = false;
+  DenseTemp temp_;
+  void* data_ = nullptr;
+};
+
+}  // namespace
+
+void CudaBackend::batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
+                             const View* weight, const View* bias, const View* running_mean,
+                             const View* running_var, const BatchNormParams& p) {
+  ANVIL_NVTX_RANGE("batch_norm");
+  const char* op = "batch_norm";
+  const ChannelLayout l = channel_layout(op, in.shape);
+  ANVIL_CHECK(out.shape == in.shape, "batch_norm: output shape ", out.shape, " differs from input shape ", in.shape);
+  check_per_channel(op, "save_mean", &save_mean, l.c);
+  check_per_channel(op, "save_invstd", &save_invstd, l.c);
+  check_per_channel(op, "weight", weight, l.c);
+  check_per_channel(op, "bias", bias, l.c);
+  check_per_channel(op, "running_mean", running_mean, l.c);
+  check_per_channel(op, "running_var", running_var, l.c);
+  const DType dtype = in.dtype, param = param_type(dtype);
+  const cudnnDataType_t type = cudnn_type(op, dtype);
+  ANVIL_CHECK(out.dtype == dtype, "batch_norm: output dtype ", dtype_name(out.dtype), " differs from input dtype ",
+              dtype_name(dtype));
+  if (p.training) {
+    ANVIL_CHECK(l.count() > 1, "batch_norm: training needs more than 1 value per channel, got input shape ",
+                in.shape);
+  } else {
+    ANVIL_CHECK(running_mean && running_var,
+                "batch_norm: evaluation mode needs running_mean and running_var (use training mode without them)");
+  }
+  const int device = in.device_index;
+  DeviceGuard guard(device);
+  if (in.numel() == 0) return;
+  cudaStream_t s = stream(device);
+  cudnnHandle_t handle = cudnn_handle(device, s);
+
+  const DenseOperand x = dense_operand(*this, in, dtype);
+  DenseResult y(*this, out);
+  TensorDesc x_desc, param_desc;
+  x_desc.set_nchw(type, l.n, l.c, l.s, 1);
+  ANVIL_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(param_desc, x_desc, CUDNN_BATCHNORM_SPATIAL));
+  ParamBuffer w = weight ? ParamBuffer(*this, weight, param, l.c, true) : ParamBuffer(*this, device, param, l.c, 1.0);
+  ParamBuffer b = bias ? ParamBuffer(*this, bias, param, l.c, true) : ParamBuffer(*this, device, param, l.c, 0.0);
+  ParamBuffer mean_out(*this, &save_mean, param, l.c, false), invstd_out(*this, &save_invstd, param, l.c, false);
+  const CudnnScalars& sc = cudnn_scalars();
+  // cuDNN computes in float for all but double inputs.
+  const void* one = sc.one(dtype);
+  const void* zero = sc.zero(dtype);
+
+  if (p.training) {
+    // cuDNN updates both running statistics or neither.
+    const bool running = running_mean || running_var;
+    ParamBuffer rm = running_mean ? ParamBuffer(*this, running_mean, param, l.c, true)
+                                  : ParamBuffer::scratch(*this, device, param, l.c);
+    ParamBuffer rv = running_var ? ParamBuffer(*this, running_var, param, l.c, true)
+                                 : ParamBuffer::scratch(*this, device, param, l.c);
+    if (running && !running_mean) fill(View{rm.data(), param, {l.c}, {1}, device}, Scalar(0.0));
+    if (running && !running_var) fill(View{rv.data(), param, {l.c}, {1}, device}, Scalar(1.0));
+    ANVIL_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+        handle, CUDNN_BATCHNORM_SPATIAL, one, zero, x_desc, x.data, x_desc, y.data(), param_desc, w.data(),
+        b.data(), p.momentum, running ? rm.data() : nullptr, running ? rv.data() : nullptr, p.eps,
+        mean_out.data(), invstd_out.data()));
+    rm.write_back();
+    rv.write_back();
+  } else {
+    ParamBuffer rm(*this, running_mean, param, l.c, true), rv(*this, running_var, param, l.c, true);
+    ANVIL_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(handle, CUDNN_BATCHNORM_SPATIAL, one, zero, x_desc,
+                                                              x.data, x_desc, y.data(), param_desc, w.data(),
+                                                              b.data(), rm.data(), rv.data(), p.eps));
+    batch_norm_eval_stats(param, mean_out.data(), invstd_out.data(), rm.data(), rv.data(), l.c, p.eps, s);
+  }
+  mean_out.write_back();
+  invstd_out.write_back();
+  y.commit();
+}
+
+void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
+                                      const View& grad_out, const View& in, const View* weight,
+                                      const View& save_mean, const View& save_invstd, const BatchNormParams& p) {
+  ANVIL_NVTX_RANGE("batch_norm_backward");
+  const char* op = "batch_norm_backward";
+  const ChannelLayout l = channel_layout(op, in.shape);
+  ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
+              "batch_norm_backward: grad_out ", grad_out.shape, " and grad_in ", grad_in.shape,
+              " must have the input's shape ", in.shape);
+  check_per_channel(op, "save_mean", &save_mean, l.c);
+  check_per_channel(op, "save_invstd", &save_invstd, l.c);
+  check_per_channel(op, "weight", weight, l.c);
+  check_per_channel(op, "grad_weight", grad_weight, l.c);
+  check_per_channel(op, "grad_bias", grad_bias, l.c);
+  const DType dtype = in.dtype, param = param_type(dtype);
+  const cudnnDataType_t type = cudnn_type(op, dtype);
+  const int device = in.device_index;
+  DeviceGuard guard(device);
+  cudaStream_t s = stream(device);
+  if (in.numel() == 0) {
+    // Sums over no values; the gradient of no elements is nothing.
+    if (grad_weight) fill(*grad_weight, Scalar(0.0));
+    if (grad_bias) fill(*grad_bias, Scalar(0.0));
+    return;
+  }
+
+  const DenseOperand x = dense_operand(*this, in, dtype), dy = dense_operand(*this, grad_out, dtype);
+  ParamBuffer mean(*this, &save_mean, param, l.c, true), invstd(*this, &save_invstd, param, l.c, true);
+  ParamBuffer gw = grad_weight ? ParamBuffer(*this, grad_weight, param, l.c, false)
+                               : ParamBuffer::scratch(*this, device, param, l.c);
+  ParamBuffer gb = grad_bias ? ParamBuffer(*this, grad_bias, param, l.c, false)
+                             : ParamBuffer::scratch(*this, device, param, l.c);
+  std::optional<DenseResult> dx;
+  DenseTemp dx_scratch;  // cuDNN always writes dx
+  void* dx_data = nullptr;
+  if (grad_in.data) {
+    ANVIL_CHECK(grad_in.dtype == dtype, "batch_norm_backward: grad_in dtype ", dtype_name(grad_in.dtype),
+                " differs from input dtype ", dtype_name(dtype));
+    dx.emplace(*this, grad_in);
+    dx_data = dx->data();
+  }
+
+  if (p.training) {
+    ParamBuffer w = weight ? ParamBuffer(*this, weight, param, l.c, true)
+                           : ParamBuffer(*this, device, param, l.c, 1.0);
+    if (!dx_data) {
+      dx_scratch = make_dense_temp(*this, device, dtype, in.shape);
+      dx_data = dx_scratch.view.data;
+    }
+    cudnnHandle_t handle = cudnn_handle(device, s);
+    TensorDesc x_desc, param_desc;
+    x_desc.set_nchw(type, l.n, l.c, l.s, 1);
+    ANVIL_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(param_desc, x_desc, CUDNN_BATCHNORM_SPATIAL));
+    const CudnnScalars& sc = cudnn_scalars();
+    ANVIL_CUDNN_CHECK(cudnnBatchNormalizationBackward(
+        handle, CUDNN_BATCHNORM_SPATIAL, sc.one(dtype), sc.zero(dtype), sc.one(dtype), sc.zero(dtype), x_desc,
+        x.data, x_desc, dy.data, x_desc, dx_data, param_desc, w.data(), gw.data(), gb.data(), p.eps, mean.data(),
+        invstd.data()));
+  } else {
+    ParamBuffer w(*this, weight, param, l.c, true);  // null data when there is no weight
+    batch_norm_eval_backward(dtype, param, dx_data, grad_weight ? gw.data() : nullptr,
+                             grad_bias ? gb.data() : nullptr, dy.data, x.data, w.data(), mean.data(),
+                             invstd.data(), l.n, l.c, l.s, s);
+  }
+  gw.write_back();
+  gb.write_back();
+  if (dx) dx->commit();
+}
 
 }  // namespace anvil::cuda

@@ -1,9 +1,124 @@
-// STUB: to be written (see kernels/cuda/cuda_backend.h for who defines what).
+// Max and average 2-D pooling. The forward pass uses cuDNN (cudnnPoolingForward)
+// when the output has cuDNN's (floor-mode) size: max pooling ignores padding
+// and propagates NaN, average pooling maps count_include_pad to
+// CUDNN_POOLING_AVERAGE_COUNT_{INCLUDE,EXCLUDE}_PADDING; with floor-mode sizes
+// no window reaches past the padding, so both divisors equal the CPU's.
+// Ceil-mode sizes (windows running past the padded input) use our own kernel.
+//
+// The backward pass always uses our gather kernel (norm_pool_kernels.cu):
+// cuDNN's max-pool backward does not promise the CPU's tie rule (the first
+// maximum of each window gets the whole gradient), and ties are common
+// (windows of ReLU zeros), so CPU and CUDA gradients would differ there.
+#include "core/base/error.h"
+#include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/nvtx.h"
+#include "kernels/cudnn/cudnn_handles.h"
+#include "kernels/cudnn/dense_operands.h"
+#include "kernels/cudnn/norm_pool_kernels.h"
 
 namespace anvil::cuda {
+namespace {
 
-void CudaBackend::pool2d(PoolKind, const View&, const View&, const Pool2dParams&) { fail("cuda backend: pool2d is not implemented yet"); }
-void CudaBackend::pool2d_backward(PoolKind, const View&, const View&, const View&, const View&, const Pool2dParams&) { fail("cuda backend: pool2d_backward is not implemented yet"); }
+// The same checks (and messages) as the CPU kernels.
+PoolShape pool_geometry(const char* op, const Shape& in, const Shape& out, const Pool2dParams& p) {
+  ANVIL_CHECK(in.size() >= 3 && in.size() == out.size(), op,
+              ": expected input [N, C, H, W] (or [C, H, W]) and an output of the same rank, got input ", in,
+              ", output ", out);
+  const size_t d = in.size();
+  PoolShape g{1, in[d - 2], in[d - 1], out[d - 2], out[d - 1], p.kernel[0], p.kernel[1],
+              p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.count_include_pad};
+  for (size_t i = 0; i + 2 < d; ++i) {
+    ANVIL_CHECK(in[i] == out[i], op, ": input ", in, " and output ", out, " differ in dim ", i);
+    g.planes *= in[i];
+  }
+  ANVIL_CHECK(g.kh > 0 && g.kw > 0 && g.sh > 0 && g.sw > 0, op, ": kernel and stride must be positive, got kernel [",
+              g.kh, ", ", g.kw, "], stride [", g.sh, ", ", g.sw, "]");
+  ANVIL_CHECK(g.ph >= 0 && g.pw >= 0 && 2 * g.ph <= g.kh && 2 * g.pw <= g.kw, op,
+              ": padding must be between 0 and half the kernel size, got padding [", g.ph, ", ", g.pw,
+              "] for kernel [", g.kh, ", ", g.kw, "]");
+  ANVIL_CHECK(g.ho >= 0 && g.wo >= 0 && (g.ho == 0 || (g.ho - 1) * g.sh < g.h + g.ph) &&
+                  (g.wo == 0 || (g.wo - 1) * g.sw < g.w + g.pw),
+              op, ": output ", out, " is too large for input ", in, " with kernel [", g.kh, ", ", g.kw,
+              "], stride [", g.sh, ", ", g.sw, "], padding [", g.ph, ", ", g.pw, "]");
+  return g;
+}
+
+// Whether cuDNN computes exactly this output size (floor mode) and the
+// tensors fit its int dims.
+bool cudnn_covers(const PoolShape& g) {
+  const bool floor_h = g.h + 2 * g.ph >= g.kh && g.ho == (g.h + 2 * g.ph - g.kh) / g.sh + 1;
+  const bool floor_w = g.w + 2 * g.pw >= g.kw && g.wo == (g.w + 2 * g.pw - g.kw) / g.sw + 1;
+  const int64_t limit = int64_t{1} << 31;
+  return floor_h && floor_w && g.planes * g.h * g.w < limit && g.planes * g.ho * g.wo < limit;
+}
+
+void cudnn_pool_forward(cudnnHandle_t handle, PoolKind kind, DType dtype, void* out, const void* in,
+                        const PoolShape& g) {
+  const char* op = "pool2d";
+  const cudnnDataType_t type = cudnn_type(op, dtype);
+  TensorDesc x, y;
+  x.set_nchw(type, 1, g.planes, g.h, g.w);
+  y.set_nchw(type, 1, g.planes, g.ho, g.wo);
+  cudnnPoolingDescriptor_t pool = nullptr;
+  ANVIL_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&pool));
+  const cudnnPoolingMode_t mode = kind == PoolKind::Max ? CUDNN_POOLING_MAX
+                                  : g.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                        : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  const cudnnStatus_t set = cudnnSetPooling2dDescriptor(
+      pool, mode, CUDNN_PROPAGATE_NAN, to_cudnn_int(op, g.kh), to_cudnn_int(op, g.kw), to_cudnn_int(op, g.ph),
+      to_cudnn_int(op, g.pw), to_cudnn_int(op, g.sh), to_cudnn_int(op, g.sw));
+  cudnnStatus_t run = CUDNN_STATUS_SUCCESS;
+  if (set == CUDNN_STATUS_SUCCESS) {
+    const CudnnScalars& s = cudnn_scalars();
+    run = cudnnPoolingForward(handle, pool, s.one(dtype), x, in, s.zero(dtype), y, out);
+  }
+  cudnnDestroyPoolingDescriptor(pool);
+  ANVIL_CUDNN_CHECK(set);
+  ANVIL_CUDNN_CHECK(run);
+}
+
+}  // namespace
+
+void CudaBackend::pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) {
+  ANVIL_NVTX_RANGE("pool2d");
+  const PoolShape g = pool_geometry("pool2d", in.shape, out.shape, p);
+  const DType dtype = out.dtype;
+  cudnn_type("pool2d", dtype);
+  const int device = out.device_index;
+  DeviceGuard guard(device);
+  if (out.numel() == 0) return;
+  const DenseOperand x = dense_operand(*this, in, dtype);
+  DenseResult y(*this, out);
+  if (cudnn_covers(g)) {
+    cudnn_pool_forward(cudnn_handle(device, stream(device)), kind, dtype, y.data(), x.data, g);
+  } else {
+    pool_forward_dense(kind, dtype, y.data(), x.data, g, stream(device));
+  }
+  y.commit();
+}
+
+void CudaBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in,
+                                  const View& /*out*/, const Pool2dParams& p) {
+  ANVIL_NVTX_RANGE("pool2d_backward");
+  const PoolShape g = pool_geometry("pool2d_backward", grad_in.shape, grad_out.shape, p);
+  ANVIL_CHECK(kind != PoolKind::Max || in.shape == grad_in.shape, "pool2d_backward: max pooling needs the input ",
+              "of the forward pass with grad_in's shape ", grad_in.shape, ", got ", in.shape);
+  const DType dtype = grad_in.dtype;
+  cudnn_type("pool2d_backward", dtype);
+  const int device = grad_in.device_index;
+  DeviceGuard guard(device);
+  if (grad_in.numel() == 0) return;
+  if (grad_out.numel() == 0) {  // no windows: nothing flows back
+    fill(grad_in, Scalar(0.0));
+    return;
+  }
+  const DenseOperand dy = dense_operand(*this, grad_out, dtype);
+  DenseOperand x;
+  if (kind == PoolKind::Max) x = dense_operand(*this, in, dtype);
+  DenseResult dx(*this, grad_in);
+  pool_backward_dense(kind, dtype, dx.data(), dy.data, x.data, g, stream(device));
+  dx.commit();
+}
 
 }  // namespace anvil::cuda

@@ -1,0 +1,272 @@
+// Kernels that complete the cuDNN pooling and batch norm paths; see
+// norm_pool_kernels.h. Each mirrors the CPU kernel's arithmetic (the same
+// window rules, the same accumulation types) so results agree closely.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cudnn/norm_pool_kernels.h"
+
+namespace anvil::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Loads and stores between storage types and the accumulation type.
+template <typename T> __device__ __forceinline__ double to_double(T v) { return static_cast<double>(v); }
+template <> __device__ __forceinline__ double to_double<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+template <typename T> __device__ __forceinline__ T from_double(double v) { return static_cast<T>(v); }
+template <> __device__ __forceinline__ __half from_double<__half>(double v) {
+  return __float2half_rn(static_cast<float>(v));
+}
+template <> __device__ __forceinline__ __nv_bfloat16 from_double<__nv_bfloat16>(double v) {
+  return __float2bfloat16_rn(static_cast<float>(v));
+}
+
+// The accumulator the CPU uses for T: float for float/half/bfloat16, double for double.
+template <typename T> struct Acc { using type = float; };
+template <> struct Acc<double> { using type = double; };
+
+unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(b, 1), 65535 * 16));
+}
+
+template <typename F>
+void dispatch_dtype(const char* op, DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float32: f(float{}); return;
+    case DType::Float64: f(double{}); return;
+    case DType::Float16: f(__half{}); return;
+    case DType::BFloat16: f(__nv_bfloat16{}); return;
+    default: fail(op, ": dtype ", dtype_name(dtype), " is not supported on CUDA (floating dtypes only)");
+  }
+}
+
+// ---- pooling ----
+
+struct Window {
+  int64_t h0, h1, w0, w1, divisor;
+};
+
+__device__ __forceinline__ Window window_at(const PoolShape& g, int64_t oh, int64_t ow) {
+  Window win;
+  win.h0 = oh * g.sh - g.ph;
+  win.w0 = ow * g.sw - g.pw;
+  win.h1 = min(win.h0 + g.kh, g.h + g.ph);
+  win.w1 = min(win.w0 + g.kw, g.w + g.pw);
+  const int64_t padded_size = (win.h1 - win.h0) * (win.w1 - win.w0);
+  win.h0 = max(win.h0, int64_t{0});
+  win.w0 = max(win.w0, int64_t{0});
+  win.h1 = min(win.h1, g.h);
+  win.w1 = min(win.w1, g.w);
+  win.divisor = g.count_include_pad ? padded_size : (win.h1 - win.h0) * (win.w1 - win.w0);
+  return win;
+}
+
+// First maximum in row-major window order; a NaN wins (the first NaN).
+template <typename T>
+__device__ int64_t window_argmax(const T* plane, const PoolShape& g, const Window& win) {
+  int64_t best_idx = win.h0 * g.w + win.w0;
+  double best = -INFINITY;
+  bool first = true;
+  for (int64_t ih = win.h0; ih < win.h1; ++ih) {
+    for (int64_t iw = win.w0; iw < win.w1; ++iw) {
+      const double v = to_double(plane[ih * g.w + iw]);
+      if (first || v > best || (isnan(v) && !isnan(best))) {
+        best = v;
+        best_idx = ih * g.w + iw;
+        first = false;
+      }
+      if (isnan(best)) return best_idx;
+    }
+  }
+  return best_idx;
+}
+
+template <typename T>
+__global__ void pool_forward_kernel(PoolKind kind, T* __restrict__ out, const T* __restrict__ in, PoolShape g) {
+  const int64_t total = g.planes * g.ho * g.wo;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t ow = i % g.wo, oh = (i / g.wo) % g.ho, pl = i / (g.wo * g.ho);
+    const T* plane = in + pl * g.h * g.w;
+    const Window win = window_at(g, oh, ow);
+    if (kind == PoolKind::Max) {
+      out[i] = plane[window_argmax(plane, g, win)];
+    } else {
+      double sum = 0;
+      for (int64_t ih = win.h0; ih < win.h1; ++ih)
+        for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += to_double(plane[ih * g.w + iw]);
+      out[i] = from_double<T>(sum / static_cast<double>(win.divisor));
+    }
+  }
+}
+
+// Outputs [lo, hi) along one dim whose window [o*s - p, o*s - p + k) holds i.
+__device__ __forceinline__ void covering(int64_t i, int64_t k, int64_t s, int64_t p, int64_t out_size,
+                                         int64_t& lo, int64_t& hi) {
+  const int64_t a = i + p - k + 1;  // smallest o*s with o*s - p + k > i
+  lo = a <= 0 ? 0 : (a + s - 1) / s;
+  hi = min((i + p) / s + 1, out_size);
+}
+
+template <typename T>
+__global__ void pool_backward_kernel(PoolKind kind, T* __restrict__ grad_in, const T* __restrict__ grad_out,
+                                     const T* __restrict__ in, PoolShape g) {
+  using A = typename Acc<T>::type;
+  const int64_t total = g.planes * g.h * g.w;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t iw = i % g.w, ih = (i / g.w) % g.h, pl = i / (g.w * g.h);
+    const int64_t here = ih * g.w + iw;
+    const T* go = grad_out + pl * g.ho * g.wo;
+    const T* plane = kind == PoolKind::Max ? in + pl * g.h * g.w : nullptr;
+    int64_t oh0, oh1, ow0, ow1;
+    covering(ih, g.kh, g.sh, g.ph, g.ho, oh0, oh1);
+    covering(iw, g.kw, g.sw, g.pw, g.wo, ow0, ow1);
+    A acc = 0;
+    // Same order as the CPU's scatter: windows in row-major output order.
+    for (int64_t oh = oh0; oh < oh1; ++oh) {
+      for (int64_t ow = ow0; ow < ow1; ++ow) {
+        const Window win = window_at(g, oh, ow);
+        if (kind == PoolKind::Max) {
+          if (window_argmax(plane, g, win) == here) acc += static_cast<A>(to_double(go[oh * g.wo + ow]));
+        } else {
+          // The CPU rounds each share to the storage type's compute type first.
+          acc += static_cast<A>(to_double(go[oh * g.wo + ow]) / static_cast<double>(win.divisor));
+        }
+      }
+    }
+    grad_in[i] = from_double<T>(static_cast<double>(acc));
+  }
+}
+
+// ---- batch norm (evaluation mode) ----
+
+template <typename P>
+__global__ void bn_eval_stats_kernel(P* save_mean, P* save_invstd, const P* running_mean, const P* running_var,
+                                     int64_t c, double eps) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < c; i += int64_t{gridDim.x} * blockDim.x) {
+    save_mean[i] = running_mean[i];
+    save_invstd[i] = static_cast<P>(1.0 / sqrt(static_cast<double>(running_var[i]) + eps));
+  }
+}
+
+template <typename T, typename P>
+__global__ void bn_eval_grad_input_kernel(T* __restrict__ grad_in, const T* __restrict__ grad_out,
+                                          const P* __restrict__ weight, const P* __restrict__ invstd, int64_t c,
+                                          int64_t s, int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t ch = (i / s) % c;
+    const double k = static_cast<double>(invstd[ch]) * (weight ? static_cast<double>(weight[ch]) : 1.0);
+    grad_in[i] = from_double<T>(k * to_double(grad_out[i]));
+  }
+}
+
+// One block per channel: sums over the channel's n * s values, in double.
+template <typename T, typename P>
+__global__ void bn_eval_grad_params_kernel(P* grad_weight, P* grad_bias, const T* __restrict__ grad_out,
+                                           const T* __restrict__ x, const P* __restrict__ mean,
+                                           const P* __restrict__ invstd, int64_t n, int64_t c, int64_t s) {
+  const int64_t ch = blockIdx.x;
+  const double m = static_cast<double>(mean[ch]);
+  double sg = 0, sgx = 0;
+  for (int64_t j = threadIdx.x; j < n * s; j += blockDim.x) {
+    const int64_t idx = ((j / s) * c + ch) * s + j % s;
+    const double gv = to_double(grad_out[idx]);
+    sg += gv;
+    sgx += gv * (to_double(x[idx]) - m);
+  }
+  __shared__ double red_g[kThreads], red_gx[kThreads];
+  red_g[threadIdx.x] = sg;
+  red_gx[threadIdx.x] = sgx;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      red_g[threadIdx.x] += red_g[threadIdx.x + stride];
+      red_gx[threadIdx.x] += red_gx[threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    if (grad_weight) grad_weight[ch] = static_cast<P>(red_gx[0] * static_cast<double>(invstd[ch]));
+    if (grad_bias) grad_bias[ch] = static_cast<P>(red_g[0]);
+  }
+}
+
+}  // namespace
+
+void pool_forward_dense(PoolKind kind, DType dtype, void* out, const void* in, const PoolShape& g,
+                        cudaStream_t stream) {
+  const int64_t total = g.planes * g.ho * g.wo;
+  if (total == 0) return;
+  dispatch_dtype("pool2d", dtype, [&](auto tag) {
+    using T = decltype(tag);
+    pool_forward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(kind, static_cast<T*>(out),
+                                                                         static_cast<const T*>(in), g);
+    ANVIL_CUDA_CHECK_LAUNCH("pool_forward_kernel");
+  });
+}
+
+void pool_backward_dense(PoolKind kind, DType dtype, void* grad_in, const void* grad_out, const void* in,
+                         const PoolShape& g, cudaStream_t stream) {
+  const int64_t total = g.planes * g.h * g.w;
+  if (total == 0) return;
+  dispatch_dtype("pool2d_backward", dtype, [&](auto tag) {
+    using T = decltype(tag);
+    pool_backward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
+        kind, static_cast<T*>(grad_in), static_cast<const T*>(grad_out), static_cast<const T*>(in), g);
+    ANVIL_CUDA_CHECK_LAUNCH("pool_backward_kernel");
+  });
+}
+
+void batch_norm_eval_stats(DType param, void* save_mean, void* save_invstd, const void* running_mean,
+                           const void* running_var, int64_t c, double eps, cudaStream_t stream) {
+  if (c == 0) return;
+  if (param == DType::Float64) {
+    bn_eval_stats_kernel<double><<<blocks_for(c), kThreads, 0, stream>>>(
+        static_cast<double*>(save_mean), static_cast<double*>(save_invstd), static_cast<const double*>(running_mean),
+        static_cast<const double*>(running_var), c, eps);
+  } else {
+    bn_eval_stats_kernel<float><<<blocks_for(c), kThreads, 0, stream>>>(
+        static_cast<float*>(save_mean), static_cast<float*>(save_invstd), static_cast<const float*>(running_mean),
+        static_cast<const float*>(running_var), c, eps);
+  }
+  ANVIL_CUDA_CHECK_LAUNCH("bn_eval_stats_kernel");
+}
+
+void batch_norm_eval_backward(DType dtype, DType param, void* grad_in, void* grad_weight, void* grad_bias,
+                              const void* grad_out, const void* x, const void* weight, const void* mean,
+                              const void* invstd, int64_t n, int64_t c, int64_t s, cudaStream_t stream) {
+  dispatch_dtype("batch_norm_backward", dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto run = [&](auto ptag) {
+      using P = decltype(ptag);
+      const int64_t total = n * c * s;
+      if (grad_in && total > 0) {
+        bn_eval_grad_input_kernel<T, P><<<blocks_for(total), kThreads, 0, stream>>>(
+            static_cast<T*>(grad_in), static_cast<const T*>(grad_out), static_cast<const P*>(weight),
+            static_cast<const P*>(invstd), c, s, total);
+        ANVIL_CUDA_CHECK_LAUNCH("bn_eval_grad_input_kernel");
+      }
+      if ((grad_weight || grad_bias) && c > 0) {
+        bn_eval_grad_params_kernel<T, P><<<static_cast<unsigned>(c), kThreads, 0, stream>>>(
+            static_cast<P*>(grad_weight), static_cast<P*>(grad_bias), static_cast<const T*>(grad_out),
+            static_cast<const T*>(x), static_cast<const P*>(mean), static_cast<const P*>(invstd), n, c, s);
+        ANVIL_CUDA_CHECK_LAUNCH("bn_eval_grad_params_kernel");
+      }
+    };
+    if (param == DType::Float64) run(double{}); else run(float{});
+  });
+}
+
+}  // namespace anvil::cuda
