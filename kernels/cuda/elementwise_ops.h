@@ -1,0 +1,28 @@
+#pragma once
+// Internal to kernels/cuda: the elementwise family split over several .cu
+// files so they compile in parallel (unary.cu, binary.cu, compare.cu,
+// binary_backward.cu); CudaBackend::unary/binary/where (elementwise.cu)
+// validate and route here.
+#include <cuda_runtime_api.h>
+
+#include "kernels/backend.h"
+
+namespace anvil::cuda {
+
+const char* op_name(UnaryOp op);
+const char* op_name(BinaryOp op);
+
+struct LaunchTarget {
+  cudaStream_t stream;
+  int device;
+};
+
+void launch_unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p, LaunchTarget t);
+// Add, Sub, Mul, Div, Pow, Maximum, Minimum.
+void launch_binary_arithmetic(BinaryOp op, const View& out, const View& a, const View& b, LaunchTarget t);
+// Eq ... LogicalOr (bool results).
+void launch_binary_compare(BinaryOp op, const View& out, const View& a, const View& b, LaunchTarget t);
+// ReluBackward ... TanhBackward.
+void launch_binary_backward(BinaryOp op, const View& out, const View& a, const View& b, LaunchTarget t);
+
+}  // namespace anvil::cuda
