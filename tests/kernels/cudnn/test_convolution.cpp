@@ -1,0 +1,126 @@
+// conv2d on CUDA (cuDNN) against the CPU backend: forward with bias and the
+// gradients of input, weight and bias, over strides, padding, dilation,
+// groups, odd sizes, non-contiguous inputs and every floating dtype.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/ops.h"
+#include "kernels/backend.h"
+#include "tests/kernels/cuda/cuda_test_util.h"
+
+namespace anvil {
+namespace {
+
+// "[2, 3, 9, 9]" for test traces.
+std::string shape_text(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+using test::random_tensor;
+using test::Tolerance;
+
+struct ConvCase {
+  Shape input;   // [N, C, H, W]
+  int64_t cout, kh, kw;
+  Conv2dOptions o;
+  bool bias = true;
+};
+
+// Sums of `terms` products in a different order on each side.
+Tolerance conv_tolerance(DType dtype, int64_t terms) {
+  Tolerance t = test::tolerance_for(dtype);
+  t.atol *= std::sqrt(static_cast<double>(std::max<int64_t>(terms, 1)));
+  return t;
+}
+
+void expect_conv_matches(const ConvCase& c, DType dtype, uint64_t seed) {
+  SCOPED_TRACE(::testing::Message() << "input " << shape_text(c.input) << ", cout " << c.cout << ", kernel " << c.kh << "x"
+                                    << c.kw << ", stride " << c.o.stride[0] << "," << c.o.stride[1] << ", padding "
+                                    << c.o.padding[0] << "," << c.o.padding[1] << ", dilation " << c.o.dilation[0]
+                                    << "," << c.o.dilation[1] << ", groups " << c.o.groups << ", "
+                                    << dtype_name(dtype));
+  const int64_t cin_g = c.input[1] / c.o.groups;
+  Tensor x = random_tensor(c.input, dtype, seed);
+  Tensor w = random_tensor({c.cout, cin_g, c.kh, c.kw}, dtype, seed + 1);
+  Tensor b = c.bias ? random_tensor({c.cout}, dtype, seed + 2) : Tensor();
+  Tensor y_cpu = conv2d(x, w, b, c.o);
+  Tensor g = random_tensor(y_cpu.shape(), dtype, seed + 3);
+  auto run = [&](Device d) {
+    Tensor xd = x.to(d).detach().requires_grad_(), wd = w.to(d).detach().requires_grad_();
+    Tensor bd = c.bias ? b.to(d).detach().requires_grad_() : Tensor();
+    Tensor y = conv2d(xd, wd, bd, c.o);
+    sum(y * g.to(d)).backward();
+    return std::vector<Tensor>{y, xd.grad(), wd.grad(), c.bias ? bd.grad() : Tensor()};
+  };
+  const std::vector<Tensor> want = run(Device::cpu()), got = run(Device::cuda(0));
+  const int64_t out_plane = y_cpu.size(2) * y_cpu.size(3);
+  EXPECT_CUDA_CLOSE(got[0], want[0], conv_tolerance(dtype, cin_g * c.kh * c.kw)) << "output";
+  EXPECT_CUDA_CLOSE(got[1], want[1], conv_tolerance(dtype, c.cout / c.o.groups * c.kh * c.kw)) << "grad input";
+  EXPECT_CUDA_CLOSE(got[2], want[2], conv_tolerance(dtype, c.input[0] * out_plane)) << "grad weight";
+  if (c.bias) {
+    EXPECT_CUDA_CLOSE(got[3], want[3], conv_tolerance(dtype, c.input[0] * out_plane)) << "grad bias";
+  }
+}
+
+std::vector<ConvCase> cases() {
+  std::vector<ConvCase> v;
+  v.push_back({{2, 3, 9, 9}, 4, 3, 3, {}});
+  v.push_back({{1, 1, 1, 1}, 1, 1, 1, {}});
+  v.push_back({{3, 5, 13, 7}, 6, 3, 2, Conv2dOptions{{2, 1}, {1, 0}, {1, 1}, 1}, false});
+  v.push_back({{2, 4, 17, 17}, 8, 3, 3, Conv2dOptions{{1, 1}, {2, 2}, {2, 2}, 1}});     // dilation
+  v.push_back({{2, 6, 11, 12}, 9, 3, 3, Conv2dOptions{{2, 2}, {1, 1}, {1, 1}, 3}});     // groups
+  v.push_back({{2, 8, 10, 10}, 8, 3, 3, Conv2dOptions{{1, 1}, {1, 1}, {1, 1}, 8}});     // depthwise
+  v.push_back({{4, 16, 7, 7}, 32, 1, 1, {}});                                            // pointwise
+  v.push_back({{2, 3, 32, 32}, 16, 7, 7, Conv2dOptions{{2, 2}, {3, 3}, {1, 1}, 1}});    // stem-like
+  v.push_back({{1, 4, 15, 9}, 6, 5, 3, Conv2dOptions{{3, 2}, {2, 1}, {2, 3}, 2}});      // everything at once
+  return v;
+}
+
+TEST(CudnnConv2d, MatchesCpuFloat32) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  uint64_t seed = 1;
+  for (const ConvCase& c : cases()) expect_conv_matches(c, kFloat32, seed += 10);
+}
+
+TEST(CudnnConv2d, MatchesCpuOtherDtypes) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  uint64_t seed = 1000;
+  for (DType dtype : {kFloat64, kFloat16, kBFloat16})
+    for (const ConvCase& c : cases()) expect_conv_matches(c, dtype, seed += 10);
+}
+
+TEST(CudnnConv2d, NonContiguousInputAndWeight) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  // NHWC storage seen as NCHW, and a weight stored [Cout, kH, kW, Cin].
+  Tensor x_nhwc = random_tensor({2, 10, 11, 6}, kFloat32, 77);
+  Tensor w_khwc = random_tensor({5, 3, 3, 6}, kFloat32, 78);
+  Tensor b = random_tensor({5}, kFloat32, 79);
+  Conv2dOptions o{{1, 2}, {1, 1}, {1, 1}, 1};
+  Tensor want = conv2d(x_nhwc.permute({0, 3, 1, 2}), w_khwc.permute({0, 3, 1, 2}), b, o);
+  Tensor got = conv2d(x_nhwc.cuda().permute({0, 3, 1, 2}), w_khwc.cuda().permute({0, 3, 1, 2}), b.cuda(), o);
+  EXPECT_CUDA_CLOSE(got, want, conv_tolerance(kFloat32, 54));
+}
+
+TEST(CudnnConv2d, BackendWritesStridedOutputs) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  // The backend may be handed a non-contiguous output: a channel slice.
+  Backend& cpu = backend_for(DeviceType::CPU);
+  Backend& gpu = backend_for(DeviceType::CUDA);
+  Tensor x = random_tensor({2, 3, 8, 8}, kFloat32, 90), w = random_tensor({4, 3, 3, 3}, kFloat32, 91);
+  Tensor out_base = random_tensor({2, 6, 6, 6}, kFloat32, 92);
+  Conv2dParams p;
+  Tensor want_base = out_base.clone(), got_base = out_base.cuda();
+  Tensor want = want_base.narrow(1, 1, 4), got = got_base.narrow(1, 1, 4);
+  Tensor xg = x.cuda(), wg = w.cuda();
+  cpu.conv2d(want.view_of(), x.view_of(), w.view_of(), nullptr, p);
+  gpu.conv2d(got.view_of(), xg.view_of(), wg.view_of(), nullptr, p);
+  EXPECT_CUDA_CLOSE(got_base, want_base, conv_tolerance(kFloat32, 27));
+}
+
+}  // namespace
+}  // namespace anvil
