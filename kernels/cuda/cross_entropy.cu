@@ -1,9 +1,190 @@
-// STUB: to be written (see kernels/cuda/cuda_backend.h for who defines what).
-#include "kernels/cuda/cuda_backend.h"
+// Fused log-softmax + NLL (cross entropy) over logits [N, C] with integer
+// targets, ignore_index and label smoothing: the formulas of
+// kernels/cpu/loss.cpp, in float (double for float64).
+//
+// Forward: one block per row reads the row once, keeping a running max and
+// sum of exp(x - max) (online softmax) and, with label smoothing, the sum of
+// the logits; it writes the row's loss and its logsumexp (for the backward).
+// Backward: grad = g * (exp(x - lse) - smoothing/C) - g * (1 - smoothing) at
+// the target, straight from the saved logsumexp: the probabilities are never
+// stored. Ignored rows get loss 0 and gradient 0.
+//
+// Targets outside [0, C) (other than ignore_index) are found on the device:
+// that row's loss is NaN and the error is raised later (index_errors.h).
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cuda/dense_arg.h"
+#include "kernels/cuda/device/nn_common.cuh"
+#include "kernels/cuda/index_errors.h"
+#include "kernels/cuda/nvtx.h"
 
 namespace anvil::cuda {
+namespace {
 
-void CudaBackend::cross_entropy(const View&, const View&, const View&, const View&, const CrossEntropyParams&) { fail("cuda backend: cross_entropy is not implemented yet"); }
-void CudaBackend::cross_entropy_backward(const View&, const View&, const View&, const View&, const View&, const CrossEntropyParams&) { fail("cuda backend: cross_entropy_backward is not implemented yet"); }
+using nn::acc_t;
+
+template <typename C> struct Online {
+  C max = -C(INFINITY), sum = C(0);
+  __device__ __forceinline__ void add(C x) {
+    if (x > max) {
+      sum = sum * exp(max - x) + C(1);
+      max = x;
+    } else if (x != -C(INFINITY)) {
+      sum += exp(x - max);
+    }
+  }
+};
+
+// As the CPU: an infinite max is the logsumexp (all -inf, or some +inf).
+template <typename C> __device__ __forceinline__ C logsumexp_of(const dev::MaxSum<C>& ms) {
+  return isinf(ms.max) ? ms.max : ms.max + log(ms.sum);
+}
+
+template <typename T, typename C, bool kSmooth>
+__global__ void cross_entropy_kernel(C* losses, C* lse_out, const T* logits, const int64_t* targets, int64_t n,
+                                     int64_t c, int64_t ignore_index, C smoothing, nn::IndexErrorRecord* rec) {
+  for (int64_t row = blockIdx.x; row < n; row += gridDim.x) {
+    const T* x = logits + row * c;
+    Online<C> o;
+    C sum_x = 0;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      const C v = dev::cast<C>(x[j]);
+      o.add(v);
+      if constexpr (kSmooth) sum_x += v;
+    }
+    const dev::MaxSum<C> ms = dev::block_reduce_max_sum(dev::MaxSum<C>{o.max, o.sum});
+    if constexpr (kSmooth) sum_x = dev::block_reduce_sum(sum_x);
+    if (threadIdx.x != 0) continue;
+    const C lse = logsumexp_of(ms);
+    lse_out[row] = lse;
+    const int64_t t = targets[row];
+    if (t == ignore_index) {
+      losses[row] = 0;
+    } else if (t < 0 || t >= c) {
+      nn::record_index_error(rec, nn::kCrossEntropy, t, c, 1);
+      losses[row] = C(NAN);
+    } else {
+      C target_term = (C(1) - smoothing) * dev::cast<C>(x[t]);
+      if constexpr (kSmooth) target_term += smoothing / static_cast<C>(c) * sum_x;
+      losses[row] = lse - target_term;
+    }
+  }
+}
+
+template <typename T, typename C>
+__global__ void cross_entropy_backward_kernel(T* grad, const C* grad_losses, const T* logits, const int64_t* targets,
+                                              const C* lse, int64_t n, int64_t c, int64_t ignore_index, C smoothing,
+                                              nn::IndexErrorRecord* rec) {
+  const C smooth = smoothing / static_cast<C>(c > 0 ? c : 1);
+  for (int64_t row = blockIdx.x; row < n; row += gridDim.x) {
+    const T* x = logits + row * c;
+    T* dst = grad + row * c;
+    const int64_t t = targets[row];
+    const bool valid = t >= 0 && t < c;
+    if (t == ignore_index || !valid) {
+      if (t != ignore_index && threadIdx.x == 0) nn::record_index_error(rec, nn::kCrossEntropy, t, c, 1);
+      const T fill = dev::cast<T>(t == ignore_index ? C(0) : C(NAN));
+      for (int64_t j = threadIdx.x; j < c; j += blockDim.x) dst[j] = fill;
+      continue;
+    }
+    const C g = grad_losses[row], l = lse[row], at_target = g * (C(1) - smoothing);
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      C v = g * (exp(dev::cast<C>(x[j]) - l) - smooth);
+      if (j == t) v -= at_target;
+      dst[j] = dev::cast<T>(v);
+    }
+  }
+}
+
+int threads_for_row(int64_t c) { return c >= 4096 ? 512 : c >= 1024 ? 256 : c >= 128 ? 128 : 32; }
+
+struct LossShape {
+  int64_t n, c;
+};
+
+LossShape loss_shape(const char* op, const View& logits, const View& targets) {
+  ANVIL_CHECK(logits.dim() == 2, op, ": expected logits [N, C], got ", logits.shape);
+  const LossShape s{logits.shape[0], logits.shape[1]};
+  ANVIL_CHECK(targets.numel() == s.n && targets.dim() <= 1, op, ": expected targets [", s.n, "] for logits ",
+              logits.shape, ", got ", targets.shape);
+  ANVIL_CHECK(targets.dtype == kInt64 || targets.dtype == kInt32, op, ": targets must be int64 class indices, got ",
+              dtype_name(targets.dtype));
+  return s;
+}
+
+void check_rows(const char* op, const char* what, const View& v, int64_t n) {
+  ANVIL_CHECK(v.numel() == n && v.dim() <= 1, op, ": ", what, " must have shape [", n, "], got ", v.shape);
+}
+
+}  // namespace
+
+void CudaBackend::cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
+                                const CrossEntropyParams& p) {
+  ANVIL_NVTX_RANGE("cross_entropy");
+  const LossShape sh = loss_shape("cross_entropy", logits, targets);
+  check_rows("cross_entropy", "losses", losses, sh.n);
+  check_rows("cross_entropy", "logsumexp", logsumexp, sh.n);
+  ANVIL_CHECK(is_floating(logits.dtype), "cross_entropy: dtype ", logits.dtype,
+              " is not supported on CUDA (floating dtypes only)");
+  DeviceGuard guard(logits.device_index);
+  raise_pending_index_error(logits.device_index);
+  if (sh.n == 0) return;
+  const cudaStream_t s = stream(logits.device_index);
+  nn::IndexErrorRecord* rec = index_error_record(logits.device_index);
+  visit_floating_device_dtype("cross_entropy", logits.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = acc_t<T>;
+    const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
+    DenseArg x(*this, logits, logits.dtype, DenseArg::In), t(*this, targets, kInt64, DenseArg::In);
+    DenseArg loss(*this, losses, acc_dtype, DenseArg::Out), lse(*this, logsumexp, acc_dtype, DenseArg::Out);
+    const unsigned grid = grid_for(sh.n, 1, 1 << 20);
+    const int threads = threads_for_row(sh.c);
+    const C ls = static_cast<C>(p.label_smoothing);
+    if (p.label_smoothing != 0)
+      cross_entropy_kernel<T, C, true><<<grid, threads, 0, s>>>(loss.ptr<C>(), lse.ptr<C>(), x.ptr<T>(),
+                                                                t.ptr<int64_t>(), sh.n, sh.c, p.ignore_index, ls, rec);
+    else
+      cross_entropy_kernel<T, C, false><<<grid, threads, 0, s>>>(loss.ptr<C>(), lse.ptr<C>(), x.ptr<T>(),
+                                                                 t.ptr<int64_t>(), sh.n, sh.c, p.ignore_index, ls, rec);
+    ANVIL_CUDA_CHECK_LAUNCH("cross_entropy_kernel");
+    loss.commit();
+    lse.commit();
+  });
+}
+
+void CudaBackend::cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,
+                                         const View& targets, const View& logsumexp, const CrossEntropyParams& p) {
+  ANVIL_NVTX_RANGE("cross_entropy_backward");
+  const LossShape sh = loss_shape("cross_entropy_backward", logits, targets);
+  ANVIL_CHECK(grad_logits.shape == logits.shape, "cross_entropy_backward: grad_logits ", grad_logits.shape,
+              " must have the logits' shape ", logits.shape);
+  ANVIL_CHECK(grad_logits.dtype == logits.dtype, "cross_entropy_backward: grad_logits dtype ", grad_logits.dtype,
+              " differs from logits dtype ", logits.dtype);
+  check_rows("cross_entropy_backward", "grad_losses", grad_losses, sh.n);
+  check_rows("cross_entropy_backward", "logsumexp", logsumexp, sh.n);
+  ANVIL_CHECK(is_floating(logits.dtype), "cross_entropy_backward: dtype ", logits.dtype,
+              " is not supported on CUDA (floating dtypes only)");
+  DeviceGuard guard(logits.device_index);
+  raise_pending_index_error(logits.device_index);
+  if (sh.n == 0 || sh.c == 0) return;
+  const cudaStream_t s = stream(logits.device_index);
+  nn::IndexErrorRecord* rec = index_error_record(logits.device_index);
+  visit_floating_device_dtype("cross_entropy_backward", logits.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = acc_t<T>;
+    const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
+    DenseArg x(*this, logits, logits.dtype, DenseArg::In), t(*this, targets, kInt64, DenseArg::In);
+    DenseArg g(*this, grad_losses, acc_dtype, DenseArg::In), lse(*this, logsumexp, acc_dtype, DenseArg::In);
+    DenseArg grad(*this, grad_logits, logits.dtype, DenseArg::Out);
+    cross_entropy_backward_kernel<T, C><<<grid_for(sh.n, 1, 1 << 20), threads_for_row(sh.c), 0, s>>>(
+        grad.ptr<T>(), g.ptr<C>(), x.ptr<T>(), t.ptr<int64_t>(), lse.ptr<C>(), sh.n, sh.c, p.ignore_index,
+        static_cast<C>(p.label_smoothing), rec);
+    ANVIL_CUDA_CHECK_LAUNCH("cross_entropy_backward_kernel");
+    grad.commit();
+  });
+}
 
 }  // namespace anvil::cuda
