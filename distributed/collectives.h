@@ -1,0 +1,35 @@
+#pragma once
+// torch.distributed-style free functions on the default group (or another
+// one). Synchronous by default: they return when the operation finished on
+// this rank, and throw its error. With {.async_op = true} they return at
+// once; wait() on the returned Work before touching the tensors.
+//
+//   all_reduce(grad, ReduceOp::Avg);
+//   auto w = all_reduce(grad, ReduceOp::Sum, {.async_op = true});
+//   ... overlap other work ...
+//   w->wait();
+//
+// Tensors are handles: the collective writes into the tensor's memory, so
+// they are taken by const reference (like torch, which mutates in place).
+#include "distributed/init.h"
+#include "distributed/process_group.h"
+
+namespace anvil::distributed {
+
+struct CallOptions {
+  bool async_op = false;
+  ProcessGroup* group = nullptr;  // nullptr: the default group
+};
+
+WorkHandle all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum, const CallOptions& call = {});
+WorkHandle broadcast(const Tensor& tensor, int root, const CallOptions& call = {});
+// output: world_size * input.numel() elements (rank 0's input first).
+WorkHandle all_gather(const Tensor& output, const Tensor& input, const CallOptions& call = {});
+// input: world_size * output.numel() elements; rank r gets chunk r reduced.
+WorkHandle reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::Sum,
+                          const CallOptions& call = {});
+WorkHandle send(const Tensor& tensor, int dst, int tag = 0, const CallOptions& call = {});
+WorkHandle recv(const Tensor& tensor, int src, int tag = 0, const CallOptions& call = {});
+WorkHandle barrier(const CallOptions& call = {});
+
+}  // namespace anvil::distributed

@@ -1,0 +1,133 @@
+#pragma once
+// Element-wise reduction functions handed to Gloo, one per (dtype, op), and
+// the in-place division that turns a sum into an average (internal).
+//
+// Half and BFloat16 are added in float and rounded back after every pairwise
+// step, as PyTorch's Gloo backend does. Integers wrap on overflow (two's
+// complement), as PyTorch's integer tensors do.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <type_traits>
+
+#include "core/base/dtype.h"
+#include "core/base/error.h"
+#include "core/base/half.h"
+#include "distributed/process_group.h"
+
+namespace anvil::distributed::gloo_detail {
+
+using ReduceFunc = std::function<void(void*, const void*, const void*, size_t)>;
+
+template <typename T>
+T add(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return a + b;
+  } else {
+    return T(static_cast<float>(a) + static_cast<float>(b));
+  }
+}
+
+// NaN wins, as in torch.max/min: a NaN anywhere makes the result NaN.
+template <typename T>
+T pick_max(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return a < b ? b : a;
+  } else {
+    float fa = static_cast<float>(a), fb = static_cast<float>(b);
+    if constexpr (std::is_same_v<T, double>) {
+      if (a != a) return a;
+      if (b != b) return b;
+      return a < b ? b : a;
+    }
+    if (fa != fa) return a;
+    if (fb != fb) return b;
+    return fa < fb ? b : a;
+  }
+}
+template <typename T>
+T pick_min(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return b < a ? b : a;
+  } else {
+    if constexpr (std::is_same_v<T, double>) {
+      if (a != a) return a;
+      if (b != b) return b;
+      return b < a ? b : a;
+    }
+    float fa = static_cast<float>(a), fb = static_cast<float>(b);
+    if (fa != fa) return a;
+    if (fb != fb) return b;
+    return fb < fa ? b : a;
+  }
+}
+
+template <typename T>
+ReduceFunc make_func(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Avg:  // summed here, divided afterwards
+      return [](void* c, const void* a, const void* b, size_t n) {
+        auto* C = static_cast<T*>(c);
+        auto* A = static_cast<const T*>(a);
+        auto* B = static_cast<const T*>(b);
+        for (size_t i = 0; i < n; ++i) C[i] = add<T>(A[i], B[i]);
+      };
+    case ReduceOp::Max:
+      return [](void* c, const void* a, const void* b, size_t n) {
+        auto* C = static_cast<T*>(c);
+        auto* A = static_cast<const T*>(a);
+        auto* B = static_cast<const T*>(b);
+        for (size_t i = 0; i < n; ++i) C[i] = pick_max<T>(A[i], B[i]);
+      };
+    case ReduceOp::Min:
+      return [](void* c, const void* a, const void* b, size_t n) {
+        auto* C = static_cast<T*>(c);
+        auto* A = static_cast<const T*>(a);
+        auto* B = static_cast<const T*>(b);
+        for (size_t i = 0; i < n; ++i) C[i] = pick_min<T>(A[i], B[i]);
+      };
+  }
+  fail("unknown ReduceOp");
+}
+
+// Calls f(T{}) with the C++ type of a reducible dtype.
+template <typename F>
+auto dispatch_reducible(DType dtype, const char* what, F&& f) {
+  switch (dtype) {
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+    case DType::Float16: return f(Half{});
+    case DType::BFloat16: return f(BFloat16{});
+    case DType::Int32: return f(int32_t{});
+    case DType::Int64: return f(int64_t{});
+    case DType::UInt8: return f(uint8_t{});
+    default:
+      fail(what, ": cannot reduce ", dtype_name(dtype),
+           " tensors (supported: float32, float64, float16, bfloat16, int32, int64, uint8)");
+  }
+}
+
+inline ReduceFunc reduce_func(DType dtype, ReduceOp op, const char* what) {
+  return dispatch_reducible(dtype, what, [&](auto zero) { return make_func<decltype(zero)>(op); });
+}
+
+// data[i] /= divisor, in the tensor's own dtype (float types only).
+inline void divide_in_place(void* data, DType dtype, size_t n, int divisor) {
+  dispatch_reducible(dtype, "Avg", [&](auto zero) {
+    using T = decltype(zero);
+    auto* p = static_cast<T*>(data);
+    if constexpr (std::is_same_v<T, double>) {
+      for (size_t i = 0; i < n; ++i) p[i] /= divisor;
+    } else if constexpr (std::is_integral_v<T>) {
+      fail("Avg on integer tensors");  // rejected before the collective runs
+    } else {
+      for (size_t i = 0; i < n; ++i) p[i] = T(static_cast<float>(p[i]) / static_cast<float>(divisor));
+    }
+  });
+}
+
+}  // namespace anvil::distributed::gloo_detail

@@ -1,0 +1,66 @@
+#pragma once
+// Joining a job: init_process_group reads what the launcher (anvil-run, or
+// torchrun-style environments) set, makes the store and the default process
+// group. After PyTorch's torch.distributed:
+//
+//   anvil::distributed::init_process_group();          // env:// rendezvous
+//   Tensor g = ...;
+//   anvil::distributed::all_reduce(g, ReduceOp::Avg);  // on the default group
+//   anvil::distributed::destroy_process_group();
+//
+// The default group is process-wide state (one job per process), like the
+// device registry: set by init_process_group, cleared by destroy.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "distributed/process_group.h"
+#include "distributed/store.h"
+
+namespace anvil::distributed {
+
+// What a launcher tells each process (environment variables).
+struct LaunchEnv {
+  int rank = 0;              // RANK: 0 .. world_size-1
+  int world_size = 1;        // WORLD_SIZE
+  int local_rank = 0;        // LOCAL_RANK: index on this machine (picks the GPU)
+  int local_world_size = 1;  // LOCAL_WORLD_SIZE: processes on this machine
+  std::string master_addr;   // MASTER_ADDR: where rank 0 serves the store
+  int master_port = 0;       // MASTER_PORT
+};
+// Reads and validates the variables; an anvil::Error names a missing or
+// invalid one. LOCAL_RANK / LOCAL_WORLD_SIZE default to RANK / WORLD_SIZE.
+LaunchEnv launch_env_from_environment();
+
+struct InitOptions {
+  // "auto" (Gloo for CPU tensors, NCCL for CUDA tensors), "gloo" or "nccl".
+  std::string backend = "auto";
+  // "env://": TCPStore served by rank 0 at MASTER_ADDR:MASTER_PORT.
+  // "file:///path": FileStore at /path (one machine; use a fresh file per job).
+  std::string init_method = "env://";
+  // Override the environment when set (e.g. tests that start ranks as threads).
+  std::optional<int> rank;
+  std::optional<int> world_size;
+  // A store to use instead of the one init_method describes.
+  std::shared_ptr<Store> store;
+  // Timeout (store and every collective), consistency checks, Gloo address.
+  ProcessGroupOptions group;
+};
+
+// Makes the default group. Fails if one exists already.
+void init_process_group(const InitOptions& options = {});
+// Finishes the default group (waits for its queued work) and forgets it.
+void destroy_process_group();
+bool is_initialized();
+// The default group; throws when init_process_group was not called.
+ProcessGroup& default_group();
+std::shared_ptr<ProcessGroup> default_group_ptr();
+// The default group's store (for agreeing on small things outside collectives).
+std::shared_ptr<Store> default_store();
+
+int get_rank();        // in the default group
+int get_world_size();  // of the default group
+int get_local_rank();  // from the environment, 0 when unset
+int get_local_world_size();
+
+}  // namespace anvil::distributed

@@ -1,0 +1,200 @@
+#include "distributed/socket.h"
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/base/error.h"
+
+namespace anvil::distributed::net {
+
+std::string errno_text(int err) {
+  char buf[256];
+  // GNU strerror_r returns the message pointer.
+  return std::string(strerror_r(err, buf, sizeof buf));
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+namespace {
+
+int remaining_ms(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (left <= 0) return 0;
+  return left > 1000000 ? 1000000 : static_cast<int>(left);
+}
+
+// One non-blocking connect attempt bounded by the deadline. 0 on success,
+// else the errno.
+int try_connect(int fd, const sockaddr* addr, socklen_t len, Clock::time_point deadline) {
+  int flags = fcntl(fd, F_GETFL, 0);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int rc = ::connect(fd, addr, len);
+  int err = 0;
+  if (rc != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int n = ::poll(&p, 1, remaining_ms(deadline));
+      if (n <= 0) {
+        err = ETIMEDOUT;
+      } else {
+        socklen_t sl = sizeof err;
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl);
+      }
+    }
+  }
+  fcntl(fd, F_SETFL, flags);
+  return err;
+}
+
+}  // namespace
+
+int connect_until(const std::string& host, int port, Clock::time_point deadline, std::string* error) {
+  std::string last = "no attempt made";
+  auto backoff = std::chrono::milliseconds(10);
+  while (true) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    int gai = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+    if (gai != 0) {
+      last = std::string("cannot resolve host: ") + gai_strerror(gai);
+    } else {
+      for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+        int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+          last = errno_text(errno);
+          continue;
+        }
+        int err = try_connect(fd, a->ai_addr, a->ai_addrlen, deadline);
+        if (err == 0) {
+          ::freeaddrinfo(res);
+          int one = 1;
+          setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          return fd;
+        }
+        last = errno_text(err);
+        ::close(fd);
+      }
+      ::freeaddrinfo(res);
+    }
+    if (Clock::now() + backoff >= deadline) break;
+    // The server may simply not be up yet: retry with a growing pause.
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
+  }
+  if (error) *error = last;
+  return -1;
+}
+
+int listen_on(int port, int backlog) {
+  int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  bool v6 = fd >= 0;
+  if (!v6) fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ANVIL_CHECK(fd >= 0, "TCPStore: socket() failed: ", errno_text(errno));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int rc;
+  if (v6) {
+    int zero = 0;  // dual stack: IPv4 clients too
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_any;
+    a.sin6_port = htons(static_cast<uint16_t>(port));
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  if (rc != 0) {
+    int err = errno;
+    ::close(fd);
+    fail("TCPStore: cannot listen on port ", port, ": ", errno_text(err),
+         err == EADDRINUSE ? " (another job uses this MASTER_PORT? pick another one)" : "");
+  }
+  if (::listen(fd, backlog) != 0) {
+    int err = errno;
+    ::close(fd);
+    fail("TCPStore: listen() on port ", port, " failed: ", errno_text(err));
+  }
+  return fd;
+}
+
+int local_port(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ANVIL_CHECK(getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0, "getsockname failed: ",
+              errno_text(errno));
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+}
+
+bool send_all(int fd, const void* data, size_t n, Clock::time_point deadline, bool* timed_out) {
+  if (timed_out) *timed_out = false;
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    pollfd pf{fd, POLLOUT, 0};
+    int r = ::poll(&pf, 1, remaining_ms(deadline));
+    if (r == 0) {
+      if (timed_out) *timed_out = true;
+      return false;
+    }
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool recv_all(int fd, void* data, size_t n, Clock::time_point deadline, bool* timed_out) {
+  if (timed_out) *timed_out = false;
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    pollfd pf{fd, POLLIN, 0};
+    int r = ::poll(&pf, 1, remaining_ms(deadline));
+    if (r == 0) {
+      if (timed_out) *timed_out = true;
+      return false;
+    }
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    ssize_t got = ::recv(fd, p, n, MSG_DONTWAIT);
+    if (got == 0) return false;  // peer closed
+    if (got < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      return false;
+    }
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+}  // namespace anvil::distributed::net

@@ -1,0 +1,117 @@
+#include "harness.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <stdexcept>
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace anvil::test {
+
+std::vector<std::string> RunResult::lines_of(int rank) const {
+  std::string prefix = "[rank " + std::to_string(rank) + "] ";
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < output.size()) {
+    size_t nl = output.find('\n', start);
+    if (nl == std::string::npos) nl = output.size();
+    std::string line = output.substr(start, nl - start);
+    if (line.rfind(prefix, 0) == 0) out.push_back(line.substr(prefix.size()));
+    start = nl + 1;
+  }
+  return out;
+}
+
+std::string bin_path(const std::string& name) {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("harness: cannot read /proc/self/exe");
+  std::string self(buf, static_cast<size_t>(n));
+  return self.substr(0, self.rfind('/') + 1) + name;
+}
+
+RunResult run_command(const std::vector<std::string>& argv, const RunOptions& options) {
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error("harness: pipe failed");
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("harness: fork failed");
+  if (pid == 0) {
+    ::setpgid(0, 0);  // its own process group: a timeout kills the whole job
+    ::dup2(pipefd[1], STDOUT_FILENO);
+    ::dup2(pipefd[1], STDERR_FILENO);
+    for (const auto& [k, v] : options.env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    std::string msg = "harness: cannot execute " + argv[0] + ": " + std::strerror(errno) + "\n";
+    ssize_t ignored = ::write(STDERR_FILENO, msg.data(), msg.size());
+    (void)ignored;
+    _exit(127);
+  }
+  ::setpgid(pid, pid);
+  ::close(pipefd[1]);
+  RunResult result;
+  auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  char buf[65536];
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      break;
+    }
+    pollfd p{pipefd[0], POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) continue;  // the deadline check above ends the loop
+    ssize_t got = ::read(pipefd[0], buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // every writer closed: the job is over
+    result.output.append(buf, static_cast<size_t>(got));
+  }
+  ::close(pipefd[0]);
+  if (result.timed_out) {
+    ::kill(-pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    result.output += "\n[harness] timed out after " + std::to_string(options.timeout.count()) + " s; killed\n";
+    result.exit_code = -1;
+    return result;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+RunResult run_ranks(int nproc, const std::string& worker, const std::vector<std::string>& worker_args,
+                    const RunOptions& options) {
+  std::vector<std::string> argv{bin_path("anvil-run"), "--nproc-per-node", std::to_string(nproc)};
+  argv.insert(argv.end(), options.launcher_args.begin(), options.launcher_args.end());
+  argv.push_back("--");
+  argv.push_back(bin_path("dist_worker_" + worker));
+  argv.insert(argv.end(), worker_args.begin(), worker_args.end());
+  return run_command(argv, options);
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    throw std::runtime_error("harness: cannot bind a free port");
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace anvil::test

@@ -1,0 +1,46 @@
+#pragma once
+// Runs a multi-process job for a test: build/bin/anvil-run starts `nproc`
+// ranks of a worker program (tests/distributed/workers/<name>.cpp, built as
+// build/bin/dist_worker_<name>) and the harness waits at most `timeout`,
+// returning the launcher's exit code and everything it printed (each line
+// carries the "[rank N] " prefix).
+//
+//   auto r = anvil::test::run_ranks(3, "collectives", {"--seed", "7"});
+//   EXPECT_EQ(r.exit_code, 0) << r.output;
+//
+// A job that runs past the timeout is killed (its whole process group) and
+// reported with timed_out = true and exit_code -1.
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace anvil::test {
+
+struct RunResult {
+  int exit_code = -1;  // the launcher's: 0, a rank's exit code, or 128 + signal
+  bool timed_out = false;
+  std::string output;  // stdout and stderr together, in arrival order
+  // Lines of output that start with "[rank <rank>] ", prefix removed.
+  std::vector<std::string> lines_of(int rank) const;
+};
+
+struct RunOptions {
+  std::vector<std::string> launcher_args;  // e.g. {"--keep-going"}
+  std::vector<std::pair<std::string, std::string>> env;  // extra environment for every rank
+  std::chrono::seconds timeout{60};
+};
+
+// The path of build/bin/<name> (next to the test executable).
+std::string bin_path(const std::string& name);
+
+// anvil-run --nproc-per-node nproc [launcher_args] dist_worker_<worker> worker_args...
+RunResult run_ranks(int nproc, const std::string& worker, const std::vector<std::string>& worker_args,
+                    const RunOptions& options = {});
+
+// Any command, same capture and time bound.
+RunResult run_command(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// A TCP port free a moment ago (bound to port 0, then released).
+int free_port();
+
+}  // namespace anvil::test

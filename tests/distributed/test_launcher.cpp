@@ -1,0 +1,89 @@
+// anvil-run itself: the environment it sets, output prefixes, exit status
+// propagation, stopping the other ranks, usage errors.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace {
+
+using anvil::test::bin_path;
+using anvil::test::run_command;
+using anvil::test::run_ranks;
+using anvil::test::RunResult;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST(Launcher, PrefixesEveryLineOfEveryRank) {
+  RunResult r = run_ranks(3, "collectives", {"print"}, {.timeout = std::chrono::seconds(30)});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto lines = r.lines_of(rank);
+    std::string me = "rank " + std::to_string(rank);
+    int hello = 0, warn = 0, tail = 0;
+    for (const auto& l : lines) {
+      hello += l.rfind("hello from " + me + " line", 0) == 0;
+      warn += l.rfind("warning from " + me + " line", 0) == 0;
+      tail += l == "no newline at the end from " + me;
+      EXPECT_TRUE(contains(l, me)) << "a line under [" << me << "] came from another rank: " << l;
+    }
+    EXPECT_EQ(hello, 3) << r.output;
+    EXPECT_EQ(warn, 3) << r.output;
+    EXPECT_EQ(tail, 1) << "a last line without a newline is still relayed\n" << r.output;
+  }
+}
+
+TEST(Launcher, FailingRankStatusIsPropagatedAndOthersAreStopped) {
+  // Rank 2 exits with 7 while the others wait in a barrier with a 60 s
+  // timeout: the launcher has to stop them (else the harness times out).
+  RunResult r = run_ranks(3, "collectives", {"exit", "7", "2", "--timeout-ms", "60000"},
+                          {.launcher_args = {"--kill-grace", "2"}, .timeout = std::chrono::seconds(40)});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 7) << r.output;
+  EXPECT_TRUE(contains(r.output, "rank 2 exited with status 7; stopping the other ranks")) << r.output;
+  EXPECT_TRUE(contains(r.output, "[rank 2] exiting with 7")) << r.output;
+}
+
+TEST(Launcher, SetsTheEnvironment) {
+  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--master-port", "23456", "--",
+                             "/bin/sh", "-c", "echo R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE LW=$LOCAL_WORLD_SIZE "
+                                              "A=$MASTER_ADDR P=$MASTER_PORT"},
+                            {.timeout = std::chrono::seconds(20)});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "[rank 0] R=0 L=0 W=2 LW=2 A=127.0.0.1 P=23456")) << r.output;
+  EXPECT_TRUE(contains(r.output, "[rank 1] R=1 L=1 W=2 LW=2 A=127.0.0.1 P=23456")) << r.output;
+}
+
+TEST(Launcher, MultiNodeRanksAreOffsetByNodeRank) {
+  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--nnodes", "3", "--node-rank", "1",
+                             "--master-addr", "10.0.0.1", "--master-port", "29500", "/bin/sh", "-c",
+                             "echo R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE"},
+                            {.timeout = std::chrono::seconds(20)});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "[rank 2] R=2 L=0 W=6")) << r.output;
+  EXPECT_TRUE(contains(r.output, "[rank 3] R=3 L=1 W=6")) << r.output;
+}
+
+TEST(Launcher, KilledBySignalGives128PlusSignal) {
+  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--", "/bin/sh", "-c",
+                             "if [ $RANK = 1 ]; then kill -9 $$; fi; exec sleep 30"},
+                            {.timeout = std::chrono::seconds(30)});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 137) << r.output;
+  EXPECT_TRUE(contains(r.output, "rank 1 was killed by signal 9")) << r.output;
+}
+
+TEST(Launcher, UsageErrors) {
+  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "two", "prog"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.output, "--nproc-per-node expects an integer")) << r.output;
+  r = run_command({bin_path("anvil-run"), "--nproc-per-node", "2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.output, "no program given")) << r.output;
+  r = run_command({bin_path("anvil-run"), "--nproc-per-node", "1", "/nonexistent/program"});
+  EXPECT_EQ(r.exit_code, 127) << r.output;
+  EXPECT_TRUE(contains(r.output, "cannot execute '/nonexistent/program'")) << r.output;
+}
+
+}  // namespace
