@@ -1,0 +1,353 @@
+#!/usr/bin/env bash
+# The one script for a GPU session: build, test, sanitize and benchmark the
+# CUDA backend on a machine with a GPU, and print a short table last.
+#
+#   scripts/gpu_check.sh                       # every device stage, in order
+#   scripts/gpu_check.sh build tests           # just these (any order given is kept)
+#   scripts/gpu_check.sh bench table           # e.g. a later call on a warm machine
+#
+# Device stages:
+#   info      GPU, driver, nvcc, PyTorch (always runs first; cheap)
+#   build     configure + build $BUILD (Release, sm_$CUDA_ARCH, benchmarks on) with
+#             only the targets used below; incremental, so a call cut off by the
+#             10-minute limit resumes where it stopped. Skipped when prebuilt
+#             binaries were carried (gpu-carry/, see `prepare`).
+#   tests     anvil_tests_cuda (the cuda-labelled tests) and the GPU-dependent
+#             core/nn tests (pinned memory, non_blocking, DataLoader pin_memory)
+#   sanitize  anvil_tests_cuda under compute-sanitizer memcheck, $SANITIZE_FILTER
+#   bench     bench_kernels (or bench_cuda) -> bench_kernels.json
+#   pytorch   bench/pytorch/*.py kernel scripts (not train_*) on cuda, when python3
+#             has torch -> pytorch.jsonl
+#   train     bench_train's CNN on cuda (ANVIL_BENCH_DEVICE=cuda) -> bench_train.json,
+#             and bench/pytorch/train_fashion_mnist.py --model cnn --device cuda
+#   table     anvil next to PyTorch, from the JSON files (scripts/gpu_table.py)
+#
+# Local stage (run on the development machine, not the GPU machine):
+#   prepare   when the GPU machine cannot configure the project (its image may
+#             lack GTest, Google Benchmark, OpenBLAS...): take the binaries of a
+#             local CUDA build ($PREPARE_FROM, default $BUILD, built if missing),
+#             strip them into gpu-carry/bin and copy the shared libraries they
+#             need that a CUDA image may lack into gpu-carry/lib. Then pass
+#             carry=["gpu-carry"] to the device call. Prints the size (the
+#             working tree plus carried paths must stay under 64 MiB).
+#
+# Output: $OUT when set (the device tool brings back at most 8 files), else
+# bench/results/gpu-<date>/. Files: gpu_check.log, build.log, sanitize.log,
+# bench_kernels.json, bench_train.json, pytorch.jsonl, table.md.
+#
+# Environment knobs: BUILD (build-gpu), CUDA_ARCH (90), JOBS (nproc),
+# STAGE_LIMIT (seconds per long stage, 540), SANITIZE_FILTER, BENCH_FILTER,
+# TRAIN_FILTER (cnn), PREPARE_FROM.
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root" || exit 1
+
+BUILD=${BUILD:-build-gpu}
+CUDA_ARCH=${CUDA_ARCH:-90}
+JOBS=${JOBS:-$(nproc)}
+STAGE_LIMIT=${STAGE_LIMIT:-540}
+# The memory checker slows kernels 10-100x: the runtime and the main kernel
+# families at test sizes. Out-of-memory is left out on purpose (the failed
+# cudaMalloc it provokes is reported as an API error).
+SANITIZE_FILTER=${SANITIZE_FILTER:-'*-CudaMemory.OutOfMemory*:*Large*:*Huge*'}
+BENCH_FILTER=${BENCH_FILTER:-.}
+TRAIN_FILTER=${TRAIN_FILTER:-cnn}
+CARRY=gpu-carry
+
+if [ -n "${OUT:-}" ]; then
+  out=$OUT
+else
+  out=$root/bench/results/gpu-$(date +%Y-%m-%d-%H%M%S)
+fi
+mkdir -p "$out"
+log=$out/gpu_check.log
+export OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1
+
+say() { echo "== $*" | tee -a "$log"; }
+status=()  # "stage: result" lines for the summary
+record() { status+=("$1: $2"); say "$1: $2"; }
+
+# Binaries: carried ones win (a prebuilt tree from `prepare`), else the build.
+bin_dir() {
+  if [ -d "$CARRY/bin" ]; then echo "$root/$CARRY/bin"; else echo "$root/$BUILD/bin"; fi
+}
+
+# Shared libraries: carried ones, the CUDA toolkit's, and the cuDNN/cuBLAS that
+# come with PyTorch's pip packages when the toolkit has no cuDNN.
+setup_libraries() {
+  local dirs=()
+  [ -d "$root/$CARRY/lib" ] && dirs+=("$root/$CARRY/lib")
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do [ -d "$d" ] && dirs+=("$d"); done
+  if command -v python3 >/dev/null; then
+    local py
+    py=$(python3 - 2>/dev/null <<'EOF'
+import importlib, os
+for name in ("nvidia.cudnn", "nvidia.cublas", "nvidia.cuda_runtime", "nvidia.nccl"):
+    try:
+        m = importlib.import_module(name)
+    except Exception:
+        continue
+    for p in getattr(m, "__path__", []):
+        lib = os.path.join(p, "lib")
+        if os.path.isdir(lib):
+            print(lib)
+EOF
+)
+    while IFS= read -r d; do [ -n "$d" ] && dirs+=("$d"); done <<<"$py"
+  fi
+  local joined
+  joined=$(IFS=:; echo "${dirs[*]}")
+  export LD_LIBRARY_PATH="${joined}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PATH=/usr/local/cuda/bin:$PATH
+}
+
+stage_info() {
+  {
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet 2>/dev/null || echo ' (with local changes)')"
+    if command -v nvidia-smi >/dev/null; then
+      nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+    else
+      echo "nvidia-smi: not available"
+    fi
+    nvcc --version 2>/dev/null | tail -1 || echo "nvcc: not found"
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' 2>/dev/null || echo "torch: not importable"
+    echo "binaries: $(bin_dir)"
+  } 2>&1 | tee -a "$log"
+}
+
+stage_build() {
+  if [ -d "$CARRY/bin" ]; then
+    record build "skipped: using carried binaries in $CARRY/bin"
+    return 0
+  fi
+  local generator=() launchers=()
+  command -v ninja >/dev/null && [ ! -f "$BUILD/CMakeCache.txt" ] && generator=(-G Ninja)
+  command -v ccache >/dev/null && launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    say "configure $BUILD (sm_$CUDA_ARCH, Release)"
+    if ! cmake -S . -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" \
+        -DANVIL_CUDA=ON -DANVIL_BUILD_BENCH=ON -DANVIL_BUILD_SAMPLES=ON "${launchers[@]}" \
+        >"$out/build.log" 2>&1; then
+      tail -25 "$out/build.log" | tee -a "$log"
+      rm -f "$BUILD/CMakeCache.txt"  # configure again next time
+      record build "FAILED to configure (missing GTest/benchmark/OpenBLAS here? build locally with 'scripts/gpu_check.sh prepare' and carry $CARRY)"
+      return 1
+    fi
+  fi
+  # Only what the later stages run; whichever of these the tree defines.
+  local available targets=()
+  available=$(cmake --build "$BUILD" --target help 2>/dev/null)
+  for t in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_cuda bench_train; do
+    grep -qE "(^|[ .:])$t([ :]|$)" <<<"$available" && targets+=("$t")
+  done
+  say "build ${targets[*]} (-j$JOBS, at most ${STAGE_LIMIT}s; a rerun resumes)"
+  local start=$SECONDS
+  timeout "$STAGE_LIMIT" cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}" >>"$out/build.log" 2>&1
+  local rc=$?
+  if [ $rc -eq 124 ]; then
+    record build "INCOMPLETE after ${STAGE_LIMIT}s: run 'scripts/gpu_check.sh build' again to resume"
+    return 1
+  elif [ $rc -ne 0 ]; then
+    grep -E "error|Error" "$out/build.log" | head -30 | tee -a "$log"
+    record build "FAILED (see build.log)"
+    return 1
+  fi
+  record build "ok in $((SECONDS - start))s"
+}
+
+run_gtest() {  # name binary [gtest args...]
+  local name=$1 binary=$2
+  shift 2
+  if [ ! -x "$binary" ]; then
+    record "$name" "missing: $binary"
+    return 1
+  fi
+  local run_log
+  run_log=$(mktemp)
+  timeout "$STAGE_LIMIT" "$binary" --gtest_brief=1 "$@" >"$run_log" 2>&1
+  local rc=$?
+  cat "$run_log" >>"$log"
+  tail -40 "$run_log"
+  local summary
+  summary=$(grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$run_log" | tr '\n' ' ')
+  rm -f "$run_log"
+  if [ "$rc" -eq 0 ]; then record "$name" "passed ($summary)"; else record "$name" "FAILED rc=$rc ($summary)"; fi
+  return "$rc"
+}
+
+stage_tests() {
+  local bin rc=0
+  bin=$(bin_dir)
+  run_gtest tests.cuda "$bin/anvil_tests_cuda" || rc=1
+  # Core and nn tests that take the GPU path when one is present.
+  run_gtest tests.core-gpu "$bin/anvil_tests_core" --gtest_filter='PinnedMemory.*:NonBlocking.*:RecordStream.*' || rc=1
+  run_gtest tests.nn-gpu "$bin/anvil_tests_nn" --gtest_filter='DataLoaderPinMemory.*' || rc=1
+  return $rc
+}
+
+stage_sanitize() {
+  local bin
+  bin=$(bin_dir)
+  if ! command -v compute-sanitizer >/dev/null; then
+    record sanitize "skipped: compute-sanitizer not found"
+    return 0
+  fi
+  say "compute-sanitizer memcheck, filter $SANITIZE_FILTER (at most ${STAGE_LIMIT}s)"
+  timeout "$STAGE_LIMIT" compute-sanitizer --tool memcheck --leak-check no --report-api-errors no \
+    --error-exitcode 86 --print-limit 20 \
+    "$bin/anvil_tests_cuda" --gtest_brief=1 --gtest_filter="$SANITIZE_FILTER" >"$out/sanitize.log" 2>&1
+  local rc=$?
+  grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|Invalid|out of bounds" "$out/sanitize.log" | head -20 | tee -a "$log"
+  case $rc in
+    0) record sanitize "clean" ;;
+    86) record sanitize "MEMORY ERRORS (see sanitize.log)"; return 1 ;;
+    124) record sanitize "INCOMPLETE after ${STAGE_LIMIT}s (narrow SANITIZE_FILTER)"; return 1 ;;
+    *) record sanitize "FAILED rc=$rc (test failures under the sanitizer; see sanitize.log)"; return 1 ;;
+  esac
+}
+
+stage_bench() {
+  local bin exe=""
+  bin=$(bin_dir)
+  for b in bench_kernels bench_cuda; do [ -x "$bin/$b" ] && { exe=$bin/$b; break; }; done
+  if [ -z "$exe" ]; then
+    record bench "missing: no bench_kernels or bench_cuda in $bin"
+    return 1
+  fi
+  say "$(basename "$exe") --benchmark_filter=$BENCH_FILTER"
+  timeout "$STAGE_LIMIT" "$exe" --benchmark_filter="$BENCH_FILTER" --benchmark_format=console \
+    --benchmark_out="$out/bench_kernels.json" --benchmark_out_format=json 2>&1 | tee -a "$log" | tail -60
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 0 ]; then record bench "ok"; else record bench "FAILED rc=$rc"; fi
+  return "$rc"
+}
+
+have_torch() { python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
+
+# Runs a PyTorch script and keeps its JSON lines (each script prints one JSON
+# object per result, last).
+run_pytorch() {  # label script [args...]
+  local label=$1
+  shift
+  say "python3 $*"
+  timeout "$STAGE_LIMIT" python3 "$@" 2>&1 | tee -a "$log" | grep -E '^\{' >>"$out/pytorch.jsonl"
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 0 ]; then record "$label" "ok"; else record "$label" "FAILED rc=$rc"; fi
+  return "$rc"
+}
+
+stage_pytorch() {
+  if ! have_torch; then
+    record pytorch "skipped: python3 has no torch with CUDA"
+    return 0
+  fi
+  local rc=0 found=0
+  for script in bench/pytorch/*.py; do
+    case $(basename "$script") in
+      common.py | train_*) continue ;;
+    esac
+    found=1
+    run_pytorch "pytorch.$(basename "$script" .py)" "$script" --device cuda || rc=1
+  done
+  [ $found -eq 0 ] && record pytorch "no kernel scripts in bench/pytorch yet"
+  return $rc
+}
+
+stage_train() {
+  local bin rc=0
+  bin=$(bin_dir)
+  # The real images when carried (gpu-carry/data/fashion-mnist); bench_train
+  # reports an error for the model otherwise, PyTorch uses random images.
+  if [ -d "$CARRY/data/fashion-mnist" ] && [ ! -e /usr/share/datasets/fashion-mnist ]; then
+    mkdir -p /usr/share/datasets 2>/dev/null && ln -s "$root/$CARRY/data/fashion-mnist" /usr/share/datasets/fashion-mnist
+  fi
+  if [ -x "$bin/bench_train" ]; then
+    say "bench_train --benchmark_filter=$TRAIN_FILTER on cuda"
+    ANVIL_BENCH_DEVICE=cuda timeout "$STAGE_LIMIT" "$bin/bench_train" --benchmark_filter="$TRAIN_FILTER" \
+      --benchmark_out="$out/bench_train.json" --benchmark_out_format=json 2>&1 | tee -a "$log" | tail -20
+    local brc=${PIPESTATUS[0]}
+    if [ "$brc" -eq 0 ]; then record train.anvil "ok"; else record train.anvil "FAILED rc=$brc"; rc=1; fi
+  else
+    record train.anvil "missing: $bin/bench_train"
+    rc=1
+  fi
+  if have_torch; then
+    run_pytorch train.pytorch bench/pytorch/train_fashion_mnist.py --model cnn --device cuda || rc=1
+  else
+    record train.pytorch "skipped: python3 has no torch with CUDA"
+  fi
+  return $rc
+}
+
+stage_table() {
+  python3 "$root/scripts/gpu_table.py" "$out" | tee "$out/table.md"
+}
+
+stage_prepare() {
+  local from=${PREPARE_FROM:-$BUILD}
+  if [ ! -x "$from/bin/anvil_tests_cuda" ]; then
+    echo "== building $from (sm_$CUDA_ARCH) under the build lock"
+    flock /tmp/anvil-build.lock scripts/build.sh "$from" -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" \
+      -DANVIL_BUILD_BENCH=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache || return 1
+  fi
+  grep -qx "/$CARRY/" .git/info/exclude 2>/dev/null || echo "/$CARRY/" >>.git/info/exclude
+  rm -rf "$CARRY"
+  mkdir -p "$CARRY/bin" "$CARRY/lib"
+  local b
+  for b in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_cuda bench_train; do
+    [ -x "$from/bin/$b" ] && strip -o "$CARRY/bin/$b" "$from/bin/$b"
+  done
+  # Libraries outside glibc/libstdc++/the CUDA toolkit, which a CUDA image may lack.
+  ldd "$CARRY"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u |
+    grep -vE '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so|/usr/local/cuda|libcuda\.so' |
+    while read -r lib; do cp -L "$lib" "$CARRY/lib/"; done
+  if [ "${CARRY_DATA:-0}" = 1 ] && [ -d /usr/share/datasets/fashion-mnist ]; then
+    mkdir -p "$CARRY/data/fashion-mnist"
+    cp /usr/share/datasets/fashion-mnist/train-* "$CARRY/data/fashion-mnist/"
+  fi
+  du -sh "$CARRY"/* "$CARRY"
+  echo "== carry [\"$CARRY\"] in the device call; the tree plus carried paths must stay under 64 MiB"
+}
+
+# --- main ---
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(build tests sanitize bench pytorch train table)
+if [ "${stages[*]}" = prepare ]; then
+  stage_prepare
+  exit $?
+fi
+
+for s in "${stages[@]}"; do
+  case $s in
+    build | tests | sanitize | bench | pytorch | train | table) ;;
+    prepare) echo "prepare runs alone, on the development machine"; exit 2 ;;
+    *) echo "unknown stage '$s' (build tests sanitize bench pytorch train table | prepare)"; exit 2 ;;
+  esac
+done
+
+setup_libraries
+say "gpu_check: ${stages[*]} -> $out"
+stage_info
+overall=0
+for s in "${stages[@]}"; do
+  case $s in
+    build) stage_build || { overall=1; break; } ;;  # nothing else can run without binaries
+    tests) stage_tests || overall=1 ;;
+    sanitize) stage_sanitize || overall=1 ;;
+    bench) stage_bench || overall=1 ;;
+    pytorch) stage_pytorch || overall=1 ;;
+    train) stage_train || overall=1 ;;
+    table) ;;  # printed last, below
+  esac
+done
+
+echo
+echo "== summary"
+printf '  %s\n' "${status[@]}" | tee -a "$log"
+for s in "${stages[@]}"; do
+  [ "$s" = table ] && { echo; stage_table; }
+done
+exit $overall
