@@ -1,9 +1,371 @@
-// STUB: to be written (see kernels/cuda/cuda_backend.h for who defines what).
-#include "kernels/cuda/cuda_backend.h"
+// Layer norm over the last dim of [rows, cols], forward and backward (the
+// formulas of kernels/cpu/norm.cpp; math in float, double for float64; mean
+// and rstd are saved as float32 per row).
+//
+// Rows of up to 1024 columns: one warp per row with the row in registers.
+// Longer rows: one block of 512 threads per row, the row in registers up to
+// 8192 columns, else re-read from global memory (L2 keeps it). Mean and
+// variance are two-pass (mean first, then the squared deviations) like the CPU,
+// which avoids the cancellation of E[x^2] - E[x]^2.
+//
+// grad_weight and grad_bias are column sums over all rows, done in two fixed
+// stages so they are deterministic: blocks of 32 columns x a chunk of rows
+// write per-chunk partial sums, then one thread per column adds the chunks in
+// order. No atomics.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+
+#include "kernels/cuda/dense_arg.h"
+#include "kernels/cuda/device/nn_common.cuh"
+#include "kernels/cuda/nvtx.h"
 
 namespace anvil::cuda {
+namespace {
 
-void CudaBackend::layer_norm(const View&, const View&, const View&, const View&, const View*, const View*, double) { fail("cuda backend: layer_norm is not implemented yet"); }
-void CudaBackend::layer_norm_backward(const View&, const View*, const View*, const View&, const View&, const View&, const View&, const View*) { fail("cuda backend: layer_norm_backward is not implemented yet"); }
+using nn::acc_t;
+
+constexpr int kWarpRowsPerBlock = 4;
+constexpr int kRowThreads = 512;
+
+// Sum over the row's threads: the warp for the warp kernels, the block otherwise.
+template <bool kWarp, typename C> __device__ __forceinline__ C row_sum(C v) {
+  if constexpr (kWarp) return dev::warp_reduce_sum(v);
+  else return dev::block_reduce_sum(v);
+}
+
+// Forward over one row held by `threads` threads starting at `first`
+// (lane or threadIdx.x), kPer values each (kPer == 0: not kept in registers).
+template <typename T, typename C, int kPer, bool kWarp>
+__device__ __forceinline__ void layer_norm_row(T* y, const T* x, int64_t cols, int first, int threads, const C* w,
+                                               const C* b, C eps, float* mean_out, float* rstd_out) {
+  C v[kPer > 0 ? kPer : 1];
+  C sum = 0;
+  if constexpr (kPer > 0) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int64_t i = first + static_cast<int64_t>(j) * threads;
+      v[j] = i < cols ? dev::cast<C>(x[i]) : C(0);
+      sum += v[j];
+    }
+  } else {
+    for (int64_t i = first; i < cols; i += threads) sum += dev::cast<C>(x[i]);
+  }
+  const C m = row_sum<kWarp>(sum) / static_cast<C>(cols);
+  C sq = 0;
+  if constexpr (kPer > 0) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int64_t i = first + static_cast<int64_t>(j) * threads;
+      if (i < cols) sq += (v[j] - m) * (v[j] - m);
+    }
+  } else {
+    for (int64_t i = first; i < cols; i += threads) {
+      const C d = dev::cast<C>(x[i]) - m;
+      sq += d * d;
+    }
+  }
+  const C r = C(1) / sqrt(row_sum<kWarp>(sq) / static_cast<C>(cols) + eps);
+  if constexpr (kPer > 0) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int64_t i = first + static_cast<int64_t>(j) * threads;
+      if (i < cols) y[i] = dev::cast<T>((v[j] - m) * r * (w ? w[i] : C(1)) + (b ? b[i] : C(0)));
+    }
+  } else {
+    for (int64_t i = first; i < cols; i += threads)
+      y[i] = dev::cast<T>((dev::cast<C>(x[i]) - m) * r * (w ? w[i] : C(1)) + (b ? b[i] : C(0)));
+  }
+  if (first == 0) {
+    *mean_out = static_cast<float>(m);
+    *rstd_out = static_cast<float>(r);
+  }
+}
+
+template <typename T, int kPer>
+__global__ void layer_norm_warp_kernel(T* y, const T* x, const acc_t<T>* w, const acc_t<T>* b, float* mean,
+                                       float* rstd, int64_t rows, int64_t cols, acc_t<T> eps) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= rows) return;  // uniform over the warp
+  layer_norm_row<T, acc_t<T>, kPer, true>(y + row * cols, x + row * cols, cols, threadIdx.x & 31, 32, w, b, eps,
+                                          mean + row, rstd + row);
+}
+
+template <typename T, int kPer>
+__global__ void __launch_bounds__(kRowThreads)
+    layer_norm_block_kernel(T* y, const T* x, const acc_t<T>* w, const acc_t<T>* b, float* mean, float* rstd,
+                            int64_t rows, int64_t cols, acc_t<T> eps) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)
+    layer_norm_row<T, acc_t<T>, kPer, false>(y + row * cols, x + row * cols, cols, threadIdx.x, blockDim.x, w, b,
+                                             eps, mean + row, rstd + row);
+}
+
+// grad_in for one row: rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)).
+template <typename T, typename C, int kPer, bool kWarp>
+__device__ __forceinline__ void layer_norm_backward_row(T* gi, const T* g, const T* x, int64_t cols, int first,
+                                                        int threads, const C* w, C m, C r) {
+  C gy[kPer > 0 ? kPer : 1], xh[kPer > 0 ? kPer : 1];
+  C s1 = 0, s2 = 0;
+  if constexpr (kPer > 0) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int64_t i = first + static_cast<int64_t>(j) * threads;
+      gy[j] = i < cols ? dev::cast<C>(g[i]) * (w ? w[i] : C(1)) : C(0);
+      xh[j] = i < cols ? (dev::cast<C>(x[i]) - m) * r : C(0);
+      s1 += gy[j];
+      s2 += gy[j] * xh[j];
+    }
+  } else {
+    for (int64_t i = first; i < cols; i += threads) {
+      const C a = dev::cast<C>(g[i]) * (w ? w[i] : C(1));
+      s1 += a;
+      s2 += a * ((dev::cast<C>(x[i]) - m) * r);
+    }
+  }
+  const C n = static_cast<C>(cols);
+  const C mean_gy = row_sum<kWarp>(s1) / n, mean_gy_xhat = row_sum<kWarp>(s2) / n;
+  if constexpr (kPer > 0) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int64_t i = first + static_cast<int64_t>(j) * threads;
+      if (i < cols) gi[i] = dev::cast<T>(r * (gy[j] - mean_gy - xh[j] * mean_gy_xhat));
+    }
+  } else {
+    for (int64_t i = first; i < cols; i += threads) {
+      const C a = dev::cast<C>(g[i]) * (w ? w[i] : C(1));
+      const C xhat = (dev::cast<C>(x[i]) - m) * r;
+      gi[i] = dev::cast<T>(r * (a - mean_gy - xhat * mean_gy_xhat));
+    }
+  }
+}
+
+template <typename T, int kPer>
+__global__ void layer_norm_backward_warp_kernel(T* gi, const T* g, const T* x, const acc_t<T>* w, const float* mean,
+                                                const float* rstd, int64_t rows, int64_t cols) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int64_t o = row * cols;
+  layer_norm_backward_row<T, acc_t<T>, kPer, true>(gi + o, g + o, x + o, cols, threadIdx.x & 31, 32, w,
+                                                   acc_t<T>(mean[row]), acc_t<T>(rstd[row]));
+}
+
+template <typename T, int kPer>
+__global__ void __launch_bounds__(kRowThreads)
+    layer_norm_backward_block_kernel(T* gi, const T* g, const T* x, const acc_t<T>* w, const float* mean,
+                                     const float* rstd, int64_t rows, int64_t cols) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t o = row * cols;
+    layer_norm_backward_row<T, acc_t<T>, kPer, false>(gi + o, g + o, x + o, cols, threadIdx.x, blockDim.x, w,
+                                                      acc_t<T>(mean[row]), acc_t<T>(rstd[row]));
+  }
+}
+
+// Stage 1 of grad_weight/grad_bias: block (32, 8) sums rows [chunk * rows_per_chunk, ...)
+// of 32 columns; partial_w/partial_b are [chunks, cols].
+constexpr int kColTile = 32, kRowLanes = 8;
+template <typename T>
+__global__ void param_grads_partial_kernel(acc_t<T>* partial_w, acc_t<T>* partial_b, const T* g, const T* x,
+                                           const float* mean, const float* rstd, int64_t rows, int64_t cols,
+                                           int64_t rows_per_chunk) {
+  using C = acc_t<T>;
+  __shared__ C sw[kRowLanes][kColTile + 1], sb[kRowLanes][kColTile + 1];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kColTile + threadIdx.x;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
+  const int64_t r1 = min(rows, r0 + rows_per_chunk);
+  C aw = 0, ab = 0;
+  if (col < cols) {
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kRowLanes) {
+      const C gv = dev::cast<C>(g[r * cols + col]);
+      aw += gv * ((dev::cast<C>(x[r * cols + col]) - C(mean[r])) * C(rstd[r]));
+      ab += gv;
+    }
+  }
+  sw[threadIdx.y][threadIdx.x] = aw;
+  sb[threadIdx.y][threadIdx.x] = ab;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < cols) {
+    for (int k = 1; k < kRowLanes; ++k) {
+      aw += sw[k][threadIdx.x];
+      ab += sb[k][threadIdx.x];
+    }
+    partial_w[blockIdx.y * cols + col] = aw;
+    partial_b[blockIdx.y * cols + col] = ab;
+  }
+}
+
+template <typename C>
+__global__ void param_grads_final_kernel(C* gw, C* gb, const C* partial_w, const C* partial_b, int64_t chunks,
+                                         int64_t cols) {
+  for (int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; col < cols;
+       col += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    C aw = 0, ab = 0;
+    for (int64_t k = 0; k < chunks; ++k) {
+      aw += partial_w[k * cols + col];
+      ab += partial_b[k * cols + col];
+    }
+    if (gw) gw[col] = aw;
+    if (gb) gb[col] = ab;
+  }
+}
+
+template <typename F> void with_warp_per(int64_t n, F&& f) {
+  if (n <= 32) f(std::integral_constant<int, 1>{});
+  else if (n <= 64) f(std::integral_constant<int, 2>{});
+  else if (n <= 128) f(std::integral_constant<int, 4>{});
+  else if (n <= 256) f(std::integral_constant<int, 8>{});
+  else if (n <= 512) f(std::integral_constant<int, 16>{});
+  else f(std::integral_constant<int, 32>{});
+}
+template <typename F> void with_block_per(int64_t n, F&& f) {
+  if (n <= 4 * kRowThreads) f(std::integral_constant<int, 4>{});
+  else if (n <= 8 * kRowThreads) f(std::integral_constant<int, 8>{});
+  else if (n <= 16 * kRowThreads) f(std::integral_constant<int, 16>{});
+  else f(std::integral_constant<int, 0>{});
+}
+
+unsigned warp_row_grid(int64_t rows) {
+  const int64_t blocks = ceil_div(rows, kWarpRowsPerBlock);
+  ANVIL_CHECK(blocks < (int64_t(1) << 31), "layer_norm: too many rows for one launch: ", rows);
+  return static_cast<unsigned>(blocks);
+}
+
+struct RowLayout {
+  int64_t rows, cols;
+};
+
+RowLayout row_layout(const char* op, const Shape& shape) {
+  ANVIL_CHECK(!shape.empty(), op, ": expected input [rows, cols], got a scalar");
+  RowLayout l{1, shape.back()};
+  for (size_t d = 0; d + 1 < shape.size(); ++d) l.rows *= shape[d];
+  return l;
+}
+
+View flat(const View& v) { return View{v.data, v.dtype, {v.numel()}, {1}, v.device_index}; }
+
+}  // namespace
+
+void CudaBackend::layer_norm(const View& out, const View& mean, const View& rstd, const View& in, const View* weight,
+                             const View* bias, double eps) {
+  ANVIL_NVTX_RANGE("layer_norm");
+  ANVIL_CHECK(out.shape == in.shape, "layer_norm: output shape ", out.shape, " differs from input shape ", in.shape);
+  const RowLayout l = row_layout("layer_norm", in.shape);
+  ANVIL_CHECK(mean.numel() == l.rows && rstd.numel() == l.rows, "layer_norm: mean and rstd must have ", l.rows,
+              " elements (one per row of input ", in.shape, "), got ", mean.shape, " and ", rstd.shape);
+  ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!bias || bias->numel() == l.cols),
+              "layer_norm: weight and bias must have ", l.cols, " elements, got ", weight ? weight->shape : Shape{},
+              " and ", bias ? bias->shape : Shape{});
+  ANVIL_CHECK(out.dtype == in.dtype, "layer_norm: output dtype ", out.dtype, " differs from input dtype ", in.dtype);
+  if (l.rows == 0) return;
+  DeviceGuard guard(in.device_index);
+  const cudaStream_t s = stream(in.device_index);
+  visit_floating_device_dtype("layer_norm", in.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = acc_t<T>;
+    const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
+    DenseArg x(*this, in, in.dtype, DenseArg::In), y(*this, out, in.dtype, DenseArg::Out);
+    DenseArg m(*this, flat(mean), kFloat32, DenseArg::Out), r(*this, flat(rstd), kFloat32, DenseArg::Out);
+    std::optional<DenseArg> w, b;
+    if (weight) w.emplace(*this, flat(*weight), acc_dtype, DenseArg::In);
+    if (bias) b.emplace(*this, flat(*bias), acc_dtype, DenseArg::In);
+    const C* wp = w ? w->ptr<C>() : nullptr;
+    const C* bp = b ? b->ptr<C>() : nullptr;
+    if (l.cols == 0) {  // as the CPU: mean 0, rstd 1/sqrt(eps), nothing to write in out
+      fill(m.view(), Scalar(0.0));
+      fill(r.view(), Scalar(1.0 / std::sqrt(eps)));
+    } else if (l.cols <= 1024) {
+      with_warp_per(l.cols, [&](auto per) {
+        layer_norm_warp_kernel<T, decltype(per)::value><<<warp_row_grid(l.rows), 32 * kWarpRowsPerBlock, 0, s>>>(
+            y.ptr<T>(), x.ptr<T>(), wp, bp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols, C(eps));
+      });
+      ANVIL_CUDA_CHECK_LAUNCH("layer_norm_warp_kernel");
+    } else {
+      with_block_per(l.cols, [&](auto per) {
+        layer_norm_block_kernel<T, decltype(per)::value><<<grid_for(l.rows, 1, 1 << 20), kRowThreads, 0, s>>>(
+            y.ptr<T>(), x.ptr<T>(), wp, bp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols, C(eps));
+      });
+      ANVIL_CUDA_CHECK_LAUNCH("layer_norm_block_kernel");
+    }
+    y.commit();
+    m.commit();
+    r.commit();
+  });
+}
+
+void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
+                                      const View& grad_out, const View& in, const View& mean, const View& rstd,
+                                      const View* weight) {
+  ANVIL_NVTX_RANGE("layer_norm_backward");
+  const RowLayout l = row_layout("layer_norm_backward", in.shape);
+  ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
+              "layer_norm_backward: grad_out ", grad_out.shape, " and grad_in ", grad_in.shape,
+              " must have the input's shape ", in.shape);
+  ANVIL_CHECK(mean.numel() == l.rows && rstd.numel() == l.rows, "layer_norm_backward: mean and rstd must have ",
+              l.rows, " elements, got ", mean.shape, " and ", rstd.shape);
+  ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!grad_weight || grad_weight->numel() == l.cols) &&
+                  (!grad_bias || grad_bias->numel() == l.cols),
+              "layer_norm_backward: weight, grad_weight and grad_bias must have ", l.cols, " elements");
+  ANVIL_CHECK(grad_out.dtype == in.dtype && (!grad_in.data || grad_in.dtype == in.dtype),
+              "layer_norm_backward: grad_out ", grad_out.dtype, " and grad_in ", grad_in.dtype,
+              " must have the input's dtype ", in.dtype);
+  DeviceGuard guard(in.device_index);
+  const cudaStream_t s = stream(in.device_index);
+  visit_floating_device_dtype("layer_norm_backward", in.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = acc_t<T>;
+    const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
+    DenseArg x(*this, in, in.dtype, DenseArg::In), g(*this, grad_out, in.dtype, DenseArg::In);
+    DenseArg m(*this, flat(mean), kFloat32, DenseArg::In), r(*this, flat(rstd), kFloat32, DenseArg::In);
+
+    if (grad_weight || grad_bias) {
+      std::optional<DenseArg> gw, gb;
+      if (grad_weight) gw.emplace(*this, flat(*grad_weight), acc_dtype, DenseArg::Out);
+      if (grad_bias) gb.emplace(*this, flat(*grad_bias), acc_dtype, DenseArg::Out);
+      if (l.cols > 0) {
+        const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(ceil_div(l.rows, 64), 256));
+        const int64_t rows_per_chunk = std::max<int64_t>(1, ceil_div(l.rows, chunks));
+        Scratch pw(*this, in.device_index, chunks * l.cols * sizeof(C)),
+            pb(*this, in.device_index, chunks * l.cols * sizeof(C));
+        if (l.rows > 0) {
+          const dim3 grid(static_cast<unsigned>(ceil_div(l.cols, kColTile)), static_cast<unsigned>(chunks));
+          param_grads_partial_kernel<T><<<grid, dim3(kColTile, kRowLanes), 0, s>>>(
+              pw.as<C>(), pb.as<C>(), g.ptr<T>(), x.ptr<T>(), m.ptr<float>(), r.ptr<float>(), l.rows, l.cols,
+              rows_per_chunk);
+          ANVIL_CUDA_CHECK_LAUNCH("param_grads_partial_kernel");
+        } else {
+          ANVIL_CUDA_CHECK(cudaMemsetAsync(pw.get(), 0, chunks * l.cols * sizeof(C), s));
+          ANVIL_CUDA_CHECK(cudaMemsetAsync(pb.get(), 0, chunks * l.cols * sizeof(C), s));
+        }
+        param_grads_final_kernel<C><<<grid_for(l.cols, 256), 256, 0, s>>>(
+            gw ? gw->ptr<C>() : nullptr, gb ? gb->ptr<C>() : nullptr, pw.as<C>(), pb.as<C>(), chunks, l.cols);
+        ANVIL_CUDA_CHECK_LAUNCH("param_grads_final_kernel");
+      }
+      if (gw) gw->commit();
+      if (gb) gb->commit();
+    }
+    if (!grad_in.data || l.rows == 0 || l.cols == 0) return;
+
+    DenseArg gi(*this, grad_in, in.dtype, DenseArg::Out);
+    std::optional<DenseArg> w;
+    if (weight) w.emplace(*this, flat(*weight), acc_dtype, DenseArg::In);
+    const C* wp = w ? w->ptr<C>() : nullptr;
+    if (l.cols <= 1024) {
+      with_warp_per(l.cols, [&](auto per) {
+        layer_norm_backward_warp_kernel<T, decltype(per)::value>
+            <<<warp_row_grid(l.rows), 32 * kWarpRowsPerBlock, 0, s>>>(gi.ptr<T>(), g.ptr<T>(), x.ptr<T>(), wp,
+                                                                      m.ptr<float>(), r.ptr<float>(), l.rows, l.cols);
+      });
+      ANVIL_CUDA_CHECK_LAUNCH("layer_norm_backward_warp_kernel");
+    } else {
+      with_block_per(l.cols, [&](auto per) {
+        layer_norm_backward_block_kernel<T, decltype(per)::value><<<grid_for(l.rows, 1, 1 << 20), kRowThreads, 0, s>>>(
+            gi.ptr<T>(), g.ptr<T>(), x.ptr<T>(), wp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols);
+      });
+      ANVIL_CUDA_CHECK_LAUNCH("layer_norm_backward_block_kernel");
+    }
+    gi.commit();
+  });
+}
 
 }  // namespace anvil::cuda
