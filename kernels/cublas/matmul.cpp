@@ -25,7 +25,6 @@
 #include "core/base/error.h"
 #include "kernels/cublas/cublas_handles.h"
 #include "kernels/cublas/device_scratch.h"
-#include "kernels/cublas/linear_epilogue.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/matmul_settings.h"
@@ -398,9 +397,11 @@ void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in,
   matmul_any(*this, out, a, b, p, nullptr);
 }
 
-void linear_cublaslt(CudaBackend& backend, const View& out, const View& in, const View& weight, const View* bias) {
-  // out [rows, out_f] = in [rows, in_f] @ weight^T (+ bias): weight [out_f, in_f]
-  // read transposed in place.
+void CudaBackend::linear(const View& out, const View& in, const View& weight, const View* bias) {
+  // out [rows, out_f] = in [rows, in_f] @ weight^T (+ bias in the epilogue):
+  // weight [out_f, in_f] is read transposed in place.
+  ANVIL_NVTX_RANGE("linear");
+  CudaBackend& backend = *this;
   ANVIL_CHECK(in.dim() == 2 && weight.dim() == 2 && out.dim() == 2 && in.shape[1] == weight.shape[1] &&
                   out.shape[0] == in.shape[0] && out.shape[1] == weight.shape[0],
               "linear: expected in [rows, in_features], weight [out_features, in_features], out [rows, ",
@@ -427,9 +428,9 @@ void linear_cublaslt(CudaBackend& backend, const View& out, const View& in, cons
     }
     return;
   }
-  // The cuBLASLt bias epilogue needs bias in out's dtype (or float32 for
-  // 16-bit outputs); other cases add it separately.
-  const bool fusable = !bias || bias->dtype == out.dtype;
+  // The bias epilogue is used for a bias in out's dtype (float64 GEMMs have
+  // no epilogues); other cases add it separately.
+  const bool fusable = !bias || (bias->dtype == out.dtype && out.dtype != DType::Float64);
   matmul_any(backend, o, a, b, p, fusable ? bias : nullptr);
   if (bias && !fusable) {
     View bb = *bias;

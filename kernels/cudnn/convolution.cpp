@@ -6,7 +6,8 @@
 //
 // Algorithms come from cuDNN's heuristics (cudnnGet*Algorithm_v7, which run
 // nothing), asked once per (direction, shapes, dtype, params) and cached;
-// workspaces come from the caching allocator. float32 convolutions use FMA
+// workspaces come from the caching allocator; the bias is a broadcast add.
+// float32 convolutions use FMA
 // math only (no TF32) unless set_matmul_allow_tf32(true); float16/bfloat16
 // use tensor cores with float32 accumulation; float64 is computed in double.
 #include <map>
@@ -212,13 +213,15 @@ void CudaBackend::conv2d(const View& out, const View& in, const View& weight, co
   const CudnnScalars& s = cudnn_scalars();
   ANVIL_CUDNN_CHECK(cudnnConvolutionForward(handle, s.one(dtype), d.x, x.data, d.w, w.data, d.conv, algo, ws.get(),
                                             ws_bytes, s.zero(dtype), d.y, y.data()));
-  if (bias) {
-    const DenseOperand b = dense_operand(*this, *bias, dtype);
-    TensorDesc bias_desc;
-    bias_desc.set_nchw(cudnn_type(op, dtype), 1, g.cout, 1, 1);
-    ANVIL_CUDNN_CHECK(cudnnAddTensor(handle, s.one(dtype), bias_desc, b.data, s.one(dtype), d.y, y.data()));
-  }
   y.commit();
+  if (bias) {
+    // The bias broadcast over N, H, W by the elementwise add (any dtype,
+    // any bias stride), in place on the result.
+    View row = *bias;
+    row.shape = out.shape;
+    row.strides = {0, bias->strides[0], 0, 0};
+    binary(BinaryOp::Add, out, out, row);
+  }
 }
 
 void CudaBackend::conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,

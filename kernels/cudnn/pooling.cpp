@@ -3,7 +3,8 @@
 // and propagates NaN, average pooling maps count_include_pad to
 // CUDNN_POOLING_AVERAGE_COUNT_{INCLUDE,EXCLUDE}_PADDING; with floor-mode sizes
 // no window reaches past the padding, so both divisors equal the CPU's.
-// Ceil-mode sizes (windows running past the padded input) use our own kernel.
+// Ceil-mode sizes (windows running past the padded input), float64 and
+// bfloat16 use our own kernel.
 //
 // The backward pass always uses our gather kernel (norm_pool_kernels.cu):
 // cuDNN's max-pool backward does not promise the CPU's tie rule (the first
@@ -46,7 +47,10 @@ PoolShape pool_geometry(const char* op, const Shape& in, const Shape& out, const
 
 // Whether cuDNN computes exactly this output size (floor mode) and the
 // tensors fit its int dims.
-bool cudnn_covers(const PoolShape& g) {
+bool cudnn_covers(const PoolShape& g, DType dtype) {
+  // float64 and bfloat16 pooling support varies across cuDNN versions; our
+  // kernel serves them.
+  if (dtype != DType::Float32 && dtype != DType::Float16) return false;
   const bool floor_h = g.h + 2 * g.ph >= g.kh && g.ho == (g.h + 2 * g.ph - g.kh) / g.sh + 1;
   const bool floor_w = g.w + 2 * g.pw >= g.kw && g.wo == (g.w + 2 * g.pw - g.kw) / g.sw + 1;
   const int64_t limit = int64_t{1} << 31;
@@ -90,7 +94,7 @@ void CudaBackend::pool2d(PoolKind kind, const View& out, const View& in, const P
   if (out.numel() == 0) return;
   const DenseOperand x = dense_operand(*this, in, dtype);
   DenseResult y(*this, out);
-  if (cudnn_covers(g)) {
+  if (cudnn_covers(g, dtype)) {
     cudnn_pool_forward(cudnn_handle(device, stream(device)), kind, dtype, y.data(), x.data, g);
   } else {
     pool_forward_dense(kind, dtype, y.data(), x.data, g, stream(device));
