@@ -12,7 +12,7 @@
 //   - finish: folds the split partials of each output (one warp per output).
 // Any layout is handled by the offset calculators (no scratch copy needed);
 // the reduced elements' offsets need no division when the reduced dims merge
-// into one.
+// into one, and a unit-stride reduced dim is read with 16-byte vector loads.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -25,6 +25,7 @@
 #include "kernels/cuda/device/block_reduce.cuh"
 #include "kernels/cuda/device/offset_calculator.cuh"
 #include "kernels/cuda/device/reduce_ops.cuh"
+#include "kernels/cuda/device/vector_access.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/elementwise_launch.cuh"
 #include "kernels/cuda/nvtx.h"
@@ -61,6 +62,36 @@ __device__ __forceinline__ int64_t red_offset(const dev::OffsetCalculator<1>& re
   return red.ndim <= 1 ? r * red.strides[0][0] : red.offset(r);
 }
 
+// Folds elements [begin, end) of a row into acc, thread `tid` of `nthreads`
+// taking its share. A unit-stride row (the contiguous last-dim case) is read
+// with 16-byte vector loads after a scalar head that reaches 16-byte
+// alignment; other rows go through the reduced dims' offset calculator.
+template <typename Op, typename T>
+__device__ __forceinline__ typename Op::Acc fold_row(const Op& op, typename Op::Acc acc, const T* row,
+                                                     const dev::OffsetCalculator<1>& red, int64_t begin,
+                                                     int64_t end, int tid, int nthreads) {
+  if (red.ndim == 1 && red.strides[0][0] == 1) {
+    constexpr int V = dev::vec_size_v<T>;
+    const T* p = row + begin;
+    const int64_t n = end - begin;
+    const auto misalign = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) % dev::kVecBytes);
+    int64_t head = misalign == 0 ? 0 : (dev::kVecBytes - misalign) / static_cast<int64_t>(sizeof(T));
+    head = head < n ? head : n;
+    for (int64_t r = tid; r < head; r += nthreads) acc = op.combine(acc, op.lift(p[r], begin + r));
+    const int64_t nvec = (n - head) / V;
+    const T* body = p + head;
+    for (int64_t v = tid; v < nvec; v += nthreads) {
+      const auto x = dev::load_vec<V>(body + v * V);
+#pragma unroll
+      for (int j = 0; j < V; ++j) acc = op.combine(acc, op.lift(x.v[j], begin + head + v * V + j));
+    }
+    for (int64_t r = head + nvec * V + tid; r < n; r += nthreads) acc = op.combine(acc, op.lift(p[r], begin + r));
+    return acc;
+  }
+  for (int64_t r = begin + tid; r < end; r += nthreads) acc = op.combine(acc, op.lift(row[red_offset(red, r)], r));
+  return acc;
+}
+
 // Either the final value of output o, or partial s of it.
 template <typename T, typename Op>
 __device__ __forceinline__ void emit(const Op& op, const ReduceGeometry& g, void* out, DType out_dtype,
@@ -85,8 +116,7 @@ reduce_rows_warp(Op op, const T* in, void* out, DType out_dtype, ReduceGeometry 
     int64_t off[2];
     g.kept.offsets(o, off);
     const T* row = in + off[0];
-    Acc acc = op.identity();
-    for (int64_t r = lane; r < g.n_red; r += 32) acc = op.combine(acc, op.lift(row[red_offset(g.red, r)], r));
+    Acc acc = fold_row(op, op.identity(), row, g.red, 0, g.n_red, lane, 32);
     acc = dev::warp_reduce(acc, dev::CombineWith<Op>{op});
     if (lane == 0) store_result<T>(out, off[1], out_dtype, op.finish(acc, g.n_red));
   }
@@ -103,9 +133,7 @@ reduce_rows_block(Op op, const T* in, void* out, DType out_dtype, typename Op::A
     int64_t off[2];
     g.kept.offsets(o, off);
     const T* row = in + off[0];
-    Acc acc = op.identity();
-    for (int64_t r = begin + threadIdx.x; r < end; r += blockDim.x)
-      acc = op.combine(acc, op.lift(row[red_offset(g.red, r)], r));
+    Acc acc = fold_row(op, op.identity(), row, g.red, begin, end, threadIdx.x, blockDim.x);
     acc = dev::block_reduce(acc, dev::CombineWith<Op>{op});
     if (threadIdx.x == 0) emit<T>(op, g, out, out_dtype, partial, o, s, acc);
   }
