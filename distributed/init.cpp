@@ -76,7 +76,7 @@ LaunchEnv launch_env_from_environment() {
   return e;
 }
 
-void init_process_group(const InitOptions& options) {
+std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   ANVIL_CHECK(s.group == nullptr, "init_process_group: the default group exists already; "
@@ -112,6 +112,7 @@ void init_process_group(const InitOptions& options) {
   mo.store_prefix = "default/";
   s.group = make_process_group(store, rank, world, mo);
   s.store = store;
+  return s.group;
 }
 
 void destroy_process_group() {

@@ -47,8 +47,8 @@ struct InitOptions {
   ProcessGroupOptions group;
 };
 
-// Makes the default group. Fails if one exists already.
-void init_process_group(const InitOptions& options = {});
+// Makes the default group and returns it. Fails if one exists already.
+std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options = {});
 // Finishes the default group (waits for its queued work) and forgets it.
 void destroy_process_group();
 bool is_initialized();
