@@ -1,0 +1,84 @@
+#pragma once
+// Pipeline schedules as data: for each stage, the ordered list of steps it
+// runs for one mini-batch of m micro-batches. The executor (executor.h) only
+// walks a list; which schedule it walks is a value that can be printed,
+// checked and simulated without running a model.
+//
+//   Schedule s = make_schedule(ScheduleKind::OneFOneB, /*stages=*/4, /*micro_batches=*/8);
+//   std::cout << s.str();        // one line per stage: "stage 0: F0 S0 F1 S1 ..."
+//   validate_schedule(s);        // throws anvil::Error naming the first broken rule
+//
+// GPipe: every forward, then every backward. Stage s keeps all m micro-batches'
+// activations alive until the backwards start.
+// 1F1B (PipeDream-Flush): stage s runs p-s-1 warm-up forwards, then
+// alternates one forward and one backward, then drains the remaining
+// backwards. At most p-s micro-batches are alive on stage s (p on stage 0),
+// independent of m; the bubble is the same as GPipe's.
+#include <string>
+#include <vector>
+
+namespace anvil::distributed::pipeline {
+
+enum class StepKind { Forward, Backward, SendActivation, RecvActivation, SendGrad, RecvGrad };
+const char* to_string(StepKind kind);
+// Short form used in printed schedules: F, B, SA, RA, SG, RG.
+const char* short_name(StepKind kind);
+
+struct Step {
+  StepKind kind;
+  int micro_batch;
+  bool operator==(const Step&) const = default;
+};
+std::string to_string(const Step& step);  // "F3", "RA3", ...
+
+enum class ScheduleKind { GPipe, OneFOneB };
+const char* to_string(ScheduleKind kind);          // "gpipe", "1f1b"
+ScheduleKind schedule_kind_from_string(const std::string& name);  // accepts "gpipe", "1f1b"
+
+struct Schedule {
+  ScheduleKind kind = ScheduleKind::GPipe;
+  int num_stages = 0;
+  int num_micro_batches = 0;
+  std::vector<std::vector<Step>> stages;  // stages[s] = steps stage s runs, in order
+
+  // One line per stage: "stage 0: F0 SA0 F1 SA1 ... RG0 B0 ...".
+  std::string str() const;
+  // {"schedule": "1f1b", "stages": p, "micro_batches": m, "steps": [["F0", "SA0", ...], ...]}
+  std::string to_json() const;
+};
+
+Schedule gpipe_schedule(int num_stages, int num_micro_batches);
+Schedule one_f_one_b_schedule(int num_stages, int num_micro_batches);
+Schedule make_schedule(ScheduleKind kind, int num_stages, int num_micro_batches);
+
+// The largest number of micro-batches whose activations a stage holds at once
+// (forwarded, not yet backwarded) when it runs `steps` in order.
+int max_live_activations(const std::vector<Step>& steps);
+
+// Checks the rules every schedule must keep and throws anvil::Error naming the
+// stage, step and rule broken: each micro-batch is forwarded and backwarded
+// exactly once per stage, its backward after its forward; a stage > 0
+// receives an activation before each forward and sends a gradient after each
+// backward; a stage < p-1 sends each forward's output and receives its
+// gradient before the backward; every send has the matching recv on the
+// neighbour; and running all stages with buffered sends never deadlocks.
+void validate_schedule(const Schedule& schedule);
+
+// A run of the schedule on an idealised machine (forward costs forward_cost,
+// backward backward_cost, communication is free; a recv waits for its send).
+struct SimulatedRun {
+  double makespan = 0;                      // time the last stage finishes
+  std::vector<double> busy;                 // per stage: time spent computing
+  double bubble_fraction() const;           // idle / (stages * makespan)
+};
+struct SimulationCosts {
+  double forward_cost = 1.0;
+  double backward_cost = 2.0;
+};
+SimulatedRun simulate_schedule(const Schedule& schedule, const SimulationCosts& costs = {});
+
+// (p - 1) / (m + p - 1): the idle share of GPipe and 1F1B when every stage
+// takes the same time per micro-batch.
+double theoretical_bubble_fraction(int num_stages, int num_micro_batches);
+
+}  // namespace anvil::distributed::pipeline
