@@ -140,6 +140,13 @@ class Backend {
   virtual void layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
                                    const View& grad_out, const View& in, const View& mean,
                                    const View& rstd, const View* weight) = 0;
+  // Residual add fused with the layer norm that follows it (a transformer
+  // block's h = x + attn(...); ln2(h)): sum_out = x + residual (rounded to the
+  // dtype), out = layer_norm(sum_out) exactly as layer_norm would compute it.
+  // x, residual, sum_out, out [rows, cols] of one dtype; mean/rstd as layer_norm.
+  virtual void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd,
+                              const View& x, const View& residual, const View* weight, const View* bias,
+                              double eps) = 0;
   // logits [N, C], targets int64 [N]; writes per-row loss [N] (0 for ignored
   // rows) and logsumexp [N] float32 for the backward pass.
   virtual void cross_entropy(const View& losses, const View& logsumexp, const View& logits,

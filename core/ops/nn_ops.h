@@ -35,6 +35,14 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, con
 // Normalises over the trailing dims given by normalized_shape.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
+// The residual add of a pre-norm transformer block fused with the layer norm
+// that follows it: sum = x + residual and out = layer_norm(sum, ...), in one
+// pass over memory on CUDA. Gradients are those of the two ops written apart.
+struct AddLayerNormResult {
+  Tensor sum, out;
+};
+AddLayerNormResult add_layer_norm(const Tensor& x, const Tensor& residual, const Shape& normalized_shape,
+                                  const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
 // Inverted dropout: in training, zeroes with probability p and scales by 1/(1-p).
 Tensor dropout(const Tensor& x, double p, bool training = true);
 

@@ -59,6 +59,8 @@ class CpuBackend final : public Backend {
   void layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
                            const View& grad_out, const View& in, const View& mean, const View& rstd,
                            const View* weight) override;
+  void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd, const View& x,
+                      const View& residual, const View* weight, const View* bias, double eps) override;
 
   // loss.cpp
   void cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,

@@ -334,4 +334,18 @@ void CpuBackend::layer_norm_backward(const View& grad_in, const View* grad_weigh
   });
 }
 
+// The reference for the fused CUDA kernel: the two ops it fuses, in order, so
+// out is exactly layer_norm of the rounded sum.
+void CpuBackend::add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd,
+                                const View& x, const View& residual, const View* weight, const View* bias,
+                                double eps) {
+  ANVIL_CHECK(x.shape == residual.shape && sum_out.shape == x.shape && out.shape == x.shape,
+              "add_layer_norm: shapes differ: x ", x.shape, ", residual ", residual.shape, ", sum ", sum_out.shape,
+              ", out ", out.shape);
+  ANVIL_CHECK(x.dtype == residual.dtype && sum_out.dtype == x.dtype, "add_layer_norm: dtypes differ: x ", x.dtype,
+              ", residual ", residual.dtype, ", sum ", sum_out.dtype);
+  binary(BinaryOp::Add, sum_out, x, residual);
+  layer_norm(out, mean, rstd, sum_out, weight, bias, eps);
+}
+
 }  // namespace anvil::cpu

@@ -38,20 +38,42 @@ template <bool kWarp, typename C> __device__ __forceinline__ C row_sum(C v) {
 
 // Forward over one row held by `threads` threads starting at `first`
 // (lane or threadIdx.x), kPer values each (kPer == 0: not kept in registers).
-template <typename T, typename C, int kPer, bool kWarp>
+// With kAdd the row is x + res, rounded to T and written to sum_out first
+// (the fused residual add); the norm is then of that rounded sum.
+template <typename T, typename C, int kPer, bool kWarp, bool kAdd = false>
 __device__ __forceinline__ void layer_norm_row(T* y, const T* x, int64_t cols, int first, int threads, const C* w,
-                                               const C* b, C eps, float* mean_out, float* rstd_out) {
+                                               const C* b, C eps, float* mean_out, float* rstd_out,
+                                               const T* res = nullptr, T* sum_out = nullptr) {
   C v[kPer > 0 ? kPer : 1];
   C sum = 0;
   if constexpr (kPer > 0) {
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const int64_t i = first + static_cast<int64_t>(j) * threads;
-      v[j] = i < cols ? dev::cast<C>(x[i]) : C(0);
+      if constexpr (kAdd) {
+        if (i < cols) {
+          const T s = dev::cast<T>(dev::cast<C>(x[i]) + dev::cast<C>(res[i]));
+          sum_out[i] = s;
+          v[j] = dev::cast<C>(s);
+        } else {
+          v[j] = C(0);
+        }
+      } else {
+        v[j] = i < cols ? dev::cast<C>(x[i]) : C(0);
+      }
       sum += v[j];
     }
   } else {
-    for (int64_t i = first; i < cols; i += threads) sum += dev::cast<C>(x[i]);
+    if constexpr (kAdd) {
+      for (int64_t i = first; i < cols; i += threads) {
+        const T s = dev::cast<T>(dev::cast<C>(x[i]) + dev::cast<C>(res[i]));
+        sum_out[i] = s;
+        sum += dev::cast<C>(s);
+      }
+      x = sum_out;  // later passes re-read this thread's own sums
+    } else {
+      for (int64_t i = first; i < cols; i += threads) sum += dev::cast<C>(x[i]);
+    }
   }
   const C m = row_sum<kWarp>(sum) / static_cast<C>(cols);
   C sq = 0;
@@ -81,6 +103,28 @@ __device__ __forceinline__ void layer_norm_row(T* y, const T* x, int64_t cols, i
   if (first == 0) {
     *mean_out = static_cast<float>(m);
     *rstd_out = static_cast<float>(r);
+  }
+}
+
+template <typename T, int kPer>
+__global__ void add_layer_norm_warp_kernel(T* y, T* sum_out, const T* x, const T* res, const acc_t<T>* w,
+                                           const acc_t<T>* b, float* mean, float* rstd, int64_t rows, int64_t cols,
+                                           acc_t<T> eps) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int64_t o = row * cols;
+  layer_norm_row<T, acc_t<T>, kPer, true, true>(y + o, x + o, cols, threadIdx.x & 31, 32, w, b, eps, mean + row,
+                                                rstd + row, res + o, sum_out + o);
+}
+
+template <typename T, int kPer>
+__global__ void __launch_bounds__(kRowThreads)
+    add_layer_norm_block_kernel(T* y, T* sum_out, const T* x, const T* res, const acc_t<T>* w, const acc_t<T>* b,
+                                float* mean, float* rstd, int64_t rows, int64_t cols, acc_t<T> eps) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t o = row * cols;
+    layer_norm_row<T, acc_t<T>, kPer, false, true>(y + o, x + o, cols, threadIdx.x, blockDim.x, w, b, eps,
+                                                   mean + row, rstd + row, res + o, sum_out + o);
   }
 }
 
@@ -365,6 +409,59 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
       ANVIL_CUDA_CHECK_LAUNCH("layer_norm_backward_block_kernel");
     }
     gi.commit();
+  });
+}
+
+void CudaBackend::add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd,
+                                 const View& x_in, const View& residual, const View* weight, const View* bias,
+                                 double eps) {
+  ANVIL_NVTX_RANGE("add_layer_norm");
+  ANVIL_CHECK(x_in.shape == residual.shape && sum_out.shape == x_in.shape && out.shape == x_in.shape,
+              "add_layer_norm: shapes differ: x ", x_in.shape, ", residual ", residual.shape, ", sum ", sum_out.shape,
+              ", out ", out.shape);
+  ANVIL_CHECK(x_in.dtype == residual.dtype && sum_out.dtype == x_in.dtype && out.dtype == x_in.dtype,
+              "add_layer_norm: dtypes differ: x ", x_in.dtype, ", residual ", residual.dtype, ", sum ", sum_out.dtype,
+              ", out ", out.dtype);
+  const RowLayout l = row_layout("add_layer_norm", x_in.shape);
+  ANVIL_CHECK(mean.numel() == l.rows && rstd.numel() == l.rows, "add_layer_norm: mean and rstd must have ", l.rows,
+              " elements, got ", mean.shape, " and ", rstd.shape);
+  ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!bias || bias->numel() == l.cols),
+              "add_layer_norm: weight and bias must have ", l.cols, " elements");
+  if (l.rows == 0) return;
+  if (l.cols == 0) return layer_norm(out, mean, rstd, sum_out, weight, bias, eps);
+  DeviceGuard guard(x_in.device_index);
+  const cudaStream_t s = stream(x_in.device_index);
+  visit_floating_device_dtype("add_layer_norm", x_in.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = acc_t<T>;
+    const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
+    DenseArg x(*this, x_in, x_in.dtype, DenseArg::In), r(*this, residual, x_in.dtype, DenseArg::In);
+    DenseArg y(*this, out, x_in.dtype, DenseArg::Out), sm(*this, sum_out, x_in.dtype, DenseArg::Out);
+    DenseArg m(*this, flat(mean), kFloat32, DenseArg::Out), rs(*this, flat(rstd), kFloat32, DenseArg::Out);
+    std::optional<DenseArg> w, b;
+    if (weight) w.emplace(*this, flat(*weight), acc_dtype, DenseArg::In);
+    if (bias) b.emplace(*this, flat(*bias), acc_dtype, DenseArg::In);
+    const C* wp = w ? w->ptr<C>() : nullptr;
+    const C* bp = b ? b->ptr<C>() : nullptr;
+    if (l.cols <= 1024) {
+      with_warp_per(l.cols, [&](auto per) {
+        add_layer_norm_warp_kernel<T, decltype(per)::value><<<warp_row_grid(l.rows), 32 * kWarpRowsPerBlock, 0, s>>>(
+            y.ptr<T>(), sm.ptr<T>(), x.ptr<T>(), r.ptr<T>(), wp, bp, m.ptr<float>(), rs.ptr<float>(), l.rows, l.cols,
+            C(eps));
+      });
+      ANVIL_CUDA_CHECK_LAUNCH("add_layer_norm_warp_kernel");
+    } else {
+      with_block_per(l.cols, [&](auto per) {
+        add_layer_norm_block_kernel<T, decltype(per)::value><<<grid_for(l.rows, 1, 1 << 20), kRowThreads, 0, s>>>(
+            y.ptr<T>(), sm.ptr<T>(), x.ptr<T>(), r.ptr<T>(), wp, bp, m.ptr<float>(), rs.ptr<float>(), l.rows, l.cols,
+            C(eps));
+      });
+      ANVIL_CUDA_CHECK_LAUNCH("add_layer_norm_block_kernel");
+    }
+    y.commit();
+    sm.commit();
+    m.commit();
+    rs.commit();
   });
 }
 

@@ -64,8 +64,11 @@ TransformerBlock::TransformerBlock(const TransformerOptions& o) : Module("Transf
 }
 
 Tensor TransformerBlock::forward(const Tensor& x) {
-  Tensor h = x + attn->forward(ln1->forward(x));
-  return h + mlp->forward(ln2->forward(h));
+  // h = x + attn(ln1(x)) and ln2(h) in one pass over memory (add_layer_norm);
+  // the same numbers and gradients as writing the add and ln2->forward(h).
+  auto [h, normed] = add_layer_norm(x, attn->forward(ln1->forward(x)), ln2->options.normalized_shape, ln2->weight,
+                                    ln2->bias, ln2->options.eps);
+  return h + mlp->forward(normed);
 }
 
 }  // namespace anvil::nn

@@ -225,8 +225,11 @@ Grads layer_norm_fused_backward(const Tensor& g, const LayerNormSaved& s) {
 
 }  // namespace
 
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
-                  double eps) {
+namespace {
+
+// The argument checks of layer_norm and add_layer_norm (x is the normalised input).
+void check_layer_norm_args(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                           double eps) {
   detail::check_floating("layer_norm", x, "input");
   detail::check_same_device("layer_norm", {x, weight, bias});
   const int64_t nd = static_cast<int64_t>(normalized_shape.size());
@@ -243,7 +246,38 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                 " (normalized_shape), got ", detail::describe(*t));
   }
   ANVIL_CHECK(eps >= 0, "layer_norm: expected eps >= 0, got ", eps);
+}
 
+// Records the layer-norm node for out = layer_norm(x) given the saved row statistics.
+void record_layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                       double eps, int64_t rows, int64_t cols, const Tensor& mean_rows, const Tensor& rstd_rows,
+                       Tensor& out) {
+  if (!autograd::needs_grad({x, weight, bias})) return;
+  auto s = std::make_shared<LayerNormSaved>();
+  s->x = SavedTensor(x, "layer_norm");
+  s->weight = SavedTensor(weight, "layer_norm");
+  s->mean = mean_rows;
+  s->rstd = rstd_rows;
+  s->normalized_shape = normalized_shape;
+  s->rows = rows;
+  s->cols = cols;
+  s->eps = eps;
+  s->need_x = x.requires_grad();
+  s->need_w = weight.defined() && weight.requires_grad();
+  s->need_b = bias.defined() && bias.requires_grad();
+  if (weight.defined()) s->weight_dtype = weight.dtype();
+  if (bias.defined()) s->bias_dtype = bias.dtype();
+  autograd::record("layer_norm", {x, weight, bias}, out, [s](const Tensor& g) {
+    return GradMode::is_enabled() ? layer_norm_composed_backward(g, *s) : layer_norm_fused_backward(g, *s);
+  });
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  check_layer_norm_args(x, normalized_shape, weight, bias, eps);
+  const int64_t nd = static_cast<int64_t>(normalized_shape.size());
   const int64_t cols = numel_of(normalized_shape);
   int64_t rows = 1;
   for (int64_t d = 0; d < x.dim() - nd; ++d) rows *= x.size(d);
@@ -259,27 +293,42 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                                      optional_view(w2, w_slot), optional_view(b2, b_slot), eps);
   }
   out = out.view(x.shape());
-
-  if (autograd::needs_grad({x, weight, bias})) {
-    auto s = std::make_shared<LayerNormSaved>();
-    s->x = SavedTensor(x, "layer_norm");
-    s->weight = SavedTensor(weight, "layer_norm");
-    s->mean = mean_rows;
-    s->rstd = rstd_rows;
-    s->normalized_shape = normalized_shape;
-    s->rows = rows;
-    s->cols = cols;
-    s->eps = eps;
-    s->need_x = x.requires_grad();
-    s->need_w = weight.defined() && weight.requires_grad();
-    s->need_b = bias.defined() && bias.requires_grad();
-    if (weight.defined()) s->weight_dtype = weight.dtype();
-    if (bias.defined()) s->bias_dtype = bias.dtype();
-    autograd::record("layer_norm", {x, weight, bias}, out, [s](const Tensor& g) {
-      return GradMode::is_enabled() ? layer_norm_composed_backward(g, *s) : layer_norm_fused_backward(g, *s);
-    });
-  }
+  record_layer_norm(x, normalized_shape, weight, bias, eps, rows, cols, mean_rows, rstd_rows, out);
   return out;
+}
+
+AddLayerNormResult add_layer_norm(const Tensor& x, const Tensor& residual, const Shape& normalized_shape,
+                                  const Tensor& weight, const Tensor& bias, double eps) {
+  detail::check_same_device("add_layer_norm", {x, residual, weight, bias});
+  ANVIL_CHECK(x.shape() == residual.shape() && x.dtype() == residual.dtype(),
+              "add_layer_norm: x and residual must have one shape and dtype (no broadcasting), got ",
+              detail::describe(x), " and ", detail::describe(residual));
+  check_layer_norm_args(x, normalized_shape, weight, bias, eps);
+  const int64_t nd = static_cast<int64_t>(normalized_shape.size());
+  const int64_t cols = numel_of(normalized_shape);
+  int64_t rows = 1;
+  for (int64_t d = 0; d < x.dim() - nd; ++d) rows *= x.size(d);
+  Tensor sum2 = empty({rows, cols}, x.options());
+  Tensor out = empty({rows, cols}, x.options());
+  Tensor mean_rows = empty({rows}, x.options().dtype(kFloat32));
+  Tensor rstd_rows = empty({rows}, x.options().dtype(kFloat32));
+  if (out.numel() > 0) {
+    Tensor x2 = x.detach().reshape({rows, cols}), r2 = residual.detach().reshape({rows, cols});
+    Tensor w2 = weight.defined() ? weight.detach().reshape({cols}) : Tensor();
+    Tensor b2 = bias.defined() ? bias.detach().reshape({cols}) : Tensor();
+    View w_slot, b_slot;
+    detail::backend_of(x).add_layer_norm(out.view_of(), sum2.view_of(), mean_rows.view_of(), rstd_rows.view_of(),
+                                         x2.view_of(), r2.view_of(), optional_view(w2, w_slot),
+                                         optional_view(b2, b_slot), eps);
+  }
+  // Two nodes, as if the ops were written apart: sum = x + residual, then the
+  // layer norm of sum (its gradient adds to whatever else uses sum).
+  Tensor sum = sum2.view(x.shape());
+  if (autograd::needs_grad({x, residual}))
+    autograd::record("add_layer_norm.add", {x, residual}, sum, [](const Tensor& g) { return Grads{g, g}; });
+  out = out.view(x.shape());
+  record_layer_norm(sum, normalized_shape, weight, bias, eps, rows, cols, mean_rows, rstd_rows, out);
+  return {sum, out};
 }
 
 }  // namespace anvil

@@ -2,7 +2,8 @@
 // Out-of-range indices found on the device. A kernel that meets one skips the
 // element and records the first bad value here (pinned host memory mapped
 // into the device's address space); the host raises an anvil::Error from it
-// at the next check (kernels/cuda/index_errors.h). Device-only.
+// at the next check (kernels/cuda/index_errors.h). The function is
+// device-only; the record's layout is shared with the host.
 #include <cstdint>
 
 namespace anvil::cuda::nn {
@@ -16,6 +17,7 @@ struct IndexErrorRecord {
 
 enum IndexOpCode : int { kIndexSelect = 1, kIndexAdd, kGather, kScatterAdd, kCrossEntropy };
 
+#if defined(__CUDACC__)  // the record itself is also seen by host code (index_errors.h)
 __device__ __forceinline__ void record_index_error(IndexErrorRecord* rec, int op, int64_t value, int64_t size,
                                                    int dim) {
   if (atomicCAS(&rec->state, 0, 1) == 0) {
@@ -27,5 +29,6 @@ __device__ __forceinline__ void record_index_error(IndexErrorRecord* rec, int op
     atomicExch(&rec->state, 2);
   }
 }
+#endif
 
 }  // namespace anvil::cuda::nn
