@@ -286,8 +286,6 @@ RowLayout row_layout(const char* op, const Shape& shape) {
   return l;
 }
 
-View flat(const View& v) { return View{v.data, v.dtype, {v.numel()}, {1}, v.device_index}; }
-
 }  // namespace
 
 void CudaBackend::layer_norm(const View& out, const View& mean, const View& rstd, const View& in, const View* weight,
@@ -309,10 +307,10 @@ void CudaBackend::layer_norm(const View& out, const View& mean, const View& rstd
     using C = acc_t<T>;
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
     DenseArg x(*this, in, in.dtype, DenseArg::In), y(*this, out, in.dtype, DenseArg::Out);
-    DenseArg m(*this, flat(mean), kFloat32, DenseArg::Out), r(*this, flat(rstd), kFloat32, DenseArg::Out);
+    DenseArg m(*this, mean, kFloat32, DenseArg::Out), r(*this, rstd, kFloat32, DenseArg::Out);
     std::optional<DenseArg> w, b;
-    if (weight) w.emplace(*this, flat(*weight), acc_dtype, DenseArg::In);
-    if (bias) b.emplace(*this, flat(*bias), acc_dtype, DenseArg::In);
+    if (weight) w.emplace(*this, *weight, acc_dtype, DenseArg::In);
+    if (bias) b.emplace(*this, *bias, acc_dtype, DenseArg::In);
     const C* wp = w ? w->ptr<C>() : nullptr;
     const C* bp = b ? b->ptr<C>() : nullptr;
     if (l.cols == 0) {  // as the CPU: mean 0, rstd 1/sqrt(eps), nothing to write in out
@@ -360,12 +358,12 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
     using C = acc_t<T>;
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
     DenseArg x(*this, in, in.dtype, DenseArg::In), g(*this, grad_out, in.dtype, DenseArg::In);
-    DenseArg m(*this, flat(mean), kFloat32, DenseArg::In), r(*this, flat(rstd), kFloat32, DenseArg::In);
+    DenseArg m(*this, mean, kFloat32, DenseArg::In), r(*this, rstd, kFloat32, DenseArg::In);
 
     if (grad_weight || grad_bias) {
       std::optional<DenseArg> gw, gb;
-      if (grad_weight) gw.emplace(*this, flat(*grad_weight), acc_dtype, DenseArg::Out);
-      if (grad_bias) gb.emplace(*this, flat(*grad_bias), acc_dtype, DenseArg::Out);
+      if (grad_weight) gw.emplace(*this, *grad_weight, acc_dtype, DenseArg::Out);
+      if (grad_bias) gb.emplace(*this, *grad_bias, acc_dtype, DenseArg::Out);
       if (l.cols > 0) {
         const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(ceil_div(l.rows, 64), 256));
         const int64_t rows_per_chunk = std::max<int64_t>(1, ceil_div(l.rows, chunks));
@@ -392,7 +390,7 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
 
     DenseArg gi(*this, grad_in, in.dtype, DenseArg::Out);
     std::optional<DenseArg> w;
-    if (weight) w.emplace(*this, flat(*weight), acc_dtype, DenseArg::In);
+    if (weight) w.emplace(*this, *weight, acc_dtype, DenseArg::In);
     const C* wp = w ? w->ptr<C>() : nullptr;
     if (l.cols <= 1024) {
       with_warp_per(l.cols, [&](auto per) {
@@ -437,10 +435,10 @@ void CudaBackend::add_layer_norm(const View& out, const View& sum_out, const Vie
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
     DenseArg x(*this, x_in, x_in.dtype, DenseArg::In), r(*this, residual, x_in.dtype, DenseArg::In);
     DenseArg y(*this, out, x_in.dtype, DenseArg::Out), sm(*this, sum_out, x_in.dtype, DenseArg::Out);
-    DenseArg m(*this, flat(mean), kFloat32, DenseArg::Out), rs(*this, flat(rstd), kFloat32, DenseArg::Out);
+    DenseArg m(*this, mean, kFloat32, DenseArg::Out), rs(*this, rstd, kFloat32, DenseArg::Out);
     std::optional<DenseArg> w, b;
-    if (weight) w.emplace(*this, flat(*weight), acc_dtype, DenseArg::In);
-    if (bias) b.emplace(*this, flat(*bias), acc_dtype, DenseArg::In);
+    if (weight) w.emplace(*this, *weight, acc_dtype, DenseArg::In);
+    if (bias) b.emplace(*this, *bias, acc_dtype, DenseArg::In);
     const C* wp = w ? w->ptr<C>() : nullptr;
     const C* bp = b ? b->ptr<C>() : nullptr;
     if (l.cols <= 1024) {
