@@ -28,10 +28,13 @@ Tensor random_index(const Shape& shape, int64_t size, uint64_t seed) {
   return from_vector<int64_t>(v, {n}).reshape(shape);
 }
 
-// Sums of several values: accumulation order differs from the CPU.
+// Sums of several values: accumulation order differs from the CPU. 16-bit
+// sums round at every add (atomics, like the CPU's loop) or once
+// (deterministic path): with ~35 adds per element of magnitude up to ~8 the
+// two may drift apart by several units in the last place.
 test::Tolerance sum_tol(DType d) {
-  if (d == kFloat16) return {4e-3, 4e-3};
-  if (d == kBFloat16) return {3e-2, 3e-2};
+  if (d == kFloat16) return {1e-2, 5e-2};
+  if (d == kBFloat16) return {3e-2, 0.4};
   if (d == kFloat32) return {1e-5, 1e-5};
   return test::tolerance_for(d);
 }
