@@ -1,0 +1,165 @@
+#include "distributed/pipeline/stage.h"
+
+#include "core/autograd/grad_mode.h"
+#include "core/factory.h"
+
+namespace anvil::distributed::pipeline {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kMaxDims = 8;
+constexpr int kTagsPerMicroBatch = 3;
+constexpr int kMaxMicroBatches = (1 << 24) / kTagsPerMicroBatch;
+
+int tag_of(int mb, int k) {
+  ANVIL_CHECK(mb >= 0 && mb < kMaxMicroBatches, "pipeline: micro-batch index ", mb, " outside [0, ", kMaxMicroBatches,
+              ")");
+  return mb * kTagsPerMicroBatch + k;
+}
+
+// [dtype, ndim, d0, ..., d7]: what a receiver needs to allocate the tensor.
+Tensor make_header(const Tensor& t) {
+  ANVIL_CHECK(t.dim() <= kMaxDims, "pipeline: activations may have at most ", kMaxDims, " dims, got ",
+              t.shape_str());
+  Tensor h = zeros({2 + kMaxDims}, kInt64);
+  int64_t* p = h.data<int64_t>();
+  p[0] = static_cast<int64_t>(t.dtype());
+  p[1] = t.dim();
+  for (int64_t d = 0; d < t.dim(); ++d) p[2 + d] = t.size(d);
+  return h;
+}
+
+}  // namespace
+
+int activation_header_tag(int mb) { return tag_of(mb, 0); }
+int activation_tag(int mb) { return tag_of(mb, 1); }
+int grad_tag(int mb) { return tag_of(mb, 2); }
+
+PipelineStage::PipelineStage(std::shared_ptr<nn::Module> module, std::shared_ptr<ProcessGroup> group,
+                             StageOptions options)
+    : module_(std::move(module)), group_(std::move(group)), options_(options) {
+  ANVIL_CHECK(module_ != nullptr, "PipelineStage: null module");
+  ANVIL_CHECK(group_ != nullptr, "PipelineStage: null process group");
+  stage_ = group_->rank();
+  num_stages_ = group_->size();
+}
+
+PipelineStage::MicroBatch& PipelineStage::state(int mb) { return micro_batches_[mb]; }
+
+double PipelineStage::wait(const WorkHandle& work) {
+  auto start = Clock::now();
+  work->wait();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double PipelineStage::recv_activation(int mb) {
+  ANVIL_CHECK(!is_first(), "PipelineStage: stage 0 has no previous stage to receive an activation from");
+  // Header first (on the CPU, whatever the device), then the tensor itself.
+  Tensor header = zeros({2 + kMaxDims}, kInt64);
+  double waited = wait(group_->recv(header, stage_ - 1, activation_header_tag(mb)));
+  const int64_t* p = header.data<int64_t>();
+  Shape shape(p + 2, p + 2 + p[1]);
+  Tensor input = empty(shape, TensorOptions(static_cast<DType>(p[0])).device(options_.device));
+  waited += wait(group_->recv(input, stage_ - 1, activation_tag(mb)));
+  // A leaf of this stage's graph: backward leaves the gradient to send back in .grad().
+  if (input.is_floating_point() && autograd::GradMode::is_enabled()) input.requires_grad_(true);
+  state(mb).input = input;
+  return waited;
+}
+
+Tensor PipelineStage::forward_micro_batch(int mb, const Tensor& input) {
+  MicroBatch& s = state(mb);
+  if (is_first()) {
+    ANVIL_CHECK(input.defined(), "PipelineStage: stage 0 needs the micro-batch's input for forward");
+    s.input = input.to(options_.device);
+  } else {
+    ANVIL_CHECK(s.input.defined(), "PipelineStage: stage ", stage_, " forwards micro-batch ", mb,
+                " before receiving its activation");
+  }
+  s.output = module_->forward(s.input);
+  if (s.output.requires_grad()) {
+    ++live_;
+    peak_live_ = std::max(peak_live_, live_);
+  }
+  return s.output;
+}
+
+void PipelineStage::send_activation(int mb) {
+  ANVIL_CHECK(!is_last(), "PipelineStage: the last stage has no next stage to send an activation to");
+  MicroBatch& s = state(mb);
+  ANVIL_CHECK(s.output.defined(), "PipelineStage: sends micro-batch ", mb, " before forwarding it");
+  Tensor data = s.output.detach().contiguous();
+  Tensor header = make_header(data);
+  auto h = group_->send(header, stage_ + 1, activation_header_tag(mb));
+  auto d = group_->send(data, stage_ + 1, activation_tag(mb));
+  pending_sends_.push_back({h, {header}});
+  pending_sends_.push_back({d, {data}});
+  // Without a graph (evaluation) nothing more is needed from this micro-batch.
+  if (!s.output.requires_grad()) micro_batches_.erase(mb);
+}
+
+double PipelineStage::recv_grad(int mb) {
+  ANVIL_CHECK(!is_last(), "PipelineStage: the last stage has no next stage to receive a gradient from");
+  MicroBatch& s = state(mb);
+  ANVIL_CHECK(s.output.defined(), "PipelineStage: receives micro-batch ", mb, "'s gradient before forwarding it");
+  s.output_grad = empty(s.output.shape(), s.output.options());
+  return wait(group_->recv(s.output_grad, stage_ + 1, grad_tag(mb)));
+}
+
+void PipelineStage::backward_micro_batch(int mb, const Tensor& loss) {
+  MicroBatch& s = state(mb);
+  ANVIL_CHECK(s.output.defined(), "PipelineStage: backward of micro-batch ", mb, " before its forward");
+  if (is_last()) {
+    ANVIL_CHECK(loss.defined(), "PipelineStage: the last stage needs the loss for backward");
+    loss.backward();
+  } else {
+    ANVIL_CHECK(s.output_grad.defined(), "PipelineStage: backward of micro-batch ", mb,
+                " before receiving its output gradient");
+    s.output.backward(s.output_grad);
+  }
+  s.output = Tensor();
+  s.output_grad = Tensor();
+  --live_;
+  if (is_first()) micro_batches_.erase(mb);
+}
+
+void PipelineStage::send_grad(int mb) {
+  ANVIL_CHECK(!is_first(), "PipelineStage: stage 0 has no previous stage to send a gradient to");
+  MicroBatch& s = state(mb);
+  ANVIL_CHECK(s.input.defined() && s.input.requires_grad(), "PipelineStage: stage ", stage_,
+              " has no input gradient for micro-batch ", mb, " (was its input floating point, and backward run?)");
+  Tensor g = s.input.grad();
+  // An input the module ignored gets no gradient: send zeros, the peer waits for something.
+  g = g.defined() ? g.contiguous() : zeros(s.input.shape(), s.input.options());
+  pending_sends_.push_back({group_->send(g, stage_ - 1, grad_tag(mb)), {g}});
+  micro_batches_.erase(mb);
+}
+
+double PipelineStage::wait_for_sends() {
+  double waited = 0;
+  for (auto& [work, tensors] : pending_sends_) waited += wait(work);
+  pending_sends_.clear();
+  return waited;
+}
+
+void PipelineStage::clear() {
+  micro_batches_.clear();
+  live_ = 0;
+}
+
+Tensor PipelineStage::forward(const Tensor& input) {
+  if (!is_first()) recv_activation(0);
+  Tensor out = forward_micro_batch(0, input);
+  if (!is_last()) send_activation(0);
+  return out;
+}
+
+void PipelineStage::backward(const Tensor& loss) {
+  if (!is_last()) recv_grad(0);
+  backward_micro_batch(0, loss);
+  if (!is_first()) send_grad(0);
+  wait_for_sends();
+}
+
+}  // namespace anvil::distributed::pipeline
