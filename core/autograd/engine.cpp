@@ -115,6 +115,28 @@ void run(GraphTask& task, const std::vector<Edge>& root_edges, const std::vector
   }
 }
 
+// Callbacks queued by queue_callback() during the backward pass running on
+// this thread; saved and restored so a hook that runs its own backward gets
+// its own list.
+thread_local std::vector<std::function<void()>>* queued_callbacks = nullptr;
+
+// Runs the graph, then the callbacks queued while it ran.
+void run_with_callbacks(GraphTask& task, const std::vector<Edge>& root_edges, const std::vector<Tensor>& root_grads,
+                        bool create_graph) {
+  std::vector<std::function<void()>> callbacks;
+  struct Scope {
+    std::vector<std::function<void()>>* previous;
+    explicit Scope(std::vector<std::function<void()>>* mine) : previous(queued_callbacks) { queued_callbacks = mine; }
+    ~Scope() { queued_callbacks = previous; }
+  } scope(&callbacks);
+  run(task, root_edges, root_grads, create_graph);
+  // By index: a callback may queue another (which reallocates the vector).
+  for (size_t i = 0; i < callbacks.size(); ++i) {
+    std::function<void()> fn = std::move(callbacks[i]);
+    fn();
+  }
+}
+
 // The gradient each root starts from: ones for a scalar, else must be given.
 std::vector<Tensor> initial_grads(const char* api, const std::vector<Tensor>& roots, const std::vector<Tensor>& given) {
   ANVIL_CHECK(given.empty() || given.size() == roots.size(), api, ": got ", given.size(), " gradients for ",
@@ -146,7 +168,7 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_
   for (const Tensor& r : roots) edges.push_back(gradient_edge(r));
   GraphTask task;
   task.keep_graph = options.retain_graph || options.create_graph;
-  run(task, edges, grads, options.create_graph);
+  run_with_callbacks(task, edges, grads, options.create_graph);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
@@ -164,11 +186,21 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     Edge e = gradient_edge(inputs[i]);
     task.captures[{e.node.get(), e.input_nr}] = i;
   }
-  run(task, edges, grads, options.create_graph);
+  run_with_callbacks(task, edges, grads, options.create_graph);
   for (size_t i = 0; i < inputs.size(); ++i)
     ANVIL_CHECK(allow_unused || task.captured[i].defined(), "grad: input ", i, " (", detail::describe(inputs[i]),
                 ") was not used to compute the outputs; pass allow_unused=true to get an undefined gradient");
   return task.captured;
 }
+
+void queue_callback(std::function<void()> fn) {
+  ANVIL_CHECK(queued_callbacks != nullptr,
+              "autograd::queue_callback: called outside a backward pass (call it from a hook or a node while "
+              "backward() runs)");
+  ANVIL_CHECK(fn != nullptr, "autograd::queue_callback: got an empty function");
+  queued_callbacks->push_back(std::move(fn));
+}
+
+bool in_backward_pass() { return queued_callbacks != nullptr; }
 
 }  // namespace anvil::autograd

@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -20,5 +21,15 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, const BackwardOptions& options = {},
                          bool allow_unused = false);
+
+// Queues `fn` to run once the backward pass running on this thread has
+// finished walking its graph (every leaf gradient accumulated), before
+// backward() / grad() returns; callbacks run in the order queued, and one may
+// queue another. What DDP uses to wait for its last bucket's all-reduce and
+// write the averaged gradients back. Only valid inside a backward pass (from
+// a hook or a node); an exception from a callback propagates out of backward.
+void queue_callback(std::function<void()> fn);
+// True while this thread runs a backward pass (where queue_callback works).
+bool in_backward_pass();
 
 }  // namespace anvil::autograd

@@ -1,0 +1,39 @@
+#pragma once
+// Our own all-reduce: a ring of reduce-scatter then all-gather, built only on
+// the group's send/recv (the algorithm NCCL and Gloo use for large tensors).
+//
+// The flat tensor is cut into size() segments (as equal as possible; some are
+// empty when numel < size()). In n-1 reduce-scatter steps each rank passes a
+// segment to its right neighbour and adds the one arriving from its left, so
+// rank r ends holding the full reduction of segment r+1; n-1 all-gather steps
+// then circulate the finished segments. Every rank sends and receives
+// 2(n-1)/n of the tensor, the minimum, so bus bandwidth approaches the link's.
+//
+// Each segment is further split into chunks that travel independently: as
+// soon as chunk k of a step is received and reduced it is sent on for the
+// next step, so sending chunk k overlaps receiving and reducing chunk k+1.
+//
+//   ring_all_reduce(group, grads, ReduceOp::Avg);
+#include <cstdint>
+
+#include "distributed/process_group.h"
+
+namespace anvil::distributed {
+
+struct RingAllReduceOptions {
+  // Bytes per pipelined chunk; smaller chunks overlap more but pay more
+  // per-message overhead.
+  int64_t chunk_bytes = 256 * 1024;
+  // Tags [tag_base, tag_base + 65536) are used (one per step and chunk; more
+  // chunks than that become larger chunks); pick a range no other send/recv
+  // between the same ranks uses at the same time.
+  int tag_base = 1 << 20;
+};
+
+// In place; the tensor must be contiguous and have the same dtype and numel
+// on every rank. Avg divides the sum by size() (integer division for integer
+// dtypes). With size() == 1 it returns at once.
+void ring_all_reduce(ProcessGroup& group, Tensor& tensor, ReduceOp op = ReduceOp::Sum,
+                     const RingAllReduceOptions& options = {});
+
+}  // namespace anvil::distributed
