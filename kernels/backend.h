@@ -113,6 +113,21 @@ class Backend {
   // --- linear algebra: a [B, M, K], b [B, K, N], out [B, M, N]; any strides,
   //     batch strides of a or b may be 0 (broadcast). ---
   virtual void matmul(const View& out, const View& a, const View& b, const MatmulParams& p) = 0;
+  // The linear layer: out [rows, out_f] = in [rows, in_f] @ weight^T + bias,
+  // weight [out_f, in_f], bias [out_f] or null. This default is matmul plus a
+  // broadcast add; the CUDA backend fuses the bias into the GEMM's epilogue.
+  virtual void linear(const View& out, const View& in, const View& weight, const View* bias) {
+    View weight_t = weight;
+    weight_t.shape = {weight.shape[1], weight.shape[0]};
+    weight_t.strides = {weight.strides[1], weight.strides[0]};
+    matmul(out, in, weight_t, MatmulParams{});
+    if (bias) {
+      View row = *bias;
+      row.shape = out.shape;
+      row.strides = {0, bias->strides[0]};
+      binary(BinaryOp::Add, out, out, row);
+    }
+  }
 
   // --- nn ops (NCHW; weight [Cout, Cin/groups, kH, kW]) ---
   virtual void conv2d(const View& out, const View& in, const View& weight, const View* bias,

@@ -72,6 +72,7 @@ class CudaBackend final : public Backend {
 
   // --- ../cublas/matmul.cpp ---
   void matmul(const View& out, const View& a, const View& b, const MatmulParams& p) override;
+  void linear(const View& out, const View& in, const View& weight, const View* bias) override;
 
   // --- ../cudnn/ ---
   void conv2d(const View& out, const View& in, const View& weight, const View* bias,

@@ -9,6 +9,7 @@
 #include "core/ops/linalg.h"
 #include "core/ops/nn/nn_common.h"
 #include "core/ops/nn_ops.h"
+#include "core/ops/reduce.h"
 #include "core/random.h"
 
 namespace anvil {
@@ -33,12 +34,30 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     ANVIL_CHECK(bias.dtype() == x.dtype(), "linear: bias ", detail::describe(bias), " and input ",
                 detail::describe(x), " must have the same dtype");
   }
-  // All leading dims fold into the rows of one GEMM; the gradients come from
-  // mm, add and the reshapes, so they support create_graph too.
+  // All leading dims fold into the rows of one GEMM, which the backend may
+  // fuse with the bias add (Backend::linear). The backward is written with
+  // mm and sum, so it supports create_graph too.
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
-  Tensor y = mm(x.reshape({-1, in_features}), weight.t());
-  if (bias.defined()) y = add(y, bias);
+  const Tensor x2 = x.reshape({-1, in_features});
+  Tensor y = empty({x2.size(0), out_features}, x.options());
+  if (y.numel() > 0) {
+    const View bias_view = bias.defined() ? bias.view_of() : View{};
+    detail::backend_of(x).linear(y.view_of(), x2.view_of(), weight.view_of(), bias.defined() ? &bias_view : nullptr);
+  }
+  if (autograd::needs_grad({x2, weight, bias})) {
+    autograd::record("linear", {x2, weight, bias}, y,
+                     [sx = weight.requires_grad() ? autograd::SavedTensor(x2, "linear") : autograd::SavedTensor(),
+                      sw = x2.requires_grad() ? autograd::SavedTensor(weight, "linear") : autograd::SavedTensor(),
+                      need_x = x2.requires_grad(), need_w = weight.requires_grad(),
+                      need_b = bias.defined() && bias.requires_grad()](const Tensor& g) {
+                       Grads r(3);
+                       if (need_x) r[0] = mm(g, sw.get());
+                       if (need_w) r[1] = mm(g.t(), sx.get());
+                       if (need_b) r[2] = sum(g, {0});
+                       return r;
+                     });
+  }
   return y.reshape(out_shape);
 }
 

@@ -201,5 +201,58 @@ TEST(CublasMatmul, MatmulOpAndGradients) {
   }
 }
 
+
+// linear on CUDA fuses the bias into the cuBLASLt epilogue; its forward and
+// all three gradients must match the CPU's matmul + add.
+TEST(CublasLinear, FusedBiasForwardAndGradients) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  uint64_t seed = 1000;
+  for (DType dtype : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
+    for (bool with_bias : {true, false}) {
+      for (const Shape& x_shape : {Shape{4, 7, 129}, Shape{1, 33}, Shape{1000, 64}}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << ", bias " << with_bias << ", rank "
+                                          << x_shape.size() << ", in_features " << x_shape.back());
+        const int64_t in_f = x_shape.back(), out_f = 37;
+        Tensor x = random_tensor(x_shape, dtype, seed++), w = random_tensor({out_f, in_f}, dtype, seed++);
+        Tensor b = random_tensor({out_f}, dtype, seed++);
+        Shape y_shape = x_shape;
+        y_shape.back() = out_f;
+        Tensor g = random_tensor(y_shape, dtype, seed++);
+        auto run = [&](Device d) {
+          Tensor xd = x.to(d).detach().requires_grad_(), wd = w.to(d).detach().requires_grad_();
+          Tensor bd = with_bias ? b.to(d).detach().requires_grad_() : Tensor();
+          Tensor y = linear(xd, wd, bd);
+          sum(y * g.to(d)).backward();
+          return std::vector<Tensor>{y, xd.grad(), wd.grad(), with_bias ? bd.grad() : Tensor()};
+        };
+        const std::vector<Tensor> want = run(Device::cpu()), got = run(Device::cuda(0));
+        EXPECT_CUDA_CLOSE(got[0], want[0], matmul_tolerance(dtype, in_f)) << "output";
+        EXPECT_CUDA_CLOSE(got[1], want[1], matmul_tolerance(dtype, out_f)) << "grad input";
+        EXPECT_CUDA_CLOSE(got[2], want[2], matmul_tolerance(dtype, x.numel() / in_f)) << "grad weight";
+        if (with_bias) {
+          EXPECT_CUDA_CLOSE(got[3], want[3], matmul_tolerance(dtype, x.numel() / in_f)) << "grad bias";
+        }
+      }
+    }
+  }
+}
+
+TEST(CublasLinear, BackendLinearWithStridedOperands) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  // A transposed weight ([in_f, out_f] storage) and a padded input.
+  Tensor x_wide = random_tensor({50, 40}, kFloat32, 1100), w_t = random_tensor({32, 21}, kFloat32, 1101);
+  Tensor b_wide = random_tensor({42}, kFloat32, 1102);
+  auto make = [](const Tensor& xw, const Tensor& wt, const Tensor& bw) {
+    return std::vector<Tensor>{xw.narrow(1, 0, 32), wt.t(), bw.slice(0, 0, 42, 2)};
+  };
+  const std::vector<Tensor> cpu_ops = make(x_wide, w_t, b_wide);
+  const std::vector<Tensor> gpu_ops = make(x_wide.cuda(), w_t.cuda(), b_wide.cuda());
+  Tensor want = zeros({50, 21}), got = zeros({50, 21}).cuda();
+  const View cpu_bias = cpu_ops[2].view_of(), gpu_bias = gpu_ops[2].view_of();
+  cpu_backend().linear(want.view_of(), cpu_ops[0].view_of(), cpu_ops[1].view_of(), &cpu_bias);
+  cuda_backend().linear(got.view_of(), gpu_ops[0].view_of(), gpu_ops[1].view_of(), &gpu_bias);
+  EXPECT_CUDA_CLOSE(got, want, matmul_tolerance(kFloat32, 32));
+}
+
 }  // namespace
 }  // namespace anvil
