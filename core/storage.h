@@ -18,6 +18,9 @@ struct Storage {
   Device device;
   std::function<void(void*)> release;  // gives the memory back (empty: not ours)
   std::atomic<uint64_t> version{0};
+  // Page-locked host memory (Tensor::pin_memory): copies to a GPU from it can
+  // be asynchronous.
+  bool pinned = false;
 
   Storage(void* d, size_t n, Device dev, std::function<void(void*)> r)
       : data(d), nbytes(n), device(dev), release(std::move(r)) {}

@@ -59,7 +59,7 @@ void* Tensor::data_ptr() const {
 
 View Tensor::view_of() const {
   const TensorImpl& t = checked();
-  return View{data_ptr(), t.dtype, t.shape, t.strides};
+  return View{data_ptr(), t.dtype, t.shape, t.strides, device().index};
 }
 
 Scalar Tensor::item() const {
@@ -90,22 +90,32 @@ template std::vector<BFloat16> Tensor::to_vector<BFloat16>() const;
 namespace {
 
 // Copies src into dst (same shape), across devices through host memory.
-void copy_data(const Tensor& dst, const Tensor& src) {
+// non_blocking lets a host<->device transfer finish after return (the
+// backend honours it only for pinned host memory).
+void copy_data(const Tensor& dst, const Tensor& src, bool non_blocking = false) {
   if (dst.numel() == 0) return;
   if (dst.device() == src.device()) {
     detail::backend_of(dst).copy(dst.view_of(), src.view_of());
     return;
   }
   // Different devices: make the bytes contiguous in dst's dtype on the source
-  // device, move them in one transfer, then scatter into dst's layout.
-  Tensor packed = empty(src.shape(), TensorOptions().dtype(dst.dtype()).device(src.device()));
-  detail::backend_of(src).copy(packed.view_of(), src.view_of());
+  // device, move them in one transfer, then scatter into dst's layout. A
+  // source already in that form is sent as is (for a pinned source that is
+  // what makes the transfer asynchronous).
+  Tensor packed = src;
+  if (!src.is_contiguous() || src.dtype() != dst.dtype()) {
+    packed = empty(src.shape(), TensorOptions().dtype(dst.dtype()).device(src.device()));
+    detail::backend_of(src).copy(packed.view_of(), src.view_of());
+  }
   Tensor landing = dst.is_contiguous() ? dst : empty(dst.shape(), dst.options());
   size_t nbytes = landing.nbytes();
   if (src.device().is_cpu()) {
-    backend_for(dst.device()).copy_from_host(landing.data_ptr(), packed.data_ptr(), nbytes, dst.device().index, false);
+    backend_for(dst.device()).copy_from_host(landing.data_ptr(), packed.data_ptr(), nbytes, dst.device().index,
+                                             non_blocking);
   } else if (dst.device().is_cpu()) {
-    backend_for(src.device()).copy_to_host(landing.data_ptr(), packed.data_ptr(), nbytes, src.device().index, false);
+    // Into a temporary landing buffer the host reads right below: must be complete.
+    backend_for(src.device()).copy_to_host(landing.data_ptr(), packed.data_ptr(), nbytes, src.device().index,
+                                           non_blocking && landing.same(dst));
   } else {  // device to device of another index: bounce through the host
     Tensor host = packed.to(Device::cpu());
     backend_for(dst.device()).copy_from_host(landing.data_ptr(), host.data_ptr(), nbytes, dst.device().index, false);
@@ -129,10 +139,9 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::to(Device device, bool non_blocking) const {
-  (void)non_blocking;  // transfers through pageable memory are synchronous here
   if (device == this->device()) return *this;
   Tensor out = empty(shape(), options().device(device));
-  copy_data(out, *this);
+  copy_data(out, *this, non_blocking);
   if (autograd::needs_grad({*this})) {
     Device from = this->device();
     autograd::record("to_device", {*this}, out, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
@@ -149,6 +158,44 @@ Tensor Tensor::to(DType dtype) const {
     autograd::record("cast", {*this}, out, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
   }
   return out;
+}
+
+Tensor Tensor::to(const TensorOptions& options, bool non_blocking) const {
+  // Move first, cast on arrival: a GPU casts faster than the host, and
+  // uploading uint8 images before making them float moves a quarter of the bytes.
+  return to(options.device_, non_blocking).to(options.dtype_);
+}
+
+// --- pinned memory and streams ---
+
+Tensor Tensor::pin_memory() const {
+  ANVIL_CHECK(device().is_cpu(), "pin_memory: only CPU tensors can be pinned; this tensor is on ", device());
+  if (is_pinned()) return *this;
+  ANVIL_CHECK(has_backend(DeviceType::CUDA),
+              "pin_memory: pinned (page-locked) host memory comes from the CUDA driver, and no CUDA backend "
+              "is available (no usable GPU, or anvil was built without CUDA). Pinning only speeds up copies "
+              "to a GPU: skip it when anvil::cuda::is_available() is false");
+  Allocator* pinned = backend_for(DeviceType::CUDA).pinned_host_allocator();
+  ANVIL_CHECK(pinned != nullptr, "pin_memory: the CUDA backend has no pinned host allocator");
+  const size_t n = nbytes();
+  void* p = pinned->allocate(n);
+  auto storage = std::make_shared<Storage>(p, n, Device::cpu(), [pinned](void* q) { pinned->deallocate(q); });
+  storage->pinned = true;
+  Tensor out = make_tensor(std::move(storage), shape(), contiguous_strides(shape()), 0, dtype());
+  copy_data(out, *this);
+  if (autograd::needs_grad({*this}))
+    autograd::record("pin_memory", {*this}, out, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  return out;
+}
+
+bool Tensor::is_pinned() const { return device().is_cpu() && storage()->pinned; }
+
+void Tensor::record_stream(const Stream& stream) const {
+  ANVIL_CHECK(device().is_cuda(), "record_stream: only CUDA tensors belong to streams; this tensor is on ",
+              device());
+  ANVIL_CHECK(stream.device == device(), "record_stream: the stream is on ", stream.device,
+              " but the tensor is on ", device());
+  backend_for(device()).allocator(device().index).record_stream(storage()->data, stream.id);
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {

@@ -105,12 +105,34 @@ class Tensor {
 
   // --- copies and conversions ---
   Tensor clone() const;
+  // non_blocking: a copy between the host and a GPU may still be running on
+  // return (on the device's current stream). It only takes effect when the
+  // host side is pinned memory (pin_memory()); otherwise the copy completes
+  // before to() returns, as with non_blocking = false.
   Tensor to(Device device, bool non_blocking = false) const;
   Tensor to(DType dtype) const;
-  Tensor to(Device device, DType dtype) const { return to(device).to(dtype); }
+  Tensor to(Device device, DType dtype, bool non_blocking = false) const {
+    return to(device, non_blocking).to(dtype);
+  }
+  // Device and dtype from options (requires_grad is not applied).
+  Tensor to(const TensorOptions& options, bool non_blocking = false) const;
+  // "cuda", "cpu:0": without it to("cuda") would be ambiguous between the two above.
+  Tensor to(const char* device, bool non_blocking = false) const { return to(Device(device), non_blocking); }
   Tensor cpu() const { return to(Device::cpu()); }
   Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
   Tensor& copy_(const Tensor& src);  // broadcasts src, casts dtype, crosses devices
+
+  // --- pinned memory and streams (CUDA) ---
+  // A copy of this CPU tensor in page-locked host memory (contiguous), so
+  // that to(cuda, non_blocking = true) can overlap with host work. Self when
+  // already pinned. Needs the CUDA backend (the driver pins the pages): raises
+  // a clear error without a usable GPU.
+  Tensor pin_memory() const;
+  bool is_pinned() const;  // CPU tensor in pinned memory
+  // This CUDA tensor's memory is also used by work queued on `stream`: when
+  // the tensor is freed, its block is not reused until that work is done.
+  // Needed when a tensor allocated on one stream is used on another.
+  void record_stream(const Stream& stream) const;
 
   // --- autograd ---
   bool requires_grad() const;

@@ -130,6 +130,7 @@ stage_build() {
     if ! cmake -S . -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" \
         -DANVIL_CUDA=ON -DANVIL_BUILD_BENCH=ON -DANVIL_BUILD_SAMPLES=ON "${launchers[@]}" \
+        -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20 \
         >"$out/build.log" 2>&1; then
       tail -25 "$out/build.log" | tee -a "$log"
       rm -f "$BUILD/CMakeCache.txt"  # configure again next time
@@ -291,6 +292,7 @@ stage_prepare() {
   if [ ! -x "$from/bin/anvil_tests_cuda" ]; then
     echo "== building $from (sm_$CUDA_ARCH) under the build lock"
     flock /tmp/anvil-build.lock scripts/build.sh "$from" -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" \
+      -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20 \
       -DANVIL_BUILD_BENCH=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache || return 1
   fi
   grep -qx "/$CARRY/" .git/info/exclude 2>/dev/null || echo "/$CARRY/" >>.git/info/exclude
@@ -311,6 +313,9 @@ stage_prepare() {
   du -sh "$CARRY"/* "$CARRY"
   echo "== carry [\"$CARRY\"] in the device call; the tree plus carried paths must stay under 64 MiB"
 }
+
+# CMake before 3.26 knows no C++20 flag for nvcc; the two
+# CMAKE_CUDA20_*_COMPILE_OPTION settings in the configure line supply it.
 
 # --- main ---
 stages=("$@")

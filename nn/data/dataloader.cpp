@@ -7,6 +7,7 @@
 
 #include "core/base/error.h"
 #include "core/tensor.h"
+#include "kernels/backend.h"
 
 namespace anvil::nn::data {
 
@@ -25,15 +26,32 @@ struct DataLoader::Epoch {
   int64_t next_to_make = 0, next_to_take = 0, window = 1;
   bool stopping = false;
   std::vector<std::thread> workers;
+  // pin_memory, when there is a GPU to pin for; without one pinning is
+  // skipped, so a config written for a GPU machine also runs on a laptop.
+  bool pin = false;
 
+  // Runs on a worker thread (on the consumer's when num_workers is 0).
   Example make(int64_t b) const {
     const DataLoaderOptions& o = loader->options_;
     Example e = loader->dataset_->get_batch(batches[static_cast<size_t>(b)]);
     if (o.transform) e = o.transform(std::move(e), epoch_seed * 1000003u + static_cast<uint64_t>(b));
-    if (o.device != e.data.device()) {
-      e.data = e.data.to(o.device, o.non_blocking);
-      e.target = e.target.to(o.device, o.non_blocking);
+    // Copying into page-locked memory is host work: done here it overlaps the
+    // training step, and the consumer's copy to the GPU becomes asynchronous.
+    if (pin) {
+      if (e.data.defined() && e.data.device().is_cpu()) e.data = e.data.pin_memory();
+      if (e.target.defined() && e.target.device().is_cpu()) e.target = e.target.pin_memory();
     }
+    return e;
+  }
+
+  // Runs on the consumer's thread, so that the copy is queued on the stream
+  // the consumer computes on: a worker's copy would go to the worker thread's
+  // current stream, unordered with the consumer's side streams, and its
+  // device memory would belong to that stream.
+  Example deliver(Example e) const {
+    const DataLoaderOptions& o = loader->options_;
+    if (e.data.defined() && o.device != e.data.device()) e.data = e.data.to(o.device, o.non_blocking);
+    if (e.target.defined() && o.device != e.target.device()) e.target = e.target.to(o.device, o.non_blocking);
     return e;
   }
 
@@ -62,7 +80,9 @@ struct DataLoader::Epoch {
 
   int64_t batch_count() const { return static_cast<int64_t>(batches.size()); }
 
-  Example take(int64_t b) {
+  Example take(int64_t b) { return deliver(take_made(b)); }
+
+  Example take_made(int64_t b) {
     if (workers.empty()) return make(b);
     std::unique_lock<std::mutex> lock(mutex);
     ready.wait(lock, [&] { return done.count(b) || errors.count(b); });
@@ -114,6 +134,7 @@ DataLoader::Iterator DataLoader::begin() {
   auto e = std::make_shared<Epoch>();
   e->loader = this;
   e->epoch_seed = options_.seed * 7919u + static_cast<uint64_t>(epoch_);
+  e->pin = options_.pin_memory && has_backend(DeviceType::CUDA);
   std::vector<int64_t> order = sampler_->indices(epoch_);
   for (size_t s = 0; s < order.size(); s += static_cast<size_t>(options_.batch_size)) {
     size_t end = std::min(order.size(), s + static_cast<size_t>(options_.batch_size));

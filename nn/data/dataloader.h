@@ -27,8 +27,13 @@ struct DataLoaderOptions {
   bool drop_last = false;
   int num_workers = 0;         // 0: batches are made on the calling thread
   int prefetch_factor = 2;     // batches in flight per worker
-  bool pin_memory = false;     // page-locked host batches for faster device copies
-  Device device = Device::cpu();  // where batches are delivered
+  // Workers copy each batch into page-locked host memory, so that copies to
+  // a GPU are asynchronous (Tensor::to(cuda, non_blocking)). Ignored when no
+  // GPU is usable.
+  bool pin_memory = false;
+  // Where batches are delivered. The copy there runs on the consuming thread
+  // (on its current stream), when the batch is taken.
+  Device device = Device::cpu();
   bool non_blocking = true;    // device copies do not wait (needs pin_memory to overlap)
   BatchTransform transform;    // optional
 };

@@ -115,8 +115,10 @@ void Trainer::prepare(Task& task) {
 
 data::Example Trainer::to_device(const data::Example& batch) const {
   data::Example b = batch;
-  if (b.data.defined() && b.data.device() != device_) b.data = b.data.to(device_);
-  if (b.target.defined() && b.target.device() != device_) b.target = b.target.to(device_);
+  // A pinned batch (DataLoaderOptions::pin_memory) is copied asynchronously:
+  // the host goes on queuing the step while the copy engine moves the bytes.
+  if (b.data.defined() && b.data.device() != device_) b.data = b.data.to(device_, b.data.is_pinned());
+  if (b.target.defined() && b.target.device() != device_) b.target = b.target.to(device_, b.target.is_pinned());
   // The autocast part of mixed precision: float inputs meet the low-precision weights.
   if (options_.precision != Precision::FP32 && b.data.defined() && b.data.dtype() == kFloat32)
     b.data = b.data.to(compute_dtype(options_.precision));
