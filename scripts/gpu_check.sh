@@ -16,8 +16,8 @@
 #             core/nn tests (pinned memory, non_blocking, DataLoader pin_memory)
 #   sanitize  anvil_tests_cuda under compute-sanitizer memcheck, $SANITIZE_FILTER
 #   bench     bench_kernels (or bench_cuda) -> bench_kernels.json
-#   pytorch   bench/pytorch/*.py kernel scripts (not train_*) on cuda, when python3
-#             has torch -> pytorch.jsonl
+#   pytorch   bench/pytorch/kernels.py (bench_kernels' shapes and names in PyTorch),
+#             when python3 has torch with CUDA -> pytorch_kernels.json
 #   train     bench_train's CNN on cuda (ANVIL_BENCH_DEVICE=cuda) -> bench_train.json,
 #             and bench/pytorch/train_fashion_mnist.py --model cnn --device cuda
 #   table     anvil next to PyTorch, from the JSON files (scripts/gpu_table.py)
@@ -32,8 +32,9 @@
 #             working tree plus carried paths must stay under 64 MiB).
 #
 # Output: $OUT when set (the device tool brings back at most 8 files), else
-# bench/results/gpu-<date>/. Files: gpu_check.log, build.log, sanitize.log,
-# bench_kernels.json, bench_train.json, pytorch.jsonl, table.md.
+# bench/results/gpu-<date>/. Files (8, the most that comes back): gpu_check.log,
+# build.log, sanitize.log, bench_kernels.json, pytorch_kernels.json,
+# bench_train.json, pytorch.jsonl (training), table.md.
 #
 # Environment knobs: BUILD (build-gpu), CUDA_ARCH (90), JOBS (nproc),
 # STAGE_LIMIT (seconds per long stage, 540), SANITIZE_FILTER, BENCH_FILTER,
@@ -245,15 +246,19 @@ stage_pytorch() {
     record pytorch "skipped: python3 has no torch with CUDA"
     return 0
   fi
-  local rc=0 found=0
-  for script in bench/pytorch/*.py; do
-    case $(basename "$script") in
-      common.py | train_*) continue ;;
-    esac
-    found=1
-    run_pytorch "pytorch.$(basename "$script" .py)" "$script" --device cuda || rc=1
-  done
-  [ $found -eq 0 ] && record pytorch "no kernel scripts in bench/pytorch yet"
+  if [ ! -f bench/pytorch/kernels.py ]; then
+    record pytorch "missing: bench/pytorch/kernels.py"
+    return 1
+  fi
+  # bench_kernels' shapes and names, Google Benchmark-like JSON.
+  local filter=()
+  [ "$BENCH_FILTER" != . ] && filter=(--filter "$BENCH_FILTER")
+  say "python3 bench/pytorch/kernels.py ${filter[*]}"
+  timeout "$STAGE_LIMIT" python3 bench/pytorch/kernels.py "${filter[@]}" --out "$out/pytorch_kernels.json" \
+    >>"$log" 2>&1
+  local rc=$?
+  grep -E "GB/s|TFLOP/s|per op|empty\+free" "$log" | tail -40
+  if [ $rc -eq 0 ]; then record pytorch.kernels "ok"; else record pytorch.kernels "FAILED rc=$rc"; fi
   return $rc
 }
 

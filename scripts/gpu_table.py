@@ -5,7 +5,8 @@ usage: scripts/gpu_table.py RESULTS_DIR   (what scripts/gpu_check.sh wrote)
 
 Reads, when present:
   bench_kernels.json, bench_train.json   Google Benchmark JSON (anvil)
-  pytorch.jsonl                          one JSON object per line (PyTorch)
+  pytorch_kernels.json                   bench/pytorch/kernels.py (same layout)
+  pytorch.jsonl                          one JSON object per line (PyTorch training)
 
 Rows are matched by name: a Google Benchmark name without its "BM_" prefix
 and run options ("/iterations:3", "/real_time"), its arguments joined by "_",
@@ -26,11 +27,11 @@ METRICS = [
     ("samples_per_second", "samples/s", True),
     ("tokens_per_second", "tokens/s", True),
     ("TFLOP/s", "TFLOP/s", True),
-    ("tflops", "TFLOP/s", True),
     ("GB/s", "GB/s", True),
-    ("gbps", "GB/s", True),
     ("bytes_per_second", "B/s", True),
     ("items_per_second", "items/s", True),
+    ("ns_per_alloc_free", "ns/alloc+free", False),
+    ("us_per_op", "us/op", False),
     ("epoch_seconds", "s/epoch", False),
     ("step_seconds", "s/step", False),
     ("time_s", "time (s)", False),
@@ -148,6 +149,9 @@ def main() -> int:
         return 2
     d = sys.argv[1]
     pytorch = read_jsonl(os.path.join(d, "pytorch.jsonl"))
+    for k, row in read_google_benchmark(os.path.join(d, "pytorch_kernels.json")).items():
+        row.setdefault("benchmark", row["name"])
+        pytorch[k] = row
     used = set()
     out = ["## anvil vs PyTorch on the GPU", "", "anvil/pytorch > 1: anvil is faster.", ""]
     out += table("kernels", read_google_benchmark(os.path.join(d, "bench_kernels.json")), pytorch, used)
