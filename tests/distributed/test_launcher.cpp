@@ -74,6 +74,17 @@ TEST(Launcher, KilledBySignalGives128PlusSignal) {
   EXPECT_TRUE(contains(r.output, "rank 1 was killed by signal 9")) << r.output;
 }
 
+TEST(Launcher, ForwardsSigtermToTheRanks) {
+  // Rank 0 sends SIGTERM to the launcher (its parent); both ranks would
+  // otherwise sleep past the harness's time bound.
+  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--", "/bin/sh", "-c",
+                             "if [ $RANK = 0 ]; then kill -TERM $PPID; fi; exec sleep 60"},
+                            {.timeout = std::chrono::seconds(30)});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 128 + 15) << r.output;
+  EXPECT_TRUE(contains(r.output, "got Terminated; forwarding it to the ranks")) << r.output;
+}
+
 TEST(Launcher, UsageErrors) {
   RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "two", "prog"});
   EXPECT_EQ(r.exit_code, 2);
