@@ -160,8 +160,8 @@ struct CudaBackend::DeviceState {
   explicit DeviceState(int d);
 
   const int device;
-  // Member order is destruction order reversed: the allocator goes first,
-  // while the events and streams its destructor still uses exist.
+  // Members are destroyed in reverse order: the allocator goes first, while
+  // the events and streams its destructor still uses exist.
   DeviceStreams streams;
   EventPool events;
   std::unique_ptr<CachingAllocator> allocator;
