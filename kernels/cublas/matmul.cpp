@@ -392,7 +392,9 @@ void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in,
     return;
   }
 #ifdef ANVIL_HAVE_GEMM_LADDER
-  if (matmul_use_gemm_ladder() && gemm::ladder_matmul(out, a, b, p, stream(out.device_index))) return;
+  if (matmul_use_gemm_ladder() && a.dtype == out.dtype && b.dtype == out.dtype &&
+      gemm::ladder_matmul(out, a, b, p, stream(out.device_index)))
+    return;
 #endif
   matmul_any(*this, out, a, b, p, nullptr);
 }

@@ -202,6 +202,20 @@ TEST(CublasMatmul, MatmulOpAndGradients) {
 }
 
 
+// With the GEMM ladder switched on, matmul goes to the hand-written GEMM where
+// it applies (and to cuBLASLt where it does not); results stay the same.
+TEST(CublasMatmul, GemmLadderRouteMatchesCpu) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  const bool was = matmul_use_gemm_ladder();
+  set_matmul_use_gemm_ladder(true);
+  uint64_t seed = 1200;
+  for (DType dtype : {kFloat32, kFloat16, kBFloat16}) {
+    expect_plain_matmul(1, 256, 128, 64, dtype, seed++);
+    expect_plain_matmul(2, 129, 7, 33, dtype, seed++, MatmulParams{0.5f, 1.0f});
+  }
+  set_matmul_use_gemm_ladder(was);
+}
+
 // linear on CUDA fuses the bias into the cuBLASLt epilogue; its forward and
 // all three gradients must match the CPU's matmul + add.
 TEST(CublasLinear, FusedBiasForwardAndGradients) {
