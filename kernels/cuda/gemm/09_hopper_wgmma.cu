@@ -167,11 +167,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
   const int k_tiles = (p.K + BK - 1) / BK;
 
+  // When N ends inside the first 64 columns of this tile, the second half of
+  // B would be a box entirely outside the matrix: skip it. Its stale shared
+  // memory then only feeds output columns >= N, which the epilogue drops.
+  const bool second_half = bn + kHalfN < p.N;
+  const uint32_t stage_bytes = kABytes + (second_half ? 2 : 1) * kBHalfBytes;
   auto issue = [&](int s, int kt) {  // thread 0 only
-    mbarrier_arrive_expect_tx(&full[s], kStageBytes);  // full boxes count, zero-filled parts too
+    // Boxes that reach past the matrix edge still deliver (and count) all
+    // their bytes, the outside part as zeros.
+    mbarrier_arrive_expect_tx(&full[s], stage_bytes);
     tma_load_2d(a_tile(s), &map_a, kt * BK, bm, &full[s]);
     tma_load_2d(b_tile(s), &map_b, bn, kt * BK, &full[s]);
-    tma_load_2d(b_tile(s) + kBHalfBytes, &map_b, bn + kHalfN, kt * BK, &full[s]);
+    if (second_half) tma_load_2d(b_tile(s) + kBHalfBytes, &map_b, bn + kHalfN, kt * BK, &full[s]);
   };
 
   if (t == 0) {

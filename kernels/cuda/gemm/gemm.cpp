@@ -71,7 +71,7 @@ std::string gemm_unsupported_reason(GemmRung rung, const GemmArgs& a) {
   if (a.M < 0 || a.N < 0 || a.K < 0)
     return "negative size M=" + str(a.M) + " N=" + str(a.N) + " K=" + str(a.K);
   if (a.M == 0 || a.N == 0) return {};  // nothing to do, nothing to check
-  if (a.lda < (a.K > 0 ? a.K : 1) || a.ldb < a.N || a.ldc < a.N)
+  if (a.lda < a.K || a.ldb < a.N || a.ldc < a.N)
     return "leading dimensions too small: need lda >= K, ldb >= N, ldc >= N; got M=" + str(a.M) +
            " N=" + str(a.N) + " K=" + str(a.K) + " lda=" + str(a.lda) + " ldb=" + str(a.ldb) +
            " ldc=" + str(a.ldc);

@@ -18,6 +18,7 @@
 #include "core/base/error.h"
 #include "core/base/half.h"
 #include "kernels/cuda/gemm/gemm.h"
+#include "kernels/cuda/gemm/ladder_matmul.h"
 #include "kernels/cuda_info.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
@@ -117,9 +118,26 @@ struct Case {
   int64_t pad = 0;  // extra elements per row of every matrix (a multiple of 8 keeps alignment)
 };
 
+// The multiple of elements lda and ldb must be for the rung's 16-byte loads
+// (gemm.h). Shapes that are not multiples of it still get tested: their
+// leading dimensions are rounded up, the sizes (and so the edge tiles) are not.
+int64_t ld_multiple(GemmRung rung) {
+  switch (rung) {
+    case GemmRung::Vectorized:
+    case GemmRung::WarpTiling: return 4;
+    case GemmRung::TensorCoreMma:
+    case GemmRung::HopperWgmma: return 8;
+    default: return 1;
+  }
+}
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
 void run_case(GemmRung rung, const Case& c, cublasHandle_t handle, uint64_t seed) {
   const int64_t M = c.s.M, N = c.s.N, K = c.s.K;
-  const int64_t lda = K + c.pad, ldb = N + c.pad, ldc = N + c.pad;
+  // At least 1: cuBLAS rejects a leading dimension of 0 even when K == 0.
+  const int64_t align = ld_multiple(rung);
+  const int64_t lda = round_up(K > 0 ? K : 1, align) + c.pad, ldb = round_up(N, align) + c.pad;
+  const int64_t ldc = N + c.pad;
   std::mt19937 gen(static_cast<uint32_t>(seed));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> a(static_cast<size_t>(M * lda)), b(static_cast<size_t>(K * ldb)),
@@ -177,7 +195,7 @@ void run_case(GemmRung rung, const Case& c, cublasHandle_t handle, uint64_t seed
   }
   if (bad > 0) {
     ADD_FAILURE() << rung_name(rung) << " " << dtype_name(t) << " M=" << M << " N=" << N << " K=" << K
-                  << " pad=" << c.pad << " alpha=" << c.alpha << " beta=" << c.beta << ": " << bad
+                  << " lda=" << lda << " ldb=" << ldb << " ldc=" << ldc << " alpha=" << c.alpha << " beta=" << c.beta << ": " << bad
                   << " of " << M * N << " elements differ from cuBLAS; worst at (" << worst_i << ", "
                   << worst_j << "): got " << got[static_cast<size_t>(worst_i * ldc + worst_j)]
                   << ", cuBLAS " << ref[static_cast<size_t>(worst_i * ldc + worst_j)] << " (tolerance "
@@ -290,6 +308,52 @@ TEST(GemmLadderArgs, EmptyOutputIsANoOp) {
 TEST(GemmLadderArgs, RungNamesMatchFiles) {
   EXPECT_STREQ(rung_name(GemmRung::Naive), "01_naive");
   EXPECT_STREQ(rung_name(GemmRung::HopperWgmma), "09_hopper_wgmma");
+}
+
+// ladder_matmul: the Backend::matmul entry point. Views it cannot take are
+// declined (false) before anything is launched, so this runs without a GPU.
+TEST(LadderMatmul, DeclinesTransposedViewsAndOtherDtypes) {
+  alignas(16) static float buf[64];
+  View a{buf, kFloat32, {4, 8}, {8, 1}}, b{buf, kFloat32, {8, 4}, {1, 8}}, out{buf, kFloat32, {4, 4}, {4, 1}};
+  EXPECT_FALSE(ladder_matmul(out, a, b, MatmulParams{}, nullptr));  // b is a transposed view
+  View ai = a, bi = b, oi = out;
+  ai.dtype = bi.dtype = oi.dtype = kInt32;
+  bi.strides = {4, 1};
+  EXPECT_FALSE(ladder_matmul(oi, ai, bi, MatmulParams{}, nullptr));  // no integer rung
+}
+
+// A batched float32 product through ladder_matmul vs cuBLAS per batch.
+TEST(LadderMatmul, BatchedFloat32MatchesCublas) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  const int64_t B = 3, M = 33, K = 40, N = 24;
+  std::mt19937 gen(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> a(B * M * K), b(B * K * N);
+  for (float& v : a) v = normal(gen);
+  for (float& v : b) v = normal(gen);
+  DeviceBuffer dA(a.size() * 4), dB(b.size() * 4), dC(B * M * N * 4), dRef(B * M * N * 4);
+  ASSERT_TRUE(dA.ptr && dB.ptr && dC.ptr && dRef.ptr);
+  CUDA_OK(cudaMemcpy(dA.ptr, a.data(), a.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dB.ptr, b.data(), b.size() * 4, cudaMemcpyHostToDevice));
+  View va{dA.ptr, kFloat32, {B, M, K}, {M * K, K, 1}}, vb{dB.ptr, kFloat32, {B, K, N}, {K * N, N, 1}},
+      vc{dC.ptr, kFloat32, {B, M, N}, {M * N, N, 1}};
+  ASSERT_TRUE(ladder_matmul(vc, va, vb, MatmulParams{}, nullptr));
+  cublasHandle_t handle = nullptr;
+  CUBLAS_OK(cublasCreate(&handle));
+  CUBLAS_OK(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH));
+  const float one = 1.0f, zero = 0.0f;
+  CUBLAS_OK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
+                                      static_cast<const float*>(dB.ptr), N, K * N,
+                                      static_cast<const float*>(dA.ptr), K, M * K, &zero,
+                                      static_cast<float*>(dRef.ptr), N, M * N, B));
+  CUDA_OK(cudaDeviceSynchronize());
+  cublasDestroy(handle);
+  std::vector<float> got(B * M * N), ref(B * M * N);
+  CUDA_OK(cudaMemcpy(got.data(), dC.ptr, got.size() * 4, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(ref.data(), dRef.ptr, ref.size() * 4, cudaMemcpyDeviceToHost));
+  const Tol tol = tolerance(GemmDType::Float32, K);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_LE(std::fabs(got[i] - ref[i]), tol.atol + tol.rtol * std::fabs(ref[i])) << "element " << i;
 }
 
 }  // namespace
