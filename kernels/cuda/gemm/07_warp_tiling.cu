@@ -38,7 +38,9 @@ constexpr int kALoads = BM * BK / 4 / kThreads;  // 2 float4 of A per thread per
 constexpr int kBLoads = BK * BN / 4 / kThreads;  // 2 float4 of B
 static_assert(kLanesM * kLanesN == 32 && WMITER == 2 && WNITER == 2);
 
-__global__ void __launch_bounds__(kThreads) gemm_warp_tiling(Fp32Args p) {
+// (kThreads, 2): cap registers at 128 so two blocks (16 warps) share an SM;
+// ptxas fits the 64 accumulators and fragments without spilling.
+__global__ void __launch_bounds__(kThreads, 2) gemm_warp_tiling(Fp32Args p) {
   __shared__ __align__(16) float As[2][BK][BM];  // transposed A tiles
   __shared__ __align__(16) float Bs[2][BK][BN];
   const int t = threadIdx.x, warp = t / 32, lane = t % 32;
