@@ -1,0 +1,204 @@
+// bench_comm: collective bandwidth and DDP step time, run under anvil-run
+// like nccl-tests (every rank runs this program; rank 0 prints).
+//
+//   build/bin/anvil-run --nproc-per-node 2 build/bin/bench_comm                 # all-reduce sweep
+//   build/bin/anvil-run --nproc-per-node 2 build/bin/bench_comm --ddp           # DDP step times
+//   build/bin/anvil-run --nproc-per-node 1 build/bin/bench_comm --ddp           # the one-rank baseline
+//
+// All-reduce: our ring (ring_all_reduce over send/recv) against the
+// backend's all_reduce on float32 tensors from --min-bytes to --max-bytes.
+// Times are the slowest rank's mean over --iters calls (best of --rounds
+// alternating rounds). nccl-tests' definitions:
+//   algbw = bytes / time,   busbw = algbw * 2 (n - 1) / n
+// busbw is what each rank's link carries, comparable across rank counts.
+//
+// DDP: an MLP trained with SGD, --rank-batch examples per rank per step.
+// Reported per step (slowest rank): the model alone (no communication, all
+// ranks computing at once), DDP overlapping bucket all-reduces with backward,
+// and DDP reducing every bucket after backward. With one rank the first is
+// the "one rank on 1/N of the work" baseline.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <anvil/anvil.h>
+
+#include "distributed/ddp.h"
+#include "distributed/ring_all_reduce.h"
+
+using namespace anvil;
+using namespace anvil::distributed;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The slowest rank's value: what a collective's time is.
+double max_over_ranks(ProcessGroup& group, double v) {
+  Tensor t = full({1}, v, TensorOptions().dtype(kFloat64));
+  group.all_reduce(t, ReduceOp::Max)->wait();
+  return t.item<double>();
+}
+
+// Mean seconds per call of fn over iters calls, after warmup calls, slowest rank.
+double time_calls(ProcessGroup& group, int warmup, int iters, const std::function<void()>& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  group.barrier()->wait();
+  auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) fn();
+  return max_over_ranks(group, seconds_since(t0) / iters);
+}
+
+std::string human_bytes(int64_t b) {
+  char buf[32];
+  if (b >= (1 << 20)) std::snprintf(buf, sizeof buf, "%lldM", static_cast<long long>(b >> 20));
+  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%lldK", static_cast<long long>(b >> 10));
+  else std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(b));
+  return buf;
+}
+
+struct SweepOptions {
+  int64_t min_bytes = 4096, max_bytes = 64 << 20;
+  int factor = 4, iters = 20, warmup = 3, rounds = 3;
+  int64_t chunk_bytes = RingAllReduceOptions{}.chunk_bytes;
+};
+
+void all_reduce_sweep(ProcessGroup& group, const SweepOptions& o) {
+  const int n = group.size();
+  const double bus_factor = 2.0 * (n - 1) / n;
+  const bool lead = group.rank() == 0;
+  if (lead) {
+    std::printf("# all_reduce float32 sum, %d ranks (%s), ring chunk %s\n", n, group.backend_name().c_str(),
+                human_bytes(o.chunk_bytes).c_str());
+    std::printf("%10s %10s | %12s %9s %9s | %12s %9s %9s | %9s %s\n", "bytes", "count", "backend_us", "algbw",
+                "busbw", "ring_us", "algbw", "busbw", "ring/back", "check");
+  }
+  for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
+    const int64_t count = bytes / 4;
+    Tensor x = randn({count});
+    // Correctness first: the ring must equal the backend on the same input.
+    Tensor a = x.clone(), b = x.clone();
+    group.all_reduce(a)->wait();
+    ring_all_reduce(group, b, ReduceOp::Sum, {.chunk_bytes = o.chunk_bytes});
+    double err = (a - b).abs().max().item<double>() / std::max(1e-30, a.abs().max().item<double>());
+    const bool ok = max_over_ranks(group, err) < 1e-5;
+    // Repeated reductions grow the values; that does not change the time.
+    double backend = 1e30, ring = 1e30;
+    for (int r = 0; r < o.rounds; ++r) {
+      backend = std::min(backend, time_calls(group, o.warmup, o.iters, [&] { group.all_reduce(a)->wait(); }));
+      ring = std::min(ring, time_calls(group, o.warmup, o.iters, [&] {
+                        ring_all_reduce(group, b, ReduceOp::Sum, {.chunk_bytes = o.chunk_bytes});
+                      }));
+    }
+    if (lead) {
+      const double gb = static_cast<double>(bytes) / 1e9;
+      std::printf("%10s %10lld | %12.1f %9.3f %9.3f | %12.1f %9.3f %9.3f | %9.3f %s\n", human_bytes(bytes).c_str(),
+                  static_cast<long long>(count), backend * 1e6, gb / backend, gb / backend * bus_factor, ring * 1e6,
+                  gb / ring, gb / ring * bus_factor, ring / backend, ok ? "ok" : "MISMATCH");
+      std::fflush(stdout);
+    }
+  }
+}
+
+struct DDPBenchOptions {
+  int64_t rank_batch = 64, hidden = 1024, layers = 3, steps = 20, warmup = 3;
+  double bucket_mb = 4;
+};
+
+std::shared_ptr<nn::Module> make_model(const DDPBenchOptions& o) {
+  auto seq = std::make_shared<nn::Sequential>();
+  int64_t in = 784;
+  for (int64_t i = 0; i < o.layers; ++i) {
+    seq->push_back(std::make_shared<nn::Linear>(in, o.hidden));
+    seq->push_back(std::make_shared<nn::ReLU>());
+    in = o.hidden;
+  }
+  seq->push_back(std::make_shared<nn::Linear>(in, 10));
+  return seq;
+}
+
+void ddp_bench(std::shared_ptr<ProcessGroup> group, const DDPBenchOptions& o) {
+  const int n = group->size();
+  const bool lead = group->rank() == 0;
+  manual_seed(1234 + group->rank());
+  Tensor x = randn({o.rank_batch, 784});
+  Tensor y = randint(0, 10, {o.rank_batch}, TensorOptions().dtype(kInt64));
+
+  auto step_time = [&](nn::Module& model) {
+    nn::optim::SGD opt(model.parameters(), {.lr = 1e-3});
+    return time_calls(*group, static_cast<int>(o.warmup), static_cast<int>(o.steps), [&] {
+      opt.zero_grad();
+      cross_entropy(model.forward(x), y).backward();
+      opt.step();
+    });
+  };
+  auto model = make_model(o);
+  int64_t params = 0;
+  for (const Tensor& p : model->parameters()) params += p.numel();
+  const double local = step_time(*model);
+  const int64_t cap = static_cast<int64_t>(o.bucket_mb * (1 << 20));
+  DistributedDataParallel overlap(model, group, {.bucket_cap_bytes = cap, .overlap_communication = true});
+  const double with_overlap = step_time(overlap);
+  DistributedDataParallel after(make_model(o), group, {.bucket_cap_bytes = cap, .overlap_communication = false});
+  const double without_overlap = step_time(after);
+  if (lead) {
+    std::printf("# DDP step: MLP 784-%lldx%lld-10 (%lld params, %.1f MB fp32), SGD, %lld examples per rank, %d "
+                "ranks, %zu buckets of <= %.1f MB\n",
+                static_cast<long long>(o.hidden), static_cast<long long>(o.layers), static_cast<long long>(params),
+                params * 4 / 1e6, static_cast<long long>(o.rank_batch), n, overlap.bucket_parameter_names().size(),
+                o.bucket_mb);
+    std::printf("%-28s %10s\n", "variant", "step_ms");
+    std::printf("%-28s %10.2f\n", "model alone (no comm)", local * 1e3);
+    std::printf("%-28s %10.2f\n", "DDP, overlapped buckets", with_overlap * 1e3);
+    std::printf("%-28s %10.2f\n", "DDP, reduce after backward", without_overlap * 1e3);
+    std::printf("{\"bench\": \"ddp_step\", \"ranks\": %d, \"rank_batch\": %lld, \"local_ms\": %.3f, "
+                "\"ddp_overlap_ms\": %.3f, \"ddp_no_overlap_ms\": %.3f}\n",
+                n, static_cast<long long>(o.rank_batch), local * 1e3, with_overlap * 1e3, without_overlap * 1e3);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"anvil collective and DDP benchmarks (run under anvil-run)"};
+  SweepOptions sweep;
+  DDPBenchOptions ddp;
+  bool run_ddp = false;
+  app.add_option("--min-bytes", sweep.min_bytes);
+  app.add_option("--max-bytes", sweep.max_bytes);
+  app.add_option("--factor", sweep.factor, "size multiplier between rows");
+  app.add_option("--iters", sweep.iters);
+  app.add_option("--warmup", sweep.warmup);
+  app.add_option("--rounds", sweep.rounds, "alternating rounds; the best is reported");
+  app.add_option("--chunk-bytes", sweep.chunk_bytes, "ring pipeline chunk");
+  app.add_flag("--ddp", run_ddp, "benchmark DDP steps instead of the all-reduce sweep");
+  app.add_option("--rank-batch", ddp.rank_batch, "DDP: examples per rank per step");
+  app.add_option("--hidden", ddp.hidden);
+  app.add_option("--layers", ddp.layers);
+  app.add_option("--steps", ddp.steps);
+  app.add_option("--bucket-mb", ddp.bucket_mb);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    ANVIL_CHECK(std::getenv("WORLD_SIZE") != nullptr,
+                "bench_comm: run it under the launcher, e.g. anvil-run --nproc-per-node 2 bench_comm");
+    init_process_group();
+    auto group = default_group_ptr();
+    if (run_ddp) ddp_bench(group, ddp);
+    else all_reduce_sweep(*group, sweep);
+    destroy_process_group();
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << "bench_comm: " << e.what() << "\n";
+    return 1;
+  }
+}
