@@ -26,9 +26,11 @@
 #   prepare   when the GPU machine cannot configure the project (its image may
 #             lack GTest, Google Benchmark, OpenBLAS...): take the binaries of a
 #             local CUDA build ($PREPARE_FROM, default $BUILD, built if missing),
-#             strip them into gpu-carry/bin and copy the shared libraries they
-#             need that a CUDA image may lack into gpu-carry/lib. Then pass
-#             carry=["gpu-carry"] to the device call. Prints the size (the
+#             strip them, add the shared libraries they need that a CUDA image
+#             may lack (OpenBLAS, gfortran, ...; CARRY_DATA=1 adds the
+#             Fashion-MNIST training files) and compress it all into
+#             gpu-carry/bundle.tar.xz. Then pass carry=["gpu-carry"] to the
+#             device call; the script unpacks it there. Prints the size (the
 #             working tree plus carried paths must stay under 64 MiB).
 #
 # Output: $OUT when set (the device tool brings back at most 8 files), else
@@ -300,23 +302,46 @@ stage_prepare() {
       -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20 \
       -DANVIL_BUILD_BENCH=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache || return 1
   fi
+  local available wanted=()
+  available=$(cmake --build "$from" --target help 2>/dev/null)
+  for t in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train; do
+    grep -qE "(^|[ .:])$t([ :]|$)" <<<"$available" && wanted+=("$t")
+  done
+  echo "== building ${wanted[*]} in $from under the build lock"
+  flock /tmp/anvil-build.lock cmake --build "$from" -j"$JOBS" --target "${wanted[@]}" >/dev/null || return 1
   grep -qx "/$CARRY/" .git/info/exclude 2>/dev/null || echo "/$CARRY/" >>.git/info/exclude
-  rm -rf "$CARRY"
-  mkdir -p "$CARRY/bin" "$CARRY/lib"
+  local stage
+  stage=$(mktemp -d)
+  mkdir -p "$stage/bin" "$stage/lib"
   local b
-  for b in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_cuda bench_train; do
-    [ -x "$from/bin/$b" ] && strip -o "$CARRY/bin/$b" "$from/bin/$b"
+  for b in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train; do
+    [ -x "$from/bin/$b" ] && strip -o "$stage/bin/$b" "$from/bin/$b"
   done
   # Libraries outside glibc/libstdc++/the CUDA toolkit, which a CUDA image may lack.
-  ldd "$CARRY"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u |
+  ldd "$stage"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u |
     grep -vE '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so|/usr/local/cuda|libcuda\.so' |
-    while read -r lib; do cp -L "$lib" "$CARRY/lib/"; done
+    while read -r lib; do cp -L "$lib" "$stage/lib/"; done
   if [ "${CARRY_DATA:-0}" = 1 ] && [ -d /usr/share/datasets/fashion-mnist ]; then
-    mkdir -p "$CARRY/data/fashion-mnist"
-    cp /usr/share/datasets/fashion-mnist/train-* "$CARRY/data/fashion-mnist/"
+    mkdir -p "$stage/data/fashion-mnist"
+    cp /usr/share/datasets/fashion-mnist/train-* "$stage/data/fashion-mnist/"
   fi
-  du -sh "$CARRY"/* "$CARRY"
+  du -sh "$stage"/*
+  # One compressed bundle: the binaries share their CUDA kernels, and xz
+  # finds that (three test binaries of ~30 MB each come to ~23 MB in all).
+  rm -rf "$CARRY"
+  mkdir -p "$CARRY"
+  echo "== compressing (a minute or two)"
+  tar -C "$stage" -cf - . | xz -T0 -6 >"$CARRY/bundle.tar.xz"
+  rm -rf "$stage"
+  du -sh "$CARRY/bundle.tar.xz"
   echo "== carry [\"$CARRY\"] in the device call; the tree plus carried paths must stay under 64 MiB"
+}
+
+# A carried bundle is unpacked once, on the GPU machine.
+unpack_carry() {
+  if [ -f "$CARRY/bundle.tar.xz" ] && [ ! -d "$CARRY/bin" ]; then
+    tar -C "$CARRY" -xJf "$CARRY/bundle.tar.xz" && echo "== unpacked $CARRY/bundle.tar.xz"
+  fi
 }
 
 # CMake before 3.26 knows no C++20 flag for nvcc; the two
@@ -338,6 +363,7 @@ for s in "${stages[@]}"; do
   esac
 done
 
+unpack_carry
 setup_libraries
 say "gpu_check: ${stages[*]} -> $out"
 stage_info
