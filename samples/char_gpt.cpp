@@ -209,13 +209,16 @@ int train_pipeline(const PipelineSettings& pp, GptOptions g, const std::string& 
   Tensor bubble = full({1}, step_count > 1 ? bubble_sum / static_cast<double>(step_count - 1) : 0.0, kFloat64);
   group->all_reduce(bubble)->wait();
   double measured = bubble.item<double>() / pp.stages;
+  Tensor live = full({1}, static_cast<int64_t>(max_live), kInt64);  // stage 0 holds the most
+  group->all_reduce(live, dist::ReduceOp::Max)->wait();
   if (executor.is_last()) {
     double val_loss = val_sum / static_cast<double>(std::max<int64_t>(val_batches, 1));
     double tokens = static_cast<double>(step_count) * batch_size * g.block;
     std::printf("%s", executor.schedule().str().c_str());
     std::printf("validation loss %.4f (uniform guess: %.4f); bubble measured %.3f, theoretical (p-1)/(m+p-1) %.3f; "
-                "at most %d micro-batches alive on the last stage\n",
-                val_loss, std::log(static_cast<double>(g.vocab)), measured, theoretical, max_live);
+                "at most %lld micro-batches' activations alive on a stage\n",
+                val_loss, std::log(static_cast<double>(g.vocab)), measured, theoretical,
+                static_cast<long long>(live.item<int64_t>()));
     std::printf("{\"sample\": \"char_gpt\", \"model\": \"gpt-%lldx%lld\", \"device\": \"%s\", \"epochs\": %lld, "
                 "\"pipeline_stages\": %d, \"schedule\": \"%s\", \"micro_batches\": %d, \"val_loss\": %.4f, "
                 "\"train_loss\": %.4f, \"bubble_fraction\": %.4f, \"theoretical_bubble_fraction\": %.4f, "

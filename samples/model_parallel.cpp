@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   std::string device_list;
   int cpu_parts = 3;
   int64_t epochs = 3, batch_size = 64, train_size = 8192, features = 32, classes = 10;
-  double lr = 1e-3;
+  double lr = 1e-3, noise = 2.0;
   uint64_t seed = 0;
   app.add_option("--devices", device_list, "comma-separated devices, one per part (default: every GPU, else cpu parts)");
   app.add_option("--cpu-parts", cpu_parts, "parts when no GPU is present");
@@ -63,14 +63,15 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", batch_size);
   app.add_option("--train-size", train_size);
   app.add_option("--lr", lr);
+  app.add_option("--noise", noise, "spread of each class's points around its centre (overlap makes it harder)");
   app.add_option("--seed", seed);
   CLI11_PARSE(app, argc, argv);
 
   try {
     manual_seed(seed);
-    Tensor centers = randn({classes, features}) * 1.5;
-    Data train = make_clusters(centers, train_size, 1.0);
-    Data test = make_clusters(centers, 2048, 1.0);
+    Tensor centers = randn({classes, features});
+    Data train = make_clusters(centers, train_size, noise);
+    Data test = make_clusters(centers, 2048, noise);
 
     auto seq = std::make_shared<Sequential>(
         std::make_shared<Linear>(features, 256), std::make_shared<ReLU>(), std::make_shared<Linear>(256, 256),
