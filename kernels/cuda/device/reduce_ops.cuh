@@ -111,7 +111,7 @@ struct ArgReduce {
     if (a.index < 0) return b;
     if (b.index < 0) return a;
     const bool an = is_nan(a.value), bn = is_nan(b.value);
-    const Acc& first = a.index < b.index ? a : b;
+    const Acc first = a.index < b.index ? a : b;
     if (an || bn) return an && bn ? first : an ? a : b;
     if (kMax ? b.value > a.value : b.value < a.value) return b;
     if (kMax ? a.value > b.value : a.value < b.value) return a;
