@@ -258,6 +258,11 @@ GlooProcessGroup::~GlooProcessGroup() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  context_.reset();
+  // Abandoned receives (only after a send/recv error) are leaked on purpose:
+  // Gloo's event loop may still complete into them while it closes the
+  // connections, and nothing tells us when it is done with them.
+  for (auto& kept : graveyard_) new std::shared_ptr<void>(std::move(kept));
 }
 
 std::string GlooProcessGroup::prefix(const std::string& op) const {

@@ -71,8 +71,8 @@ class GlooProcessGroup : public ProcessGroup {
   bool stopping_ = false;
   std::string broken_;
   uint32_t next_tag_ = 0;  // worker thread only
-  // Receives abandoned after a header mismatch: Gloo may still write into
-  // their buffers, so they live as long as the group.
+  // Sends/receives abandoned after an error: Gloo may still write into their
+  // buffers, so they are never freed (see the destructor).
   std::vector<std::shared_ptr<void>> graveyard_;
   std::thread worker_;
 };
