@@ -60,8 +60,9 @@ double PipelineStage::recv_activation(int mb) {
   double waited = wait(group_->recv(header, stage_ - 1, activation_header_tag(mb)));
   const int64_t* p = header.data<int64_t>();
   Shape shape(p + 2, p + 2 + p[1]);
-  Tensor input = empty(shape, TensorOptions(static_cast<DType>(p[0])).device(options_.device));
-  waited += wait(group_->recv(input, stage_ - 1, activation_tag(mb)));
+  Tensor wire = empty(shape, TensorOptions(static_cast<DType>(p[0])));
+  waited += wait(group_->recv(wire, stage_ - 1, activation_tag(mb)));
+  Tensor input = wire.to(options_.device);
   // A leaf of this stage's graph: backward leaves the gradient to send back in .grad().
   if (input.is_floating_point() && autograd::GradMode::is_enabled()) input.requires_grad_(true);
   state(mb).input = input;
@@ -89,7 +90,7 @@ void PipelineStage::send_activation(int mb) {
   ANVIL_CHECK(!is_last(), "PipelineStage: the last stage has no next stage to send an activation to");
   MicroBatch& s = state(mb);
   ANVIL_CHECK(s.output.defined(), "PipelineStage: sends micro-batch ", mb, " before forwarding it");
-  Tensor data = s.output.detach().contiguous();
+  Tensor data = s.output.detach().contiguous().cpu();  // see "Transport" in stage.h
   Tensor header = make_header(data);
   auto h = group_->send(header, stage_ + 1, activation_header_tag(mb));
   auto d = group_->send(data, stage_ + 1, activation_tag(mb));
@@ -103,8 +104,10 @@ double PipelineStage::recv_grad(int mb) {
   ANVIL_CHECK(!is_last(), "PipelineStage: the last stage has no next stage to receive a gradient from");
   MicroBatch& s = state(mb);
   ANVIL_CHECK(s.output.defined(), "PipelineStage: receives micro-batch ", mb, "'s gradient before forwarding it");
-  s.output_grad = empty(s.output.shape(), s.output.options());
-  return wait(group_->recv(s.output_grad, stage_ + 1, grad_tag(mb)));
+  Tensor wire = empty(s.output.shape(), s.output.dtype());
+  double waited = wait(group_->recv(wire, stage_ + 1, grad_tag(mb)));
+  s.output_grad = wire.to(s.output.device());
+  return waited;
 }
 
 void PipelineStage::backward_micro_batch(int mb, const Tensor& loss) {
@@ -131,7 +134,7 @@ void PipelineStage::send_grad(int mb) {
               " has no input gradient for micro-batch ", mb, " (was its input floating point, and backward run?)");
   Tensor g = s.input.grad();
   // An input the module ignored gets no gradient: send zeros, the peer waits for something.
-  g = g.defined() ? g.contiguous() : zeros(s.input.shape(), s.input.options());
+  g = g.defined() ? g.contiguous().cpu() : zeros(s.input.shape(), s.input.dtype());
   pending_sends_.push_back({group_->send(g, stage_ - 1, grad_tag(mb)), {g}});
   micro_batches_.erase(mb);
 }

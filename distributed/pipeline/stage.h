@@ -16,6 +16,14 @@
 // needs no shape in advance and micro-batches may differ in size. Sends are
 // asynchronous: they are waited for in wait_for_sends(), and a stage never
 // blocks on a send, only on a recv (which is what keeps 1F1B deadlock-free).
+//
+// Transport: activations and gradients cross between stages as CPU tensors
+// (Gloo), also when the stage computes on a GPU. NCCL matches point-to-point
+// operations in issue order on one stream, where a stage's "send activation k,
+// then receive gradient j" against its neighbour's "send gradient j, then
+// receive activation k" (1F1B's steady state) can block both streams; doing it
+// on the GPU needs the send and recv of one time step issued as one NCCL
+// group (PyTorch's batch_isend_irecv), which ProcessGroup does not offer yet.
 #include <chrono>
 #include <cstdint>
 #include <map>
