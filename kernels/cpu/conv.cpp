@@ -1,14 +1,14 @@
-// conv2d as im2col + GEMM, one GEMM per image and group. The column matrix of
-// an image is [Cin/groups * kH * kW, Ho * Wo], so the output of a group is
-// W_g [Cout/groups, Cin/groups*kH*kW] @ col, written straight into out.
-// The GEMMs use OpenBLAS's threads (never BLAS inside an OpenMP region);
-// im2col/col2im use OpenMP only where that does not take cores from them
-// (see blas_threads.h). A 1x1 convolution with stride 1 and no padding needs
-// no column matrix: the image already is one.
+// conv2d as im2col + GEMM. The column matrix of an image is
+// [Cin/groups * kH * kW, Ho * Wo], so the output of a group is
+// W_g [Cout/groups, Cin/groups*kH*kW] @ col; a chunk of images shares one
+// GEMM (see images_per_chunk). The GEMMs use OpenBLAS's threads (never BLAS
+// inside an OpenMP region); im2col/col2im use OpenMP only where that does not
+// take cores from them (see blas_threads.h).
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/base/error.h"
@@ -46,7 +46,6 @@ struct ConvGeometry {
   int64_t col_rows() const { return cin_per_group() * kh * kw; }
   int64_t col_cols() const { return ho * wo; }
   int64_t weight_group_elems() const { return cout_per_group() * col_rows(); }
-  bool is_pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
 };
 
 int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d) {
@@ -116,14 +115,15 @@ void im2col_row(const T* img, T* col_row, const ConvGeometry& g, int64_t r) {
 }
 
 // The inverse scatter for channel c: plane = sum of the column entries that
-// im2col read from each pixel (zero for pixels no window covers).
+// im2col read from each pixel (zero for pixels no window covers). The
+// channel's rows start at col and lie ld elements apart.
 template <typename T>
-void col2im_channel(const T* col, T* plane, const ConvGeometry& g, int64_t c) {
-  const int64_t cols = g.col_cols(), kk = g.kh * g.kw;
+void col2im_channel(const T* col, int64_t ld, T* plane, const ConvGeometry& g, int64_t c) {
+  const int64_t kk = g.kh * g.kw;
   std::fill(plane, plane + g.h * g.w, T(0));
   for (int64_t ki = 0; ki < g.kh; ++ki) {
     for (int64_t kj = 0; kj < g.kw; ++kj) {
-      const T* src = col + (c * kk + ki * g.kw + kj) * cols;
+      const T* src = col + (c * kk + ki * g.kw + kj) * ld;
       int64_t lo, hi;
       valid_output_cols(g, kj, lo, hi);
       const int64_t iw0 = kj * g.dw - g.pw;
@@ -137,36 +137,58 @@ void col2im_channel(const T* col, T* plane, const ConvGeometry& g, int64_t c) {
   }
 }
 
-// The kernels walk "items": item i is image i / groups, group i % groups.
-// Its input channels start at i * cin_per_group and its output channels at
-// i * cout_per_group, so both are evenly spaced in dense NCHW memory.
+// The kernels work on chunks of images of one group at a time and do ONE
+// GEMM per chunk: the chunk's column matrices sit side by side in a
+// [rows, count * cols] matrix (image j's columns start at column j * cols),
+// so W_g [cout_g, rows] @ col gives every image's output at once. One large
+// GEMM keeps OpenBLAS's threads busy where one small GEMM per image spent
+// much of its time starting them and packing the same weights again. The
+// price is a copy between that [cout_g, count * cols] result and NCHW.
 //
-// Column matrices are built for a chunk of items in one OpenMP region: every
-// region wakes the thread team, which costs up to a scheduler tick when the
-// machine is busy, so one region per image would dominate small convolutions.
-constexpr int64_t kColChunkElems = int64_t{1} << 21;
+// Chunks bound the column matrix to kColChunkElems elements (32 MiB in float).
+constexpr int64_t kColChunkElems = int64_t{1} << 23;
 
-int64_t items_per_chunk(const ConvGeometry& g) {
-  const int64_t per_item = std::max<int64_t>(g.col_rows() * g.col_cols(), 1);
-  return std::clamp<int64_t>(kColChunkElems / per_item, 1, std::max<int64_t>(g.n * g.groups, 1));
+int64_t images_per_chunk(const ConvGeometry& g) {
+  const int64_t per_image = std::max<int64_t>(g.col_rows() * g.col_cols(), 1);
+  return std::clamp<int64_t>(kColChunkElems / per_image, 1, std::max<int64_t>(g.n, 1));
 }
 
+// Scratch memory that is written before it is read: no zero-fill.
 template <typename T>
-void im2col_chunk(const T* in, T* col, const ConvGeometry& g, int64_t item0, int64_t count) {
-  const int64_t rows = g.col_rows(), cols = g.col_cols(), in_item = g.cin_per_group() * g.h * g.w;
-  const int64_t total = count * rows;
+std::unique_ptr<T[]> scratch(int64_t elems) {
+  return std::unique_ptr<T[]>(new T[static_cast<size_t>(std::max<int64_t>(elems, 1))]);
+}
+
+// Where group gi of image n starts in a dense NCHW tensor with `channels_per_group` channels per group.
+template <typename T>
+T* group_plane(T* base, const ConvGeometry& g, int64_t n, int64_t gi, int64_t channels_per_group, int64_t plane) {
+  return base + ((n * g.groups + gi) * channels_per_group) * plane;
+}
+
+// col [rows, count * cols] <- the column matrices of images n0 .. n0+count-1, group gi.
+template <typename T>
+void im2col_chunk(const T* in, T* col, const ConvGeometry& g, int64_t gi, int64_t n0, int64_t count) {
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), ld = count * cols, total = count * rows;
 #pragma omp parallel for schedule(static) if (use_openmp_beside_blas() && total * cols > kParallelColElems)
-  for (int64_t t = 0; t < total; ++t) im2col_row(in + (item0 + t / rows) * in_item, col + t * cols, g, t % rows);
+  for (int64_t t = 0; t < total; ++t) {
+    const int64_t j = t / rows, r = t % rows;
+    im2col_row(group_plane(in, g, n0 + j, gi, g.cin_per_group(), g.h * g.w), col + r * ld + j * cols, g, r);
+  }
 }
 
+// Copies between a [cout_g, count * cols] chunk matrix and the NCHW output-side tensor (group gi).
+enum class Direction { ToNchw, FromNchw };
 template <typename T>
-void col2im_chunk(const T* col, T* img, const ConvGeometry& g, int64_t item0, int64_t count) {
-  const int64_t cin_g = g.cin_per_group(), plane = g.h * g.w, col_item = g.col_rows() * g.col_cols();
-  const int64_t total = count * cin_g;
-#pragma omp parallel for schedule(static) if (use_openmp_beside_blas() && count * col_item > kParallelColElems)
-  for (int64_t t = 0; t < total; ++t) {
-    const int64_t j = t / cin_g, c = t % cin_g;
-    col2im_channel(col + j * col_item, img + (item0 + j) * cin_g * plane + c * plane, g, c);
+void exchange_output_chunk(T* chunk, T* nchw, const ConvGeometry& g, int64_t gi, int64_t n0, int64_t count,
+                           Direction dir) {
+  const int64_t cout_g = g.cout_per_group(), cols = g.col_cols(), ld = count * cols;
+#pragma omp parallel for schedule(static) if (use_openmp_beside_blas() && count * cout_g * cols > kParallelColElems)
+  for (int64_t t = 0; t < count * cout_g; ++t) {
+    const int64_t j = t / cout_g, co = t % cout_g;
+    T* image_row = group_plane(nchw, g, n0 + j, gi, cout_g, cols) + co * cols;
+    T* chunk_row = chunk + co * ld + j * cols;
+    if (dir == Direction::ToNchw) std::copy(chunk_row, chunk_row + cols, image_row);
+    else std::copy(image_row, image_row + cols, chunk_row);
   }
 }
 
@@ -177,21 +199,20 @@ void conv2d_forward(const View& out_view, const View& in_view, const View& weigh
   DenseOut<T> out(out_view);
   std::vector<T> bias;
   if (bias_view) bias = dense_copy<T>(*bias_view);
-  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
-  const int64_t items = g.n * g.groups, chunk = items_per_chunk(g);
-  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(chunk * rows * cols));
-  for (int64_t item0 = 0; item0 < items; item0 += chunk) {
-    const int64_t count = std::min(chunk, items - item0);
-    if (!g.is_pointwise()) im2col_chunk(in.get(), col.data(), g, item0, count);
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t item = item0 + j, gi = item % g.groups;
-      T* dst = out.get() + item * cout_g * cols;
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group(), chunk = images_per_chunk(g);
+  auto col = scratch<T>(chunk * rows * cols);
+  auto result = scratch<T>(chunk * cout_g * cols);
+  for (int64_t gi = 0; gi < g.groups; ++gi) {
+    for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+      const int64_t count = std::min(chunk, g.n - n0), ld = count * cols;
+      im2col_chunk(in.get(), col.get(), g, gi, n0, count);
       if (!bias.empty()) {
-        for (int64_t co = 0; co < cout_g; ++co) std::fill(dst + co * cols, dst + (co + 1) * cols, bias[gi * cout_g + co]);
+        for (int64_t co = 0; co < cout_g; ++co)
+          std::fill(result.get() + co * ld, result.get() + (co + 1) * ld, bias[gi * cout_g + co]);
       }
-      const T* src = g.is_pointwise() ? in.get() + item * g.cin_per_group() * g.h * g.w : col.data() + j * rows * cols;
-      gemm(false, false, cout_g, cols, rows, weight.get() + gi * g.weight_group_elems(), rows, src, cols,
-           bias.empty() ? T(0) : T(1), dst, cols);
+      gemm(false, false, cout_g, ld, rows, weight.get() + gi * g.weight_group_elems(), rows, col.get(), ld,
+           bias.empty() ? T(0) : T(1), result.get(), ld);
+      exchange_output_chunk(result.get(), out.get(), g, gi, n0, count, Direction::ToNchw);
     }
   }
   out.commit();
@@ -202,19 +223,24 @@ void conv2d_grad_input(const View& grad_in_view, const View& grad_out_view, cons
                        const ConvGeometry& g) {
   const DenseIn<T> grad_out(grad_out_view), weight(weight_view);
   DenseOut<T> grad_in(grad_in_view);
-  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
-  const int64_t items = g.n * g.groups, chunk = items_per_chunk(g);
-  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(chunk * rows * cols));
-  for (int64_t item0 = 0; item0 < items; item0 += chunk) {
-    const int64_t count = std::min(chunk, items - item0);
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t item = item0 + j, gi = item % g.groups;
-      T* dst = g.is_pointwise() ? grad_in.get() + item * g.cin_per_group() * g.h * g.w : col.data() + j * rows * cols;
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group(), chunk = images_per_chunk(g);
+  const int64_t cin_g = g.cin_per_group(), plane = g.h * g.w;
+  auto col = scratch<T>(chunk * rows * cols);
+  auto gathered = scratch<T>(chunk * cout_g * cols);
+  for (int64_t gi = 0; gi < g.groups; ++gi) {
+    for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+      const int64_t count = std::min(chunk, g.n - n0), ld = count * cols;
+      exchange_output_chunk(gathered.get(), const_cast<T*>(grad_out.get()), g, gi, n0, count, Direction::FromNchw);
       // col = W_g^T @ grad_out_g
-      gemm(true, false, rows, cols, cout_g, weight.get() + gi * g.weight_group_elems(), rows,
-           grad_out.get() + item * cout_g * cols, cols, T(0), dst, cols);
+      gemm(true, false, rows, ld, cout_g, weight.get() + gi * g.weight_group_elems(), rows, gathered.get(), ld,
+           T(0), col.get(), ld);
+#pragma omp parallel for schedule(static) if (use_openmp_beside_blas() && count * rows * cols > kParallelColElems)
+      for (int64_t t = 0; t < count * cin_g; ++t) {
+        const int64_t j = t / cin_g, c = t % cin_g;
+        col2im_channel(col.get() + j * cols, ld, group_plane(grad_in.get(), g, n0 + j, gi, cin_g, plane) + c * plane,
+                       g, c);
+      }
     }
-    if (!g.is_pointwise()) col2im_chunk(col.data(), grad_in.get(), g, item0, count);
   }
   grad_in.commit();
 }
@@ -225,19 +251,18 @@ void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view,
   const DenseIn<T> grad_out(grad_out_view), in(in_view);
   DenseOut<T> grad_weight(grad_weight_view);
   if (g.n == 0) std::fill(grad_weight.get(), grad_weight.get() + grad_weight_view.numel(), T(0));
-  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
-  const int64_t items = g.n * g.groups, chunk = items_per_chunk(g);
-  std::vector<T> col(g.is_pointwise() ? 0 : static_cast<size_t>(chunk * rows * cols));
-  for (int64_t item0 = 0; item0 < items; item0 += chunk) {
-    const int64_t count = std::min(chunk, items - item0);
-    if (!g.is_pointwise()) im2col_chunk(in.get(), col.data(), g, item0, count);
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t item = item0 + j, gi = item % g.groups;
-      const T* src = g.is_pointwise() ? in.get() + item * g.cin_per_group() * g.h * g.w : col.data() + j * rows * cols;
-      // grad_W_g (+)= grad_out_g @ col^T, accumulated over the batch (the
-      // first image of each group overwrites).
-      gemm(false, true, cout_g, rows, cols, grad_out.get() + item * cout_g * cols, cols, src, cols,
-           item < g.groups ? T(0) : T(1), grad_weight.get() + gi * g.weight_group_elems(), rows);
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group(), chunk = images_per_chunk(g);
+  auto col = scratch<T>(chunk * rows * cols);
+  auto gathered = scratch<T>(chunk * cout_g * cols);
+  for (int64_t gi = 0; gi < g.groups; ++gi) {
+    for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+      const int64_t count = std::min(chunk, g.n - n0), ld = count * cols;
+      im2col_chunk(in.get(), col.get(), g, gi, n0, count);
+      exchange_output_chunk(gathered.get(), const_cast<T*>(grad_out.get()), g, gi, n0, count, Direction::FromNchw);
+      // grad_W_g (+)= grad_out_g @ col^T, summed over the chunk's images by the
+      // GEMM itself; the first chunk overwrites.
+      gemm(false, true, cout_g, rows, ld, gathered.get(), ld, col.get(), ld, n0 == 0 ? T(0) : T(1),
+           grad_weight.get() + gi * g.weight_group_elems(), rows);
     }
   }
   grad_weight.commit();

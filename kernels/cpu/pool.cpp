@@ -3,6 +3,9 @@
 // backward pass recomputes each window's argmax from the input (first
 // maximum in row-major window order, NaN wins) instead of saving indices.
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <type_traits>
 #include <cmath>
 #include <limits>
 
@@ -65,6 +68,94 @@ PoolGeometry pool_geometry(const char* op, const Shape& in, const Shape& out, co
   return g;
 }
 
+// Windows that tile the input exactly (kernel == stride, no padding, the
+// common 2x2/2 max pool): each input element belongs to at most one window,
+// so the backward pass writes grad_in directly instead of zero-fill plus
+// scatter, and neither pass needs the clipped-window arithmetic.
+bool windows_tile(const PoolGeometry& g) {
+  return g.kh == g.sh && g.kw == g.sw && g.ph == 0 && g.pw == 0 && g.ho * g.kh <= g.h && g.wo * g.kw <= g.w;
+}
+
+// The tiling path avoids data-dependent branches (which element wins is a
+// coin flip per window, and mispredicted branches made max pooling a fifth of
+// a CNN training step): the maximum is a chain of selects plus a NaN flag,
+// and the winner is the first element equal to it, found the same way.
+template <typename T>
+struct TileMax {
+  T value;
+  bool is_nan;
+};
+
+// KH/KW: the kernel size when known at compile time (the 2x2 case, fully
+// unrolled), 0 to read it from g.
+template <typename T, int KH, int KW>
+inline TileMax<T> tile_max(const T* plane, const PoolGeometry& g, int64_t oh, int64_t ow) {
+  const int64_t kh = KH ? KH : g.kh, kw = KW ? KW : g.kw;
+  const T* first = plane + oh * kh * g.w + ow * kw;
+  T m = first[0];
+  bool any_nan = false;
+  for (int64_t i = 0; i < kh; ++i) {
+    for (int64_t j = 0; j < kw; ++j) {
+      const T v = first[i * g.w + j];
+      m = m < v ? v : m;  // keeps the first of equal values, as the general path does
+      any_nan |= v != v;
+    }
+  }
+  return {any_nan ? std::numeric_limits<T>::quiet_NaN() : m, any_nan};
+}
+
+// Index (within the plane) of the first maximum of window (oh, ow) of a
+// tiling geometry. The maximum is the value of the window's first largest
+// element, so that element is the first one with the same bits; comparing
+// bits as integers (rather than floats, which compile to branches) keeps the
+// loop branch-free, and treats -0.0 and +0.0 apart as the first-maximum rule needs.
+template <typename T, int KH, int KW>
+inline int64_t tile_argmax(const T* plane, const PoolGeometry& g, int64_t oh, int64_t ow) {
+  const int64_t kh = KH ? KH : g.kh, kw = KW ? KW : g.kw;
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+  constexpr Bits kAbsMask = ~Bits{0} >> 1;
+  constexpr Bits kInf = std::bit_cast<Bits>(std::numeric_limits<T>::infinity());
+  const TileMax<T> m = tile_max<T, KH, KW>(plane, g, oh, ow);
+  const Bits target = std::bit_cast<Bits>(m.value);
+  const int64_t start = oh * kh * g.w + ow * kw;
+  int64_t winner = start;
+  for (int64_t i = kh - 1; i >= 0; --i) {
+    for (int64_t j = kw - 1; j >= 0; --j) {  // backwards, so the first hit is kept last
+      const Bits v = std::bit_cast<Bits>(plane[start + i * g.w + j]);
+      const bool hit = m.is_nan ? (v & kAbsMask) > kInf : v == target;
+      winner += (start + i * g.w + j - winner) & -static_cast<int64_t>(hit);  // a select GCC cannot turn into a branch
+    }
+  }
+  return winner;
+}
+
+template <typename T, int KH, int KW>
+void max_pool_tiles_forward(const T* src, T* dst, const PoolGeometry& g) {
+  for (int64_t oh = 0; oh < g.ho; ++oh)
+    for (int64_t ow = 0; ow < g.wo; ++ow) dst[oh * g.wo + ow] = tile_max<T, KH, KW>(src, g, oh, ow).value;
+}
+
+// The gradient goes to each window's first maximum; every other element of
+// the window gets zero (written, not accumulated: windows do not overlap).
+template <typename T, int KH, int KW>
+void max_pool_tiles_backward(const T* src, const T* go, T* gi, const PoolGeometry& g) {
+  const int64_t kh = KH ? KH : g.kh, kw = KW ? KW : g.kw;
+  // Rows and columns past the last window get no gradient.
+  if (g.ho * kh < g.h || g.wo * kw < g.w) std::fill(gi, gi + g.h * g.w, T(0));
+  for (int64_t oh = 0; oh < g.ho; ++oh) {
+    for (int64_t ow = 0; ow < g.wo; ++ow) {
+      const int64_t winner = tile_argmax<T, KH, KW>(src, g, oh, ow), start = oh * kh * g.w + ow * kw;
+      const T grad = go[oh * g.wo + ow];
+      for (int64_t i = 0; i < kh; ++i) {
+        for (int64_t j = 0; j < kw; ++j) {
+          const int64_t idx = start + i * g.w + j;
+          gi[idx] = idx == winner ? grad : T(0);
+        }
+      }
+    }
+  }
+}
+
 // Index (within the plane) of the first maximum of the window; NaN counts as the maximum.
 template <typename T>
 int64_t window_argmax(const T* plane, const PoolGeometry& g, const Window& win) {
@@ -94,6 +185,11 @@ void pool_forward(PoolKind kind, const View& out_view, const View& in_view, cons
   for (int64_t pl = 0; pl < g.planes; ++pl) {
     const T* src = in.get() + pl * in_plane;
     T* dst = out.get() + pl * out_plane;
+    if (kind == PoolKind::Max && windows_tile(g)) {
+      if (g.kh == 2 && g.kw == 2) max_pool_tiles_forward<T, 2, 2>(src, dst, g);
+      else max_pool_tiles_forward<T, 0, 0>(src, dst, g);
+      continue;
+    }
     for (int64_t oh = 0; oh < g.ho; ++oh) {
       for (int64_t ow = 0; ow < g.wo; ++ow) {
         const Window win = window_at(g, oh, ow);
@@ -123,6 +219,12 @@ void pool_backward(PoolKind kind, const View& grad_in_view, const View& grad_out
   for (int64_t pl = 0; pl < g.planes; ++pl) {
     const T* go = grad_out.get() + pl * out_plane;
     T* gi = grad_in.get() + pl * in_plane;
+    if (kind == PoolKind::Max && windows_tile(g)) {
+      const T* src = in.get() + pl * in_plane;
+      if (g.kh == 2 && g.kw == 2) max_pool_tiles_backward<T, 2, 2>(src, go, gi, g);
+      else max_pool_tiles_backward<T, 0, 0>(src, go, gi, g);
+      continue;
+    }
     std::fill(gi, gi + in_plane, T(0));
     for (int64_t oh = 0; oh < g.ho; ++oh) {
       for (int64_t ow = 0; ow < g.wo; ++ow) {
