@@ -35,7 +35,7 @@ BinaryOp combine_op(ReduceOp op) {
 // the rest all-gather (received chunks land in place).
 class RingSchedule {
  public:
-  RingSchedule(ProcessGroup& group, const Tensor& flat, ReduceOp op, const RingAllReduceOptions& o)
+  RingSchedule(ProcessGroup& group, const Tensor& flat, ReduceOp op, const RingAllReduceOptions& o, Tensor& workspace)
       : group_(group), flat_(flat), n_(group.size()), rank_(group.rank()), steps_(2 * (n_ - 1)),
         combine_(combine_op(op)), tag_base_(o.tag_base) {
     const int64_t numel = flat.numel();
@@ -49,7 +49,11 @@ class RingSchedule {
     // One receive region per chunk index: the region of chunk k is free again
     // once chunk k of the previous step was combined, which is exactly when
     // the next step's receive of chunk k is posted.
-    scratch_ = empty({std::max<int64_t>(1, chunks_ * max_chunk_)}, flat.options());
+    const int64_t need = std::max<int64_t>(1, chunks_ * max_chunk_);
+    if (!workspace.defined() || workspace.numel() < need || workspace.dtype() != flat.dtype() ||
+        workspace.device() != flat.device())
+      workspace = empty({need}, flat.options());
+    scratch_ = workspace;
     sends_.assign(static_cast<size_t>(steps_ * chunks_), nullptr);
     recvs_.assign(static_cast<size_t>(steps_ * chunks_), nullptr);
   }
@@ -135,6 +139,15 @@ class RingSchedule {
 }  // namespace
 
 void ring_all_reduce(ProcessGroup& group, Tensor& tensor, ReduceOp op, const RingAllReduceOptions& options) {
+  RingAllReducer(group, options).all_reduce(tensor, op);
+}
+
+RingAllReducer::RingAllReducer(ProcessGroup& group, const RingAllReduceOptions& options)
+    : group_(group), options_(options) {}
+
+void RingAllReducer::all_reduce(Tensor& tensor, ReduceOp op) {
+  ProcessGroup& group = group_;
+  const RingAllReduceOptions& options = options_;
   ANVIL_CHECK(tensor.defined(), "ring_all_reduce: got an undefined tensor");
   ANVIL_CHECK(tensor.is_contiguous(), "ring_all_reduce: the tensor must be contiguous, got a strided view ",
               detail::describe(tensor), " (reduce tensor.contiguous() and copy it back)");
@@ -142,7 +155,7 @@ void ring_all_reduce(ProcessGroup& group, Tensor& tensor, ReduceOp op, const Rin
   if (group.size() == 1 || tensor.numel() == 0) return;
   NoGradGuard no_grad;
   Tensor flat = tensor.detach().view({tensor.numel()});
-  RingSchedule(group, flat, op, options).run();
+  RingSchedule(group, flat, op, options, workspace_).run();
   if (op == ReduceOp::Avg) flat.div_(Scalar(static_cast<int64_t>(group.size())));
   tensor.bump_version();
 }

@@ -23,7 +23,7 @@ namespace anvil::distributed {
 struct RingAllReduceOptions {
   // Bytes per pipelined chunk; smaller chunks overlap more but pay more
   // per-message overhead.
-  int64_t chunk_bytes = 256 * 1024;
+  int64_t chunk_bytes = 1 << 20;
   // Tags [tag_base, tag_base + 65536) are used (one per step and chunk; more
   // chunks than that become larger chunks); pick a range no other send/recv
   // between the same ranks uses at the same time.
@@ -35,5 +35,19 @@ struct RingAllReduceOptions {
 // dtypes). With size() == 1 it returns at once.
 void ring_all_reduce(ProcessGroup& group, Tensor& tensor, ReduceOp op = ReduceOp::Sum,
                      const RingAllReduceOptions& options = {});
+
+// The same, keeping its receive buffer (up to numel / size() elements)
+// between calls: a fresh multi-megabyte buffer costs page faults on every
+// call, which show at large sizes. What a training loop should hold.
+class RingAllReducer {
+ public:
+  explicit RingAllReducer(ProcessGroup& group, const RingAllReduceOptions& options = {});
+  void all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum);
+
+ private:
+  ProcessGroup& group_;
+  RingAllReduceOptions options_;
+  Tensor workspace_;
+};
 
 }  // namespace anvil::distributed

@@ -93,12 +93,11 @@ void all_reduce_sweep(ProcessGroup& group, const SweepOptions& o) {
     double err = (a - b).abs().max().item<double>() / std::max(1e-30, a.abs().max().item<double>());
     const bool ok = max_over_ranks(group, err) < 1e-5;
     // Repeated reductions grow the values; that does not change the time.
+    RingAllReducer ring_reducer(group, {.chunk_bytes = o.chunk_bytes});
     double backend = 1e30, ring = 1e30;
     for (int r = 0; r < o.rounds; ++r) {
       backend = std::min(backend, time_calls(group, o.warmup, o.iters, [&] { group.all_reduce(a)->wait(); }));
-      ring = std::min(ring, time_calls(group, o.warmup, o.iters, [&] {
-                        ring_all_reduce(group, b, ReduceOp::Sum, {.chunk_bytes = o.chunk_bytes});
-                      }));
+      ring = std::min(ring, time_calls(group, o.warmup, o.iters, [&] { ring_reducer.all_reduce(b); }));
     }
     if (lead) {
       const double gb = static_cast<double>(bytes) / 1e9;
