@@ -6,8 +6,9 @@
 // every rank holds the same .grad() -- the gradient of the mean loss over the
 // whole batch -- and the same optimizer step keeps the replicas identical.
 //
-//   auto group = distributed::init_process_group();
-//   auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, group);
+//   distributed::init_process_group();
+//   model->to(device);  // first: buckets are made on the parameters' device
+//   auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, distributed::default_group_ptr());
 //   optim::AdamW opt(ddp->parameters());
 //   for (...) { opt.zero_grad(); loss_fn(ddp->forward(x), y).backward(); opt.step(); }
 //
