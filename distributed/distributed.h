@@ -1,11 +1,21 @@
 #pragma once
 // Everything a training program needs from distributed/: joining a job,
-// the default group and collectives, stores, and process groups.
+// the default group and collectives, stores, process groups, and the
+// parallelism built on them (DDP, DataParallel, ZeRO-1, ring all-reduce,
+// layer split, pipelines).
 #include "distributed/collectives.h"
+#include "distributed/data_parallel.h"
+#include "distributed/ddp.h"
 #include "distributed/file_store.h"
 #include "distributed/gloo_process_group.h"
 #include "distributed/init.h"
+#include "distributed/model_parallel.h"
+#include "distributed/pipeline/executor.h"
+#include "distributed/pipeline/schedule.h"
+#include "distributed/pipeline/stage.h"
 #include "distributed/process_group.h"
 #include "distributed/process_group_factory.h"
+#include "distributed/ring_all_reduce.h"
 #include "distributed/store.h"
 #include "distributed/tcp_store.h"
+#include "distributed/zero.h"

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -55,14 +56,12 @@ torch::nn::Sequential make_mlp() {
                                torch::nn::Linear(128, 10));
 }
 
+// The two conv blocks are written out: libtorch cannot nest a Sequential.
 torch::nn::Sequential make_cnn() {
-  auto block = [](int64_t in, int64_t out) {
-    return torch::nn::Sequential(
-        torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 3).padding(1).bias(false)),
-        torch::nn::BatchNorm2d(out), torch::nn::ReLU(), torch::nn::MaxPool2d(2));
-  };
-  return torch::nn::Sequential(block(1, 32), block(32, 64), torch::nn::Flatten(), torch::nn::Linear(64 * 7 * 7, 128),
-                               torch::nn::ReLU(), torch::nn::Dropout(0.25), torch::nn::Linear(128, 10));
+  using namespace torch::nn;
+  return Sequential(Conv2d(Conv2dOptions(1, 32, 3).padding(1).bias(false)), BatchNorm2d(32), ReLU(), MaxPool2d(2),
+                    Conv2d(Conv2dOptions(32, 64, 3).padding(1).bias(false)), BatchNorm2d(64), ReLU(), MaxPool2d(2),
+                    Flatten(), Linear(64 * 7 * 7, 128), ReLU(), Dropout(0.25), Linear(128, 10));
 }
 
 void run(const char* name, torch::nn::Sequential model, const std::vector<torch::Tensor>& xs,
@@ -99,6 +98,8 @@ void run(const char* name, torch::nn::Sequential model, const std::vector<torch:
 
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "/usr/share/datasets/fashion-mnist";
+  // Every core, as anvil's OpenMP uses (this libtorch build otherwise starts with one thread).
+  torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
   torch::Tensor images = load_images(dir + "/train-images-idx3-ubyte.gz");
   torch::Tensor labels = load_labels(dir + "/train-labels-idx1-ubyte.gz");
   torch::manual_seed(0);
