@@ -9,9 +9,14 @@
 namespace anvil::cuda::reduce_detail {
 
 void reduce_var_family(const Plan& plan, const View& out, const View& in, const ReduceParams& p, const Launch& l) {
-  visit_floating_device_dtype("var", in.dtype, [&](auto tag) {
+  visit_device_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
-    run_reduce<T>(dev::VarReduce<T>{p.correction}, plan, out, in, l);
+    if constexpr (!dev::is_floating_v<T>) {
+      // The CPU's message (kernels/cpu/reduce.cpp), like reduce_sum.cu's for mean and norm.
+      fail(op_name(ReduceOp::Var), ": not supported for dtype ", in.dtype, " (floating dtypes only)");
+    } else {
+      run_reduce<T>(dev::VarReduce<T>{p.correction}, plan, out, in, l);
+    }
   });
 }
 

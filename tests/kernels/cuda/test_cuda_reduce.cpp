@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "core/factory.h"
 #include "core/ops.h"
+#include "kernels/backend.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -88,6 +90,28 @@ TEST(CudaReduce, EmptyNaNAndTies) {
   EXPECT_CUDA_CLOSE(argmin(t.cuda(), 0), argmin(t, 0));
   Tensor big = full({1, 300000}, Scalar(1.0));
   EXPECT_CUDA_CLOSE(argmax(big.cuda(), 1), argmax(big, 1));
+}
+
+// Called on the backends directly (the op layer promotes integer inputs first):
+// var rejects integer dtypes with the CPU's message.
+TEST(CudaReduce, VarOfIntegersFailsWithTheCpuMessage) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  auto message = [](DeviceType type, const Tensor& in, const Tensor& out) {
+    try {
+      backend_for(type).reduce(ReduceOp::Var, out.view_of(), in.view_of(), ReduceParams{});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (DType dt : {kInt32, kInt64, kUInt8, kBool}) {
+    Tensor x = test::random_tensor({4, 9}, dt, 9);
+    Tensor xc = x.cuda();
+    const std::string cpu = message(DeviceType::CPU, x, zeros({4, 1}));
+    const std::string gpu = message(DeviceType::CUDA, xc, zeros({4, 1}, TensorOptions().device(Device::cuda(0))));
+    EXPECT_NE(cpu.find("(floating dtypes only)"), std::string::npos) << cpu;
+    EXPECT_EQ(gpu, cpu) << dt;
+  }
 }
 
 TEST(CudaReduce, GradientsMatchCpu) {
