@@ -36,6 +36,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/event_pool.h"
+#include "kernels/cuda/index_errors.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/pinned_host_allocator.h"
 #include "kernels/cuda/runtime.h"
@@ -303,13 +304,15 @@ namespace {
 // return at once when the copy may finish later (the caller asked for that,
 // and the host memory is page-locked), otherwise wait for the stream so that
 // the host memory may be reused (source) or read (destination) on return.
-void finish_host_copy(EventPool& events, const void* host, cudaStream_t stream, bool non_blocking) {
+// Returns whether it waited.
+bool finish_host_copy(EventPool& events, const void* host, cudaStream_t stream, bool non_blocking) {
   if (non_blocking) {
     // Ours: the block is kept from reuse until the copy's event completes.
-    if (pinned().record_use(host, events, stream)) return;
-    if (is_page_locked_elsewhere(host)) return;
+    if (pinned().record_use(host, events, stream)) return false;
+    if (is_page_locked_elsewhere(host)) return false;
   }
   ANVIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return true;
 }
 
 }  // namespace
@@ -333,7 +336,9 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, i
   DeviceGuard guard(device_index);
   cudaStream_t st = stream(device_index);
   ANVIL_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, st));
-  finish_host_copy(s.events, host_dst, st, non_blocking);
+  // A synchronising point: a bad index found by a kernel queued before the
+  // copy surfaces here rather than at the next indexing call (index_errors.h).
+  if (finish_host_copy(s.events, host_dst, st, non_blocking)) raise_pending_index_error(device_index);
 }
 
 Stream CudaBackend::current_stream(int device_index) {
@@ -355,6 +360,7 @@ void CudaBackend::synchronize(int device_index) {
   state(device_index);
   DeviceGuard guard(device_index);
   ANVIL_CUDA_CHECK(cudaDeviceSynchronize());
+  raise_pending_index_error(device_index);  // every kernel has finished: a recorded bad index is final
 }
 
 void CudaBackend::stream_wait(const Stream& waiter, const Stream& producer) {
