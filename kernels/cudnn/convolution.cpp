@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/base/determinism.h"
 #include "core/base/error.h"
 #include "kernels/cublas/device_scratch.h"
 #include "kernels/cuda/check.h"
@@ -128,32 +129,37 @@ ConvAlgoCache& conv_algo_cache() {
   return cache;
 }
 
-std::vector<int64_t> cache_key(Direction dir, int device, DType dtype, bool fma_only, const ConvGeometry& g) {
-  return {static_cast<int64_t>(dir), device, static_cast<int64_t>(dtype), fma_only, g.n, g.c, g.h, g.w, g.cout,
-          g.ho, g.wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups};
+std::vector<int64_t> cache_key(Direction dir, int device, DType dtype, bool fma_only, bool deterministic,
+                               const ConvGeometry& g) {
+  return {static_cast<int64_t>(dir), device, static_cast<int64_t>(dtype), fma_only, deterministic, g.n, g.c, g.h,
+          g.w, g.cout, g.ho, g.wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups};
 }
 
 // The first (best-ranked) heuristic result that succeeded, respects the math
-// restriction and fits the workspace limit; failing the limit, the first
-// usable one.
+// restriction (and, under use_deterministic_algorithms(true), is
+// deterministic: some backward algorithms accumulate with atomics) and fits
+// the workspace limit; failing the limit, the first usable one.
 template <typename Perf>
-AlgoChoice pick(const char* op, const Perf* results, int count, bool fma_only) {
+AlgoChoice pick(const char* op, const Perf* results, int count, bool fma_only, bool deterministic) {
   const Perf* fallback = nullptr;
   for (int i = 0; i < count; ++i) {
     const Perf& r = results[i];
     if (r.status != CUDNN_STATUS_SUCCESS) continue;
+    if (deterministic && r.determinism != CUDNN_DETERMINISTIC) continue;
     if (fma_only && (r.mathType == CUDNN_TENSOR_OP_MATH || r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
       continue;
     if (r.memory <= kWorkspaceLimitBytes) return AlgoChoice{static_cast<int>(r.algo), r.mathType};
     if (!fallback) fallback = &r;
   }
-  ANVIL_CHECK(fallback != nullptr, op, ": cuDNN offers no algorithm for this convolution");
+  ANVIL_CHECK(fallback != nullptr, op, ": cuDNN offers no ", deterministic ? "deterministic " : "",
+              "algorithm for this convolution");
   return AlgoChoice{static_cast<int>(fallback->algo), fallback->mathType};
 }
 
 AlgoChoice choose(Direction dir, const char* op, cudnnHandle_t handle, const ConvDescriptors& d, int device,
                   DType dtype, const ConvGeometry& g) {
-  const std::vector<int64_t> key = cache_key(dir, device, dtype, d.fma_only, g);
+  const bool deterministic = deterministic_algorithms_enabled();
+  const std::vector<int64_t> key = cache_key(dir, device, dtype, d.fma_only, deterministic, g);
   if (auto c = conv_algo_cache().find(key)) return *c;
   AlgoChoice choice;
   int returned = 0;
@@ -162,21 +168,21 @@ AlgoChoice choose(Direction dir, const char* op, cudnnHandle_t handle, const Con
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       ANVIL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x, d.w, d.conv, d.y,
                                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
-      choice = pick(op, perf, returned, d.fma_only);
+      choice = pick(op, perf, returned, d.fma_only, deterministic);
       break;
     }
     case Direction::BackwardData: {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       ANVIL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           handle, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
-      choice = pick(op, perf, returned, d.fma_only);
+      choice = pick(op, perf, returned, d.fma_only, deterministic);
       break;
     }
     case Direction::BackwardFilter: {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       ANVIL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           handle, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
-      choice = pick(op, perf, returned, d.fma_only);
+      choice = pick(op, perf, returned, d.fma_only, deterministic);
       break;
     }
   }
