@@ -15,6 +15,7 @@
 #include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
+#include "kernels/shapes/geometry.h"
 
 namespace anvil::cpu {
 namespace {
@@ -36,45 +37,8 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const dou
 // Below this many column-matrix elements im2col/col2im stay on one thread.
 constexpr int64_t kParallelColElems = 1 << 14;
 
-struct ConvGeometry {
-  int64_t n, c, h, w;   // input
-  int64_t cout, ho, wo; // output
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
-
-  int64_t cin_per_group() const { return c / groups; }
-  int64_t cout_per_group() const { return cout / groups; }
-  int64_t col_rows() const { return cin_per_group() * kh * kw; }
-  int64_t col_cols() const { return ho * wo; }
-  int64_t weight_group_elems() const { return cout_per_group() * col_rows(); }
-};
-
-int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d) {
-  return (in + 2 * pad - d * (k - 1) - 1) / s + 1;
-}
-
-// Shapes of the input, weight and output sides of one conv call, checked
-// against each other. `op` names the entry point for the error message.
-ConvGeometry conv_geometry(const char* op, const Shape& in, const Shape& weight, const Shape& out,
-                           const Conv2dParams& p) {
-  ANVIL_CHECK(in.size() == 4 && weight.size() == 4 && out.size() == 4, op,
-              ": expected 4-D input [N, C, H, W], weight [Cout, Cin/groups, kH, kW] and output [N, Cout, Ho, Wo], got input ",
-              in, ", weight ", weight, ", output ", out);
-  ConvGeometry g{in[0],       in[1],       in[2],       in[3],       out[1],      out[2],      out[3],
-                 weight[2],   weight[3],   p.stride[0], p.stride[1], p.padding[0], p.padding[1],
-                 p.dilation[0], p.dilation[1], p.groups};
-  ANVIL_CHECK(g.sh > 0 && g.sw > 0 && g.dh > 0 && g.dw > 0 && g.ph >= 0 && g.pw >= 0 && g.groups > 0, op,
-              ": stride and dilation must be positive and padding non-negative, got stride [", g.sh, ", ", g.sw,
-              "], padding [", g.ph, ", ", g.pw, "], dilation [", g.dh, ", ", g.dw, "], groups ", g.groups);
-  ANVIL_CHECK(g.c % g.groups == 0 && g.cout % g.groups == 0 && weight[0] == g.cout &&
-                  weight[1] * g.groups == g.c && out[0] == g.n,
-              op, ": input ", in, ", weight ", weight, " and output ", out, " do not agree for groups=", g.groups,
-              " (expected weight [Cout, Cin/groups, kH, kW] and output [N, Cout, Ho, Wo])");
-  const int64_t ho = conv_out_size(g.h, g.kh, g.sh, g.ph, g.dh), wo = conv_out_size(g.w, g.kw, g.sw, g.pw, g.dw);
-  ANVIL_CHECK(ho == g.ho && wo == g.wo && ho > 0 && wo > 0, op, ": input ", in, " with kernel [", g.kh, ", ",
-              g.kw, "], stride [", g.sh, ", ", g.sw, "], padding [", g.ph, ", ", g.pw, "], dilation [", g.dh, ", ",
-              g.dw, "] gives output spatial size [", ho, ", ", wo, "], but the output is ", out);
-  return g;
-}
+using shapes::ConvGeometry;
+using shapes::conv_geometry;
 
 int64_t ceil_div(int64_t a, int64_t b) {  // b > 0, any sign of a
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);

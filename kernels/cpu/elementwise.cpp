@@ -8,6 +8,7 @@
 
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/shapes/elementwise_checks.h"
 #include "kernels/cpu/strided_loop.h"
 
 namespace anvil::cpu {
@@ -149,20 +150,7 @@ struct SigmoidBackward { static constexpr Domain domain = Domain::Floating; stat
 struct TanhBackward { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
   template <class C> C operator()(C g, C y) const { return g * (C(1) - y * y); } };
 
-const char* op_name(UnaryOp op) {
-  static constexpr const char* names[] = {
-      "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
-      "gelu_tanh", "gelu_erf", "silu", "sign", "reciprocal", "square", "logical_not", "clamp"};
-  return names[static_cast<int>(op)];
-}
-
-const char* op_name(BinaryOp op) {
-  static constexpr const char* names[] = {
-      "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-      "logical_and", "logical_or", "relu_backward", "gelu_tanh_backward", "gelu_erf_backward",
-      "silu_backward", "sigmoid_backward", "tanh_backward"};
-  return names[static_cast<int>(op)];
-}
+using shapes::op_name;
 
 template <typename T, typename Op>
 void unary_kernel(const char* name, const View& out, const View& in, const Op& op) {
@@ -208,8 +196,7 @@ void integer_div_kernel(const View& out, const View& a, const View& b) {
 }  // namespace
 
 void CpuBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) {
-  ANVIL_CHECK(out.shape == in.shape, op_name(op), ": output shape ", out.shape, " differs from input shape ",
-              in.shape);
+  shapes::check_unary(op, out, in);
   const char* name = op_name(op);
   visit_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -242,9 +229,7 @@ void CpuBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryP
 
 void CpuBackend::binary(BinaryOp op, const View& out, const View& a, const View& b) {
   const char* name = op_name(op);
-  ANVIL_CHECK(out.shape == a.shape && out.shape == b.shape, name, ": shapes differ: out ", out.shape, ", a ",
-              a.shape, ", b ", b.shape, " (inputs must be broadcast to the output shape)");
-  ANVIL_CHECK(a.dtype == b.dtype, name, ": input dtypes differ: ", a.dtype, " and ", b.dtype);
+  shapes::check_binary(op, out, a, b);
   visit_dtype(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     switch (op) {
@@ -277,12 +262,7 @@ void CpuBackend::binary(BinaryOp op, const View& out, const View& a, const View&
 }
 
 void CpuBackend::where(const View& out, const View& cond, const View& a, const View& b) {
-  ANVIL_CHECK(out.shape == cond.shape && out.shape == a.shape && out.shape == b.shape,
-              "where: shapes differ: out ", out.shape, ", cond ", cond.shape, ", a ", a.shape, ", b ", b.shape,
-              " (inputs must be broadcast to the output shape)");
-  ANVIL_CHECK(cond.dtype == kBool || cond.dtype == kUInt8, "where: condition must be bool, got ", cond.dtype);
-  ANVIL_CHECK(a.dtype == out.dtype && b.dtype == out.dtype, "where: dtypes differ: out ", out.dtype, ", a ",
-              a.dtype, ", b ", b.dtype);
+  shapes::check_where(out, cond, a, b);
   visit_dtype(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     // The condition is read as bytes: any nonzero byte selects a.

@@ -11,27 +11,19 @@
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/strided_loop.h"
+#include "kernels/shapes/bits_of.h"
+#include "kernels/shapes/index_checks.h"
 
 namespace anvil::cpu {
 namespace {
 
-template <size_t Bytes> struct bits_of;
-template <> struct bits_of<1> { using type = uint8_t; };
-template <> struct bits_of<2> { using type = uint16_t; };
-template <> struct bits_of<4> { using type = uint32_t; };
-template <> struct bits_of<8> { using type = uint64_t; };
+using shapes::bits_of;
 
 template <typename T> using compute_t =
     std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
 
-View at_least_1d(const View& v) { return v.dim() > 0 ? v : View{v.data, v.dtype, {1}, {1}}; }
-
-View without_dim(const View& v, int64_t dim) {
-  View r = v;
-  r.shape.erase(r.shape.begin() + dim);
-  r.strides.erase(r.strides.begin() + dim);
-  return r;
-}
+using shapes::at_least_1d;
+using shapes::without_dim;
 
 // The view restricted to the first shape[d] entries of every dim (gather and
 // scatter_add may use an index smaller than the tensor it indexes).
@@ -39,15 +31,6 @@ View with_shape(const View& v, const Shape& shape) {
   View r = v;
   r.shape = shape;
   return r;
-}
-
-int64_t checked_dim(const char* op, int64_t dim, int64_t rank) {
-  ANVIL_CHECK(dim >= -rank && dim < rank, op, ": dim ", dim, " out of range for a tensor of rank ", rank);
-  return dim < 0 ? dim + rank : dim;
-}
-
-void check_index_dtype(const char* op, const View& index) {
-  ANVIL_CHECK(index.dtype == kInt64, op, ": index must be int64, got ", index.dtype);
 }
 
 // Throws naming the first index outside [0, size).
@@ -75,25 +58,11 @@ std::vector<int64_t> read_index_list(const View& index) {
   return values;
 }
 
-void check_same_except(const char* op, const View& a, const char* a_name, const View& b, const char* b_name,
-                       int64_t dim) {
-  ANVIL_CHECK(a.dim() == b.dim(), op, ": ", a_name, " rank ", a.dim(), " differs from ", b_name, " rank ", b.dim());
-  for (int64_t d = 0; d < a.dim(); ++d)
-    ANVIL_CHECK(d == dim || a.shape[d] == b.shape[d], op, ": ", a_name, " shape ", a.shape, " and ", b_name,
-                " shape ", b.shape, " must agree except in dim ", dim);
-}
-
 }  // namespace
 
 void CpuBackend::index_select(const View& out_, const View& in_, int64_t dim, const View& index) {
   const View out = at_least_1d(out_), in = at_least_1d(in_);
-  dim = checked_dim("index_select", dim, in.dim());
-  check_index_dtype("index_select", index);
-  ANVIL_CHECK(index.dim() <= 1, "index_select: index must be 1-D, got shape ", index.shape);
-  ANVIL_CHECK(out.dtype == in.dtype, "index_select: output dtype ", out.dtype, " differs from input dtype ", in.dtype);
-  check_same_except("index_select", out, "output", in, "input", dim);
-  ANVIL_CHECK(out.shape[dim] == index.numel(), "index_select: output has ", out.shape[dim], " entries in dim ", dim,
-              " for ", index.numel(), " indices");
+  dim = shapes::check_index_select(out, in, dim, index);
   check_indices("index_select", index, dim, in.shape[dim]);
   const std::vector<int64_t> idx = read_index_list(index);
 
@@ -123,13 +92,7 @@ void CpuBackend::index_select(const View& out_, const View& in_, int64_t dim, co
 
 void CpuBackend::index_add(const View& out_, int64_t dim, const View& index, const View& src_) {
   const View out = at_least_1d(out_), src = at_least_1d(src_);
-  dim = checked_dim("index_add", dim, out.dim());
-  check_index_dtype("index_add", index);
-  ANVIL_CHECK(index.dim() <= 1, "index_add: index must be 1-D, got shape ", index.shape);
-  ANVIL_CHECK(out.dtype == src.dtype, "index_add: output dtype ", out.dtype, " differs from source dtype ", src.dtype);
-  check_same_except("index_add", out, "output", src, "source", dim);
-  ANVIL_CHECK(src.shape[dim] == index.numel(), "index_add: source has ", src.shape[dim], " entries in dim ", dim,
-              " for ", index.numel(), " indices");
+  dim = shapes::check_index_add(out, dim, index, src);
   check_indices("index_add", index, dim, out.shape[dim]);
   const std::vector<int64_t> idx = read_index_list(index);
 
@@ -163,14 +126,7 @@ void CpuBackend::index_add(const View& out_, int64_t dim, const View& index, con
 
 void CpuBackend::gather(const View& out_, const View& in_, int64_t dim, const View& index_) {
   const View out = at_least_1d(out_), in = at_least_1d(in_), index = at_least_1d(index_);
-  dim = checked_dim("gather", dim, in.dim());
-  check_index_dtype("gather", index);
-  ANVIL_CHECK(out.dtype == in.dtype, "gather: output dtype ", out.dtype, " differs from input dtype ", in.dtype);
-  ANVIL_CHECK(index.dim() == in.dim(), "gather: index rank ", index.dim(), " differs from input rank ", in.dim());
-  ANVIL_CHECK(out.shape == index.shape, "gather: output shape ", out.shape, " differs from index shape ", index.shape);
-  for (int64_t d = 0; d < in.dim(); ++d)
-    ANVIL_CHECK(d == dim || index.shape[d] <= in.shape[d], "gather: index shape ", index.shape,
-                " is larger than input shape ", in.shape, " in dim ", d);
+  dim = shapes::check_gather(out, in, dim, index);
   check_indices("gather", index, dim, in.shape[dim]);
 
   // The input walked like the index, except that the gathered dim does not move.
@@ -193,15 +149,7 @@ void CpuBackend::gather(const View& out_, const View& in_, int64_t dim, const Vi
 
 void CpuBackend::scatter_add(const View& out_, int64_t dim, const View& index_, const View& src_) {
   const View out = at_least_1d(out_), index = at_least_1d(index_), src = at_least_1d(src_);
-  dim = checked_dim("scatter_add", dim, out.dim());
-  check_index_dtype("scatter_add", index);
-  ANVIL_CHECK(out.dtype == src.dtype, "scatter_add: output dtype ", out.dtype, " differs from source dtype ", src.dtype);
-  ANVIL_CHECK(index.dim() == out.dim() && src.dim() == out.dim(), "scatter_add: ranks differ: output ", out.dim(),
-              ", index ", index.dim(), ", source ", src.dim());
-  for (int64_t d = 0; d < out.dim(); ++d)
-    ANVIL_CHECK(index.shape[d] <= src.shape[d] && (d == dim || index.shape[d] <= out.shape[d]), "scatter_add: index shape ",
-                index.shape, " must not exceed source shape ", src.shape, " nor output shape ", out.shape,
-                " (except in dim ", dim, " for the output)");
+  dim = shapes::check_scatter_add(out, dim, index, src);
   check_indices("scatter_add", index, dim, out.shape[dim]);
 
   // Positions off the scattered dim are independent; along it, serial.

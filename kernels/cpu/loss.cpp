@@ -9,29 +9,14 @@
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
+#include "kernels/shapes/layouts.h"
 
 namespace anvil::cpu {
 namespace {
 
 constexpr int64_t kParallelLossElems = 1 << 14;
 
-struct LossShape {
-  int64_t n, c;
-};
-
-LossShape loss_shape(const char* op, const View& logits, const View& targets) {
-  ANVIL_CHECK(logits.dim() == 2, op, ": expected logits [N, C], got ", logits.shape);
-  const LossShape s{logits.shape[0], logits.shape[1]};
-  ANVIL_CHECK(targets.numel() == s.n && targets.dim() <= 1, op, ": expected targets [", s.n, "] for logits ",
-              logits.shape, ", got ", targets.shape);
-  ANVIL_CHECK(targets.dtype == kInt64 || targets.dtype == kInt32, op, ": targets must be int64 class indices, got ",
-              dtype_name(targets.dtype));
-  return s;
-}
-
-void check_rows(const char* op, const char* what, const View& v, int64_t n) {
-  ANVIL_CHECK(v.numel() == n && v.dim() <= 1, op, ": ", what, " must have shape [", n, "], got ", v.shape);
-}
+using shapes::LossShape;
 
 // The targets as int64, each either ignore_index or a class in [0, C).
 std::vector<int64_t> checked_targets(const char* op, const View& targets, const LossShape& s,
@@ -109,9 +94,7 @@ void cross_entropy_backward_typed(const View& grad_logits_view, const View& grad
 
 void CpuBackend::cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
                                const CrossEntropyParams& p) {
-  const LossShape s = loss_shape("cross_entropy", logits, targets);
-  check_rows("cross_entropy", "losses", losses, s.n);
-  check_rows("cross_entropy", "logsumexp", logsumexp, s.n);
+  const LossShape s = shapes::check_cross_entropy(losses, logsumexp, logits, targets);
   const std::vector<int64_t> t = checked_targets("cross_entropy", targets, s, p);
   dispatch_floating("cross_entropy", logits.dtype,
                 [&](auto tag) { cross_entropy_typed<decltype(tag)>(losses, logsumexp, logits, t, s, p); });
@@ -119,11 +102,8 @@ void CpuBackend::cross_entropy(const View& losses, const View& logsumexp, const 
 
 void CpuBackend::cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,
                                         const View& targets, const View& logsumexp, const CrossEntropyParams& p) {
-  const LossShape s = loss_shape("cross_entropy_backward", logits, targets);
-  ANVIL_CHECK(grad_logits.shape == logits.shape, "cross_entropy_backward: grad_logits ", grad_logits.shape,
-              " must have the logits' shape ", logits.shape);
-  check_rows("cross_entropy_backward", "grad_losses", grad_losses, s.n);
-  check_rows("cross_entropy_backward", "logsumexp", logsumexp, s.n);
+  const LossShape s =
+      shapes::check_cross_entropy_backward(grad_logits, grad_losses, logits, targets, logsumexp);
   const std::vector<int64_t> t = checked_targets("cross_entropy_backward", targets, s, p);
   dispatch_floating("cross_entropy_backward", logits.dtype, [&](auto tag) {
     cross_entropy_backward_typed<decltype(tag)>(grad_logits, grad_losses, logits, t, logsumexp, s, p);

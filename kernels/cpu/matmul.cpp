@@ -17,6 +17,7 @@
 #include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
+#include "kernels/shapes/matmul_checks.h"
 
 namespace anvil::cpu {
 
@@ -61,21 +62,7 @@ std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t row_st
   return std::nullopt;
 }
 
-// A [B, rows, cols] view as a 3-D view (a 2-D one gets a broadcast batch dim).
-View as_batched(const View& v) {
-  if (v.dim() == 3) return v;
-  View r = v;
-  r.shape.insert(r.shape.begin(), 1);
-  r.strides.insert(r.strides.begin(), 0);
-  return r;
-}
-
-View transposed(const View& v) {  // swaps the two matrix dims of a 3-D view
-  View r = v;
-  std::swap(r.shape[1], r.shape[2]);
-  std::swap(r.strides[1], r.strides[2]);
-  return r;
-}
+using shapes::transposed;
 
 // One read-only operand as BLAS will see it: borrowed when possible,
 // otherwise a dense copy (one slice when the batch is broadcast).
@@ -169,14 +156,8 @@ void matmul_typed(const View& out, const View& a, const View& b, const MatmulPar
 }  // namespace
 
 void CpuBackend::matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p) {
-  ANVIL_CHECK(out_in.dim() == a_in.dim() && a_in.dim() == b_in.dim() && (a_in.dim() == 2 || a_in.dim() == 3),
-              "matmul: expected a [B, M, K], b [B, K, N] and out [B, M, N] (or all 2-D), got a ",
-              a_in.shape, ", b ", b_in.shape, ", out ", out_in.shape);
-  const View out = as_batched(out_in), a = as_batched(a_in), b = as_batched(b_in);
-  ANVIL_CHECK(a.shape[0] == out.shape[0] && b.shape[0] == out.shape[0] && a.shape[1] == out.shape[1] &&
-                  b.shape[2] == out.shape[2] && a.shape[2] == b.shape[1],
-              "matmul: shapes do not agree: a ", a_in.shape, " @ b ", b_in.shape, " -> out ", out_in.shape,
-              " (expected a [B, M, K], b [B, K, N], out [B, M, N])");
+  const shapes::BatchedMatmul m = shapes::check_matmul(out_in, a_in, b_in);
+  const View &out = m.out, &a = m.a, &b = m.b;
   switch (out.dtype) {
     case DType::Float64: matmul_typed<double>(out, a, b, p); return;
     case DType::Float32:

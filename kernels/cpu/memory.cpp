@@ -7,6 +7,7 @@
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/strided_loop.h"
+#include "kernels/shapes/bits_of.h"
 
 namespace anvil::cpu {
 namespace {
@@ -23,13 +24,7 @@ void parallel_memcpy(void* dst, const void* src, size_t nbytes) {
   parallel_for(n, n / 4, [&](int64_t begin, int64_t end) { std::memcpy(d + begin, s + begin, end - begin); });
 }
 
-// The unsigned integer type of a given size: a same-dtype copy moves bits, so
-// float16 and int16-sized types share one loop, and so on.
-template <size_t Bytes> struct bits_of;
-template <> struct bits_of<1> { using type = uint8_t; };
-template <> struct bits_of<2> { using type = uint16_t; };
-template <> struct bits_of<4> { using type = uint32_t; };
-template <> struct bits_of<8> { using type = uint64_t; };
+using shapes::bits_of;
 
 // A transpose-like copy (the destination is contiguous along the loop's
 // innermost dim, the source along the next one) moved in square tiles, so that

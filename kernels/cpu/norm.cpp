@@ -10,29 +10,17 @@
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
+#include "kernels/shapes/layouts.h"
 
 namespace anvil::cpu {
 namespace {
 
 constexpr int64_t kParallelNormElems = 1 << 14;
 
-// in [N, C, *] as N x C x S (S = product of the spatial dims).
-struct ChannelLayout {
-  int64_t n, c, s;
-  int64_t count() const { return n * s; }  // values per channel
-};
-
-ChannelLayout channel_layout(const char* op, const Shape& shape) {
-  ANVIL_CHECK(shape.size() >= 2, op, ": expected input [N, C, *], got ", shape);
-  ChannelLayout l{shape[0], shape[1], 1};
-  for (size_t d = 2; d < shape.size(); ++d) l.s *= shape[d];
-  return l;
-}
-
-void check_per_channel(const char* op, const char* what, const View* v, int64_t c) {
-  ANVIL_CHECK(!v || v->numel() == c, op, ": ", what, " must have ", c, " elements (one per channel), got shape ",
-              v ? v->shape : Shape{});
-}
+using shapes::ChannelLayout;
+using shapes::channel_layout;
+using shapes::RowLayout;
+using shapes::row_layout;
 
 std::vector<double> values_or(const View* v, int64_t n, double fallback) {
   return v ? dense_copy<double>(*v) : std::vector<double>(static_cast<size_t>(n), fallback);
@@ -180,27 +168,10 @@ void batch_norm_backward_typed(const View& grad_in_view, const View* grad_weight
 
 // --- layer norm ---
 
-struct RowLayout {
-  int64_t rows, cols;
-};
-
-RowLayout row_layout(const char* op, const Shape& shape) {
-  ANVIL_CHECK(!shape.empty(), op, ": expected input [rows, cols], got a scalar");
-  RowLayout l{1, shape.back()};
-  for (size_t d = 0; d + 1 < shape.size(); ++d) l.rows *= shape[d];
-  return l;
-}
-
 template <typename T>
 void layer_norm_typed(const View& out_view, const View& mean_view, const View& rstd_view, const View& in_view,
                       const View* weight, const View* bias, double eps) {
-  const RowLayout l = row_layout("layer_norm", in_view.shape);
-  ANVIL_CHECK(mean_view.numel() == l.rows && rstd_view.numel() == l.rows, "layer_norm: mean and rstd must have ",
-              l.rows, " elements (one per row of input ", in_view.shape, "), got ", mean_view.shape, " and ",
-              rstd_view.shape);
-  ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!bias || bias->numel() == l.cols),
-              "layer_norm: weight and bias must have ", l.cols, " elements, got ", weight ? weight->shape : Shape{},
-              " and ", bias ? bias->shape : Shape{});
+  const RowLayout l = row_layout("layer_norm", in_view.shape);  // checked by CpuBackend::layer_norm
   const DenseIn<T> x(in_view);
   const std::vector<double> w = values_or(weight, l.cols, 1.0), b = values_or(bias, l.cols, 0.0);
   std::vector<double> mean(l.rows), rstd(l.rows);
@@ -289,14 +260,7 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
 void CpuBackend::batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
                             const View* weight, const View* bias, const View* running_mean,
                             const View* running_var, const BatchNormParams& p) {
-  const ChannelLayout l = channel_layout("batch_norm", in.shape);
-  ANVIL_CHECK(out.shape == in.shape, "batch_norm: output shape ", out.shape, " differs from input shape ", in.shape);
-  check_per_channel("batch_norm", "save_mean", &save_mean, l.c);
-  check_per_channel("batch_norm", "save_invstd", &save_invstd, l.c);
-  check_per_channel("batch_norm", "weight", weight, l.c);
-  check_per_channel("batch_norm", "bias", bias, l.c);
-  check_per_channel("batch_norm", "running_mean", running_mean, l.c);
-  check_per_channel("batch_norm", "running_var", running_var, l.c);
+  shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var);
   dispatch_floating("batch_norm", in.dtype, [&](auto tag) {
     batch_norm_typed<decltype(tag)>(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p);
   });
@@ -305,15 +269,7 @@ void CpuBackend::batch_norm(const View& out, const View& save_mean, const View& 
 void CpuBackend::batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
                                      const View& grad_out, const View& in, const View* weight,
                                      const View& save_mean, const View& save_invstd, const BatchNormParams& p) {
-  const ChannelLayout l = channel_layout("batch_norm_backward", in.shape);
-  ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
-              "batch_norm_backward: grad_out ", grad_out.shape, " and grad_in ", grad_in.shape,
-              " must have the input's shape ", in.shape);
-  check_per_channel("batch_norm_backward", "save_mean", &save_mean, l.c);
-  check_per_channel("batch_norm_backward", "save_invstd", &save_invstd, l.c);
-  check_per_channel("batch_norm_backward", "weight", weight, l.c);
-  check_per_channel("batch_norm_backward", "grad_weight", grad_weight, l.c);
-  check_per_channel("batch_norm_backward", "grad_bias", grad_bias, l.c);
+  shapes::check_batch_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, weight, save_mean, save_invstd);
   dispatch_floating("batch_norm_backward", in.dtype, [&](auto tag) {
     batch_norm_backward_typed<decltype(tag)>(grad_in, grad_weight, grad_bias, grad_out, in, weight, save_mean,
                                              save_invstd, p);
@@ -322,7 +278,7 @@ void CpuBackend::batch_norm_backward(const View& grad_in, const View* grad_weigh
 
 void CpuBackend::layer_norm(const View& out, const View& mean, const View& rstd, const View& in,
                             const View* weight, const View* bias, double eps) {
-  ANVIL_CHECK(out.shape == in.shape, "layer_norm: output shape ", out.shape, " differs from input shape ", in.shape);
+  shapes::check_layer_norm(out, mean, rstd, in, weight, bias);
   dispatch_floating("layer_norm", in.dtype,
                 [&](auto tag) { layer_norm_typed<decltype(tag)>(out, mean, rstd, in, weight, bias, eps); });
 }
@@ -330,15 +286,7 @@ void CpuBackend::layer_norm(const View& out, const View& mean, const View& rstd,
 void CpuBackend::layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
                                      const View& grad_out, const View& in, const View& mean, const View& rstd,
                                      const View* weight) {
-  const RowLayout l = row_layout("layer_norm_backward", in.shape);
-  ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
-              "layer_norm_backward: grad_out ", grad_out.shape, " and grad_in ", grad_in.shape,
-              " must have the input's shape ", in.shape);
-  ANVIL_CHECK(mean.numel() == l.rows && rstd.numel() == l.rows, "layer_norm_backward: mean and rstd must have ",
-              l.rows, " elements, got ", mean.shape, " and ", rstd.shape);
-  ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!grad_weight || grad_weight->numel() == l.cols) &&
-                  (!grad_bias || grad_bias->numel() == l.cols),
-              "layer_norm_backward: weight, grad_weight and grad_bias must have ", l.cols, " elements");
+  shapes::check_layer_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, mean, rstd, weight);
   dispatch_floating("layer_norm_backward", in.dtype, [&](auto tag) {
     layer_norm_backward_typed<decltype(tag)>(grad_in, grad_weight, grad_bias, grad_out, in, mean, rstd, weight);
   });

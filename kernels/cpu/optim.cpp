@@ -8,26 +8,10 @@
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/strided_loop.h"
+#include "kernels/shapes/optim_checks.h"
 
 namespace anvil::cpu {
 namespace {
-
-void check_lists(const char* op, std::span<const View> params, std::initializer_list<std::span<const View>> others) {
-  for (const auto& list : others)
-    ANVIL_CHECK(list.size() == params.size(), op, ": got ", params.size(), " parameters but a list of ", list.size(),
-                " state or gradient tensors");
-}
-
-void check_tensor(const char* op, const View& param, const View& other, const char* what) {
-  ANVIL_CHECK(param.dtype == kFloat32 || param.dtype == kFloat64, op, ": parameters must be float32 or float64, got ",
-              param.dtype);
-  ANVIL_CHECK(other.dtype == param.dtype, op, ": ", what, " dtype ", other.dtype, " differs from parameter dtype ",
-              param.dtype);
-  ANVIL_CHECK(other.numel() == param.numel(), op, ": ", what, " has ", other.numel(), " elements, parameter has ",
-              param.numel(), " (shape ", param.shape, ")");
-  ANVIL_CHECK(param.is_contiguous() && other.is_contiguous(), op, ": parameters and ", what,
-              " must be contiguous (parameter shape ", param.shape, ")");
-}
 
 template <typename T>
 void adamw_tensor(T* p, const T* g, T* m, T* v, int64_t n, const AdamWParams& hp) {
@@ -75,12 +59,12 @@ void sgd_tensor(T* p, const T* g, T* buf, int64_t n, const SGDParams& hp) {
 void CpuBackend::adamw(std::span<const View> params, std::span<const View> grads, std::span<const View> exp_avg,
                        std::span<const View> exp_avg_sq, const AdamWParams& p) {
   const char* name = p.decoupled ? "adamw" : "adam";
-  check_lists(name, params, {grads, exp_avg, exp_avg_sq});
+  shapes::check_optimizer_lists(name, params, {grads, exp_avg, exp_avg_sq});
   ANVIL_CHECK(p.step >= 1, name, ": step must be at least 1 (1-based, after increment), got ", p.step);
   for (size_t k = 0; k < params.size(); ++k) {
-    check_tensor(name, params[k], grads[k], "gradient");
-    check_tensor(name, params[k], exp_avg[k], "exp_avg");
-    check_tensor(name, params[k], exp_avg_sq[k], "exp_avg_sq");
+    shapes::check_optimizer_tensor(name, params[k], grads[k], "gradient");
+    shapes::check_optimizer_tensor(name, params[k], exp_avg[k], "exp_avg");
+    shapes::check_optimizer_tensor(name, params[k], exp_avg_sq[k], "exp_avg_sq");
   }
   for (size_t k = 0; k < params.size(); ++k) {
     const int64_t n = params[k].numel();
@@ -94,11 +78,11 @@ void CpuBackend::adamw(std::span<const View> params, std::span<const View> grads
 void CpuBackend::sgd(std::span<const View> params, std::span<const View> grads, std::span<const View> momentum,
                      const SGDParams& p) {
   const bool use_momentum = p.momentum != 0.0;
-  check_lists("sgd", params, {grads});
-  if (use_momentum) check_lists("sgd", params, {momentum});
+  shapes::check_optimizer_lists("sgd", params, {grads});
+  if (use_momentum) shapes::check_optimizer_lists("sgd", params, {momentum});
   for (size_t k = 0; k < params.size(); ++k) {
-    check_tensor("sgd", params[k], grads[k], "gradient");
-    if (use_momentum) check_tensor("sgd", params[k], momentum[k], "momentum buffer");
+    shapes::check_optimizer_tensor("sgd", params[k], grads[k], "gradient");
+    if (use_momentum) shapes::check_optimizer_tensor("sgd", params[k], momentum[k], "momentum buffer");
   }
   for (size_t k = 0; k < params.size(); ++k) {
     const int64_t n = params[k].numel();

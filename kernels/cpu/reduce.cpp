@@ -19,6 +19,7 @@
 
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/shapes/reduce_plan.h"
 #include "kernels/cpu/strided_loop.h"
 
 namespace anvil::cpu {
@@ -204,44 +205,16 @@ void split_over_threads(int64_t n, int threads, F&& f) {
 }
 
 // ---- the plan: kept and reduced dims, each coalesced, fastest first ----
-struct Dim { int64_t size, in_stride, out_stride; };
+// Both backends' plan (kernels/shapes/reduce_plan.h) plus byte strides for the loops.
+using Dim = shapes::ReduceDim;
 
-std::vector<Dim> sort_and_coalesce(std::vector<Dim> dims) {
-  std::stable_sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) { return a.in_stride < b.in_stride; });
-  std::vector<Dim> merged;
-  for (const Dim& d : dims) {
-    if (!merged.empty()) {
-      Dim& inner = merged.back();
-      if (d.in_stride == inner.in_stride * inner.size && d.out_stride == inner.out_stride * inner.size) {
-        inner.size *= d.size;
-        continue;
-      }
-    }
-    merged.push_back(d);
-  }
-  return merged;
-}
-
-struct ReducePlan {
-  std::vector<Dim> kept, reduced;
-  int64_t n_out = 1, n_red = 1;
+struct ReducePlan : shapes::ReducePlan {
   int64_t in_item = 1, out_item = 1;  // itemsizes, for byte strides
 
   ReducePlan(const View& out, const View& in)
-      : in_item(static_cast<int64_t>(itemsize(in.dtype))), out_item(static_cast<int64_t>(itemsize(out.dtype))) {
-    std::vector<Dim> kept_dims, reduced_dims;
-    for (int64_t d = 0; d < in.dim(); ++d) {
-      const bool reduced = out.shape[d] == 1 && in.shape[d] != 1;
-      (reduced ? n_red : n_out) *= in.shape[d];
-      if (in.shape[d] == 1) continue;
-      (reduced ? reduced_dims : kept_dims).push_back(Dim{in.shape[d], in.strides[d], reduced ? 0 : out.strides[d]});
-    }
-    kept = sort_and_coalesce(kept_dims);
-    reduced = sort_and_coalesce(reduced_dims);
-  }
-
-  // The column driver pays off when a kept dim moves faster through memory than any reduced one.
-  bool by_columns() const { return !kept.empty() && !reduced.empty() && kept[0].in_stride < reduced[0].in_stride; }
+      : shapes::ReducePlan(out, in),
+        in_item(static_cast<int64_t>(itemsize(in.dtype))),
+        out_item(static_cast<int64_t>(itemsize(out.dtype))) {}
 
   StridedLoop<2> kept_loop(size_t first_dim) const {  // operands (in, out)
     StridedLoop<2> loop;
@@ -376,10 +349,7 @@ void run_reduce(const Op& op, const ReducePlan& plan, const View& out, const Vie
   else reduce_rows<T>(op, plan, out, in, store);
 }
 
-const char* op_name(ReduceOp op) {
-  static constexpr const char* names[] = {"sum", "mean", "max", "min", "prod", "var", "norm", "argmax", "argmin"};
-  return names[static_cast<int>(op)];
-}
+using shapes::op_name;
 
 template <typename T>
 void run_norm(double p, const ReducePlan& plan, const View& out, const View& in) {
@@ -417,26 +387,10 @@ void reduce_dtype(ReduceOp op, const ReducePlan& plan, const View& out, const Vi
 }  // namespace
 
 void CpuBackend::reduce(ReduceOp op, const View& out, const View& in, const ReduceParams& p) {
-  const char* name = op_name(op);
-  ANVIL_CHECK(out.dim() == in.dim(), name, ": output rank ", out.dim(), " differs from input rank ", in.dim(),
-              " (reduced dims keep size 1)");
-  int reduced_dims = 0;
-  for (int64_t d = 0; d < in.dim(); ++d) {
-    ANVIL_CHECK(out.shape[d] == in.shape[d] || out.shape[d] == 1, name, ": output shape ", out.shape,
-                " does not match input shape ", in.shape, " at dim ", d);
-    reduced_dims += out.shape[d] == 1 && in.shape[d] != 1;
-  }
-  const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
-  if (arg) {
-    ANVIL_CHECK(reduced_dims <= 1, name, ": reduces exactly one dim; output shape ", out.shape, " for input shape ",
-                in.shape, " reduces ", reduced_dims);
-    ANVIL_CHECK(out.dtype == kInt64, name, ": output dtype must be int64, got ", out.dtype);
-  }
+  shapes::check_reduce(op, out, in);
   const ReducePlan plan(out, in);
   if (plan.n_out == 0) return;
-  if (plan.n_red == 0)
-    ANVIL_CHECK(op != ReduceOp::Max && op != ReduceOp::Min && !arg, name,
-                ": cannot reduce over an empty dimension (input shape ", in.shape, ")");
+  shapes::check_reduce_not_empty(op, plan, in.shape);
   visit_dtype(in.dtype, [&](auto tag) { reduce_dtype<decltype(tag)>(op, plan, out, in, p); });
 }
 

@@ -25,9 +25,11 @@
 #include "core/base/error.h"
 #include "kernels/cublas/cublas_handles.h"
 #include "kernels/cublas/device_scratch.h"
+#include "kernels/cuda/algo_cache.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/matmul_settings.h"
+#include "kernels/shapes/matmul_checks.h"
 #if __has_include("kernels/cuda/nvtx.h")
 #include "kernels/cuda/nvtx.h"
 #endif
@@ -46,20 +48,8 @@ namespace {
 // 32 MiB on Hopper); the allocator caches it, so repeated calls are free.
 constexpr size_t kMaxWorkspaceBytes = size_t{32} << 20;
 
-View as_batched(const View& v) {
-  if (v.dim() == 3) return v;
-  View r = v;
-  r.shape.insert(r.shape.begin(), 1);
-  r.strides.insert(r.strides.begin(), 0);
-  return r;
-}
-
-View transposed(const View& v) {  // swaps the two matrix dims of a 3-D view
-  View r = v;
-  std::swap(r.shape[1], r.shape[2]);
-  std::swap(r.strides[1], r.strides[2]);
-  return r;
-}
+using shapes::as_batched;
+using shapes::transposed;
 
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
@@ -179,26 +169,8 @@ struct AlgoChoice {
   size_t workspace = 0;
 };
 
-class AlgoCache {
- public:
-  std::optional<AlgoChoice> find(const std::vector<int64_t>& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = map_.find(key);
-    if (it == map_.end()) return std::nullopt;
-    return it->second;
-  }
-  void insert(const std::vector<int64_t>& key, const AlgoChoice& c) {
-    std::lock_guard<std::mutex> lock(mu_);
-    map_.emplace(key, c);
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::vector<int64_t>, AlgoChoice> map_;
-};
-
-AlgoCache& algo_cache() {
-  static AlgoCache cache;
+AlgoCache<AlgoChoice>& algo_cache() {
+  static AlgoCache<AlgoChoice> cache;
   return cache;
 }
 
@@ -367,23 +339,12 @@ void matmul_any(CudaBackend& backend, const View& out, const View& a, const View
   backend.copy(out, dense.view);
 }
 
-void check_matmul_shapes(const View& out, const View& a, const View& b, const Shape& a_in, const Shape& b_in,
-                         const Shape& out_in) {
-  ANVIL_CHECK(a.shape[0] == out.shape[0] && b.shape[0] == out.shape[0] && a.shape[1] == out.shape[1] &&
-                  b.shape[2] == out.shape[2] && a.shape[2] == b.shape[1],
-              "matmul: shapes do not agree: a ", a_in, " @ b ", b_in, " -> out ", out_in,
-              " (expected a [B, M, K], b [B, K, N], out [B, M, N])");
-}
-
 }  // namespace
 
 void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p) {
   ANVIL_NVTX_RANGE("matmul");
-  ANVIL_CHECK(out_in.dim() == a_in.dim() && a_in.dim() == b_in.dim() && (a_in.dim() == 2 || a_in.dim() == 3),
-              "matmul: expected a [B, M, K], b [B, K, N] and out [B, M, N] (or all 2-D), got a ", a_in.shape,
-              ", b ", b_in.shape, ", out ", out_in.shape);
-  const View out = as_batched(out_in), a = as_batched(a_in), b = as_batched(b_in);
-  check_matmul_shapes(out, a, b, a_in.shape, b_in.shape, out_in.shape);
+  const shapes::BatchedMatmul m = shapes::check_matmul(out_in, a_in, b_in);  // the CPU's checks and messages
+  const View &out = m.out, &a = m.a, &b = m.b;
   cuda_type(out.dtype);  // rejects non-floating dtypes with a clear message
   DeviceGuard guard(out.device_index);
   if (out.shape[0] == 0 || out.shape[1] == 0 || out.shape[2] == 0) return;

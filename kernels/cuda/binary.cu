@@ -10,14 +10,6 @@
 
 namespace anvil::cuda {
 
-const char* op_name(BinaryOp op) {
-  static constexpr const char* names[] = {
-      "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-      "logical_and", "logical_or", "relu_backward", "gelu_tanh_backward", "gelu_erf_backward",
-      "silu_backward", "sigmoid_backward", "tanh_backward"};
-  return names[static_cast<int>(op)];
-}
-
 namespace {
 
 template <typename T>

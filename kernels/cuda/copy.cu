@@ -20,15 +20,12 @@
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/elementwise_launch.cuh"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/shapes/bits_of.h"
 
 namespace anvil::cuda {
 namespace {
 
-template <size_t Bytes> struct bits_of;
-template <> struct bits_of<1> { using type = uint8_t; };
-template <> struct bits_of<2> { using type = uint16_t; };
-template <> struct bits_of<4> { using type = uint32_t; };
-template <> struct bits_of<8> { using type = uint64_t; };
+using shapes::bits_of;
 
 template <typename To, typename From>
 struct CastF {

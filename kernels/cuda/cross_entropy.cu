@@ -20,6 +20,7 @@
 #include "kernels/cuda/device/nn_common.cuh"
 #include "kernels/cuda/index_errors.h"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/shapes/layouts.h"
 
 namespace anvil::cuda {
 namespace {
@@ -101,32 +102,14 @@ __global__ void cross_entropy_backward_kernel(T* grad, const C* grad_losses, con
 
 int threads_for_row(int64_t c) { return c >= 4096 ? 512 : c >= 1024 ? 256 : c >= 128 ? 128 : 32; }
 
-struct LossShape {
-  int64_t n, c;
-};
-
-LossShape loss_shape(const char* op, const View& logits, const View& targets) {
-  ANVIL_CHECK(logits.dim() == 2, op, ": expected logits [N, C], got ", logits.shape);
-  const LossShape s{logits.shape[0], logits.shape[1]};
-  ANVIL_CHECK(targets.numel() == s.n && targets.dim() <= 1, op, ": expected targets [", s.n, "] for logits ",
-              logits.shape, ", got ", targets.shape);
-  ANVIL_CHECK(targets.dtype == kInt64 || targets.dtype == kInt32, op, ": targets must be int64 class indices, got ",
-              dtype_name(targets.dtype));
-  return s;
-}
-
-void check_rows(const char* op, const char* what, const View& v, int64_t n) {
-  ANVIL_CHECK(v.numel() == n && v.dim() <= 1, op, ": ", what, " must have shape [", n, "], got ", v.shape);
-}
+using shapes::LossShape;
 
 }  // namespace
 
 void CudaBackend::cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
                                 const CrossEntropyParams& p) {
   ANVIL_NVTX_RANGE("cross_entropy");
-  const LossShape sh = loss_shape("cross_entropy", logits, targets);
-  check_rows("cross_entropy", "losses", losses, sh.n);
-  check_rows("cross_entropy", "logsumexp", logsumexp, sh.n);
+  const LossShape sh = shapes::check_cross_entropy(losses, logsumexp, logits, targets);
   ANVIL_CHECK(is_floating(logits.dtype), "cross_entropy: dtype ", logits.dtype,
               " is not supported on CUDA (floating dtypes only)");
   DeviceGuard guard(logits.device_index);
@@ -158,13 +141,10 @@ void CudaBackend::cross_entropy(const View& losses, const View& logsumexp, const
 void CudaBackend::cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,
                                          const View& targets, const View& logsumexp, const CrossEntropyParams& p) {
   ANVIL_NVTX_RANGE("cross_entropy_backward");
-  const LossShape sh = loss_shape("cross_entropy_backward", logits, targets);
-  ANVIL_CHECK(grad_logits.shape == logits.shape, "cross_entropy_backward: grad_logits ", grad_logits.shape,
-              " must have the logits' shape ", logits.shape);
+  const LossShape sh =
+      shapes::check_cross_entropy_backward(grad_logits, grad_losses, logits, targets, logsumexp);
   ANVIL_CHECK(grad_logits.dtype == logits.dtype, "cross_entropy_backward: grad_logits dtype ", grad_logits.dtype,
               " differs from logits dtype ", logits.dtype);
-  check_rows("cross_entropy_backward", "grad_losses", grad_losses, sh.n);
-  check_rows("cross_entropy_backward", "logsumexp", logsumexp, sh.n);
   ANVIL_CHECK(is_floating(logits.dtype), "cross_entropy_backward: dtype ", logits.dtype,
               " is not supported on CUDA (floating dtypes only)");
   DeviceGuard guard(logits.device_index);

@@ -10,6 +10,7 @@
 #include "kernels/cuda/elementwise_launch.cuh"
 #include "kernels/cuda/elementwise_ops.h"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/shapes/bits_of.h"
 
 namespace anvil::cuda {
 namespace {
@@ -20,11 +21,7 @@ struct SelectBits {
   __device__ __forceinline__ Bits operator()(uint8_t c, Bits x, Bits y) const { return c ? x : y; }
 };
 
-template <size_t Bytes> struct bits_of;
-template <> struct bits_of<1> { using type = uint8_t; };
-template <> struct bits_of<2> { using type = uint16_t; };
-template <> struct bits_of<4> { using type = uint32_t; };
-template <> struct bits_of<8> { using type = uint64_t; };
+using shapes::bits_of;
 
 template <size_t Bytes>
 void launch_where(const View& out, const View& cond, const View& a, const View& b, LaunchTarget t) {
@@ -39,18 +36,14 @@ bool is_backward(BinaryOp op) { return op >= BinaryOp::ReluBackward; }
 
 void CudaBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) {
   ANVIL_NVTX_RANGE("unary");
-  ANVIL_CHECK(out.shape == in.shape, op_name(op), ": output shape ", out.shape, " differs from input shape ",
-              in.shape);
+  shapes::check_unary(op, out, in);
   DeviceGuard guard(out.device_index);
   launch_unary(op, out, in, p, LaunchTarget{stream(out.device_index), out.device_index});
 }
 
 void CudaBackend::binary(BinaryOp op, const View& out, const View& a, const View& b) {
   ANVIL_NVTX_RANGE("binary");
-  const char* name = op_name(op);
-  ANVIL_CHECK(out.shape == a.shape && out.shape == b.shape, name, ": shapes differ: out ", out.shape, ", a ",
-              a.shape, ", b ", b.shape, " (inputs must be broadcast to the output shape)");
-  ANVIL_CHECK(a.dtype == b.dtype, name, ": input dtypes differ: ", a.dtype, " and ", b.dtype);
+  shapes::check_binary(op, out, a, b);
   DeviceGuard guard(out.device_index);
   const LaunchTarget t{stream(out.device_index), out.device_index};
   if (is_compare(op)) launch_binary_compare(op, out, a, b, t);
@@ -60,12 +53,7 @@ void CudaBackend::binary(BinaryOp op, const View& out, const View& a, const View
 
 void CudaBackend::where(const View& out, const View& cond, const View& a, const View& b) {
   ANVIL_NVTX_RANGE("where");
-  ANVIL_CHECK(out.shape == cond.shape && out.shape == a.shape && out.shape == b.shape,
-              "where: shapes differ: out ", out.shape, ", cond ", cond.shape, ", a ", a.shape, ", b ", b.shape,
-              " (inputs must be broadcast to the output shape)");
-  ANVIL_CHECK(cond.dtype == kBool || cond.dtype == kUInt8, "where: condition must be bool, got ", cond.dtype);
-  ANVIL_CHECK(a.dtype == out.dtype && b.dtype == out.dtype, "where: dtypes differ: out ", out.dtype, ", a ",
-              a.dtype, ", b ", b.dtype);
+  shapes::check_where(out, cond, a, b);
   DeviceGuard guard(out.device_index);
   const LaunchTarget t{stream(out.device_index), out.device_index};
   // The condition is read as bytes: any nonzero byte selects a (as on the CPU).

@@ -6,11 +6,11 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/backend.h"
+#include "kernels/shapes/elementwise_checks.h"
 
 namespace anvil::cuda {
 
-const char* op_name(UnaryOp op);
-const char* op_name(BinaryOp op);
+using shapes::op_name;  // the names both backends use in errors
 
 struct LaunchTarget {
   cudaStream_t stream;

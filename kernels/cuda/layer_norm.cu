@@ -21,6 +21,7 @@
 #include "kernels/cuda/dense_arg.h"
 #include "kernels/cuda/device/nn_common.cuh"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/shapes/layouts.h"
 
 namespace anvil::cuda {
 namespace {
@@ -275,29 +276,15 @@ unsigned warp_row_grid(int64_t rows) {
   return static_cast<unsigned>(blocks);
 }
 
-struct RowLayout {
-  int64_t rows, cols;
-};
-
-RowLayout row_layout(const char* op, const Shape& shape) {
-  ANVIL_CHECK(!shape.empty(), op, ": expected input [rows, cols], got a scalar");
-  RowLayout l{1, shape.back()};
-  for (size_t d = 0; d + 1 < shape.size(); ++d) l.rows *= shape[d];
-  return l;
-}
+using shapes::RowLayout;
+using shapes::row_layout;
 
 }  // namespace
 
 void CudaBackend::layer_norm(const View& out, const View& mean, const View& rstd, const View& in, const View* weight,
                              const View* bias, double eps) {
   ANVIL_NVTX_RANGE("layer_norm");
-  ANVIL_CHECK(out.shape == in.shape, "layer_norm: output shape ", out.shape, " differs from input shape ", in.shape);
-  const RowLayout l = row_layout("layer_norm", in.shape);
-  ANVIL_CHECK(mean.numel() == l.rows && rstd.numel() == l.rows, "layer_norm: mean and rstd must have ", l.rows,
-              " elements (one per row of input ", in.shape, "), got ", mean.shape, " and ", rstd.shape);
-  ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!bias || bias->numel() == l.cols),
-              "layer_norm: weight and bias must have ", l.cols, " elements, got ", weight ? weight->shape : Shape{},
-              " and ", bias ? bias->shape : Shape{});
+  const RowLayout l = shapes::check_layer_norm(out, mean, rstd, in, weight, bias);
   ANVIL_CHECK(out.dtype == in.dtype, "layer_norm: output dtype ", out.dtype, " differs from input dtype ", in.dtype);
   if (l.rows == 0) return;
   DeviceGuard guard(in.device_index);
@@ -339,15 +326,8 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
                                       const View& grad_out, const View& in, const View& mean, const View& rstd,
                                       const View* weight) {
   ANVIL_NVTX_RANGE("layer_norm_backward");
-  const RowLayout l = row_layout("layer_norm_backward", in.shape);
-  ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
-              "layer_norm_backward: grad_out ", grad_out.shape, " and grad_in ", grad_in.shape,
-              " must have the input's shape ", in.shape);
-  ANVIL_CHECK(mean.numel() == l.rows && rstd.numel() == l.rows, "layer_norm_backward: mean and rstd must have ",
-              l.rows, " elements, got ", mean.shape, " and ", rstd.shape);
-  ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!grad_weight || grad_weight->numel() == l.cols) &&
-                  (!grad_bias || grad_bias->numel() == l.cols),
-              "layer_norm_backward: weight, grad_weight and grad_bias must have ", l.cols, " elements");
+  const RowLayout l =
+      shapes::check_layer_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, mean, rstd, weight);
   ANVIL_CHECK(grad_out.dtype == in.dtype && (!grad_in.data || grad_in.dtype == in.dtype),
               "layer_norm_backward: grad_out ", grad_out.dtype, " and grad_in ", grad_in.dtype,
               " must have the input's dtype ", in.dtype);

@@ -19,6 +19,7 @@
 
 #include "kernels/cuda/dense_arg.h"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/shapes/optim_checks.h"
 
 namespace anvil::cuda {
 namespace {
@@ -171,21 +172,11 @@ void launch_multi_tensor(cudaStream_t s, const std::vector<std::span<const View>
   flush();
 }
 
-void check_lists(const char* op, std::span<const View> params, std::initializer_list<std::span<const View>> others) {
-  for (const auto& list : others)
-    ANVIL_CHECK(list.size() == params.size(), op, ": got ", params.size(), " parameters but a list of ", list.size(),
-                " state or gradient tensors");
-}
+using shapes::check_optimizer_lists;
 
+// The CPU's checks (kernels/shapes/optim_checks.h), plus: on param's device.
 void check_tensor(const char* op, const View& param, const View& other, const char* what) {
-  ANVIL_CHECK(param.dtype == kFloat32 || param.dtype == kFloat64, op, ": parameters must be float32 or float64, got ",
-              param.dtype);
-  ANVIL_CHECK(other.dtype == param.dtype, op, ": ", what, " dtype ", other.dtype, " differs from parameter dtype ",
-              param.dtype);
-  ANVIL_CHECK(other.numel() == param.numel(), op, ": ", what, " has ", other.numel(), " elements, parameter has ",
-              param.numel(), " (shape ", param.shape, ")");
-  ANVIL_CHECK(param.is_contiguous() && other.is_contiguous(), op, ": parameters and ", what,
-              " must be contiguous (parameter shape ", param.shape, ")");
+  shapes::check_optimizer_tensor(op, param, other, what);
   ANVIL_CHECK(other.device_index == param.device_index, op, ": ", what, " is on cuda:", other.device_index,
               ", parameter on cuda:", param.device_index);
 }
@@ -227,7 +218,7 @@ void CudaBackend::adamw(std::span<const View> params, std::span<const View> grad
                         std::span<const View> exp_avg_sq, const AdamWParams& p) {
   ANVIL_NVTX_RANGE("adamw");
   const char* name = p.decoupled ? "adamw" : "adam";
-  check_lists(name, params, {grads, exp_avg, exp_avg_sq});
+  check_optimizer_lists(name, params, {grads, exp_avg, exp_avg_sq});
   ANVIL_CHECK(p.step >= 1, name, ": step must be at least 1 (1-based, after increment), got ", p.step);
   for (size_t k = 0; k < params.size(); ++k) {
     check_tensor(name, params[k], grads[k], "gradient");
@@ -247,8 +238,8 @@ void CudaBackend::sgd(std::span<const View> params, std::span<const View> grads,
                       const SGDParams& p) {
   ANVIL_NVTX_RANGE("sgd");
   const bool use_momentum = p.momentum != 0.0;
-  check_lists("sgd", params, {grads});
-  if (use_momentum) check_lists("sgd", params, {momentum});
+  check_optimizer_lists("sgd", params, {grads});
+  if (use_momentum) check_optimizer_lists("sgd", params, {momentum});
   for (size_t k = 0; k < params.size(); ++k) {
     check_tensor("sgd", params[k], grads[k], "gradient");
     if (use_momentum) check_tensor("sgd", params[k], momentum[k], "momentum buffer");

@@ -13,33 +13,12 @@
 
 namespace anvil::cuda {
 
-const char* op_name(ReduceOp op) {
-  static constexpr const char* names[] = {"sum", "mean", "max", "min", "prod", "var", "norm", "argmax", "argmin"};
-  return names[static_cast<int>(op)];
-}
-
 void CudaBackend::reduce(ReduceOp op, const View& out, const View& in, const ReduceParams& p) {
   ANVIL_NVTX_RANGE("reduce");
-  const char* name = op_name(op);
-  ANVIL_CHECK(out.dim() == in.dim(), name, ": output rank ", out.dim(), " differs from input rank ", in.dim(),
-              " (reduced dims keep size 1)");
-  int reduced_dims = 0;
-  for (int64_t d = 0; d < in.dim(); ++d) {
-    ANVIL_CHECK(out.shape[d] == in.shape[d] || out.shape[d] == 1, name, ": output shape ", out.shape,
-                " does not match input shape ", in.shape, " at dim ", d);
-    reduced_dims += out.shape[d] == 1 && in.shape[d] != 1;
-  }
-  const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
-  if (arg) {
-    ANVIL_CHECK(reduced_dims <= 1, name, ": reduces exactly one dim; output shape ", out.shape, " for input shape ",
-                in.shape, " reduces ", reduced_dims);
-    ANVIL_CHECK(out.dtype == kInt64, name, ": output dtype must be int64, got ", out.dtype);
-  }
+  shapes::check_reduce(op, out, in);  // the CPU's checks and messages
   const reduce_detail::Plan plan(out, in);
   if (plan.n_out == 0) return;
-  if (plan.n_red == 0)
-    ANVIL_CHECK(op != ReduceOp::Max && op != ReduceOp::Min && !arg, name,
-                ": cannot reduce over an empty dimension (input shape ", in.shape, ")");
+  shapes::check_reduce_not_empty(op, plan, in.shape);
   DeviceGuard guard(in.device_index);
   const reduce_detail::Launch l{*this, stream(in.device_index), in.device_index, current_stream(in.device_index).id};
   using namespace reduce_detail;

@@ -34,10 +34,11 @@
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/elementwise_launch.cuh"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/shapes/reduce_plan.h"
 
 
 namespace anvil::cuda {
-const char* op_name(ReduceOp op);  // "sum", "mean", ... (reduce.cu)
+using shapes::op_name;  // "sum", "mean", ... (both backends' names)
 }  // namespace anvil::cuda
 
 namespace anvil::cuda::reduce_detail {
@@ -202,41 +203,9 @@ reduce_finish(Op op, const typename Op::Acc* partial, void* out, DType out_dtype
 
 // ---- host side ----
 
-struct Dim { int64_t size, in_stride, out_stride; };
-
-inline std::vector<Dim> sort_and_coalesce(std::vector<Dim> dims) {
-  std::stable_sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) { return a.in_stride < b.in_stride; });
-  std::vector<Dim> merged;
-  for (const Dim& d : dims) {
-    if (!merged.empty()) {
-      Dim& inner = merged.back();
-      if (d.in_stride == inner.in_stride * inner.size && d.out_stride == inner.out_stride * inner.size) {
-        inner.size *= d.size;
-        continue;
-      }
-    }
-    merged.push_back(d);
-  }
-  return merged;
-}
-
-struct Plan {
-  std::vector<Dim> kept, reduced;  // innermost (smallest input stride) first
-  int64_t n_out = 1, n_red = 1;
-
-  Plan(const View& out, const View& in) {
-    std::vector<Dim> kept_dims, reduced_dims;
-    for (int64_t d = 0; d < in.dim(); ++d) {
-      const bool reduced = out.shape[d] == 1 && in.shape[d] != 1;
-      (reduced ? n_red : n_out) *= in.shape[d];
-      if (in.shape[d] == 1) continue;
-      (reduced ? reduced_dims : kept_dims).push_back(Dim{in.shape[d], in.strides[d], reduced ? 0 : out.strides[d]});
-    }
-    kept = sort_and_coalesce(kept_dims);
-    reduced = sort_and_coalesce(reduced_dims);
-  }
-  bool by_columns() const { return !kept.empty() && !reduced.empty() && kept[0].in_stride < reduced[0].in_stride; }
-};
+// The kept and reduced dims, coalesced, innermost first: the CPU's plan too.
+using Dim = shapes::ReduceDim;
+using Plan = shapes::ReducePlan;
 
 inline ReduceGeometry make_geometry(const Plan& plan) {
   ReduceGeometry g;

@@ -41,13 +41,6 @@ C clamp_bound(double v) {
 
 }  // namespace
 
-const char* op_name(UnaryOp op) {
-  static constexpr const char* names[] = {
-      "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
-      "gelu_tanh", "gelu_erf", "silu", "sign", "reciprocal", "square", "logical_not", "clamp"};
-  return names[static_cast<int>(op)];
-}
-
 void launch_unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p, LaunchTarget t) {
   const char* name = op_name(op);
   visit_device_dtype(in.dtype, [&](auto tag) {

@@ -20,26 +20,12 @@
 #include "kernels/cudnn/cudnn_handles.h"
 #include "kernels/cudnn/dense_operands.h"
 #include "kernels/cudnn/norm_pool_kernels.h"
+#include "kernels/shapes/layouts.h"
 
 namespace anvil::cuda {
 namespace {
 
-struct ChannelLayout {
-  int64_t n, c, s;
-  int64_t count() const { return n * s; }
-};
-
-ChannelLayout channel_layout(const char* op, const Shape& shape) {
-  ANVIL_CHECK(shape.size() >= 2, op, ": expected input [N, C, *], got ", shape);
-  ChannelLayout l{shape[0], shape[1], 1};
-  for (size_t d = 2; d < shape.size(); ++d) l.s *= shape[d];
-  return l;
-}
-
-void check_per_channel(const char* op, const char* what, const View* v, int64_t c) {
-  ANVIL_CHECK(!v || v->numel() == c, op, ": ", what, " must have ", c, " elements (one per channel), got shape ",
-              v ? v->shape : Shape{});
-}
+using shapes::ChannelLayout;
 
 DType param_type(DType x) { return x == DType::Float64 ? DType::Float64 : DType::Float32; }
 
@@ -108,14 +94,8 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
                              const View* running_var, const BatchNormParams& p) {
   ANVIL_NVTX_RANGE("batch_norm");
   const char* op = "batch_norm";
-  const ChannelLayout l = channel_layout(op, in.shape);
-  ANVIL_CHECK(out.shape == in.shape, "batch_norm: output shape ", out.shape, " differs from input shape ", in.shape);
-  check_per_channel(op, "save_mean", &save_mean, l.c);
-  check_per_channel(op, "save_invstd", &save_invstd, l.c);
-  check_per_channel(op, "weight", weight, l.c);
-  check_per_channel(op, "bias", bias, l.c);
-  check_per_channel(op, "running_mean", running_mean, l.c);
-  check_per_channel(op, "running_var", running_var, l.c);
+  const ChannelLayout l =
+      shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var);
   const DType dtype = in.dtype, param = param_type(dtype);
   const cudnnDataType_t type = cudnn_type(op, dtype);
   ANVIL_CHECK(out.dtype == dtype, "batch_norm: output dtype ", dtype_name(out.dtype), " differs from input dtype ",
@@ -178,15 +158,8 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
                                       const View& save_mean, const View& save_invstd, const BatchNormParams& p) {
   ANVIL_NVTX_RANGE("batch_norm_backward");
   const char* op = "batch_norm_backward";
-  const ChannelLayout l = channel_layout(op, in.shape);
-  ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
-              "batch_norm_backward: grad_out ", grad_out.shape, " and grad_in ", grad_in.shape,
-              " must have the input's shape ", in.shape);
-  check_per_channel(op, "save_mean", &save_mean, l.c);
-  check_per_channel(op, "save_invstd", &save_invstd, l.c);
-  check_per_channel(op, "weight", weight, l.c);
-  check_per_channel(op, "grad_weight", grad_weight, l.c);
-  check_per_channel(op, "grad_bias", grad_bias, l.c);
+  const ChannelLayout l = shapes::check_batch_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, weight,
+                                                            save_mean, save_invstd);
   const DType dtype = in.dtype, param = param_type(dtype);
   const cudnnDataType_t type = cudnn_type(op, dtype);
   const int device = in.device_index;

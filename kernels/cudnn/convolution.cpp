@@ -18,12 +18,14 @@
 #include "core/base/determinism.h"
 #include "core/base/error.h"
 #include "kernels/cublas/device_scratch.h"
+#include "kernels/cuda/algo_cache.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cudnn/cudnn_handles.h"
 #include "kernels/cudnn/dense_operands.h"
 #include "kernels/matmul_settings.h"
+#include "kernels/shapes/geometry.h"
 
 namespace anvil::cuda {
 namespace {
@@ -31,39 +33,8 @@ namespace {
 // Workspaces above this are passed over while a smaller algorithm exists.
 constexpr size_t kWorkspaceLimitBytes = size_t{1} << 30;
 
-struct ConvGeometry {
-  int64_t n, c, h, w;    // input
-  int64_t cout, ho, wo;  // output
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
-};
-
-int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d) {
-  return (in + 2 * pad - d * (k - 1) - 1) / s + 1;
-}
-
-// The same checks (and messages) as the CPU kernels.
-ConvGeometry conv_geometry(const char* op, const Shape& in, const Shape& weight, const Shape& out,
-                           const Conv2dParams& p) {
-  ANVIL_CHECK(in.size() == 4 && weight.size() == 4 && out.size() == 4, op,
-              ": expected 4-D input [N, C, H, W], weight [Cout, Cin/groups, kH, kW] and output [N, Cout, Ho, Wo], "
-              "got input ",
-              in, ", weight ", weight, ", output ", out);
-  ConvGeometry g{in[0],       in[1],       in[2],        in[3],        out[1],        out[2],        out[3],
-                 weight[2],   weight[3],   p.stride[0],  p.stride[1],  p.padding[0],  p.padding[1],  p.dilation[0],
-                 p.dilation[1], p.groups};
-  ANVIL_CHECK(g.sh > 0 && g.sw > 0 && g.dh > 0 && g.dw > 0 && g.ph >= 0 && g.pw >= 0 && g.groups > 0, op,
-              ": stride and dilation must be positive and padding non-negative, got stride [", g.sh, ", ", g.sw,
-              "], padding [", g.ph, ", ", g.pw, "], dilation [", g.dh, ", ", g.dw, "], groups ", g.groups);
-  ANVIL_CHECK(g.c % g.groups == 0 && g.cout % g.groups == 0 && weight[0] == g.cout &&
-                  weight[1] * g.groups == g.c && out[0] == g.n,
-              op, ": input ", in, ", weight ", weight, " and output ", out, " do not agree for groups=", g.groups,
-              " (expected weight [Cout, Cin/groups, kH, kW] and output [N, Cout, Ho, Wo])");
-  const int64_t ho = conv_out_size(g.h, g.kh, g.sh, g.ph, g.dh), wo = conv_out_size(g.w, g.kw, g.sw, g.pw, g.dw);
-  ANVIL_CHECK(ho == g.ho && wo == g.wo && ho > 0 && wo > 0, op, ": input ", in, " with kernel [", g.kh, ", ",
-              g.kw, "], stride [", g.sh, ", ", g.sw, "], padding [", g.ph, ", ", g.pw, "], dilation [", g.dh, ", ",
-              g.dw, "] gives output spatial size [", ho, ", ", wo, "], but the output is ", out);
-  return g;
-}
+using shapes::ConvGeometry;
+using shapes::conv_geometry;  // the same checks (and messages) as the CPU kernels
 
 enum class Direction : int64_t { Forward, BackwardData, BackwardFilter };
 
@@ -106,26 +77,8 @@ struct AlgoChoice {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
 
-class ConvAlgoCache {
- public:
-  std::optional<AlgoChoice> find(const std::vector<int64_t>& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = map_.find(key);
-    if (it == map_.end()) return std::nullopt;
-    return it->second;
-  }
-  void insert(const std::vector<int64_t>& key, const AlgoChoice& c) {
-    std::lock_guard<std::mutex> lock(mu_);
-    map_.emplace(key, c);
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::vector<int64_t>, AlgoChoice> map_;
-};
-
-ConvAlgoCache& conv_algo_cache() {
-  static ConvAlgoCache cache;
+AlgoCache<AlgoChoice>& conv_algo_cache() {
+  static AlgoCache<AlgoChoice> cache;
   return cache;
 }
 

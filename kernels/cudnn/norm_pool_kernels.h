@@ -9,17 +9,14 @@
 
 #include "core/base/dtype.h"
 #include "kernels/backend.h"
+#include "kernels/shapes/geometry.h"
 
 namespace anvil::cuda {
 
 // Pooling over `planes` dense [h, w] planes into [ho, wo] planes, windows as
-// the CPU kernels define them (kernels/cpu/pool.cpp): clipped at the input,
-// count_include_pad counting only padding inside [-p, size + p).
-struct PoolShape {
-  int64_t planes, h, w, ho, wo;
-  int64_t kh, kw, sh, sw, ph, pw;
-  bool count_include_pad;
-};
+// the CPU kernels define them (kernels/cpu/pool.cpp): the geometry both
+// backends check and share (kernels/shapes/geometry.h).
+using PoolShape = shapes::PoolGeometry;
 
 // Forward for any output size (ceil-mode sizes included); sums in double.
 void pool_forward_dense(PoolKind kind, DType dtype, void* out, const void* in, const PoolShape& g,

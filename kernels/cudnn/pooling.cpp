@@ -21,29 +21,7 @@
 namespace anvil::cuda {
 namespace {
 
-// The same checks (and messages) as the CPU kernels.
-PoolShape pool_geometry(const char* op, const Shape& in, const Shape& out, const Pool2dParams& p) {
-  ANVIL_CHECK(in.size() >= 3 && in.size() == out.size(), op,
-              ": expected input [N, C, H, W] (or [C, H, W]) and an output of the same rank, got input ", in,
-              ", output ", out);
-  const size_t d = in.size();
-  PoolShape g{1, in[d - 2], in[d - 1], out[d - 2], out[d - 1], p.kernel[0], p.kernel[1],
-              p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.count_include_pad};
-  for (size_t i = 0; i + 2 < d; ++i) {
-    ANVIL_CHECK(in[i] == out[i], op, ": input ", in, " and output ", out, " differ in dim ", i);
-    g.planes *= in[i];
-  }
-  ANVIL_CHECK(g.kh > 0 && g.kw > 0 && g.sh > 0 && g.sw > 0, op, ": kernel and stride must be positive, got kernel [",
-              g.kh, ", ", g.kw, "], stride [", g.sh, ", ", g.sw, "]");
-  ANVIL_CHECK(g.ph >= 0 && g.pw >= 0 && 2 * g.ph <= g.kh && 2 * g.pw <= g.kw, op,
-              ": padding must be between 0 and half the kernel size, got padding [", g.ph, ", ", g.pw,
-              "] for kernel [", g.kh, ", ", g.kw, "]");
-  ANVIL_CHECK(g.ho >= 0 && g.wo >= 0 && (g.ho == 0 || (g.ho - 1) * g.sh < g.h + g.ph) &&
-                  (g.wo == 0 || (g.wo - 1) * g.sw < g.w + g.pw),
-              op, ": output ", out, " is too large for input ", in, " with kernel [", g.kh, ", ", g.kw,
-              "], stride [", g.sh, ", ", g.sw, "], padding [", g.ph, ", ", g.pw, "]");
-  return g;
-}
+using shapes::pool_geometry;  // the same checks (and messages) as the CPU kernels
 
 // Whether cuDNN computes exactly this output size (floor mode) and the
 // tensors fit its int dims.

@@ -40,6 +40,14 @@
 
 namespace anvil::test {
 
+// "[2, 3, 9, 9]" for test traces (gtest's Message does not find anvil's
+// operator<< for Shape, a std::vector).
+inline std::string shape_text(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
 struct Tolerance {
   double rtol = 0;
   double atol = 0;

@@ -15,14 +15,8 @@
 namespace anvil {
 namespace {
 
-// "[2, 3, 9, 9]" for test traces.
-std::string shape_text(const Shape& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 using test::random_tensor;
+using test::shape_text;
 using test::random_uniform_tensor;
 using test::Tolerance;
 

@@ -1,0 +1,19 @@
+#pragma once
+// matmul's operand shapes, checked the same way on every backend.
+#include "kernels/backend.h"
+
+namespace anvil::shapes {
+
+// A [B, rows, cols] view as a 3-D view (a 2-D one gets a broadcast batch dim).
+View as_batched(const View& v);
+View transposed(const View& v);  // swaps the two matrix dims of a 3-D view
+
+// out = a @ b, all 3-D after as_batched.
+struct BatchedMatmul {
+  View out, a, b;
+};
+
+// a [B, M, K] @ b [B, K, N] -> out [B, M, N], or all 2-D.
+BatchedMatmul check_matmul(const View& out, const View& a, const View& b);
+
+}  // namespace anvil::shapes
