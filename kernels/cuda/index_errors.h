@@ -9,8 +9,8 @@
 //   - at the start of the next of those ops on that GPU, if the faulty kernel
 //     has finished by then (a read of host memory, no synchronisation), and
 //   - whenever raise_pending_index_error(device) is called; the backend's
-//     synchronize() and blocking copies to the host should call it, so the
-//     error is certain to surface at the next synchronising point.
+//     synchronize() and blocking copies to the host call it (memory.cpp), so
+//     the error is certain to surface at the next synchronising point.
 // Only the first error is kept until it is raised; raising clears it.
 #include "kernels/cuda/device/index_error.cuh"
 

@@ -9,6 +9,7 @@
 
 #include "core/base/determinism.h"
 #include "core/ops.h"
+#include "kernels/backend.h"
 #include "kernels/cuda/index_errors.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
@@ -154,6 +155,18 @@ TEST(CudaIndexing, OutOfRangeIndexRaises) {
       Error);
   // The record was cleared by raising: good indices work again.
   EXPECT_NO_THROW(index_select(x, 0, from_vector<int64_t>({4, 0}, {2}).cuda()).cpu());
+}
+
+// The backend's synchronising points raise a pending bad index themselves:
+// a blocking copy to the host and synchronize(), with no indexing call after.
+TEST(CudaIndexing, BadIndexSurfacesAtSynchronisingPoints) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({5, 4}, kFloat32, 15).cuda();
+  const Tensor bad = from_vector<int64_t>({0, 9}, {2}).cuda();
+  EXPECT_THROW(index_select(x, 0, bad).cpu(), Error);
+  Tensor y = index_select(x, 0, bad);
+  EXPECT_THROW(backend_for(DeviceType::CUDA).synchronize(0), Error);
+  EXPECT_NO_THROW(backend_for(DeviceType::CUDA).synchronize(0));  // raising cleared it
 }
 
 }  // namespace
