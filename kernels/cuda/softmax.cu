@@ -34,12 +34,14 @@ constexpr int kColumnThreads = 256;
 template <typename C> __device__ __forceinline__ C neg_inf() { return -C(INFINITY); }
 
 // Running max and sum of exp(x - max) over one thread's elements. A -inf
-// element adds nothing (and never forms -inf - -inf); NaN propagates.
+// element adds nothing (and never forms -inf - -inf); NaN propagates. A +inf
+// element makes the sum NaN, as the CPU's exp(inf - inf) does (the whole row
+// is then NaN there too); without that, a lone +inf would leave sum == 1.
 template <typename C> struct Online {
   C max = neg_inf<C>(), sum = C(0);
   __device__ __forceinline__ void add(C x) {
     if (x > max) {
-      sum = sum * exp(max - x) + C(1);
+      sum = x == -neg_inf<C>() ? C(NAN) : sum * exp(max - x) + C(1);
       max = x;
     } else if (x != neg_inf<C>()) {
       sum += exp(x - max);  // NaN x (or max) makes the sum NaN

@@ -76,6 +76,14 @@ TEST(CudaSoftmax, ExtremeValues) {
   const Tensor x = from_vector<float>({1000.f, 999.f, -INFINITY, 0.f, 1e4f, 1e4f, -1e4f, -INFINITY}, {2, 4});
   check_forward(x, 1);
   check_forward(x.reshape({4, 2}), 0);
+  // A lone +inf makes the whole row NaN on the CPU (exp(inf - inf)); the
+  // online paths (inner dim, rows over 8192) must agree, not give 0 and NaN.
+  const Tensor with_inf = from_vector<float>({1.f, INFINITY, -2.f, 0.f, 3.f, 4.f}, {2, 3});
+  check_forward(with_inf, 1);
+  check_forward(with_inf, 0);
+  Tensor long_row = random_tensor({2, 9000}, kFloat32, 7);
+  long_row.slice(1, 4500, 4501).fill_(Scalar(static_cast<double>(INFINITY)));
+  check_forward(long_row, 1);
 }
 
 TEST(CudaSoftmax, Backward) {
