@@ -80,6 +80,19 @@ std::string gemm_unsupported_reason(GemmRung rung, const GemmArgs& a) {
     return "matrices too large for 32-bit indexing (M*lda, K*ldb and M*ldc must be < 2^31)";
   if (a.C == nullptr || (a.K > 0 && (a.A == nullptr || a.B == nullptr))) return "null data pointer";
 
+  // gridDim.y is at most 65535; each rung's y dimension tiles M (N for 01)
+  // by its block tile, so a very tall C cannot be launched in one grid.
+  {
+    int64_t extent = a.M, tile = 128;  // 05..09: BM = 128
+    if (rung == GemmRung::Naive) extent = a.N, tile = 32;
+    else if (rung == GemmRung::Coalesced) tile = 8;
+    else if (rung == GemmRung::SharedTiles) tile = 32;
+    else if (rung == GemmRung::RegisterTile1D) tile = 64;
+    if ((extent + tile - 1) / tile > 65535)
+      return std::string(rung_name(rung)) + " cannot launch: " + (rung == GemmRung::Naive ? "N=" : "M=") +
+             str(extent) + " needs more than 65535 blocks along grid y (tile " + str(tile) + ")";
+  }
+
   const bool vector_rung = rung == GemmRung::Vectorized || rung == GemmRung::WarpTiling;
   const bool tc_rung = rung == GemmRung::TensorCoreMma || rung == GemmRung::HopperWgmma;
   if (vector_rung || tc_rung) {
