@@ -130,6 +130,42 @@ void max_pool_tiles_backward(const T* src, const T* go, T* gi, const PoolGeometr
   }
 }
 
+// The 2x2 windows of the common 2x2/2 max pool, written as straight-line
+// selects over one row of windows at a time (no inner loops, no branches),
+// which the compiler can keep in vector registers. Same rule as elsewhere:
+// the first maximum in row-major order wins, and the first NaN beats numbers.
+template <typename T>
+void max_pool_2x2_backward(const T* src, const T* go, T* gi, const PoolGeometry& g) {
+  if (g.ho * 2 < g.h || g.wo * 2 < g.w) std::fill(gi, gi + g.h * g.w, T(0));
+  for (int64_t oh = 0; oh < g.ho; ++oh) {
+    const T* r0 = src + 2 * oh * g.w;
+    const T* r1 = r0 + g.w;
+    T* g0 = gi + 2 * oh * g.w;
+    T* g1 = g0 + g.w;
+    const T* grad = go + oh * g.wo;
+    for (int64_t ow = 0; ow < g.wo; ++ow) {
+      const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+      T best = a;
+      bool best_nan = a != a;
+      int winner = 0;
+      const T candidates[3] = {b, c, d};
+      for (int k = 0; k < 3; ++k) {  // unrolled: constant trip count
+        const T v = candidates[k];
+        const bool v_nan = v != v;
+        const bool take = (v > best) | (v_nan & !best_nan);
+        best = take ? v : best;
+        winner = take ? k + 1 : winner;
+        best_nan |= v_nan;
+      }
+      const T gv = grad[ow];
+      g0[2 * ow] = winner == 0 ? gv : T(0);
+      g0[2 * ow + 1] = winner == 1 ? gv : T(0);
+      g1[2 * ow] = winner == 2 ? gv : T(0);
+      g1[2 * ow + 1] = winner == 3 ? gv : T(0);
+    }
+  }
+}
+
 // Index (within the plane) of the first maximum of the window; NaN counts as the maximum.
 template <typename T>
 int64_t window_argmax(const T* plane, const PoolGeometry& g, const Window& win) {
@@ -195,7 +231,7 @@ void pool_backward(PoolKind kind, const View& grad_in_view, const View& grad_out
     T* gi = grad_in.get() + pl * in_plane;
     if (kind == PoolKind::Max && windows_tile(g)) {
       const T* src = in.get() + pl * in_plane;
-      if (g.kh == 2 && g.kw == 2) max_pool_tiles_backward<T, 2, 2>(src, go, gi, g);
+      if (g.kh == 2 && g.kw == 2) max_pool_2x2_backward(src, go, gi, g);
       else max_pool_tiles_backward<T, 0, 0>(src, go, gi, g);
       continue;
     }
