@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -156,6 +158,18 @@ int run(const LaunchConfig& cfg) {
   sigaction(SIGCHLD, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // Each rank's OpenMP (and OpenBLAS) would start one thread per core, so N
+  // ranks on one machine would run N x cores threads fighting for the cores.
+  // Like torchrun, give each rank its share unless the user chose a number.
+  std::string omp_threads;
+  const char* omp_env = std::getenv("OMP_NUM_THREADS");
+  if ((omp_env == nullptr || *omp_env == '\0') && cfg.nproc_per_node > 1) {
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    omp_threads = std::to_string(std::max(1u, cores / static_cast<unsigned>(cfg.nproc_per_node)));
+    std::fprintf(stderr, "anvil-run: OMP_NUM_THREADS is not set; each of the %d ranks on this node gets %s "
+                 "(of %u cores). Set OMP_NUM_THREADS to choose.\n", cfg.nproc_per_node, omp_threads.c_str(), cores);
+  }
+
   std::vector<Child> children(static_cast<size_t>(cfg.nproc_per_node));
   std::vector<Stream> streams;
   for (int local = 0; local < cfg.nproc_per_node; ++local) {
@@ -182,6 +196,7 @@ int run(const LaunchConfig& cfg) {
       setenv("GROUP_RANK", std::to_string(cfg.node_rank).c_str(), 1);
       setenv("MASTER_ADDR", cfg.master_addr.c_str(), 1);
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      if (!omp_threads.empty()) setenv("OMP_NUM_THREADS", omp_threads.c_str(), 1);
       std::vector<char*> argv;
       for (const auto& a : cfg.command) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);

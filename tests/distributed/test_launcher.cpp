@@ -2,6 +2,10 @@
 // propagation, stopping the other ranks, usage errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <thread>
+
 #include "harness.h"
 
 namespace {
@@ -53,6 +57,27 @@ TEST(Launcher, SetsTheEnvironment) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "[rank 0] R=0 L=0 W=2 LW=2 A=127.0.0.1 P=23456")) << r.output;
   EXPECT_TRUE(contains(r.output, "[rank 1] R=1 L=1 W=2 LW=2 A=127.0.0.1 P=23456")) << r.output;
+}
+
+// Without OMP_NUM_THREADS every rank would use every core; the launcher
+// splits the cores between the node's ranks, and a user's choice wins.
+TEST(Launcher, SharesTheCoresBetweenRanksUnlessOmpNumThreadsIsSet) {
+  const std::string print = "echo T=$OMP_NUM_THREADS";
+  RunResult unset = run_command({"/usr/bin/env", "-u", "OMP_NUM_THREADS", bin_path("anvil-run"), "--nproc-per-node",
+                                 "2", "--", "/bin/sh", "-c", print},
+                                {.timeout = std::chrono::seconds(20)});
+  ASSERT_FALSE(unset.timed_out) << unset.output;
+  EXPECT_EQ(unset.exit_code, 0) << unset.output;
+  const unsigned share = std::max(1u, std::max(1u, std::thread::hardware_concurrency()) / 2);
+  EXPECT_TRUE(contains(unset.output, "[rank 0] T=" + std::to_string(share))) << unset.output;
+  EXPECT_TRUE(contains(unset.output, "OMP_NUM_THREADS is not set")) << unset.output;
+
+  RunResult chosen = run_command({"/usr/bin/env", "OMP_NUM_THREADS=3", bin_path("anvil-run"), "--nproc-per-node",
+                                  "2", "--", "/bin/sh", "-c", print},
+                                 {.timeout = std::chrono::seconds(20)});
+  ASSERT_FALSE(chosen.timed_out) << chosen.output;
+  EXPECT_TRUE(contains(chosen.output, "[rank 1] T=3")) << chosen.output;
+  EXPECT_FALSE(contains(chosen.output, "OMP_NUM_THREADS is not set")) << chosen.output;
 }
 
 TEST(Launcher, MultiNodeRanksAreOffsetByNodeRank) {
