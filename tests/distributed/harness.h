@@ -11,8 +11,11 @@
 // A job that runs past the timeout is killed (its whole process group) and
 // reported with timed_out = true and exit_code -1.
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "core/base/error.h"
 
 namespace anvil::test {
 
@@ -42,5 +45,17 @@ RunResult run_command(const std::vector<std::string>& argv, const RunOptions& op
 
 // A TCP port free a moment ago (bound to port 0, then released).
 int free_port();
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The message of the anvil::Error that f throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const anvil::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 }  // namespace anvil::test

@@ -9,6 +9,7 @@
 
 #include "core/factory.h"
 #include "distributed/distributed.h"
+#include "harness.h"
 
 namespace {
 
@@ -16,16 +17,8 @@ using namespace anvil;
 using namespace anvil::distributed;
 using namespace std::chrono_literals;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const anvil::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using anvil::test::contains;
+using anvil::test::error_of;
 
 // Runs body(rank, group) on `world` threads that share one TCPStore.
 void with_groups(int world, const std::function<void(int, ProcessGroup&)>& body,

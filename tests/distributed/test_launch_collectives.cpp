@@ -13,7 +13,7 @@ using anvil::test::run_ranks;
 using anvil::test::RunOptions;
 using anvil::test::RunResult;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using anvil::test::contains;
 
 std::string random_seed() { return std::to_string(std::random_device{}() % 100000); }
 

@@ -15,7 +15,7 @@ using anvil::test::run_command;
 using anvil::test::run_ranks;
 using anvil::test::RunResult;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using anvil::test::contains;
 
 TEST(Launcher, PrefixesEveryLineOfEveryRank) {
   RunResult r = run_ranks(3, "collectives", {"print"}, {.timeout = std::chrono::seconds(30)});

@@ -16,16 +16,8 @@ namespace {
 using namespace anvil::distributed;
 using namespace std::chrono_literals;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const anvil::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using anvil::test::contains;
+using anvil::test::error_of;
 
 std::shared_ptr<TCPStore> tcp_server(std::chrono::milliseconds timeout = 10s) {
   return std::make_shared<TCPStore>(TCPStoreOptions{.host = "127.0.0.1", .port = 0, .is_server = true,
