@@ -94,21 +94,15 @@ ReduceFunc make_func(ReduceOp op) {
   fail("unknown ReduceOp");
 }
 
-// Calls f(T{}) with the C++ type of a reducible dtype.
+// Calls f(T{}) with the C++ type of a reducible dtype (every dtype but bool).
 template <typename F>
 auto dispatch_reducible(DType dtype, const char* what, F&& f) {
-  switch (dtype) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Float16: return f(Half{});
-    case DType::BFloat16: return f(BFloat16{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::UInt8: return f(uint8_t{});
-    default:
-      fail(what, ": cannot reduce ", dtype_name(dtype),
-           " tensors (supported: float32, float64, float16, bfloat16, int32, int64, uint8)");
-  }
+  ANVIL_CHECK(dtype != DType::Bool, what, ": cannot reduce ", dtype_name(dtype),
+              " tensors (supported: float32, float64, float16, bfloat16, int32, int64, uint8)");
+  return visit_dtype(dtype, [&](auto zero) {
+    if constexpr (std::is_same_v<decltype(zero), bool>) return f(uint8_t{});  // not reached: rejected above
+    else return f(zero);
+  });
 }
 
 inline ReduceFunc reduce_func(DType dtype, ReduceOp op, const char* what) {

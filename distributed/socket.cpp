@@ -146,11 +146,17 @@ int local_port(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 }
 
-bool send_all(int fd, const void* data, size_t n, Clock::time_point deadline, bool* timed_out) {
+namespace {
+
+// Moves n bytes with io(offset, count) (a non-blocking send or recv), waiting
+// for `events` with poll until the deadline. False on timeout (*timed_out set),
+// error, or a peer that closed the connection (recv returned 0).
+template <typename Io>
+bool transfer_all(int fd, short events, size_t n, Clock::time_point deadline, bool* timed_out, Io io) {
   if (timed_out) *timed_out = false;
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    pollfd pf{fd, POLLOUT, 0};
+  size_t done = 0;
+  while (done < n) {
+    pollfd pf{fd, events, 0};
     int r = ::poll(&pf, 1, remaining_ms(deadline));
     if (r == 0) {
       if (timed_out) *timed_out = true;
@@ -160,41 +166,30 @@ bool send_all(int fd, const void* data, size_t n, Clock::time_point deadline, bo
       if (errno == EINTR) continue;
       return false;
     }
-    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w < 0) {
+    ssize_t moved = io(done, n - done);
+    if (moved == 0) return false;  // peer closed
+    if (moved < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
       return false;
     }
-    p += w;
-    n -= static_cast<size_t>(w);
+    done += static_cast<size_t>(moved);
   }
   return true;
 }
 
+}  // namespace
+
+bool send_all(int fd, const void* data, size_t n, Clock::time_point deadline, bool* timed_out) {
+  const char* p = static_cast<const char*>(data);
+  return transfer_all(fd, POLLOUT, n, deadline, timed_out, [&](size_t offset, size_t count) {
+    return ::send(fd, p + offset, count, MSG_NOSIGNAL | MSG_DONTWAIT);
+  });
+}
+
 bool recv_all(int fd, void* data, size_t n, Clock::time_point deadline, bool* timed_out) {
-  if (timed_out) *timed_out = false;
   char* p = static_cast<char*>(data);
-  while (n > 0) {
-    pollfd pf{fd, POLLIN, 0};
-    int r = ::poll(&pf, 1, remaining_ms(deadline));
-    if (r == 0) {
-      if (timed_out) *timed_out = true;
-      return false;
-    }
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    ssize_t got = ::recv(fd, p, n, MSG_DONTWAIT);
-    if (got == 0) return false;  // peer closed
-    if (got < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      return false;
-    }
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
+  return transfer_all(fd, POLLIN, n, deadline, timed_out,
+                      [&](size_t offset, size_t count) { return ::recv(fd, p + offset, count, MSG_DONTWAIT); });
 }
 
 }  // namespace anvil::distributed::net
