@@ -129,5 +129,29 @@ BENCHMARK(BM_max_pool2d)
     ->Args({64, 32, 28})
     ->Args({64, 64, 14});
 
+// Forward and backward, as a training step runs them.
+void BM_max_pool2d_forward_backward(benchmark::State& state) {
+  seed_inputs();
+  const int64_t batch = state.range(0), channels = state.range(1), size = state.range(2);
+  Tensor x = randn({batch, channels, size, size});
+  x.requires_grad_();
+  const Tensor grad_out = randn({batch, channels, size / 2, size / 2});
+  Pool2dOptions options;
+  options.kernel = {2, 2};
+  for (auto _ : state) {
+    max_pool2d(x, options).backward(grad_out);
+    benchmark::DoNotOptimize(x.grad());
+    x.set_grad({});
+  }
+  // Forward reads x, writes out; backward reads x, out and grad_out, writes grad_in.
+  const double out_elems = static_cast<double>(x.numel()) / 4;
+  set_bytes_per_iteration(state, (3 * static_cast<double>(x.numel()) + 3 * out_elems) * kFloatBytes);
+}
+BENCHMARK(BM_max_pool2d_forward_backward)
+    ->Apply(threaded_kernel)
+    ->ArgNames({"N", "C", "HW"})
+    ->Args({64, 32, 28})
+    ->Args({64, 64, 14});
+
 }  // namespace
 }  // namespace anvil::bench

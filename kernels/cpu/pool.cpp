@@ -1,7 +1,8 @@
 // Max and average 2-D pooling over the last two dims, one OpenMP task per
 // (N, C) plane. Max pooling ignores padded positions (they act as -inf); the
-// backward pass recomputes each window's argmax from the input (first
-// maximum in row-major window order, NaN wins) instead of saving indices.
+// backward pass finds each window's argmax again from the input (first
+// maximum in row-major window order, NaN wins) instead of saving indices; the
+// 2x2 path compares with the forward's output, which holds the maximum.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -130,38 +131,33 @@ void max_pool_tiles_backward(const T* src, const T* go, T* gi, const PoolGeometr
   }
 }
 
-// The 2x2 windows of the common 2x2/2 max pool, written as straight-line
-// selects over one row of windows at a time (no inner loops, no branches),
-// which the compiler can keep in vector registers. Same rule as elsewhere:
-// the first maximum in row-major order wins, and the first NaN beats numbers.
+// The 2x2 windows of the common 2x2/2 max pool. The forward pass's output
+// holds each window's maximum, so the winner is the first element equal to
+// it (or the first NaN, when the maximum is NaN: the forward pass propagates
+// NaN). Written as straight-line selects without loops or branches, which
+// the compiler vectorizes across a row of windows.
 template <typename T>
-void max_pool_2x2_backward(const T* src, const T* go, T* gi, const PoolGeometry& g) {
+void max_pool_2x2_backward(const T* src, const T* out, const T* go, T* gi, const PoolGeometry& g) {
   if (g.ho * 2 < g.h || g.wo * 2 < g.w) std::fill(gi, gi + g.h * g.w, T(0));
   for (int64_t oh = 0; oh < g.ho; ++oh) {
     const T* r0 = src + 2 * oh * g.w;
     const T* r1 = r0 + g.w;
     T* g0 = gi + 2 * oh * g.w;
     T* g1 = g0 + g.w;
+    const T* maxima = out + oh * g.wo;
     const T* grad = go + oh * g.wo;
     for (int64_t ow = 0; ow < g.wo; ++ow) {
       const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
-      T best = a;
-      bool best_nan = a != a;
-      int winner = 0;
-      const T candidates[3] = {b, c, d};
-      for (int k = 0; k < 3; ++k) {  // unrolled: constant trip count
-        const T v = candidates[k];
-        const bool v_nan = v != v;
-        const bool take = (v > best) | (v_nan & !best_nan);
-        best = take ? v : best;
-        winner = take ? k + 1 : winner;
-        best_nan |= v_nan;
-      }
-      const T gv = grad[ow];
-      g0[2 * ow] = winner == 0 ? gv : T(0);
-      g0[2 * ow + 1] = winner == 1 ? gv : T(0);
-      g1[2 * ow] = winner == 2 ? gv : T(0);
-      g1[2 * ow + 1] = winner == 3 ? gv : T(0);
+      (void)d;  // the winner when a, b and c are not
+      const T m = maxima[ow], gv = grad[ow];
+      const bool wins_a = (a == m) | (a != a);
+      const bool wins_b = (!wins_a) & ((b == m) | (b != b));
+      const bool wins_c = (!(wins_a | wins_b)) & ((c == m) | (c != c));
+      const bool wins_d = !(wins_a | wins_b | wins_c);
+      g0[2 * ow] = wins_a ? gv : T(0);
+      g0[2 * ow + 1] = wins_b ? gv : T(0);
+      g1[2 * ow] = wins_c ? gv : T(0);
+      g1[2 * ow + 1] = wins_d ? gv : T(0);
     }
   }
 }
@@ -219,11 +215,14 @@ void pool_forward(PoolKind kind, const View& out_view, const View& in_view, cons
 
 template <typename T>
 void pool_backward(PoolKind kind, const View& grad_in_view, const View& grad_out_view, const View& in_view,
-                   const PoolGeometry& g) {
+                   const View& out_view, const PoolGeometry& g) {
   const DenseIn<T> grad_out(grad_out_view);
   DenseOut<T> grad_in(grad_in_view);
   // Average pooling never reads the input values.
-  const DenseIn<T> in(kind == PoolKind::Max ? in_view : View{nullptr, dtype_of<T>::value, {0}, {1}});
+  const View nothing{nullptr, dtype_of<T>::value, {0}, {1}};
+  const DenseIn<T> in(kind == PoolKind::Max ? in_view : nothing);
+  const bool max_2x2 = kind == PoolKind::Max && windows_tile(g) && g.kh == 2 && g.kw == 2;
+  const DenseIn<T> out(max_2x2 ? out_view : nothing);
   const int64_t in_plane = g.h * g.w, out_plane = g.ho * g.wo;
 #pragma omp parallel for schedule(static) if (g.planes * out_plane * g.kh * g.kw > 16384)
   for (int64_t pl = 0; pl < g.planes; ++pl) {
@@ -231,7 +230,7 @@ void pool_backward(PoolKind kind, const View& grad_in_view, const View& grad_out
     T* gi = grad_in.get() + pl * in_plane;
     if (kind == PoolKind::Max && windows_tile(g)) {
       const T* src = in.get() + pl * in_plane;
-      if (g.kh == 2 && g.kw == 2) max_pool_2x2_backward(src, go, gi, g);
+      if (max_2x2) max_pool_2x2_backward(src, out.get() + pl * out_plane, go, gi, g);
       else max_pool_tiles_backward<T, 0, 0>(src, go, gi, g);
       continue;
     }
@@ -261,12 +260,14 @@ void CpuBackend::pool2d(PoolKind kind, const View& out, const View& in, const Po
 }
 
 void CpuBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in,
-                                 const View& /*out*/, const Pool2dParams& p) {
+                                 const View& out, const Pool2dParams& p) {
   const PoolGeometry g = pool_geometry("pool2d_backward", grad_in.shape, grad_out.shape, p);
   ANVIL_CHECK(kind != PoolKind::Max || in.shape == grad_in.shape, "pool2d_backward: max pooling needs the input ",
               "of the forward pass with grad_in's shape ", grad_in.shape, ", got ", in.shape);
+  ANVIL_CHECK(kind != PoolKind::Max || out.shape == grad_out.shape, "pool2d_backward: max pooling needs the output ",
+              "of the forward pass with grad_out's shape ", grad_out.shape, ", got ", out.shape);
   dispatch_floating("pool2d_backward", grad_in.dtype,
-                [&](auto tag) { pool_backward<decltype(tag)>(kind, grad_in, grad_out, in, g); });
+                [&](auto tag) { pool_backward<decltype(tag)>(kind, grad_in, grad_out, in, out, g); });
 }
 
 }  // namespace anvil::cpu

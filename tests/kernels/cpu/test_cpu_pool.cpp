@@ -212,6 +212,33 @@ TEST(CpuPool2d, MaxPropagatesNaN) {
   EXPECT_TRUE(std::isnan(at(out.view, {0, 0, 0, 0})));
 }
 
+TEST(CpuPool2d, MaxBackwardSendsTheGradientToTheFirstNaN) {
+  // Two 2x2 windows side by side: NaNs at positions 1 and 3 of the first,
+  // one NaN at position 2 of the second.
+  const PoolCase c{1, 1, 2, 4, 2, 2, 2, 2, 0, 0, true, false};
+  auto in = tensor_of<float>(c.in_shape(), {1, NAN, 5, 4, 3, NAN, NAN, 2});
+  auto out = filled_tensor<float>(c.out_shape());
+  cpu().pool2d(PoolKind::Max, out.view, in.view, c.params());
+  auto grad_out = tensor_of<float>(c.out_shape(), {7, 9});
+  auto grad_in = filled_tensor<float>(c.in_shape(), -1.0);
+  cpu().pool2d_backward(PoolKind::Max, grad_in.view, grad_out.view, in.view, out.view, c.params());
+  const std::vector<double> expected = {0, 7, 0, 0, 0, 0, 9, 0};
+  expect_close(values(grad_in.view), expected, 0, 0, "NaN max");
+}
+
+TEST(CpuPool2d, MaxBackwardFindsTheWinnerInEveryWindowPosition) {
+  // One 2x2 window per plane, its maximum at position p of plane p.
+  const PoolCase c{1, 4, 2, 2, 2, 2, 2, 2, 0, 0, true, false};
+  auto in = tensor_of<float>(c.in_shape(), {9, 1, 2, 3, 1, 9, 2, 3, 1, 2, 9, 3, 1, 2, 3, 9});
+  auto out = filled_tensor<float>(c.out_shape());
+  cpu().pool2d(PoolKind::Max, out.view, in.view, c.params());
+  auto grad_out = tensor_of<float>(c.out_shape(), {1, 2, 3, 4});
+  auto grad_in = filled_tensor<float>(c.in_shape(), -1.0);
+  cpu().pool2d_backward(PoolKind::Max, grad_in.view, grad_out.view, in.view, out.view, c.params());
+  const std::vector<double> expected = {1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 4};
+  expect_close(values(grad_in.view), expected, 0, 0, "winner positions");
+}
+
 TEST(CpuPool2d, PaddingLargerThanHalfTheKernelIsAClearError) {
   Pool2dParams p;
   p.kernel[0] = p.kernel[1] = 2;
