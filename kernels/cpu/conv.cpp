@@ -1,10 +1,18 @@
-// conv2d as im2col + GEMM. The column matrix of an image is
-// [Cin/groups * kH * kW, Ho * Wo], so the output of a group is
-// W_g [Cout/groups, Cin/groups*kH*kW] @ col; a chunk of images shares one
-// GEMM (see images_per_chunk). The GEMMs use OpenBLAS's threads (never BLAS
-// inside an OpenMP region); im2col/col2im use OpenMP only where that does not
-// take cores from them (see blas_threads.h).
+// conv2d as im2col + GEMM, one image at a time. The column matrix of an
+// image and group is [Cin/groups * kH * kW, Ho * Wo], so the group's output
+// W_g [Cout/groups, Cin/groups*kH*kW] @ col is already its slice of the NCHW
+// output: the GEMM writes the result in place, with no layout copy.
+//
+// Images are spread over OpenMP threads, each with its own column matrix
+// (a few hundred KiB for typical layers, so it is still in L2 when the GEMM
+// reads it) and a single-threaded GEMM: OpenBLAS's OpenMP build runs
+// single-threaded inside a parallel region. Where that does not pay (fewer
+// images than threads, an OpenBLAS with its own pthread pool that OpenMP
+// threads would fight, see blas_threads.h, or column matrices too large to
+// keep one per thread), images go one after the other and each GEMM uses
+// BLAS's threads.
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -34,7 +42,8 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const dou
               static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
-// Below this many column-matrix elements im2col/col2im stay on one thread.
+// Below this many column-matrix elements (all images together) a call stays
+// on one thread.
 constexpr int64_t kParallelColElems = 1 << 14;
 
 using shapes::ConvGeometry;
@@ -101,20 +110,25 @@ void col2im_channel(const T* col, int64_t ld, T* plane, const ConvGeometry& g, i
   }
 }
 
-// The kernels work on chunks of images of one group at a time and do ONE
-// GEMM per chunk: the chunk's column matrices sit side by side in a
-// [rows, count * cols] matrix (image j's columns start at column j * cols),
-// so W_g [cout_g, rows] @ col gives every image's output at once. One large
-// GEMM keeps OpenBLAS's threads busy where one small GEMM per image spent
-// much of its time starting them and packing the same weights again. The
-// price is a copy between that [cout_g, count * cols] result and NCHW.
-//
-// Chunks bound the column matrix to kColChunkElems elements (32 MiB in float).
-constexpr int64_t kColChunkElems = int64_t{1} << 23;
+// Per-thread column matrices beyond this many elements (32 MiB in float, all
+// threads together) make images go one at a time instead.
+constexpr int64_t kColScratchElems = int64_t{1} << 23;
 
-int64_t images_per_chunk(const ConvGeometry& g) {
-  const int64_t per_image = std::max<int64_t>(g.col_rows() * g.col_cols(), 1);
-  return std::clamp<int64_t>(kColChunkElems / per_image, 1, std::max<int64_t>(g.n, 1));
+// How the images of a call are spread: `threads` OpenMP threads (1: none,
+// BLAS threads the GEMMs instead), each with its own scratch matrix.
+struct ImagePlan {
+  int threads = 1;
+  bool parallel() const { return threads > 1; }
+};
+
+ImagePlan plan_images(const ConvGeometry& g) {
+  ImagePlan plan;
+  const int max_threads = omp_get_max_threads();
+  const int64_t col_elems = g.col_rows() * g.col_cols();
+  if (max_threads > 1 && use_openmp_beside_blas() && g.n >= max_threads &&
+      g.n * col_elems >= kParallelColElems && max_threads * col_elems <= kColScratchElems)
+    plan.threads = max_threads;
+  return plan;
 }
 
 // Scratch memory that is written before it is read: no zero-fill.
@@ -129,31 +143,21 @@ T* group_plane(T* base, const ConvGeometry& g, int64_t n, int64_t gi, int64_t ch
   return base + ((n * g.groups + gi) * channels_per_group) * plane;
 }
 
-// col [rows, count * cols] <- the column matrices of images n0 .. n0+count-1, group gi.
-template <typename T>
-void im2col_chunk(const T* in, T* col, const ConvGeometry& g, int64_t gi, int64_t n0, int64_t count) {
-  const int64_t rows = g.col_rows(), cols = g.col_cols(), ld = count * cols, total = count * rows;
-#pragma omp parallel for schedule(static) if (use_openmp_beside_blas() && total * cols > kParallelColElems)
-  for (int64_t t = 0; t < total; ++t) {
-    const int64_t j = t / rows, r = t % rows;
-    im2col_row(group_plane(in, g, n0 + j, gi, g.cin_per_group(), g.h * g.w), col + r * ld + j * cols, g, r);
-  }
+// A 1x1 kernel with unit stride and no padding reads every input pixel once,
+// in order: the input planes are the column matrix.
+bool input_is_col(const ConvGeometry& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
 }
 
-// Copies between a [cout_g, count * cols] chunk matrix and the NCHW output-side tensor (group gi).
-enum class Direction { ToNchw, FromNchw };
+// The column matrix of image n, group gi: the input itself where it already
+// is one, else written into col.
 template <typename T>
-void exchange_output_chunk(T* chunk, T* nchw, const ConvGeometry& g, int64_t gi, int64_t n0, int64_t count,
-                           Direction dir) {
-  const int64_t cout_g = g.cout_per_group(), cols = g.col_cols(), ld = count * cols;
-#pragma omp parallel for schedule(static) if (use_openmp_beside_blas() && count * cout_g * cols > kParallelColElems)
-  for (int64_t t = 0; t < count * cout_g; ++t) {
-    const int64_t j = t / cout_g, co = t % cout_g;
-    T* image_row = group_plane(nchw, g, n0 + j, gi, cout_g, cols) + co * cols;
-    T* chunk_row = chunk + co * ld + j * cols;
-    if (dir == Direction::ToNchw) std::copy(chunk_row, chunk_row + cols, image_row);
-    else std::copy(image_row, image_row + cols, chunk_row);
-  }
+const T* image_col(const T* in, T* col, const ConvGeometry& g, int64_t n, int64_t gi) {
+  const T* planes = group_plane(in, g, n, gi, g.cin_per_group(), g.h * g.w);
+  if (input_is_col(g)) return planes;
+  const int64_t rows = g.col_rows(), cols = g.col_cols();
+  for (int64_t r = 0; r < rows; ++r) im2col_row(planes, col + r * cols, g, r);
+  return col;
 }
 
 template <typename T>
@@ -163,20 +167,23 @@ void conv2d_forward(const View& out_view, const View& in_view, const View& weigh
   DenseOut<T> out(out_view);
   std::vector<T> bias;
   if (bias_view) bias = dense_copy<T>(*bias_view);
-  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group(), chunk = images_per_chunk(g);
-  auto col = scratch<T>(chunk * rows * cols);
-  auto result = scratch<T>(chunk * cout_g * cols);
-  for (int64_t gi = 0; gi < g.groups; ++gi) {
-    for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
-      const int64_t count = std::min(chunk, g.n - n0), ld = count * cols;
-      im2col_chunk(in.get(), col.get(), g, gi, n0, count);
-      if (!bias.empty()) {
-        for (int64_t co = 0; co < cout_g; ++co)
-          std::fill(result.get() + co * ld, result.get() + (co + 1) * ld, bias[gi * cout_g + co]);
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
+  const ImagePlan plan = plan_images(g);
+  auto cols_of_threads = scratch<T>(plan.threads * rows * cols);
+#pragma omp parallel num_threads(plan.threads) if (plan.parallel())
+  {
+    T* col = cols_of_threads.get() + omp_get_thread_num() * rows * cols;
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < g.n; ++n) {
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        T* dst = group_plane(out.get(), g, n, gi, cout_g, cols);
+        if (!bias.empty()) {
+          for (int64_t co = 0; co < cout_g; ++co)
+            std::fill(dst + co * cols, dst + (co + 1) * cols, bias[gi * cout_g + co]);
+        }
+        gemm(false, false, cout_g, cols, rows, weight.get() + gi * g.weight_group_elems(), rows,
+             image_col(in.get(), col, g, n, gi), cols, bias.empty() ? T(0) : T(1), dst, cols);
       }
-      gemm(false, false, cout_g, ld, rows, weight.get() + gi * g.weight_group_elems(), rows, col.get(), ld,
-           bias.empty() ? T(0) : T(1), result.get(), ld);
-      exchange_output_chunk(result.get(), out.get(), g, gi, n0, count, Direction::ToNchw);
     }
   }
   out.commit();
@@ -187,22 +194,25 @@ void conv2d_grad_input(const View& grad_in_view, const View& grad_out_view, cons
                        const ConvGeometry& g) {
   const DenseIn<T> grad_out(grad_out_view), weight(weight_view);
   DenseOut<T> grad_in(grad_in_view);
-  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group(), chunk = images_per_chunk(g);
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
   const int64_t cin_g = g.cin_per_group(), plane = g.h * g.w;
-  auto col = scratch<T>(chunk * rows * cols);
-  auto gathered = scratch<T>(chunk * cout_g * cols);
-  for (int64_t gi = 0; gi < g.groups; ++gi) {
-    for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
-      const int64_t count = std::min(chunk, g.n - n0), ld = count * cols;
-      exchange_output_chunk(gathered.get(), const_cast<T*>(grad_out.get()), g, gi, n0, count, Direction::FromNchw);
-      // col = W_g^T @ grad_out_g
-      gemm(true, false, rows, ld, cout_g, weight.get() + gi * g.weight_group_elems(), rows, gathered.get(), ld,
-           T(0), col.get(), ld);
-#pragma omp parallel for schedule(static) if (use_openmp_beside_blas() && count * rows * cols > kParallelColElems)
-      for (int64_t t = 0; t < count * cin_g; ++t) {
-        const int64_t j = t / cin_g, c = t % cin_g;
-        col2im_channel(col.get() + j * cols, ld, group_plane(grad_in.get(), g, n0 + j, gi, cin_g, plane) + c * plane,
-                       g, c);
+  const ImagePlan plan = plan_images(g);
+  auto cols_of_threads = scratch<T>(plan.threads * rows * cols);
+#pragma omp parallel num_threads(plan.threads) if (plan.parallel())
+  {
+    T* col = cols_of_threads.get() + omp_get_thread_num() * rows * cols;
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < g.n; ++n) {
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        T* planes = group_plane(grad_in.get(), g, n, gi, cin_g, plane);
+        // col = W_g^T @ grad_out of (n, gi): the gradient of the column
+        // matrix, which col2im sums back onto the pixels it was read from.
+        // Where the input is its own column matrix that sum is the identity.
+        T* dst = input_is_col(g) ? planes : col;
+        gemm(true, false, rows, cols, cout_g, weight.get() + gi * g.weight_group_elems(), rows,
+             group_plane(grad_out.get(), g, n, gi, cout_g, cols), cols, T(0), dst, cols);
+        if (dst == col)
+          for (int64_t c = 0; c < cin_g; ++c) col2im_channel(col, cols, planes + c * plane, g, c);
       }
     }
   }
@@ -214,20 +224,32 @@ void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view,
                         const ConvGeometry& g) {
   const DenseIn<T> grad_out(grad_out_view), in(in_view);
   DenseOut<T> grad_weight(grad_weight_view);
-  if (g.n == 0) std::fill(grad_weight.get(), grad_weight.get() + grad_weight_view.numel(), T(0));
-  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group(), chunk = images_per_chunk(g);
-  auto col = scratch<T>(chunk * rows * cols);
-  auto gathered = scratch<T>(chunk * cout_g * cols);
-  for (int64_t gi = 0; gi < g.groups; ++gi) {
-    for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
-      const int64_t count = std::min(chunk, g.n - n0), ld = count * cols;
-      im2col_chunk(in.get(), col.get(), g, gi, n0, count);
-      exchange_output_chunk(gathered.get(), const_cast<T*>(grad_out.get()), g, gi, n0, count, Direction::FromNchw);
-      // grad_W_g (+)= grad_out_g @ col^T, summed over the chunk's images by the
-      // GEMM itself; the first chunk overwrites.
-      gemm(false, true, cout_g, rows, ld, gathered.get(), ld, col.get(), ld, n0 == 0 ? T(0) : T(1),
-           grad_weight.get() + gi * g.weight_group_elems(), rows);
+  const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
+  const int64_t weight_elems = g.groups * g.weight_group_elems();
+  const ImagePlan plan = plan_images(g);
+  auto cols_of_threads = scratch<T>(plan.threads * rows * cols);
+  // Each thread sums its images' gradients into its own buffer (the first
+  // thread into grad_weight itself); the buffers are added up at the end.
+  auto sums_of_other_threads = scratch<T>((plan.threads - 1) * weight_elems);
+  std::fill(grad_weight.get(), grad_weight.get() + weight_elems, T(0));
+  std::fill(sums_of_other_threads.get(), sums_of_other_threads.get() + (plan.threads - 1) * weight_elems, T(0));
+#pragma omp parallel num_threads(plan.threads) if (plan.parallel())
+  {
+    const int t = omp_get_thread_num();
+    T* col = cols_of_threads.get() + t * rows * cols;
+    T* sum = t == 0 ? grad_weight.get() : sums_of_other_threads.get() + (t - 1) * weight_elems;
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < g.n; ++n) {
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        // grad_W_g += grad_out of (n, gi) @ col^T
+        gemm(false, true, cout_g, rows, cols, group_plane(grad_out.get(), g, n, gi, cout_g, cols), cols,
+             image_col(in.get(), col, g, n, gi), cols, T(1), sum + gi * g.weight_group_elems(), rows);
+      }
     }
+  }
+  for (int t = 1; t < plan.threads; ++t) {
+    const T* partial = sums_of_other_threads.get() + (t - 1) * weight_elems;
+    for (int64_t i = 0; i < weight_elems; ++i) grad_weight.get()[i] += partial[i];
   }
   grad_weight.commit();
 }

@@ -149,9 +149,14 @@ TEST(CpuConv2d, Float16ComputesInFloat) {
 }
 
 TEST(CpuConv2d, LargeEnoughToUseThreadsMatchesNaive) {
-  // Big enough that im2col/col2im take their OpenMP path.
+  // Big enough that images are spread over OpenMP threads (with more images
+  // than threads, an odd number of them, so threads get unequal shares and
+  // the per-thread weight-gradient sums are added up).
   std::mt19937 rng(14);
   check_case<float>({2, 8, 30, 29, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true}, false, 1e-4, rng);
+  check_case<float>({7, 8, 30, 29, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true}, false, 1e-4, rng);
+  check_case<double>({5, 8, 24, 25, 12, 3, 3, 2, 1, 1, 1, 1, 1, 2, false}, true, 1e-12, rng);  // grouped, strided
+  check_case<double>({5, 8, 30, 29, 12, 1, 1, 1, 1, 0, 0, 1, 1, 2, true}, false, 1e-12, rng);   // pointwise, grouped
 }
 
 TEST(CpuConv2d, EmptyBatchGivesZeroWeightGradient) {
