@@ -1,12 +1,16 @@
-// Host memory for CPU tensors: 64-byte aligned so that a row of floats starts
-// on a cache line and vector loads (AVX-512 included) never split one.
+// Host memory for CPU tensors, plain or cached (allocator.h says which is
+// used): 64-byte aligned so that a row of floats starts on a cache line and
+// vector loads (AVX-512 included) never split one.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <unordered_map>
 
 #include "core/base/allocator.h"
+#include "core/base/caching_allocator.h"
 #include "core/base/error.h"
 
 namespace anvil {
@@ -82,8 +86,44 @@ class CpuAllocator final : public Allocator {
   MemoryStats stats_;
 };
 
+// Raw host memory for the caching allocator. Its segment sizes are multiples
+// of its 512-byte minimum block, so every block it carves out stays 64-byte aligned.
+class HostMemory final : public DeviceMemory {
+ public:
+  void* raw_alloc(size_t nbytes) override {
+    const size_t rounded = (std::max<size_t>(nbytes, 1) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    return std::aligned_alloc(kCpuAlignment, rounded);
+  }
+  void raw_free(void* ptr) override { std::free(ptr); }
+};
+
+bool sanitizer_build() {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 std::unique_ptr<Allocator> make_cpu_allocator() { return std::make_unique<CpuAllocator>(); }
+
+std::unique_ptr<Allocator> make_cpu_caching_allocator() {
+  return std::make_unique<CachingAllocator>(std::make_unique<HostMemory>());
+}
+
+std::unique_ptr<Allocator> make_default_cpu_allocator() {
+  const char* env = std::getenv("ANVIL_CPU_CACHING_ALLOCATOR");
+  const bool disabled = env != nullptr && std::strcmp(env, "0") == 0;
+  if (disabled || sanitizer_build()) return make_cpu_allocator();
+  return make_cpu_caching_allocator();
+}
 
 }  // namespace anvil

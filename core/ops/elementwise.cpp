@@ -97,7 +97,6 @@ Tensor wrap(const Tensor& like, const Scalar& s) {
   return scalar_tensor(s, TensorOptions().dtype(t).device(like.device()));
 }
 
-Tensor as_dtype(const Tensor& g, const Tensor& like) { return g.dtype() == like.dtype() ? g : g.to(like.dtype()); }
 Tensor mask_of(const Tensor& cond, const Tensor& like) { return cond.to(like.dtype()); }
 
 // Records a unary op whose gradient is g * dydx(x, y).

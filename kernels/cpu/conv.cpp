@@ -16,13 +16,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "core/base/error.h"
 #include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
+#include "kernels/cpu/scratch.h"
 #include "kernels/shapes/geometry.h"
 
 namespace anvil::cpu {
@@ -131,12 +131,6 @@ ImagePlan plan_images(const ConvGeometry& g) {
   return plan;
 }
 
-// Scratch memory that is written before it is read: no zero-fill.
-template <typename T>
-std::unique_ptr<T[]> scratch(int64_t elems) {
-  return std::unique_ptr<T[]>(new T[static_cast<size_t>(std::max<int64_t>(elems, 1))]);
-}
-
 // Where group gi of image n starts in a dense NCHW tensor with `channels_per_group` channels per group.
 template <typename T>
 T* group_plane(T* base, const ConvGeometry& g, int64_t n, int64_t gi, int64_t channels_per_group, int64_t plane) {
@@ -162,14 +156,14 @@ const T* image_col(const T* in, T* col, const ConvGeometry& g, int64_t n, int64_
 
 template <typename T>
 void conv2d_forward(const View& out_view, const View& in_view, const View& weight_view, const View* bias_view,
-                    const ConvGeometry& g) {
+                    const ConvGeometry& g, Allocator& scratch_memory) {
   const DenseIn<T> in(in_view), weight(weight_view);
   DenseOut<T> out(out_view);
   std::vector<T> bias;
   if (bias_view) bias = dense_copy<T>(*bias_view);
   const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
   const ImagePlan plan = plan_images(g);
-  auto cols_of_threads = scratch<T>(plan.threads * rows * cols);
+  const Scratch<T> cols_of_threads(scratch_memory, plan.threads * rows * cols);
 #pragma omp parallel num_threads(plan.threads) if (plan.parallel())
   {
     T* col = cols_of_threads.get() + omp_get_thread_num() * rows * cols;
@@ -191,13 +185,13 @@ void conv2d_forward(const View& out_view, const View& in_view, const View& weigh
 
 template <typename T>
 void conv2d_grad_input(const View& grad_in_view, const View& grad_out_view, const View& weight_view,
-                       const ConvGeometry& g) {
+                       const ConvGeometry& g, Allocator& scratch_memory) {
   const DenseIn<T> grad_out(grad_out_view), weight(weight_view);
   DenseOut<T> grad_in(grad_in_view);
   const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
   const int64_t cin_g = g.cin_per_group(), plane = g.h * g.w;
   const ImagePlan plan = plan_images(g);
-  auto cols_of_threads = scratch<T>(plan.threads * rows * cols);
+  const Scratch<T> cols_of_threads(scratch_memory, plan.threads * rows * cols);
 #pragma omp parallel num_threads(plan.threads) if (plan.parallel())
   {
     T* col = cols_of_threads.get() + omp_get_thread_num() * rows * cols;
@@ -221,16 +215,16 @@ void conv2d_grad_input(const View& grad_in_view, const View& grad_out_view, cons
 
 template <typename T>
 void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view, const View& in_view,
-                        const ConvGeometry& g) {
+                        const ConvGeometry& g, Allocator& scratch_memory) {
   const DenseIn<T> grad_out(grad_out_view), in(in_view);
   DenseOut<T> grad_weight(grad_weight_view);
   const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
   const int64_t weight_elems = g.groups * g.weight_group_elems();
   const ImagePlan plan = plan_images(g);
-  auto cols_of_threads = scratch<T>(plan.threads * rows * cols);
+  const Scratch<T> cols_of_threads(scratch_memory, plan.threads * rows * cols);
   // Each thread sums its images' gradients into its own buffer (the first
   // thread into grad_weight itself); the buffers are added up at the end.
-  auto sums_of_other_threads = scratch<T>((plan.threads - 1) * weight_elems);
+  const Scratch<T> sums_of_other_threads(scratch_memory, (plan.threads - 1) * weight_elems);
   std::fill(grad_weight.get(), grad_weight.get() + weight_elems, T(0));
   std::fill(sums_of_other_threads.get(), sums_of_other_threads.get() + (plan.threads - 1) * weight_elems, T(0));
 #pragma omp parallel num_threads(plan.threads) if (plan.parallel())
@@ -262,7 +256,7 @@ void CpuBackend::conv2d(const View& out, const View& in, const View& weight, con
   ANVIL_CHECK(!bias || (bias->dim() == 1 && bias->shape[0] == g.cout), "conv2d: bias must have shape [",
               g.cout, "], got ", bias ? bias->shape : Shape{});
   dispatch_floating("conv2d", out.dtype, [&](auto tag) {
-    conv2d_forward<decltype(tag)>(out, in, weight, bias, g);
+    conv2d_forward<decltype(tag)>(out, in, weight, bias, g, *allocator_);
   });
 }
 
@@ -270,7 +264,7 @@ void CpuBackend::conv2d_backward_input(const View& grad_in, const View& grad_out
                                        const Conv2dParams& p) {
   const ConvGeometry g = conv_geometry("conv2d_backward_input", grad_in.shape, weight.shape, grad_out.shape, p);
   dispatch_floating("conv2d_backward_input", grad_in.dtype, [&](auto tag) {
-    conv2d_grad_input<decltype(tag)>(grad_in, grad_out, weight, g);
+    conv2d_grad_input<decltype(tag)>(grad_in, grad_out, weight, g, *allocator_);
   });
 }
 
@@ -278,7 +272,7 @@ void CpuBackend::conv2d_backward_weight(const View& grad_weight, const View& gra
                                         const Conv2dParams& p) {
   const ConvGeometry g = conv_geometry("conv2d_backward_weight", in.shape, grad_weight.shape, grad_out.shape, p);
   dispatch_floating("conv2d_backward_weight", grad_weight.dtype, [&](auto tag) {
-    conv2d_grad_weight<decltype(tag)>(grad_weight, grad_out, in, g);
+    conv2d_grad_weight<decltype(tag)>(grad_weight, grad_out, in, g, *allocator_);
   });
 }
 

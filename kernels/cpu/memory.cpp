@@ -65,7 +65,7 @@ T scalar_as(const Scalar& value) {
 
 }  // namespace
 
-CpuBackend::CpuBackend() : allocator_(make_cpu_allocator()) {}
+CpuBackend::CpuBackend() : allocator_(make_default_cpu_allocator()) {}
 
 Allocator& CpuBackend::allocator(int device_index) {
   check_device_index("cpu allocator", device_index);

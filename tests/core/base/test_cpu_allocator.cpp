@@ -142,5 +142,46 @@ TEST(CpuAllocator, ConcurrentUseKeepsStatsExact) {
   EXPECT_GT(s.peak_allocated_bytes, 0);
 }
 
+
+TEST(CpuCachingAllocator, ReusesFreedBlocksWithoutNewMallocs) {
+  auto alloc = make_cpu_caching_allocator();
+  std::vector<void*> first;
+  for (size_t n : {size_t{100}, size_t{5000}, size_t{3} << 20}) first.push_back(alloc->allocate(n));
+  for (void* p : first) alloc->deallocate(p);
+  const MemoryStats after_first = alloc->stats();
+  EXPECT_EQ(after_first.allocated_bytes, 0);
+  EXPECT_GT(after_first.reserved_bytes, 0);  // kept for the next step
+  // The same sizes again, as the next training step asks for them.
+  std::vector<void*> second;
+  for (size_t n : {size_t{100}, size_t{5000}, size_t{3} << 20}) {
+    void* p = alloc->allocate(n);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << "size " << n;
+    std::memset(p, 0x5a, n);
+    second.push_back(p);
+  }
+  const MemoryStats s = alloc->stats();
+  EXPECT_EQ(s.device_mallocs, after_first.device_mallocs);
+  EXPECT_EQ(s.cache_hits - after_first.cache_hits, 3);
+  for (void* p : second) alloc->deallocate(p);
+  alloc->empty_cache();
+  EXPECT_EQ(alloc->stats().reserved_bytes, 0);
+}
+
+TEST(CpuCachingAllocator, BlocksAre64ByteAlignedAndDistinct) {
+  auto alloc = make_cpu_caching_allocator();
+  std::set<void*> seen;
+  std::vector<void*> ptrs;
+  for (size_t n : {size_t{0}, size_t{0}, size_t{1}, size_t{63}, size_t{65}, size_t{4097}, (size_t{1} << 20) + 3}) {
+    void* p = alloc->allocate(n);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << "size " << n;
+    EXPECT_TRUE(seen.insert(p).second) << "pointer handed out twice";
+    ptrs.push_back(p);
+  }
+  for (void* p : ptrs) alloc->deallocate(p);
+  int not_ours = 0;
+  EXPECT_THROW(alloc->deallocate(&not_ours), Error);
+}
+
 }  // namespace
 }  // namespace anvil
