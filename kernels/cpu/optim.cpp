@@ -13,44 +13,74 @@
 namespace anvil::cpu {
 namespace {
 
+// Each update is a loop over [begin, end) in a function of its own whose
+// array arguments are __restrict (the shape checks guarantee distinct
+// tensors) and whose options are template arguments or plain values: only
+// then does the compiler see that no store changes what the next iteration
+// reads, and vectorise the loop.
+template <typename T>
+struct AdamWConstants {
+  T b1, b2, one_minus_b1, one_minus_b2, step_size, inv_bias2_sqrt, eps, decay, wd;
+};
+
+template <typename T, bool Decoupled>
+void adamw_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t begin,
+                 int64_t end, const AdamWConstants<T> c) {
+  for (int64_t i = begin; i < end; ++i) {
+    T pi = p[i], gi = g[i];
+    if constexpr (Decoupled) pi *= c.decay;  // AdamW: p -= lr * wd * p
+    else gi += c.wd * pi;                    // Adam: g += wd * p
+    const T mi = c.b1 * m[i] + c.one_minus_b1 * gi;
+    const T vi = c.b2 * v[i] + c.one_minus_b2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    // mhat / (sqrt(vhat) + eps), written as PyTorch does it
+    p[i] = pi - c.step_size * mi / (std::sqrt(vi) * c.inv_bias2_sqrt + c.eps);
+  }
+}
+
 template <typename T>
 void adamw_tensor(T* p, const T* g, T* m, T* v, int64_t n, const AdamWParams& hp) {
   const double bias1 = 1.0 - std::pow(hp.beta1, static_cast<double>(hp.step));
   const double bias2 = 1.0 - std::pow(hp.beta2, static_cast<double>(hp.step));
-  const T b1 = T(hp.beta1), b2 = T(hp.beta2), one_minus_b1 = T(1.0 - hp.beta1), one_minus_b2 = T(1.0 - hp.beta2);
-  const T step_size = T(hp.lr / bias1), inv_bias2_sqrt = T(1.0 / std::sqrt(bias2)), eps = T(hp.eps);
-  const T decay = T(1.0 - hp.lr * hp.weight_decay);  // AdamW: p -= lr * wd * p
-  const T wd = T(hp.weight_decay);                      // Adam: g += wd * p
+  const AdamWConstants<T> c{T(hp.beta1),         T(hp.beta2),
+                            T(1.0 - hp.beta1),   T(1.0 - hp.beta2),
+                            T(hp.lr / bias1),    T(1.0 / std::sqrt(bias2)),
+                            T(hp.eps),           T(1.0 - hp.lr * hp.weight_decay),
+                            T(hp.weight_decay)};
   const bool decoupled = hp.decoupled;
-  parallel_for(n, n * 4, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      T pi = p[i], gi = g[i];
-      if (decoupled) pi *= decay;
-      else gi += wd * pi;
-      const T mi = b1 * m[i] + one_minus_b1 * gi;
-      const T vi = b2 * v[i] + one_minus_b2 * gi * gi;
-      m[i] = mi;
-      v[i] = vi;
-      // mhat / (sqrt(vhat) + eps), written as PyTorch does it
-      p[i] = pi - step_size * mi / (std::sqrt(vi) * inv_bias2_sqrt + eps);
-    }
+  parallel_for(n, n * 4, [=](int64_t begin, int64_t end) {
+    if (decoupled) adamw_range<T, true>(p, g, m, v, begin, end, c);
+    else adamw_range<T, false>(p, g, m, v, begin, end, c);
   });
+}
+
+// SGD without momentum, and with momentum (classic or Nesterov; on the first
+// step the buffer starts as the gradient itself, as in PyTorch).
+template <typename T>
+void sgd_plain_range(T* __restrict p, const T* __restrict g, int64_t begin, int64_t end, const T lr, const T wd) {
+  for (int64_t i = begin; i < end; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+}
+
+template <typename T, bool Nesterov>
+void sgd_momentum_range(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t begin, int64_t end,
+                        const T lr, const T wd, const T mom, const T keep, const bool first) {
+  for (int64_t i = begin; i < end; ++i) {
+    const T d = g[i] + wd * p[i];
+    const T b = first ? d : mom * buf[i] + keep * d;
+    buf[i] = b;
+    p[i] -= lr * (Nesterov ? d + mom * b : b);
+  }
 }
 
 template <typename T>
 void sgd_tensor(T* p, const T* g, T* buf, int64_t n, const SGDParams& hp) {
   const T lr = T(hp.lr), wd = T(hp.weight_decay), mom = T(hp.momentum), keep = T(1.0 - hp.dampening);
   const bool use_momentum = hp.momentum != 0.0, first = hp.first_step, nesterov = hp.nesterov;
-  parallel_for(n, n * 2, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      T d = g[i] + wd * p[i];
-      if (use_momentum) {
-        const T b = first ? d : mom * buf[i] + keep * d;
-        buf[i] = b;
-        d = nesterov ? d + mom * b : b;
-      }
-      p[i] -= lr * d;
-    }
+  parallel_for(n, n * 2, [=](int64_t begin, int64_t end) {
+    if (!use_momentum) sgd_plain_range(p, g, begin, end, lr, wd);
+    else if (nesterov) sgd_momentum_range<T, true>(p, g, buf, begin, end, lr, wd, mom, keep, first);
+    else sgd_momentum_range<T, false>(p, g, buf, begin, end, lr, wd, mom, keep, first);
   });
 }
 
