@@ -375,6 +375,12 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
 
 Tensor cast(const Tensor& x, DType dtype) { return x.to(dtype); }
 
+bool can_cast(DType from, DType to) {
+  if (is_floating(from)) return is_floating(to);
+  if (from != kBool) return to != kBool;
+  return true;
+}
+
 // --- in place ---
 
 namespace {
@@ -386,13 +392,19 @@ Tensor& inplace(const char* name, BinaryOp op, Tensor& self, const Tensor& other
   Shape shape = broadcast_shapes(self.shape(), other.shape(), name);
   ANVIL_CHECK(shape == self.shape(), name, ": result of shape ", shape, " does not fit in self of shape ",
               self.shape());
+  DType compute = result_type(self, other);
+  if (op == BinaryOp::Div && !is_floating(compute)) compute = kFloat32;  // true division
+  // As in PyTorch: storing the result may narrow within its kind (float64 into
+  // float32) but never drop the fraction or the magnitude (float into int64).
+  ANVIL_CHECK(can_cast(compute, self.dtype()), name, ": result type ", compute,
+              " can't be cast to the desired output type ", self.dtype(), " (self ", detail::describe(self),
+              ", other ", detail::describe(other), "); use the out-of-place op, or convert self with .to(", compute, ") first");
   if (autograd::needs_grad({self, other})) {
     autograd::rebase_history(name, self, outofplace(self, other));
     return self;
   }
   autograd::check_inplace(name, self);
-  DType compute = result_type(self, other);
-  if (compute == self.dtype() && !(op == BinaryOp::Div && !is_floating(compute))) {
+  if (compute == self.dtype()) {
     Tensor oc = other.detach().to(compute).expand(shape);
     if (detail::overlaps_unsafely(self, oc)) oc = oc.clone();  // e.g. x.add_(x.t())
     if (self.numel() > 0) detail::backend_of(self).binary(op, self.view_of(), self.view_of(), oc.view_of());

@@ -57,7 +57,15 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value);
 Tensor cast(const Tensor& x, DType dtype);  // same as x.to(dtype); differentiable between float types
 
-// In place (the result keeps self's dtype; refused on leaves that require grad).
+// Whether an op may store a result of dtype `from` in a tensor of dtype `to`
+// (PyTorch's can_cast): any cast within a kind or up the order bool < integer
+// < floating, never from floating to integer or bool, nor integer to bool.
+bool can_cast(DType from, DType to);
+
+// In place: the result (after type promotion) is stored in self's dtype, and
+// an error is raised where that would need a cast can_cast refuses (an int64
+// self with a floating other, or div_ of an integer self). Refused on leaves
+// that require grad.
 Tensor& add_(Tensor& self, const Tensor& other);
 Tensor& sub_(Tensor& self, const Tensor& other);
 Tensor& mul_(Tensor& self, const Tensor& other);

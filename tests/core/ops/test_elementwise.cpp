@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "core/ops.h"
 #include "tests/core/gradcheck.h"
@@ -171,6 +172,102 @@ TEST(Elementwise, InPlaceVariantsBumpVersionAndBroadcast) {
   masked_fill_(y, gt(y, 0.5), 9);
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 9}));
   EXPECT_THROW(ones({3}).add_(ones({2, 3})), Error);  // result does not fit self
+}
+
+// The error must name the op and both dtypes, and leave self untouched.
+void expect_narrowing_refused(const std::function<void(Tensor&)>& op, Tensor self, const char* name,
+                              const char* result_dtype) {
+  const std::vector<int64_t> before = self.to_vector<int64_t>();
+  const uint64_t version = self.version();
+  try {
+    op(self);
+    FAIL() << name << " on " << self.dtype() << " should refuse a " << result_dtype << " result";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find(name), std::string::npos) << m;
+    EXPECT_NE(m.find(std::string("result type ") + result_dtype), std::string::npos) << m;
+    EXPECT_NE(m.find(std::string("output type ") + dtype_name(self.dtype())), std::string::npos) << m;
+  }
+  EXPECT_EQ(self.to_vector<int64_t>(), before) << name;
+  EXPECT_EQ(self.version(), version) << name;
+}
+
+TEST(Elementwise, InPlaceRefusesResultsThatSelfCannotHold) {
+  Tensor a = randint(-50, 50, {3, 4});
+  Tensor f = randn({3, 4});
+  expect_narrowing_refused([&](Tensor& s) { s.add_(f); }, a, "add_", "float32");
+  expect_narrowing_refused([&](Tensor& s) { s.sub_(f); }, a, "sub_", "float32");
+  expect_narrowing_refused([&](Tensor& s) { s.mul_(f.to(kFloat64)); }, a, "mul_", "float64");
+  expect_narrowing_refused([&](Tensor& s) { anvil::div_(s, f); }, a, "div_", "float32");
+  expect_narrowing_refused([&](Tensor& s) { s += f.narrow(0, 0, 1); }, a, "add_", "float32");  // broadcast
+  expect_narrowing_refused([](Tensor& s) { s.mul_(2.5); }, a, "mul_", "float32");
+  expect_narrowing_refused([](Tensor& s) { anvil::add_(s, 0.5); }, a, "add_", "float32");
+  // A 0-d floating tensor is of a higher category: it does promote.
+  expect_narrowing_refused([](Tensor& s) { s.add_(scalar_tensor(1.0)); }, a, "add_", "float32");
+  // True division of integers gives float32, even by an integer.
+  expect_narrowing_refused([](Tensor& s) { s.div_(2); }, a, "div_", "float32");
+  expect_narrowing_refused([&](Tensor& s) { s.div_(randint(1, 5, {4})); }, a, "div_", "float32");
+  // Integers and floats cannot be stored in bool.
+  Tensor b = gt(randn({5}), 0.0);
+  expect_narrowing_refused([](Tensor& s) { s.add_(1); }, b, "add_", "int64");
+  expect_narrowing_refused([](Tensor& s) { s.mul_(randint(0, 3, {5}, kInt32)); }, b, "mul_", "int32");
+  expect_narrowing_refused([](Tensor& s) { s.mul_(ones({5})); }, b, "mul_", "float32");
+  // Checked before any autograd recording: a float operand requiring grad.
+  Tensor w = randn({4}).requires_grad_();
+  expect_narrowing_refused([&](Tensor& s) { s.mul_(w); }, a, "mul_", "float32");
+}
+
+TEST(Elementwise, InPlaceKeepsSameKindAndWideningCasts) {
+  Tensor f = randn({3, 4});
+  Tensor i = randint(-9, 9, {3, 4});
+  Tensor d = randn({3, 4}, kFloat64);
+  auto expect_close = [](const Tensor& got, const Tensor& want, const char* what) {
+    EXPECT_EQ(got.dtype(), kFloat32) << what;
+    EXPECT_LT(max_abs_diff(got.to(kFloat64), want.to(kFloat64)), 1e-5) << what;
+  };
+  Tensor x = f.clone();
+  x.add_(i);  // float32 += int64 tensor
+  expect_close(x, f + i, "float32 += int64");
+  x = f.clone();
+  x.mul_(d);  // float64 result stored in float32: same kind
+  expect_close(x, (f.to(kFloat64) * d).to(kFloat32), "float32 *= float64");
+  x = f.clone();
+  x.div_(i.abs() + 1);
+  expect_close(x, f / (i.abs() + 1), "float32 /= int64");
+  x = f.clone();
+  x.mul_(2.5).add_(scalar_tensor(1.0, kFloat64));  // a float64 scalar does not widen the result
+  expect_close(x, f * 2.5 + 1.0, "float32 scalar ops");
+
+  Tensor n = randint(-9, 9, {3, 4}, kInt32);
+  Tensor u = randint(0, 5, {4}, kUInt8);
+  Tensor m = n.clone();
+  m.add_(i).mul_(3).sub_(u);  // int64 results stored in int32: same kind
+  EXPECT_EQ(m.dtype(), kInt32);
+  EXPECT_EQ(m.to_vector<int64_t>(), ((n.to(kInt64) + i) * 3 - u.to(kInt64)).to_vector<int64_t>());
+
+  Tensor p = gt(randn({5}), 0.0), q = gt(randn({5}), 0.0);
+  Tensor both = p.clone();
+  both.mul_(q);  // bool *= bool stays bool
+  EXPECT_EQ(both.dtype(), kBool);
+  EXPECT_EQ(both.to_vector<int64_t>(), logical_and(p, q).to_vector<int64_t>());
+
+  Tensor h = randn({6}, kFloat16);
+  Tensor k = randint(0, 4, {6});
+  Tensor h2 = h.clone();
+  h2.add_(k);  // float16 += int64
+  EXPECT_EQ(h2.dtype(), kFloat16);
+  EXPECT_LT(max_abs_diff(h2.to(kFloat32), (h.to(kFloat32) + k).to(kFloat16).to(kFloat32)), 1e-3);
+}
+
+TEST(Elementwise, CopyAndFillAlwaysCast) {
+  // copy_ and the fills convert, as in PyTorch: truncation toward zero.
+  Tensor a = zeros({4}, kInt64);
+  a.copy_(from_vector(std::vector<float>{1.75f, -2.5f, 3.f, 0.5f}));
+  EXPECT_EQ(a.to_vector<int64_t>(), (std::vector<int64_t>{1, -2, 3, 0}));
+  a.fill_(2.75);
+  EXPECT_EQ(a.to_vector<int64_t>(), (std::vector<int64_t>{2, 2, 2, 2}));
+  masked_fill_(a, gt(from_vector(std::vector<float>{1, 0, 1, 0}), 0.5), 7.5);
+  EXPECT_EQ(a.to_vector<int64_t>(), (std::vector<int64_t>{7, 2, 7, 2}));
 }
 
 TEST(Elementwise, Float16AndBFloat16ComputeInFloat) {
