@@ -89,7 +89,7 @@ class Tensor {
   Tensor view(const Shape& shape) const;  // one dim may be -1
   Tensor reshape(const Shape& shape) const;  // a view when possible, else a copy
   Tensor transpose(int64_t d0, int64_t d1) const;
-  Tensor t() const { return transpose(0, 1); }
+  Tensor t() const;  // 2-D: transpose(0, 1); 0-D and 1-D: an alias of self (as in PyTorch)
   Tensor permute(const Shape& dims) const;
   Tensor squeeze() const;
   Tensor squeeze(int64_t dim) const;

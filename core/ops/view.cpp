@@ -117,6 +117,13 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
                    [d0, d1](const Tensor& g) { return std::vector<Tensor>{g.transpose(d0, d1)}; });
 }
 
+Tensor Tensor::t() const {
+  ANVIL_CHECK(dim() <= 2, "t: expects a tensor with at most 2 dims, got shape ", shape_str(),
+              "; use transpose(d0, d1) or permute");
+  if (dim() == 2) return transpose(0, 1);
+  return make_view("t", *this, shape(), strides(), offset(), [](const Tensor& g) { return std::vector<Tensor>{g}; });
+}
+
 Tensor Tensor::permute(const Shape& dims) const {
   ANVIL_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute: got ", dims.size(), " dims ", dims,
               " for a tensor with ", dim(), " dims");

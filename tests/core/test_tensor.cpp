@@ -153,6 +153,43 @@ TEST(Tensor, CudaDeviceWithoutGpuGivesAClearError) {
   }
 }
 
+TEST(Tensor, TransposeShorthandFollowsPyTorch) {
+  Tensor m = randn({3, 5});
+  Tensor mt = m.t();
+  EXPECT_EQ(mt.shape(), (Shape{5, 3}));
+  EXPECT_EQ(mt.strides(), (Shape{1, 5}));
+  // Below 2 dims t() is an alias that shares storage: a write shows through.
+  for (Tensor x : {randn({7}), randn({})}) {
+    Tensor xt = x.t();
+    EXPECT_EQ(xt.shape(), x.shape());
+    EXPECT_EQ(xt.strides(), x.strides());
+    EXPECT_EQ(xt.data_ptr(), x.data_ptr());
+    xt.mul_(2.0);
+    EXPECT_EQ(x.to_vector<float>(), xt.to_vector<float>());
+  }
+  try {
+    (void)randn({2, 3, 4}).t();
+    FAIL() << "t() of a 3-D tensor should be refused";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("t: expects a tensor with at most 2 dims"), std::string::npos) << m;
+    EXPECT_NE(m.find("[2, 3, 4]"), std::string::npos) << m;
+  }
+}
+
+TEST(Tensor, TransposeShorthandOfAVectorPassesTheGradient) {
+  Tensor x = randn({6}, kFloat64).requires_grad_();
+  Tensor w = randn({6}, kFloat64);
+  (x.t() * w).sum().backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().to_vector<double>(), w.to_vector<double>());
+  Tensor s = randn({}, kFloat64).requires_grad_();
+  (s.t() * 3.0).backward();
+  EXPECT_EQ(s.grad().item<double>(), 3.0);
+  using testing::gradcheck;
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return in[0].t() * in[0]; }, {randn({5}, kFloat64)}));
+}
+
 TEST(Tensor, ViewGradientsMatchFiniteDifferences) {
   using testing::gradcheck;
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return in[0].transpose(0, 1).reshape({-1}) * arange(6, kFloat64); },
