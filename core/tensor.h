@@ -31,6 +31,9 @@ struct TensorImpl {
   Shape strides;  // in elements
   int64_t offset = 0;  // in elements
   DType dtype = kFloat32;
+  // Made by a view op (not detach): writing into it changes another tensor,
+  // which autograd has to know about (see autograd::rebase_history).
+  bool is_view = false;
   std::unique_ptr<autograd::AutogradMeta> autograd;  // created on first need
 
   TensorImpl();

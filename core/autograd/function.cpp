@@ -71,12 +71,20 @@ void check_inplace(const char* op, const Tensor& self) {
 
 void rebase_history(const char* op, Tensor& self, const Tensor& result) {
   check_inplace(op, self);
+  // A view made from a tensor without history (check_inplace refuses views of
+  // tensors with history): only the view would take the new history, and the
+  // viewed tensor, changed in memory, would give no gradient to `result`'s
+  // inputs. PyTorch rewrites the base's history (CopySlices); we refuse.
+  AutogradMeta* rm = meta_if(result);
+  ANVIL_CHECK(!(self.impl()->is_view && rm && rm->requires_grad), op, ": in-place write into a view (",
+              detail::describe(self), ") of a tensor without autograd history, from an operand that requires "
+              "grad, is not supported: the viewed tensor would not record it and its gradient would be wrong. "
+              "Build the tensor out of place (cat, stack, where, index_add) or apply the op to the whole tensor");
   {
     NoGradGuard no_grad;
     backend_for(self.device()).copy(self.view_of(), result.view_of());
   }
   self.bump_version();
-  AutogradMeta* rm = meta_if(result);
   if (rm && rm->requires_grad) {
     AutogradMeta& m = meta(self);
     m.requires_grad = true;

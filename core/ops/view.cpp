@@ -29,6 +29,7 @@ namespace {
 Tensor make_view(const char* op, const Tensor& base, Shape shape, Shape strides, int64_t offset,
                  autograd::FunctionNode::Backward backward) {
   Tensor out = alias_with(base, std::move(shape), std::move(strides), offset);
+  out.impl()->is_view = true;
   if (autograd::needs_grad({base})) {
     autograd::record(op, {base}, out, std::move(backward));
     autograd::meta(out).is_view = true;
@@ -103,7 +104,12 @@ Tensor Tensor::reshape(const Shape& requested) const {
   Shape shape = infer_shape("reshape", requested, numel());
   Shape strides = view_strides(this->shape(), this->strides(), shape);
   if (!strides.empty() || shape.empty()) return view(shape);
-  return contiguous().view(shape);
+  // A view of a fresh copy that nothing else sees: in-place writes into it are
+  // as safe as into any new tensor.
+  Tensor out = contiguous().view(shape);
+  out.impl()->is_view = false;
+  if (auto* m = autograd::meta_if(out)) m->is_view = false;
+  return out;
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {

@@ -2,6 +2,8 @@
 // no_grad, the in-place check, higher-order gradients, checkpointing.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "core/autograd/checkpoint.h"
 #include "core/autograd/engine.h"
 #include "core/ops.h"
@@ -123,6 +125,63 @@ TEST(Autograd, InPlaceOpsOnNonLeavesKeepCorrectGradients) {
   h.sum().backward();
   Tensor expected = mul(gt(x.detach(), 0.0).to(kFloat64), 9.0);
   EXPECT_LT(max_abs_diff(x.grad(), expected), 1e-10);
+}
+
+// Only the view would take the history of the write; the tensor it views
+// would give a wrong gradient (PyTorch records CopySlices), so it is refused.
+TEST(Autograd, InPlaceWriteWithGradIntoViewOfHistorylessTensorIsRefused) {
+  Tensor w = randn({2}, kFloat64).requires_grad_();
+  auto expect_refused = [&](const char* op, const std::function<void(Tensor&)>& write) {
+    Tensor x = randn({4}, kFloat64);
+    const std::vector<double> before = x.to_vector<double>();
+    const uint64_t version = x.version();
+    try {
+      write(x);
+      FAIL() << op << " should be refused";
+    } catch (const Error& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find(op), std::string::npos) << m;
+      EXPECT_NE(m.find("view"), std::string::npos) << m;
+      EXPECT_NE(m.find("without autograd history"), std::string::npos) << m;
+    }
+    EXPECT_EQ(x.to_vector<double>(), before) << op;
+    EXPECT_EQ(x.version(), version) << op;
+    EXPECT_FALSE(x.requires_grad()) << op;
+  };
+  expect_refused("mul_", [&](Tensor& x) { x.narrow(0, 1, 2).mul_(w); });
+  expect_refused("add_", [&](Tensor& x) { x.slice(0, 0, 4, 2).add_(w); });
+  expect_refused("copy_", [&](Tensor& x) { x.select(0, 3).copy_(w.sum()); });
+  expect_refused("div_", [&](Tensor& x) { x.view({2, 2}).t().narrow(1, 0, 1).div_(w.unsqueeze(1)); });
+  expect_refused("mul_", [&](Tensor& x) { x.t().mul_(w.sum()); });  // t() of 1-D is a view too
+}
+
+TEST(Autograd, InPlaceWritesThatKeepGradientsRightStillWork) {
+  Tensor w = randn({4}, kFloat64).requires_grad_();
+  Tensor x = randn({4}, kFloat64);
+  Tensor x0 = x.clone();
+  x.add_(w);  // the whole tensor takes the history
+  (x * x0).sum().backward();
+  EXPECT_LT(max_abs_diff(w.grad(), x0), 1e-12);
+
+  // Views written without an operand that requires grad, or under NoGradGuard.
+  Tensor y = zeros({4}, kFloat64);
+  y.narrow(0, 1, 2).add_(ones({2}, kFloat64));
+  {
+    NoGradGuard no_grad;
+    y.narrow(0, 2, 2).mul_(w.narrow(0, 0, 2));
+  }
+  std::vector<double> wv = w.detach().to_vector<double>();
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{0, 1, wv[0], 0}));
+
+  // reshape that had to copy returns a new tensor, not a view: writable.
+  Tensor m = randn({3, 4}, kFloat64).t();  // not viewable as [12]
+  Tensor flat = m.reshape({-1});
+  Tensor u = randn({12}, kFloat64).requires_grad_();
+  flat.sub_(u);
+  Tensor weights = randn({12}, kFloat64);
+  (flat * weights).sum().backward();
+  EXPECT_LT(max_abs_diff(u.grad(), -weights), 1e-12);
+  EXPECT_LT(max_abs_diff(flat.detach(), m.reshape({-1}) - u.detach()), 1e-12);
 }
 
 TEST(Autograd, HigherOrderGradients) {
