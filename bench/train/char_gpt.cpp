@@ -1,9 +1,10 @@
 // Training throughput of the char_gpt sample's GPT (samples/models.h) on the
-// CPU with the sample's defaults: block 64, 4 layers, 128-wide embeddings,
-// 4 heads, dropout 0.1, batch 32, on random windows of Debian's fortunes
-// (vocabulary: its 114 distinct bytes); AdamW (lr 1e-3, weight decay 0.1)
-// with gradients clipped to norm 1, as the sample trains it. Reports tokens
-// per second and the seconds one of the sample's epochs (200 steps) would take.
+// CPU, or the GPU that ANVIL_BENCH_DEVICE names (train_bench.h), with the
+// sample's defaults: block 64, 4 layers, 128-wide embeddings, 4 heads,
+// dropout 0.1, batch 32, on random windows of Debian's fortunes (vocabulary:
+// its 114 distinct bytes); AdamW (lr 1e-3, weight decay 0.1) with gradients
+// clipped to norm 1, as the sample trains it. Reports tokens per second and
+// the seconds one of the sample's epochs (200 steps) would take.
 #include <memory>
 #include <vector>
 
@@ -51,9 +52,13 @@ Tensor train_step(samples::Gpt& gpt, nn::optim::Optimizer& optimizer, const Exam
 }
 
 void BM_train_char_gpt(benchmark::State& state) {
+  const std::optional<Device> device = bench_device(state);
+  if (!device) return;
   const Corpus* data = nullptr;
+  std::vector<Example> batches;
   try {
     data = &corpus();
+    for (const Example& b : data->batches) batches.push_back({b.data.to(*device), b.target.to(*device)});
   } catch (const Error& e) {
     state.SkipWithError(e.what());  // no fortunes corpus: report it rather than abort the binary
     return;
@@ -62,16 +67,19 @@ void BM_train_char_gpt(benchmark::State& state) {
   samples::GptOptions options;
   options.vocab = data->dataset->vocab_size();
   auto gpt = std::make_shared<samples::Gpt>(options);
+  gpt->to(*device);
   gpt->train();
   nn::optim::AdamW optimizer(gpt->parameters(), {.lr = 1e-3, .weight_decay = 0.1});
-  for (int64_t i = 0; i < kWarmupSteps; ++i) train_step(*gpt, optimizer, data->batches[i]);
+  for (int64_t i = 0; i < kWarmupSteps; ++i) train_step(*gpt, optimizer, batches[i]);
 
+  GpuUtilization gpu(*device);
   for (auto _ : state) {
     Tensor loss;
-    for (const Example& batch : data->batches) loss = train_step(*gpt, optimizer, batch);
+    for (const Example& batch : batches) loss = train_step(*gpt, optimizer, batch);
     benchmark::DoNotOptimize(loss.item<double>());  // waits for the step, as logging the loss would
   }
-  const auto steps = static_cast<int64_t>(data->batches.size());
+  gpu.report(state);
+  const auto steps = static_cast<int64_t>(batches.size());
   set_items_per_iteration(state, "tokens_per_second", static_cast<double>(steps * kBatchSize * options.block));
   set_epoch_seconds(state, steps, kStepsPerEpoch);
   set_step_seconds(state, steps);
