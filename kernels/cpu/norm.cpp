@@ -92,22 +92,20 @@ void batch_norm_typed(const View& out_view, const View& save_mean, const View& s
   scatter_dense(save_mean, mean.data());
   scatter_dense(save_invstd, invstd.data());
 
-  // out = x * scale + shift with the affine transform folded in.
+  // out = (x - mean) * scale + bias, the affine weight folded into scale.
+  // The element loops run in T (float for float32): statistics need double
+  // sums, one multiply-add per element does not, and float is twice the
+  // vector lanes. Subtracting the mean first keeps large-mean inputs exact.
   const std::vector<double> w = values_or(weight, l.c, 1.0), b = values_or(bias, l.c, 0.0);
-  std::vector<double> scale(l.c), shift(l.c);
-  for (int64_t c = 0; c < l.c; ++c) {
-    scale[c] = invstd[c] * w[c];
-    shift[c] = b[c] - mean[c] * scale[c];
-  }
   DenseOut<T> out(out_view);
 #pragma omp parallel for schedule(static) if (l.n * l.c * l.s > kParallelNormElems)
   for (int64_t row = 0; row < l.n * l.c; ++row) {
     const int64_t c = row % l.c;
     const T* src = x.get() + row * l.s;
     T* dst = out.get() + row * l.s;
-    const double sc = scale[c], sh = shift[c];
+    const T m = static_cast<T>(mean[c]), sc = static_cast<T>(invstd[c] * w[c]), sh = static_cast<T>(b[c]);
 #pragma omp simd
-    for (int64_t j = 0; j < l.s; ++j) dst[j] = static_cast<T>(src[j] * sc + sh);
+    for (int64_t j = 0; j < l.s; ++j) dst[j] = (src[j] - m) * sc + sh;
   }
   out.commit();
 }
@@ -141,6 +139,7 @@ void batch_norm_backward_typed(const View& grad_in_view, const View* grad_weight
   if (grad_bias) scatter_dense(*grad_bias, sum_g.data());
   if (!grad_in_view.data) return;
 
+  // The element loop runs in T, as in the forward pass.
   const double count = static_cast<double>(std::max<int64_t>(l.count(), 1));
   DenseOut<T> grad_in(grad_in_view);
 #pragma omp parallel for schedule(static) if (l.n * l.c * l.s > kParallelNormElems)
@@ -151,16 +150,16 @@ void batch_norm_backward_typed(const View& grad_in_view, const View* grad_weight
     T* dst = grad_in.get() + row * l.s;
     const double k = invstd[c] * w[c];
     if (p.training) {
-      // d/dx of w * (x - mean) * invstd with mean and invstd depending on x.
-      const double mean_g = sum_g[c] / count, mean_g_xhat = sum_g_xhat[c] / count;
-      const double mc = mean[c], ic = invstd[c];
+      // d/dx of w * (x - mean) * invstd with mean and invstd depending on x:
+      // k * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * invstd.
+      const T kt = static_cast<T>(k), shift = static_cast<T>(-k * sum_g[c] / count);
+      const T slope = static_cast<T>(-k * invstd[c] * sum_g_xhat[c] / count), mc = static_cast<T>(mean[c]);
 #pragma omp simd
-      for (int64_t j = 0; j < l.s; ++j) {
-        const double xhat = (xp[j] - mc) * ic;
-        dst[j] = static_cast<T>(k * (gp[j] - mean_g - xhat * mean_g_xhat));
-      }
+      for (int64_t j = 0; j < l.s; ++j) dst[j] = kt * gp[j] + shift + slope * (xp[j] - mc);
     } else {
-      for (int64_t j = 0; j < l.s; ++j) dst[j] = static_cast<T>(k * gp[j]);
+      const T kt = static_cast<T>(k);
+#pragma omp simd
+      for (int64_t j = 0; j < l.s; ++j) dst[j] = kt * gp[j];
     }
   }
   grad_in.commit();
