@@ -154,6 +154,23 @@ const T* image_col(const T* in, T* col, const ConvGeometry& g, int64_t n, int64_
   return col;
 }
 
+// Calls body(n, gi, col, thread) for every image n and group gi, the images
+// spread over threads as the plan says; col is the thread's own column-matrix
+// scratch (part of cols_of_threads), thread its number.
+template <typename T, typename Body>
+void for_each_image_and_group(const ConvGeometry& g, const ImagePlan& plan, const Scratch<T>& cols_of_threads,
+                              Body&& body) {
+  const int64_t col_elems = g.col_rows() * g.col_cols();
+#pragma omp parallel num_threads(plan.threads) if (plan.parallel())
+  {
+    const int thread = omp_get_thread_num();
+    T* col = cols_of_threads.get() + thread * col_elems;
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t gi = 0; gi < g.groups; ++gi) body(n, gi, col, thread);
+  }
+}
+
 template <typename T>
 void conv2d_forward(const View& out_view, const View& in_view, const View& weight_view, const View* bias_view,
                     const ConvGeometry& g, Allocator& scratch_memory) {
@@ -164,22 +181,15 @@ void conv2d_forward(const View& out_view, const View& in_view, const View& weigh
   const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
   const ImagePlan plan = plan_images(g);
   const Scratch<T> cols_of_threads(scratch_memory, plan.threads * rows * cols);
-#pragma omp parallel num_threads(plan.threads) if (plan.parallel())
-  {
-    T* col = cols_of_threads.get() + omp_get_thread_num() * rows * cols;
-#pragma omp for schedule(static)
-    for (int64_t n = 0; n < g.n; ++n) {
-      for (int64_t gi = 0; gi < g.groups; ++gi) {
-        T* dst = group_plane(out.get(), g, n, gi, cout_g, cols);
-        if (!bias.empty()) {
-          for (int64_t co = 0; co < cout_g; ++co)
-            std::fill(dst + co * cols, dst + (co + 1) * cols, bias[gi * cout_g + co]);
-        }
-        gemm(false, false, cout_g, cols, rows, weight.get() + gi * g.weight_group_elems(), rows,
-             image_col(in.get(), col, g, n, gi), cols, bias.empty() ? T(0) : T(1), dst, cols);
-      }
+  for_each_image_and_group(g, plan, cols_of_threads, [&](int64_t n, int64_t gi, T* col, int) {
+    T* dst = group_plane(out.get(), g, n, gi, cout_g, cols);
+    if (!bias.empty()) {
+      for (int64_t co = 0; co < cout_g; ++co)
+        std::fill(dst + co * cols, dst + (co + 1) * cols, bias[gi * cout_g + co]);
     }
-  }
+    gemm(false, false, cout_g, cols, rows, weight.get() + gi * g.weight_group_elems(), rows,
+         image_col(in.get(), col, g, n, gi), cols, bias.empty() ? T(0) : T(1), dst, cols);
+  });
   out.commit();
 }
 
@@ -192,24 +202,17 @@ void conv2d_grad_input(const View& grad_in_view, const View& grad_out_view, cons
   const int64_t cin_g = g.cin_per_group(), plane = g.h * g.w;
   const ImagePlan plan = plan_images(g);
   const Scratch<T> cols_of_threads(scratch_memory, plan.threads * rows * cols);
-#pragma omp parallel num_threads(plan.threads) if (plan.parallel())
-  {
-    T* col = cols_of_threads.get() + omp_get_thread_num() * rows * cols;
-#pragma omp for schedule(static)
-    for (int64_t n = 0; n < g.n; ++n) {
-      for (int64_t gi = 0; gi < g.groups; ++gi) {
-        T* planes = group_plane(grad_in.get(), g, n, gi, cin_g, plane);
-        // col = W_g^T @ grad_out of (n, gi): the gradient of the column
-        // matrix, which col2im sums back onto the pixels it was read from.
-        // Where the input is its own column matrix that sum is the identity.
-        T* dst = input_is_col(g) ? planes : col;
-        gemm(true, false, rows, cols, cout_g, weight.get() + gi * g.weight_group_elems(), rows,
-             group_plane(grad_out.get(), g, n, gi, cout_g, cols), cols, T(0), dst, cols);
-        if (dst == col)
-          for (int64_t c = 0; c < cin_g; ++c) col2im_channel(col, cols, planes + c * plane, g, c);
-      }
-    }
-  }
+  for_each_image_and_group(g, plan, cols_of_threads, [&](int64_t n, int64_t gi, T* col, int) {
+    T* planes = group_plane(grad_in.get(), g, n, gi, cin_g, plane);
+    // col = W_g^T @ grad_out of (n, gi): the gradient of the column matrix,
+    // which col2im sums back onto the pixels it was read from. Where the
+    // input is its own column matrix that sum is the identity.
+    T* dst = input_is_col(g) ? planes : col;
+    gemm(true, false, rows, cols, cout_g, weight.get() + gi * g.weight_group_elems(), rows,
+         group_plane(grad_out.get(), g, n, gi, cout_g, cols), cols, T(0), dst, cols);
+    if (dst == col)
+      for (int64_t c = 0; c < cin_g; ++c) col2im_channel(col, cols, planes + c * plane, g, c);
+  });
   grad_in.commit();
 }
 
@@ -227,20 +230,12 @@ void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view,
   const Scratch<T> sums_of_other_threads(scratch_memory, (plan.threads - 1) * weight_elems);
   std::fill(grad_weight.get(), grad_weight.get() + weight_elems, T(0));
   std::fill(sums_of_other_threads.get(), sums_of_other_threads.get() + (plan.threads - 1) * weight_elems, T(0));
-#pragma omp parallel num_threads(plan.threads) if (plan.parallel())
-  {
-    const int t = omp_get_thread_num();
-    T* col = cols_of_threads.get() + t * rows * cols;
-    T* sum = t == 0 ? grad_weight.get() : sums_of_other_threads.get() + (t - 1) * weight_elems;
-#pragma omp for schedule(static)
-    for (int64_t n = 0; n < g.n; ++n) {
-      for (int64_t gi = 0; gi < g.groups; ++gi) {
-        // grad_W_g += grad_out of (n, gi) @ col^T
-        gemm(false, true, cout_g, rows, cols, group_plane(grad_out.get(), g, n, gi, cout_g, cols), cols,
-             image_col(in.get(), col, g, n, gi), cols, T(1), sum + gi * g.weight_group_elems(), rows);
-      }
-    }
-  }
+  for_each_image_and_group(g, plan, cols_of_threads, [&](int64_t n, int64_t gi, T* col, int thread) {
+    T* sum = thread == 0 ? grad_weight.get() : sums_of_other_threads.get() + (thread - 1) * weight_elems;
+    // grad_W_g += grad_out of (n, gi) @ col^T
+    gemm(false, true, cout_g, rows, cols, group_plane(grad_out.get(), g, n, gi, cout_g, cols), cols,
+         image_col(in.get(), col, g, n, gi), cols, T(1), sum + gi * g.weight_group_elems(), rows);
+  });
   for (int t = 1; t < plan.threads; ++t) {
     const T* partial = sums_of_other_threads.get() + (t - 1) * weight_elems;
     for (int64_t i = 0; i < weight_elems; ++i) grad_weight.get()[i] += partial[i];
