@@ -30,25 +30,33 @@ void check_same_except(const char* op, const View& a, const char* a_name, const 
                 " shape ", b.shape, " must agree except in dim ", dim);
 }
 
+namespace {
+
+// index_select and index_add: a 1-D int64 index along `dim`, `out` and
+// `other` of one dtype and equal shapes but in dim, where `counted` (one of
+// the two) has one entry per index.
+void check_index_along_dim(const char* op, int64_t dim, const View& index, const View& out, const View& other,
+                           const char* other_name, const View& counted, const char* counted_name) {
+  check_index_dtype(op, index);
+  ANVIL_CHECK(index.dim() <= 1, op, ": index must be 1-D, got shape ", index.shape);
+  ANVIL_CHECK(out.dtype == other.dtype, op, ": output dtype ", out.dtype, " differs from ", other_name, " dtype ",
+              other.dtype);
+  check_same_except(op, out, "output", other, other_name, dim);
+  ANVIL_CHECK(counted.shape[dim] == index.numel(), op, ": ", counted_name, " has ", counted.shape[dim],
+              " entries in dim ", dim, " for ", index.numel(), " indices");
+}
+
+}  // namespace
+
 int64_t check_index_select(const View& out, const View& in, int64_t dim, const View& index) {
   dim = checked_dim("index_select", dim, in.dim());
-  check_index_dtype("index_select", index);
-  ANVIL_CHECK(index.dim() <= 1, "index_select: index must be 1-D, got shape ", index.shape);
-  ANVIL_CHECK(out.dtype == in.dtype, "index_select: output dtype ", out.dtype, " differs from input dtype ", in.dtype);
-  check_same_except("index_select", out, "output", in, "input", dim);
-  ANVIL_CHECK(out.shape[dim] == index.numel(), "index_select: output has ", out.shape[dim], " entries in dim ", dim,
-              " for ", index.numel(), " indices");
+  check_index_along_dim("index_select", dim, index, out, in, "input", out, "output");
   return dim;
 }
 
 int64_t check_index_add(const View& out, int64_t dim, const View& index, const View& src) {
   dim = checked_dim("index_add", dim, out.dim());
-  check_index_dtype("index_add", index);
-  ANVIL_CHECK(index.dim() <= 1, "index_add: index must be 1-D, got shape ", index.shape);
-  ANVIL_CHECK(out.dtype == src.dtype, "index_add: output dtype ", out.dtype, " differs from source dtype ", src.dtype);
-  check_same_except("index_add", out, "output", src, "source", dim);
-  ANVIL_CHECK(src.shape[dim] == index.numel(), "index_add: source has ", src.shape[dim], " entries in dim ", dim,
-              " for ", index.numel(), " indices");
+  check_index_along_dim("index_add", dim, index, out, src, "source", src, "source");
   return dim;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ops.h"
@@ -68,16 +69,22 @@ std::shared_ptr<nn::Module> mlp() {
 // kBatch rows per step, every rank size divides it (2, 3, 4 ranks).
 constexpr int64_t kBatch = 12;
 
-void ddp(std::shared_ptr<ProcessGroup> g) {
-  const int n = g->size(), r = g->rank();
-  auto ref = mlp();
-  auto model = mlp();
-  model->load_state_dict(ref->state_dict());
+// Four steps of (input, target) batches for mlp().
+std::pair<std::vector<Tensor>, std::vector<Tensor>> random_steps() {
   std::vector<Tensor> xs, ys;
   for (int s = 0; s < 4; ++s) {
     xs.push_back(randn({kBatch, 6}, kFloat64));
     ys.push_back(randn({kBatch, 4}, kFloat64));
   }
+  return {xs, ys};
+}
+
+void ddp(std::shared_ptr<ProcessGroup> g) {
+  const int n = g->size(), r = g->rank();
+  auto ref = mlp();
+  auto model = mlp();
+  model->load_state_dict(ref->state_dict());
+  const auto [xs, ys] = random_steps();
   nn::optim::AdamW ref_opt(ref->parameters(), {.lr = 0.01});
   for (size_t s = 0; s < xs.size(); ++s) {
     ref_opt.zero_grad();
@@ -101,11 +108,7 @@ void zero(std::shared_ptr<ProcessGroup> g) {
   auto ref = mlp();  // 6*9+9 + 9*4+4 = 103 parameters: prime
   auto model = mlp();
   model->load_state_dict(ref->state_dict());
-  std::vector<Tensor> xs, ys;
-  for (int s = 0; s < 4; ++s) {
-    xs.push_back(randn({kBatch, 6}, kFloat64));
-    ys.push_back(randn({kBatch, 4}, kFloat64));
-  }
+  const auto [xs, ys] = random_steps();
   nn::optim::AdamW ref_opt(ref->parameters(), {.lr = 0.01, .weight_decay = 0.05});
   ZeroAdamW opt(model->parameters(), g, {.lr = 0.01, .weight_decay = 0.05});
   const int64_t per = kBatch / n;
