@@ -14,5 +14,20 @@ if [ -x /usr/local/cuda/bin/nvcc ]; then
   cuda_args=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
 fi
 
-cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" "$@"
+# Every tree compiles through ccache, its cache in the home folder and paths
+# taken relative to the checkout, so a fresh clone (CI's) reuses what any
+# earlier build of the same sources compiled.
+launcher_args=()
+if command -v ccache > /dev/null; then
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+  export CCACHE_BASEDIR=$root
+  export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+  # nvcc writes its temporaries under changing names; compare the sources.
+  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-include_file_mtime,include_file_ctime,time_macros}
+  for lang in C CXX CUDA; do
+    launcher_args+=("-DCMAKE_${lang}_COMPILER_LAUNCHER=ccache")
+  done
+fi
+
+cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" "${launcher_args[@]}" "$@"
 cmake --build "$build_dir" -j"$(nproc)"

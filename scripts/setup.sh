@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake
+  build-essential cmake ccache
   libopenblas-openmp-dev libgloo-dev zlib1g-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   dataset-fashion-mnist fortunes fortunes-min

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "bench/cuda/bench_cuda_util.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace anvil::bench::cuda {
 namespace {
@@ -28,11 +29,12 @@ void launch_copy_kernel(void* dst, const void* src, size_t bytes, cudaStream_t s
   ANVIL_CUDA_CHECK(cudaGetDevice(&device));
   ANVIL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const size_t vec = bytes / 16;
-  copy_float4<<<sms * 8, 256, 0, stream>>>(static_cast<float4*>(dst), static_cast<const float4*>(src), vec);
+  anvil::cuda::launch_kernel(copy_float4, sms * 8, 256, 0, stream)(static_cast<float4*>(dst),
+                                                                   static_cast<const float4*>(src), vec);
   ANVIL_CUDA_CHECK_LAUNCH("copy_float4");
   if (bytes % 16 != 0) {
-    copy_bytes<<<1, 32, 0, stream>>>(static_cast<char*>(dst) + vec * 16,
-                                     static_cast<const char*>(src) + vec * 16, bytes % 16);
+    anvil::cuda::launch_kernel(copy_bytes, 1, 32, 0, stream)(static_cast<char*>(dst) + vec * 16,
+                                                             static_cast<const char*>(src) + vec * 16, bytes % 16);
     ANVIL_CUDA_CHECK_LAUNCH("copy_bytes");
   }
 }

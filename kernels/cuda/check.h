@@ -16,8 +16,9 @@
     }                                                                                   \
   } while (0)
 
-// After every <<<...>>> launch: a bad configuration (too many threads, too
-// much shared memory) is reported here, not at some later unrelated call.
+// After every launch_kernel(...)(...) (kernels/cuda/launch.cuh): a bad
+// configuration (too many threads, too much shared memory) is reported here,
+// not at some later unrelated call.
 #define ANVIL_CUDA_CHECK_LAUNCH(kernel_name)                                               \
   do {                                                                                     \
     cudaError_t anvil_cuda_err_ = cudaGetLastError();                                      \

@@ -19,6 +19,7 @@
 #include "kernels/cuda/device/dtype.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/elementwise_launch.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/shapes/bits_of.h"
 
@@ -77,7 +78,7 @@ bool copy_in_tiles(const View& dst, const View& src, cudaStream_t stream) {
   outer.index32 = n_outer <= static_cast<int64_t>(UINT32_MAX);
   const dim3 grid(static_cast<unsigned>(tiles0), static_cast<unsigned>(tiles1),
                   static_cast<unsigned>(std::min<int64_t>(n_outer, 65535)));
-  transpose_tiles<Bits><<<grid, dim3(kTile, kTileRows), 0, stream>>>(
+  launch_kernel(transpose_tiles<Bits>, grid, dim3(kTile, kTileRows), 0, stream)(
       dst.ptr<Bits>(), src.ptr<const Bits>(), n0, n1, calc.strides[1][0], calc.strides[0][1], outer, n_outer);
   ANVIL_CUDA_CHECK_LAUNCH("copy (tiled transpose)");
   return true;
@@ -191,13 +192,14 @@ void CudaBackend::fill(const View& out, const Scalar& value) {
     using Bits = decltype(bits_tag);
     const Bits v = static_cast<Bits>(bits);
     if (out.is_contiguous() && dev::vec_aligned(out.data, dev::kVecBytes)) {
-      fill_contiguous<Bits><<<grid_for((n + dev::vec_size_v<Bits> - 1) / dev::vec_size_v<Bits>, kElementwiseThreads,
-                                       out.device_index),
-                              kElementwiseThreads, 0, s>>>(out.ptr<Bits>(), n, v);
+      launch_kernel(
+          fill_contiguous<Bits>,
+          grid_for((n + dev::vec_size_v<Bits> - 1) / dev::vec_size_v<Bits>, kElementwiseThreads, out.device_index),
+          kElementwiseThreads, 0, s)(out.ptr<Bits>(), n, v);
       ANVIL_CUDA_CHECK_LAUNCH("fill");
     } else {
       const auto calc = make_offset_calculator<1>({&out});
-      fill_strided<Bits><<<grid_for(n, kElementwiseThreads, out.device_index), kElementwiseThreads, 0, s>>>(
+      launch_kernel(fill_strided<Bits>, grid_for(n, kElementwiseThreads, out.device_index), kElementwiseThreads, 0, s)(
           out.ptr<Bits>(), n, v, calc);
       ANVIL_CUDA_CHECK_LAUNCH("fill (strided)");
     }

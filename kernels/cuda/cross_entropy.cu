@@ -19,6 +19,7 @@
 #include "kernels/cuda/dense_arg.h"
 #include "kernels/cuda/device/nn_common.cuh"
 #include "kernels/cuda/index_errors.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/shapes/layouts.h"
 
@@ -127,11 +128,11 @@ void CudaBackend::cross_entropy(const View& losses, const View& logsumexp, const
     const int threads = threads_for_row(sh.c);
     const C ls = static_cast<C>(p.label_smoothing);
     if (p.label_smoothing != 0)
-      cross_entropy_kernel<T, C, true><<<grid, threads, 0, s>>>(loss.ptr<C>(), lse.ptr<C>(), x.ptr<T>(),
-                                                                t.ptr<int64_t>(), sh.n, sh.c, p.ignore_index, ls, rec);
+      launch_kernel(cross_entropy_kernel<T, C, true>, grid, threads, 0, s)(
+          loss.ptr<C>(), lse.ptr<C>(), x.ptr<T>(), t.ptr<int64_t>(), sh.n, sh.c, p.ignore_index, ls, rec);
     else
-      cross_entropy_kernel<T, C, false><<<grid, threads, 0, s>>>(loss.ptr<C>(), lse.ptr<C>(), x.ptr<T>(),
-                                                                 t.ptr<int64_t>(), sh.n, sh.c, p.ignore_index, ls, rec);
+      launch_kernel(cross_entropy_kernel<T, C, false>, grid, threads, 0, s)(
+          loss.ptr<C>(), lse.ptr<C>(), x.ptr<T>(), t.ptr<int64_t>(), sh.n, sh.c, p.ignore_index, ls, rec);
     ANVIL_CUDA_CHECK_LAUNCH("cross_entropy_kernel");
     loss.commit();
     lse.commit();
@@ -159,7 +160,7 @@ void CudaBackend::cross_entropy_backward(const View& grad_logits, const View& gr
     DenseArg x(*this, logits, logits.dtype, DenseArg::In), t(*this, targets, kInt64, DenseArg::In);
     DenseArg g(*this, grad_losses, acc_dtype, DenseArg::In), lse(*this, logsumexp, acc_dtype, DenseArg::In);
     DenseArg grad(*this, grad_logits, logits.dtype, DenseArg::Out);
-    cross_entropy_backward_kernel<T, C><<<grid_for(sh.n, 1, 1 << 20), threads_for_row(sh.c), 0, s>>>(
+    launch_kernel(cross_entropy_backward_kernel<T, C>, grid_for(sh.n, 1, 1 << 20), threads_for_row(sh.c), 0, s)(
         grad.ptr<T>(), g.ptr<C>(), x.ptr<T>(), t.ptr<int64_t>(), lse.ptr<C>(), sh.n, sh.c, p.ignore_index,
         static_cast<C>(p.label_smoothing), rec);
     ANVIL_CUDA_CHECK_LAUNCH("cross_entropy_backward_kernel");

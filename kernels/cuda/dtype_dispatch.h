@@ -3,8 +3,8 @@
 // its elements (device/dtype.cuh lists them). Include from .cu files.
 //
 //   visit_device_dtype(view.dtype, [&](auto tag) {
-//     using T = decltype(tag);           // float, double, __half, __nv_bfloat16,
-//     my_kernel<T><<<...>>>(...);        // int32_t, int64_t, uint8_t or bool
+//     using T = decltype(tag);                    // float, double, __half, __nv_bfloat16,
+//     launch_kernel(my_kernel<T>, ...)(...);      // int32_t, int64_t, uint8_t or bool
 //   });
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

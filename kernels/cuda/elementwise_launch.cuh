@@ -24,6 +24,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device/offset_calculator.cuh"
 #include "kernels/cuda/device/vector_access.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/view.h"
 
 namespace anvil::cuda {
@@ -185,12 +186,12 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
   if (n == 0) return;
   constexpr int V = ew_detail::vec_width<Out, A>();
   if (ew_detail::vectorizable<V, Out, A>(out, a)) {
-    ew_detail::contig1<V><<<grid_for((n + V - 1) / V, kElementwiseThreads, device), kElementwiseThreads, 0, stream>>>(
-        n, f, out.ptr<Out>(), a.ptr<const A>());
+    launch_kernel(ew_detail::contig1<V, F, Out, A>, grid_for((n + V - 1) / V, kElementwiseThreads, device),
+                  kElementwiseThreads, 0, stream)(n, f, out.ptr<Out>(), a.ptr<const A>());
   } else {
     const auto calc = make_offset_calculator<2>({&out, &a});
-    ew_detail::strided1<<<grid_for(n, kElementwiseThreads, device), kElementwiseThreads, 0, stream>>>(
-        n, f, calc, out.ptr<Out>(), a.ptr<const A>());
+    launch_kernel(ew_detail::strided1<F, Out, A>, grid_for(n, kElementwiseThreads, device),
+                  kElementwiseThreads, 0, stream)(n, f, calc, out.ptr<Out>(), a.ptr<const A>());
   }
   ANVIL_CUDA_CHECK_LAUNCH(name);
 }
@@ -202,12 +203,12 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
   if (n == 0) return;
   constexpr int V = ew_detail::vec_width<Out, A, B>();
   if (ew_detail::vectorizable<V, Out, A, B>(out, a, b)) {
-    ew_detail::contig2<V><<<grid_for((n + V - 1) / V, kElementwiseThreads, device), kElementwiseThreads, 0, stream>>>(
-        n, f, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>());
+    launch_kernel(ew_detail::contig2<V, F, Out, A, B>, grid_for((n + V - 1) / V, kElementwiseThreads, device),
+                  kElementwiseThreads, 0, stream)(n, f, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>());
   } else {
     const auto calc = make_offset_calculator<3>({&out, &a, &b});
-    ew_detail::strided2<<<grid_for(n, kElementwiseThreads, device), kElementwiseThreads, 0, stream>>>(
-        n, f, calc, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>());
+    launch_kernel(ew_detail::strided2<F, Out, A, B>, grid_for(n, kElementwiseThreads, device),
+                  kElementwiseThreads, 0, stream)(n, f, calc, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>());
   }
   ANVIL_CUDA_CHECK_LAUNCH(name);
 }
@@ -219,11 +220,13 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
   if (n == 0) return;
   constexpr int V = ew_detail::vec_width<Out, A, B, C>();
   if (ew_detail::vectorizable<V, Out, A, B, C>(out, a, b, c)) {
-    ew_detail::contig3<V><<<grid_for((n + V - 1) / V, kElementwiseThreads, device), kElementwiseThreads, 0, stream>>>(
+    launch_kernel(ew_detail::contig3<V, F, Out, A, B, C>, grid_for((n + V - 1) / V, kElementwiseThreads, device),
+                  kElementwiseThreads, 0, stream)(
         n, f, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>(), c.ptr<const C>());
   } else {
     const auto calc = make_offset_calculator<4>({&out, &a, &b, &c});
-    ew_detail::strided3<<<grid_for(n, kElementwiseThreads, device), kElementwiseThreads, 0, stream>>>(
+    launch_kernel(ew_detail::strided3<F, Out, A, B, C>, grid_for(n, kElementwiseThreads, device),
+                  kElementwiseThreads, 0, stream)(
         n, f, calc, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>(), c.ptr<const C>());
   }
   ANVIL_CUDA_CHECK_LAUNCH(name);

@@ -20,6 +20,7 @@
 
 #include "kernels/cuda/dense_arg.h"
 #include "kernels/cuda/device/nn_common.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/shapes/layouts.h"
 
@@ -305,13 +306,15 @@ void CudaBackend::layer_norm(const View& out, const View& mean, const View& rstd
       fill(r.view(), Scalar(1.0 / std::sqrt(eps)));
     } else if (l.cols <= 1024) {
       with_warp_per(l.cols, [&](auto per) {
-        layer_norm_warp_kernel<T, decltype(per)::value><<<warp_row_grid(l.rows), 32 * kWarpRowsPerBlock, 0, s>>>(
+        launch_kernel(layer_norm_warp_kernel<T, decltype(per)::value>, warp_row_grid(l.rows),
+                      32 * kWarpRowsPerBlock, 0, s)(
             y.ptr<T>(), x.ptr<T>(), wp, bp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols, C(eps));
       });
       ANVIL_CUDA_CHECK_LAUNCH("layer_norm_warp_kernel");
     } else {
       with_block_per(l.cols, [&](auto per) {
-        layer_norm_block_kernel<T, decltype(per)::value><<<grid_for(l.rows, 1, 1 << 20), kRowThreads, 0, s>>>(
+        launch_kernel(layer_norm_block_kernel<T, decltype(per)::value>, grid_for(l.rows, 1, 1 << 20),
+                      kRowThreads, 0, s)(
             y.ptr<T>(), x.ptr<T>(), wp, bp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols, C(eps));
       });
       ANVIL_CUDA_CHECK_LAUNCH("layer_norm_block_kernel");
@@ -351,7 +354,7 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
             pb(*this, in.device_index, chunks * l.cols * sizeof(C));
         if (l.rows > 0) {
           const dim3 grid(static_cast<unsigned>(ceil_div(l.cols, kColTile)), static_cast<unsigned>(chunks));
-          param_grads_partial_kernel<T><<<grid, dim3(kColTile, kRowLanes), 0, s>>>(
+          launch_kernel(param_grads_partial_kernel<T>, grid, dim3(kColTile, kRowLanes), 0, s)(
               pw.as<C>(), pb.as<C>(), g.ptr<T>(), x.ptr<T>(), m.ptr<float>(), r.ptr<float>(), l.rows, l.cols,
               rows_per_chunk);
           ANVIL_CUDA_CHECK_LAUNCH("param_grads_partial_kernel");
@@ -359,7 +362,7 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
           ANVIL_CUDA_CHECK(cudaMemsetAsync(pw.get(), 0, chunks * l.cols * sizeof(C), s));
           ANVIL_CUDA_CHECK(cudaMemsetAsync(pb.get(), 0, chunks * l.cols * sizeof(C), s));
         }
-        param_grads_final_kernel<C><<<grid_for(l.cols, 256), 256, 0, s>>>(
+        launch_kernel(param_grads_final_kernel<C>, grid_for(l.cols, 256), 256, 0, s)(
             gw ? gw->ptr<C>() : nullptr, gb ? gb->ptr<C>() : nullptr, pw.as<C>(), pb.as<C>(), chunks, l.cols);
         ANVIL_CUDA_CHECK_LAUNCH("param_grads_final_kernel");
       }
@@ -374,14 +377,15 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
     const C* wp = w ? w->ptr<C>() : nullptr;
     if (l.cols <= 1024) {
       with_warp_per(l.cols, [&](auto per) {
-        layer_norm_backward_warp_kernel<T, decltype(per)::value>
-            <<<warp_row_grid(l.rows), 32 * kWarpRowsPerBlock, 0, s>>>(gi.ptr<T>(), g.ptr<T>(), x.ptr<T>(), wp,
-                                                                      m.ptr<float>(), r.ptr<float>(), l.rows, l.cols);
+        launch_kernel(layer_norm_backward_warp_kernel<T, decltype(per)::value>, warp_row_grid(l.rows),
+                      32 * kWarpRowsPerBlock, 0, s)(
+            gi.ptr<T>(), g.ptr<T>(), x.ptr<T>(), wp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols);
       });
       ANVIL_CUDA_CHECK_LAUNCH("layer_norm_backward_warp_kernel");
     } else {
       with_block_per(l.cols, [&](auto per) {
-        layer_norm_backward_block_kernel<T, decltype(per)::value><<<grid_for(l.rows, 1, 1 << 20), kRowThreads, 0, s>>>(
+        launch_kernel(layer_norm_backward_block_kernel<T, decltype(per)::value>, grid_for(l.rows, 1, 1 << 20),
+                      kRowThreads, 0, s)(
             gi.ptr<T>(), g.ptr<T>(), x.ptr<T>(), wp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols);
       });
       ANVIL_CUDA_CHECK_LAUNCH("layer_norm_backward_block_kernel");
@@ -423,14 +427,16 @@ void CudaBackend::add_layer_norm(const View& out, const View& sum_out, const Vie
     const C* bp = b ? b->ptr<C>() : nullptr;
     if (l.cols <= 1024) {
       with_warp_per(l.cols, [&](auto per) {
-        add_layer_norm_warp_kernel<T, decltype(per)::value><<<warp_row_grid(l.rows), 32 * kWarpRowsPerBlock, 0, s>>>(
+        launch_kernel(add_layer_norm_warp_kernel<T, decltype(per)::value>, warp_row_grid(l.rows),
+                      32 * kWarpRowsPerBlock, 0, s)(
             y.ptr<T>(), sm.ptr<T>(), x.ptr<T>(), r.ptr<T>(), wp, bp, m.ptr<float>(), rs.ptr<float>(), l.rows, l.cols,
             C(eps));
       });
       ANVIL_CUDA_CHECK_LAUNCH("add_layer_norm_warp_kernel");
     } else {
       with_block_per(l.cols, [&](auto per) {
-        add_layer_norm_block_kernel<T, decltype(per)::value><<<grid_for(l.rows, 1, 1 << 20), kRowThreads, 0, s>>>(
+        launch_kernel(add_layer_norm_block_kernel<T, decltype(per)::value>, grid_for(l.rows, 1, 1 << 20),
+                      kRowThreads, 0, s)(
             y.ptr<T>(), sm.ptr<T>(), x.ptr<T>(), r.ptr<T>(), wp, bp, m.ptr<float>(), rs.ptr<float>(), l.rows, l.cols,
             C(eps));
       });

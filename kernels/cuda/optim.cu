@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cuda/dense_arg.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/shapes/optim_checks.h"
 
@@ -138,7 +139,7 @@ void launch_multi_tensor(cudaStream_t s, const std::vector<std::span<const View>
   int nt = 0, nb = 0;
   auto flush = [&] {
     if (nb == 0) return;
-    multi_tensor_kernel<T, kDepth, Op><<<nb, kThreads, 0, s>>>(tl, op, used);
+    launch_kernel(multi_tensor_kernel<T, kDepth, Op>, nb, kThreads, 0, s)(tl, op, used);
     ANVIL_CUDA_CHECK_LAUNCH("multi_tensor_kernel");
     nb = 0;
   };

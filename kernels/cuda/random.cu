@@ -18,6 +18,7 @@
 #include "core/base/philox.h"
 #include "kernels/cuda/dense_arg.h"
 #include "kernels/cuda/device/nn_common.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
 
 namespace anvil::cuda {
@@ -140,10 +141,12 @@ void launch_random(cudaStream_t s, const View& out, const RandomParams& p) {
   const int64_t n = out.numel();
   T* data = static_cast<T*>(out.data);
   if (out.is_contiguous()) {
-    random_kernel<T, kNormal, true><<<philox_grid(n), kThreads, 0, s>>>(data, {}, n, p.a, p.b, p.seed, p.offset);
+    launch_kernel(random_kernel<T, kNormal, true>, philox_grid(n), kThreads, 0, s)(
+        data, {}, n, p.a, p.b, p.seed, p.offset);
   } else {
     const auto offs = make_offsets<1>("random", out.shape, {&out.strides});
-    random_kernel<T, kNormal, false><<<philox_grid(n), kThreads, 0, s>>>(data, offs, n, p.a, p.b, p.seed, p.offset);
+    launch_kernel(random_kernel<T, kNormal, false>, philox_grid(n), kThreads, 0, s)(
+        data, offs, n, p.a, p.b, p.seed, p.offset);
   }
   ANVIL_CUDA_CHECK_LAUNCH("random_kernel");
 }
@@ -198,9 +201,11 @@ void CudaBackend::dropout(const View& out, const View& mask, const View& in, dou
     uint8_t* m = static_cast<uint8_t*>(mask.data);
     const T* x = static_cast<const T*>(in.data);
     if (contiguous)
-      dropout_kernel<T, C, true><<<philox_grid(n), kThreads, 0, s>>>(o, m, x, offs, n, p, scale, seed, offset);
+      launch_kernel(dropout_kernel<T, C, true>, philox_grid(n), kThreads, 0, s)(
+          o, m, x, offs, n, p, scale, seed, offset);
     else
-      dropout_kernel<T, C, false><<<philox_grid(n), kThreads, 0, s>>>(o, m, x, offs, n, p, scale, seed, offset);
+      launch_kernel(dropout_kernel<T, C, false>, philox_grid(n), kThreads, 0, s)(
+          o, m, x, offs, n, p, scale, seed, offset);
     ANVIL_CUDA_CHECK_LAUNCH("dropout_kernel");
   });
 }

@@ -33,6 +33,7 @@
 #include "kernels/cuda/device/vector_access.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/elementwise_launch.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/shapes/reduce_plan.h"
 
@@ -155,7 +156,7 @@ __global__ void __launch_bounds__(kColX * kColY)
 reduce_columns(Op op, const T* in, void* out, DType out_dtype, typename Op::Acc* partial, ReduceGeometry g,
                int64_t ncol, int64_t col_tiles) {
   using Acc = typename Op::Acc;
-  __shared__ alignas(16) unsigned char raw[kColY * kColX * sizeof(Acc)];
+  __shared__ __align__(16) unsigned char raw[kColY * kColX * sizeof(Acc)];
   Acc* tile = reinterpret_cast<Acc*>(raw);
   const int s = blockIdx.y;
   const int64_t begin = s * g.chunk, end = begin + g.chunk < g.n_red ? begin + g.chunk : g.n_red;
@@ -278,18 +279,18 @@ void run_reduce(const Op& op, const Plan& plan, const View& out, const View& in,
       scratch = std::make_unique<Scratch>(l.backend.allocator(l.device), sizeof(Acc) * plan.n_out * g.splits, l.stream_id);
     Acc* partial = scratch ? static_cast<Acc*>(scratch->get()) : nullptr;
     const dim3 grid(static_cast<unsigned>(std::min<int64_t>(items, INT32_MAX)), static_cast<unsigned>(g.splits));
-    reduce_columns<T><<<grid, dim3(kColX, kColY), 0, l.stream>>>(op, src, out.data, out.dtype, partial, g, ncol,
-                                                                 col_tiles);
+    launch_kernel(reduce_columns<T, Op>, grid, dim3(kColX, kColY), 0, l.stream)(op, src, out.data, out.dtype, partial,
+                                                                                g, ncol, col_tiles);
     ANVIL_CUDA_CHECK_LAUNCH("reduce (columns)");
     if (g.splits > 1) {
-      reduce_finish<T><<<grid_for(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream>>>(
+      launch_kernel(reduce_finish<T, Op>, grid_for(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
           op, partial, out.data, out.dtype, g);
       ANVIL_CUDA_CHECK_LAUNCH("reduce (finish)");
     }
     return;
   }
   if (plan.n_red <= 2048 && plan.n_out > 1) {  // short rows: a warp each
-    reduce_rows_warp<T><<<grid_for(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream>>>(
+    launch_kernel(reduce_rows_warp<T, Op>, grid_for(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
         op, src, out.data, out.dtype, g);
     ANVIL_CUDA_CHECK_LAUNCH("reduce (rows, warp)");
     return;
@@ -301,10 +302,10 @@ void run_reduce(const Op& op, const Plan& plan, const View& out, const View& in,
     scratch = std::make_unique<Scratch>(l.backend.allocator(l.device), sizeof(Acc) * plan.n_out * g.splits, l.stream_id);
   Acc* partial = scratch ? static_cast<Acc*>(scratch->get()) : nullptr;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(plan.n_out, INT32_MAX)), static_cast<unsigned>(g.splits));
-  reduce_rows_block<T><<<grid, kRowThreads, 0, l.stream>>>(op, src, out.data, out.dtype, partial, g);
+  launch_kernel(reduce_rows_block<T, Op>, grid, kRowThreads, 0, l.stream)(op, src, out.data, out.dtype, partial, g);
   ANVIL_CUDA_CHECK_LAUNCH("reduce (rows, block)");
   if (g.splits > 1) {
-    reduce_finish<T><<<grid_for(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream>>>(
+    launch_kernel(reduce_finish<T, Op>, grid_for(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
         op, partial, out.data, out.dtype, g);
     ANVIL_CUDA_CHECK_LAUNCH("reduce (finish)");
   }

@@ -20,6 +20,7 @@
 
 #include "kernels/cuda/dense_arg.h"
 #include "kernels/cuda/device/nn_common.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
 
 namespace anvil::cuda {
@@ -249,20 +250,25 @@ template <typename T, bool kLog>
 void launch_forward(cudaStream_t s, T* y, const T* x, const RowLayout& l) {
   const int64_t rows = l.outer * l.inner;
   if (l.inner != 1) {
-    softmax_inner_kernel<T, kLog><<<grid_for(rows, kColumnThreads), kColumnThreads, 0, s>>>(y, x, l.outer, l.n, l.inner);
+    launch_kernel(softmax_inner_kernel<T, kLog>, grid_for(rows, kColumnThreads), kColumnThreads, 0, s)(
+        y, x, l.outer, l.n, l.inner);
     ANVIL_CUDA_CHECK_LAUNCH("softmax_inner_kernel");
   } else if (l.n <= 1024) {
     with_warp_per(l.n, [&](auto per) {
-      softmax_warp_kernel<T, decltype(per)::value, kLog><<<warp_row_grid(rows), 32 * kWarpRowsPerBlock, 0, s>>>(
-          y, x, rows, static_cast<int>(l.n));
+      launch_kernel(softmax_warp_kernel<T, decltype(per)::value, kLog>, warp_row_grid(rows),
+                    32 * kWarpRowsPerBlock, 0, s)(y, x, rows, static_cast<int>(l.n));
     });
     ANVIL_CUDA_CHECK_LAUNCH("softmax_warp_kernel");
   } else {
     const unsigned grid = grid_for(rows, 1, 1 << 20);
-    if (l.n <= 4 * kRowThreads) softmax_block_kernel<T, 4, kLog><<<grid, kRowThreads, 0, s>>>(y, x, rows, l.n);
-    else if (l.n <= 8 * kRowThreads) softmax_block_kernel<T, 8, kLog><<<grid, kRowThreads, 0, s>>>(y, x, rows, l.n);
-    else if (l.n <= 16 * kRowThreads) softmax_block_kernel<T, 16, kLog><<<grid, kRowThreads, 0, s>>>(y, x, rows, l.n);
-    else softmax_block_kernel<T, 0, kLog><<<grid, kRowThreads, 0, s>>>(y, x, rows, l.n);
+    if (l.n <= 4 * kRowThreads)
+      launch_kernel(softmax_block_kernel<T, 4, kLog>, grid, kRowThreads, 0, s)(y, x, rows, l.n);
+    else if (l.n <= 8 * kRowThreads)
+      launch_kernel(softmax_block_kernel<T, 8, kLog>, grid, kRowThreads, 0, s)(y, x, rows, l.n);
+    else if (l.n <= 16 * kRowThreads)
+      launch_kernel(softmax_block_kernel<T, 16, kLog>, grid, kRowThreads, 0, s)(y, x, rows, l.n);
+    else
+      launch_kernel(softmax_block_kernel<T, 0, kLog>, grid, kRowThreads, 0, s)(y, x, rows, l.n);
     ANVIL_CUDA_CHECK_LAUNCH("softmax_block_kernel");
   }
 }
@@ -271,17 +277,18 @@ template <typename T, bool kLog>
 void launch_backward(cudaStream_t s, T* gi, const T* go, const T* y, const RowLayout& l) {
   const int64_t rows = l.outer * l.inner;
   if (l.inner != 1) {
-    softmax_backward_inner_kernel<T, kLog><<<grid_for(rows, kColumnThreads), kColumnThreads, 0, s>>>(
+    launch_kernel(softmax_backward_inner_kernel<T, kLog>, grid_for(rows, kColumnThreads), kColumnThreads, 0, s)(
         gi, go, y, l.outer, l.n, l.inner);
     ANVIL_CUDA_CHECK_LAUNCH("softmax_backward_inner_kernel");
   } else if (l.n <= 1024) {
     with_warp_per(l.n, [&](auto per) {
-      softmax_backward_warp_kernel<T, decltype(per)::value, kLog>
-          <<<warp_row_grid(rows), 32 * kWarpRowsPerBlock, 0, s>>>(gi, go, y, rows, static_cast<int>(l.n));
+      launch_kernel(softmax_backward_warp_kernel<T, decltype(per)::value, kLog>, warp_row_grid(rows),
+                    32 * kWarpRowsPerBlock, 0, s)(gi, go, y, rows, static_cast<int>(l.n));
     });
     ANVIL_CUDA_CHECK_LAUNCH("softmax_backward_warp_kernel");
   } else {
-    softmax_backward_block_kernel<T, kLog><<<grid_for(rows, 1, 1 << 20), kRowThreads, 0, s>>>(gi, go, y, rows, l.n);
+    launch_kernel(softmax_backward_block_kernel<T, kLog>, grid_for(rows, 1, 1 << 20), kRowThreads, 0, s)(
+        gi, go, y, rows, l.n);
     ANVIL_CUDA_CHECK_LAUNCH("softmax_backward_block_kernel");
   }
 }

@@ -9,6 +9,7 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cudnn/norm_pool_kernels.h"
 
 namespace anvil::cuda {
@@ -211,8 +212,8 @@ void pool_forward_dense(PoolKind kind, DType dtype, void* out, const void* in, c
   if (total == 0) return;
   dispatch_dtype("pool2d", dtype, [&](auto tag) {
     using T = decltype(tag);
-    pool_forward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(kind, static_cast<T*>(out),
-                                                                         static_cast<const T*>(in), g);
+    launch_kernel(pool_forward_kernel<T>, blocks_for(total), kThreads, 0, stream)(kind, static_cast<T*>(out),
+                                                                                  static_cast<const T*>(in), g);
     ANVIL_CUDA_CHECK_LAUNCH("pool_forward_kernel");
   });
 }
@@ -223,7 +224,7 @@ void pool_backward_dense(PoolKind kind, DType dtype, void* grad_in, const void* 
   if (total == 0) return;
   dispatch_dtype("pool2d_backward", dtype, [&](auto tag) {
     using T = decltype(tag);
-    pool_backward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
+    launch_kernel(pool_backward_kernel<T>, blocks_for(total), kThreads, 0, stream)(
         kind, static_cast<T*>(grad_in), static_cast<const T*>(grad_out), static_cast<const T*>(in), g);
     ANVIL_CUDA_CHECK_LAUNCH("pool_backward_kernel");
   });
@@ -233,11 +234,11 @@ void batch_norm_eval_stats(DType param, void* save_mean, void* save_invstd, cons
                            const void* running_var, int64_t c, double eps, cudaStream_t stream) {
   if (c == 0) return;
   if (param == DType::Float64) {
-    bn_eval_stats_kernel<double><<<blocks_for(c), kThreads, 0, stream>>>(
+    launch_kernel(bn_eval_stats_kernel<double>, blocks_for(c), kThreads, 0, stream)(
         static_cast<double*>(save_mean), static_cast<double*>(save_invstd), static_cast<const double*>(running_mean),
         static_cast<const double*>(running_var), c, eps);
   } else {
-    bn_eval_stats_kernel<float><<<blocks_for(c), kThreads, 0, stream>>>(
+    launch_kernel(bn_eval_stats_kernel<float>, blocks_for(c), kThreads, 0, stream)(
         static_cast<float*>(save_mean), static_cast<float*>(save_invstd), static_cast<const float*>(running_mean),
         static_cast<const float*>(running_var), c, eps);
   }
@@ -253,13 +254,13 @@ void batch_norm_eval_backward(DType dtype, DType param, void* grad_in, void* gra
       using P = decltype(ptag);
       const int64_t total = n * c * s;
       if (grad_in && total > 0) {
-        bn_eval_grad_input_kernel<T, P><<<blocks_for(total), kThreads, 0, stream>>>(
+        launch_kernel(bn_eval_grad_input_kernel<T, P>, blocks_for(total), kThreads, 0, stream)(
             static_cast<T*>(grad_in), static_cast<const T*>(grad_out), static_cast<const P*>(weight),
             static_cast<const P*>(invstd), c, s, total);
         ANVIL_CUDA_CHECK_LAUNCH("bn_eval_grad_input_kernel");
       }
       if ((grad_weight || grad_bias) && c > 0) {
-        bn_eval_grad_params_kernel<T, P><<<static_cast<unsigned>(c), kThreads, 0, stream>>>(
+        launch_kernel(bn_eval_grad_params_kernel<T, P>, static_cast<unsigned>(c), kThreads, 0, stream)(
             static_cast<P*>(grad_weight), static_cast<P*>(grad_bias), static_cast<const T*>(grad_out),
             static_cast<const T*>(x), static_cast<const P*>(mean), static_cast<const P*>(invstd), n, c, s);
         ANVIL_CUDA_CHECK_LAUNCH("bn_eval_grad_params_kernel");

@@ -12,6 +12,7 @@
 // Expected bottleneck: memory transactions (uncoalesced), ~1-2% of cuBLAS.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {
@@ -33,7 +34,7 @@ namespace detail {
 void launch_naive(const GemmArgs& args, cudaStream_t stream) {
   const Fp32Args p = fp32_args(args);
   dim3 grid(ceil_div(p.M, kBlock), ceil_div(p.N, kBlock));
-  gemm_naive<<<grid, dim3(kBlock, kBlock), 0, stream>>>(p);
+  launch_kernel(gemm_naive, grid, dim3(kBlock, kBlock), 0, stream)(p);
   ANVIL_CUDA_CHECK_LAUNCH("gemm_naive");
 }
 }  // namespace detail

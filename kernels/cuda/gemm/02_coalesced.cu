@@ -11,6 +11,7 @@
 // on-chip memory. ~10% of cuBLAS at large sizes.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {
@@ -34,7 +35,7 @@ namespace detail {
 void launch_coalesced(const GemmArgs& args, cudaStream_t stream) {
   const Fp32Args p = fp32_args(args);
   dim3 grid(ceil_div(p.N, kBlockX), ceil_div(p.M, kBlockY));
-  gemm_coalesced<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(p);
+  launch_kernel(gemm_coalesced, grid, dim3(kBlockX, kBlockY), 0, stream)(p);
   ANVIL_CUDA_CHECK_LAUNCH("gemm_coalesced");
 }
 }  // namespace detail

@@ -13,6 +13,7 @@
 // ~15-20% of cuBLAS.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {
@@ -45,7 +46,7 @@ namespace detail {
 void launch_shared_tiles(const GemmArgs& args, cudaStream_t stream) {
   const Fp32Args p = fp32_args(args);
   dim3 grid(ceil_div(p.N, kTile), ceil_div(p.M, kTile));
-  gemm_shared_tiles<<<grid, dim3(kTile, kTile), 0, stream>>>(p);
+  launch_kernel(gemm_shared_tiles, grid, dim3(kTile, kTile), 0, stream)(p);
   ANVIL_CUDA_CHECK_LAUNCH("gemm_shared_tiles");
 }
 }  // namespace detail

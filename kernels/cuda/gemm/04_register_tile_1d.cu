@@ -13,6 +13,7 @@
 // ~30-40% of cuBLAS.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {
@@ -61,7 +62,7 @@ namespace detail {
 void launch_register_tile_1d(const GemmArgs& args, cudaStream_t stream) {
   const Fp32Args p = fp32_args(args);
   dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
-  gemm_register_tile_1d<<<grid, kThreads, 0, stream>>>(p);
+  launch_kernel(gemm_register_tile_1d, grid, kThreads, 0, stream)(p);
   ANVIL_CUDA_CHECK_LAUNCH("gemm_register_tile_1d");
 }
 }  // namespace detail

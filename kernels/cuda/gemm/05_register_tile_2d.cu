@@ -12,6 +12,7 @@
 // column) and scalar global loads; ~50-60% of cuBLAS.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {
@@ -78,7 +79,7 @@ namespace detail {
 void launch_register_tile_2d(const GemmArgs& args, cudaStream_t stream) {
   const Fp32Args p = fp32_args(args);
   dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
-  gemm_register_tile_2d<<<grid, kThreads, 0, stream>>>(p);
+  launch_kernel(gemm_register_tile_2d, grid, kThreads, 0, stream)(p);
   ANVIL_CUDA_CHECK_LAUNCH("gemm_register_tile_2d");
 }
 }  // namespace detail

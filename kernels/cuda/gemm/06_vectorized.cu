@@ -17,6 +17,7 @@
 // the host by launch_gemm). Any M, N, K.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/fp32_tile_io.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {
@@ -77,7 +78,7 @@ namespace detail {
 void launch_vectorized(const GemmArgs& args, cudaStream_t stream) {
   const Fp32Args p = fp32_args(args);
   dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
-  gemm_vectorized<<<grid, kThreads, 0, stream>>>(p);
+  launch_kernel(gemm_vectorized, grid, kThreads, 0, stream)(p);
   ANVIL_CUDA_CHECK_LAUNCH("gemm_vectorized");
 }
 }  // namespace detail

@@ -22,6 +22,7 @@
 // Needs: A and B 16-byte aligned, lda % 4 == 0, ldb % 4 == 0. Any M, N, K.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/fp32_tile_io.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {
@@ -128,7 +129,7 @@ namespace detail {
 void launch_warp_tiling(const GemmArgs& args, cudaStream_t stream) {
   const Fp32Args p = fp32_args(args);
   dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
-  gemm_warp_tiling<<<grid, kThreads, 0, stream>>>(p);
+  launch_kernel(gemm_warp_tiling, grid, kThreads, 0, stream)(p);
   ANVIL_CUDA_CHECK_LAUNCH("gemm_warp_tiling");
 }
 }  // namespace detail

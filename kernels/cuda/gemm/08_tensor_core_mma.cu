@@ -31,6 +31,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {
@@ -201,7 +202,7 @@ void launch_typed(const GemmArgs& a, cudaStream_t stream) {
                static_cast<const T*>(a.B), static_cast<int>(a.ldb),
                static_cast<T*>(a.C), static_cast<int>(a.ldc), a.alpha, a.beta};
   dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
-  gemm_tensor_core_mma<T><<<grid, kThreads, 0, stream>>>(p);
+  launch_kernel(gemm_tensor_core_mma<T>, grid, kThreads, 0, stream)(p);
   ANVIL_CUDA_CHECK_LAUNCH("gemm_tensor_core_mma");
 }
 

@@ -42,6 +42,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
+#include "kernels/cuda/launch.cuh"
 
 #ifndef ANVIL_GEMM_SM90A
 #define ANVIL_GEMM_SM90A 0
@@ -297,7 +298,7 @@ void launch_hopper_wgmma(const GemmArgs& args, cudaStream_t stream) {
   WgmmaArgs p{static_cast<int>(args.M), static_cast<int>(args.N), static_cast<int>(args.K),
               static_cast<__nv_bfloat16*>(args.C), static_cast<int>(args.ldc), args.alpha, args.beta};
   dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
-  gemm_hopper_wgmma<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, p);
+  launch_kernel(gemm_hopper_wgmma, grid, kThreads, kSmemBytes, stream)(map_a, map_b, p);
   ANVIL_CUDA_CHECK_LAUNCH("gemm_hopper_wgmma");
 #else
   fail("gemm 09_hopper_wgmma: this build does not include sm_90a code "
