@@ -3,6 +3,9 @@
 #                       run every test; CUDA tests skip themselves without a GPU.
 # ./test.sh --sanitize  build into build-sanitize/ with ASan + UBSan (CPU only)
 #                       and run the tests labelled cpu.
+# ./test.sh --emulated-gpu  build into build-emulated/ with the CUDA kernels on
+#                       the emulated GPU (kernels/cuda/emulator) and run the
+#                       tests labelled cuda there, every checker on.
 # Extra arguments after the mode go to ctest (e.g. -R core).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -10,6 +13,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 mode=plain
 if [ "${1:-}" = "--sanitize" ]; then
   mode=sanitize
+  shift
+elif [ "${1:-}" = "--emulated-gpu" ]; then
+  mode=emulated
   shift
 fi
 
@@ -22,6 +28,11 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 if [ "$mode" = plain ]; then
   scripts/build.sh build
   ctest --test-dir build --output-on-failure -j2 "$@"
+elif [ "$mode" = emulated ]; then
+  # Only what the cuda-labelled tests need: no samples, no benchmarks.
+  ANVIL_BUILD_TARGETS="anvil_tests_cuda" scripts/build.sh build-emulated \
+    -DANVIL_CUDA=EMULATOR -DANVIL_BUILD_BENCH=OFF -DANVIL_BUILD_SAMPLES=OFF
+  ctest --test-dir build-emulated --output-on-failure -j2 -L cuda "$@"
 else
   # -O1 is what the sanitizer docs recommend: close to Debug's stack traces,
   # several times faster to run. No NDEBUG, so asserts stay on.

@@ -30,4 +30,7 @@ if command -v ccache > /dev/null; then
 fi
 
 cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" "${launcher_args[@]}" "$@"
-cmake --build "$build_dir" -j"$(nproc)"
+# ANVIL_BUILD_TARGETS="a b": build only those targets (a test mode builds what it runs).
+targets=()
+for t in ${ANVIL_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build_dir" -j"$(nproc)" "${targets[@]}"

@@ -17,7 +17,8 @@ struct IndexErrorRecord {
 
 enum IndexOpCode : int { kIndexSelect = 1, kIndexAdd, kGather, kScatterAdd, kCrossEntropy };
 
-#if defined(__CUDACC__)  // the record itself is also seen by host code (index_errors.h)
+// Device code: nvcc, or the emulated GPU's host compiler (device_builtins.h).
+#if defined(__CUDACC__) || defined(ANVIL_EMULATED_DEVICE_CODE)  // the record is also seen by host code
 __device__ __forceinline__ void record_index_error(IndexErrorRecord* rec, int op, int64_t value, int64_t size,
                                                    int dim) {
   if (atomicCAS(&rec->state, 0, 1) == 0) {

@@ -1,0 +1,104 @@
+// Every memory access of a kernel reaches the checkers through GCC's
+// ThreadSanitizer instrumentation: the emulated build compiles the .cu files
+// with -fsanitize=thread (but never links libtsan), so the compiler calls
+// __tsan_readN / __tsan_writeN / __tsan_atomicN_* before each load, store and
+// atomic. They are defined here: shared memory goes to the shared-memory
+// racecheck, device memory to memcheck, initcheck and the global race check.
+// Host code in the same files calls them too; off a fiber they return at once.
+#include "kernels/cuda/emulator/device_memory.h"
+#include "kernels/cuda/emulator/execution.h"
+#include "kernels/cuda/emulator/shared_racecheck.h"
+
+namespace anvil::emulator {
+namespace {
+inline void on_access(const void* p, size_t n, bool write, bool atomic, const void* pc) {
+  if (!running_fiber()) return;
+  if (check_shared_access(p, n, write, atomic, pc)) return;
+  check_global_access(p, n, write, atomic, pc);
+}
+}  // namespace
+}  // namespace anvil::emulator
+
+#define ANVIL_EMU_PC __builtin_return_address(0)
+using anvil::emulator::on_access;
+
+extern "C" {
+void __tsan_init(void) {}
+void __tsan_func_entry(void*) {}
+void __tsan_func_exit(void) {}
+void __tsan_vptr_update(void**, void*) {}
+void __tsan_vptr_read(void**) {}
+
+#define ANVIL_EMU_RW(N)                                                                        \
+  void __tsan_read##N(void* p) { on_access(p, N, false, false, ANVIL_EMU_PC); }              \
+  void __tsan_write##N(void* p) { on_access(p, N, true, false, ANVIL_EMU_PC); }              \
+  void __tsan_unaligned_read##N(void* p) { on_access(p, N, false, false, ANVIL_EMU_PC); }    \
+  void __tsan_unaligned_write##N(void* p) { on_access(p, N, true, false, ANVIL_EMU_PC); }    \
+  void __tsan_volatile_read##N(void* p) { on_access(p, N, false, false, ANVIL_EMU_PC); }     \
+  void __tsan_volatile_write##N(void* p) { on_access(p, N, true, false, ANVIL_EMU_PC); }     \
+  void __tsan_read##N##_pc(void* p, void* pc) { on_access(p, N, false, false, pc); }         \
+  void __tsan_write##N##_pc(void* p, void* pc) { on_access(p, N, true, false, pc); }
+ANVIL_EMU_RW(1)
+ANVIL_EMU_RW(2)
+ANVIL_EMU_RW(4)
+ANVIL_EMU_RW(8)
+ANVIL_EMU_RW(16)
+#undef ANVIL_EMU_RW
+void __tsan_read_range(void* p, unsigned long n) { on_access(p, n, false, false, ANVIL_EMU_PC); }
+void __tsan_write_range(void* p, unsigned long n) { on_access(p, n, true, false, ANVIL_EMU_PC); }
+
+// Atomics: the access is recorded as atomic, then done for real.
+#define ANVIL_EMU_ATOMIC(N, T)                                                                                  \
+  T __tsan_atomic##N##_load(const volatile T* a, int) {                                                        \
+    on_access((const void*)a, N / 8, false, true, ANVIL_EMU_PC);                                               \
+    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                               \
+  }                                                                                                            \
+  void __tsan_atomic##N##_store(volatile T* a, T v, int) {                                                     \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
+    __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                  \
+  }                                                                                                            \
+  T __tsan_atomic##N##_exchange(volatile T* a, T v, int) {                                                     \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
+    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                        \
+  }                                                                                                            \
+  T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int) {                                                    \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
+    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                         \
+  }                                                                                                            \
+  T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int) {                                                    \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
+    return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                         \
+  }                                                                                                            \
+  T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int) {                                                    \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
+    return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                         \
+  }                                                                                                            \
+  T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int) {                                                     \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
+    return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                          \
+  }                                                                                                            \
+  T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int) {                                                    \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
+    return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                                         \
+  }                                                                                                            \
+  int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {                         \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
+    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                     \
+  }                                                                                                            \
+  int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {                           \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
+    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                     \
+  }                                                                                                            \
+  T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                               \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
+    __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                           \
+    return c;                                                                                                  \
+  }
+ANVIL_EMU_ATOMIC(8, uint8_t)
+ANVIL_EMU_ATOMIC(16, uint16_t)
+ANVIL_EMU_ATOMIC(32, uint32_t)
+ANVIL_EMU_ATOMIC(64, uint64_t)
+#undef ANVIL_EMU_ATOMIC
+void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void __tsan_atomic_signal_fence(int) {}
+}  // extern "C"

@@ -1,0 +1,54 @@
+#pragma once
+// Internal to the emulator: how a grid runs on a stream worker. One OS
+// thread (the stream's worker) runs the blocks of a launch one after
+// another; inside a block every CUDA thread is a fiber with its own stack.
+// A fiber runs until it reaches __syncthreads, a warp operation or its end,
+// then switches back to the scheduler, which resumes the next ready fiber.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda/emulator/device_builtins.h"
+#include "kernels/cuda/emulator/launch.h"
+
+namespace anvil::emulator {
+
+// A kernel launch as the worker sees it.
+struct Launch {
+  const void* kernel = nullptr;
+  dim3 grid, block;
+  size_t shared_bytes = 0;
+  int device = 0;
+  uint64_t serial = 0;  // unique per launch: the global race checker's epoch
+  std::unique_ptr<KernelBody> body;
+};
+
+enum class FiberState : uint8_t { NotStarted, Ready, Running, AtBarrier, AtWarp, Exited };
+
+struct Fiber {
+  uint3 tid{};
+  unsigned linear = 0, lane = 0, warp = 0;
+  void* sp = nullptr;
+  char* stack = nullptr;
+  FiberState state = FiberState::NotStarted;
+  Site site{};
+  uint64_t value = 0, result = 0;  // a warp operation's operand and result
+  int arg = 0;
+};
+
+// Runs `launch` to completion on the calling thread (a stream worker).
+// Synccheck findings abort the rest of the grid; the other checkers'
+// findings are recorded as the accesses happen.
+void run_grid(const Launch& launch);
+
+// The fiber running on this OS thread, or null on host code.
+Fiber* running_fiber();
+const Launch* running_launch();
+uint64_t running_global_thread();  // block linear index * threads per block + thread
+
+// context_switch.cpp
+void* prepare_fiber_stack(char* stack, size_t stack_bytes, void (*entry)(void*), void* arg);
+void switch_stack(void** save_sp, void* to_sp);
+
+}  // namespace anvil::emulator

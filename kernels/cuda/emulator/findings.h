@@ -1,0 +1,44 @@
+#pragma once
+// Internal to the emulator: configuration and the checkers' findings.
+// A checker calls record() at the faulty access; findings of one launch are
+// merged by place (same checker, same instruction(s)) and counted, then
+// flush_launch() symbolizes them (file:line through addr2line), prints them,
+// keeps them for take_findings() and makes the launch fail.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kernels/cuda/emulator/emulator.h"
+
+namespace anvil::emulator {
+
+enum class Order { Forward, Reverse, Random, Lifo };
+
+struct Config {
+  int devices = 2;
+  size_t memory_bytes = size_t{4} << 30;
+  Order order = Order::Forward;
+  uint64_t seed = 1;
+  size_t stack_bytes = 64 * 1024;
+  unsigned checks = 0xF;  // bit per Checker
+  bool abort_on_finding = false;
+};
+const Config& config();
+inline bool enabled(Checker c) { return config().checks >> static_cast<int>(c) & 1; }
+
+// `what` describes the first occurrence (kernel, block, thread, address);
+// `pc` and `other_pc` are the instructions involved (other_pc: the earlier
+// conflicting access of a race), symbolized when the finding is printed.
+void record(Checker c, int kind, const void* pc, const void* other_pc, const std::string& what);
+// True when a finding with this key was already recorded in this launch
+// (the caller can skip building its text).
+bool already_recorded(Checker c, int kind, const void* pc, const void* other_pc);
+
+// After a launch: returns the number of findings it had (0: clean).
+size_t flush_launch(const char* kernel_name);
+
+// "file:line (function)" for an instruction address, innermost inline frame first.
+std::string symbolize(const void* pc);
+std::string kernel_name(const void* kernel);
+
+}  // namespace anvil::emulator

@@ -1,0 +1,151 @@
+// Shared-memory racecheck and initcheck (see shared_racecheck.h).
+//
+// Per byte of the worker's TLS block the checker keeps, for the current
+// barrier epoch, the last writing thread and the reading thread(s). A write
+// that follows another thread's read or write in the same epoch, or a read
+// that follows another thread's write, is a hazard: on a GPU its outcome
+// depends on warp scheduling. The epoch advances at every __syncthreads, so
+// the fiber order the scheduler happens to pick does not matter: a missing
+// barrier is found even when this run's order gave the right numbers.
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "kernels/cuda/emulator/execution.h"
+#include "kernels/cuda/emulator/findings.h"
+#include "kernels/cuda/emulator/shared_racecheck.h"
+
+namespace anvil::emulator {
+std::string running_thread_text();  // scheduler.cpp
+
+namespace {
+
+struct Cell {
+  uint64_t epoch = 0;    // barrier epoch of writer/reader below
+  uint64_t written = 0;  // block serial of the last write (initcheck)
+  int32_t writer = -1;   // thread of the last write in this epoch
+  int32_t reader = -1;   // -1 none, -2 several threads
+  const void* write_pc = nullptr;
+  const void* read_pc = nullptr;
+  bool write_atomic = false;
+};
+
+struct SharedShadow {
+  uintptr_t base = 0;
+  size_t size = 0;
+  std::vector<Cell> cells;
+  uint64_t epoch = 1, block_serial = 0;
+  bool in_block = false;
+};
+
+thread_local char t_tls_probe;  // lives in the same TLS block as the kernels' __shared__ variables
+thread_local SharedShadow* t_shadow = nullptr;
+
+int find_main_tls(dl_phdr_info* info, size_t, void* out) {
+  if (info->dlpi_tls_modid != 1) return 0;  // the executable, which links anvil_kernels statically
+  for (int i = 0; i < info->dlpi_phnum; ++i)
+    if (info->dlpi_phdr[i].p_type == PT_TLS) *static_cast<size_t*>(out) = info->dlpi_phdr[i].p_memsz;
+  return 1;
+}
+
+SharedShadow& shadow() {
+  if (t_shadow) return *t_shadow;
+  t_shadow = new SharedShadow();  // per worker thread, for the life of the process
+  void* self = dlopen(nullptr, RTLD_NOW);
+  void* base = nullptr;
+  size_t size = 0;
+  if (self && dlinfo(self, RTLD_DI_TLS_DATA, &base) == 0 && base) dl_iterate_phdr(find_main_tls, &size);
+  const auto probe = reinterpret_cast<uintptr_t>(&t_tls_probe);
+  const auto lo = reinterpret_cast<uintptr_t>(base);
+  if (size == 0 || probe < lo || probe >= lo + size) {
+    std::fprintf(stderr,
+                 "anvil emulator: racecheck is off: the kernels' __shared__ variables are not in the executable's "
+                 "TLS block (was anvil built as a shared library?)\n");
+    return *t_shadow;
+  }
+  t_shadow->base = lo;
+  t_shadow->size = size;
+  t_shadow->cells.assign(size, Cell{});
+  return *t_shadow;
+}
+
+enum Hazard { kReadAfterWrite, kWriteAfterRead, kWriteAfterWrite, kUninitializedRead };
+const char* const kHazardName[] = {"read-after-write", "write-after-read", "write-after-write",
+                                   "uninitialized read"};
+
+void hazard(Hazard h, const void* first_pc, const void* pc, int first_thread, size_t offset) {
+  const Checker c = h == kUninitializedRead ? Checker::Initcheck : Checker::Racecheck;
+  if (already_recorded(c, h, pc, first_pc)) {
+    record(c, h, pc, first_pc, "");
+    return;
+  }
+  std::string what = std::string("shared-memory ") + kHazardName[h] + " hazard: " + running_thread_text() +
+                     ", shared byte " + std::to_string(offset);
+  if (h == kUninitializedRead) what += ", which no thread of this block has written";
+  else what += ", after thread " + std::to_string(first_thread) + " (linear index) with no __syncthreads between";
+  record(c, h, pc, first_pc, what);
+}
+
+}  // namespace
+
+void racecheck_launch_begin() {
+  if (enabled(Checker::Racecheck) || enabled(Checker::Initcheck)) shadow();
+}
+void racecheck_block_begin() {
+  if (!t_shadow) return;
+  ++t_shadow->block_serial;
+  ++t_shadow->epoch;
+  t_shadow->in_block = true;
+}
+void racecheck_barrier() {
+  if (t_shadow) ++t_shadow->epoch;
+}
+void racecheck_launch_end() {
+  if (t_shadow) t_shadow->in_block = false;
+}
+
+bool check_shared_access(const void* p, size_t n, bool write, bool atomic, const void* pc) {
+  SharedShadow* s = t_shadow;
+  if (!s || !s->in_block) return false;
+  const uintptr_t offset = reinterpret_cast<uintptr_t>(p) - s->base;
+  if (offset >= s->size) return false;
+  const int t = static_cast<int>(running_fiber()->linear);
+  const bool races = enabled(Checker::Racecheck), inits = enabled(Checker::Initcheck);
+  for (size_t i = 0; i < n && offset + i < s->size; ++i) {
+    Cell& c = s->cells[offset + i];
+    if (c.epoch != s->epoch) {
+      c.epoch = s->epoch;
+      c.writer = -1;
+      c.reader = -1;
+    }
+    const bool atomic_pair = atomic && c.write_atomic;
+    if (write) {
+      if (races && c.writer >= 0 && c.writer != t && !atomic_pair)
+        hazard(kWriteAfterWrite, c.write_pc, pc, c.writer, offset + i);
+      if (races && (c.reader == -2 || (c.reader >= 0 && c.reader != t)) && !atomic)
+        hazard(kWriteAfterRead, c.read_pc, pc, c.reader, offset + i);
+      c.writer = t;
+      c.write_pc = pc;
+      c.write_atomic = atomic;
+      c.written = s->block_serial;
+    } else {
+      if (inits && c.written != s->block_serial) {
+        hazard(kUninitializedRead, nullptr, pc, -1, offset + i);
+        c.written = s->block_serial;  // once per byte and block
+      }
+      if (races && c.writer >= 0 && c.writer != t && !atomic_pair)
+        hazard(kReadAfterWrite, c.write_pc, pc, c.writer, offset + i);
+      if (c.reader == -1) {
+        c.reader = t;
+        c.read_pc = pc;
+      } else if (c.reader != t) {
+        c.reader = -2;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace anvil::emulator
