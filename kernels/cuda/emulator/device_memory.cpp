@@ -240,6 +240,23 @@ void check_global_access(const void* ptr, size_t nbytes, bool write, bool atomic
     record(Checker::Memcheck, 3, pc, nullptr,
            std::string(write ? "write to " : "read of ") + describe_address(ptr) + " by a kernel running on cuda:" +
                std::to_string(launch->device) + " (no peer access): " + running_thread_text());
+  // initcheck: a read none of whose bytes were ever written (a struct copy
+  // also reads padding nobody writes; its other bytes were).
+  if (!write && enabled(Checker::Initcheck)) {
+    bool any_written = false, all_addressable = true;
+    for (size_t i = 0; i < nbytes; ++i) {
+      any_written |= a.state[offset + i] == kInitialized;
+      all_addressable &= a.state[offset + i] >= kUninitialized;
+    }
+    if (!any_written && all_addressable) {
+      if (!already_recorded(Checker::Initcheck, 0, pc, nullptr))
+        record(Checker::Initcheck, 0, pc, nullptr,
+               "read of uninitialized device memory at " + describe_address(ptr) + ": " + running_thread_text());
+      else
+        record(Checker::Initcheck, 0, pc, nullptr, "");
+      std::memset(a.state + offset, kInitialized, nbytes);  // report each byte once
+    }
+  }
   const uint64_t me = (launch->serial << 40) | (uint64_t(atomic) << 39) | (running_global_thread() & ((1ull << 39) - 1));
   for (size_t i = 0; i < nbytes; ++i) {
     uint8_t& s = a.state[offset + i];
@@ -257,18 +274,7 @@ void check_global_access(const void* ptr, size_t nbytes, bool write, bool atomic
       }
       return;
     }
-    if (!write) {
-      if (s == kUninitialized && enabled(Checker::Initcheck)) {
-        if (!already_recorded(Checker::Initcheck, 0, pc, nullptr))
-          record(Checker::Initcheck, 0, pc, nullptr,
-                 "read of uninitialized device memory at " + describe_address(static_cast<const char*>(ptr) + i) +
-                     ": " + running_thread_text());
-        else
-          record(Checker::Initcheck, 0, pc, nullptr, "");
-        s = kInitialized;  // report each byte once
-      }
-      continue;
-    }
+    if (!write) continue;
     s = kInitialized;
     if (!enabled(Checker::Racecheck)) continue;
     const uint64_t before = a.writer[offset + i].exchange(me, std::memory_order_relaxed);

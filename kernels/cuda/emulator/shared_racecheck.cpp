@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -113,7 +114,18 @@ bool check_shared_access(const void* p, size_t n, bool write, bool atomic, const
   if (offset >= s->size) return false;
   const int t = static_cast<int>(running_fiber()->linear);
   const bool races = enabled(Checker::Racecheck), inits = enabled(Checker::Initcheck);
-  for (size_t i = 0; i < n && offset + i < s->size; ++i) {
+  const size_t len = std::min(n, s->size - offset);
+  // initcheck: a read none of whose bytes were written. A struct copy also
+  // reads the struct's padding, which nobody writes; its other bytes were.
+  if (!write && inits) {
+    bool any_written = false;
+    for (size_t i = 0; i < len && !any_written; ++i) any_written = s->cells[offset + i].written == s->block_serial;
+    if (!any_written) {
+      hazard(kUninitializedRead, nullptr, pc, -1, offset);
+      for (size_t i = 0; i < len; ++i) s->cells[offset + i].written = s->block_serial;  // once per byte and block
+    }
+  }
+  for (size_t i = 0; i < len; ++i) {
     Cell& c = s->cells[offset + i];
     if (c.epoch != s->epoch) {
       c.epoch = s->epoch;
@@ -131,10 +143,6 @@ bool check_shared_access(const void* p, size_t n, bool write, bool atomic, const
       c.write_atomic = atomic;
       c.written = s->block_serial;
     } else {
-      if (inits && c.written != s->block_serial) {
-        hazard(kUninitializedRead, nullptr, pc, -1, offset + i);
-        c.written = s->block_serial;  // once per byte and block
-      }
       if (races && c.writer >= 0 && c.writer != t && !atomic_pair)
         hazard(kReadAfterWrite, c.write_pc, pc, c.writer, offset + i);
       if (c.reader == -1) {
