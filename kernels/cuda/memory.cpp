@@ -40,6 +40,9 @@
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/pinned_host_allocator.h"
 #include "kernels/cuda/runtime.h"
+#if defined(ANVIL_CUDA_EMULATOR)
+#include "kernels/cuda/emulator/checked_allocator.h"
+#endif
 
 // Stream id 0 must mean the legacy default stream. Under per-thread default
 // streams the handle nullptr would mean another stream for every thread,
@@ -165,7 +168,7 @@ struct CudaBackend::DeviceState {
   // the events and streams its destructor still uses exist.
   DeviceStreams streams;
   EventPool events;
-  std::unique_ptr<CachingAllocator> allocator;
+  std::unique_ptr<Allocator> allocator;  // a CachingAllocator (checked on the emulated GPU)
 };
 
 namespace {
@@ -180,6 +183,9 @@ class CudaDeviceMemory final : public DeviceMemory {
     DeviceGuard guard(device_);
     void* ptr = nullptr;
     cudaError_t err = cudaMalloc(&ptr, nbytes);
+#if defined(ANVIL_CUDA_EMULATOR)
+    if (err == cudaSuccess) emulator::note_cached(ptr, nbytes);  // nothing is handed out of a new segment yet
+#endif
     if (err == cudaErrorMemoryAllocation) {
       // Out of memory is not sticky: clear it so that it is not reported by
       // the next unrelated check, and let the allocator free its cache and retry.
@@ -266,6 +272,11 @@ CudaBackend::DeviceState::DeviceState(int d) : device(d), streams(d), events(d) 
   // created on first use, so a process that touches only cuda:0 never
   // initializes the other GPUs.
   allocator = std::make_unique<CachingAllocator>(std::make_unique<CudaDeviceMemory>(d, streams, events));
+#if defined(ANVIL_CUDA_EMULATOR)
+  // memcheck's view of which blocks are handed out (emulator/checked_allocator.h).
+  allocator = std::make_unique<emulator::CheckedAllocator>(
+      std::move(allocator), [this](uint64_t id) { return streams.lookup(id); });
+#endif
 }
 
 // --- the backend -----------------------------------------------------------

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+struct CUstream_st;  // cudaStream_t, without CUDA's headers
+
 namespace anvil::emulator {
 
 enum class Checker { Memcheck, Racecheck, Synccheck, Initcheck };
@@ -38,6 +40,10 @@ std::vector<Finding> take_findings();
 void note_cached(const void* ptr, size_t nbytes);
 // A block handed out to a tensor: addressable, not yet initialised (initcheck).
 void note_handed_out(const void* ptr, size_t nbytes);
+// The same, in stream order (checked_allocator.h): handed out when `stream`
+// reaches this point; cached when every one of `streams` has.
+void note_handed_out_on(CUstream_st* stream, const void* ptr, size_t nbytes);
+void note_cached_after(const std::vector<CUstream_st*>& streams, const void* ptr, size_t nbytes);
 // Host code that wrote device memory directly (the CUB stand-in).
 void note_initialized(const void* ptr, size_t nbytes);
 

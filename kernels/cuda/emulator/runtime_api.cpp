@@ -59,19 +59,21 @@ std::atomic<uint64_t> g_launch_serial{0};
 constexpr size_t kStaticSharedLimit = 48 * 1024;
 constexpr size_t kOptInSharedLimit = 227 * 1024;
 
-// A copy or memset touching device memory that is not usable: a memcheck
-// finding (outside any kernel), and cudaErrorInvalidValue.
-cudaError_t check_device_range(const void* p, size_t n, const char* call) {
+// A copy or memset touching device memory that is not usable when the
+// stream reaches it: a memcheck finding, and the next synchronizing call on
+// the device returns cudaErrorInvalidValue (the check runs in stream order:
+// the caching allocator's notes are stream-ordered too).
+bool usable_in_stream_order(const void* p, size_t n, int device, const char* call) {
   std::string detail;
-  if (const char* why = unusable_range(p, n, &detail)) {
-    if (enabled(Checker::Memcheck)) {
-      record(Checker::Memcheck, 20, nullptr, nullptr,
-             std::string(call) + " of " + std::to_string(n) + " bytes touches " + why + " (" + detail + ")");
-      flush_launch(call);
-    }
-    return cudaErrorInvalidValue;
+  const char* why = unusable_range(p, n, &detail);
+  if (!why) return true;
+  if (enabled(Checker::Memcheck)) {
+    record(Checker::Memcheck, 20, nullptr, nullptr,
+           std::string(call) + " of " + std::to_string(n) + " bytes touches " + why + " (" + detail + ")");
+    flush_launch(call);
   }
-  return cudaSuccess;
+  set_pending_error(device, cudaErrorInvalidValue);
+  return false;
 }
 
 cudaError_t queue_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t stream, bool sync) {
@@ -80,12 +82,11 @@ cudaError_t queue_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
   if (kind == cudaMemcpyHostToDevice && (!dst_dev || src_dev)) return fail(cudaErrorInvalidValue);
   if (kind == cudaMemcpyDeviceToHost && (dst_dev || !src_dev)) return fail(cudaErrorInvalidValue);
   if (kind == cudaMemcpyDeviceToDevice && (!dst_dev || !src_dev)) return fail(cudaErrorInvalidValue);
-  if (dst_dev)
-    if (cudaError_t e = check_device_range(dst, n, "cudaMemcpy (destination)")) return fail(e);
-  if (src_dev)
-    if (cudaError_t e = check_device_range(src, n, "cudaMemcpy (source)")) return fail(e);
   StreamImpl* s = resolve(stream, t_device);
-  const uint64_t seq = enqueue(s, [dst, src, n, dst_dev, src_dev] {
+  const int device = s->device;
+  const uint64_t seq = enqueue(s, [dst, src, n, dst_dev, src_dev, device] {
+    if (dst_dev && !usable_in_stream_order(dst, n, device, "cudaMemcpy (destination)")) return;
+    if (src_dev && !usable_in_stream_order(src, n, device, "cudaMemcpy (source)")) return;
     std::memcpy(dst, src, n);
     if (dst_dev && src_dev) copy_state(dst, src, n);
     else if (dst_dev) set_state(dst, n, kInitialized);
@@ -105,13 +106,17 @@ cudaError_t queue_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
 cudaError_t queue_memset(void* dst, int value, size_t n, cudaStream_t stream, bool sync) {
   if (n == 0) return cudaSuccess;
   if (device_of(dst) < 0) return fail(cudaErrorInvalidValue);
-  if (cudaError_t e = check_device_range(dst, n, "cudaMemset")) return fail(e);
   StreamImpl* s = resolve(stream, t_device);
-  const uint64_t seq = enqueue(s, [dst, value, n] {
+  const int device = s->device;
+  const uint64_t seq = enqueue(s, [dst, value, n, device] {
+    if (!usable_in_stream_order(dst, n, device, "cudaMemset")) return;
     std::memset(dst, value, n);
     set_state(dst, n, kInitialized);
   });
-  if (sync) wait_until(s, seq);
+  if (sync) {
+    wait_until(s, seq);
+    if (cudaError_t e = take_pending_error(s->device)) return fail(e);
+  }
   return cudaSuccess;
 }
 
@@ -159,6 +164,17 @@ void note_handed_out(const void* ptr, size_t nbytes) {
   set_state(ptr, nbytes, kUninitialized);
 }
 void note_initialized(const void* ptr, size_t nbytes) { set_state(ptr, nbytes, kInitialized); }
+void note_handed_out_on(CUstream_st* stream, const void* ptr, size_t nbytes) {
+  StreamImpl* s = resolve(stream, device_of(ptr));
+  enqueue(s, [ptr, nbytes] { note_handed_out(ptr, nbytes); });
+}
+void note_cached_after(const std::vector<CUstream_st*>& streams, const void* ptr, size_t nbytes) {
+  auto left = std::make_shared<std::atomic<size_t>>(streams.size());
+  for (CUstream_st* stream : streams)
+    enqueue(resolve(stream, device_of(ptr)), [left, ptr, nbytes] {
+      if (left->fetch_sub(1) == 1) note_cached(ptr, nbytes);
+    });
+}
 
 }  // namespace anvil::emulator
 

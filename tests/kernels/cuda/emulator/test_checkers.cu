@@ -1,0 +1,251 @@
+// The emulated GPU's checkers, each against a kernel broken on purpose: the
+// checker must flag it, name the kernel, the thread and the source line, and
+// the launch must fail at the next synchronising call. Each correct twin runs
+// clean. (Only the emulated build compiles this folder.)
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/emulator/emulator.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace anvil::cuda {
+namespace {
+
+using emulator::Checker;
+using emulator::Finding;
+
+// --- kernels, broken and correct ---
+
+__global__ void read_one_past_the_end(const float* in, float* out, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i <= n) out[0] = in[i];  // <= : one element too far
+}
+
+__global__ void copy_n(const float* in, float* out, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) out[i] = in[i];
+}
+
+__global__ void everyone_writes_slot_zero(int* out) { out[0] = static_cast<int>(threadIdx.x); }
+
+__global__ void everyone_adds_to_slot_zero(int* out) { atomicAdd(out, 1); }
+
+// Thread t writes smem[t]; then reads its neighbour's slot. Without the
+// barrier, the read races with the neighbour's write.
+template <bool kBarrier>
+__global__ void neighbour_sum(const float* in, float* out) {
+  __shared__ float smem[64];
+  const unsigned t = threadIdx.x;
+  smem[t] = in[t];
+  if (kBarrier) __syncthreads();
+  out[t] = smem[t] + smem[(t + 1) % 64];
+}
+
+__global__ void barrier_inside_a_branch(float* out) {
+  if (threadIdx.x < 16) {
+    __syncthreads();  // only half the block gets here
+  }
+  out[threadIdx.x] = 1.0f;
+}
+
+__global__ void shuffle_from_an_exited_lane(float* out) {
+  if (threadIdx.x >= 16) return;
+  out[threadIdx.x] = __shfl_down_sync(0xffffffffu, 1.0f, 1);  // the mask still names lanes 16..31
+}
+
+__global__ void read_shared_nobody_wrote(float* out, int never) {
+  __shared__ float smem[32];
+  if (threadIdx.x == static_cast<unsigned>(never)) smem[0] = 1.0f;  // never runs; keeps smem from folding to 0
+  out[threadIdx.x] = smem[threadIdx.x];
+}
+
+// --- helpers ---
+
+template <typename T>
+T* device_alloc(size_t n) {
+  void* p = nullptr;
+  ANVIL_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
+  return static_cast<T*>(p);
+}
+
+template <typename T>
+void upload(T* dst, const std::vector<T>& src) {
+  ANVIL_CUDA_CHECK(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+// Synchronizes, expecting the launch to have failed, and returns what the
+// checkers found.
+std::vector<Finding> findings_after_failed_sync() {
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
+  cudaGetLastError();
+  return emulator::take_findings();
+}
+
+void expect_found(const std::vector<Finding>& found, Checker checker, const std::vector<std::string>& words) {
+  ASSERT_FALSE(found.empty()) << "no finding";
+  bool matched = false;
+  for (const Finding& f : found) {
+    if (f.checker != checker) continue;
+    bool all = true;
+    for (const std::string& w : words) all &= f.text.find(w) != std::string::npos;
+    matched |= all;
+  }
+  std::string texts;
+  for (const Finding& f : found) texts += std::string(emulator::checker_name(f.checker)) + ": " + f.text + "\n";
+  EXPECT_TRUE(matched) << "want a " << emulator::checker_name(checker) << " finding mentioning every one of the "
+                       << words.size() << " expected words; got:\n"
+                       << texts;
+}
+
+void expect_clean() {
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<Finding> found = emulator::take_findings();
+  EXPECT_TRUE(found.empty()) << found.size() << " unexpected finding(s), first: "
+                             << (found.empty() ? "" : found[0].text);
+}
+
+const std::vector<float> kInput = [] {
+  std::vector<float> v(64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>(i) - 3.0f;
+  return v;
+}();
+
+// --- memcheck ---
+
+TEST(EmulatorMemcheck, ReadPastTheEndOfAnAllocation) {
+  float* in = device_alloc<float>(64);
+  float* out = device_alloc<float>(1);
+  upload(in, kInput);
+  launch_kernel(read_one_past_the_end, 1, 128)(in, out, 64);
+  ANVIL_CUDA_CHECK_LAUNCH("read_one_past_the_end");
+  expect_found(findings_after_failed_sync(), Checker::Memcheck,
+               {"read_one_past_the_end", "invalid read", "0 bytes past the end of a 256-byte allocation",
+                "thread (64,0,0)", "test_checkers.cu:24"});
+  launch_kernel(copy_n, 1, 64)(in, out, 1);
+  expect_clean();
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST(EmulatorMemcheck, UseAfterFree) {
+  float* in = device_alloc<float>(64);
+  float* out = device_alloc<float>(64);
+  upload(in, kInput);
+  ANVIL_CUDA_CHECK(cudaFree(in));
+  launch_kernel(copy_n, 1, 64)(in, out, 64);
+  expect_found(findings_after_failed_sync(), Checker::Memcheck, {"copy_n", "freed", "test_checkers.cu:29"});
+  cudaFree(out);
+}
+
+TEST(EmulatorMemcheck, CopiesOutOfBoundsAreRefused) {
+  float* d = device_alloc<float>(16);
+  std::vector<float> host(32, 1.0f);
+  EXPECT_EQ(cudaMemcpy(d, host.data(), 32 * sizeof(float), cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+  cudaGetLastError();
+  const std::vector<Finding> found = emulator::take_findings();
+  expect_found(found, Checker::Memcheck, {"cudaMemcpy", "128 bytes", "past the end"});
+  cudaFree(d);
+}
+
+TEST(EmulatorMemcheck, OutOfMemoryIsAnErrorNotACrash) {
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, emulator::device_memory_bytes() + 1), cudaErrorMemoryAllocation);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation);
+}
+
+// --- racecheck ---
+
+TEST(EmulatorRacecheck, MissingBarrierInSharedMemory) {
+  float* in = device_alloc<float>(64);
+  float* out = device_alloc<float>(64);
+  upload(in, kInput);
+  launch_kernel(neighbour_sum<false>, 1, 64)(in, out);
+  expect_found(findings_after_failed_sync(), Checker::Racecheck,
+               {"neighbour_sum", "hazard", "no __syncthreads", "test_checkers.cu:42", "test_checkers.cu:44"});
+  launch_kernel(neighbour_sum<true>, 1, 64)(in, out);
+  expect_clean();
+  std::vector<float> got(64);
+  ANVIL_CUDA_CHECK(cudaMemcpy(got.data(), out, 64 * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(got[t], kInput[t] + kInput[(t + 1) % 64]) << t;
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST(EmulatorRacecheck, GlobalWritesWithoutAtomics) {
+  int* out = device_alloc<int>(1);
+  launch_kernel(everyone_writes_slot_zero, 2, 32)(out);
+  expect_found(findings_after_failed_sync(), Checker::Racecheck,
+               {"everyone_writes_slot_zero", "write-after-write", "without atomics"});
+  ANVIL_CUDA_CHECK(cudaMemset(out, 0, sizeof(int)));
+  launch_kernel(everyone_adds_to_slot_zero, 2, 32)(out);
+  expect_clean();
+  int got = 0;
+  ANVIL_CUDA_CHECK(cudaMemcpy(&got, out, sizeof(int), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got, 64);
+  cudaFree(out);
+}
+
+// --- synccheck ---
+
+TEST(EmulatorSynccheck, BarrierReachedByPartOfTheBlock) {
+  float* out = device_alloc<float>(32);
+  launch_kernel(barrier_inside_a_branch, 1, 32)(out);
+  expect_found(findings_after_failed_sync(), Checker::Synccheck,
+               {"barrier_inside_a_branch", "barrier divergence", "exited", "test_checkers.cu:49"});
+  cudaFree(out);
+}
+
+TEST(EmulatorSynccheck, ShuffleNamingExitedLanes) {
+  float* out = device_alloc<float>(32);
+  launch_kernel(shuffle_from_an_exited_lane, 1, 32)(out);
+  expect_found(findings_after_failed_sync(), Checker::Synccheck,
+               {"shuffle_from_an_exited_lane", "exited", "test_checkers.cu:56"});
+  cudaFree(out);
+}
+
+// --- initcheck ---
+
+TEST(EmulatorInitcheck, ReadOfFreshDeviceMemory) {
+  float* in = device_alloc<float>(64);  // never written
+  float* out = device_alloc<float>(64);
+  launch_kernel(copy_n, 1, 64)(in, out, 64);
+  expect_found(findings_after_failed_sync(), Checker::Initcheck,
+               {"copy_n", "uninitialized device memory", "test_checkers.cu:29"});
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST(EmulatorInitcheck, ReadOfSharedMemoryNobodyWrote) {
+  float* out = device_alloc<float>(32);
+  launch_kernel(read_shared_nobody_wrote, 1, 32)(out, 1 << 20);
+  expect_found(findings_after_failed_sync(), Checker::Initcheck,
+               {"read_shared_nobody_wrote", "uninitialized read", "test_checkers.cu:62"});
+  cudaFree(out);
+}
+
+// --- launches a real H100 refuses ---
+
+TEST(EmulatorLaunch, ConfigurationsAnH100Refuses) {
+  float* out = device_alloc<float>(32);
+  launch_kernel(barrier_inside_a_branch, 1, 2048)(out);  // more than 1024 threads per block
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  launch_kernel(barrier_inside_a_branch, dim3(1, 70000), 32)(out);  // grid.y > 65535
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  launch_kernel(barrier_inside_a_branch, 1, 32, 64 * 1024)(out);  // 64 KiB dynamic shared without the opt-in
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT_THROW(
+      {
+        launch_kernel(barrier_inside_a_branch, 1, 2048)(out);
+        ANVIL_CUDA_CHECK_LAUNCH("barrier_inside_a_branch");
+      },
+      Error);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // nothing ran
+  cudaFree(out);
+}
+
+}  // namespace
+}  // namespace anvil::cuda
