@@ -257,6 +257,24 @@ void check_global_access(const void* ptr, size_t nbytes, bool write, bool atomic
       std::memset(a.state + offset, kInitialized, nbytes);  // report each byte once
     }
   }
+  // A 16- or 8-bit atomic is a compare-and-swap on the aligned word around
+  // it (indexing.cu's atomic_add): the word's other bytes may belong to a
+  // neighbour, which is fine on a GPU. An atomic is wrong only when none of
+  // its bytes is handed out.
+  // The same holds for the plain read of that word which starts the loop: a
+  // naturally aligned read of at most 4 bytes is wrong only when none of its
+  // bytes is handed out (a wider access, a vector load, is checked per byte).
+  const bool word_read = !write && nbytes <= 4 && (reinterpret_cast<uintptr_t>(ptr) & (nbytes - 1)) == 0;
+  if (atomic || word_read) {
+    bool any_live = false;
+    for (size_t i = 0; i < nbytes && !any_live; ++i) any_live = a.state[offset + i] >= kUninitialized;
+    if (any_live && word_read) return;
+    if (any_live) {
+      for (size_t i = 0; i < nbytes; ++i)
+        if (a.state[offset + i] == kUninitialized) a.state[offset + i] = kInitialized;
+      return;
+    }
+  }
   const uint64_t me = (launch->serial << 40) | (uint64_t(atomic) << 39) | (running_global_thread() & ((1ull << 39) - 1));
   for (size_t i = 0; i < nbytes; ++i) {
     uint8_t& s = a.state[offset + i];

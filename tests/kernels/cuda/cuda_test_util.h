@@ -40,6 +40,16 @@
 
 namespace anvil::test {
 
+// True in the emulated-GPU build (kernels/cuda/emulator), where kernels run
+// on CPU fibers, slowly: tests keep their largest shapes for one variant there.
+constexpr bool emulated_gpu() {
+#if defined(ANVIL_CUDA_EMULATOR)
+  return true;
+#else
+  return false;
+#endif
+}
+
 // "[2, 3, 9, 9]" for test traces (gtest's Message does not find anvil's
 // operator<< for Shape, a std::vector).
 inline std::string shape_text(const Shape& s) {

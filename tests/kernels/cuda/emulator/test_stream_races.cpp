@@ -88,6 +88,9 @@ TEST(EmulatorStreams, MissingStreamWaitIsCaught) {
       x = ad + 1.0;  // produced on the main stream, behind the blocker
       if (wait) be.stream_wait(side, main);
       on_stream(side, [&] { y = x * 3.0; });  // consumed on the side stream
+      // Without the wait the side stream owes nothing to the held one: let it
+      // finish before the producer may run, so the wrong order is certain.
+      if (!wait) cudaStreamSynchronize(be.stream(side));
       block.release();
     }
     if (!wait) {
