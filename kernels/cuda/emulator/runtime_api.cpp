@@ -120,6 +120,13 @@ cudaError_t queue_memset(void* dst, int value, size_t n, cudaStream_t stream, bo
   return cudaSuccess;
 }
 
+// Where the event was last recorded (stream, sequence number); null: never.
+std::pair<StreamImpl*, uint64_t> last_record(cudaEvent_t event) {
+  auto* e = reinterpret_cast<EventImpl*>(event);
+  std::lock_guard<std::mutex> lock(e->mutex);
+  return {e->stream, e->seq};
+}
+
 }  // namespace
 
 void submit_kernel(const void* kernel, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
@@ -453,25 +460,11 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  auto* e = reinterpret_cast<EventImpl*>(event);
-  StreamImpl* s;
-  uint64_t seq;
-  {
-    std::lock_guard<std::mutex> lock(e->mutex);
-    s = e->stream;
-    seq = e->seq;
-  }
+  const auto [s, seq] = last_record(event);
   return !s || reached(s, seq) ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  auto* e = reinterpret_cast<EventImpl*>(event);
-  StreamImpl* s;
-  uint64_t seq;
-  {
-    std::lock_guard<std::mutex> lock(e->mutex);
-    s = e->stream;
-    seq = e->seq;
-  }
+  const auto [s, seq] = last_record(event);
   if (s) wait_until(s, seq);
   return cudaSuccess;
 }
@@ -484,14 +477,7 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   return cudaSuccess;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
-  auto* e = reinterpret_cast<EventImpl*>(event);
-  StreamImpl* producer;
-  uint64_t seq;
-  {
-    std::lock_guard<std::mutex> lock(e->mutex);
-    producer = e->stream;
-    seq = e->seq;
-  }
+  const auto [producer, seq] = last_record(event);
   if (!producer) return cudaSuccess;  // never recorded: nothing to wait for
   enqueue(resolve(stream, t_device), [producer, seq] { wait_until(producer, seq); });
   return cudaSuccess;
