@@ -22,6 +22,9 @@ if command -v ccache > /dev/null; then
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
   export CCACHE_BASEDIR=$root
   export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+  # Trees built with -g (sanitize, emulated) would otherwise hash the build
+  # folder into every key and never hit from another checkout.
+  export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
   # nvcc writes its temporaries under changing names; compare the sources.
   export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-include_file_mtime,include_file_ctime,time_macros}
   for lang in C CXX CUDA; do
