@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/base/error.h"
+#include "kernels/cuda/check.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
@@ -190,7 +191,7 @@ struct NcclProcessGroup::State : std::enable_shared_from_this<State> {
         continue;
       }
       for (auto it = in_flight.begin(); it != in_flight.end();) {
-        cudaError_t q = cudaEventQuery((*it)->end());
+        cudaError_t q = cuda::query_without_residue(cudaEventQuery((*it)->end()));
         if (q == cudaSuccess) {
           (*it)->release_tensors();
           it = in_flight.erase(it);
@@ -235,7 +236,7 @@ bool NcclWork::is_completed() {
     std::lock_guard<std::mutex> lock(state_->mu);
     if (!state_->error.empty()) return true;  // failed is finished
   }
-  return cudaEventQuery(end_) == cudaSuccess;
+  return cuda::query_without_residue(cudaEventQuery(end_)) == cudaSuccess;
 }
 
 NcclProcessGroup::NcclProcessGroup(std::shared_ptr<Store> store, int rank, int size,
@@ -298,7 +299,7 @@ NcclProcessGroup::~NcclProcessGroup() {
     auto deadline = Clock::now() + s.options.timeout;
     bool idle = false;
     while (!idle && Clock::now() < deadline) {
-      idle = cudaStreamQuery(s.comm_cuda) != cudaErrorNotReady;
+      idle = cuda::query_without_residue(cudaStreamQuery(s.comm_cuda)) != cudaErrorNotReady;
       if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (idle) ncclCommDestroy(s.comm);
@@ -428,7 +429,7 @@ WorkHandle NcclProcessGroup::barrier() {
     ANVIL_NCCL_CHECK(ncclAllReduce(s.barrier_buf, s.barrier_buf, 1, ncclFloat32, ncclSum, s.comm, s.comm_cuda), what);
   });
   auto* work = static_cast<NcclWork*>(w.get());
-  while (cudaEventQuery(work->end()) == cudaErrorNotReady) {
+  while (cuda::query_without_residue(cudaEventQuery(work->end())) == cudaErrorNotReady) {
     {
       std::lock_guard<std::mutex> lock(s.mu);
       s.throw_if_failed_locked("barrier");  // the watchdog aborts past the timeout

@@ -30,6 +30,17 @@
 
 namespace anvil::cuda {
 
+// cudaEventQuery and cudaStreamQuery answer cudaErrorNotReady for work still
+// running, and the runtime also keeps that answer as the thread's last
+// error, where the next ANVIL_CUDA_CHECK_LAUNCH would report it as a failed
+// launch. Wrap every query: it clears that residue (and only it: any other
+// pending error stays for its rightful reporter).
+//   if (query_without_residue(cudaEventQuery(e)) == cudaErrorNotReady) ...
+inline cudaError_t query_without_residue(cudaError_t answer) {
+  if (answer == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+  return answer;
+}
+
 // Makes `device` current and restores the previous device on exit, so a
 // backend call on cuda:1 does not leave the caller's thread on cuda:1.
 class DeviceGuard {

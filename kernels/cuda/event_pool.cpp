@@ -40,16 +40,9 @@ cudaEvent_t EventPool::record(cudaStream_t stream) {
 }
 
 bool EventPool::done(cudaEvent_t event) {
-  cudaError_t err = cudaEventQuery(event);
+  const cudaError_t err = query_without_residue(cudaEventQuery(event));
   if (err == cudaSuccess) return true;
-  if (err == cudaErrorNotReady) {
-    // "Not ready" is an answer, not a failure; should the runtime have kept it
-    // as the thread's last error, clear it so that the next
-    // ANVIL_CUDA_CHECK_LAUNCH does not report it (and only it: any other
-    // pending error stays for its rightful reporter).
-    if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
-    return false;
-  }
+  if (err == cudaErrorNotReady) return false;
   ANVIL_CUDA_CHECK(err);
   return false;
 }

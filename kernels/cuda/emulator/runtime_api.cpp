@@ -422,8 +422,9 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   StreamImpl* s = resolve(stream, t_device);
   std::lock_guard<std::mutex> lock(s->mutex);
-  // Not ready is an answer, not an error: like CUDA, it is not left as the last error.
-  return s->completed >= s->enqueued ? cudaSuccess : cudaErrorNotReady;
+  // As the CUDA runtime does, "not ready" is also left as the thread's last
+  // error (callers clear it: cuda::query_without_residue in check.h).
+  return s->completed >= s->enqueued ? cudaSuccess : fail(cudaErrorNotReady);
 }
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* data) {
   enqueue(resolve(stream, t_device), [fn, data] { fn(data); });
@@ -461,7 +462,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 }
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   const auto [s, seq] = last_record(event);
-  return !s || reached(s, seq) ? cudaSuccess : cudaErrorNotReady;
+  return !s || reached(s, seq) ? cudaSuccess : fail(cudaErrorNotReady);
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   const auto [s, seq] = last_record(event);

@@ -12,6 +12,7 @@
 
 #include "core/ops.h"
 #include "kernels/backend.h"
+#include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/emulator/emulator.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
@@ -112,6 +113,28 @@ TEST(EmulatorStreams, MissingStreamWaitIsCaught) {
       EXPECT_CUDA_CLOSE(y, (a + 1.0) * 3.0);
     }
   }
+}
+
+// Like the CUDA runtime, the emulator leaves "not ready" from a query as the
+// thread's last error; unless the caller clears it, the next launch check
+// reports it as a failed launch (the NCCL group's polling did that).
+TEST(EmulatorStreams, NotReadyFromAQueryDoesNotPoisonTheNextLaunch) {
+  cuda::CudaBackend& be = backend();
+  const Stream side = be.new_stream(0);
+  test::StreamBlocker block(be.stream(side));
+  EXPECT_EQ(cudaStreamQuery(be.stream(side)), cudaErrorNotReady);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorNotReady);
+  cudaEvent_t event = nullptr;
+  ASSERT_EQ(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(event, be.stream(side)), cudaSuccess);
+  EXPECT_EQ(cuda::query_without_residue(cudaEventQuery(event)), cudaErrorNotReady);
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+  const Tensor x = test::random_tensor({64}, kFloat32, 5);
+  EXPECT_CUDA_CLOSE(x.cuda() + 1.0, x + 1.0);  // launches on stream 0, checked
+  block.release();
+  EXPECT_EQ(cudaEventSynchronize(event), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(event), cudaSuccess);
+  cudaEventDestroy(event);
 }
 
 }  // namespace
