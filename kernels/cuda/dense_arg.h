@@ -105,14 +105,18 @@ namespace anvil::cuda {
 // Offsets of N views walked in the row-major order of `shape`.
 template <int N>
 nn::Offsets<N> make_offsets(const char* op, const Shape& shape, const std::array<const Shape*, N>& strides) {
-  ANVIL_CHECK(shape.size() <= static_cast<size_t>(nn::kMaxDims), op, ": at most ", nn::kMaxDims,
+  ANVIL_CHECK(shape.size() <= static_cast<size_t>(dev::kMaxDims), op, ": at most ", dev::kMaxDims,
               " dims are supported on CUDA, got shape ", shape);
   nn::Offsets<N> o;
-  o.rank = static_cast<int>(shape.size());
-  for (int d = 0; d < o.rank; ++d) {
-    o.shape[d] = shape[d];
-    for (int t = 0; t < N; ++t) o.strides[t][d] = (*strides[t])[d];
+  o.ndim = static_cast<int>(shape.size());
+  int64_t numel = 1;
+  for (int d = 0; d < o.ndim; ++d) {  // innermost first, as the calculator stores them
+    const size_t from = shape.size() - 1 - static_cast<size_t>(d);
+    o.sizes[d] = shape[from];
+    numel *= shape[from];
+    for (int t = 0; t < N; ++t) o.strides[d][t] = (*strides[t])[from];
   }
+  o.index32 = numel <= int64_t{0xFFFFFFFF};
   return o;
 }
 

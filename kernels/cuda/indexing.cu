@@ -170,7 +170,7 @@ __global__ void select_strided_kernel(U* out, const U* in, const int64_t* index,
       continue;
     }
     int64_t off[2];
-    offs.at(e, off);
+    offs.offsets(e, off);
     out[off[0]] = in[off[1] + v * in_step];
   }
 }
@@ -227,7 +227,7 @@ __global__ void index_add_strided_kernel(T* out, const T* src, const int64_t* in
       continue;
     }
     int64_t off[2];
-    offs.at(e, off);
+    offs.offsets(e, off);
     atomic_add(out + off[0] + v * out_step, src[off[1]]);
   }
 }
@@ -275,7 +275,7 @@ __global__ void gather_kernel(U* out, const int64_t* index, const U* in, Offsets
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t off[3];
-    offs.at(e, off);
+    offs.offsets(e, off);
     const int64_t v = index[off[1]];
     if (bad_index(v, in_dim)) {
       nn::record_index_error(rec, nn::kGather, v, in_dim, dim);
@@ -292,7 +292,7 @@ __global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, O
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t off[3];
-    offs.at(e, off);
+    offs.offsets(e, off);
     const int64_t v = index[off[1]];
     if (bad_index(v, out_dim)) {
       nn::record_index_error(rec, nn::kScatterAdd, v, out_dim, dim);
@@ -312,7 +312,7 @@ __global__ void scatter_add_serial_kernel(T* out, const int64_t* index, const T*
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t off[3];
-    offs.at(e, off);
+    offs.offsets(e, off);
     for (int64_t k = 0; k < len; ++k) {
       const int64_t v = index[off[1] + k * index_step];
       if (bad_index(v, out_dim)) {

@@ -106,7 +106,7 @@ __global__ void random_kernel(T* out, Offsets<1> offs, int64_t n, double a, doub
         out[i] = v[l];
       } else {
         int64_t off[1];
-        offs.at(i, off);
+        offs.offsets(i, off);
         out[off[0]] = v[l];
       }
     }
@@ -125,7 +125,7 @@ __global__ void dropout_kernel(T* out, uint8_t* mask, const T* in, Offsets<3> of
       const int64_t i = 4 * c + l;
       if (i >= n) break;
       int64_t off[3] = {i, i, i};
-      if constexpr (!kContiguous) offs.at(i, off);
+      if constexpr (!kContiguous) offs.offsets(i, off);
       const bool keep = static_cast<double>(philox::to_uniform(philox::lane(r, l))) >= p;
       const C x = nn::load_as<C>(in[off[2]]);
       out[off[0]] = nn::store_as<T>(keep ? x * scale : C(0));

@@ -1,13 +1,14 @@
 #pragma once
 // Small device helpers of the nn kernels (softmax, layer_norm, cross_entropy,
 // random, indexing, optim): short names for the shared conversions and
-// reductions, and a plain 8-dim offset calculator for the strided kernels
-// whose operands have different shapes (gather/scatter, any-rank fallbacks).
+// reductions, and the offset calculator of the strided kernels whose
+// operands have different shapes (gather/scatter, any-rank fallbacks).
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/cuda/device/block_reduce.cuh"
 #include "kernels/cuda/device/dtype.cuh"
+#include "kernels/cuda/device/offset_calculator.cuh"
 
 namespace anvil::cuda::nn {
 
@@ -23,24 +24,11 @@ template <typename C> __device__ __forceinline__ C warp_max(C v) { return dev::w
 template <typename C> __device__ __forceinline__ C block_sum(C v) { return dev::block_reduce_sum(v); }
 template <typename C> __device__ __forceinline__ C block_max(C v) { return dev::block_reduce_max(v); }
 
-// Element offsets of up to N strided tensors walked in the row-major order of
-// one shape (at most 8 dims), passed to kernels by value.
-constexpr int kMaxDims = 8;
-template <int N> struct Offsets {
-  int rank = 0;
-  int64_t shape[kMaxDims] = {};
-  int64_t strides[N][kMaxDims] = {};
-  __device__ __forceinline__ void at(int64_t linear, int64_t (&off)[N]) const {
-#pragma unroll
-    for (int t = 0; t < N; ++t) off[t] = 0;
-    for (int d = rank - 1; d >= 0; --d) {
-      const int64_t s = shape[d];
-      const int64_t c = linear % s;
-      linear /= s;
-#pragma unroll
-      for (int t = 0; t < N; ++t) off[t] += c * strides[t][d];
-    }
-  }
-};
+// Element offsets of N strided tensors walked in the row-major order of one
+// shape: the one offset calculator of the CUDA backend (up to dev::kMaxDims =
+// 12 dims, 32-bit division when the index fits), filled by make_offsets
+// (dense_arg.h).
+template <int N>
+using Offsets = dev::OffsetCalculator<N>;
 
 }  // namespace anvil::cuda::nn

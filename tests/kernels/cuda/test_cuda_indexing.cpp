@@ -171,5 +171,20 @@ TEST(CudaIndexing, BadIndexSurfacesAtSynchronisingPoints) {
   EXPECT_NO_THROW(backend_for(DeviceType::CUDA).synchronize(0));  // raising cleared it
 }
 
+
+// The strided nn kernels share the backend's one offset calculator (12 dims),
+// so ranks past 8 work as they do for elementwise ops.
+TEST(CudaIndexing, GatherAndScatterAddBeyondEightDims) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  const Shape shape = {2, 1, 2, 3, 1, 2, 1, 2, 2, 5};
+  const Tensor x = random_tensor(shape, kFloat32, 21);
+  Shape index_shape = shape;
+  index_shape[9] = 4;
+  const Tensor idx = random_index(index_shape, 5, 22);
+  EXPECT_CUDA_CLOSE(gather(x.cuda(), 9, idx.cuda()), gather(x, 9, idx), {0, 0});
+  const Tensor src = random_tensor(index_shape, kFloat32, 23);
+  EXPECT_CUDA_CLOSE(scatter_add(x.cuda(), 9, idx.cuda(), src.cuda()), scatter_add(x, 9, idx, src), {1e-6, 1e-6});
+}
+
 }  // namespace
 }  // namespace anvil
