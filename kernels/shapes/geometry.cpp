@@ -20,6 +20,12 @@ PoolGeometry pool_geometry(const char* op, const Shape& in, const Shape& out, co
   ANVIL_CHECK(g.ph >= 0 && g.pw >= 0 && 2 * g.ph <= g.kh && 2 * g.pw <= g.kw, op,
               ": padding must be between 0 and half the kernel size, got padding [", g.ph, ", ", g.pw,
               "] for kernel [", g.kh, ", ", g.kw, "]");
+  // With H or W zero and padding, a window could hold nothing but padding and
+  // the kernels would read an input plane that has no elements. PyTorch
+  // rejects a zero height or width; so do we, on both backends.
+  ANVIL_CHECK(g.planes == 0 || (g.h > 0 && g.w > 0) || g.ho == 0 || g.wo == 0, op, ": input ", in,
+              " has a zero height or width but the output ", out,
+              " is not empty: its windows would hold only padding (pool a non-empty plane)");
   // Floor and ceil mode both give sizes whose last window starts inside the padded input.
   ANVIL_CHECK(g.ho >= 0 && g.wo >= 0 && (g.ho == 0 || (g.ho - 1) * g.sh < g.h + g.ph) &&
                   (g.wo == 0 || (g.wo - 1) * g.sw < g.w + g.pw),

@@ -272,5 +272,22 @@ TEST(NnPool2d, RejectsBadArguments) {
   expect_error([&] { max_pool2d(x.to(kInt32), {}); }, {"max_pool2d", "floating"});
 }
 
+// An empty plane with padding: each window would hold only padding, and the
+// kernels would read a plane with no elements (past the buffer). Refused on
+// every backend, as PyTorch does, naming the shapes.
+TEST(NnPool2d, EmptyPlaneWithPaddingIsRefused) {
+  Pool2dOptions o;
+  o.kernel = {2, 2};
+  o.stride = {1, 1};
+  o.padding = {1, 1};
+  for (const Shape& shape : {Shape{1, 2, 0, 3}, Shape{1, 2, 3, 0}}) {
+    const Tensor x = randn(shape);
+    expect_error([&] { max_pool2d(x, o); }, {"pool2d", "[1, 2, ", "zero height or width", "only padding"});
+    expect_error([&] { avg_pool2d(x, o); }, {"pool2d", "zero height or width", "only padding"});
+  }
+  // A batch of zero images is fine: there is nothing to pool.
+  EXPECT_EQ(max_pool2d(randn({0, 2, 4, 4}), o).shape(), (Shape{0, 2, 5, 5}));
+}
+
 }  // namespace
 }  // namespace anvil
