@@ -118,7 +118,7 @@ void record(Checker c, int kind, const void* pc, const void* other_pc, const std
   }
 }
 
-size_t flush_launch(const char* kernel) {
+size_t flush_launch() {
   if (!t_pending || t_pending->empty()) return 0;
   std::vector<Finding> found;
   for (auto& [key, p] : *t_pending) {
@@ -132,7 +132,6 @@ size_t flush_launch(const char* kernel) {
   t_pending->clear();
   std::lock_guard<std::mutex> lock(g_mutex);
   for (Finding& f : found) g_findings.push_back(std::move(f));
-  (void)kernel;
   return found.size();
 }
 

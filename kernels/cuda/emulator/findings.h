@@ -35,7 +35,7 @@ void record(Checker c, int kind, const void* pc, const void* other_pc, const std
 bool already_recorded(Checker c, int kind, const void* pc, const void* other_pc);
 
 // After a launch: returns the number of findings it had (0: clean).
-size_t flush_launch(const char* kernel_name);
+size_t flush_launch();
 
 // "file:line (function)" for an instruction address, innermost inline frame first.
 std::string symbolize(const void* pc);

@@ -70,7 +70,7 @@ bool usable_in_stream_order(const void* p, size_t n, int device, const char* cal
   if (enabled(Checker::Memcheck)) {
     record(Checker::Memcheck, 20, nullptr, nullptr,
            std::string(call) + " of " + std::to_string(n) + " bytes touches " + why + " (" + detail + ")");
-    flush_launch(call);
+    flush_launch();
   }
   set_pending_error(device, cudaErrorInvalidValue);
   return false;
@@ -158,7 +158,7 @@ void submit_kernel(const void* kernel, dim3 grid, dim3 block, size_t shared_byte
   launch->body = std::move(body);
   enqueue(s, [launch] {
     run_grid(*launch);
-    if (flush_launch("kernel") > 0) set_pending_error(launch->device, cudaErrorLaunchFailure);
+    if (flush_launch() > 0) set_pending_error(launch->device, cudaErrorLaunchFailure);
   });
 }
 
