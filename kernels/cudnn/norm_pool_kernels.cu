@@ -173,35 +173,121 @@ __global__ void bn_eval_grad_input_kernel(T* __restrict__ grad_in, const T* __re
   }
 }
 
+// Sum of `v` over the block (kThreads threads), in double, for every thread.
+// `red` is the caller's shared array of kThreads doubles.
+__device__ double block_sum(double v, double* red) {
+  __syncthreads();  // an earlier call's readers are done with red
+  red[threadIdx.x] = v;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) red[threadIdx.x] += red[threadIdx.x + stride];
+    __syncthreads();
+  }
+  return red[0];
+}
+
+// Element j of channel ch in a dense [n, c, s] tensor.
+__device__ __forceinline__ int64_t channel_elem(int64_t j, int64_t ch, int64_t c, int64_t s) {
+  return ((j / s) * c + ch) * s + j % s;
+}
+
 // One block per channel: sums over the channel's n * s values, in double.
+// grad_weight = sum g * (x - mean) * invstd, grad_bias = sum g (either may be null).
 template <typename T, typename P>
-__global__ void bn_eval_grad_params_kernel(P* grad_weight, P* grad_bias, const T* __restrict__ grad_out,
-                                           const T* __restrict__ x, const P* __restrict__ mean,
-                                           const P* __restrict__ invstd, int64_t n, int64_t c, int64_t s) {
+__global__ void bn_grad_params_kernel(P* grad_weight, P* grad_bias, const T* __restrict__ grad_out,
+                                      const T* __restrict__ x, const P* __restrict__ mean,
+                                      const P* __restrict__ invstd, int64_t n, int64_t c, int64_t s) {
+  __shared__ double red[kThreads];
   const int64_t ch = blockIdx.x;
   const double m = static_cast<double>(mean[ch]);
   double sg = 0, sgx = 0;
   for (int64_t j = threadIdx.x; j < n * s; j += blockDim.x) {
-    const int64_t idx = ((j / s) * c + ch) * s + j % s;
+    const int64_t idx = channel_elem(j, ch, c, s);
     const double gv = to_double(grad_out[idx]);
     sg += gv;
     sgx += gv * (to_double(x[idx]) - m);
   }
-  __shared__ double red_g[kThreads], red_gx[kThreads];
-  red_g[threadIdx.x] = sg;
-  red_gx[threadIdx.x] = sgx;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) {
-      red_g[threadIdx.x] += red_g[threadIdx.x + stride];
-      red_gx[threadIdx.x] += red_gx[threadIdx.x + stride];
-    }
-    __syncthreads();
-  }
+  sg = block_sum(sg, red);
+  sgx = block_sum(sgx, red);
   if (threadIdx.x == 0) {
-    if (grad_weight) grad_weight[ch] = static_cast<P>(red_gx[0] * static_cast<double>(invstd[ch]));
-    if (grad_bias) grad_bias[ch] = static_cast<P>(red_g[0]);
+    if (grad_weight) grad_weight[ch] = static_cast<P>(sgx * static_cast<double>(invstd[ch]));
+    if (grad_bias) grad_bias[ch] = static_cast<P>(sg);
   }
+}
+
+// ---- batch norm (training mode, for a device without cuDNN) ----
+
+// One block per channel: the batch mean and biased variance in two passes in
+// double (as the CPU), the saved statistics, and the running ones (may be null).
+template <typename T, typename P>
+__global__ void bn_train_stats_kernel(P* save_mean, P* save_invstd, P* running_mean, P* running_var,
+                                      const T* __restrict__ x, int64_t n, int64_t c, int64_t s, double momentum,
+                                      double eps) {
+  __shared__ double red[kThreads];
+  const int64_t ch = blockIdx.x, count = n * s;
+  double sum = 0;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) sum += to_double(x[channel_elem(j, ch, c, s)]);
+  const double mean = block_sum(sum, red) / static_cast<double>(count);
+  double sq = 0;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const double d = to_double(x[channel_elem(j, ch, c, s)]) - mean;
+    sq += d * d;
+  }
+  const double var = block_sum(sq, red) / static_cast<double>(count);
+  if (threadIdx.x == 0) {
+    save_mean[ch] = static_cast<P>(mean);
+    save_invstd[ch] = static_cast<P>(1.0 / sqrt(var + eps));
+    const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
+    if (running_mean)
+      running_mean[ch] = static_cast<P>((1 - momentum) * static_cast<double>(running_mean[ch]) + momentum * mean);
+    if (running_var)
+      running_var[ch] =
+          static_cast<P>((1 - momentum) * static_cast<double>(running_var[ch]) + momentum * var * unbias);
+  }
+}
+
+// out = (x - mean) * (invstd * weight) + bias, the per-element step in the
+// compute type (float for float32 and 16-bit floats), as the CPU.
+template <typename T, typename P>
+__global__ void bn_apply_kernel(T* __restrict__ out, const T* __restrict__ x, const P* __restrict__ mean,
+                                const P* __restrict__ invstd, const P* __restrict__ weight,
+                                const P* __restrict__ bias, int64_t c, int64_t s, int64_t total) {
+  using C = typename Acc<T>::type;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t ch = (i / s) % c;
+    const double w = weight ? static_cast<double>(weight[ch]) : 1.0, b = bias ? static_cast<double>(bias[ch]) : 0.0;
+    const C m = static_cast<C>(mean[ch]), scale = static_cast<C>(static_cast<double>(invstd[ch]) * w);
+    out[i] = from_double<T>(static_cast<double>((static_cast<C>(to_double(x[i])) - m) * scale + static_cast<C>(b)));
+  }
+}
+
+// grad_in of training-mode batch norm, the statistics depending on x:
+// k * (g - mean(g) - xhat * mean(g * xhat)), k = invstd * weight, from the
+// per-channel sums sum_g and sum_g_xhat (= sum g * xhat).
+template <typename T, typename P>
+__global__ void bn_train_grad_input_kernel(T* __restrict__ grad_in, const T* __restrict__ grad_out,
+                                           const T* __restrict__ x, const P* __restrict__ weight,
+                                           const P* __restrict__ mean, const P* __restrict__ invstd,
+                                           const P* __restrict__ sum_g, const P* __restrict__ sum_g_xhat, int64_t c,
+                                           int64_t s, int64_t count, int64_t total) {
+  using C = typename Acc<T>::type;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t ch = (i / s) % c;
+    const double inv = static_cast<double>(invstd[ch]);
+    const double k = inv * (weight ? static_cast<double>(weight[ch]) : 1.0);
+    const C kt = static_cast<C>(k), shift = static_cast<C>(-k * static_cast<double>(sum_g[ch]) / count);
+    const C slope = static_cast<C>(-k * inv * static_cast<double>(sum_g_xhat[ch]) / count);
+    const C xc = static_cast<C>(to_double(x[i])) - static_cast<C>(mean[ch]);
+    grad_in[i] = from_double<T>(static_cast<double>(kt * static_cast<C>(to_double(grad_out[i])) + shift + slope * xc));
+  }
+}
+
+template <typename F>
+void dispatch_param(DType param, F&& f) {
+  if (param == DType::Float64) f(double{});
+  else f(float{});
 }
 
 }  // namespace
@@ -260,13 +346,68 @@ void batch_norm_eval_backward(DType dtype, DType param, void* grad_in, void* gra
         ANVIL_CUDA_CHECK_LAUNCH("bn_eval_grad_input_kernel");
       }
       if ((grad_weight || grad_bias) && c > 0) {
-        launch_kernel(bn_eval_grad_params_kernel<T, P>, static_cast<unsigned>(c), kThreads, 0, stream)(
+        launch_kernel(bn_grad_params_kernel<T, P>, static_cast<unsigned>(c), kThreads, 0, stream)(
             static_cast<P*>(grad_weight), static_cast<P*>(grad_bias), static_cast<const T*>(grad_out),
             static_cast<const T*>(x), static_cast<const P*>(mean), static_cast<const P*>(invstd), n, c, s);
-        ANVIL_CUDA_CHECK_LAUNCH("bn_eval_grad_params_kernel");
+        ANVIL_CUDA_CHECK_LAUNCH("bn_grad_params_kernel");
       }
     };
-    if (param == DType::Float64) run(double{}); else run(float{});
+    dispatch_param(param, run);
+  });
+}
+
+void batch_norm_train_stats(DType dtype, DType param, void* save_mean, void* save_invstd, void* running_mean,
+                            void* running_var, const void* x, int64_t n, int64_t c, int64_t s, double momentum,
+                            double eps, cudaStream_t stream) {
+  if (c == 0) return;
+  dispatch_dtype("batch_norm", dtype, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_param(param, [&](auto ptag) {
+      using P = decltype(ptag);
+      launch_kernel(bn_train_stats_kernel<T, P>, static_cast<unsigned>(c), kThreads, 0, stream)(
+          static_cast<P*>(save_mean), static_cast<P*>(save_invstd), static_cast<P*>(running_mean),
+          static_cast<P*>(running_var), static_cast<const T*>(x), n, c, s, momentum, eps);
+      ANVIL_CUDA_CHECK_LAUNCH("bn_train_stats_kernel");
+    });
+  });
+}
+
+void batch_norm_apply(DType dtype, DType param, void* out, const void* x, const void* mean, const void* invstd,
+                      const void* weight, const void* bias, int64_t n, int64_t c, int64_t s, cudaStream_t stream) {
+  const int64_t total = n * c * s;
+  if (total == 0) return;
+  dispatch_dtype("batch_norm", dtype, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_param(param, [&](auto ptag) {
+      using P = decltype(ptag);
+      launch_kernel(bn_apply_kernel<T, P>, blocks_for(total), kThreads, 0, stream)(
+          static_cast<T*>(out), static_cast<const T*>(x), static_cast<const P*>(mean),
+          static_cast<const P*>(invstd), static_cast<const P*>(weight), static_cast<const P*>(bias), c, s, total);
+      ANVIL_CUDA_CHECK_LAUNCH("bn_apply_kernel");
+    });
+  });
+}
+
+void batch_norm_train_backward(DType dtype, DType param, void* grad_in, void* sum_g_xhat, void* sum_g,
+                               const void* grad_out, const void* x, const void* weight, const void* mean,
+                               const void* invstd, int64_t n, int64_t c, int64_t s, cudaStream_t stream) {
+  if (c == 0) return;
+  dispatch_dtype("batch_norm_backward", dtype, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_param(param, [&](auto ptag) {
+      using P = decltype(ptag);
+      launch_kernel(bn_grad_params_kernel<T, P>, static_cast<unsigned>(c), kThreads, 0, stream)(
+          static_cast<P*>(sum_g_xhat), static_cast<P*>(sum_g), static_cast<const T*>(grad_out),
+          static_cast<const T*>(x), static_cast<const P*>(mean), static_cast<const P*>(invstd), n, c, s);
+      ANVIL_CUDA_CHECK_LAUNCH("bn_grad_params_kernel");
+      const int64_t total = n * c * s;
+      if (!grad_in || total == 0) return;
+      launch_kernel(bn_train_grad_input_kernel<T, P>, blocks_for(total), kThreads, 0, stream)(
+          static_cast<T*>(grad_in), static_cast<const T*>(grad_out), static_cast<const T*>(x),
+          static_cast<const P*>(weight), static_cast<const P*>(mean), static_cast<const P*>(invstd),
+          static_cast<const P*>(sum_g), static_cast<const P*>(sum_g_xhat), c, s, n * s, total);
+      ANVIL_CUDA_CHECK_LAUNCH("bn_train_grad_input_kernel");
+    });
   });
 }
 

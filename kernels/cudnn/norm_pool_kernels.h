@@ -1,7 +1,8 @@
 #pragma once
 // Hand-written kernels that complete the cuDNN paths (norm_pool_kernels.cu):
-// the pooling cases cuDNN does not cover or covers with other semantics, and
-// batch norm's evaluation-mode pieces. All take dense row-major buffers on
+// the pooling cases cuDNN does not cover or covers with other semantics,
+// batch norm's evaluation-mode pieces, and batch norm's training mode for a
+// device without cuDNN (the emulated GPU: kernels/cuda/emulator/). All take dense row-major buffers on
 // the current device and queue on `stream`.
 #include <cuda_runtime_api.h>
 
@@ -38,5 +39,23 @@ void batch_norm_eval_stats(DType param, void* save_mean, void* save_invstd, cons
 void batch_norm_eval_backward(DType dtype, DType param, void* grad_in, void* grad_weight, void* grad_bias,
                               const void* grad_out, const void* x, const void* weight, const void* mean,
                               const void* invstd, int64_t n, int64_t c, int64_t s, cudaStream_t stream);
+
+// Batch norm in training mode (x, grad_out, grad_in: [n, c, s] dense in
+// `dtype`; per-channel values in `param`), the CPU kernel's arithmetic:
+// save_mean = batch mean, save_invstd = 1 / sqrt(biased var + eps); the
+// running statistics (each may be null) move by `momentum` towards the batch
+// mean and the unbiased batch variance. n * s must exceed 1.
+void batch_norm_train_stats(DType dtype, DType param, void* save_mean, void* save_invstd, void* running_mean,
+                            void* running_var, const void* x, int64_t n, int64_t c, int64_t s, double momentum,
+                            double eps, cudaStream_t stream);
+// out = (x - mean) * invstd * weight + bias; weight and bias may be null.
+void batch_norm_apply(DType dtype, DType param, void* out, const void* x, const void* mean, const void* invstd,
+                      const void* weight, const void* bias, int64_t n, int64_t c, int64_t s, cudaStream_t stream);
+// sum_g_xhat (the weight's gradient) and sum_g (the bias's) over each channel,
+// both required; grad_in (may be null) = k * (g - sum_g / count - xhat *
+// sum_g_xhat / count), k = invstd * weight (weight may be null: ones).
+void batch_norm_train_backward(DType dtype, DType param, void* grad_in, void* sum_g_xhat, void* sum_g,
+                               const void* grad_out, const void* x, const void* weight, const void* mean,
+                               const void* invstd, int64_t n, int64_t c, int64_t s, cudaStream_t stream);
 
 }  // namespace anvil::cuda

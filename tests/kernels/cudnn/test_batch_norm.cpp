@@ -1,4 +1,5 @@
-// batch_norm on CUDA (cuDNN) against the CPU backend: training (output,
+// batch_norm on CUDA (cuDNN; on the emulated GPU, the hand-written kernels of
+// kernels/cudnn/norm_pool_kernels.cu) against the CPU backend: training (output,
 // running statistics with the unbiased variance, gradients), evaluation
 // (output, gradients with constant statistics), with and without affine
 // parameters, [N, C], [N, C, L] and [N, C, H, W] inputs, non-contiguous

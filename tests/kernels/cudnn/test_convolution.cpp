@@ -1,6 +1,8 @@
-// conv2d on CUDA (cuDNN) against the CPU backend: forward with bias and the
-// gradients of input, weight and bias, over strides, padding, dilation,
-// groups, odd sizes, non-contiguous inputs and every floating dtype.
+// conv2d on CUDA (cuDNN; on the emulated GPU, im2col on the GEMM ladder)
+// against the CPU backend: forward with bias and the gradients of input,
+// weight and bias, over strides, padding, dilation, groups, odd sizes,
+// non-contiguous inputs and every floating dtype. The im2col path is also
+// checked directly, so a real GPU runs it too (on cuBLAS).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +11,8 @@
 
 #include "core/ops.h"
 #include "kernels/backend.h"
+#include "kernels/cuda/conv2d_im2col.h"
+#include "kernels/cuda/cuda_backend.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -114,6 +118,45 @@ TEST(CudnnConv2d, BackendWritesStridedOutputs) {
   cpu.conv2d(want.view_of(), x.view_of(), w.view_of(), nullptr, p);
   gpu.conv2d(got.view_of(), xg.view_of(), wg.view_of(), nullptr, p);
   EXPECT_CUDA_CLOSE(got_base, want_base, conv_tolerance(kFloat32, 27));
+}
+
+TEST(CudaConv2dIm2col, MatchesCpuWithStridedOutputsAndGroups) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  // The hand-written path called directly (on a real GPU conv2d takes cuDNN).
+  auto& gpu = static_cast<cuda::CudaBackend&>(backend_for(DeviceType::CUDA));
+  Backend& cpu = backend_for(DeviceType::CPU);
+  for (const ConvCase& c : cases()) {
+    SCOPED_TRACE(shape_text(c.input));
+    Conv2dParams p;
+    for (int i = 0; i < 2; ++i) {
+      p.stride[i] = c.o.stride[i];
+      p.padding[i] = c.o.padding[i];
+      p.dilation[i] = c.o.dilation[i];
+    }
+    p.groups = c.o.groups;
+    const Tensor x = random_tensor(c.input, kFloat32, 5), w = random_tensor({c.cout, c.input[1] / c.o.groups, c.kh, c.kw}, kFloat32, 6);
+    const Tensor b = random_tensor({c.cout}, kFloat32, 7);
+    const Tensor y_cpu = conv2d(x, w, b, c.o);
+    // Outputs and gradients written into channel slices of larger tensors.
+    Shape wide = y_cpu.shape();
+    wide[1] += 2;
+    const Tensor out_base = random_tensor(wide, kFloat32, 8), gx_base = random_tensor({c.input[0], c.input[1] + 1, c.input[2], c.input[3]}, kFloat32, 9);
+    Tensor want = out_base.clone(), got = out_base.cuda();
+    const Tensor xg = x.cuda(), wg = w.cuda(), bg = b.cuda();
+    const View b_cpu = b.view_of(), b_gpu = bg.view_of();
+    cpu.conv2d(want.narrow(1, 1, c.cout).view_of(), x.view_of(), w.view_of(), &b_cpu, p);
+    cuda::conv2d_im2col(gpu, got.narrow(1, 1, c.cout).view_of(), xg.view_of(), wg.view_of(), &b_gpu, p);
+    EXPECT_CUDA_CLOSE(got, want, conv_tolerance(kFloat32, c.input[1] / c.o.groups * c.kh * c.kw)) << "output";
+    const Tensor dy = random_tensor(y_cpu.shape(), kFloat32, 10), dyg = dy.cuda();
+    Tensor dx_want = gx_base.clone(), dx_got = gx_base.cuda();
+    cpu.conv2d_backward_input(dx_want.narrow(1, 0, c.input[1]).view_of(), dy.view_of(), w.view_of(), p);
+    cuda::conv2d_backward_input_im2col(gpu, dx_got.narrow(1, 0, c.input[1]).view_of(), dyg.view_of(), wg.view_of(), p);
+    EXPECT_CUDA_CLOSE(dx_got, dx_want, conv_tolerance(kFloat32, c.cout / c.o.groups * c.kh * c.kw)) << "grad input";
+    Tensor dw_want = zeros(w.shape()), dw_got = full(w.shape(), 7.0).cuda();
+    cpu.conv2d_backward_weight(dw_want.view_of(), dy.view_of(), x.view_of(), p);
+    cuda::conv2d_backward_weight_im2col(gpu, dw_got.view_of(), dyg.view_of(), xg.view_of(), p);
+    EXPECT_CUDA_CLOSE(dw_got, dw_want, conv_tolerance(kFloat32, c.input[0] * y_cpu.size(2) * y_cpu.size(3))) << "grad weight";
+  }
 }
 
 }  // namespace

@@ -94,8 +94,26 @@ TEST(EmulatorMatmul, MatchesCpuForEveryLadderDtypeAndLayout) {
     const Tensor bt = test::random_tensor({3, 19, 34}, dt, 3).transpose(1, 2);  // strided operand
     EXPECT_TRUE(test::all_close(matmul(a.cuda(), bt.cuda()), matmul(a, bt), tol)) << dt;
   }
-  const Tensor d = test::random_tensor({4, 4}, kFloat64, 4);
-  EXPECT_ANY_THROW(matmul(d.cuda(), d.cuda()));  // no float64 rung: a clear error, not a wrong answer
+}
+
+TEST(EmulatorMatmul, Float64RunsOnSharedTilesWithTails) {
+  // Sizes that are not multiples of the 16x16 tile, a batch, a strided operand.
+  const Tensor a = test::random_tensor({2, 37, 18}, kFloat64, 4), b = test::random_tensor({2, 18, 33}, kFloat64, 5);
+  EXPECT_TRUE(test::all_close(matmul(a.cuda(), b.cuda()), matmul(a, b), {1e-12, 1e-12}));
+  const Tensor bt = test::random_tensor({2, 33, 18}, kFloat64, 6).transpose(1, 2);
+  EXPECT_TRUE(test::all_close(matmul(a.cuda(), bt.cuda()), matmul(a, bt), {1e-12, 1e-12}));
+  EXPECT_TRUE(emulator::take_findings().empty());
+}
+
+TEST(EmulatorMatmul, IntegerDtypesAreRefusedNamingTheOp) {
+  const Tensor i = full({4, 4}, 2.0, TensorOptions(kInt32));
+  try {
+    (void)matmul(i.cuda(), i.cuda());
+    FAIL() << "an int32 matmul ran on the emulated GPU";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("matmul"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("int32"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

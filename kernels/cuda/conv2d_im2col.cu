@@ -1,0 +1,148 @@
+// conv2d as im2col + GEMM on the CUDA backend; see conv2d_im2col.h.
+//
+// The whole batch goes through one GEMM per group: the column matrix is
+// [K, N * Ho * Wo] (K = Cin/groups * kH * kW), so the GEMM's result is
+// [Cout/groups, N, Ho, Wo], one strided copy away from NCHW. That costs a
+// column matrix of the whole batch in device memory (the CPU kernel goes one
+// image at a time instead, to stay in cache); in exchange the GEMMs are as
+// large as the batch allows, which is what keeps a GPU's (or the emulator's
+// worker's) arithmetic busy.
+#include "kernels/cuda/conv2d_im2col.h"
+
+#include "core/base/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/dense_arg.h"
+#include "kernels/cuda/im2col.h"
+#include "kernels/shapes/geometry.h"
+
+namespace anvil::cuda {
+namespace {
+
+using shapes::ConvGeometry;
+
+void check_dtypes(const char* op, DType want, std::initializer_list<const View*> views) {
+  ANVIL_CHECK(is_floating(want), op, ": not supported for dtype ", want);
+  for (const View* v : views)
+    ANVIL_CHECK(v->dtype == want, op, ": expected every operand in ", want, ", got ", v->dtype, " for shape ",
+                v->shape);
+}
+
+// A dense 2-D matrix [rows, cols] at `data` (byte offset `offset`).
+View matrix(void* data, size_t offset, DType dtype, int64_t rows, int64_t cols, int device) {
+  return View{static_cast<char*>(data) + offset, dtype, {rows, cols}, {cols, 1}, device};
+}
+
+// The group's channels [N, Cout/groups, Ho, Wo] of an NCHW view (any strides).
+View group_channels(const View& v, int64_t per_group, int64_t group) {
+  View r = v;
+  r.shape[1] = per_group;
+  r.data = static_cast<char*>(v.data) + group * per_group * v.strides[1] * static_cast<int64_t>(itemsize(v.dtype));
+  return r;
+}
+
+// A dense [Cout/groups, N * Ho * Wo] GEMM operand seen as [N, Cout/groups, Ho, Wo].
+View as_nchw(const View& rows_by_batch, const ConvGeometry& g) {
+  const int64_t pixels = g.ho * g.wo, width = g.n * pixels;
+  View r = rows_by_batch;
+  r.shape = {g.n, rows_by_batch.shape[0], g.ho, g.wo};
+  r.strides = {pixels, width, g.wo, 1};
+  return r;
+}
+
+}  // namespace
+
+void conv2d_im2col(CudaBackend& b, const View& out, const View& in, const View& weight, const View* bias,
+                   const Conv2dParams& p) {
+  const char* op = "conv2d";
+  const ConvGeometry g = shapes::conv_geometry(op, in.shape, weight.shape, out.shape, p);
+  ANVIL_CHECK(!bias || (bias->dim() == 1 && bias->shape[0] == g.cout), "conv2d: bias must have shape [", g.cout,
+              "], got ", bias ? bias->shape : Shape{});
+  const DType dtype = out.dtype;
+  check_dtypes(op, dtype, {&in, &weight});
+  const int device = out.device_index;
+  DeviceGuard guard(device);
+  if (out.numel() == 0) return;
+  const int64_t k = g.col_rows(), width = g.n * g.ho * g.wo, cout_g = g.cout_per_group();
+  const size_t item = itemsize(dtype);
+  DenseArg x(b, in, dtype, DenseArg::In), w(b, weight, dtype, DenseArg::In);
+  Scratch cols(b, device, static_cast<size_t>(k * width) * item);
+  Scratch result(b, device, static_cast<size_t>(cout_g * width) * item);
+  const View cols_m = matrix(cols.get(), 0, dtype, k, width, device);
+  const View result_m = matrix(result.get(), 0, dtype, cout_g, width, device);
+  for (int64_t group = 0; group < g.groups; ++group) {
+    im2col(dtype, cols.get(), x.view().data, g, group, b.stream(device));
+    const View w_g = matrix(w.view().data, group * g.weight_group_elems() * item, dtype, cout_g, k, device);
+    b.matmul(result_m, w_g, cols_m, MatmulParams{});
+    b.copy(group_channels(out, cout_g, group), as_nchw(result_m, g));
+  }
+  if (bias) {
+    // The bias broadcast over N, H, W, in place on the result (as the cuDNN path).
+    View row = *bias;
+    row.shape = out.shape;
+    row.strides = {0, bias->strides[0], 0, 0};
+    b.binary(BinaryOp::Add, out, out, row);
+  }
+}
+
+void conv2d_backward_input_im2col(CudaBackend& b, const View& grad_in, const View& grad_out, const View& weight,
+                                  const Conv2dParams& p) {
+  const char* op = "conv2d_backward_input";
+  const ConvGeometry g = shapes::conv_geometry(op, grad_in.shape, weight.shape, grad_out.shape, p);
+  const DType dtype = grad_in.dtype;
+  check_dtypes(op, dtype, {&grad_out, &weight});
+  const int device = grad_in.device_index;
+  DeviceGuard guard(device);
+  if (grad_in.numel() == 0) return;
+  const int64_t k = g.col_rows(), width = g.n * g.ho * g.wo, cout_g = g.cout_per_group();
+  if (width == 0 || cout_g == 0) {  // no outputs, or none per group: nothing flows back
+    b.fill(grad_in, Scalar(0.0));
+    return;
+  }
+  const size_t item = itemsize(dtype);
+  DenseArg w(b, weight, dtype, DenseArg::In), dx(b, grad_in, dtype, DenseArg::Out);
+  Scratch dy_g(b, device, static_cast<size_t>(cout_g * width) * item);
+  Scratch dcols(b, device, static_cast<size_t>(k * width) * item);
+  const View dy_m = matrix(dy_g.get(), 0, dtype, cout_g, width, device);
+  const View dcols_m = matrix(dcols.get(), 0, dtype, k, width, device);
+  for (int64_t group = 0; group < g.groups; ++group) {
+    b.copy(as_nchw(dy_m, g), group_channels(grad_out, cout_g, group));
+    View w_t = matrix(w.view().data, group * g.weight_group_elems() * item, dtype, k, cout_g, device);
+    w_t.strides = {1, k};  // W_g^T
+    b.matmul(dcols_m, w_t, dy_m, MatmulParams{});
+    col2im(dtype, dx.view().data, dcols.get(), g, group, b.stream(device));
+  }
+  dx.commit();
+}
+
+void conv2d_backward_weight_im2col(CudaBackend& b, const View& grad_weight, const View& grad_out, const View& in,
+                                   const Conv2dParams& p) {
+  const char* op = "conv2d_backward_weight";
+  const ConvGeometry g = shapes::conv_geometry(op, in.shape, grad_weight.shape, grad_out.shape, p);
+  const DType dtype = grad_weight.dtype;
+  check_dtypes(op, dtype, {&grad_out, &in});
+  const int device = grad_weight.device_index;
+  DeviceGuard guard(device);
+  if (grad_weight.numel() == 0) return;
+  const int64_t k = g.col_rows(), width = g.n * g.ho * g.wo, cout_g = g.cout_per_group();
+  if (width == 0) {  // an empty batch (or output) contributes nothing
+    b.fill(grad_weight, Scalar(0.0));
+    return;
+  }
+  const size_t item = itemsize(dtype);
+  DenseArg x(b, in, dtype, DenseArg::In), dw(b, grad_weight, dtype, DenseArg::Out);
+  Scratch dy_g(b, device, static_cast<size_t>(cout_g * width) * item);
+  Scratch cols(b, device, static_cast<size_t>(k * width) * item);
+  const View dy_m = matrix(dy_g.get(), 0, dtype, cout_g, width, device);
+  View cols_t = matrix(cols.get(), 0, dtype, width, k, device);
+  cols_t.strides = {1, width};  // cols^T
+  for (int64_t group = 0; group < g.groups; ++group) {
+    b.copy(as_nchw(dy_m, g), group_channels(grad_out, cout_g, group));
+    im2col(dtype, cols.get(), x.view().data, g, group, b.stream(device));
+    b.matmul(matrix(dw.view().data, group * g.weight_group_elems() * item, dtype, cout_g, k, device), dy_m, cols_t,
+             MatmulParams{});
+  }
+  dw.commit();
+}
+
+}  // namespace anvil::cuda

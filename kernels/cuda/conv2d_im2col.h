@@ -1,0 +1,20 @@
+#pragma once
+// conv2d and its backward passes as im2col + one GEMM per group (the layout is
+// in kernels/cuda/im2col.h), on the backend's own matmul: the hand-written
+// path for a CUDA device without cuDNN (the emulated GPU, where matmul runs
+// on the GEMM ladder). Same contracts, checks and messages as
+// Backend::conv2d*; any floating dtype the backend's matmul takes.
+#include "kernels/backend.h"
+
+namespace anvil::cuda {
+
+class CudaBackend;
+
+void conv2d_im2col(CudaBackend& backend, const View& out, const View& in, const View& weight, const View* bias,
+                   const Conv2dParams& p);
+void conv2d_backward_input_im2col(CudaBackend& backend, const View& grad_in, const View& grad_out,
+                                  const View& weight, const Conv2dParams& p);
+void conv2d_backward_weight_im2col(CudaBackend& backend, const View& grad_weight, const View& grad_out,
+                                   const View& in, const Conv2dParams& p);
+
+}  // namespace anvil::cuda
