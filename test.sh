@@ -4,8 +4,11 @@
 # ./test.sh --sanitize  build into build-sanitize/ with ASan + UBSan (CPU only)
 #                       and run the tests labelled cpu.
 # ./test.sh --emulated-gpu  build into build-emulated/ with the CUDA kernels on
-#                       the emulated GPU (kernels/cuda/emulator) and run the
-#                       tests labelled cuda there, every checker on.
+#                       the emulated GPU (kernels/cuda/emulator) and run there,
+#                       every checker on: the tests labelled cuda (kernels, and
+#                       the samples trained on cuda against the CPU) and the
+#                       core, nn and distributed tests, whose GPU paths (pinned
+#                       memory, non_blocking copies, devices) now have a GPU.
 # Extra arguments after the mode go to ctest (e.g. -R core).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -29,10 +32,12 @@ if [ "$mode" = plain ]; then
   scripts/build.sh build
   ctest --test-dir build --output-on-failure -j2 "$@"
 elif [ "$mode" = emulated ]; then
-  # Only what the cuda-labelled tests need: no samples, no benchmarks.
-  ANVIL_BUILD_TARGETS="anvil_tests_cuda" scripts/build.sh build-emulated \
-    -DANVIL_CUDA=EMULATOR -DANVIL_BUILD_BENCH=OFF -DANVIL_BUILD_SAMPLES=OFF
+  # Only what these tests need: no CPU kernel tests (the plain build runs
+  # them), no benchmarks.
+  ANVIL_BUILD_TARGETS="anvil_tests_cuda anvil_tests_core anvil_tests_nn anvil_tests_distributed fashion_mnist char_gpt model_parallel" \
+    scripts/build.sh build-emulated -DANVIL_CUDA=EMULATOR -DANVIL_BUILD_BENCH=OFF -DANVIL_BUILD_SAMPLES=ON
   ctest --test-dir build-emulated --output-on-failure -j2 -L cuda "$@"
+  ctest --test-dir build-emulated --output-on-failure -j2 -R '^(core|nn|distributed)\.' "$@"
 else
   # -O1 is what the sanitizer docs recommend: close to Debug's stack traces,
   # several times faster to run. No NDEBUG, so asserts stay on.

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Fashion-MNIST with anvil"};
   std::string model_name = "cnn", device_name, amp = "none", checkpoint, resume, metrics, plot;
   std::string data_dir = data::kFashionMnistDir;
-  int64_t epochs = 5, batch_size = 64, limit_train = 0, workers = 2;
+  int64_t epochs = 5, batch_size = 64, limit_train = 0, limit_test = 0, workers = 2;
   double lr = 1e-3;
   uint64_t seed = 0;
   app.add_option("--model", model_name, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   app.add_option("--plot", plot, "training curves (.svg or .png)");
   app.add_option("--workers", workers, "data loader worker threads");
   app.add_option("--limit-train", limit_train, "use only the first N training images (0: all)");
+  app.add_option("--limit-test", limit_test, "evaluate on only the first N test images (0: all)");
   app.add_option("--data-dir", data_dir);
   app.add_option("--seed", seed);
   CLI11_PARSE(app, argc, argv);
@@ -83,9 +84,12 @@ int main(int argc, char** argv) {
     manual_seed(seed);
     auto train_set = data::idx_image_dataset(data_dir, "train");
     auto test_set = data::idx_image_dataset(data_dir, "test");
-    if (limit_train > 0 && limit_train < train_set->size())
-      train_set = std::make_shared<data::TensorDataset>(train_set->data().narrow(0, 0, limit_train),
-                                                        train_set->targets().narrow(0, 0, limit_train));
+    auto first = [](std::shared_ptr<data::TensorDataset>& set, int64_t limit) {
+      if (limit > 0 && limit < set->size())
+        set = std::make_shared<data::TensorDataset>(set->data().narrow(0, 0, limit), set->targets().narrow(0, 0, limit));
+    };
+    first(train_set, limit_train);
+    first(test_set, limit_test);
     // Fashion-MNIST's pixel mean and standard deviation.
     auto normalize = data::transforms::normalize({0.2860}, {0.3530});
     std::shared_ptr<data::DistributedSampler> sampler;

@@ -8,11 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define ANVIL_HD __host__ __device__ __forceinline__
-#else
-#define ANVIL_HD inline
-#endif
+#include "core/base/host_device.h"
 
 namespace anvil::philox {
 

@@ -67,8 +67,6 @@ void batch_norm_typed(const View& out_view, const View& save_mean, const View& s
   const DenseIn<T> x(in_view);
   std::vector<double> mean, var;
   if (p.training) {
-    ANVIL_CHECK(l.count() > 1, "batch_norm: training needs more than 1 value per channel, got input shape ",
-                in_view.shape);
     channel_moments(x.get(), l, mean, var);
     const double unbias = static_cast<double>(l.count()) / static_cast<double>(l.count() - 1);
     if (running_mean) {
@@ -82,8 +80,6 @@ void batch_norm_typed(const View& out_view, const View& save_mean, const View& s
       scatter_dense(*running_var, rv.data());
     }
   } else {
-    ANVIL_CHECK(running_mean && running_var,
-                "batch_norm: evaluation mode needs running_mean and running_var (use training mode without them)");
     mean = dense_copy<double>(*running_mean);
     var = dense_copy<double>(*running_var);
   }
@@ -259,7 +255,7 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
 void CpuBackend::batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
                             const View* weight, const View* bias, const View* running_mean,
                             const View* running_var, const BatchNormParams& p) {
-  shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var);
+  shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p.training);
   dispatch_floating("batch_norm", in.dtype, [&](auto tag) {
     batch_norm_typed<decltype(tag)>(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p);
   });

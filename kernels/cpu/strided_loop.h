@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "core/base/error.h"
+#include "core/base/float_to_int.h"
 #include "kernels/view.h"
 
 namespace anvil::cpu {
@@ -172,9 +173,9 @@ class StridedLoop {
 };
 
 // Value conversion between the C++ types of the dtypes: 16-bit floats go
-// through float, anything to bool is "!= 0", and floating to integer goes
-// through int64 so that a negative value wraps into uint8 instead of being
-// undefined behaviour.
+// through float, anything to bool is "!= 0", and floating to integer follows
+// core/base/float_to_int.h (saturate to int64, then wrap: NaN -> 0,
+// -1.0 -> uint8 255), exactly as the CUDA kernels do.
 template <typename To, typename From>
 inline To cast_value(From v) {
   constexpr bool from16 = std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>;
@@ -184,7 +185,7 @@ inline To cast_value(From v) {
   else if constexpr (to16) return To(static_cast<float>(v));
   else if constexpr (std::is_same_v<To, bool>) return v != From(0);
   else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>)
-    return static_cast<To>(static_cast<int64_t>(v));
+    return float_to_int<To>(v);
   else return static_cast<To>(v);
 }
 

@@ -50,6 +50,28 @@ View as_nchw(const View& rows_by_batch, const ConvGeometry& g) {
   return r;
 }
 
+// grad_out's channels of one group at a time as the dense GEMM operand
+// dy_g [Cout/groups, N * Ho * Wo] (both backward passes start from it).
+class GroupGradOut {
+ public:
+  GroupGradOut(CudaBackend& b, const View& grad_out, const ConvGeometry& g, DType dtype)
+      : b_(b), grad_out_(grad_out), g_(g), cout_g_(g.cout_per_group()),
+        storage_(b, grad_out.device_index, static_cast<size_t>(cout_g_ * g.n * g.ho * g.wo) * itemsize(dtype)),
+        matrix_(matrix(storage_.get(), 0, dtype, cout_g_, g.n * g.ho * g.wo, grad_out.device_index)) {}
+  const View& load(int64_t group) {
+    b_.copy(as_nchw(matrix_, g_), group_channels(grad_out_, cout_g_, group));
+    return matrix_;
+  }
+
+ private:
+  CudaBackend& b_;
+  const View& grad_out_;
+  const ConvGeometry& g_;
+  int64_t cout_g_;
+  Scratch storage_;
+  View matrix_;
+};
+
 }  // namespace
 
 void conv2d_im2col(CudaBackend& b, const View& out, const View& in, const View& weight, const View* bias,
@@ -101,15 +123,13 @@ void conv2d_backward_input_im2col(CudaBackend& b, const View& grad_in, const Vie
   }
   const size_t item = itemsize(dtype);
   DenseArg w(b, weight, dtype, DenseArg::In), dx(b, grad_in, dtype, DenseArg::Out);
-  Scratch dy_g(b, device, static_cast<size_t>(cout_g * width) * item);
+  GroupGradOut dy(b, grad_out, g, dtype);
   Scratch dcols(b, device, static_cast<size_t>(k * width) * item);
-  const View dy_m = matrix(dy_g.get(), 0, dtype, cout_g, width, device);
   const View dcols_m = matrix(dcols.get(), 0, dtype, k, width, device);
   for (int64_t group = 0; group < g.groups; ++group) {
-    b.copy(as_nchw(dy_m, g), group_channels(grad_out, cout_g, group));
     View w_t = matrix(w.view().data, group * g.weight_group_elems() * item, dtype, k, cout_g, device);
     w_t.strides = {1, k};  // W_g^T
-    b.matmul(dcols_m, w_t, dy_m, MatmulParams{});
+    b.matmul(dcols_m, w_t, dy.load(group), MatmulParams{});
     col2im(dtype, dx.view().data, dcols.get(), g, group, b.stream(device));
   }
   dx.commit();
@@ -131,16 +151,14 @@ void conv2d_backward_weight_im2col(CudaBackend& b, const View& grad_weight, cons
   }
   const size_t item = itemsize(dtype);
   DenseArg x(b, in, dtype, DenseArg::In), dw(b, grad_weight, dtype, DenseArg::Out);
-  Scratch dy_g(b, device, static_cast<size_t>(cout_g * width) * item);
+  GroupGradOut dy(b, grad_out, g, dtype);
   Scratch cols(b, device, static_cast<size_t>(k * width) * item);
-  const View dy_m = matrix(dy_g.get(), 0, dtype, cout_g, width, device);
   View cols_t = matrix(cols.get(), 0, dtype, width, k, device);
   cols_t.strides = {1, width};  // cols^T
   for (int64_t group = 0; group < g.groups; ++group) {
-    b.copy(as_nchw(dy_m, g), group_channels(grad_out, cout_g, group));
     im2col(dtype, cols.get(), x.view().data, g, group, b.stream(device));
-    b.matmul(matrix(dw.view().data, group * g.weight_group_elems() * item, dtype, cout_g, k, device), dy_m, cols_t,
-             MatmulParams{});
+    b.matmul(matrix(dw.view().data, group * g.weight_group_elems() * item, dtype, cout_g, k, device),
+             dy.load(group), cols_t, MatmulParams{});
   }
   dw.commit();
 }

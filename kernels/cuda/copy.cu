@@ -111,7 +111,7 @@ fill_strided(Bits* out, int64_t n, Bits value, dev::OffsetCalculator<1> calc) {
 template <typename H>
 H host_cast(double v) {
   if constexpr (std::is_same_v<H, bool>) return v != 0.0;
-  else if constexpr (std::is_integral_v<H>) return static_cast<H>(static_cast<int64_t>(v));
+  else if constexpr (std::is_integral_v<H>) return float_to_int<H>(v);
   else return H(static_cast<float>(v));
 }
 template <typename H>

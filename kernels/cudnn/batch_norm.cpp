@@ -95,18 +95,9 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
   ANVIL_NVTX_RANGE("batch_norm");
   const char* op = "batch_norm";
   const ChannelLayout l =
-      shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var);
+      shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p.training);
   const DType dtype = in.dtype, param = param_type(dtype);
   const cudnnDataType_t type = cudnn_type(op, dtype);
-  ANVIL_CHECK(out.dtype == dtype, "batch_norm: output dtype ", dtype_name(out.dtype), " differs from input dtype ",
-              dtype_name(dtype));
-  if (p.training) {
-    ANVIL_CHECK(l.count() > 1, "batch_norm: training needs more than 1 value per channel, got input shape ",
-                in.shape);
-  } else {
-    ANVIL_CHECK(running_mean && running_var,
-                "batch_norm: evaluation mode needs running_mean and running_var (use training mode without them)");
-  }
   const int device = in.device_index;
   DeviceGuard guard(device);
   if (in.numel() == 0) return;

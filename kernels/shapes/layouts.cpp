@@ -18,10 +18,18 @@ void check_per_channel(const char* op, const char* what, const View* v, int64_t 
 
 ChannelLayout check_batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
                                const View* weight, const View* bias, const View* running_mean,
-                               const View* running_var) {
+                               const View* running_var, bool training) {
   const char* op = "batch_norm";
   const ChannelLayout l = channel_layout(op, in.shape);
   ANVIL_CHECK(out.shape == in.shape, "batch_norm: output shape ", out.shape, " differs from input shape ", in.shape);
+  ANVIL_CHECK(out.dtype == in.dtype, "batch_norm: output dtype ", out.dtype, " differs from input dtype ", in.dtype);
+  if (training) {
+    ANVIL_CHECK(l.count() > 1, "batch_norm: training needs more than 1 value per channel, got input shape ",
+                in.shape);
+  } else {
+    ANVIL_CHECK(running_mean && running_var,
+                "batch_norm: evaluation mode needs running_mean and running_var (use training mode without them)");
+  }
   check_per_channel(op, "save_mean", &save_mean, l.c);
   check_per_channel(op, "save_invstd", &save_invstd, l.c);
   check_per_channel(op, "weight", weight, l.c);

@@ -18,10 +18,12 @@ ChannelLayout channel_layout(const char* op, const Shape& shape);
 // A per-channel operand (may be null: absent) must have c elements.
 void check_per_channel(const char* op, const char* what, const View* v, int64_t c);
 
-// Shapes of batch_norm's operands; returns the input's layout.
+// Shapes of batch_norm's operands and what the mode needs (training: more
+// than one value per channel; evaluation: running statistics); returns the
+// input's layout.
 ChannelLayout check_batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
                                const View* weight, const View* bias, const View* running_mean,
-                               const View* running_var);
+                               const View* running_var, bool training);
 ChannelLayout check_batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
                                         const View& grad_out, const View& in, const View* weight,
                                         const View& save_mean, const View& save_invstd);

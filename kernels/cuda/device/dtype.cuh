@@ -4,9 +4,10 @@
 // CPU backend's rules exactly (kernels/cpu/strided_loop.h cast_value):
 //   - 16-bit floats go through float;
 //   - anything to bool is "!= 0" (so NaN -> true);
-//   - floating to integer truncates through int64, so -1.0 -> uint8 255;
+//   - floating to integer saturates to int64, then wraps (core/base/float_to_int.h:
+//     NaN -> 0, +inf -> INT64_MAX, -1.0 -> uint8 255);
 //   - everything else is a plain static_cast.
-// Device-only: includes nothing from the host side of anvil. The host-side
+// Device-only apart from float_to_int.h, which both sides share. The host-side
 // DType -> storage type switch is kernels/cuda/dtype_dispatch.h.
 //
 //   DType     storage type     compute_t (elementwise math)   acc_t (sums)
@@ -23,6 +24,8 @@
 
 #include <cstdint>
 #include <type_traits>
+
+#include "core/base/float_to_int.h"
 
 namespace anvil::cuda::dev {
 
@@ -72,7 +75,7 @@ __device__ __forceinline__ To cast(From v) {
   } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    return static_cast<To>(static_cast<int64_t>(v));
+    return ::anvil::float_to_int<To>(v);
   } else {
     return static_cast<To>(v);
   }

@@ -42,8 +42,10 @@ struct Fiber {
 // findings are recorded as the accesses happen.
 void run_grid(const Launch& launch);
 
-// The fiber running on this OS thread, or null on host code.
-Fiber* running_fiber();
+// The fiber running on this OS thread, or null on host code. Read on every
+// memory access a kernel makes, so a plain TLS pointer (no wrapper call).
+extern __thread Fiber* t_running_fiber;
+inline Fiber* running_fiber() { return t_running_fiber; }
 const Launch* running_launch();
 uint64_t running_global_thread();  // block linear index * threads per block + thread
 

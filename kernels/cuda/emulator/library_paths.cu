@@ -189,16 +189,8 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
                              const View* weight, const View* bias, const View* running_mean,
                              const View* running_var, const BatchNormParams& p) {
   const shapes::ChannelLayout l =
-      shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var);
+      shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p.training);
   const DType dtype = in.dtype, param = param_type(dtype);
-  ANVIL_CHECK(out.dtype == dtype, "batch_norm: output dtype ", out.dtype, " differs from input dtype ", dtype);
-  if (p.training) {
-    ANVIL_CHECK(l.count() > 1, "batch_norm: training needs more than 1 value per channel, got input shape ",
-                in.shape);
-  } else {
-    ANVIL_CHECK(running_mean && running_var,
-                "batch_norm: evaluation mode needs running_mean and running_var (use training mode without them)");
-  }
   const int device = in.device_index;
   DeviceGuard guard(device);
   if (in.numel() == 0) return;

@@ -140,9 +140,9 @@ void resume(Worker& w, Fiber& f) {
     f.sp = prepare_fiber_stack(f.stack, config().stack_bytes, &fiber_main, &f);
   }
   f.state = FiberState::Running;
-  w.current = &f;
+  w.current = t_running_fiber = &f;
   switch_stack(&w.scheduler_sp, f.sp);
-  w.current = nullptr;
+  w.current = t_running_fiber = nullptr;
 }
 
 void enqueue_all(Worker& w, int total) {
@@ -237,7 +237,7 @@ void run_block(Worker& w, int total) {
 
 }  // namespace
 
-Fiber* running_fiber() { return t_worker ? t_worker->current : nullptr; }
+__thread Fiber* t_running_fiber = nullptr;
 const Launch* running_launch() { return t_worker && t_worker->current ? t_worker->launch : nullptr; }
 uint64_t running_global_thread() {
   const Worker& w = *t_worker;

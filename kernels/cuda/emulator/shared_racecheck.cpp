@@ -23,22 +23,27 @@ std::string running_thread_text();  // scheduler.cpp
 
 namespace {
 
+// 32 bytes per shared byte: every kernel access walks these, so they are
+// kept small. Epochs and serials wrap after 2^32 barriers or blocks on one
+// worker; a stale cell then looks current only if it wrapped exactly.
 struct Cell {
-  uint64_t epoch = 0;    // barrier epoch of writer/reader below
-  uint64_t written = 0;  // block serial of the last write (initcheck)
-  int32_t writer = -1;   // thread of the last write in this epoch
-  int32_t reader = -1;   // -1 none, -2 several threads
+  uint32_t epoch = 0;    // barrier epoch of writer/reader below
+  uint32_t written = 0;  // block serial of the last write (initcheck)
+  int16_t writer = -1;   // thread of the last write in this epoch (< 1024)
+  int16_t reader = -1;   // -1 none, -2 several threads
+  bool write_atomic = false;
   const void* write_pc = nullptr;
   const void* read_pc = nullptr;
-  bool write_atomic = false;
 };
+static_assert(sizeof(Cell) == 32);
 
 struct SharedShadow {
   uintptr_t base = 0;
   size_t size = 0;
   std::vector<Cell> cells;
-  uint64_t epoch = 1, block_serial = 0;
+  uint32_t epoch = 1, block_serial = 0;
   bool in_block = false;
+  bool races = false, inits = false;  // the checkers, read once per launch
 };
 
 thread_local char t_tls_probe;  // lives in the same TLS block as the kernels' __shared__ variables
@@ -92,7 +97,11 @@ void hazard(Hazard h, const void* first_pc, const void* pc, int first_thread, si
 }  // namespace
 
 void racecheck_launch_begin() {
-  if (enabled(Checker::Racecheck) || enabled(Checker::Initcheck)) shadow();
+  const bool races = enabled(Checker::Racecheck), inits = enabled(Checker::Initcheck);
+  if (!races && !inits) return;
+  SharedShadow& s = shadow();
+  s.races = races;
+  s.inits = inits;
 }
 void racecheck_block_begin() {
   if (!t_shadow) return;
@@ -113,20 +122,21 @@ bool check_shared_access(const void* p, size_t n, bool write, bool atomic, const
   const uintptr_t offset = reinterpret_cast<uintptr_t>(p) - s->base;
   if (offset >= s->size) return false;
   const int t = static_cast<int>(running_fiber()->linear);
-  const bool races = enabled(Checker::Racecheck), inits = enabled(Checker::Initcheck);
+  const bool races = s->races;
   const size_t len = std::min(n, s->size - offset);
+  Cell* const cells = s->cells.data() + offset;
   // initcheck: a read none of whose bytes were written. A struct copy also
   // reads the struct's padding, which nobody writes; its other bytes were.
-  if (!write && inits) {
+  if (!write && s->inits) {
     bool any_written = false;
-    for (size_t i = 0; i < len && !any_written; ++i) any_written = s->cells[offset + i].written == s->block_serial;
+    for (size_t i = 0; i < len && !any_written; ++i) any_written = cells[i].written == s->block_serial;
     if (!any_written) {
       hazard(kUninitializedRead, nullptr, pc, -1, offset);
-      for (size_t i = 0; i < len; ++i) s->cells[offset + i].written = s->block_serial;  // once per byte and block
+      for (size_t i = 0; i < len; ++i) cells[i].written = s->block_serial;  // once per byte and block
     }
   }
   for (size_t i = 0; i < len; ++i) {
-    Cell& c = s->cells[offset + i];
+    Cell& c = cells[i];
     if (c.epoch != s->epoch) {
       c.epoch = s->epoch;
       c.writer = -1;
@@ -138,7 +148,7 @@ bool check_shared_access(const void* p, size_t n, bool write, bool atomic, const
         hazard(kWriteAfterWrite, c.write_pc, pc, c.writer, offset + i);
       if (races && (c.reader == -2 || (c.reader >= 0 && c.reader != t)) && !atomic)
         hazard(kWriteAfterRead, c.read_pc, pc, c.reader, offset + i);
-      c.writer = t;
+      c.writer = static_cast<int16_t>(t);
       c.write_pc = pc;
       c.write_atomic = atomic;
       c.written = s->block_serial;
@@ -146,7 +156,7 @@ bool check_shared_access(const void* p, size_t n, bool write, bool atomic, const
       if (races && c.writer >= 0 && c.writer != t && !atomic_pair)
         hazard(kReadAfterWrite, c.write_pc, pc, c.writer, offset + i);
       if (c.reader == -1) {
-        c.reader = t;
+        c.reader = static_cast<int16_t>(t);
         c.read_pc = pc;
       } else if (c.reader != t) {
         c.reader = -2;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "core/ops.h"
 #include "tests/core/gradcheck.h"
@@ -142,6 +143,27 @@ TEST(Elementwise, TypePromotionFollowsPyTorch) {
   EXPECT_EQ((ones({2}, kInt32) + ones({2}, kUInt8)).dtype(), kInt32);
   EXPECT_EQ(exp(arange(3)).dtype(), kFloat32);
   EXPECT_EQ(abs(arange(3) - 1).to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 1}));
+}
+
+TEST(Elementwise, FloatToIntegerCastsAreDefinedForEveryValue) {
+  // core/base/float_to_int.h: saturate to int64 (NaN -> 0), then wrap.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> v{nan, inf, -inf, 1e30, -1e30, -1.0, 300.7, -2.7, 2.7};
+  for (DType from : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
+    SCOPED_TRACE(dtype_name(from));
+    const Tensor x = from_vector(v).to(from);
+    // (1e30 is inf in float16, and 300.7 rounds to 300.75 or 300 in the 16-bit types.)
+    EXPECT_EQ(x.to(kInt64).to_vector<int64_t>(),
+              (std::vector<int64_t>{0, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, -1, 300, -2, 2}));
+    const std::vector<int64_t> i32 = x.to(kInt32).to(kInt64).to_vector<int64_t>();
+    EXPECT_EQ(i32, (std::vector<int64_t>{0, -1, 0, -1, 0, -1, 300, -2, 2}));
+    const std::vector<uint8_t> u8 = x.to(kUInt8).to_vector<uint8_t>();
+    EXPECT_EQ(u8, (std::vector<uint8_t>{0, 255, 0, 255, 0, 255, 44, 254, 2}));
+    EXPECT_EQ(x.to(kBool).to(kUInt8).to_vector<uint8_t>(), (std::vector<uint8_t>{1, 1, 1, 1, 1, 1, 1, 1, 1}));
+  }
+  // fill of an integer tensor with a special float value follows the same rule
+  EXPECT_EQ(full({2}, nan, TensorOptions(kInt32)).to_vector<int32_t>(), (std::vector<int32_t>{0, 0}));
+  EXPECT_EQ(full({2}, -inf, TensorOptions(kInt64)).to_vector<int64_t>(), (std::vector<int64_t>{INT64_MIN, INT64_MIN}));
 }
 
 TEST(Elementwise, ComparisonsWhereMaskedFill) {

@@ -1,6 +1,9 @@
 // CUDA copy (contiguous, tiled transpose, strided, casts) and fill against the CPU backend.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <vector>
+
 #include "core/factory.h"
 #include "core/ops.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
@@ -27,6 +30,24 @@ TEST(CudaCopy, CastsEveryPairLikeCpu) {
       if (is_floating(from)) x = mul(x, Scalar(50.0));  // exercise truncation and uint8 wrap
       EXPECT_CUDA_CLOSE(x.cuda().to(to), x.to(to), test::Tolerance{}) << from << " -> " << to;
     }
+}
+
+TEST(CudaCopy, SpecialFloatToIntegerCastsMatchCpuExactly) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  // NaN, infinities and out-of-range values (core/base/float_to_int.h): a
+  // GPU's cvt saturates and x86 does not, so both follow one written rule.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor v = from_vector(std::vector<double>{nan, inf, -inf, 1e30, -1e30, -1.0, 300.7, -2.7, 2.7, 4e9});
+  for (DType from : {kFloat64, kFloat32, kFloat16, kBFloat16})
+    for (DType to : {kInt64, kInt32, kUInt8, kBool}) {
+      const Tensor x = v.to(from);
+      const Tensor got = x.cuda().to(to).cpu(), want = x.to(to);
+      EXPECT_EQ(got.to(kInt64).to_vector<int64_t>(), want.to(kInt64).to_vector<int64_t>()) << from << " -> " << to;
+    }
+  EXPECT_EQ(full({3}, nan, TensorOptions(kInt32).device(Device::cuda(0))).cpu().to_vector<int32_t>(),
+            (std::vector<int32_t>{0, 0, 0}));
+  EXPECT_EQ(full({3}, inf, TensorOptions(kInt64).device(Device::cuda(0))).cpu().to_vector<int64_t>(),
+            (std::vector<int64_t>{INT64_MAX, INT64_MAX, INT64_MAX}));
 }
 
 TEST(CudaCopy, TransposeAndPermuteContiguous) {
