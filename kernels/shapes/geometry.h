@@ -5,6 +5,7 @@
 // CUDA headers); PoolGeometry is also passed by value to CUDA kernels.
 #include <cstdint>
 
+#include "core/base/host_device.h"
 #include "kernels/backend.h"
 
 namespace anvil::shapes {
@@ -26,11 +27,12 @@ struct ConvGeometry {
   int64_t cout, ho, wo;  // output
   int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
 
-  int64_t cin_per_group() const { return c / groups; }
-  int64_t cout_per_group() const { return cout / groups; }
-  int64_t col_rows() const { return cin_per_group() * kh * kw; }
-  int64_t col_cols() const { return ho * wo; }
-  int64_t weight_group_elems() const { return cout_per_group() * col_rows(); }
+  // Also called in CUDA kernels (kernels/cuda/im2col.cu): ANVIL_HD.
+  ANVIL_HD int64_t cin_per_group() const { return c / groups; }
+  ANVIL_HD int64_t cout_per_group() const { return cout / groups; }
+  ANVIL_HD int64_t col_rows() const { return cin_per_group() * kh * kw; }
+  ANVIL_HD int64_t col_cols() const { return ho * wo; }
+  ANVIL_HD int64_t weight_group_elems() const { return cout_per_group() * col_rows(); }
 };
 
 // The output size of one spatial dim.
