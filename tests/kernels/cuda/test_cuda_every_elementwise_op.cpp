@@ -1,0 +1,110 @@
+// Every UnaryOp and BinaryOp value (the enums themselves, not a list of
+// favourites) in every dtype, through the backends directly: CUDA must give
+// the CPU's result where the CPU accepts the dtype, and refuse it where the
+// CPU does. Inputs have odd sizes, a broadcast operand and a strided view.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/factory.h"
+#include "core/ops.h"
+#include "kernels/backend.h"
+#include "tests/kernels/cuda/cuda_test_util.h"
+
+namespace anvil {
+namespace {
+
+// The enums have no count yet (the op table, issue 12, adds one): the last
+// value stands for it. Appending an op after these fails the checks below
+// only by leaving it out, so keep these in step until then.
+constexpr int kUnaryOps = static_cast<int>(UnaryOp::Clamp) + 1;
+constexpr int kBinaryOps = static_cast<int>(BinaryOp::TanhBackward) + 1;
+const DType kAllDtypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool};
+
+bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::LogicalOr; }
+
+// Values an op takes everywhere it is defined: logs and roots of negatives are
+// NaN on both sides (compared as equal), pow of a negative base to a
+// non-integer power too; integer division by zero is avoided (undefined).
+Tensor input(DType dtype, const Shape& shape, uint64_t seed, bool nonzero) {
+  Tensor t = test::random_tensor(shape, dtype, seed);
+  if (nonzero && !is_floating(dtype) && dtype != kBool) t = where(eq(t, 0.0), full_like(t, 3), t);
+  return t;
+}
+
+// Runs `run(backend, out, device)` on both backends: the same refusal, or
+// results within the dtype's tolerance. True when both ran and were compared.
+template <typename Run>
+bool expect_same(const char* what, DType dtype, DType out_dtype, const Shape& shape, Run run) {
+  Backend& cpu = backend_for(DeviceType::CPU);
+  Backend& gpu = backend_for(DeviceType::CUDA);
+  Tensor want = empty(shape, TensorOptions(out_dtype)), got = empty(shape, TensorOptions(out_dtype).device(Device::cuda(0)));
+  bool cpu_ok = true;
+  std::string cpu_error;
+  try {
+    run(cpu, want, Device::cpu());
+  } catch (const Error& e) {
+    cpu_ok = false;
+    cpu_error = e.what();
+  }
+  if (!cpu_ok) {
+    EXPECT_THROW(run(gpu, got, Device::cuda(0)), Error) << what << " " << dtype << ": the CPU refuses (" << cpu_error
+                                                        << ") but CUDA ran";
+    return false;
+  }
+  try {
+    run(gpu, got, Device::cuda(0));
+  } catch (const Error& e) {
+    ADD_FAILURE() << what << " " << dtype << ": the CPU runs it but CUDA refuses: " << e.what();
+    return false;
+  }
+  test::Tolerance tol = test::tolerance_for(out_dtype);
+  if (out_dtype == kFloat32) tol = {2e-5, 2e-6};  // libm and CUDA's math functions differ by a few ulp
+  EXPECT_TRUE(test::all_close(got, want, tol)) << what << " " << dtype;
+  return true;
+}
+
+TEST(CudaEveryElementwiseOp, UnaryOpsInEveryDtype) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  const Shape shape{7, 33};
+  for (int i = 0; i < kUnaryOps; ++i) {
+    const auto op = static_cast<UnaryOp>(i);
+    const std::string what = "unary op " + std::to_string(i);
+    int compared = 0;
+    for (DType dtype : kAllDtypes) {
+      const Tensor x = input(dtype, {33, 7}, 10 + i, false).transpose(0, 1);  // a strided view
+      UnaryParams p;
+      p.lo = -0.5, p.hi = dtype == kUInt8 ? 200.0 : 0.75;
+      compared += expect_same(what.c_str(), dtype, dtype, shape, [&](Backend& b, Tensor& out, Device d) {
+        const Tensor xd = x.to(d);
+        b.unary(op, out.view_of(), xd.view_of(), p);
+      });
+    }
+    // logical_not takes bool only; every other unary op at least the floating dtypes.
+    EXPECT_GE(compared, op == UnaryOp::LogicalNot ? 1 : 4) << what << " ran in too few dtypes";
+  }
+}
+
+TEST(CudaEveryElementwiseOp, BinaryOpsInEveryDtypeWithBroadcast) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  const Shape shape{5, 3, 19};
+  for (int i = 0; i < kBinaryOps; ++i) {
+    const auto op = static_cast<BinaryOp>(i);
+    const std::string what = "binary op " + std::to_string(i);
+    int compared = 0;
+    for (DType dtype : kAllDtypes) {
+      const Tensor a = input(dtype, shape, 50 + i, false);
+      Tensor b = input(dtype, {3, 1}, 80 + i, op == BinaryOp::Div);  // broadcast over dims 0 and 2
+      if (op == BinaryOp::Pow && is_floating(dtype)) b = abs(b);     // real powers of negative bases are NaN
+      const DType out_dtype = is_comparison(op) ? kBool : dtype;
+      compared += expect_same(what.c_str(), dtype, out_dtype, shape, [&](Backend& be, Tensor& out, Device d) {
+        const Tensor ad = a.to(d), bd = b.to(d).expand(shape);
+        be.binary(op, out.view_of(), ad.view_of(), bd.view_of());
+      });
+    }
+    EXPECT_GE(compared, 2) << what << " ran in fewer than two dtypes";
+  }
+}
+
+}  // namespace
+}  // namespace anvil
