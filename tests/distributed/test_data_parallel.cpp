@@ -1,7 +1,8 @@
 // DataParallel on the CPU: with one device it is the module itself; with the
 // CPU listed several times it runs the replicated path (scatter, threads,
 // gather, gradients summed into the originals through autograd), which must
-// give the module's own outputs and gradients.
+// give the module's own outputs and gradients. Over two GPUs (real, or the
+// emulated GPU's cuda:0 and cuda:1) the same holds against the CPU module.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "core/factory.h"
 #include "core/ops.h"
 #include "distributed/data_parallel.h"
+#include "kernels/cuda_info.h"
 #include "nn/layers/layers.h"
 
 namespace anvil::distributed {
@@ -87,6 +89,31 @@ TEST(DataParallel, ChecksReplicaArchitecture) {
   };
   EXPECT_THROW(DataParallel(model, wrong, {.devices = {Device::cpu(), Device::cpu()}}), Error);
   EXPECT_THROW(DataParallel(model, nullptr, {.devices = {Device::cpu(), Device::cpu()}}), Error);
+}
+
+TEST(DataParallel, TwoGpusMatchTheCpuModule) {
+  if (cuda::device_count() < 2) GTEST_SKIP() << "needs two CUDA devices (the emulated GPU has two by default)";
+  auto model = make_model();
+  auto reference = make_model();
+  reference->load_state_dict(model->state_dict());
+  model->to(Device::cuda(0));
+  auto dp = std::make_shared<DataParallel>(model, make_model,
+                                           DataParallelOptions{.devices = {Device::cuda(0), Device::cuda(1)}});
+  ASSERT_EQ(dp->devices().size(), 2u);
+  for (int64_t batch : {8, 5}) {  // even and uneven split
+    Tensor x = randn({batch, 5}, kFloat64), y = randn({batch, 3}, kFloat64);
+    auto [out_ref, grads_ref] =
+        outputs_and_grads(*reference, [&](const Tensor& t) { return reference->forward(t); }, x, y);
+    auto [out, grads] = outputs_and_grads(
+        *model, [&](const Tensor& t) { return dp->forward(t.to(Device::cuda(0))); }, x, y.to(Device::cuda(0)));
+    EXPECT_EQ(out.device(), Device::cuda(0));
+    EXPECT_LT(max_abs_diff(out.cpu(), out_ref), 1e-12) << "batch " << batch;
+    ASSERT_EQ(grads.size(), grads_ref.size());
+    for (size_t i = 0; i < grads.size(); ++i) {
+      EXPECT_EQ(grads[i].device(), Device::cuda(0)) << "gradients land on the module's device";
+      EXPECT_LT(max_abs_diff(grads[i].cpu(), grads_ref[i]), 1e-12) << "batch " << batch << ", parameter " << i;
+    }
+  }
 }
 
 }  // namespace
