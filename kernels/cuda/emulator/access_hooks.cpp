@@ -5,22 +5,56 @@
 // atomic. They are defined here: shared memory goes to the shared-memory
 // racecheck, device memory to memcheck, initcheck and the global race check.
 // Host code in the same files calls them too; off a fiber they return at once.
+//
+// GCC calls __tsan_readN (not __tsan_unaligned_readN) when the type promises
+// N-byte alignment, as a float4 or double does; nvcc then emits one N-byte
+// (vector) load, which a GPU faults on unless the address is N-aligned
+// (cudaErrorMisalignedAddress). x86 would load it anyway, so memcheck checks.
+#include <cstdint>
+#include <string>
+
 #include "kernels/cuda/emulator/device_memory.h"
 #include "kernels/cuda/emulator/execution.h"
+#include "kernels/cuda/emulator/findings.h"
 #include "kernels/cuda/emulator/shared_racecheck.h"
 
 namespace anvil::emulator {
+std::string running_thread_text();  // scheduler.cpp
+
 namespace {
+constexpr int kMisaligned = 4;  // memcheck's finding kinds: device_memory.cpp uses 0, 1 and 3
+
+void misaligned(const void* p, size_t n, bool write, const void* pc) {
+  if (!enabled(Checker::Memcheck)) return;
+  if (already_recorded(Checker::Memcheck, kMisaligned, pc, nullptr)) {
+    record(Checker::Memcheck, kMisaligned, pc, nullptr, "");
+    return;
+  }
+  const std::string size = std::to_string(n);
+  record(Checker::Memcheck, kMisaligned, pc, nullptr,
+         "misaligned " + size + "-byte " + (write ? "write" : "read") + " at " + describe_address(p) +
+             " (the type promises " + size + "-byte alignment; a GPU faults: misaligned address): " +
+             running_thread_text());
+}
+
 inline void on_access(const void* p, size_t n, bool write, bool atomic, const void* pc) {
   if (!running_fiber()) return;
   if (check_shared_access(p, n, write, atomic, pc)) return;
   check_global_access(p, n, write, atomic, pc);
+}
+
+// An access the compiler emitted as naturally aligned (n is a power of two).
+inline void on_aligned_access(const void* p, size_t n, bool write, bool atomic, const void* pc) {
+  if (!running_fiber()) return;
+  if (reinterpret_cast<uintptr_t>(p) & (n - 1)) misaligned(p, n, write, pc);
+  on_access(p, n, write, atomic, pc);
 }
 }  // namespace
 }  // namespace anvil::emulator
 
 #define ANVIL_EMU_PC __builtin_return_address(0)
 using anvil::emulator::on_access;
+using anvil::emulator::on_aligned_access;
 
 extern "C" {
 void __tsan_init(void) {}
@@ -30,14 +64,14 @@ void __tsan_vptr_update(void**, void*) {}
 void __tsan_vptr_read(void**) {}
 
 #define ANVIL_EMU_RW(N)                                                                        \
-  void __tsan_read##N(void* p) { on_access(p, N, false, false, ANVIL_EMU_PC); }              \
-  void __tsan_write##N(void* p) { on_access(p, N, true, false, ANVIL_EMU_PC); }              \
+  void __tsan_read##N(void* p) { on_aligned_access(p, N, false, false, ANVIL_EMU_PC); }      \
+  void __tsan_write##N(void* p) { on_aligned_access(p, N, true, false, ANVIL_EMU_PC); }      \
   void __tsan_unaligned_read##N(void* p) { on_access(p, N, false, false, ANVIL_EMU_PC); }    \
   void __tsan_unaligned_write##N(void* p) { on_access(p, N, true, false, ANVIL_EMU_PC); }    \
   void __tsan_volatile_read##N(void* p) { on_access(p, N, false, false, ANVIL_EMU_PC); }     \
   void __tsan_volatile_write##N(void* p) { on_access(p, N, true, false, ANVIL_EMU_PC); }     \
-  void __tsan_read##N##_pc(void* p, void* pc) { on_access(p, N, false, false, pc); }         \
-  void __tsan_write##N##_pc(void* p, void* pc) { on_access(p, N, true, false, pc); }
+  void __tsan_read##N##_pc(void* p, void* pc) { on_aligned_access(p, N, false, false, pc); } \
+  void __tsan_write##N##_pc(void* p, void* pc) { on_aligned_access(p, N, true, false, pc); }
 ANVIL_EMU_RW(1)
 ANVIL_EMU_RW(2)
 ANVIL_EMU_RW(4)

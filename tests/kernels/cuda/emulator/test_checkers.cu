@@ -29,6 +29,13 @@ __global__ void copy_n(const float* in, float* out, int n) {
   if (i < n) out[i] = in[i];
 }
 
+// Reads float4s starting `offset` floats into the buffer: offset 1 is only
+// 4-byte aligned, which a GPU's 16-byte vector load faults on.
+__global__ void load_float4_at(const float* in, float* out, int offset) {
+  const float4 v = reinterpret_cast<const float4*>(in + offset)[threadIdx.x];
+  out[threadIdx.x] = v.x + v.y + v.z + v.w;
+}
+
 __global__ void everyone_writes_slot_zero(int* out) { out[0] = static_cast<int>(threadIdx.x); }
 
 __global__ void everyone_adds_to_slot_zero(int* out) { atomicAdd(out, 1); }
@@ -150,6 +157,26 @@ TEST(EmulatorMemcheck, CopiesOutOfBoundsAreRefused) {
   cudaFree(d);
 }
 
+TEST(EmulatorMemcheck, MisalignedVectorLoad) {
+  float* in = device_alloc<float>(64);
+  float* out = device_alloc<float>(8);
+  upload(in, kInput);
+  launch_kernel(load_float4_at, 1, 8)(in, out, 1);
+  expect_found(findings_after_failed_sync(), Checker::Memcheck,
+               {"load_float4_at", "misaligned 16-byte read", "misaligned address", "test_checkers.cu:35"});
+  launch_kernel(load_float4_at, 1, 8)(in, out, 4);  // 16-byte aligned: fine
+  expect_clean();
+  std::vector<float> got(8);
+  ANVIL_CUDA_CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int t = 0; t < 8; ++t) {
+    float want = 0;
+    for (int j = 0; j < 4; ++j) want += kInput[size_t(4 + 4 * t + j)];
+    EXPECT_FLOAT_EQ(got[t], want) << t;
+  }
+  cudaFree(in);
+  cudaFree(out);
+}
+
 TEST(EmulatorMemcheck, OutOfMemoryIsAnErrorNotACrash) {
   void* p = nullptr;
   EXPECT_EQ(cudaMalloc(&p, emulator::device_memory_bytes() + 1), cudaErrorMemoryAllocation);
@@ -165,7 +192,7 @@ TEST(EmulatorRacecheck, MissingBarrierInSharedMemory) {
   upload(in, kInput);
   launch_kernel(neighbour_sum<false>, 1, 64)(in, out);
   expect_found(findings_after_failed_sync(), Checker::Racecheck,
-               {"neighbour_sum", "hazard", "no __syncthreads", "test_checkers.cu:42", "test_checkers.cu:44"});
+               {"neighbour_sum", "hazard", "no __syncthreads", "test_checkers.cu:49", "test_checkers.cu:51"});
   launch_kernel(neighbour_sum<true>, 1, 64)(in, out);
   expect_clean();
   std::vector<float> got(64);
@@ -195,7 +222,7 @@ TEST(EmulatorSynccheck, BarrierReachedByPartOfTheBlock) {
   float* out = device_alloc<float>(32);
   launch_kernel(barrier_inside_a_branch, 1, 32)(out);
   expect_found(findings_after_failed_sync(), Checker::Synccheck,
-               {"barrier_inside_a_branch", "barrier divergence", "exited", "test_checkers.cu:49"});
+               {"barrier_inside_a_branch", "barrier divergence", "exited", "test_checkers.cu:56"});
   cudaFree(out);
 }
 
@@ -203,7 +230,7 @@ TEST(EmulatorSynccheck, ShuffleNamingExitedLanes) {
   float* out = device_alloc<float>(32);
   launch_kernel(shuffle_from_an_exited_lane, 1, 32)(out);
   expect_found(findings_after_failed_sync(), Checker::Synccheck,
-               {"shuffle_from_an_exited_lane", "exited", "test_checkers.cu:56"});
+               {"shuffle_from_an_exited_lane", "exited", "test_checkers.cu:63"});
   cudaFree(out);
 }
 
@@ -223,7 +250,7 @@ TEST(EmulatorInitcheck, ReadOfSharedMemoryNobodyWrote) {
   float* out = device_alloc<float>(32);
   launch_kernel(read_shared_nobody_wrote, 1, 32)(out, 1 << 20);
   expect_found(findings_after_failed_sync(), Checker::Initcheck,
-               {"read_shared_nobody_wrote", "uninitialized read", "test_checkers.cu:62"});
+               {"read_shared_nobody_wrote", "uninitialized read", "test_checkers.cu:69"});
   cudaFree(out);
 }
 
