@@ -37,8 +37,29 @@ void misaligned(const void* p, size_t n, bool write, const void* pc) {
              running_thread_text());
 }
 
+// Dynamic shared memory past the launch's shared_bytes: the buffer behind it
+// is larger (the opt-in limit), so only this check sees the overrun.
+void past_dynamic_shared(const void* p, size_t n, bool write, const void* pc) {
+  constexpr int kPastDynamicShared = 5;
+  if (!enabled(Checker::Memcheck)) return;
+  if (already_recorded(Checker::Memcheck, kPastDynamicShared, pc, nullptr)) {
+    record(Checker::Memcheck, kPastDynamicShared, pc, nullptr, "");
+    return;
+  }
+  const size_t offset = static_cast<size_t>(static_cast<const unsigned char*>(p) - t_dynamic_shared);
+  record(Checker::Memcheck, kPastDynamicShared, pc, nullptr,
+         std::string("invalid shared-memory ") + (write ? "write" : "read") + " of " + std::to_string(n) +
+             " bytes at byte " + std::to_string(offset) + " of dynamic shared memory, past the launch's " +
+             std::to_string(running_launch()->shared_bytes) + " bytes: " + running_thread_text());
+}
+
 inline void on_access(const void* p, size_t n, bool write, bool atomic, const void* pc) {
   if (!running_fiber()) return;
+  const auto* byte = static_cast<const unsigned char*>(p);
+  const unsigned char* dynamic = t_dynamic_shared;
+  if (byte >= dynamic && byte < dynamic + kDynamicSharedCapacity &&
+      static_cast<size_t>(byte - dynamic) + n > running_launch()->shared_bytes)
+    past_dynamic_shared(p, n, write, pc);
   if (check_shared_access(p, n, write, atomic, pc)) return;
   check_global_access(p, n, write, atomic, pc);
 }

@@ -49,6 +49,14 @@ inline Fiber* running_fiber() { return t_running_fiber; }
 const Launch* running_launch();
 uint64_t running_global_thread();  // block linear index * threads per block + thread
 
+// Dynamic shared memory: one buffer per worker thread, the opt-in limit's
+// size, in the executable's TLS block (so racecheck's shadow covers it).
+// (Kernels reach it through dynamic_shared_memory(); the access hooks, which
+// run on every access, read the TLS array directly.)
+constexpr size_t kDynamicSharedCapacity = 227 * 1024;
+extern __thread unsigned char t_dynamic_shared[kDynamicSharedCapacity];
+unsigned char* dynamic_shared_memory();
+
 // context_switch.cpp
 void* prepare_fiber_stack(char* stack, size_t stack_bytes, void (*entry)(void*), void* arg);
 void switch_stack(void** save_sp, void* to_sp);

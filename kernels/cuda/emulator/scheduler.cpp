@@ -238,6 +238,9 @@ void run_block(Worker& w, int total) {
 }  // namespace
 
 __thread Fiber* t_running_fiber = nullptr;
+
+alignas(1024) __thread unsigned char t_dynamic_shared[kDynamicSharedCapacity];
+unsigned char* dynamic_shared_memory() { return t_dynamic_shared; }
 const Launch* running_launch() { return t_worker && t_worker->current ? t_worker->launch : nullptr; }
 uint64_t running_global_thread() {
   const Worker& w = *t_worker;

@@ -41,6 +41,7 @@
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/dynamic_shared.cuh"
 #include "kernels/cuda/gemm/gemm_common.cuh"
 #include "kernels/cuda/launch.cuh"
 
@@ -156,7 +157,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     gemm_hopper_wgmma(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_b, WgmmaArgs p) {
 #if ANVIL_WGMMA_DEVICE
-  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem_raw = dev::dynamic_shared<uint8_t>();  // the launch's shared_bytes
   __shared__ __align__(8) uint64_t full[kStages];  // "stage s holds tile kt" barriers
   // The 128-byte swizzle pattern repeats every 1024 bytes and is computed from
   // the address, so every tile must start on a 1024-byte boundary.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/dynamic_shared.cuh"
 #include "kernels/cuda/emulator/emulator.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -67,6 +68,16 @@ __global__ void read_shared_nobody_wrote(float* out, int never) {
   __shared__ float smem[32];
   if (threadIdx.x == static_cast<unsigned>(never)) smem[0] = 1.0f;  // never runs; keeps smem from folding to 0
   out[threadIdx.x] = smem[threadIdx.x];
+}
+
+// neighbour_sum on dynamic shared memory (the launch's shared_bytes).
+template <bool kBarrier>
+__global__ void neighbour_sum_dynamic(const float* in, float* out) {
+  float* smem = dev::dynamic_shared<float>();
+  const unsigned t = threadIdx.x, n = blockDim.x;
+  smem[t] = in[t % 64];
+  if (kBarrier) __syncthreads();
+  out[t] = smem[t] + smem[(t + 1) % n];
 }
 
 // --- helpers ---
@@ -130,7 +141,7 @@ TEST(EmulatorMemcheck, ReadPastTheEndOfAnAllocation) {
   ANVIL_CUDA_CHECK_LAUNCH("read_one_past_the_end");
   expect_found(findings_after_failed_sync(), Checker::Memcheck,
                {"read_one_past_the_end", "invalid read", "0 bytes past the end of a 256-byte allocation",
-                "thread (64,0,0)", "test_checkers.cu:24"});
+                "thread (64,0,0)", "test_checkers.cu:25"});
   launch_kernel(copy_n, 1, 64)(in, out, 1);
   expect_clean();
   cudaFree(in);
@@ -143,7 +154,7 @@ TEST(EmulatorMemcheck, UseAfterFree) {
   upload(in, kInput);
   ANVIL_CUDA_CHECK(cudaFree(in));
   launch_kernel(copy_n, 1, 64)(in, out, 64);
-  expect_found(findings_after_failed_sync(), Checker::Memcheck, {"copy_n", "freed", "test_checkers.cu:29"});
+  expect_found(findings_after_failed_sync(), Checker::Memcheck, {"copy_n", "freed", "test_checkers.cu:30"});
   cudaFree(out);
 }
 
@@ -163,7 +174,7 @@ TEST(EmulatorMemcheck, MisalignedVectorLoad) {
   upload(in, kInput);
   launch_kernel(load_float4_at, 1, 8)(in, out, 1);
   expect_found(findings_after_failed_sync(), Checker::Memcheck,
-               {"load_float4_at", "misaligned 16-byte read", "misaligned address", "test_checkers.cu:35"});
+               {"load_float4_at", "misaligned 16-byte read", "misaligned address", "test_checkers.cu:36"});
   launch_kernel(load_float4_at, 1, 8)(in, out, 4);  // 16-byte aligned: fine
   expect_clean();
   std::vector<float> got(8);
@@ -173,6 +184,23 @@ TEST(EmulatorMemcheck, MisalignedVectorLoad) {
     for (int j = 0; j < 4; ++j) want += kInput[size_t(4 + 4 * t + j)];
     EXPECT_FLOAT_EQ(got[t], want) << t;
   }
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST(EmulatorMemcheck, DynamicSharedMemoryIsBoundedByTheLaunch) {
+  float* in = device_alloc<float>(64);
+  float* out = device_alloc<float>(64);
+  upload(in, kInput);
+  // 64 threads, room for 32 floats: threads 32..63 write past it.
+  launch_kernel(neighbour_sum_dynamic<true>, 1, 64, 32 * sizeof(float))(in, out);
+  expect_found(findings_after_failed_sync(), Checker::Memcheck,
+               {"neighbour_sum_dynamic", "dynamic shared memory", "past the launch's 128 bytes", "thread (32,0,0)"});
+  launch_kernel(neighbour_sum_dynamic<true>, 1, 64, 64 * sizeof(float))(in, out);
+  expect_clean();
+  std::vector<float> got(64);
+  ANVIL_CUDA_CHECK(cudaMemcpy(got.data(), out, 64 * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(got[t], kInput[t] + kInput[(t + 1) % 64]) << t;
   cudaFree(in);
   cudaFree(out);
 }
@@ -192,12 +220,35 @@ TEST(EmulatorRacecheck, MissingBarrierInSharedMemory) {
   upload(in, kInput);
   launch_kernel(neighbour_sum<false>, 1, 64)(in, out);
   expect_found(findings_after_failed_sync(), Checker::Racecheck,
-               {"neighbour_sum", "hazard", "no __syncthreads", "test_checkers.cu:49", "test_checkers.cu:51"});
+               {"neighbour_sum", "hazard", "no __syncthreads", "test_checkers.cu:50", "test_checkers.cu:52"});
   launch_kernel(neighbour_sum<true>, 1, 64)(in, out);
   expect_clean();
   std::vector<float> got(64);
   ANVIL_CUDA_CHECK(cudaMemcpy(got.data(), out, 64 * sizeof(float), cudaMemcpyDeviceToHost));
   for (int t = 0; t < 64; ++t) EXPECT_EQ(got[t], kInput[t] + kInput[(t + 1) % 64]) << t;
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST(EmulatorRacecheck, MissingBarrierInDynamicSharedMemoryPastTheStaticLimit) {
+  // 1024 threads and 200 KiB of dynamic shared memory (needs the opt-in, as on an H100).
+  constexpr size_t kBytes = 200 * 1024;
+  float* in = device_alloc<float>(64);
+  float* out = device_alloc<float>(1024);
+  upload(in, kInput);
+  EXPECT_EQ(cudaFuncSetAttribute(reinterpret_cast<const void*>(&neighbour_sum_dynamic<false>),
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes)),
+            cudaSuccess);
+  EXPECT_EQ(cudaFuncSetAttribute(reinterpret_cast<const void*>(&neighbour_sum_dynamic<true>),
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes)),
+            cudaSuccess);
+  launch_kernel(neighbour_sum_dynamic<false>, 1, 1024, kBytes)(in, out);
+  expect_found(findings_after_failed_sync(), Checker::Racecheck, {"neighbour_sum_dynamic", "hazard", "no __syncthreads"});
+  launch_kernel(neighbour_sum_dynamic<true>, 1, 1024, kBytes)(in, out);
+  expect_clean();
+  std::vector<float> got(1024);
+  ANVIL_CUDA_CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int t = 0; t < 1024; ++t) EXPECT_EQ(got[t], kInput[t % 64] + kInput[((t + 1) % 1024) % 64]) << t;
   cudaFree(in);
   cudaFree(out);
 }
@@ -222,7 +273,7 @@ TEST(EmulatorSynccheck, BarrierReachedByPartOfTheBlock) {
   float* out = device_alloc<float>(32);
   launch_kernel(barrier_inside_a_branch, 1, 32)(out);
   expect_found(findings_after_failed_sync(), Checker::Synccheck,
-               {"barrier_inside_a_branch", "barrier divergence", "exited", "test_checkers.cu:56"});
+               {"barrier_inside_a_branch", "barrier divergence", "exited", "test_checkers.cu:57"});
   cudaFree(out);
 }
 
@@ -230,7 +281,7 @@ TEST(EmulatorSynccheck, ShuffleNamingExitedLanes) {
   float* out = device_alloc<float>(32);
   launch_kernel(shuffle_from_an_exited_lane, 1, 32)(out);
   expect_found(findings_after_failed_sync(), Checker::Synccheck,
-               {"shuffle_from_an_exited_lane", "exited", "test_checkers.cu:63"});
+               {"shuffle_from_an_exited_lane", "exited", "test_checkers.cu:64"});
   cudaFree(out);
 }
 
@@ -241,7 +292,7 @@ TEST(EmulatorInitcheck, ReadOfFreshDeviceMemory) {
   float* out = device_alloc<float>(64);
   launch_kernel(copy_n, 1, 64)(in, out, 64);
   expect_found(findings_after_failed_sync(), Checker::Initcheck,
-               {"copy_n", "uninitialized device memory", "test_checkers.cu:29"});
+               {"copy_n", "uninitialized device memory", "test_checkers.cu:30"});
   cudaFree(in);
   cudaFree(out);
 }
@@ -250,7 +301,7 @@ TEST(EmulatorInitcheck, ReadOfSharedMemoryNobodyWrote) {
   float* out = device_alloc<float>(32);
   launch_kernel(read_shared_nobody_wrote, 1, 32)(out, 1 << 20);
   expect_found(findings_after_failed_sync(), Checker::Initcheck,
-               {"read_shared_nobody_wrote", "uninitialized read", "test_checkers.cu:69"});
+               {"read_shared_nobody_wrote", "uninitialized read", "test_checkers.cu:70"});
   cudaFree(out);
 }
 
