@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <tuple>
 #include <unistd.h>
 #include <vector>
@@ -43,6 +44,7 @@ Config read_config() {
   }
   if (const char* s = std::getenv("ANVIL_EMU_STACK_KB")) c.stack_bytes = std::strtoull(s, nullptr, 10) * 1024;
   if (const char* s = std::getenv("ANVIL_EMU_ABORT")) c.abort_on_finding = std::atoi(s) != 0;
+  if (const char* s = std::getenv("ANVIL_EMU_BLOCK_THREADS")) c.block_threads = std::max(1, std::min(64, std::atoi(s)));
   if (const char* s = std::getenv("ANVIL_EMU_CHECKS")) {
     const std::string v = s;
     if (v == "none") c.checks = 0;
@@ -69,8 +71,16 @@ struct Pending {
   uint64_t count = 0;
 };
 
+}  // namespace
+
+struct PendingFindings {
+  std::map<Key, Pending> by_place;
+};
+
+namespace {
+
 // This worker's findings for the launch it runs.
-thread_local std::map<Key, Pending>* t_pending = nullptr;
+thread_local PendingFindings* t_pending = nullptr;
 
 std::mutex g_mutex;
 std::vector<Finding> g_findings;  // kept for take_findings()
@@ -105,12 +115,12 @@ const char* checker_name(Checker c) {
 }
 
 bool already_recorded(Checker c, int kind, const void* pc, const void* other_pc) {
-  return t_pending && t_pending->count(Key{c, kind, pc, other_pc});
+  return t_pending && t_pending->by_place.count(Key{c, kind, pc, other_pc});
 }
 
 void record(Checker c, int kind, const void* pc, const void* other_pc, const std::string& what) {
-  if (!t_pending) t_pending = new std::map<Key, Pending>();
-  Pending& p = (*t_pending)[Key{c, kind, pc, other_pc}];
+  if (!t_pending) t_pending = new PendingFindings();
+  Pending& p = t_pending->by_place[Key{c, kind, pc, other_pc}];
   if (p.count++ == 0) p.what = what;
   if (config().abort_on_finding) {
     std::fprintf(stderr, "anvil emulator %s: %s at %s\n", checker_name(c), what.c_str(), symbolize(pc).c_str());
@@ -119,9 +129,9 @@ void record(Checker c, int kind, const void* pc, const void* other_pc, const std
 }
 
 size_t flush_launch() {
-  if (!t_pending || t_pending->empty()) return 0;
+  if (!t_pending || t_pending->by_place.empty()) return 0;
   std::vector<Finding> found;
-  for (auto& [key, p] : *t_pending) {
+  for (auto& [key, p] : t_pending->by_place) {
     std::string text = p.what;
     if (key.pc) text += "\n    at " + symbolize(key.pc);
     if (key.other_pc) text += "\n    conflicting access at " + symbolize(key.other_pc);
@@ -129,10 +139,23 @@ size_t flush_launch() {
     std::fprintf(stderr, "anvil emulator %s: %s\n", checker_name(key.checker), text.c_str());
     found.push_back(Finding{key.checker, std::move(text)});
   }
-  t_pending->clear();
+  t_pending->by_place.clear();
   std::lock_guard<std::mutex> lock(g_mutex);
   for (Finding& f : found) g_findings.push_back(std::move(f));
   return found.size();
+}
+
+PendingFindings* take_pending() { return std::exchange(t_pending, nullptr); }
+
+void merge_pending(PendingFindings* p) {
+  if (!p) return;
+  if (!t_pending) t_pending = new PendingFindings();
+  for (auto& [key, found] : p->by_place) {
+    Pending& mine = t_pending->by_place[key];
+    if (mine.count == 0) mine.what = std::move(found.what);
+    mine.count += found.count;
+  }
+  delete p;
 }
 
 std::vector<Finding> take_findings() {

@@ -22,6 +22,7 @@ struct Config {
   size_t stack_bytes = 64 * 1024;
   unsigned checks = 0xF;  // bit per Checker
   bool abort_on_finding = false;
+  int block_threads = 1;  // threads running one grid's blocks (ANVIL_EMU_BLOCK_THREADS)
 };
 const Config& config();
 inline bool enabled(Checker c) { return config().checks >> static_cast<int>(c) & 1; }
@@ -36,6 +37,13 @@ bool already_recorded(Checker c, int kind, const void* pc, const void* other_pc)
 
 // After a launch: returns the number of findings it had (0: clean).
 size_t flush_launch();
+
+// Findings a block-pool thread recorded while running blocks of a launch that
+// a stream worker owns: take_pending() on the pool thread (null if none; the
+// thread starts afresh), merge_pending() on the owner, which deletes them.
+struct PendingFindings;
+PendingFindings* take_pending();
+void merge_pending(PendingFindings* p);
 
 // "file:line (function)" for an instruction address, innermost inline frame first.
 std::string symbolize(const void* pc);

@@ -12,14 +12,24 @@
 //     the mask does not name, is reported.
 //   * The order ready fibers run in is configurable (ANVIL_EMU_SCHEDULE), so
 //     a test can run a kernel under several orders.
+//   * Blocks run one after another on the stream's worker, in block order;
+//     with ANVIL_EMU_BLOCK_THREADS=N, N threads take them (the worker and the
+//     block pool's), as a GPU's SMs do: faster on a many-core machine, and
+//     blocks that really overlap, at the price of a run-to-run order (float
+//     atomics then sum in varying order, as on a GPU).
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "kernels/cuda/emulator/block_pool.h"
 #include "kernels/cuda/emulator/execution.h"
 #include "kernels/cuda/emulator/findings.h"
 #include "kernels/cuda/emulator/shared_racecheck.h"
@@ -254,9 +264,21 @@ std::string running_thread_text() {
   return "kernel " + kernel_name(w.launch->kernel) + ", " + block_text(w) + " " + thread_text(*w.current);
 }
 
-void run_grid(const Launch& launch) {
-  Worker& w = worker();
-  const dim3 grid = launch.grid, block = launch.block;
+namespace {
+
+// One grid being run, possibly by several threads (the stream worker and the
+// block pool's): each takes the next block number until none is left.
+struct GridRun {
+  const Launch& launch;
+  uint64_t blocks;
+  std::atomic<uint64_t> next{0};
+  std::atomic<bool> aborted{false};  // a synccheck finding stops the whole grid
+  std::mutex mutex;
+  std::vector<PendingFindings*> pool_findings;
+};
+
+void prepare(Worker& w, const Launch& launch) {
+  const dim3 block = launch.block;
   const int total = static_cast<int>(block.x * block.y * block.z);
   if (w.fibers.size() < static_cast<size_t>(total)) w.fibers.resize(static_cast<size_t>(total));
   w.warps.assign(static_cast<size_t>((total + 31) / 32), WarpState{});
@@ -272,17 +294,42 @@ void run_grid(const Launch& launch) {
   w.launch = &launch;
   w.aborted = false;
   w.geometry.block_dim = block;
-  w.geometry.grid_dim = grid;
+  w.geometry.grid_dim = launch.grid;
+}
+
+// Runs blocks of `run` in block-number order (x fastest) until none is left.
+void run_blocks(GridRun& run, bool owner) {
+  Worker& w = worker();
+  prepare(w, run.launch);
+  const dim3 grid = run.launch.grid, block = run.launch.block;
+  const int total = static_cast<int>(block.x * block.y * block.z);
   racecheck_launch_begin();
-  for (unsigned z = 0; z < grid.z && !w.aborted; ++z)
-    for (unsigned y = 0; y < grid.y && !w.aborted; ++y)
-      for (unsigned x = 0; x < grid.x && !w.aborted; ++x) {
-        w.geometry.block_idx = uint3{x, y, z};
-        w.block_linear = (uint64_t(z) * grid.y + y) * grid.x + x;
-        run_block(w, total);
-      }
+  while (!run.aborted.load(std::memory_order_relaxed)) {
+    const uint64_t b = run.next.fetch_add(1, std::memory_order_relaxed);
+    if (b >= run.blocks) break;
+    w.geometry.block_idx = uint3{static_cast<unsigned>(b % grid.x), static_cast<unsigned>(b / grid.x % grid.y),
+                                 static_cast<unsigned>(b / (uint64_t(grid.x) * grid.y))};
+    w.block_linear = b;
+    run_block(w, total);
+    if (w.aborted) run.aborted.store(true, std::memory_order_relaxed);
+  }
   racecheck_launch_end();
   w.launch = nullptr;
+  if (!owner) {
+    if (PendingFindings* p = take_pending()) {
+      std::lock_guard<std::mutex> lock(run.mutex);
+      run.pool_findings.push_back(p);
+    }
+  }
+}
+
+}  // namespace
+
+void run_grid(const Launch& launch) {
+  GridRun run{launch, uint64_t(launch.grid.x) * launch.grid.y * launch.grid.z};
+  const std::thread::id owner = std::this_thread::get_id();
+  run_on_block_pool([&] { run_blocks(run, std::this_thread::get_id() == owner); });
+  for (PendingFindings* p : run.pool_findings) merge_pending(p);  // flush_launch, on this thread, reports them
 }
 
 // --- the device-side entry points ---
