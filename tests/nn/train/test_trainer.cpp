@@ -307,6 +307,32 @@ TEST(Trainer, PrintsPlainProgressLinesAndTheReport) {
   EXPECT_EQ(r.report, text.substr(text.find("==== anvil")));
 }
 
+// On a GPU (real, or the emulated GPU): batches go through pinned memory with
+// non_blocking copies, and the report times the GPU wait and shows the CUDA
+// allocator's memory. (NVML readings exist only on a real GPU with a driver.)
+TEST(Trainer, OnCudaTheReportTimesTheGpuAndItsMemory) {
+  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device (no GPU, and not the emulated-GPU build)";
+  auto set = blobs(64, 4, 2, 13);
+  auto model = mlp(4, 8, 2);
+  train::ClassificationTask task(model);
+  optim::SGD opt(model->parameters(), {.lr = 0.1});
+  auto loader_options = testing::loader_options(8);
+  loader_options.pin_memory = true;
+  data::DataLoader loader(set, loader_options);
+  std::ostringstream out;
+  auto o = quiet(2);
+  o.device = Device::cuda(0);
+  o.print_report = true;
+  o.out = &out;
+  train::FitResult r = train::Trainer(o).fit(task, loader, &loader, opt);
+  EXPECT_EQ(model->device(), Device::cuda(0));
+  EXPECT_EQ(r.global_step, 16);
+  EXPECT_LT(r.step_losses.back(), r.step_losses.front()) << "the model learned nothing on the GPU";
+  EXPECT_NE(r.report.find("waiting for the GPU (reading results back)"), std::string::npos) << r.report;
+  EXPECT_NE(r.report.find("(cuda:0 allocator;"), std::string::npos) << r.report;
+  EXPECT_NE(r.report.find("pinned memory"), std::string::npos) << r.report;
+}
+
 TEST(Trainer, RejectsBadOptionsAndEmptyLoaders) {
   auto bad = [](auto edit) {
     train::TrainerOptions o;
