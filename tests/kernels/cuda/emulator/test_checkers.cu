@@ -131,6 +131,13 @@ const std::vector<float> kInput = [] {
   return v;
 }();
 
+// out[t] == in[t % 64] + in[((t + 1) % n) % 64] for the n threads of a neighbour_sum kernel.
+void expect_neighbour_sums(const float* out, int n) {
+  std::vector<float> got(static_cast<size_t>(n));
+  ANVIL_CUDA_CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int t = 0; t < n; ++t) EXPECT_EQ(got[size_t(t)], kInput[size_t(t % 64)] + kInput[size_t((t + 1) % n % 64)]) << t;
+}
+
 // --- memcheck ---
 
 TEST(EmulatorMemcheck, ReadPastTheEndOfAnAllocation) {
@@ -198,9 +205,7 @@ TEST(EmulatorMemcheck, DynamicSharedMemoryIsBoundedByTheLaunch) {
                {"neighbour_sum_dynamic", "dynamic shared memory", "past the launch's 128 bytes", "thread (32,0,0)"});
   launch_kernel(neighbour_sum_dynamic<true>, 1, 64, 64 * sizeof(float))(in, out);
   expect_clean();
-  std::vector<float> got(64);
-  ANVIL_CUDA_CHECK(cudaMemcpy(got.data(), out, 64 * sizeof(float), cudaMemcpyDeviceToHost));
-  for (int t = 0; t < 64; ++t) EXPECT_EQ(got[t], kInput[t] + kInput[(t + 1) % 64]) << t;
+  expect_neighbour_sums(out, 64);
   cudaFree(in);
   cudaFree(out);
 }
@@ -223,9 +228,7 @@ TEST(EmulatorRacecheck, MissingBarrierInSharedMemory) {
                {"neighbour_sum", "hazard", "no __syncthreads", "test_checkers.cu:50", "test_checkers.cu:52"});
   launch_kernel(neighbour_sum<true>, 1, 64)(in, out);
   expect_clean();
-  std::vector<float> got(64);
-  ANVIL_CUDA_CHECK(cudaMemcpy(got.data(), out, 64 * sizeof(float), cudaMemcpyDeviceToHost));
-  for (int t = 0; t < 64; ++t) EXPECT_EQ(got[t], kInput[t] + kInput[(t + 1) % 64]) << t;
+  expect_neighbour_sums(out, 64);
   cudaFree(in);
   cudaFree(out);
 }
@@ -246,9 +249,7 @@ TEST(EmulatorRacecheck, MissingBarrierInDynamicSharedMemoryPastTheStaticLimit) {
   expect_found(findings_after_failed_sync(), Checker::Racecheck, {"neighbour_sum_dynamic", "hazard", "no __syncthreads"});
   launch_kernel(neighbour_sum_dynamic<true>, 1, 1024, kBytes)(in, out);
   expect_clean();
-  std::vector<float> got(1024);
-  ANVIL_CUDA_CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  for (int t = 0; t < 1024; ++t) EXPECT_EQ(got[t], kInput[t % 64] + kInput[((t + 1) % 1024) % 64]) << t;
+  expect_neighbour_sums(out, 1024);
   cudaFree(in);
   cudaFree(out);
 }
