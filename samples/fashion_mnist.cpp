@@ -84,12 +84,12 @@ int main(int argc, char** argv) {
     manual_seed(seed);
     auto train_set = data::idx_image_dataset(data_dir, "train");
     auto test_set = data::idx_image_dataset(data_dir, "test");
-    auto first = [](std::shared_ptr<data::TensorDataset>& set, int64_t limit) {
+    auto keep_first = [](std::shared_ptr<data::TensorDataset>& set, int64_t limit) {
       if (limit > 0 && limit < set->size())
         set = std::make_shared<data::TensorDataset>(set->data().narrow(0, 0, limit), set->targets().narrow(0, 0, limit));
     };
-    first(train_set, limit_train);
-    first(test_set, limit_test);
+    keep_first(train_set, limit_train);
+    keep_first(test_set, limit_test);
     // Fashion-MNIST's pixel mean and standard deviation.
     auto normalize = data::transforms::normalize({0.2860}, {0.3530});
     std::shared_ptr<data::DistributedSampler> sampler;

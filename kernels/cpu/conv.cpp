@@ -247,9 +247,7 @@ void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view,
 
 void CpuBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias,
                         const Conv2dParams& p) {
-  const ConvGeometry g = conv_geometry("conv2d", in.shape, weight.shape, out.shape, p);
-  ANVIL_CHECK(!bias || (bias->dim() == 1 && bias->shape[0] == g.cout), "conv2d: bias must have shape [",
-              g.cout, "], got ", bias ? bias->shape : Shape{});
+  const ConvGeometry g = conv_geometry(in.shape, weight.shape, out.shape, bias, p);
   dispatch_floating("conv2d", out.dtype, [&](auto tag) {
     conv2d_forward<decltype(tag)>(out, in, weight, bias, g, *allocator_);
   });

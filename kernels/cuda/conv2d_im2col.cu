@@ -50,6 +50,13 @@ View as_nchw(const View& rows_by_batch, const ConvGeometry& g) {
   return r;
 }
 
+// Group `group`'s weights [Cout/groups, K] of a dense [Cout, Cin/groups, kH, kW] weight.
+View group_weight(const View& dense_weight, const ConvGeometry& g, int64_t group) {
+  const size_t offset = static_cast<size_t>(group * g.weight_group_elems()) * itemsize(dense_weight.dtype);
+  return matrix(dense_weight.data, offset, dense_weight.dtype, g.cout_per_group(), g.col_rows(),
+                dense_weight.device_index);
+}
+
 // grad_out's channels of one group at a time as the dense GEMM operand
 // dy_g [Cout/groups, N * Ho * Wo] (both backward passes start from it).
 class GroupGradOut {
@@ -76,12 +83,9 @@ class GroupGradOut {
 
 void conv2d_im2col(CudaBackend& b, const View& out, const View& in, const View& weight, const View* bias,
                    const Conv2dParams& p) {
-  const char* op = "conv2d";
-  const ConvGeometry g = shapes::conv_geometry(op, in.shape, weight.shape, out.shape, p);
-  ANVIL_CHECK(!bias || (bias->dim() == 1 && bias->shape[0] == g.cout), "conv2d: bias must have shape [", g.cout,
-              "], got ", bias ? bias->shape : Shape{});
+  const ConvGeometry g = shapes::conv_geometry(in.shape, weight.shape, out.shape, bias, p);
   const DType dtype = out.dtype;
-  check_dtypes(op, dtype, {&in, &weight});
+  check_dtypes("conv2d", dtype, {&in, &weight});
   const int device = out.device_index;
   DeviceGuard guard(device);
   if (out.numel() == 0) return;
@@ -94,17 +98,17 @@ void conv2d_im2col(CudaBackend& b, const View& out, const View& in, const View& 
   const View result_m = matrix(result.get(), 0, dtype, cout_g, width, device);
   for (int64_t group = 0; group < g.groups; ++group) {
     im2col(dtype, cols.get(), x.view().data, g, group, b.stream(device));
-    const View w_g = matrix(w.view().data, group * g.weight_group_elems() * item, dtype, cout_g, k, device);
-    b.matmul(result_m, w_g, cols_m, MatmulParams{});
+    b.matmul(result_m, group_weight(w.view(), g, group), cols_m, MatmulParams{});
     b.copy(group_channels(out, cout_g, group), as_nchw(result_m, g));
   }
-  if (bias) {
-    // The bias broadcast over N, H, W, in place on the result (as the cuDNN path).
-    View row = *bias;
-    row.shape = out.shape;
-    row.strides = {0, bias->strides[0], 0, 0};
-    b.binary(BinaryOp::Add, out, out, row);
-  }
+  if (bias) add_conv_bias(b, out, *bias);
+}
+
+void add_conv_bias(CudaBackend& b, const View& out, const View& bias) {
+  View row = bias;
+  row.shape = out.shape;
+  row.strides = {0, bias.strides[0], 0, 0};
+  b.binary(BinaryOp::Add, out, out, row);
 }
 
 void conv2d_backward_input_im2col(CudaBackend& b, const View& grad_in, const View& grad_out, const View& weight,
@@ -127,8 +131,9 @@ void conv2d_backward_input_im2col(CudaBackend& b, const View& grad_in, const Vie
   Scratch dcols(b, device, static_cast<size_t>(k * width) * item);
   const View dcols_m = matrix(dcols.get(), 0, dtype, k, width, device);
   for (int64_t group = 0; group < g.groups; ++group) {
-    View w_t = matrix(w.view().data, group * g.weight_group_elems() * item, dtype, k, cout_g, device);
-    w_t.strides = {1, k};  // W_g^T
+    View w_t = group_weight(w.view(), g, group);  // W_g^T: the same memory read column-major
+    w_t.shape = {k, cout_g};
+    w_t.strides = {1, k};
     b.matmul(dcols_m, w_t, dy.load(group), MatmulParams{});
     col2im(dtype, dx.view().data, dcols.get(), g, group, b.stream(device));
   }
@@ -157,8 +162,7 @@ void conv2d_backward_weight_im2col(CudaBackend& b, const View& grad_weight, cons
   cols_t.strides = {1, width};  // cols^T
   for (int64_t group = 0; group < g.groups; ++group) {
     im2col(dtype, cols.get(), x.view().data, g, group, b.stream(device));
-    b.matmul(matrix(dw.view().data, group * g.weight_group_elems() * item, dtype, cout_g, k, device),
-             dy.load(group), cols_t, MatmulParams{});
+    b.matmul(group_weight(dw.view(), g, group), dy.load(group), cols_t, MatmulParams{});
   }
   dw.commit();
 }

@@ -17,4 +17,8 @@ void conv2d_backward_input_im2col(CudaBackend& backend, const View& grad_in, con
 void conv2d_backward_weight_im2col(CudaBackend& backend, const View& grad_weight, const View& grad_out,
                                    const View& in, const Conv2dParams& p);
 
+// out += bias broadcast over N, H and W (any dtype, any bias stride), in
+// place: how both conv2d paths (this one and cuDNN's) add the bias.
+void add_conv_bias(CudaBackend& backend, const View& out, const View& bias);
+
 }  // namespace anvil::cuda

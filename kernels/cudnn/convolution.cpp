@@ -20,6 +20,7 @@
 #include "kernels/cublas/device_scratch.h"
 #include "kernels/cuda/algo_cache.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/conv2d_im2col.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cudnn/cudnn_handles.h"
@@ -151,9 +152,7 @@ void CudaBackend::conv2d(const View& out, const View& in, const View& weight, co
                          const Conv2dParams& p) {
   ANVIL_NVTX_RANGE("conv2d");
   const char* op = "conv2d";
-  const ConvGeometry g = conv_geometry(op, in.shape, weight.shape, out.shape, p);
-  ANVIL_CHECK(!bias || (bias->dim() == 1 && bias->shape[0] == g.cout), "conv2d: bias must have shape [", g.cout,
-              "], got ", bias ? bias->shape : Shape{});
+  const ConvGeometry g = conv_geometry(in.shape, weight.shape, out.shape, bias, p);
   const DType dtype = out.dtype;
   cudnn_type(op, dtype);
   const int device = out.device_index;
@@ -173,14 +172,7 @@ void CudaBackend::conv2d(const View& out, const View& in, const View& weight, co
   ANVIL_CUDNN_CHECK(cudnnConvolutionForward(handle, s.one(dtype), d.x, x.data, d.w, w.data, d.conv, algo, ws.get(),
                                             ws_bytes, s.zero(dtype), d.y, y.data()));
   y.commit();
-  if (bias) {
-    // The bias broadcast over N, H, W by the elementwise add (any dtype,
-    // any bias stride), in place on the result.
-    View row = *bias;
-    row.shape = out.shape;
-    row.strides = {0, bias->strides[0], 0, 0};
-    binary(BinaryOp::Add, out, out, row);
-  }
+  if (bias) add_conv_bias(*this, out, *bias);
 }
 
 void CudaBackend::conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,

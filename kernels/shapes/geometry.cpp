@@ -61,4 +61,12 @@ ConvGeometry conv_geometry(const char* op, const Shape& in, const Shape& weight,
   return g;
 }
 
+ConvGeometry conv_geometry(const Shape& in, const Shape& weight, const Shape& out, const View* bias,
+                           const Conv2dParams& p) {
+  const ConvGeometry g = conv_geometry("conv2d", in, weight, out, p);
+  ANVIL_CHECK(!bias || (bias->dim() == 1 && bias->shape[0] == g.cout), "conv2d: bias must have shape [", g.cout,
+              "], got ", bias ? bias->shape : Shape{});
+  return g;
+}
+
 }  // namespace anvil::shapes

@@ -42,5 +42,8 @@ int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d);
 // against each other. `op` names the entry point for the error message.
 ConvGeometry conv_geometry(const char* op, const Shape& in, const Shape& weight, const Shape& out,
                            const Conv2dParams& p);
+// conv2d's geometry with its optional bias, which must be [Cout].
+ConvGeometry conv_geometry(const Shape& in, const Shape& weight, const Shape& out, const View* bias,
+                           const Conv2dParams& p);
 
 }  // namespace anvil::shapes

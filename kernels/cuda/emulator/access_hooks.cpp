@@ -22,35 +22,26 @@ namespace anvil::emulator {
 std::string running_thread_text();  // scheduler.cpp
 
 namespace {
-constexpr int kMisaligned = 4;  // memcheck's finding kinds: device_memory.cpp uses 0, 1 and 3
-
 void misaligned(const void* p, size_t n, bool write, const void* pc) {
   if (!enabled(Checker::Memcheck)) return;
-  if (already_recorded(Checker::Memcheck, kMisaligned, pc, nullptr)) {
-    record(Checker::Memcheck, kMisaligned, pc, nullptr, "");
-    return;
-  }
-  const std::string size = std::to_string(n);
-  record(Checker::Memcheck, kMisaligned, pc, nullptr,
-         "misaligned " + size + "-byte " + (write ? "write" : "read") + " at " + describe_address(p) +
-             " (the type promises " + size + "-byte alignment; a GPU faults: misaligned address): " +
-             running_thread_text());
+  record_once(Checker::Memcheck, kMisaligned, pc, nullptr, [&] {
+    const std::string size = std::to_string(n);
+    return "misaligned " + size + "-byte " + (write ? "write" : "read") + " at " + describe_address(p) +
+           " (the type promises " + size + "-byte alignment; a GPU faults: misaligned address): " +
+           running_thread_text();
+  });
 }
 
 // Dynamic shared memory past the launch's shared_bytes: the buffer behind it
 // is larger (the opt-in limit), so only this check sees the overrun.
 void past_dynamic_shared(const void* p, size_t n, bool write, const void* pc) {
-  constexpr int kPastDynamicShared = 5;
   if (!enabled(Checker::Memcheck)) return;
-  if (already_recorded(Checker::Memcheck, kPastDynamicShared, pc, nullptr)) {
-    record(Checker::Memcheck, kPastDynamicShared, pc, nullptr, "");
-    return;
-  }
-  const size_t offset = static_cast<size_t>(static_cast<const unsigned char*>(p) - t_dynamic_shared);
-  record(Checker::Memcheck, kPastDynamicShared, pc, nullptr,
-         std::string("invalid shared-memory ") + (write ? "write" : "read") + " of " + std::to_string(n) +
-             " bytes at byte " + std::to_string(offset) + " of dynamic shared memory, past the launch's " +
-             std::to_string(running_launch()->shared_bytes) + " bytes: " + running_thread_text());
+  record_once(Checker::Memcheck, kPastDynamicShared, pc, nullptr, [&] {
+    const size_t offset = static_cast<size_t>(static_cast<const unsigned char*>(p) - t_dynamic_shared);
+    return std::string("invalid shared-memory ") + (write ? "write" : "read") + " of " + std::to_string(n) +
+           " bytes at byte " + std::to_string(offset) + " of dynamic shared memory, past the launch's " +
+           std::to_string(running_launch()->shared_bytes) + " bytes: " + running_thread_text();
+  });
 }
 
 inline void on_access(const void* p, size_t n, bool write, bool atomic, const void* pc) {

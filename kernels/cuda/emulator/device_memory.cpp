@@ -236,8 +236,9 @@ void check_global_access(const void* ptr, size_t nbytes, bool write, bool atomic
   if (device < 0) return;  // the fiber's stack, kernel parameters, mapped pinned host memory
   const Launch* launch = running_launch();
   const size_t offset = offset_of(a, ptr);
-  if (enabled(Checker::Memcheck) && device != launch->device && !already_recorded(Checker::Memcheck, 3, pc, nullptr))
-    record(Checker::Memcheck, 3, pc, nullptr,
+  if (enabled(Checker::Memcheck) && device != launch->device &&
+      !already_recorded(Checker::Memcheck, kOtherDevice, pc, nullptr))
+    record(Checker::Memcheck, kOtherDevice, pc, nullptr,
            std::string(write ? "write to " : "read of ") + describe_address(ptr) + " by a kernel running on cuda:" +
                std::to_string(launch->device) + " (no peer access): " + running_thread_text());
   // initcheck: a read none of whose bytes were ever written (a struct copy
@@ -249,11 +250,9 @@ void check_global_access(const void* ptr, size_t nbytes, bool write, bool atomic
       all_addressable &= a.state[offset + i] >= kUninitialized;
     }
     if (!any_written && all_addressable) {
-      if (!already_recorded(Checker::Initcheck, 0, pc, nullptr))
-        record(Checker::Initcheck, 0, pc, nullptr,
-               "read of uninitialized device memory at " + describe_address(ptr) + ": " + running_thread_text());
-      else
-        record(Checker::Initcheck, 0, pc, nullptr, "");
+      record_once(Checker::Initcheck, 0, pc, nullptr, [&] {
+        return "read of uninitialized device memory at " + describe_address(ptr) + ": " + running_thread_text();
+      });
       std::memset(a.state + offset, kInitialized, nbytes);  // report each byte once
     }
   }
@@ -280,15 +279,13 @@ void check_global_access(const void* ptr, size_t nbytes, bool write, bool atomic
     uint8_t& s = a.state[offset + i];
     if (s < kUninitialized) {
       if (enabled(Checker::Memcheck)) {
-        const int kind = s == kCached ? 1 : 0;
-        if (!already_recorded(Checker::Memcheck, kind, pc, nullptr))
-          record(Checker::Memcheck, kind, pc, nullptr,
-                 std::string("invalid ") + (write ? "write" : "read") + " of " + std::to_string(nbytes) + " bytes at " +
-                     describe_address(static_cast<const char*>(ptr) + i) +
-                     (kind == 1 ? ": the caching allocator holds this memory but has not handed it out" : "") + ": " +
-                     running_thread_text());
-        else
-          record(Checker::Memcheck, kind, pc, nullptr, "");
+        const bool cached = s == kCached;
+        record_once(Checker::Memcheck, cached ? kNotHandedOut : kInvalidAccess, pc, nullptr, [&] {
+          return std::string("invalid ") + (write ? "write" : "read") + " of " + std::to_string(nbytes) +
+                 " bytes at " + describe_address(static_cast<const char*>(ptr) + i) +
+                 (cached ? ": the caching allocator holds this memory but has not handed it out" : "") + ": " +
+                 running_thread_text();
+        });
       }
       return;
     }
@@ -300,13 +297,11 @@ void check_global_access(const void* ptr, size_t nbytes, bool write, bool atomic
     const bool other_thread = (before & ((1ull << 39) - 1)) != (me & ((1ull << 39) - 1));
     const bool both_atomic = atomic && (before >> 39 & 1);
     if (same_launch && other_thread && !both_atomic) {
-      if (!already_recorded(Checker::Racecheck, 10, pc, nullptr))
-        record(Checker::Racecheck, 10, pc, nullptr,
-               "global-memory write-after-write hazard at " + describe_address(static_cast<const char*>(ptr) + i) +
-                   ": global thread " + std::to_string(before & ((1ull << 39) - 1)) +
-                   " wrote it earlier in this launch without atomics; now " + running_thread_text());
-      else
-        record(Checker::Racecheck, 10, pc, nullptr, "");
+      record_once(Checker::Racecheck, 10, pc, nullptr, [&] {
+        return "global-memory write-after-write hazard at " + describe_address(static_cast<const char*>(ptr) + i) +
+               ": global thread " + std::to_string(before & ((1ull << 39) - 1)) +
+               " wrote it earlier in this launch without atomics; now " + running_thread_text();
+      });
       return;
     }
   }

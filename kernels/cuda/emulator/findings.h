@@ -35,6 +35,24 @@ void record(Checker c, int kind, const void* pc, const void* other_pc, const std
 // (the caller can skip building its text).
 bool already_recorded(Checker c, int kind, const void* pc, const void* other_pc);
 
+// record(), calling describe() for the text only at the first finding with
+// this key in the launch (later ones are only counted): the text names
+// allocations and threads, too slow to build for every faulty access.
+template <typename Describe>
+void record_once(Checker c, int kind, const void* pc, const void* other_pc, Describe&& describe) {
+  record(c, kind, pc, other_pc, already_recorded(c, kind, pc, other_pc) ? std::string() : describe());
+}
+
+// Memcheck's kinds of finding (record()'s `kind`): findings merge by kind and place.
+enum MemcheckKind : int {
+  kInvalidAccess = 0,      // unallocated, freed or red-zone memory
+  kNotHandedOut = 1,       // cached by the caching allocator, not handed out
+  kOtherDevice = 3,        // another device's memory (no peer access)
+  kMisaligned = 4,         // an access its type promised aligned, at an unaligned address
+  kPastDynamicShared = 5,  // dynamic shared memory past the launch's shared_bytes
+  kUnusableCopy = 20,      // a copy or memset over unusable memory
+};
+
 // After a launch: returns the number of findings it had (0: clean).
 size_t flush_launch();
 

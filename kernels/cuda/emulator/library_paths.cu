@@ -15,6 +15,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/dense_arg.h"
 #include "kernels/cuda/gemm/gemm.h"
+#include "kernels/cuda/gemm/ladder_matmul.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cudnn/norm_pool_kernels.h"
 #include "kernels/shapes/geometry.h"
@@ -63,11 +64,18 @@ void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in,
   DeviceGuard guard(device);
   const int64_t batches = m.out.shape[0], rows = m.out.shape[1], cols = m.out.shape[2], inner = m.a.shape[2];
   if (batches == 0 || rows == 0 || cols == 0) return;
-  // Dense row-major operands: the rungs take a leading dimension, not
-  // strides, and float32 only (rungs 08/09 are tensor-core PTX).
+  // Dense row-major operands in float32 (the rungs; 16-bit inputs widened as
+  // tensor cores accumulate) or float64 (the shared-tile kernel above).
   const DType compute = m.out.dtype == DType::Float64 ? DType::Float64 : DType::Float32;
   DenseArg a(*this, m.a, compute, DenseArg::In), b(*this, m.b, compute, DenseArg::In);
   DenseArg out(*this, m.out, compute, p.beta == 0.0f ? DenseArg::Out : DenseArg::InOut);
+  // The ladder's own routing (the best rung for the shape), as on a real GPU
+  // with ANVIL_GEMM_LADDER=1; what it declines runs below, one batch at a time.
+  if (compute == DType::Float32 && inner > 0 &&
+      gemm::ladder_matmul(out.view(), a.view(), b.view(), p, stream(device))) {
+    out.commit();
+    return;
+  }
   const int64_t elem = static_cast<int64_t>(itemsize(compute));
   for (int64_t i = 0; i < batches; ++i) {
     const char* a_i = static_cast<const char*>(a.view().data) + i * rows * inner * elem;
@@ -87,18 +95,17 @@ void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in,
       ANVIL_CUDA_CHECK_LAUNCH("matmul_float64_tiles");
       continue;
     }
+    // Shapes or leading dimensions the tuned rungs refuse: rung 01 takes any.
     gemm::GemmArgs g;
     g.dtype = gemm::GemmDType::Float32;
     g.M = rows, g.N = cols, g.K = inner;
     g.lda = inner, g.ldb = cols, g.ldc = cols;
     g.alpha = p.alpha, g.beta = p.beta;
     g.A = a_i, g.B = b_i, g.C = c_i;
-    gemm::GemmRung rung = gemm::best_rung(g);
-    if (rung == gemm::GemmRung{0} || !gemm::gemm_unsupported_reason(rung, g).empty()) rung = gemm::GemmRung::Naive;
-    const std::string why = gemm::gemm_unsupported_reason(rung, g);
+    const std::string why = gemm::gemm_unsupported_reason(gemm::GemmRung::Naive, g);
     ANVIL_CHECK(why.empty(), "matmul on the emulated GPU: no GEMM rung takes ", rows, "x", inner, " @ ", inner, "x",
                 cols, ": ", why);
-    gemm::launch_gemm(rung, g, stream(device));
+    gemm::launch_gemm(gemm::GemmRung::Naive, g, stream(device));
   }
   out.commit();
 }

@@ -68,7 +68,7 @@ bool usable_in_stream_order(const void* p, size_t n, int device, const char* cal
   const char* why = unusable_range(p, n, &detail);
   if (!why) return true;
   if (enabled(Checker::Memcheck)) {
-    record(Checker::Memcheck, 20, nullptr, nullptr,
+    record(Checker::Memcheck, kUnusableCopy, nullptr, nullptr,
            std::string(call) + " of " + std::to_string(n) + " bytes touches " + why + " (" + detail + ")");
     flush_launch();
   }

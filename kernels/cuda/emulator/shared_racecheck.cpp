@@ -83,15 +83,13 @@ const char* const kHazardName[] = {"read-after-write", "write-after-read", "writ
 
 void hazard(Hazard h, const void* first_pc, const void* pc, int first_thread, size_t offset) {
   const Checker c = h == kUninitializedRead ? Checker::Initcheck : Checker::Racecheck;
-  if (already_recorded(c, h, pc, first_pc)) {
-    record(c, h, pc, first_pc, "");
-    return;
-  }
-  std::string what = std::string("shared-memory ") + kHazardName[h] + " hazard: " + running_thread_text() +
-                     ", shared byte " + std::to_string(offset);
-  if (h == kUninitializedRead) what += ", which no thread of this block has written";
-  else what += ", after thread " + std::to_string(first_thread) + " (linear index) with no __syncthreads between";
-  record(c, h, pc, first_pc, what);
+  record_once(c, h, pc, first_pc, [&] {
+    std::string what = std::string("shared-memory ") + kHazardName[h] + " hazard: " + running_thread_text() +
+                       ", shared byte " + std::to_string(offset);
+    if (h == kUninitializedRead) what += ", which no thread of this block has written";
+    else what += ", after thread " + std::to_string(first_thread) + " (linear index) with no __syncthreads between";
+    return what;
+  });
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // The GEMM ladder as the CUDA backend's matmul (opt-in): kernels/cublas/
 // matmul.cpp calls ladder_matmul() first when matmul_use_gemm_ladder() is on
 // (kernels/matmul_settings.h, or ANVIL_GEMM_LADDER=1), and runs cuBLASLt
-// whenever it returns false.
+// whenever it returns false. The emulated GPU's matmul (no cuBLAS there:
+// kernels/cuda/emulator/library_paths.cu) calls it on float32 operands always.
 #include <cuda_runtime_api.h>
 
 #include "kernels/backend.h"
