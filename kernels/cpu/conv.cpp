@@ -1,4 +1,8 @@
-// conv2d as im2col + GEMM, one image at a time. The column matrix of an
+// conv2d as im2col + GEMM, one image at a time; float32 (and float16/bfloat16,
+// computed in float32) goes to oneDNN's primitives instead when anvil has
+// them (onednn_conv.h). This path is the reference and the float64 path.
+//
+// The im2col path: The column matrix of an
 // image and group is [Cin/groups * kH * kW, Ho * Wo], so the group's output
 // W_g [Cout/groups, Cin/groups*kH*kW] @ col is already its slice of the NCHW
 // output: the GEMM writes the result in place, with no layout copy.
@@ -11,36 +15,24 @@
 // threads would fight, see blas_threads.h, or column matrices too large to
 // keep one per thread), images go one after the other and each GEMM uses
 // BLAS's threads.
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/base/error.h"
 #include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/scratch.h"
 #include "kernels/shapes/geometry.h"
 
 namespace anvil::cpu {
 namespace {
-
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
-}
-
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
-}
 
 // Below this many column-matrix elements (all images together) a call stays
 // on one thread.
@@ -178,6 +170,13 @@ void conv2d_forward(const View& out_view, const View& in_view, const View& weigh
   DenseOut<T> out(out_view);
   std::vector<T> bias;
   if (bias_view) bias = dense_copy<T>(*bias_view);
+  if constexpr (std::is_same_v<T, float>) {
+    if (onednn::conv2d_runs_on_onednn(g)) {
+      onednn::conv2d_forward(out.get(), in.get(), weight.get(), bias.empty() ? nullptr : bias.data(), g);
+      out.commit();
+      return;
+    }
+  }
   const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
   const ImagePlan plan = plan_images(g);
   const Scratch<T> cols_of_threads(scratch_memory, plan.threads * rows * cols);
@@ -187,7 +186,7 @@ void conv2d_forward(const View& out_view, const View& in_view, const View& weigh
       for (int64_t co = 0; co < cout_g; ++co)
         std::fill(dst + co * cols, dst + (co + 1) * cols, bias[gi * cout_g + co]);
     }
-    gemm(false, false, cout_g, cols, rows, weight.get() + gi * g.weight_group_elems(), rows,
+    gemm(false, false, cout_g, cols, rows, T(1), weight.get() + gi * g.weight_group_elems(), rows,
          image_col(in.get(), col, g, n, gi), cols, bias.empty() ? T(0) : T(1), dst, cols);
   });
   out.commit();
@@ -198,6 +197,13 @@ void conv2d_grad_input(const View& grad_in_view, const View& grad_out_view, cons
                        const ConvGeometry& g, Allocator& scratch_memory) {
   const DenseIn<T> grad_out(grad_out_view), weight(weight_view);
   DenseOut<T> grad_in(grad_in_view);
+  if constexpr (std::is_same_v<T, float>) {
+    if (onednn::conv2d_runs_on_onednn(g)) {
+      onednn::conv2d_backward_input(grad_in.get(), grad_out.get(), weight.get(), g);
+      grad_in.commit();
+      return;
+    }
+  }
   const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
   const int64_t cin_g = g.cin_per_group(), plane = g.h * g.w;
   const ImagePlan plan = plan_images(g);
@@ -208,7 +214,7 @@ void conv2d_grad_input(const View& grad_in_view, const View& grad_out_view, cons
     // which col2im sums back onto the pixels it was read from. Where the
     // input is its own column matrix that sum is the identity.
     T* dst = input_is_col(g) ? planes : col;
-    gemm(true, false, rows, cols, cout_g, weight.get() + gi * g.weight_group_elems(), rows,
+    gemm(true, false, rows, cols, cout_g, T(1), weight.get() + gi * g.weight_group_elems(), rows,
          group_plane(grad_out.get(), g, n, gi, cout_g, cols), cols, T(0), dst, cols);
     if (dst == col)
       for (int64_t c = 0; c < cin_g; ++c) col2im_channel(col, cols, planes + c * plane, g, c);
@@ -221,6 +227,13 @@ void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view,
                         const ConvGeometry& g, Allocator& scratch_memory) {
   const DenseIn<T> grad_out(grad_out_view), in(in_view);
   DenseOut<T> grad_weight(grad_weight_view);
+  if constexpr (std::is_same_v<T, float>) {
+    if (onednn::conv2d_runs_on_onednn(g)) {
+      onednn::conv2d_backward_weight(grad_weight.get(), grad_out.get(), in.get(), g);
+      grad_weight.commit();
+      return;
+    }
+  }
   const int64_t rows = g.col_rows(), cols = g.col_cols(), cout_g = g.cout_per_group();
   const int64_t weight_elems = g.groups * g.weight_group_elems();
   const ImagePlan plan = plan_images(g);
@@ -233,7 +246,7 @@ void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view,
   for_each_image_and_group(g, plan, cols_of_threads, [&](int64_t n, int64_t gi, T* col, int thread) {
     T* sum = thread == 0 ? grad_weight.get() : sums_of_other_threads.get() + (thread - 1) * weight_elems;
     // grad_W_g += grad_out of (n, gi) @ col^T
-    gemm(false, true, cout_g, rows, cols, group_plane(grad_out.get(), g, n, gi, cout_g, cols), cols,
+    gemm(false, true, cout_g, rows, cols, T(1), group_plane(grad_out.get(), g, n, gi, cout_g, cols), cols,
          image_col(in.get(), col, g, n, gi), cols, T(1), sum + gi * g.weight_group_elems(), rows);
   });
   for (int t = 1; t < plan.threads; ++t) {

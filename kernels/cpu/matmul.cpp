@@ -1,50 +1,21 @@
-// Batched matmul through CBLAS. Each operand is handed to BLAS in place when
+// Batched matmul through cpu::gemm (gemm.h). Each operand is handed to BLAS in place when
 // its 2-D slices have a unit stride in one of the two matrix dims (row-major
 // or transposed); anything else (expanded inner dims, other dtypes) is made
 // dense first. float16/bfloat16 are computed in float32.
-#include <cblas.h>
-
-// Weak, so that a BLAS other than OpenBLAS still links (the address is null then).
-#pragma weak openblas_get_parallel
-#pragma weak openblas_get_num_threads
-
 #include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "core/base/error.h"
-#include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/shapes/matmul_checks.h"
 
 namespace anvil::cpu {
 
-bool use_openmp_beside_blas() {
-  static const bool use = [] {
-    if (&openblas_get_parallel == nullptr || &openblas_get_num_threads == nullptr) return true;
-    const bool own_pthread_pool = openblas_get_parallel() == 1 && openblas_get_num_threads() > 1;
-    return !own_pthread_pool;
-  }();
-  return use;
-}
-
 namespace {
-
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
-}
-
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const double* a,
-          int64_t lda, const double* b, int64_t ldb, float beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
-}
 
 // How BLAS reads a rows x cols matrix in place: transposed or not, and the
 // leading dimension. Size-1 dims put no constraint on their stride.
