@@ -30,16 +30,8 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/matmul_settings.h"
 #include "kernels/shapes/matmul_checks.h"
-#if __has_include("kernels/cuda/nvtx.h")
-#include "kernels/cuda/nvtx.h"
-#endif
-#if __has_include("kernels/cuda/gemm/ladder_matmul.h")
 #include "kernels/cuda/gemm/ladder_matmul.h"
-#define ANVIL_HAVE_GEMM_LADDER 1
-#endif
-#ifndef ANVIL_NVTX_RANGE
-#define ANVIL_NVTX_RANGE(name) ((void)0)
-#endif
+#include "kernels/cuda/nvtx.h"
 
 namespace anvil::cuda {
 namespace {
@@ -352,11 +344,9 @@ void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in,
     scale_output(*this, out, p.beta);
     return;
   }
-#ifdef ANVIL_HAVE_GEMM_LADDER
   if (matmul_use_gemm_ladder() && a.dtype == out.dtype && b.dtype == out.dtype &&
       gemm::ladder_matmul(out, a, b, p, stream(out.device_index)))
     return;
-#endif
   matmul_any(*this, out, a, b, p, nullptr);
 }
 

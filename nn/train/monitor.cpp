@@ -7,6 +7,7 @@
 
 #include "core/base/error.h"
 #include "kernels/backend.h"
+#include "kernels/cpu_info.h"
 
 namespace anvil::nn::train {
 
@@ -156,6 +157,8 @@ std::string format_report(const MonitorSummary& s, const MonitorContext& c) {
   os << "==== anvil training report ====\n";
   os << "Device: " << c.device.str() << ", precision " << precision_name(c.precision) << ", batch size "
      << c.batch_size << ", loader workers " << c.num_workers << (c.pin_memory ? ", pinned memory" : "") << "\n";
+  // On the CPU the speed depends on which GEMM and conv kernels run: name them.
+  if (c.device.is_cpu()) os << "CPU: " << to_string(cpu_capability()) << "\n";
   os << "Steps: " << s.steps << " in " << format_duration(s.wall_s);
   if (s.wall_s > 0)
     os << " (" << fixed(static_cast<double>(s.steps) / s.wall_s, 2) << " steps/s, "

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/ops.h"
+#include "kernels/cpu_info.h"
 #include "nn/train/monitor.h"
 
 namespace anvil {
@@ -60,6 +61,17 @@ TEST(Monitor, AdvisesMoreWorkersWhenDataWaitIsHigh) {
   EXPECT_TRUE(has(tips[0], "60.0%")) << tips[0];
   EXPECT_TRUE(train::advice(made_up(0.1, 5.0, 0.0, -1), cpu).empty());
   EXPECT_TRUE(has(train::format_report(made_up(0.1, 5.0, 0, -1), cpu), "nothing stands out"));
+}
+
+TEST(Monitor, CpuReportNamesTheGemmAndConvKernelsInUse) {
+  const train::MonitorContext cpu{.device = Device::cpu(), .num_workers = 0, .batch_size = 32};
+  const std::string r = train::format_report(made_up(0.1, 5.0, 0, -1), cpu);
+  const CpuCapability c = cpu_capability();
+  EXPECT_TRUE(has(r, "CPU: " + c.cpu_model)) << r;
+  EXPECT_TRUE(has(r, "float32 GEMM " + c.float32_gemm.library + " " + c.float32_gemm.kernel)) << r;
+  EXPECT_TRUE(has(r, "conv2d " + c.conv2d)) << r;
+  const train::MonitorContext gpu{.device = Device::cuda(0), .num_workers = 0, .batch_size = 32};
+  EXPECT_FALSE(has(train::format_report(made_up(0.1, 5.0, 0.5, 25.0), gpu), "float32 GEMM")) << "GPU report";
 }
 
 TEST(Monitor, AdvisesBiggerBatchesAndMixedPrecisionWhenTheGpuIsStarved) {
