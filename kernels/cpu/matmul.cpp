@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/gemm.h"
@@ -67,6 +68,9 @@ Operand<T> prepare_operand(const View& v) {
   return op;
 }
 
+// Multiply-adds up to which one product of a batch runs on one thread.
+constexpr int64_t kSmallGemmMacs = int64_t{1} << 21;
+
 // out (row-major, unit column stride, leading dim ldc) = alpha * a @ b + beta * out.
 template <typename T>
 void batched_gemm(T* out, int64_t out_batch_stride, int64_t ldc, const View& a_view, const View& b_view,
@@ -83,6 +87,11 @@ void batched_gemm(T* out, int64_t out_batch_stride, int64_t ldc, const View& a_v
          out, ldc);
     return;
   }
+  // Small products (attention's per-head scores) are spread over OpenMP
+  // threads, one single-threaded GEMM each: one call is too short for the
+  // library to split it profitably. Large ones use the library's threads.
+  const bool spread_batch = batch > 1 && m * n * k <= kSmallGemmMacs && use_openmp_beside_blas();
+#pragma omp parallel for schedule(static) if (spread_batch)
   for (int64_t i = 0; i < batch; ++i) {
     gemm(a.layout.trans, b.layout.trans, m, n, k, p.alpha, a.data + i * a.batch_stride, a.layout.ld,
          b.data + i * b.batch_stride, b.layout.ld, p.beta, out + i * out_batch_stride, ldc);
