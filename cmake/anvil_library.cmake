@@ -20,7 +20,9 @@ function(anvil_add_library name)
     endforeach()
   endif()
   list(APPEND sources ${ARG_EXTRA})
-  anvil_placeholder_if_empty(${name} sources)
+  if(NOT sources)
+    message(FATAL_ERROR "anvil_add_library(${name}): no sources under ${ARG_DIRS}")
+  endif()
   add_library(${name} STATIC ${sources})
   add_library(anvil::${name} ALIAS ${name})
   target_include_directories(${name} PUBLIC
@@ -29,19 +31,4 @@ function(anvil_add_library name)
   target_compile_options(${name} PRIVATE ${ANVIL_WARNINGS})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
   set_property(GLOBAL APPEND PROPERTY ANVIL_LIBRARIES ${name})
-endfunction()
-
-# A layer whose folder has no .cpp yet (nn/ and distributed/ early on) still
-# has to be a real static library: the umbrella target, the export set and
-# users all link it by name. CMake refuses a STATIC library without sources,
-# so give it one empty translation unit until real ones arrive (the globs
-# above are CONFIGURE_DEPENDS, so the next build picks them up).
-function(anvil_placeholder_if_empty name sources_var)
-  if(${sources_var})
-    return()
-  endif()
-  set(placeholder ${CMAKE_BINARY_DIR}/generated/${name}_placeholder.cpp)
-  file(CONFIGURE OUTPUT ${placeholder}
-       CONTENT "// Generated: ${name} has no sources yet.\nnamespace anvil { int ${name}_placeholder = 0; }\n")
-  set(${sources_var} ${placeholder} PARENT_SCOPE)
 endfunction()

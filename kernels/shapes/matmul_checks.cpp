@@ -15,9 +15,11 @@ View as_batched(const View& v) {
 }
 
 View transposed(const View& v) {
+  ANVIL_CHECK(v.dim() >= 2, "transposed: needs a view of at least 2 dims, got ", v.dim());
   View r = v;
-  std::swap(r.shape[1], r.shape[2]);
-  std::swap(r.strides[1], r.strides[2]);
+  const size_t last = r.shape.size() - 1;
+  std::swap(r.shape[last - 1], r.shape[last]);
+  std::swap(r.strides[last - 1], r.strides[last]);
   return r;
 }
 

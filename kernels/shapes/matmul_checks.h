@@ -6,7 +6,8 @@ namespace anvil::shapes {
 
 // A [B, rows, cols] view as a 3-D view (a 2-D one gets a broadcast batch dim).
 View as_batched(const View& v);
-View transposed(const View& v);  // swaps the two matrix dims of a 3-D view
+// Swaps the last two dims: a matrix's rows and columns, a batch's matrix dims.
+View transposed(const View& v);
 
 // out = a @ b, all 3-D after as_batched.
 struct BatchedMatmul {

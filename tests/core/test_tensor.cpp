@@ -8,6 +8,8 @@
 namespace anvil {
 namespace {
 
+using testing::max_abs_diff;
+
 TEST(Tensor, ViewsShareStorageAndHaveExpectedStrides) {
   Tensor x = arange(24).reshape({2, 3, 4});
   EXPECT_EQ(x.shape(), (Shape{2, 3, 4}));
@@ -200,6 +202,57 @@ TEST(Tensor, ViewGradientsMatchFiniteDifferences) {
                         {randn({2, 3, 4}, kFloat64)}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return in[0].select(0, 1) * in[0].narrow(0, 0, 1); },
                         {randn({3, 4}, kFloat64)}));
+}
+
+// Regressions from a review of core/: each test failed before its fix.
+// copy_ from an overlapping region of the same storage (a shift) copied
+// element by element in order and propagated the first value.
+TEST(TensorRegressions, CopyFromOverlappingShiftedView) {
+  Tensor x = randn({6, 2}, kFloat64);
+  std::vector<double> before = x.to_vector<double>();
+  Tensor col = x.select(1, 0);  // stride 2: not a memcpy
+  col.slice(0, 1, 6).copy_(col.slice(0, 0, 5));
+  std::vector<double> after = x.to_vector<double>();
+  EXPECT_EQ(after[0], before[0]);
+  for (int i = 1; i < 6; ++i) {
+    EXPECT_EQ(after[2 * i], before[2 * (i - 1)]) << "row " << i;
+    EXPECT_EQ(after[2 * i + 1], before[2 * i + 1]) << "row " << i;
+  }
+}
+
+TEST(TensorRegressions, CopyFromOverlappingContiguousView) {
+  const int64_t n = 1 << 20;  // large enough to split over threads
+  Tensor x = arange(static_cast<double>(n), kFloat64);
+  x.slice(0, 1, n).copy_(x.slice(0, 0, n - 1));
+  std::vector<double> v = x.to_vector<double>();
+  EXPECT_EQ(v[0], 0.0);
+  int64_t wrong = 0;
+  for (int64_t i = 1; i < n; ++i) wrong += v[i] != static_cast<double>(i - 1);
+  EXPECT_EQ(wrong, 0);
+}
+
+// copy_ from a source without history into a tensor with history left the
+// old history in place, so the overwritten values still sent gradient back.
+TEST(TensorRegressions, CopyOfConstantIntoNonLeafCutsItsHistory) {
+  Tensor x = randn({3}, kFloat64).requires_grad_();
+  Tensor y = x * 2.0;
+  Tensor c = randn({3}, kFloat64);
+  y.copy_(c);
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_LT(max_abs_diff(y, c), 1e-15);
+  Tensor loss = (x * 3.0).sum() + (y * x).sum();  // d/dx = 3 + c
+  loss.backward();
+  EXPECT_LT(max_abs_diff(x.grad(), c + 3.0), 1e-12);
+}
+
+// View::is_contiguous expected the stride after a size-0 dim to be 0, so a
+// fresh [3, 0] tensor was "non-contiguous" (contiguous() copied it, and
+// kernels that require contiguous operands, like the optimizers, refused it).
+TEST(TensorRegressions, EmptyTensorWithTrailingZeroDimIsContiguous) {
+  Tensor t = empty({3, 0});
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_TRUE(t.contiguous().same(t));
+  EXPECT_TRUE(zeros({2, 0, 4}).is_contiguous());
 }
 
 }  // namespace

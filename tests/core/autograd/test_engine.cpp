@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <thread>
 
 #include "core/autograd/checkpoint.h"
 #include "core/autograd/engine.h"
@@ -244,6 +245,62 @@ TEST(Autograd, CheckpointReplaysRandomOps) {
   out.sum().backward();
   // The gradient is the noise itself, so it must equal what the forward drew.
   EXPECT_LT(max_abs_diff(x.grad(), out.detach() / x.detach()), 1e-9);
+}
+
+// Regressions from a review of core/: each test failed before its fix.
+// AccumulateGrad stole a gradient whenever its *storage* had one TensorImpl,
+// even when that impl was also held elsewhere (here: the caller's gradient
+// tensor, passed straight through by clone's identity backward). .grad() then
+// aliased the caller's tensor, and the next backward's in-place accumulation
+// wrote into it.
+TEST(AutogradRegressions, LeafGradDoesNotAliasTheGradientPassedToBackward) {
+  Tensor x = randn({4}, kFloat64).requires_grad_();
+  Tensor g = randn({4}, kFloat64);
+  const std::vector<double> g0 = g.to_vector<double>();
+  x.clone().backward(g);
+  x.clone().backward(g);
+  EXPECT_EQ(g.to_vector<double>(), g0) << "backward modified the gradient tensor it was given";
+  EXPECT_LT(max_abs_diff(x.grad(), g * 2.0), 1e-12);
+  x.grad().zero_();
+  EXPECT_EQ(g.to_vector<double>(), g0) << "x.grad() aliases the gradient tensor given to backward";
+}
+
+// add's backward hands the same tensor to both leaves; under create_graph the
+// two .grad()s (and the caller's gradient) were one tensor.
+TEST(AutogradRegressions, LeavesSharingAnIncomingGradientGetTheirOwnGrad) {
+  Tensor a = randn({3}, kFloat64).requires_grad_();
+  Tensor b = randn({3}, kFloat64).requires_grad_();
+  Tensor g = randn({3}, kFloat64);
+  const std::vector<double> g0 = g.to_vector<double>();
+  autograd::backward({a + b}, {g}, {/*retain_graph=*/false, /*create_graph=*/true});
+  ASSERT_TRUE(a.grad().defined() && b.grad().defined());
+  EXPECT_FALSE(a.grad().same(b.grad()));
+  EXPECT_FALSE(a.grad().same(g));
+  {
+    NoGradGuard no_grad;
+    Tensor ag = a.grad();
+    ag.mul_(0.0);
+  }
+  EXPECT_EQ(b.grad().to_vector<double>(), g0);
+  EXPECT_EQ(g.to_vector<double>(), g0);
+}
+
+// Two threads running backward through graphs that share a leaf both
+// accumulated into its .grad() without a lock: updates were lost (and the
+// first assignment of .grad() raced).
+TEST(AutogradRegressions, ConcurrentBackwardIntoOneLeafLosesNoUpdates) {
+  const int64_t n = 1 << 16;
+  const int iterations = 50;
+  Tensor x = randn({n}).requires_grad_();
+  auto work = [&] {
+    for (int i = 0; i < iterations; ++i) (x * 1.0).sum().backward();
+  };
+  std::thread a(work), b(work);
+  a.join();
+  b.join();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().min().item<float>(), 2.0f * iterations);
+  EXPECT_EQ(x.grad().max().item<float>(), 2.0f * iterations);
 }
 
 }  // namespace

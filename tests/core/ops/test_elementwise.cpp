@@ -318,5 +318,23 @@ TEST(Elementwise, BadInputGivesClearErrors) {
   EXPECT_THROW(masked_fill(ones({2}), gt(ones({3}), 0.0), 1), Error);
 }
 
+// Regressions from a review of core/: each test failed before its fix.
+// In-place binary ops read `other` while writing self; when other overlaps
+// self in another layout (a transpose, a broadcast row of self) the kernel
+// read values it had already overwritten.
+TEST(ElementwiseRegressions, InplaceAddWithTransposeOfSelf) {
+  Tensor x = randn({3, 3}, kFloat64);
+  Tensor expected = x + x.t();
+  x.add_(x.t());
+  EXPECT_LT(max_abs_diff(x, expected), 1e-12);
+}
+
+TEST(ElementwiseRegressions, InplaceMulWithBroadcastRowOfSelf) {
+  Tensor x = randn({4, 5}, kFloat32);
+  Tensor expected = x * x.select(0, 0);
+  x.mul_(x.select(0, 0));
+  EXPECT_LT(max_abs_diff(x, expected), 1e-6);
+}
+
 }  // namespace
 }  // namespace anvil

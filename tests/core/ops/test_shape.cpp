@@ -10,6 +10,7 @@ namespace {
 using testing::expect_near_all;
 using testing::f64;
 using testing::gradcheck;
+using testing::max_abs_diff;
 
 // Element at multi-index idx of a row-major value list of `shape`.
 double at(const std::vector<double>& v, const Shape& shape, const std::vector<int64_t>& idx) {
@@ -182,6 +183,42 @@ TEST(ShapeGrad, CatIntoWiderDtypeGivesGradientInInputDtype) {
   EXPECT_EQ(a.grad().dtype(), kFloat32);
   expect_near_all(a.grad().to_vector<double>(), {0, 1}, 0);
   expect_near_all(b.grad().to_vector<double>(), {2, 3, 4}, 0);
+}
+
+// Regressions from a review of core/: each test failed before its fix.
+// slice's backward wrote the gradient into a zero tensor through an in-place
+// copy_ on a view of it; under create_graph only the view took the history,
+// so the returned full gradient had none and second derivatives were lost.
+TEST(ShapeOpRegressions, SliceBackwardIsDifferentiable) {
+  Tensor x = randn({6}, kFloat64).requires_grad_();
+  Tensor z = x.slice(0, 1, 6, 2).pow(3).sum();  // elements 1, 3, 5
+  Tensor dx = autograd::grad({z}, {x}, {}, {/*retain_graph=*/false, /*create_graph=*/true})[0];
+  ASSERT_TRUE(dx.requires_grad()) << "the gradient of slice carries no history under create_graph";
+  Tensor ddx = autograd::grad({dx.sum()}, {x})[0];
+  std::vector<double> xv = x.to_vector<double>(), expected(6, 0.0);
+  for (int i = 1; i < 6; i += 2) expected[i] = 6.0 * xv[i];
+  EXPECT_LT(max_abs_diff(ddx, from_vector(expected, {6}, kFloat64)), 1e-10);
+}
+
+TEST(ShapeOpRegressions, SelectBackwardIsDifferentiable) {
+  Tensor x = randn({3, 2}, kFloat64).requires_grad_();
+  Tensor z = (x.select(0, 1) * x.select(0, 1)).sum();
+  Tensor dx = autograd::grad({z}, {x}, {}, {false, true})[0];
+  ASSERT_TRUE(dx.requires_grad());
+  Tensor ddx = autograd::grad({(dx * dx).sum()}, {x})[0];  // d/dx sum((2 x_1)^2) = 8 x_1 on row 1
+  std::vector<double> xv = x.to_vector<double>(), expected(6, 0.0);
+  expected[2] = 8.0 * xv[2];
+  expected[3] = 8.0 * xv[3];
+  EXPECT_LT(max_abs_diff(ddx, from_vector(expected, {3, 2}, kFloat64)), 1e-10);
+}
+
+// expand accepted a negative size for a size-1 dim and returned a view with a
+// negative numel; the error surfaced later in an unrelated op.
+TEST(ShapeOpRegressions, ExpandRejectsNegativeSizes) {
+  Tensor x = randn({1, 3});
+  EXPECT_THROW(x.expand({-2, 3}), Error);
+  EXPECT_THROW(x.expand({2, -3}), Error);
+  EXPECT_EQ(x.expand({4, -1}).shape(), (Shape{4, 3}));
 }
 
 }  // namespace

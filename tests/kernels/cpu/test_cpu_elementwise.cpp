@@ -5,16 +5,13 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/shapes/matmul_checks.h"
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
 
 namespace anvil::test {
 namespace {
 
-View transposed(View v) {
-  std::swap(v.shape[0], v.shape[1]);
-  std::swap(v.strides[0], v.strides[1]);
-  return v;
-}
+using shapes::transposed;
 
 // v broadcast to `shape` (same rank): size-1 dims get stride 0.
 View expanded(View v, const Shape& shape) {

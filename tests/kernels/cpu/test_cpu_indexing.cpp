@@ -2,16 +2,13 @@
 // with repeated indices, strided views, threaded sizes and bad indices.
 #include <gtest/gtest.h>
 
+#include "kernels/shapes/matmul_checks.h"
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
 
 namespace anvil::test {
 namespace {
 
-View transposed(View v) {
-  std::swap(v.shape[0], v.shape[1]);
-  std::swap(v.strides[0], v.strides[1]);
-  return v;
-}
+using shapes::transposed;
 
 TestTensor<int64_t> random_indices(const Shape& shape, int64_t limit, std::mt19937& rng) {
   TestTensor<int64_t> t = filled_tensor<int64_t>(shape, 0.0);

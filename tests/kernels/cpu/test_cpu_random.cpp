@@ -6,16 +6,13 @@
 #include <set>
 
 #include "core/base/philox.h"
+#include "kernels/shapes/matmul_checks.h"
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
 
 namespace anvil::test {
 namespace {
 
-View transposed(View v) {
-  std::swap(v.shape[0], v.shape[1]);
-  std::swap(v.strides[0], v.strides[1]);
-  return v;
-}
+using shapes::transposed;
 
 TEST(CpuRandom, UniformFollowsPhiloxByLogicalIndex) {
   const RandomParams p{RandomKind::Uniform, -2.0, 3.0, 1234, 77};

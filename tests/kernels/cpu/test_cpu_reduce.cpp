@@ -7,16 +7,13 @@
 #include <limits>
 #include <map>
 
+#include "kernels/shapes/matmul_checks.h"
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
 
 namespace anvil::test {
 namespace {
 
-View transposed(View v) {
-  std::swap(v.shape[0], v.shape[1]);
-  std::swap(v.strides[0], v.strides[1]);
-  return v;
-}
+using shapes::transposed;
 
 Shape reduced_shape(const Shape& shape, const std::vector<int>& dims) {
   Shape out = shape;

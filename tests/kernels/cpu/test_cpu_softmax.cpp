@@ -4,16 +4,13 @@
 
 #include <cmath>
 
+#include "kernels/shapes/matmul_checks.h"
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
 
 namespace anvil::test {
 namespace {
 
-View transposed(View v) {
-  std::swap(v.shape[0], v.shape[1]);
-  std::swap(v.strides[0], v.strides[1]);
-  return v;
-}
+using shapes::transposed;
 
 // Naive softmax of `in` along dim, in double, in row-major order of in's shape.
 std::vector<double> naive_softmax(const View& in, int dim, bool log) {
