@@ -5,23 +5,20 @@
 // (shapes agree, dtypes supported, all views on this backend's device) but
 // still throw anvil::Error for a dtype they do not implement.
 //
-// Op families keep the interface small: a new elementwise op is an enum value
-// here plus one functor per backend, not a new method.
+// Op families keep the interface small: a new unary op is a row and a functor
+// in kernels/ops/unary_ops.h, which every backend compiles, not a new method.
 #include <cstdint>
 #include <span>
 
 #include "core/base/allocator.h"
 #include "core/base/device.h"
 #include "core/base/scalar.h"
+#include "kernels/ops/unary_ops.h"
 #include "kernels/view.h"
 
 namespace anvil {
 
-enum class UnaryOp : uint8_t {
-  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu,
-  GeluTanh, GeluErf, Silu, Sign, Reciprocal, Square, LogicalNot,
-  Clamp,  // uses UnaryParams.lo and .hi (either may be +-inf)
-};
+// UnaryOp and UnaryParams: kernels/ops/unary_ops.h, the unary op table.
 
 enum class BinaryOp : uint8_t {
   Add, Sub, Mul, Div, Pow, Maximum, Minimum,
@@ -37,7 +34,6 @@ enum class BinaryOp : uint8_t {
 
 enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, Var, Norm, ArgMax, ArgMin };
 
-struct UnaryParams { double lo = 0, hi = 0; };
 struct ReduceParams {
   int64_t correction = 1;  // Var: divide by n - correction
   double p = 2.0;          // Norm: p-norm, p may be inf

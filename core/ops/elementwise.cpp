@@ -42,18 +42,12 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
 
 namespace {
 
-bool float_only(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Sign: case UnaryOp::Square:
-    case UnaryOp::Clamp: case UnaryOp::LogicalNot: case UnaryOp::Relu: return false;
-    default: return true;
-  }
-}
-
 // Runs a unary kernel; integer inputs of float-only ops compute in float32.
 Tensor unary_kernel(UnaryOp op, const Tensor& x, const UnaryParams& p = {}) {
-  Tensor in = float_only(op) && !is_floating(x.dtype()) ? x.detach().to(kFloat32) : x;
-  DType out_dtype = op == UnaryOp::LogicalNot ? kBool : in.dtype();
+  const ops::OpInfo& info = ops::unary_info(op);
+  const bool float_only = info.domain == ops::Domain::Floating;
+  Tensor in = float_only && !is_floating(x.dtype()) ? x.detach().to(kFloat32) : x;
+  DType out_dtype = info.result == ops::Result::Bool ? kBool : in.dtype();
   Tensor out = empty(in.shape(), in.options().dtype(out_dtype));
   if (out.numel() > 0) detail::backend_of(in).unary(op, out.view_of(), in.view_of(), p);
   return out;
@@ -112,59 +106,100 @@ Tensor unary_with_grad(const char* name, UnaryOp op, const Tensor& x, F grad_fn,
 
 }  // namespace
 
-Tensor neg(const Tensor& x) {
-  return unary_with_grad("neg", UnaryOp::Neg, x, [](const Tensor& g, auto&, auto&) { return neg(g); });
+// ---- the unary op table's Plain rows (kernels/ops/unary_ops.h) ----
+namespace {
+
+// unary_gradient<op>(g, x, y): the gradient of op's input given the incoming
+// gradient g, the saved input x and the saved output y (read only what the
+// formula needs: relu_ overwrites its input). One specialization per Plain
+// row with a floating result; a row without one fails to link.
+template <UnaryOp op>
+Tensor unary_gradient(const Tensor& g, const SavedTensor& x, const SavedTensor& y);
+
+#define ANVIL_UNARY_GRADIENT(Enum) \
+  template <>                      \
+  Tensor unary_gradient<UnaryOp::Enum>(const Tensor& g, [[maybe_unused]] const SavedTensor& sx, \
+                                       [[maybe_unused]] const SavedTensor& sy)
+
+ANVIL_UNARY_GRADIENT(Neg) { return neg(g); }
+ANVIL_UNARY_GRADIENT(Abs) { return g * sign(sx.get()); }
+ANVIL_UNARY_GRADIENT(Exp) { return g * sy.get(); }
+ANVIL_UNARY_GRADIENT(Expm1) { return g * (sy.get() + 1.0); }
+ANVIL_UNARY_GRADIENT(Log) { return g / sx.get(); }
+ANVIL_UNARY_GRADIENT(Log1p) { return g / (sx.get() + 1.0); }
+ANVIL_UNARY_GRADIENT(Sqrt) { return g * 0.5 / sy.get(); }
+ANVIL_UNARY_GRADIENT(Rsqrt) {
+  Tensor y = sy.get();
+  return g * -0.5 * y * y * y;
 }
-Tensor abs(const Tensor& x) {
-  return unary_with_grad("abs", UnaryOp::Abs, x, [](const Tensor& g, auto& sx, auto&) { return g * sign(sx.get()); });
-}
-Tensor exp(const Tensor& x) {
-  return unary_with_grad("exp", UnaryOp::Exp, x, [](const Tensor& g, auto&, auto& sy) { return g * sy.get(); });
-}
-Tensor log(const Tensor& x) {
-  return unary_with_grad("log", UnaryOp::Log, x, [](const Tensor& g, auto& sx, auto&) { return g / sx.get(); });
-}
-Tensor sqrt(const Tensor& x) {
-  return unary_with_grad("sqrt", UnaryOp::Sqrt, x,
-                         [](const Tensor& g, auto&, auto& sy) { return g * 0.5 / sy.get(); });
-}
-Tensor rsqrt(const Tensor& x) {
-  return unary_with_grad("rsqrt", UnaryOp::Rsqrt, x, [](const Tensor& g, auto&, auto& sy) {
-    Tensor y = sy.get();
-    return g * -0.5 * y * y * y;
-  });
-}
-Tensor sin(const Tensor& x) {
-  return unary_with_grad("sin", UnaryOp::Sin, x, [](const Tensor& g, auto& sx, auto&) { return g * cos(sx.get()); });
-}
-Tensor cos(const Tensor& x) {
-  return unary_with_grad("cos", UnaryOp::Cos, x, [](const Tensor& g, auto& sx, auto&) { return -(g * sin(sx.get())); });
-}
+ANVIL_UNARY_GRADIENT(Sin) { return g * cos(sx.get()); }
+ANVIL_UNARY_GRADIENT(Cos) { return -(g * sin(sx.get())); }
 // For the activations the gradient uses a fused kernel, unless the backward
 // itself is being recorded (create_graph), where the composed form is needed.
-Tensor tanh(const Tensor& x) {
-  return unary_with_grad("tanh", UnaryOp::Tanh, x, [](const Tensor& g, auto&, auto& sy) {
-    Tensor y = sy.get();
-    if (GradMode::is_enabled()) return g * (1.0 - y * y);
-    return binary_kernel("tanh_backward", BinaryOp::TanhBackward, g, y);
-  });
+ANVIL_UNARY_GRADIENT(Tanh) {
+  Tensor y = sy.get();
+  if (GradMode::is_enabled()) return g * (1.0 - y * y);
+  return binary_kernel("tanh_backward", BinaryOp::TanhBackward, g, y);
 }
-Tensor sigmoid(const Tensor& x) {
-  return unary_with_grad("sigmoid", UnaryOp::Sigmoid, x, [](const Tensor& g, auto&, auto& sy) {
-    Tensor y = sy.get();
-    if (GradMode::is_enabled()) return g * y * (1.0 - y);
-    return binary_kernel("sigmoid_backward", BinaryOp::SigmoidBackward, g, y);
-  });
+ANVIL_UNARY_GRADIENT(Sigmoid) {
+  Tensor y = sy.get();
+  if (GradMode::is_enabled()) return g * y * (1.0 - y);
+  return binary_kernel("sigmoid_backward", BinaryOp::SigmoidBackward, g, y);
 }
 // relu's gradient reads the output (y > 0 exactly where x > 0), so relu_
 // can overwrite its input.
-Tensor relu(const Tensor& x) {
-  return unary_with_grad("relu", UnaryOp::Relu, x, [](const Tensor& g, auto&, auto& sy) {
-    Tensor y = sy.get();
-    if (GradMode::is_enabled()) return g * mask_of(gt(y, 0), g);
-    return binary_kernel("relu_backward", BinaryOp::ReluBackward, g, y);
-  });
+ANVIL_UNARY_GRADIENT(Relu) {
+  Tensor y = sy.get();
+  if (GradMode::is_enabled()) return g * mask_of(gt(y, 0), g);
+  return binary_kernel("relu_backward", BinaryOp::ReluBackward, g, y);
 }
+ANVIL_UNARY_GRADIENT(Silu) {
+  Tensor in = sx.get();
+  if (!GradMode::is_enabled()) return binary_kernel("silu_backward", BinaryOp::SiluBackward, g, in);
+  Tensor s = sigmoid(in);
+  return g * s * (1.0 + in * (1.0 - s));
+}
+ANVIL_UNARY_GRADIENT(Erf) {  // 2 / sqrt(pi) * exp(-x^2)
+  Tensor in = sx.get();
+  return g * exp(in * in * -1.0) * (2.0 / std::sqrt(std::numbers::pi));
+}
+ANVIL_UNARY_GRADIENT(Reciprocal) {
+  Tensor y = sy.get();
+  return -(g * y * y);
+}
+ANVIL_UNARY_GRADIENT(Square) { return g * sx.get() * 2.0; }
+// Piecewise constant: zero gradient almost everywhere, as in PyTorch.
+ANVIL_UNARY_GRADIENT(Sign) { return zeros_like(g); }
+ANVIL_UNARY_GRADIENT(Floor) { return zeros_like(g); }
+ANVIL_UNARY_GRADIENT(Ceil) { return zeros_like(g); }
+ANVIL_UNARY_GRADIENT(Round) { return zeros_like(g); }
+
+#undef ANVIL_UNARY_GRADIENT
+
+// The entry point of a Plain row: bool results carry no gradient.
+template <UnaryOp op, ops::Result result>
+Tensor unary_entry(const char* name, const Tensor& x) {
+  if constexpr (result == ops::Result::Bool) {
+    detail::check_defined(name, x, "input");
+    return unary_kernel(op, x);
+  } else {
+    return unary_with_grad(name, op, x, [](const Tensor& g, const SavedTensor& sx, const SavedTensor& sy) {
+      return unary_gradient<op>(g, sx, sy);
+    });
+  }
+}
+
+}  // namespace
+
+#define ANVIL_DEFINE_UNARY(Enum, function, domain, result, api) ANVIL_DEFINE_UNARY_##api(Enum, function, result)
+#define ANVIL_DEFINE_UNARY_Plain(Enum, function, result) \
+  Tensor function(const Tensor& x) { return unary_entry<UnaryOp::Enum, ops::Result::result>(#function, x); }
+#define ANVIL_DEFINE_UNARY_Custom(Enum, function, result)
+ANVIL_UNARY_OPS(ANVIL_DEFINE_UNARY)
+#undef ANVIL_DEFINE_UNARY
+#undef ANVIL_DEFINE_UNARY_Plain
+#undef ANVIL_DEFINE_UNARY_Custom
+
 Tensor gelu(const Tensor& x, GeluApprox approx) {
   if (approx == GeluApprox::Tanh)
     return unary_with_grad("gelu", UnaryOp::GeluTanh, x, [](const Tensor& g, auto& sx, auto&) {
@@ -187,31 +222,6 @@ Tensor gelu(const Tensor& x, GeluApprox approx) {
     Tensor cdf = cdf_value + (in - x0) * pdf.detach();
     return g * (cdf + in * pdf);
   });
-}
-Tensor silu(const Tensor& x) {
-  return unary_with_grad("silu", UnaryOp::Silu, x, [](const Tensor& g, auto& sx, auto&) {
-    Tensor in = sx.get();
-    if (!GradMode::is_enabled()) return binary_kernel("silu_backward", BinaryOp::SiluBackward, g, in);
-    Tensor s = sigmoid(in);
-    return g * s * (1.0 + in * (1.0 - s));
-  });
-}
-Tensor sign(const Tensor& x) {
-  return unary_with_grad("sign", UnaryOp::Sign, x, [](const Tensor& g, auto&, auto&) { return zeros_like(g); });
-}
-Tensor reciprocal(const Tensor& x) {
-  return unary_with_grad("reciprocal", UnaryOp::Reciprocal, x, [](const Tensor& g, auto&, auto& sy) {
-    Tensor y = sy.get();
-    return -(g * y * y);
-  });
-}
-Tensor square(const Tensor& x) {
-  return unary_with_grad("square", UnaryOp::Square, x,
-                         [](const Tensor& g, auto& sx, auto&) { return g * sx.get() * 2.0; });
-}
-Tensor logical_not(const Tensor& x) {
-  detail::check_defined("logical_not", x, "input");
-  return unary_kernel(UnaryOp::LogicalNot, x);
 }
 Tensor clamp(const Tensor& x, double lo, double hi) {
   ANVIL_CHECK(!(lo > hi), "clamp: min ", lo, " is greater than max ", hi);

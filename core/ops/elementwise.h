@@ -1,27 +1,26 @@
 #pragma once
 // Elementwise ops with PyTorch broadcasting and type promotion.
 #include "core/tensor.h"
+#include "kernels/ops/unary_ops.h"
 
 namespace anvil {
 
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);
+// One function per Plain row of the unary op table (kernels/ops/unary_ops.h):
+// neg, abs, exp, expm1, log, log1p, sqrt, rsqrt, sin, cos, tanh, sigmoid,
+// relu, silu, erf, sign, reciprocal, square, floor, ceil, round (half to
+// even), isnan and logical_not (bool results), each `Tensor f(const Tensor& x)`,
+// differentiable where the result is floating.
+#define ANVIL_DECLARE_UNARY(Enum, function, domain, result, api) ANVIL_DECLARE_UNARY_##api(function)
+#define ANVIL_DECLARE_UNARY_Plain(function) Tensor function(const Tensor& x);
+#define ANVIL_DECLARE_UNARY_Custom(function)
+ANVIL_UNARY_OPS(ANVIL_DECLARE_UNARY)
+#undef ANVIL_DECLARE_UNARY
+#undef ANVIL_DECLARE_UNARY_Plain
+#undef ANVIL_DECLARE_UNARY_Custom
+
+// The table's Custom rows, with their extra arguments.
 enum class GeluApprox { None, Tanh };
 Tensor gelu(const Tensor& x, GeluApprox approx = GeluApprox::None);
-Tensor silu(const Tensor& x);
-Tensor sign(const Tensor& x);
-Tensor reciprocal(const Tensor& x);
-Tensor square(const Tensor& x);
-Tensor logical_not(const Tensor& x);
 Tensor clamp(const Tensor& x, double lo, double hi);  // use +-INFINITY for one side
 Tensor pow(const Tensor& x, const Scalar& exponent);
 Tensor pow(const Tensor& x, const Tensor& exponent);

@@ -1,5 +1,5 @@
-// Elementwise kernels: one functor per UnaryOp/BinaryOp, one dtype dispatch
-// per call. Functors compute in compute_t<T>: float for float16/bfloat16, the
+// Elementwise kernels: the unary op table's functors (kernels/ops/unary_ops.h)
+// and one functor per BinaryOp here, one dtype dispatch per call. Functors compute in compute_t<T>: float for float16/bfloat16, the
 // type itself otherwise. Each functor says which dtypes it accepts (Domain);
 // any other dtype is an error that names the op and the dtype.
 #include <cmath>
@@ -8,8 +8,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "kernels/shapes/elementwise_checks.h"
 #include "kernels/cpu/strided_loop.h"
+#include "kernels/ops/unary_ops.h"
+#include "kernels/shapes/elementwise_checks.h"
 
 namespace anvil::cpu {
 namespace {
@@ -19,79 +20,18 @@ template <> struct compute<Half> { using type = float; };
 template <> struct compute<BFloat16> { using type = float; };
 template <typename T> using compute_t = typename compute<T>::type;
 
-// Floating: float dtypes only. Numeric: also integers. Any: also bool.
-enum class Domain { Floating, Numeric, Any };
-
-template <typename T>
-constexpr bool accepts(Domain d) {
-  if constexpr (std::is_same_v<T, bool>) return d == Domain::Any;
-  else if constexpr (std::is_integral_v<T>) return d != Domain::Floating;
-  else return true;
-}
+using ops::accepts;
+using ops::Domain;
 
 template <typename C> bool is_nan(C x) { return x != x; }  // false for integers
 
-constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
-constexpr double kGeluCoeff = 0.044715;
-constexpr double kInvSqrt2 = 0.70710678118654752440;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
+using ops::math::kGeluCoeff;
+using ops::math::kInvSqrt2;
+using ops::math::kInvSqrt2Pi;
+using ops::math::kSqrt2OverPi;
 
-// Functors (compute type C). kBool marks ops whose result is a bool tensor.
-// ---- unary ----
-struct Neg { static constexpr Domain domain = Domain::Numeric; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return -x; } };
-struct Abs { static constexpr Domain domain = Domain::Numeric; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const {
-    if constexpr (std::is_floating_point_v<C>) return std::abs(x); else return x < 0 ? C(-x) : x; } };
-struct Exp { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return std::exp(x); } };
-struct Log { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return std::log(x); } };
-struct Sqrt { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return std::sqrt(x); } };
-struct Rsqrt { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return C(1) / std::sqrt(x); } };
-struct Sin { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return std::sin(x); } };
-struct Cos { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return std::cos(x); } };
-struct Tanh { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return std::tanh(x); } };
-struct Sigmoid { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return C(1) / (C(1) + std::exp(-x)); } };
-struct Relu { static constexpr Domain domain = Domain::Numeric; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return x < C(0) ? C(0) : x; } };  // NaN stays NaN
-struct GeluTanh { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const {
-    return C(0.5) * x * (C(1) + std::tanh(C(kSqrt2OverPi) * (x + C(kGeluCoeff) * x * x * x))); } };
-struct GeluErf { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return C(0.5) * x * (C(1) + std::erf(x * C(kInvSqrt2))); } };
-struct Silu { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return x / (C(1) + std::exp(-x)); } };
-struct Sign { static constexpr Domain domain = Domain::Numeric; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return C((C(0) < x) - (x < C(0))); } };
-struct Reciprocal { static constexpr Domain domain = Domain::Floating; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return C(1) / x; } };
-struct Square { static constexpr Domain domain = Domain::Numeric; static constexpr bool kBool = false;
-  template <class C> C operator()(C x) const { return x * x; } };
-struct LogicalNot { static constexpr Domain domain = Domain::Any; static constexpr bool kBool = true;
-  template <class C> bool operator()(C x) const { return x == C(0); } };
-// Bounds arrive as doubles (possibly infinite); C is float, double or an integer.
-template <class C>
-struct Clamp { static constexpr Domain domain = Domain::Numeric; static constexpr bool kBool = false;
-  C lo, hi;
-  explicit Clamp(const UnaryParams& p) : lo(bound(p.lo)), hi(bound(p.hi)) {}
-  static C bound(double v) {
-    if constexpr (std::is_floating_point_v<C>) return static_cast<C>(v);
-    else return v <= double(std::numeric_limits<C>::lowest()) ? std::numeric_limits<C>::lowest()
-              : v >= double(std::numeric_limits<C>::max()) ? std::numeric_limits<C>::max() : static_cast<C>(v);
-  }
-  C operator()(C x) const {  // min(max(x, lo), hi) as PyTorch: NaN stays NaN, lo > hi gives hi
-    const C m = x < lo ? lo : x;
-    return hi < m ? hi : m;
-  } };
-
-// ---- binary ----
+// Unary ops: their functors are the op table's (kernels/ops/unary_ops.h).
+// Binary functors (compute type C). kBool marks ops whose result is a bool tensor.
 struct Add { static constexpr Domain domain = Domain::Any; static constexpr bool kBool = false;
   template <class C> C operator()(C a, C b) const {
     if constexpr (std::is_same_v<C, bool>) return a || b; else return a + b; } };
@@ -152,16 +92,17 @@ struct TanhBackward { static constexpr Domain domain = Domain::Floating; static 
 
 using shapes::op_name;
 
-template <typename T, typename Op>
-void unary_kernel(const char* name, const View& out, const View& in, const Op& op) {
-  if constexpr (!accepts<T>(Op::domain)) {
+template <typename T, ops::Domain D, ops::Result R, template <class> class F>
+void unary_kernel(const char* name, const View& out, const View& in, const UnaryParams& p) {
+  if constexpr (!ops::accepts<T>(D)) {
     fail(name, ": not supported for dtype ", dtype_of<T>::value);
   } else {
     using C = compute_t<T>;
-    const DType expected = Op::kBool ? kBool : in.dtype;
+    const F<C> op = ops::make_unary<F, C>(p);
+    const DType expected = R == ops::Result::Bool ? kBool : in.dtype;
     ANVIL_CHECK(out.dtype == expected, name, ": output dtype ", out.dtype, " should be ", expected,
                 " for input dtype ", in.dtype);
-    if constexpr (Op::kBool) map_elements<bool, T>(out, {&in}, [op](T x) { return op(C(x)); });
+    if constexpr (R == ops::Result::Bool) map_elements<bool, T>(out, {&in}, [op](T x) { return op(C(x)); });
     else map_elements<T, T>(out, {&in}, [op](T x) { return T(op(C(x))); });
   }
 }
@@ -201,27 +142,11 @@ void CpuBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryP
   visit_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     switch (op) {
-      case UnaryOp::Neg: return unary_kernel<T>(name, out, in, Neg{});
-      case UnaryOp::Abs: return unary_kernel<T>(name, out, in, Abs{});
-      case UnaryOp::Exp: return unary_kernel<T>(name, out, in, Exp{});
-      case UnaryOp::Log: return unary_kernel<T>(name, out, in, Log{});
-      case UnaryOp::Sqrt: return unary_kernel<T>(name, out, in, Sqrt{});
-      case UnaryOp::Rsqrt: return unary_kernel<T>(name, out, in, Rsqrt{});
-      case UnaryOp::Sin: return unary_kernel<T>(name, out, in, Sin{});
-      case UnaryOp::Cos: return unary_kernel<T>(name, out, in, Cos{});
-      case UnaryOp::Tanh: return unary_kernel<T>(name, out, in, Tanh{});
-      case UnaryOp::Sigmoid: return unary_kernel<T>(name, out, in, Sigmoid{});
-      case UnaryOp::Relu: return unary_kernel<T>(name, out, in, Relu{});
-      case UnaryOp::GeluTanh: return unary_kernel<T>(name, out, in, GeluTanh{});
-      case UnaryOp::GeluErf: return unary_kernel<T>(name, out, in, GeluErf{});
-      case UnaryOp::Silu: return unary_kernel<T>(name, out, in, Silu{});
-      case UnaryOp::Sign: return unary_kernel<T>(name, out, in, Sign{});
-      case UnaryOp::Reciprocal: return unary_kernel<T>(name, out, in, Reciprocal{});
-      case UnaryOp::Square: return unary_kernel<T>(name, out, in, Square{});
-      case UnaryOp::LogicalNot: return unary_kernel<T>(name, out, in, LogicalNot{});
-      case UnaryOp::Clamp:
-        if constexpr (std::is_same_v<T, bool>) fail(name, ": not supported for dtype bool");
-        else return unary_kernel<T>(name, out, in, Clamp<compute_t<T>>(p));
+#define ANVIL_CPU_UNARY_CASE(Enum, function, domain, result, api) \
+  case UnaryOp::Enum:                                              \
+    return unary_kernel<T, ops::Domain::domain, ops::Result::result, ops::Enum>(name, out, in, p);
+      ANVIL_UNARY_OPS(ANVIL_CPU_UNARY_CASE)
+#undef ANVIL_CPU_UNARY_CASE
     }
     fail("unary: unknown op ", static_cast<int>(op));
   });

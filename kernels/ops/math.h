@@ -1,0 +1,64 @@
+#pragma once
+// The math functions the op tables' functors call, for host and device alike:
+// std:: on the host (and on the emulated GPU, which compiles kernels as C++),
+// CUDA's overloads in device code (float stays float: expf, not exp).
+#include <cmath>
+
+#include "core/base/host_device.h"
+
+namespace anvil::ops::math {
+
+#if defined(__CUDA_ARCH__)
+#define ANVIL_OPS_MATH_1(fn) \
+  template <class C>         \
+  ANVIL_HD C fn(C x) {       \
+    return ::fn(x);          \
+  }
+#define ANVIL_OPS_MATH_2(fn) \
+  template <class C>         \
+  ANVIL_HD C fn(C x, C y) {  \
+    return ::fn(x, y);       \
+  }
+#else
+#define ANVIL_OPS_MATH_1(fn) \
+  template <class C>         \
+  ANVIL_HD C fn(C x) {       \
+    return std::fn(x);       \
+  }
+#define ANVIL_OPS_MATH_2(fn) \
+  template <class C>         \
+  ANVIL_HD C fn(C x, C y) {  \
+    return std::fn(x, y);    \
+  }
+#endif
+
+ANVIL_OPS_MATH_1(exp)
+ANVIL_OPS_MATH_1(expm1)
+ANVIL_OPS_MATH_1(log)
+ANVIL_OPS_MATH_1(log1p)
+ANVIL_OPS_MATH_1(sqrt)
+ANVIL_OPS_MATH_1(sin)
+ANVIL_OPS_MATH_1(cos)
+ANVIL_OPS_MATH_1(tanh)
+ANVIL_OPS_MATH_1(erf)
+ANVIL_OPS_MATH_1(fabs)
+ANVIL_OPS_MATH_1(floor)
+ANVIL_OPS_MATH_1(ceil)
+ANVIL_OPS_MATH_1(nearbyint)  // rounds half to even in the default rounding mode, as torch.round
+ANVIL_OPS_MATH_2(pow)
+
+#undef ANVIL_OPS_MATH_1
+#undef ANVIL_OPS_MATH_2
+
+template <class C>
+ANVIL_HD bool isnan(C x) {
+  return x != x;  // false for integers
+}
+
+// GELU's constants, written once for the forward functors and the fused backwards.
+inline constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
+inline constexpr double kGeluCoeff = 0.044715;
+inline constexpr double kInvSqrt2 = 0.70710678118654752440;
+inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
+
+}  // namespace anvil::ops::math

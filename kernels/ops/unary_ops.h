@@ -1,0 +1,210 @@
+#pragma once
+// The unary elementwise ops, each declared once: a row of ANVIL_UNARY_OPS and
+// its functor below. Everything else comes from these two: the enum UnaryOp,
+// the op names in errors, which dtypes each op accepts and its result dtype,
+// the CPU kernel (kernels/cpu/elementwise.cpp), the CUDA kernel
+// (kernels/cuda/unary.cu, also run on the emulated GPU), core's public
+// functions (core/ops/elementwise.h) and the tests' sweep over every op.
+//
+// Adding a unary op takes two edits: its row and functor here, and its
+// gradient in core/ops/unary_gradients.cpp (a missing gradient fails to link).
+//
+// A row is X(Enum, function, Domain, Result, Api):
+//   function  the public function's name (anvil::function(x)) and the op's name in errors
+//   Domain    Floating (float dtypes; core computes integer inputs in float32),
+//             Numeric (also integers) or Any (also bool)           (op_traits.h)
+//   Result    Same (the input's dtype) or Bool
+//   Api       Plain: core declares `Tensor function(const Tensor&)` with its gradient.
+//             Custom: core writes the entry point by hand (it takes more arguments).
+//
+// A functor is a template on the compute type C (float for float16 and
+// bfloat16, else the dtype's own type) whose operator() is ANVIL_HD, so the
+// same code is the CPU's, the GPU's and the emulated GPU's math. Functors that
+// need UnaryParams take them in a (host-side) constructor.
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <type_traits>
+
+#include "core/base/host_device.h"
+#include "kernels/ops/math.h"
+#include "kernels/ops/op_traits.h"
+
+#define ANVIL_UNARY_OPS(X)                            \
+  X(Neg, neg, Numeric, Same, Plain)                   \
+  X(Abs, abs, Numeric, Same, Plain)                   \
+  X(Exp, exp, Floating, Same, Plain)                  \
+  X(Expm1, expm1, Floating, Same, Plain)              \
+  X(Log, log, Floating, Same, Plain)                  \
+  X(Log1p, log1p, Floating, Same, Plain)              \
+  X(Sqrt, sqrt, Floating, Same, Plain)                \
+  X(Rsqrt, rsqrt, Floating, Same, Plain)              \
+  X(Sin, sin, Floating, Same, Plain)                  \
+  X(Cos, cos, Floating, Same, Plain)                  \
+  X(Tanh, tanh, Floating, Same, Plain)                \
+  X(Sigmoid, sigmoid, Floating, Same, Plain)          \
+  X(Relu, relu, Numeric, Same, Plain)                 \
+  X(GeluTanh, gelu_tanh, Floating, Same, Custom)      \
+  X(GeluErf, gelu_erf, Floating, Same, Custom)        \
+  X(Silu, silu, Floating, Same, Plain)                \
+  X(Erf, erf, Floating, Same, Plain)                  \
+  X(Sign, sign, Numeric, Same, Plain)                 \
+  X(Reciprocal, reciprocal, Floating, Same, Plain)    \
+  X(Square, square, Numeric, Same, Plain)             \
+  X(Floor, floor, Numeric, Same, Plain)               \
+  X(Ceil, ceil, Numeric, Same, Plain)                 \
+  X(Round, round, Numeric, Same, Plain)               \
+  X(IsNan, isnan, Numeric, Bool, Plain)               \
+  X(LogicalNot, logical_not, Any, Bool, Plain)        \
+  X(Clamp, clamp, Numeric, Same, Custom)
+
+namespace anvil {
+
+#define ANVIL_UNARY_ENUM(Enum, function, domain, result, api) Enum,
+enum class UnaryOp : uint8_t { ANVIL_UNARY_OPS(ANVIL_UNARY_ENUM) };
+#undef ANVIL_UNARY_ENUM
+
+struct UnaryParams {
+  double lo = 0, hi = 0;  // Clamp's bounds (either may be +-inf)
+};
+
+namespace ops {
+
+#define ANVIL_UNARY_INFO(Enum, function, domain, result, api) {#function, Domain::domain, Result::result},
+inline constexpr OpInfo kUnaryOps[] = {ANVIL_UNARY_OPS(ANVIL_UNARY_INFO)};
+#undef ANVIL_UNARY_INFO
+#define ANVIL_UNARY_ONE(...) +1
+inline constexpr int kUnaryOpCount = 0 ANVIL_UNARY_OPS(ANVIL_UNARY_ONE);
+#undef ANVIL_UNARY_ONE
+static_assert(std::size(kUnaryOps) == kUnaryOpCount, "one OpInfo per UnaryOp");
+
+constexpr const OpInfo& unary_info(UnaryOp op) { return kUnaryOps[static_cast<int>(op)]; }
+
+// ---- the functors, in the table's order ----
+
+template <class C> struct Neg {
+  ANVIL_HD C operator()(C x) const { return C(-x); }
+};
+template <class C> struct Abs {
+  ANVIL_HD C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return math::fabs(x);
+    else if constexpr (std::is_unsigned_v<C>) return x;
+    else return x < C(0) ? C(-x) : x;
+  }
+};
+template <class C> struct Exp {
+  ANVIL_HD C operator()(C x) const { return math::exp(x); }
+};
+template <class C> struct Expm1 {
+  ANVIL_HD C operator()(C x) const { return math::expm1(x); }
+};
+template <class C> struct Log {
+  ANVIL_HD C operator()(C x) const { return math::log(x); }
+};
+template <class C> struct Log1p {
+  ANVIL_HD C operator()(C x) const { return math::log1p(x); }
+};
+template <class C> struct Sqrt {
+  ANVIL_HD C operator()(C x) const { return math::sqrt(x); }
+};
+template <class C> struct Rsqrt {
+  ANVIL_HD C operator()(C x) const { return C(1) / math::sqrt(x); }
+};
+template <class C> struct Sin {
+  ANVIL_HD C operator()(C x) const { return math::sin(x); }
+};
+template <class C> struct Cos {
+  ANVIL_HD C operator()(C x) const { return math::cos(x); }
+};
+template <class C> struct Tanh {
+  ANVIL_HD C operator()(C x) const { return math::tanh(x); }
+};
+template <class C> struct Sigmoid {
+  ANVIL_HD C operator()(C x) const { return C(1) / (C(1) + math::exp(-x)); }
+};
+template <class C> struct Relu {  // NaN stays NaN
+  ANVIL_HD C operator()(C x) const {
+    if constexpr (std::is_unsigned_v<C>) return x;
+    else return x < C(0) ? C(0) : x;
+  }
+};
+template <class C> struct GeluTanh {
+  ANVIL_HD C operator()(C x) const {
+    return C(0.5) * x * (C(1) + math::tanh(C(math::kSqrt2OverPi) * (x + C(math::kGeluCoeff) * x * x * x)));
+  }
+};
+template <class C> struct GeluErf {
+  ANVIL_HD C operator()(C x) const { return C(0.5) * x * (C(1) + math::erf(x * C(math::kInvSqrt2))); }
+};
+template <class C> struct Silu {
+  ANVIL_HD C operator()(C x) const { return x / (C(1) + math::exp(-x)); }
+};
+template <class C> struct Erf {
+  ANVIL_HD C operator()(C x) const { return math::erf(x); }
+};
+template <class C> struct Sign {
+  ANVIL_HD C operator()(C x) const {
+    if constexpr (std::is_unsigned_v<C>) return C(x != C(0));
+    else return C((C(0) < x) - (x < C(0)));  // 0 for NaN
+  }
+};
+template <class C> struct Reciprocal {
+  ANVIL_HD C operator()(C x) const { return C(1) / x; }
+};
+template <class C> struct Square {
+  ANVIL_HD C operator()(C x) const { return C(x * x); }
+};
+// floor, ceil and round leave integers as they are (as PyTorch does).
+template <class C> struct Floor {
+  ANVIL_HD C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return math::floor(x);
+    else return x;
+  }
+};
+template <class C> struct Ceil {
+  ANVIL_HD C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return math::ceil(x);
+    else return x;
+  }
+};
+template <class C> struct Round {  // half to even, as torch.round
+  ANVIL_HD C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return math::nearbyint(x);
+    else return x;
+  }
+};
+template <class C> struct IsNan {
+  ANVIL_HD bool operator()(C x) const { return math::isnan(x); }
+};
+template <class C> struct LogicalNot {
+  ANVIL_HD bool operator()(C x) const { return x == C(0); }
+};
+// min(max(x, lo), hi) as PyTorch: NaN stays NaN, lo > hi gives hi. The
+// bounds arrive as doubles (possibly infinite): floats keep them, integers
+// saturate them to their range.
+template <class C> struct Clamp {
+  C lo, hi;
+  explicit Clamp(const UnaryParams& p) : lo(bound(p.lo)), hi(bound(p.hi)) {}
+  static C bound(double v) {
+    if constexpr (std::is_floating_point_v<C>) {
+      return static_cast<C>(v);
+    } else {
+      using L = std::numeric_limits<C>;
+      return v <= double(L::lowest()) ? L::lowest() : v >= double(L::max()) ? L::max() : static_cast<C>(v);
+    }
+  }
+  ANVIL_HD C operator()(C x) const {
+    const C m = x < lo ? lo : x;
+    return hi < m ? hi : m;
+  }
+};
+
+// The functor of op F in compute type C, given the call's params (host side).
+template <template <class> class F, class C>
+F<C> make_unary(const UnaryParams& p) {
+  if constexpr (std::is_constructible_v<F<C>, const UnaryParams&>) return F<C>(p);
+  else return F<C>{};
+}
+
+}  // namespace ops
+}  // namespace anvil
