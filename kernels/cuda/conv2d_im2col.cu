@@ -149,7 +149,7 @@ void conv2d_backward_weight_im2col(CudaBackend& b, const View& grad_weight, cons
   const int device = grad_weight.device_index;
   DeviceGuard guard(device);
   if (grad_weight.numel() == 0) return;
-  const int64_t k = g.col_rows(), width = g.n * g.ho * g.wo, cout_g = g.cout_per_group();
+  const int64_t k = g.col_rows(), width = g.n * g.ho * g.wo;
   if (width == 0) {  // an empty batch (or output) contributes nothing
     b.fill(grad_weight, Scalar(0.0));
     return;

@@ -179,7 +179,7 @@ __device__ double block_sum(double v, double* red) {
   __syncthreads();  // an earlier call's readers are done with red
   red[threadIdx.x] = v;
   __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+  for (unsigned stride = kThreads / 2; stride > 0; stride /= 2) {
     if (threadIdx.x < stride) red[threadIdx.x] += red[threadIdx.x + stride];
     __syncthreads();
   }

@@ -3,6 +3,7 @@
 // std:: on the host (and on the emulated GPU, which compiles kernels as C++),
 // CUDA's overloads in device code (float stays float: expf, not exp).
 #include <cmath>
+#include <type_traits>
 
 #include "core/base/host_device.h"
 
@@ -49,6 +50,24 @@ ANVIL_OPS_MATH_2(pow)
 
 #undef ANVIL_OPS_MATH_1
 #undef ANVIL_OPS_MATH_2
+
+// Integer negation and products wrap around, as in PyTorch, instead of being
+// undefined behaviour on signed overflow (-INT_MIN, a large square): the
+// arithmetic is done in the unsigned type, and C++20 defines the conversion back.
+template <class C>
+ANVIL_HD C wrapping_neg(C x) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return C(-static_cast<std::make_unsigned_t<C>>(x));
+  else return C(-x);
+}
+template <class C>
+ANVIL_HD C wrapping_mul(C a, C b) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return C(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else {
+    return C(a * b);
+  }
+}
 
 template <class C>
 ANVIL_HD bool isnan(C x) {

@@ -83,13 +83,13 @@ constexpr const OpInfo& unary_info(UnaryOp op) { return kUnaryOps[static_cast<in
 // ---- the functors, in the table's order ----
 
 template <class C> struct Neg {
-  ANVIL_HD C operator()(C x) const { return C(-x); }
+  ANVIL_HD C operator()(C x) const { return math::wrapping_neg(x); }
 };
 template <class C> struct Abs {
   ANVIL_HD C operator()(C x) const {
     if constexpr (std::is_floating_point_v<C>) return math::fabs(x);
     else if constexpr (std::is_unsigned_v<C>) return x;
-    else return x < C(0) ? C(-x) : x;
+    else return x < C(0) ? math::wrapping_neg(x) : x;
   }
 };
 template <class C> struct Exp {
@@ -152,7 +152,7 @@ template <class C> struct Reciprocal {
   ANVIL_HD C operator()(C x) const { return C(1) / x; }
 };
 template <class C> struct Square {
-  ANVIL_HD C operator()(C x) const { return C(x * x); }
+  ANVIL_HD C operator()(C x) const { return math::wrapping_mul(x, x); }
 };
 // floor, ceil and round leave integers as they are (as PyTorch does).
 template <class C> struct Floor {
