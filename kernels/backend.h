@@ -5,32 +5,23 @@
 // (shapes agree, dtypes supported, all views on this backend's device) but
 // still throw anvil::Error for a dtype they do not implement.
 //
-// Op families keep the interface small: a new unary op is a row and a functor
-// in kernels/ops/unary_ops.h, which every backend compiles, not a new method.
+// Op families keep the interface small: a new elementwise op is a row and a
+// functor in an op table (kernels/ops/), which every backend compiles, not a
+// new method.
 #include <cstdint>
 #include <span>
 
 #include "core/base/allocator.h"
 #include "core/base/device.h"
 #include "core/base/scalar.h"
+#include "kernels/ops/binary_ops.h"
 #include "kernels/ops/unary_ops.h"
 #include "kernels/view.h"
 
 namespace anvil {
 
-// UnaryOp and UnaryParams: kernels/ops/unary_ops.h, the unary op table.
-
-enum class BinaryOp : uint8_t {
-  Add, Sub, Mul, Div, Pow, Maximum, Minimum,
-  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,  // results are bool
-  // Fused gradients: a = incoming gradient, b = the saved input x (or output y).
-  ReluBackward,      // a * (x > 0)
-  GeluTanhBackward,  // a * gelu_tanh'(x)
-  GeluErfBackward,   // a * gelu_erf'(x)
-  SiluBackward,      // a * silu'(x)
-  SigmoidBackward,   // a * y * (1 - y), b = y
-  TanhBackward,      // a * (1 - y^2),   b = y
-};
+// UnaryOp and UnaryParams: kernels/ops/unary_ops.h; BinaryOp:
+// kernels/ops/binary_ops.h (the op tables).
 
 enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, Var, Norm, ArgMax, ArgMin };
 

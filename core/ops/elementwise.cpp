@@ -65,10 +65,7 @@ DType result_type(const Tensor& a, const Tensor& b) {
   return is_floating(zero_d.dtype()) ? kFloat32 : kInt64;
 }
 
-bool is_comparison(BinaryOp op) {
-  return op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Lt || op == BinaryOp::Le ||
-         op == BinaryOp::Gt || op == BinaryOp::Ge || op == BinaryOp::LogicalAnd || op == BinaryOp::LogicalOr;
-}
+bool is_comparison(BinaryOp op) { return ops::binary_info(op).result == ops::Result::Bool; }
 
 // Runs a binary kernel on broadcast, promoted inputs (no autograd).
 Tensor binary_kernel(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {

@@ -1,16 +1,23 @@
-// Arithmetic binary ops (add, sub, mul, div, pow, maximum, minimum): one
-// functor each (device/binary_functors.cuh), launched through
-// launch_elementwise. Dtype rules follow kernels/cpu/elementwise.cpp,
-// including true division for integer inputs (computed in double).
+// The binary op table's Arithmetic rows (kernels/ops/binary_ops.h: add, sub,
+// mul, div, pow, maximum, minimum) on CUDA, plus integer true division
+// (integer inputs, floating output, computed in double, as on the CPU).
 #include <type_traits>
 
 #include "core/base/error.h"
-#include "kernels/cuda/binary_launch.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
+#include "kernels/cuda/table_launch.cuh"
+#include "kernels/ops/binary_ops.h"
 
 namespace anvil::cuda {
 
 namespace {
+
+template <typename Out>
+struct IntTrueDivF {
+  template <class T> __device__ __forceinline__ Out operator()(T a, T b) const {
+    return dev::cast<Out>(static_cast<double>(a) / static_cast<double>(b));
+  }
+};
 
 template <typename T>
 void integer_true_div(const View& out, const View& a, const View& b, LaunchTarget t) {
@@ -18,30 +25,21 @@ void integer_true_div(const View& out, const View& a, const View& b, LaunchTarge
               " need a floating output (true division); got output dtype ", out.dtype);
   visit_floating_device_dtype("div", out.dtype, [&](auto tag) {
     using O = decltype(tag);
-    launch_elementwise<O, T, T>("div", t.stream, t.device, out, a, b, dev::IntTrueDivF<O>{});
+    launch_elementwise<O, T, T>("div", t.stream, t.device, out, a, b, IntTrueDivF<O>{});
   });
 }
 
 }  // namespace
 
 void launch_binary_arithmetic(BinaryOp op, const View& out, const View& a, const View& b, LaunchTarget t) {
-  const char* name = op_name(op);
-  visit_device_dtype(a.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    switch (op) {
-      case BinaryOp::Add: return run_binary<T>(name, out, a, b, dev::AddF{}, t);
-      case BinaryOp::Sub: return run_binary<T>(name, out, a, b, dev::SubF{}, t);
-      case BinaryOp::Mul: return run_binary<T>(name, out, a, b, dev::MulF{}, t);
-      case BinaryOp::Div:
-        if constexpr (std::is_integral_v<T>) return integer_true_div<T>(out, a, b, t);
-        else return run_binary<T>(name, out, a, b, dev::DivF{}, t);
-      case BinaryOp::Pow: return run_binary<T>(name, out, a, b, dev::PowF{}, t);
-      case BinaryOp::Maximum: return run_binary<T>(name, out, a, b, dev::MaximumF{}, t);
-      case BinaryOp::Minimum: return run_binary<T>(name, out, a, b, dev::MinimumF{}, t);
-      default: break;
-    }
-    fail("binary: ", name, " is not an arithmetic op");
-  });
+  if (op == BinaryOp::Div && !is_floating(a.dtype)) {
+    visit_device_dtype(a.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_integral_v<T>) integer_true_div<T>(out, a, b, t);
+    });
+    return;
+  }
+  launch_binary_family<ops::BinaryFamily::Arithmetic>(op, out, a, b, t);
 }
 
 }  // namespace anvil::cuda

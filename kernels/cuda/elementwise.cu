@@ -29,8 +29,6 @@ void launch_where(const View& out, const View& cond, const View& a, const View& 
   launch_elementwise<Bits, uint8_t, Bits, Bits>("where", t.stream, t.device, out, cond, a, b, SelectBits<Bits>{});
 }
 
-bool is_compare(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::LogicalOr; }
-bool is_backward(BinaryOp op) { return op >= BinaryOp::ReluBackward; }
 
 }  // namespace
 
@@ -46,9 +44,11 @@ void CudaBackend::binary(BinaryOp op, const View& out, const View& a, const View
   shapes::check_binary(op, out, a, b);
   DeviceGuard guard(out.device_index);
   const LaunchTarget t{stream(out.device_index), out.device_index};
-  if (is_compare(op)) launch_binary_compare(op, out, a, b, t);
-  else if (is_backward(op)) launch_binary_backward(op, out, a, b, t);
-  else launch_binary_arithmetic(op, out, a, b, t);
+  switch (ops::binary_info(op).family) {
+    case ops::BinaryFamily::Arithmetic: return launch_binary_arithmetic(op, out, a, b, t);
+    case ops::BinaryFamily::Compare: return launch_binary_compare(op, out, a, b, t);
+    case ops::BinaryFamily::ActivationBackward: return launch_binary_backward(op, out, a, b, t);
+  }
 }
 
 void CudaBackend::where(const View& out, const View& cond, const View& a, const View& b) {

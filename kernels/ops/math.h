@@ -60,6 +60,15 @@ ANVIL_HD C wrapping_neg(C x) {
   else return C(-x);
 }
 template <class C>
+ANVIL_HD C wrapping_add(C a, C b) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return C(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return C(a + b);
+  }
+}
+template <class C>
 ANVIL_HD C wrapping_mul(C a, C b) {
   if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
     using U = std::make_unsigned_t<C>;
@@ -72,6 +81,16 @@ ANVIL_HD C wrapping_mul(C a, C b) {
 template <class C>
 ANVIL_HD bool isnan(C x) {
   return x != x;  // false for integers
+}
+
+// NaN-propagating max and min, as torch.maximum: a NaN on either side wins.
+template <class C>
+ANVIL_HD C nan_max(C a, C b) {
+  return isnan(a) ? a : (isnan(b) || b > a) ? b : a;
+}
+template <class C>
+ANVIL_HD C nan_min(C a, C b) {
+  return isnan(a) ? a : (isnan(b) || b < a) ? b : a;
 }
 
 // GELU's constants, written once for the forward functors and the fused backwards.

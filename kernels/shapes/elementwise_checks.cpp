@@ -1,21 +1,12 @@
 #include "kernels/shapes/elementwise_checks.h"
 
-#include <iterator>
-
 #include "core/base/error.h"
 
 namespace anvil::shapes {
 
 const char* op_name(UnaryOp op) { return ops::unary_info(op).name; }
 
-const char* op_name(BinaryOp op) {
-  static constexpr const char* names[] = {
-      "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-      "logical_and", "logical_or", "relu_backward", "gelu_tanh_backward", "gelu_erf_backward",
-      "silu_backward", "sigmoid_backward", "tanh_backward"};
-  static_assert(std::size(names) == static_cast<size_t>(BinaryOp::TanhBackward) + 1, "one name per BinaryOp");
-  return names[static_cast<int>(op)];
-}
+const char* op_name(BinaryOp op) { return ops::binary_info(op).name; }
 
 void check_unary(UnaryOp op, const View& out, const View& in) {
   ANVIL_CHECK(out.shape == in.shape, op_name(op), ": output shape ", out.shape, " differs from input shape ",

@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "core/base/float_to_int.h"
+#include "kernels/ops/math.h"
 
 namespace anvil::cuda::dev {
 
@@ -121,17 +122,13 @@ __device__ __forceinline__ T highest() {
   else return cast<T>(__int_as_float(0x7f800000));
 }
 
-// NaN test that is false for integers (and compiles for them).
+// NaN test (false for integers) and NaN-propagating max/min (a NaN in either
+// wins): the op tables' own, so reductions and maximum/minimum agree.
+using ops::math::nan_max;
+using ops::math::nan_min;
 template <typename C>
 __device__ __forceinline__ bool is_nan(C x) {
-  if constexpr (std::is_floating_point_v<C>) return x != x;
-  else return false;
+  return ops::math::isnan(x);
 }
-
-// NaN-propagating max/min, the CPU's maximum/minimum: a NaN in either wins.
-template <typename C>
-__device__ __forceinline__ C nan_max(C a, C b) { return is_nan(a) ? a : (is_nan(b) || b > a) ? b : a; }
-template <typename C>
-__device__ __forceinline__ C nan_min(C a, C b) { return is_nan(a) ? a : (is_nan(b) || b < a) ? b : a; }
 
 }  // namespace anvil::cuda::dev

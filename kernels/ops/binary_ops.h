@@ -1,0 +1,165 @@
+#pragma once
+// The binary elementwise ops, each declared once: a row of ANVIL_BINARY_OPS
+// and its functor below (the unary table, unary_ops.h, explains the pattern).
+// From them come the enum BinaryOp, the op names in errors, which dtypes each
+// op accepts and its result dtype, the CPU kernel (kernels/cpu/elementwise.cpp)
+// and the CUDA kernels (kernels/cuda/binary.cu, compare.cu and
+// binary_backward.cu, one per Family so no file takes long to compile).
+//
+// A row is X(Enum, name, Domain, Result, Family):
+//   name      the op's name in errors
+//   Domain    Floating, Numeric or Any (op_traits.h); both inputs have one dtype
+//   Result    Same (the inputs' dtype) or Bool
+//   Family    Arithmetic, Compare, or ActivationBackward (the fused gradients
+//             core's activations use: a = the incoming gradient, b = the saved
+//             input x, or the saved output y where the row says so)
+//
+// Integer division is true division (PyTorch's): integer inputs with a
+// floating output, computed in double. That one case is not a functor: both
+// backends handle it before the table's dispatch.
+#include <cstdint>
+#include <iterator>
+#include <type_traits>
+
+#include "core/base/host_device.h"
+#include "kernels/ops/math.h"
+#include "kernels/ops/op_traits.h"
+
+#define ANVIL_BINARY_OPS(X)                                                   \
+  X(Add, add, Any, Same, Arithmetic)                                          \
+  X(Sub, sub, Numeric, Same, Arithmetic)                                      \
+  X(Mul, mul, Any, Same, Arithmetic)                                          \
+  X(Div, div, Floating, Same, Arithmetic)                                     \
+  X(Pow, pow, Floating, Same, Arithmetic)                                     \
+  X(Maximum, maximum, Any, Same, Arithmetic)                                  \
+  X(Minimum, minimum, Any, Same, Arithmetic)                                  \
+  X(Eq, eq, Any, Bool, Compare)                                               \
+  X(Ne, ne, Any, Bool, Compare)                                               \
+  X(Lt, lt, Any, Bool, Compare)                                               \
+  X(Le, le, Any, Bool, Compare)                                               \
+  X(Gt, gt, Any, Bool, Compare)                                               \
+  X(Ge, ge, Any, Bool, Compare)                                               \
+  X(LogicalAnd, logical_and, Any, Bool, Compare)                              \
+  X(LogicalOr, logical_or, Any, Bool, Compare)                                \
+  X(ReluBackward, relu_backward, Floating, Same, ActivationBackward)          \
+  X(GeluTanhBackward, gelu_tanh_backward, Floating, Same, ActivationBackward) \
+  X(GeluErfBackward, gelu_erf_backward, Floating, Same, ActivationBackward)   \
+  X(SiluBackward, silu_backward, Floating, Same, ActivationBackward)          \
+  X(SigmoidBackward, sigmoid_backward, Floating, Same, ActivationBackward)    \
+  X(TanhBackward, tanh_backward, Floating, Same, ActivationBackward)
+
+namespace anvil {
+
+#define ANVIL_BINARY_ENUM(Enum, name, domain, result, family) Enum,
+enum class BinaryOp : uint8_t { ANVIL_BINARY_OPS(ANVIL_BINARY_ENUM) };
+#undef ANVIL_BINARY_ENUM
+
+namespace ops {
+
+enum class BinaryFamily : uint8_t { Arithmetic, Compare, ActivationBackward };
+
+struct BinaryOpInfo : OpInfo {
+  BinaryFamily family;
+};
+
+#define ANVIL_BINARY_INFO(Enum, name, domain, result, family) \
+  BinaryOpInfo{{#name, Domain::domain, Result::result}, BinaryFamily::family},
+inline constexpr BinaryOpInfo kBinaryOps[] = {ANVIL_BINARY_OPS(ANVIL_BINARY_INFO)};
+#undef ANVIL_BINARY_INFO
+#define ANVIL_BINARY_ONE(...) +1
+inline constexpr int kBinaryOpCount = 0 ANVIL_BINARY_OPS(ANVIL_BINARY_ONE);
+#undef ANVIL_BINARY_ONE
+static_assert(std::size(kBinaryOps) == kBinaryOpCount, "one BinaryOpInfo per BinaryOp");
+
+constexpr const BinaryOpInfo& binary_info(BinaryOp op) { return kBinaryOps[static_cast<int>(op)]; }
+
+// ---- the functors, in the table's order (compute type C, as unary_ops.h) ----
+
+template <class C> struct Add {
+  ANVIL_HD C operator()(C a, C b) const {
+    if constexpr (std::is_same_v<C, bool>) return a || b;
+    else return math::wrapping_add(a, b);
+  }
+};
+template <class C> struct Sub {
+  ANVIL_HD C operator()(C a, C b) const { return math::wrapping_add(a, math::wrapping_neg(b)); }
+};
+template <class C> struct Mul {
+  ANVIL_HD C operator()(C a, C b) const {
+    if constexpr (std::is_same_v<C, bool>) return a && b;
+    else return math::wrapping_mul(a, b);
+  }
+};
+template <class C> struct Div {
+  ANVIL_HD C operator()(C a, C b) const { return a / b; }
+};
+template <class C> struct Pow {
+  ANVIL_HD C operator()(C a, C b) const { return math::pow(a, b); }
+};
+// NaN propagates (from either side), as torch.maximum.
+template <class C> struct Maximum {
+  ANVIL_HD C operator()(C a, C b) const { return math::nan_max(a, b); }
+};
+template <class C> struct Minimum {
+  ANVIL_HD C operator()(C a, C b) const { return math::nan_min(a, b); }
+};
+template <class C> struct Eq {
+  ANVIL_HD bool operator()(C a, C b) const { return a == b; }
+};
+template <class C> struct Ne {
+  ANVIL_HD bool operator()(C a, C b) const { return a != b; }
+};
+template <class C> struct Lt {
+  ANVIL_HD bool operator()(C a, C b) const { return a < b; }
+};
+template <class C> struct Le {
+  ANVIL_HD bool operator()(C a, C b) const { return a <= b; }
+};
+template <class C> struct Gt {
+  ANVIL_HD bool operator()(C a, C b) const { return a > b; }
+};
+template <class C> struct Ge {
+  ANVIL_HD bool operator()(C a, C b) const { return a >= b; }
+};
+template <class C> struct LogicalAnd {
+  ANVIL_HD bool operator()(C a, C b) const { return (a != C(0)) & (b != C(0)); }
+};
+template <class C> struct LogicalOr {
+  ANVIL_HD bool operator()(C a, C b) const { return (a != C(0)) | (b != C(0)); }
+};
+template <class C> struct ReluBackward {  // b = x
+  ANVIL_HD C operator()(C g, C x) const { return x > C(0) ? g : C(0); }
+};
+template <class C> struct GeluTanhBackward {  // b = x
+  ANVIL_HD C operator()(C g, C x) const {
+    const C x2 = x * x;
+    const C t = math::tanh(C(math::kSqrt2OverPi) * (x + C(math::kGeluCoeff) * x2 * x));
+    const C dinner = C(math::kSqrt2OverPi) * (C(1) + C(3 * math::kGeluCoeff) * x2);
+    // Where tanh has saturated the second term is 0, though x * dinner may be
+    // infinite there (|x| near float's max): 0 * inf would make it NaN.
+    const C sech2 = C(1) - t * t;
+    return g * (C(0.5) * (C(1) + t) + (sech2 == C(0) ? C(0) : C(0.5) * x * sech2 * dinner));
+  }
+};
+template <class C> struct GeluErfBackward {  // b = x
+  ANVIL_HD C operator()(C g, C x) const {
+    const C cdf = C(0.5) * (C(1) + math::erf(x * C(math::kInvSqrt2)));
+    const C pdf = C(math::kInvSqrt2Pi) * math::exp(C(-0.5) * x * x);
+    return g * (cdf + x * pdf);
+  }
+};
+template <class C> struct SiluBackward {  // b = x
+  ANVIL_HD C operator()(C g, C x) const {
+    const C s = C(1) / (C(1) + math::exp(-x));
+    return g * s * (C(1) + x * (C(1) - s));
+  }
+};
+template <class C> struct SigmoidBackward {  // b = y
+  ANVIL_HD C operator()(C g, C y) const { return g * y * (C(1) - y); }
+};
+template <class C> struct TanhBackward {  // b = y
+  ANVIL_HD C operator()(C g, C y) const { return g * (C(1) - y * y); }
+};
+
+}  // namespace ops
+}  // namespace anvil
