@@ -1,5 +1,5 @@
 #pragma once
-// Inputs for the sweeps over the op tables (test_unary_op_table.cpp and the
+// Inputs for the sweeps over the op tables (test_op_tables.cpp and the
 // CUDA sweep): random values with the special ones of the dtype written over
 // the first elements: +-0, +-inf, NaN, +-subnormals, the largest finite
 // values, halves (round's ties) for floating dtypes; the extremes, 0 and +-1
