@@ -194,12 +194,12 @@ void CudaBackend::fill(const View& out, const Scalar& value) {
     if (out.is_contiguous() && dev::vec_aligned(out.data, dev::kVecBytes)) {
       launch_kernel(
           fill_contiguous<Bits>,
-          grid_for((n + dev::vec_size_v<Bits> - 1) / dev::vec_size_v<Bits>, kElementwiseThreads, out.device_index),
+          wave_blocks((n + dev::vec_size_v<Bits> - 1) / dev::vec_size_v<Bits>, kElementwiseThreads, out.device_index),
           kElementwiseThreads, 0, s)(out.ptr<Bits>(), n, v);
       ANVIL_CUDA_CHECK_LAUNCH("fill");
     } else {
       const auto calc = make_offset_calculator<1>({&out});
-      launch_kernel(fill_strided<Bits>, grid_for(n, kElementwiseThreads, out.device_index), kElementwiseThreads, 0, s)(
+      launch_kernel(fill_strided<Bits>, wave_blocks(n, kElementwiseThreads, out.device_index), kElementwiseThreads, 0, s)(
           out.ptr<Bits>(), n, v, calc);
       ANVIL_CUDA_CHECK_LAUNCH("fill (strided)");
     }

@@ -124,7 +124,7 @@ void CudaBackend::cross_entropy(const View& losses, const View& logsumexp, const
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
     DenseArg x(*this, logits, logits.dtype, DenseArg::In), t(*this, targets, kInt64, DenseArg::In);
     DenseArg loss(*this, losses, acc_dtype, DenseArg::Out), lse(*this, logsumexp, acc_dtype, DenseArg::Out);
-    const unsigned grid = grid_for(sh.n, 1, 1 << 20);
+    const unsigned grid = capped_blocks(sh.n, 1, kMaxRowBlocks);
     const int threads = threads_for_row(sh.c);
     const C ls = static_cast<C>(p.label_smoothing);
     if (p.label_smoothing != 0)
@@ -160,7 +160,7 @@ void CudaBackend::cross_entropy_backward(const View& grad_logits, const View& gr
     DenseArg x(*this, logits, logits.dtype, DenseArg::In), t(*this, targets, kInt64, DenseArg::In);
     DenseArg g(*this, grad_losses, acc_dtype, DenseArg::In), lse(*this, logsumexp, acc_dtype, DenseArg::In);
     DenseArg grad(*this, grad_logits, logits.dtype, DenseArg::Out);
-    launch_kernel(cross_entropy_backward_kernel<T, C>, grid_for(sh.n, 1, 1 << 20), threads_for_row(sh.c), 0, s)(
+    launch_kernel(cross_entropy_backward_kernel<T, C>, capped_blocks(sh.n, 1, kMaxRowBlocks), threads_for_row(sh.c), 0, s)(
         grad.ptr<T>(), g.ptr<C>(), x.ptr<T>(), t.ptr<int64_t>(), lse.ptr<C>(), sh.n, sh.c, p.ignore_index,
         static_cast<C>(p.label_smoothing), rec);
     ANVIL_CUDA_CHECK_LAUNCH("cross_entropy_backward_kernel");

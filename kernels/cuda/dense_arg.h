@@ -83,8 +83,15 @@ class DenseArg {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Blocks for a grid-stride loop: enough to fill the GPU, never more than the work.
-inline unsigned grid_for(int64_t work_items, int threads, int64_t max_blocks = 65536) {
+// Default cap of capped_blocks: enough blocks to fill any GPU; a grid-stride
+// loop covers work past it.
+inline constexpr int64_t kMaxGridStrideBlocks = 65536;
+// Cap for kernels that give each row its own block: rows past it loop.
+inline constexpr int64_t kMaxRowBlocks = int64_t{1} << 20;
+
+// Blocks for a grid-stride loop over `work_items` with `threads` items per
+// block: never more than the work, never more than max_blocks.
+inline unsigned capped_blocks(int64_t work_items, int threads, int64_t max_blocks = kMaxGridStrideBlocks) {
   int64_t blocks = ceil_div(work_items, threads);
   if (blocks < 1) blocks = 1;
   if (blocks > max_blocks) blocks = max_blocks;

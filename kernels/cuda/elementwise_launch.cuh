@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 
 #include "core/base/error.h"
@@ -31,17 +32,28 @@ namespace anvil::cuda {
 
 inline constexpr int kElementwiseThreads = 256;
 
+// The device's SM count, queried once per device (a driver call per launch
+// showed up in small-op launch overhead).
 inline int multiprocessor_count(int device) {
+  constexpr int kCachedDevices = 64;
+  static std::atomic<int> cached[kCachedDevices] = {};  // 0: not queried yet
+  if (device >= 0 && device < kCachedDevices) {
+    if (const int sms = cached[device].load(std::memory_order_relaxed)) return sms;
+  }
   int sms = 0;
   ANVIL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  if (device >= 0 && device < kCachedDevices) cached[device].store(sms, std::memory_order_relaxed);
   return sms;
 }
 
-// Blocks for `items` work items of one thread each, capped at about one
-// resident wave (2048 threads per SM); grid-stride loops do the rest.
-inline unsigned grid_for(int64_t items, int threads, int device) {
+// Threads one SM keeps resident at most (every architecture since Volta).
+inline constexpr int kResidentThreadsPerSm = 2048;
+
+// Blocks for `items` work items of one thread each on `device`, capped at one
+// resident wave (kResidentThreadsPerSm per SM); grid-stride loops do the rest.
+inline unsigned wave_blocks(int64_t items, int threads, int device) {
   const int64_t wanted = (items + threads - 1) / threads;
-  const int64_t wave = static_cast<int64_t>(multiprocessor_count(device)) * (2048 / threads);
+  const int64_t wave = static_cast<int64_t>(multiprocessor_count(device)) * (kResidentThreadsPerSm / threads);
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(wanted, wave)));
 }
 
@@ -186,11 +198,11 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
   if (n == 0) return;
   constexpr int V = ew_detail::vec_width<Out, A>();
   if (ew_detail::vectorizable<V, Out, A>(out, a)) {
-    launch_kernel(ew_detail::contig1<V, F, Out, A>, grid_for((n + V - 1) / V, kElementwiseThreads, device),
+    launch_kernel(ew_detail::contig1<V, F, Out, A>, wave_blocks((n + V - 1) / V, kElementwiseThreads, device),
                   kElementwiseThreads, 0, stream)(n, f, out.ptr<Out>(), a.ptr<const A>());
   } else {
     const auto calc = make_offset_calculator<2>({&out, &a});
-    launch_kernel(ew_detail::strided1<F, Out, A>, grid_for(n, kElementwiseThreads, device),
+    launch_kernel(ew_detail::strided1<F, Out, A>, wave_blocks(n, kElementwiseThreads, device),
                   kElementwiseThreads, 0, stream)(n, f, calc, out.ptr<Out>(), a.ptr<const A>());
   }
   ANVIL_CUDA_CHECK_LAUNCH(name);
@@ -203,11 +215,11 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
   if (n == 0) return;
   constexpr int V = ew_detail::vec_width<Out, A, B>();
   if (ew_detail::vectorizable<V, Out, A, B>(out, a, b)) {
-    launch_kernel(ew_detail::contig2<V, F, Out, A, B>, grid_for((n + V - 1) / V, kElementwiseThreads, device),
+    launch_kernel(ew_detail::contig2<V, F, Out, A, B>, wave_blocks((n + V - 1) / V, kElementwiseThreads, device),
                   kElementwiseThreads, 0, stream)(n, f, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>());
   } else {
     const auto calc = make_offset_calculator<3>({&out, &a, &b});
-    launch_kernel(ew_detail::strided2<F, Out, A, B>, grid_for(n, kElementwiseThreads, device),
+    launch_kernel(ew_detail::strided2<F, Out, A, B>, wave_blocks(n, kElementwiseThreads, device),
                   kElementwiseThreads, 0, stream)(n, f, calc, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>());
   }
   ANVIL_CUDA_CHECK_LAUNCH(name);
@@ -220,12 +232,12 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
   if (n == 0) return;
   constexpr int V = ew_detail::vec_width<Out, A, B, C>();
   if (ew_detail::vectorizable<V, Out, A, B, C>(out, a, b, c)) {
-    launch_kernel(ew_detail::contig3<V, F, Out, A, B, C>, grid_for((n + V - 1) / V, kElementwiseThreads, device),
+    launch_kernel(ew_detail::contig3<V, F, Out, A, B, C>, wave_blocks((n + V - 1) / V, kElementwiseThreads, device),
                   kElementwiseThreads, 0, stream)(
         n, f, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>(), c.ptr<const C>());
   } else {
     const auto calc = make_offset_calculator<4>({&out, &a, &b, &c});
-    launch_kernel(ew_detail::strided3<F, Out, A, B, C>, grid_for(n, kElementwiseThreads, device),
+    launch_kernel(ew_detail::strided3<F, Out, A, B, C>, wave_blocks(n, kElementwiseThreads, device),
                   kElementwiseThreads, 0, stream)(
         n, f, calc, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>(), c.ptr<const C>());
   }

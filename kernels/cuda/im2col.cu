@@ -74,7 +74,7 @@ void im2col(DType dtype, void* cols, const void* x, const ConvGeometry& g, int64
   if (total == 0) return;
   visit_floating_device_dtype("conv2d (im2col)", dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch_kernel(im2col_kernel<T>, grid_for(total, kThreads), kThreads, 0, stream)(
+    launch_kernel(im2col_kernel<T>, capped_blocks(total, kThreads), kThreads, 0, stream)(
         static_cast<T*>(cols), static_cast<const T*>(x), g, group);
     ANVIL_CUDA_CHECK_LAUNCH("im2col_kernel");
   });
@@ -85,7 +85,7 @@ void col2im(DType dtype, void* dx, const void* cols, const ConvGeometry& g, int6
   if (total == 0) return;
   visit_floating_device_dtype("conv2d_backward_input (col2im)", dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch_kernel(col2im_kernel<T>, grid_for(total, kThreads), kThreads, 0, stream)(
+    launch_kernel(col2im_kernel<T>, capped_blocks(total, kThreads), kThreads, 0, stream)(
         static_cast<T*>(dx), static_cast<const T*>(cols), g, group);
     ANVIL_CUDA_CHECK_LAUNCH("col2im_kernel");
   });

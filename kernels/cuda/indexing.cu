@@ -188,7 +188,7 @@ void launch_select_rows(cudaStream_t s, const View& out, const View& in, const V
   using U = typename UnitOf<Bytes>::type;
   const int64_t units = row_bytes / static_cast<int64_t>(Bytes);
   const int threads = units >= 256 ? 256 : units >= 64 ? 64 : 32;
-  const unsigned grid = grid_for(outer * nidx, 1, 1 << 20);
+  const unsigned grid = capped_blocks(outer * nidx, 1, kMaxRowBlocks);
   launch_kernel(select_rows_kernel<U>, grid, threads, 0, s)(static_cast<U*>(out.data), static_cast<const U*>(in.data),
                                                             static_cast<const int64_t*>(index.data), index.strides[0],
                                                             outer, nidx, in_dim, units, rec, dim);
@@ -376,7 +376,7 @@ void CudaBackend::index_select(const View& out_, const View& in_, int64_t dim, c
   const int64_t n = out.numel(), out_inner = prod(out.shape, dim + 1, out.dim());
   visit_bits(in.dtype, [&](auto tag) {
     using U = decltype(tag);
-    launch_kernel(select_strided_kernel<U>, grid_for(n, kThreads), kThreads, 0, s)(
+    launch_kernel(select_strided_kernel<U>, capped_blocks(n, kThreads), kThreads, 0, s)(
         static_cast<U*>(out.data), static_cast<const U*>(in.data), static_cast<const int64_t*>(idx.data),
         idx.strides[0], offs, n, out_inner, nidx, in_dim, in.strides[dim], rec, static_cast<int>(dim));
     ANVIL_CUDA_CHECK_LAUNCH("select_strided_kernel");
@@ -403,7 +403,7 @@ void CudaBackend::index_add(const View& out_, int64_t dim, const View& index, co
     DenseArg keys_in(*this, idx, kInt64, DenseArg::In);
     Scratch keys(*this, out.device_index, nidx * 8), perm_in(*this, out.device_index, nidx * 8),
         perm(*this, out.device_index, nidx * 8);
-    launch_kernel(iota_kernel, grid_for(nidx, kThreads), kThreads, 0, s)(perm_in.as<int64_t>(), nidx);
+    launch_kernel(iota_kernel, capped_blocks(nidx, kThreads), kThreads, 0, s)(perm_in.as<int64_t>(), nidx);
     ANVIL_CUDA_CHECK_LAUNCH("iota_kernel");
     ANVIL_CHECK(nidx < (int64_t(1) << 31), "index_add: at most 2^31 indices are supported, got ", nidx);
     const int n = static_cast<int>(nidx);
@@ -418,7 +418,7 @@ void CudaBackend::index_add(const View& out_, int64_t dim, const View& index, co
     visit_accumulating("index_add", out.dtype, [&](auto tag) {
       using T = decltype(tag);
       const int threads = inner >= 256 ? 256 : inner >= 64 ? 64 : 32;
-      launch_kernel(index_add_sorted_kernel<T>, grid_for(outer * nidx, 1, 1 << 20), threads, 0, s)(
+      launch_kernel(index_add_sorted_kernel<T>, capped_blocks(outer * nidx, 1, kMaxRowBlocks), threads, 0, s)(
           dout.ptr<T>(), dsrc.ptr<T>(), keys.as<int64_t>(), perm.as<int64_t>(), outer, nidx, out_dim, inner, rec, d);
       ANVIL_CUDA_CHECK_LAUNCH("index_add_sorted_kernel");
     });
@@ -430,7 +430,7 @@ void CudaBackend::index_add(const View& out_, int64_t dim, const View& index, co
     using T = decltype(tag);
     if (out.is_contiguous() && src.is_contiguous()) {
       const int threads = inner >= 256 ? 256 : inner >= 64 ? 64 : 32;
-      launch_kernel(index_add_rows_kernel<T>, grid_for(outer * nidx, 1, 1 << 20), threads, 0, s)(
+      launch_kernel(index_add_rows_kernel<T>, capped_blocks(outer * nidx, 1, kMaxRowBlocks), threads, 0, s)(
           static_cast<T*>(out.data), static_cast<const T*>(src.data), static_cast<const int64_t*>(idx.data),
           idx.strides[0], outer, nidx, out_dim, inner, rec, d);
       ANVIL_CUDA_CHECK_LAUNCH("index_add_rows_kernel");
@@ -440,7 +440,7 @@ void CudaBackend::index_add(const View& out_, int64_t dim, const View& index, co
     out_walk[dim] = 0;
     const auto offs = make_offsets<2>("index_add", src.shape, {&out_walk, &src.strides});
     const int64_t n = src.numel();
-    launch_kernel(index_add_strided_kernel<T>, grid_for(n, kThreads), kThreads, 0, s)(
+    launch_kernel(index_add_strided_kernel<T>, capped_blocks(n, kThreads), kThreads, 0, s)(
         static_cast<T*>(out.data), static_cast<const T*>(src.data), static_cast<const int64_t*>(idx.data),
         idx.strides[0], offs, n, inner, nidx, out_dim, out.strides[dim], rec, d);
     ANVIL_CUDA_CHECK_LAUNCH("index_add_strided_kernel");
@@ -462,7 +462,7 @@ void CudaBackend::gather(const View& out_, const View& in_, int64_t dim, const V
   const auto offs = make_offsets<3>("gather", index.shape, {&out.strides, &index.strides, &in_walk});
   visit_bits(in.dtype, [&](auto tag) {
     using U = decltype(tag);
-    launch_kernel(gather_kernel<U>, grid_for(n, kThreads), kThreads, 0, s)(
+    launch_kernel(gather_kernel<U>, capped_blocks(n, kThreads), kThreads, 0, s)(
         static_cast<U*>(out.data), static_cast<const int64_t*>(index.data), static_cast<const U*>(in.data), offs, n,
         in.shape[dim], in.strides[dim], rec, static_cast<int>(dim));
     ANVIL_CUDA_CHECK_LAUNCH("gather_kernel");
@@ -490,7 +490,7 @@ void CudaBackend::scatter_add(const View& out_, int64_t dim, const View& index_,
       src_rest.erase(src_rest.begin() + dim);
       const auto offs = make_offsets<3>("scatter_add", index_rest.shape, {&out_rest, &index_rest.strides, &src_rest});
       const int64_t rest = index_rest.numel();
-      launch_kernel(scatter_add_serial_kernel<T>, grid_for(rest, kThreads), kThreads, 0, s)(
+      launch_kernel(scatter_add_serial_kernel<T>, capped_blocks(rest, kThreads), kThreads, 0, s)(
           static_cast<T*>(out.data), static_cast<const int64_t*>(index.data), static_cast<const T*>(src.data), offs,
           rest, index.shape[dim], out.strides[dim], index.strides[dim], src.strides[dim], out.shape[dim], rec, d);
       ANVIL_CUDA_CHECK_LAUNCH("scatter_add_serial_kernel");
@@ -499,7 +499,7 @@ void CudaBackend::scatter_add(const View& out_, int64_t dim, const View& index_,
     Shape out_walk = out.strides;
     out_walk[dim] = 0;
     const auto offs = make_offsets<3>("scatter_add", index.shape, {&out_walk, &index.strides, &src.strides});
-    launch_kernel(scatter_add_kernel<T>, grid_for(n, kThreads), kThreads, 0, s)(
+    launch_kernel(scatter_add_kernel<T>, capped_blocks(n, kThreads), kThreads, 0, s)(
         static_cast<T*>(out.data), static_cast<const int64_t*>(index.data), static_cast<const T*>(src.data), offs, n,
         out.shape[dim], out.strides[dim], rec, d);
     ANVIL_CUDA_CHECK_LAUNCH("scatter_add_kernel");

@@ -313,7 +313,7 @@ void CudaBackend::layer_norm(const View& out, const View& mean, const View& rstd
       ANVIL_CUDA_CHECK_LAUNCH("layer_norm_warp_kernel");
     } else {
       with_block_per(l.cols, [&](auto per) {
-        launch_kernel(layer_norm_block_kernel<T, decltype(per)::value>, grid_for(l.rows, 1, 1 << 20),
+        launch_kernel(layer_norm_block_kernel<T, decltype(per)::value>, capped_blocks(l.rows, 1, kMaxRowBlocks),
                       kRowThreads, 0, s)(
             y.ptr<T>(), x.ptr<T>(), wp, bp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols, C(eps));
       });
@@ -362,7 +362,7 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
           ANVIL_CUDA_CHECK(cudaMemsetAsync(pw.get(), 0, chunks * l.cols * sizeof(C), s));
           ANVIL_CUDA_CHECK(cudaMemsetAsync(pb.get(), 0, chunks * l.cols * sizeof(C), s));
         }
-        launch_kernel(param_grads_final_kernel<C>, grid_for(l.cols, 256), 256, 0, s)(
+        launch_kernel(param_grads_final_kernel<C>, capped_blocks(l.cols, 256), 256, 0, s)(
             gw ? gw->ptr<C>() : nullptr, gb ? gb->ptr<C>() : nullptr, pw.as<C>(), pb.as<C>(), chunks, l.cols);
         ANVIL_CUDA_CHECK_LAUNCH("param_grads_final_kernel");
       }
@@ -384,7 +384,7 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
       ANVIL_CUDA_CHECK_LAUNCH("layer_norm_backward_warp_kernel");
     } else {
       with_block_per(l.cols, [&](auto per) {
-        launch_kernel(layer_norm_backward_block_kernel<T, decltype(per)::value>, grid_for(l.rows, 1, 1 << 20),
+        launch_kernel(layer_norm_backward_block_kernel<T, decltype(per)::value>, capped_blocks(l.rows, 1, kMaxRowBlocks),
                       kRowThreads, 0, s)(
             gi.ptr<T>(), g.ptr<T>(), x.ptr<T>(), wp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols);
       });
@@ -435,7 +435,7 @@ void CudaBackend::add_layer_norm(const View& out, const View& sum_out, const Vie
       ANVIL_CUDA_CHECK_LAUNCH("add_layer_norm_warp_kernel");
     } else {
       with_block_per(l.cols, [&](auto per) {
-        launch_kernel(add_layer_norm_block_kernel<T, decltype(per)::value>, grid_for(l.rows, 1, 1 << 20),
+        launch_kernel(add_layer_norm_block_kernel<T, decltype(per)::value>, capped_blocks(l.rows, 1, kMaxRowBlocks),
                       kRowThreads, 0, s)(
             y.ptr<T>(), sm.ptr<T>(), x.ptr<T>(), r.ptr<T>(), wp, bp, m.ptr<float>(), rs.ptr<float>(), l.rows, l.cols,
             C(eps));

@@ -134,7 +134,10 @@ __global__ void dropout_kernel(T* out, uint8_t* mask, const T* in, Offsets<3> of
   }
 }
 
-unsigned philox_grid(int64_t n) { return grid_for((n + 3) / 4, kThreads, 8192); }
+// Each thread draws 4 values per Philox call; the grid is capped here and
+// its threads loop over the rest (grid-stride).
+constexpr int64_t kPhiloxMaxBlocks = 8192;
+unsigned philox_grid(int64_t n) { return capped_blocks((n + 3) / 4, kThreads, kPhiloxMaxBlocks); }
 
 template <typename T, bool kNormal>
 void launch_random(cudaStream_t s, const View& out, const RandomParams& p) {

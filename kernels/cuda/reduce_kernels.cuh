@@ -283,14 +283,14 @@ void run_reduce(const Op& op, const Plan& plan, const View& out, const View& in,
                                                                                 g, ncol, col_tiles);
     ANVIL_CUDA_CHECK_LAUNCH("reduce (columns)");
     if (g.splits > 1) {
-      launch_kernel(reduce_finish<T, Op>, grid_for(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
+      launch_kernel(reduce_finish<T, Op>, wave_blocks(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
           op, partial, out.data, out.dtype, g);
       ANVIL_CUDA_CHECK_LAUNCH("reduce (finish)");
     }
     return;
   }
   if (plan.n_red <= 2048 && plan.n_out > 1) {  // short rows: a warp each
-    launch_kernel(reduce_rows_warp<T, Op>, grid_for(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
+    launch_kernel(reduce_rows_warp<T, Op>, wave_blocks(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
         op, src, out.data, out.dtype, g);
     ANVIL_CUDA_CHECK_LAUNCH("reduce (rows, warp)");
     return;
@@ -305,7 +305,7 @@ void run_reduce(const Op& op, const Plan& plan, const View& out, const View& in,
   launch_kernel(reduce_rows_block<T, Op>, grid, kRowThreads, 0, l.stream)(op, src, out.data, out.dtype, partial, g);
   ANVIL_CUDA_CHECK_LAUNCH("reduce (rows, block)");
   if (g.splits > 1) {
-    launch_kernel(reduce_finish<T, Op>, grid_for(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
+    launch_kernel(reduce_finish<T, Op>, wave_blocks(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
         op, partial, out.data, out.dtype, g);
     ANVIL_CUDA_CHECK_LAUNCH("reduce (finish)");
   }

@@ -250,7 +250,7 @@ template <typename T, bool kLog>
 void launch_forward(cudaStream_t s, T* y, const T* x, const RowLayout& l) {
   const int64_t rows = l.outer * l.inner;
   if (l.inner != 1) {
-    launch_kernel(softmax_inner_kernel<T, kLog>, grid_for(rows, kColumnThreads), kColumnThreads, 0, s)(
+    launch_kernel(softmax_inner_kernel<T, kLog>, capped_blocks(rows, kColumnThreads), kColumnThreads, 0, s)(
         y, x, l.outer, l.n, l.inner);
     ANVIL_CUDA_CHECK_LAUNCH("softmax_inner_kernel");
   } else if (l.n <= 1024) {
@@ -260,7 +260,7 @@ void launch_forward(cudaStream_t s, T* y, const T* x, const RowLayout& l) {
     });
     ANVIL_CUDA_CHECK_LAUNCH("softmax_warp_kernel");
   } else {
-    const unsigned grid = grid_for(rows, 1, 1 << 20);
+    const unsigned grid = capped_blocks(rows, 1, kMaxRowBlocks);
     if (l.n <= 4 * kRowThreads)
       launch_kernel(softmax_block_kernel<T, 4, kLog>, grid, kRowThreads, 0, s)(y, x, rows, l.n);
     else if (l.n <= 8 * kRowThreads)
@@ -277,7 +277,7 @@ template <typename T, bool kLog>
 void launch_backward(cudaStream_t s, T* gi, const T* go, const T* y, const RowLayout& l) {
   const int64_t rows = l.outer * l.inner;
   if (l.inner != 1) {
-    launch_kernel(softmax_backward_inner_kernel<T, kLog>, grid_for(rows, kColumnThreads), kColumnThreads, 0, s)(
+    launch_kernel(softmax_backward_inner_kernel<T, kLog>, capped_blocks(rows, kColumnThreads), kColumnThreads, 0, s)(
         gi, go, y, l.outer, l.n, l.inner);
     ANVIL_CUDA_CHECK_LAUNCH("softmax_backward_inner_kernel");
   } else if (l.n <= 1024) {
@@ -287,7 +287,7 @@ void launch_backward(cudaStream_t s, T* gi, const T* go, const T* y, const RowLa
     });
     ANVIL_CUDA_CHECK_LAUNCH("softmax_backward_warp_kernel");
   } else {
-    launch_kernel(softmax_backward_block_kernel<T, kLog>, grid_for(rows, 1, 1 << 20), kRowThreads, 0, s)(
+    launch_kernel(softmax_backward_block_kernel<T, kLog>, capped_blocks(rows, 1, kMaxRowBlocks), kRowThreads, 0, s)(
         gi, go, y, rows, l.n);
     ANVIL_CUDA_CHECK_LAUNCH("softmax_backward_block_kernel");
   }
