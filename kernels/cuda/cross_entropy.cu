@@ -17,7 +17,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/dense_arg.h"
-#include "kernels/cuda/device/nn_common.cuh"
+#include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/index_errors.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
@@ -26,7 +26,7 @@
 namespace anvil::cuda {
 namespace {
 
-using nn::acc_t;
+using kit::acc_t;
 
 template <typename C> struct Online {
   C max = -C(INFINITY), sum = C(0);
@@ -47,7 +47,7 @@ template <typename C> __device__ __forceinline__ C logsumexp_of(const dev::MaxSu
 
 template <typename T, typename C, bool kSmooth>
 __global__ void cross_entropy_kernel(C* losses, C* lse_out, const T* logits, const int64_t* targets, int64_t n,
-                                     int64_t c, int64_t ignore_index, C smoothing, nn::IndexErrorRecord* rec) {
+                                     int64_t c, int64_t ignore_index, C smoothing, kit::IndexErrorRecord* rec) {
   for (int64_t row = blockIdx.x; row < n; row += gridDim.x) {
     const T* x = logits + row * c;
     Online<C> o;
@@ -66,7 +66,7 @@ __global__ void cross_entropy_kernel(C* losses, C* lse_out, const T* logits, con
     if (t == ignore_index) {
       losses[row] = 0;
     } else if (t < 0 || t >= c) {
-      nn::record_index_error(rec, nn::kCrossEntropy, t, c, 1);
+      kit::record_index_error(rec, kit::kCrossEntropy, t, c, 1);
       losses[row] = C(NAN);
     } else {
       C target_term = (C(1) - smoothing) * dev::cast<C>(x[t]);
@@ -79,7 +79,7 @@ __global__ void cross_entropy_kernel(C* losses, C* lse_out, const T* logits, con
 template <typename T, typename C>
 __global__ void cross_entropy_backward_kernel(T* grad, const C* grad_losses, const T* logits, const int64_t* targets,
                                               const C* lse, int64_t n, int64_t c, int64_t ignore_index, C smoothing,
-                                              nn::IndexErrorRecord* rec) {
+                                              kit::IndexErrorRecord* rec) {
   const C smooth = smoothing / static_cast<C>(c > 0 ? c : 1);
   for (int64_t row = blockIdx.x; row < n; row += gridDim.x) {
     const T* x = logits + row * c;
@@ -87,7 +87,7 @@ __global__ void cross_entropy_backward_kernel(T* grad, const C* grad_losses, con
     const int64_t t = targets[row];
     const bool valid = t >= 0 && t < c;
     if (t == ignore_index || !valid) {
-      if (t != ignore_index && threadIdx.x == 0) nn::record_index_error(rec, nn::kCrossEntropy, t, c, 1);
+      if (t != ignore_index && threadIdx.x == 0) kit::record_index_error(rec, kit::kCrossEntropy, t, c, 1);
       const T fill = dev::cast<T>(t == ignore_index ? C(0) : C(NAN));
       for (int64_t j = threadIdx.x; j < c; j += blockDim.x) dst[j] = fill;
       continue;
@@ -117,7 +117,7 @@ void CudaBackend::cross_entropy(const View& losses, const View& logsumexp, const
   raise_pending_index_error(logits.device_index);
   if (sh.n == 0) return;
   const cudaStream_t s = stream(logits.device_index);
-  nn::IndexErrorRecord* rec = index_error_record(logits.device_index);
+  kit::IndexErrorRecord* rec = index_error_record(logits.device_index);
   visit_floating_device_dtype("cross_entropy", logits.dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = acc_t<T>;
@@ -152,7 +152,7 @@ void CudaBackend::cross_entropy_backward(const View& grad_logits, const View& gr
   raise_pending_index_error(logits.device_index);
   if (sh.n == 0 || sh.c == 0) return;
   const cudaStream_t s = stream(logits.device_index);
-  nn::IndexErrorRecord* rec = index_error_record(logits.device_index);
+  kit::IndexErrorRecord* rec = index_error_record(logits.device_index);
   visit_floating_device_dtype("cross_entropy_backward", logits.dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = acc_t<T>;

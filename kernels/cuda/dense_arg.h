@@ -105,16 +105,16 @@ inline unsigned capped_blocks(int64_t work_items, int threads, int64_t max_block
 
 #include "kernels/cuda/dtype_dispatch.h"
 
-#include "kernels/cuda/device/nn_common.cuh"
+#include "kernels/cuda/device/kernel_kit.cuh"
 
 namespace anvil::cuda {
 
 // Offsets of N views walked in the row-major order of `shape`.
 template <int N>
-nn::Offsets<N> make_offsets(const char* op, const Shape& shape, const std::array<const Shape*, N>& strides) {
+kit::Offsets<N> make_offsets(const char* op, const Shape& shape, const std::array<const Shape*, N>& strides) {
   ANVIL_CHECK(shape.size() <= static_cast<size_t>(dev::kMaxDims), op, ": at most ", dev::kMaxDims,
               " dims are supported on CUDA, got shape ", shape);
-  nn::Offsets<N> o;
+  kit::Offsets<N> o;
   o.ndim = static_cast<int>(shape.size());
   int64_t numel = 1;
   for (int d = 0; d < o.ndim; ++d) {  // innermost first, as the calculator stores them

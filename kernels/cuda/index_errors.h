@@ -17,7 +17,7 @@
 namespace anvil::cuda {
 
 // The device pointer of `device`'s record (allocated on first use).
-nn::IndexErrorRecord* index_error_record(int device);
+kit::IndexErrorRecord* index_error_record(int device);
 // Throws anvil::Error if a finished kernel on `device` recorded a bad index.
 void raise_pending_index_error(int device);
 

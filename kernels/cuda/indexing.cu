@@ -25,7 +25,7 @@
 
 #include "core/base/determinism.h"
 #include "kernels/cuda/dense_arg.h"
-#include "kernels/cuda/device/nn_common.cuh"
+#include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/index_errors.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
@@ -37,8 +37,8 @@ namespace anvil::cuda {
 
 namespace {
 struct RecordSlot {
-  nn::IndexErrorRecord* host = nullptr;
-  nn::IndexErrorRecord* device = nullptr;
+  kit::IndexErrorRecord* host = nullptr;
+  kit::IndexErrorRecord* device = nullptr;
 };
 // One record per GPU for the life of the process, like the allocators.
 std::mutex g_records_mutex;
@@ -46,45 +46,45 @@ std::map<int, RecordSlot> g_records;
 
 const char* index_op_name(int op) {
   switch (op) {
-    case nn::kIndexSelect: return "index_select";
-    case nn::kIndexAdd: return "index_add";
-    case nn::kGather: return "gather";
-    case nn::kScatterAdd: return "scatter_add";
-    case nn::kCrossEntropy: return "cross_entropy";
+    case kit::kIndexSelect: return "index_select";
+    case kit::kIndexAdd: return "index_add";
+    case kit::kGather: return "gather";
+    case kit::kScatterAdd: return "scatter_add";
+    case kit::kCrossEntropy: return "cross_entropy";
     default: return "indexing";
   }
 }
 }  // namespace
 
-nn::IndexErrorRecord* index_error_record(int device) {
+kit::IndexErrorRecord* index_error_record(int device) {
   std::lock_guard<std::mutex> lock(g_records_mutex);
   RecordSlot& slot = g_records[device];
   if (!slot.host) {
     DeviceGuard guard(device);
     void* host = nullptr;
-    ANVIL_CUDA_CHECK(cudaHostAlloc(&host, sizeof(nn::IndexErrorRecord), cudaHostAllocMapped | cudaHostAllocPortable));
-    std::memset(host, 0, sizeof(nn::IndexErrorRecord));
+    ANVIL_CUDA_CHECK(cudaHostAlloc(&host, sizeof(kit::IndexErrorRecord), cudaHostAllocMapped | cudaHostAllocPortable));
+    std::memset(host, 0, sizeof(kit::IndexErrorRecord));
     void* dev = nullptr;
     ANVIL_CUDA_CHECK(cudaHostGetDevicePointer(&dev, host, 0));
-    slot.host = static_cast<nn::IndexErrorRecord*>(host);
-    slot.device = static_cast<nn::IndexErrorRecord*>(dev);
+    slot.host = static_cast<kit::IndexErrorRecord*>(host);
+    slot.device = static_cast<kit::IndexErrorRecord*>(dev);
   }
   return slot.device;
 }
 
 void raise_pending_index_error(int device) {
-  nn::IndexErrorRecord rec{};
+  kit::IndexErrorRecord rec{};
   {
     std::lock_guard<std::mutex> lock(g_records_mutex);
     auto it = g_records.find(device);
     if (it == g_records.end()) return;
-    nn::IndexErrorRecord* h = it->second.host;
+    kit::IndexErrorRecord* h = it->second.host;
     if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) != 2) return;
     rec = *h;
     __atomic_store_n(&h->state, 0, __ATOMIC_RELEASE);
   }
   const char* op = index_op_name(rec.op);
-  if (rec.op == nn::kCrossEntropy)
+  if (rec.op == kit::kCrossEntropy)
     fail(op, " (on cuda:", device, "): target ", rec.value, " is out of range for ", rec.size,
          " classes (expected 0 <= target < ", rec.size, " or ignore_index); found on the GPU by an earlier call");
   fail(op, " (on cuda:", device, "): index ", rec.value, " is out of range for dim ", rec.dim, " of size ", rec.size,
@@ -93,8 +93,8 @@ void raise_pending_index_error(int device) {
 
 namespace {
 
-using nn::IndexErrorRecord;
-using nn::Offsets;
+using kit::IndexErrorRecord;
+using kit::Offsets;
 
 constexpr int kThreads = 256;
 
@@ -147,7 +147,7 @@ __global__ void select_rows_kernel(U* out, const U* in, const int64_t* index, in
     const int64_t o = r / nidx, i = r - o * nidx;
     const int64_t v = index[i * index_stride];
     if (bad_index(v, in_dim)) {
-      if (threadIdx.x == 0) nn::record_index_error(rec, nn::kIndexSelect, v, in_dim, dim);
+      if (threadIdx.x == 0) kit::record_index_error(rec, kit::kIndexSelect, v, in_dim, dim);
       continue;
     }
     const U* src = in + (o * in_dim + v) * units;
@@ -166,7 +166,7 @@ __global__ void select_strided_kernel(U* out, const U* in, const int64_t* index,
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t v = index[((e / inner) % nidx) * index_stride];
     if (bad_index(v, in_dim)) {
-      nn::record_index_error(rec, nn::kIndexSelect, v, in_dim, dim);
+      kit::record_index_error(rec, kit::kIndexSelect, v, in_dim, dim);
       continue;
     }
     int64_t off[2];
@@ -205,7 +205,7 @@ __global__ void index_add_rows_kernel(T* out, const T* src, const int64_t* index
     const int64_t o = r / nidx, i = r - o * nidx;
     const int64_t v = index[i * index_stride];
     if (bad_index(v, out_dim)) {
-      if (threadIdx.x == 0) nn::record_index_error(rec, nn::kIndexAdd, v, out_dim, dim);
+      if (threadIdx.x == 0) kit::record_index_error(rec, kit::kIndexAdd, v, out_dim, dim);
       continue;
     }
     T* dst = out + (o * out_dim + v) * inner;
@@ -223,7 +223,7 @@ __global__ void index_add_strided_kernel(T* out, const T* src, const int64_t* in
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t v = index[((e / inner) % nidx) * index_stride];
     if (bad_index(v, out_dim)) {
-      nn::record_index_error(rec, nn::kIndexAdd, v, out_dim, dim);
+      kit::record_index_error(rec, kit::kIndexAdd, v, out_dim, dim);
       continue;
     }
     int64_t off[2];
@@ -252,7 +252,7 @@ __global__ void index_add_sorted_kernel(T* out, const T* src, const int64_t* key
     const int64_t v = keys[j];
     if (j > 0 && keys[j - 1] == v) continue;  // not the start of a run
     if (bad_index(v, out_dim)) {
-      if (threadIdx.x == 0) nn::record_index_error(rec, nn::kIndexAdd, v, out_dim, dim);
+      if (threadIdx.x == 0) kit::record_index_error(rec, kit::kIndexAdd, v, out_dim, dim);
       continue;
     }
     int64_t end = j + 1;
@@ -278,7 +278,7 @@ __global__ void gather_kernel(U* out, const int64_t* index, const U* in, Offsets
     offs.offsets(e, off);
     const int64_t v = index[off[1]];
     if (bad_index(v, in_dim)) {
-      nn::record_index_error(rec, nn::kGather, v, in_dim, dim);
+      kit::record_index_error(rec, kit::kGather, v, in_dim, dim);
       continue;
     }
     out[off[0]] = in[off[2] + v * in_step];
@@ -295,7 +295,7 @@ __global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, O
     offs.offsets(e, off);
     const int64_t v = index[off[1]];
     if (bad_index(v, out_dim)) {
-      nn::record_index_error(rec, nn::kScatterAdd, v, out_dim, dim);
+      kit::record_index_error(rec, kit::kScatterAdd, v, out_dim, dim);
       continue;
     }
     atomic_add(out + off[0] + v * out_step, src[off[2]]);
@@ -316,7 +316,7 @@ __global__ void scatter_add_serial_kernel(T* out, const int64_t* index, const T*
     for (int64_t k = 0; k < len; ++k) {
       const int64_t v = index[off[1] + k * index_step];
       if (bad_index(v, out_dim)) {
-        nn::record_index_error(rec, nn::kScatterAdd, v, out_dim, dim);
+        kit::record_index_error(rec, kit::kScatterAdd, v, out_dim, dim);
         continue;
       }
       owned_add(out + off[0] + v * out_step, src[off[2] + k * src_step]);

@@ -19,7 +19,7 @@
 #include <optional>
 
 #include "kernels/cuda/dense_arg.h"
-#include "kernels/cuda/device/nn_common.cuh"
+#include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/shapes/layouts.h"
@@ -27,7 +27,7 @@
 namespace anvil::cuda {
 namespace {
 
-using nn::acc_t;
+using kit::acc_t;
 
 constexpr int kWarpRowsPerBlock = 4;
 constexpr int kRowThreads = 512;

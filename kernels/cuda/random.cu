@@ -17,14 +17,14 @@
 
 #include "core/base/philox.h"
 #include "kernels/cuda/dense_arg.h"
-#include "kernels/cuda/device/nn_common.cuh"
+#include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
 
 namespace anvil::cuda {
 namespace {
 
-using nn::Offsets;
+using kit::Offsets;
 
 constexpr int kThreads = 256;
 
@@ -57,9 +57,9 @@ template <typename T> __device__ __forceinline__ T uniform_value(double a, doubl
     const float t = __double2float_rn(v), fb = __double2float_rn(b);
     return t >= fb && b > a ? nextafterf(fb, __double2float_rn(a)) : t;
   } else {
-    const T t = nn::store_as<T>(__double2float_rn(v));
-    const T tb = nn::store_as<T>(__double2float_rn(b));
-    return nn::load_as<float>(t) >= nn::load_as<float>(tb) && b > a ? next_below16(tb) : t;
+    const T t = kit::store_as<T>(__double2float_rn(v));
+    const T tb = kit::store_as<T>(__double2float_rn(b));
+    return kit::load_as<float>(t) >= kit::load_as<float>(tb) && b > a ? next_below16(tb) : t;
   }
 }
 
@@ -67,7 +67,7 @@ template <typename T> __device__ __forceinline__ T normal_value(double a, double
   const double v = __dadd_rn(a, __dmul_rn(b, static_cast<double>(z)));
   if constexpr (std::is_same_v<T, double>) return v;
   else if constexpr (std::is_same_v<T, float>) return __double2float_rn(v);
-  else return nn::store_as<T>(__double2float_rn(v));
+  else return kit::store_as<T>(__double2float_rn(v));
 }
 
 // Box-Muller on one lane pair, as philox::normal_at.
@@ -127,8 +127,8 @@ __global__ void dropout_kernel(T* out, uint8_t* mask, const T* in, Offsets<3> of
       int64_t off[3] = {i, i, i};
       if constexpr (!kContiguous) offs.offsets(i, off);
       const bool keep = static_cast<double>(philox::to_uniform(philox::lane(r, l))) >= p;
-      const C x = nn::load_as<C>(in[off[2]]);
-      out[off[0]] = nn::store_as<T>(keep ? x * scale : C(0));
+      const C x = kit::load_as<C>(in[off[2]]);
+      out[off[0]] = kit::store_as<T>(keep ? x * scale : C(0));
       mask[off[1]] = keep ? 1 : 0;
     }
   }
@@ -194,11 +194,11 @@ void CudaBackend::dropout(const View& out, const View& mask, const View& in, dou
   DeviceGuard guard(in.device_index);
   const cudaStream_t s = stream(in.device_index);
   const bool contiguous = out.is_contiguous() && mask.is_contiguous() && in.is_contiguous();
-  const auto offs = contiguous ? nn::Offsets<3>{}
+  const auto offs = contiguous ? kit::Offsets<3>{}
                                : make_offsets<3>("dropout", in.shape, {&out.strides, &mask.strides, &in.strides});
   visit_floating_device_dtype("dropout", in.dtype, [&](auto tag) {
     using T = decltype(tag);
-    using C = nn::acc_t<T>;
+    using C = kit::acc_t<T>;
     const C scale = C(1.0 / (1.0 - p));  // inf when p == 1, but then nothing is kept
     T* o = static_cast<T*>(out.data);
     uint8_t* m = static_cast<uint8_t*>(mask.data);

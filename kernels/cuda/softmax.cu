@@ -19,14 +19,14 @@
 #include <cstdint>
 
 #include "kernels/cuda/dense_arg.h"
-#include "kernels/cuda/device/nn_common.cuh"
+#include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
 
 namespace anvil::cuda {
 namespace {
 
-using nn::acc_t;
+using kit::acc_t;
 
 constexpr int kWarpRowsPerBlock = 4;  // 128-thread blocks for the warp-per-row kernels
 constexpr int kRowThreads = 512;      // block-per-row kernels

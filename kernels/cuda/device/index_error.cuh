@@ -6,7 +6,7 @@
 // device-only; the record's layout is shared with the host.
 #include <cstdint>
 
-namespace anvil::cuda::nn {
+namespace anvil::cuda::kit {
 
 struct IndexErrorRecord {
   int state;  // 0 none, 1 being written, 2 complete
@@ -32,4 +32,4 @@ __device__ __forceinline__ void record_index_error(IndexErrorRecord* rec, int op
 }
 #endif
 
-}  // namespace anvil::cuda::nn
+}  // namespace anvil::cuda::kit

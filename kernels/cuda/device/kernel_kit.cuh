@@ -1,6 +1,6 @@
 #pragma once
-// Small device helpers of the nn kernels (softmax, layer_norm, cross_entropy,
-// random, indexing, optim): short names for the shared conversions and
+// anvil::cuda::kit, the small device helpers of the row-wise and indexing
+// kernels (softmax, layer_norm, cross_entropy, random, indexing, optim): short names for the shared conversions and
 // reductions, and the offset calculator of the strided kernels whose
 // operands have different shapes (gather/scatter, any-rank fallbacks).
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "kernels/cuda/device/dtype.cuh"
 #include "kernels/cuda/device/offset_calculator.cuh"
 
-namespace anvil::cuda::nn {
+namespace anvil::cuda::kit {
 
 // Thin names over the shared device vocabulary (dtype.cuh, block_reduce.cuh).
 using dev::acc_t;  // float for float/16-bit floats, double for double
@@ -31,4 +31,4 @@ template <typename C> __device__ __forceinline__ C block_max(C v) { return dev::
 template <int N>
 using Offsets = dev::OffsetCalculator<N>;
 
-}  // namespace anvil::cuda::nn
+}  // namespace anvil::cuda::kit
