@@ -97,6 +97,8 @@ struct ConvPlan {
   std::unique_ptr<dnnl::convolution_forward::primitive_desc> forward;  // also the hint of both backwards
   std::unique_ptr<dnnl::convolution_backward_data::primitive_desc> backward_input;
   std::unique_ptr<dnnl::convolution_backward_weights::primitive_desc> backward_weight;
+  // Built once with their descriptors; executing one needs no lock (our scratchpads).
+  dnnl::primitive forward_primitive, backward_input_primitive, backward_weight_primitive;
 };
 
 dnnl::primitive_attr user_scratchpad() {
@@ -110,6 +112,7 @@ void make_forward(ConvPlan& plan, const ConvShapes& s) {
                                              s.any(s.src), s.any(s.weights), s.any(s.bias), s.any(s.dst), s.strides,
                                              s.dilates, s.pad_l, s.pad_r);
   plan.forward = std::make_unique<dnnl::convolution_forward::primitive_desc>(desc, user_scratchpad(), cpu_engine());
+  plan.forward_primitive = dnnl::convolution_forward(*plan.forward);
 }
 
 ConvPlan& plan_for(const shapes::ConvGeometry& g) {
@@ -156,7 +159,7 @@ memory scratchpad_for(const PrimitiveDesc& pd, std::vector<uint8_t>& storage) {
 
 // Runs `primitive` on `args` between loading `inputs` and storing `outputs`.
 template <typename PrimitiveDesc>
-void run(const PrimitiveDesc& pd, std::initializer_list<std::pair<int, Operand*>> inputs,
+void run(const PrimitiveDesc& pd, const dnnl::primitive& primitive, std::initializer_list<std::pair<int, Operand*>> inputs,
          std::initializer_list<std::pair<int, Operand*>> outputs) {
   dnnl::stream stream(cpu_engine());
   std::unordered_map<int, memory> args;
@@ -167,7 +170,7 @@ void run(const PrimitiveDesc& pd, std::initializer_list<std::pair<int, Operand*>
   for (auto& [arg, operand] : outputs) args.emplace(arg, operand->get());
   std::vector<uint8_t> scratch;
   args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_for(pd, scratch));
-  dnnl::primitive(pd).execute(stream, args);
+  primitive.execute(stream, args);
   for (auto& [arg, operand] : outputs) operand->store(stream);
   stream.wait();
 }
@@ -192,13 +195,15 @@ std::string conv2d_implementation() {
 void conv2d_forward(float* out, const float* in, const float* weight, const float* bias,
                     const shapes::ConvGeometry& g) {
   const ConvShapes s(g);
-  const auto& pd = *plan_for(g).forward;
+  const ConvPlan& plan = plan_for(g);
+  const auto& pd = *plan.forward;
   Operand src(s.src, Tag::nchw, in, pd.src_desc()), w(s.weights, s.weights_tag(), weight, pd.weights_desc());
   Operand dst(s.dst, Tag::nchw, out, pd.dst_desc());
   std::vector<float> zeros;
   if (bias == nullptr) zeros.assign(g.cout, 0.0f);
   Operand b(s.bias, Tag::x, bias ? bias : zeros.data(), pd.bias_desc());
-  run(pd, {{DNNL_ARG_SRC, &src}, {DNNL_ARG_WEIGHTS, &w}, {DNNL_ARG_BIAS, &b}}, {{DNNL_ARG_DST, &dst}});
+  run(pd, plan.forward_primitive, {{DNNL_ARG_SRC, &src}, {DNNL_ARG_WEIGHTS, &w}, {DNNL_ARG_BIAS, &b}},
+      {{DNNL_ARG_DST, &dst}});
 }
 
 void conv2d_backward_input(float* grad_in, const float* grad_out, const float* weight,
@@ -211,11 +216,13 @@ void conv2d_backward_input(float* grad_in, const float* grad_out, const float* w
                                                      s.pad_r);
     plan.backward_input = std::make_unique<dnnl::convolution_backward_data::primitive_desc>(
         desc, user_scratchpad(), cpu_engine(), *plan.forward);
+    plan.backward_input_primitive = dnnl::convolution_backward_data(*plan.backward_input);
   });
   const auto& pd = *plan.backward_input;
   Operand dy(s.dst, Tag::nchw, grad_out, pd.diff_dst_desc()), w(s.weights, s.weights_tag(), weight, pd.weights_desc());
   Operand dx(s.src, Tag::nchw, grad_in, pd.diff_src_desc());
-  run(pd, {{DNNL_ARG_DIFF_DST, &dy}, {DNNL_ARG_WEIGHTS, &w}}, {{DNNL_ARG_DIFF_SRC, &dx}});
+  run(pd, plan.backward_input_primitive, {{DNNL_ARG_DIFF_DST, &dy}, {DNNL_ARG_WEIGHTS, &w}},
+      {{DNNL_ARG_DIFF_SRC, &dx}});
 }
 
 void conv2d_backward_weight(float* grad_weight, const float* grad_out, const float* in,
@@ -229,11 +236,13 @@ void conv2d_backward_weight(float* grad_weight, const float* grad_out, const flo
                                                         s.pad_l, s.pad_r);
     plan.backward_weight = std::make_unique<dnnl::convolution_backward_weights::primitive_desc>(
         desc, user_scratchpad(), cpu_engine(), *plan.forward);
+    plan.backward_weight_primitive = dnnl::convolution_backward_weights(*plan.backward_weight);
   });
   const auto& pd = *plan.backward_weight;
   Operand dy(s.dst, Tag::nchw, grad_out, pd.diff_dst_desc()), x(s.src, Tag::nchw, in, pd.src_desc());
   Operand dw(s.weights, s.weights_tag(), grad_weight, pd.diff_weights_desc());
-  run(pd, {{DNNL_ARG_DIFF_DST, &dy}, {DNNL_ARG_SRC, &x}}, {{DNNL_ARG_DIFF_WEIGHTS, &dw}});
+  run(pd, plan.backward_weight_primitive, {{DNNL_ARG_DIFF_DST, &dy}, {DNNL_ARG_SRC, &x}},
+      {{DNNL_ARG_DIFF_WEIGHTS, &dw}});
 }
 
 #endif
