@@ -10,4 +10,5 @@
 #include "core/ops/reduce.h"
 #include "core/ops/shape.h"
 #include "core/random.h"
+#include "core/stream.h"
 #include "core/tensor.h"

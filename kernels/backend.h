@@ -15,20 +15,15 @@
 #include "core/base/device.h"
 #include "core/base/scalar.h"
 #include "kernels/ops/binary_ops.h"
+#include "kernels/ops/reduce_ops.h"
 #include "kernels/ops/unary_ops.h"
 #include "kernels/view.h"
 
 namespace anvil {
 
 // UnaryOp and UnaryParams: kernels/ops/unary_ops.h; BinaryOp:
-// kernels/ops/binary_ops.h (the op tables).
-
-enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod, Var, Norm, ArgMax, ArgMin };
-
-struct ReduceParams {
-  int64_t correction = 1;  // Var: divide by n - correction
-  double p = 2.0;          // Norm: p-norm, p may be inf
-};
+// kernels/ops/binary_ops.h; ReduceOp and ReduceParams: kernels/ops/reduce_ops.h
+// (the op tables).
 
 struct MatmulParams { float alpha = 1.0f; float beta = 0.0f; };  // out = alpha*a@b + beta*out
 
@@ -83,6 +78,21 @@ class Backend {
   virtual void synchronize(int device_index) = 0;
   // Makes `waiter` wait for all work queued so far on `producer`.
   virtual void stream_wait(const Stream& waiter, const Stream& producer) = 0;
+  // The backend's own handle of a stream (a cudaStream_t on CUDA, null on the
+  // CPU), for libraries that queue work themselves (NCCL).
+  virtual void* native_stream(const Stream& stream) = 0;
+
+  // --- events: markers in a stream's work (core/stream.h's Event) ---
+  // Handles are the backend's own; 0 is never one. `timing` events can be
+  // asked for the time between two of them.
+  virtual uint64_t new_event(int device_index, bool timing) = 0;
+  virtual void destroy_event(int device_index, uint64_t event) = 0;
+  virtual void record_event(uint64_t event, const Stream& stream) = 0;
+  // `stream` waits, on the device, for the work recorded before the event.
+  virtual void wait_event(const Stream& stream, uint64_t event) = 0;
+  virtual bool event_done(int device_index, uint64_t event) = 0;  // that work has finished
+  virtual void synchronize_event(int device_index, uint64_t event) = 0;
+  virtual double event_elapsed_ms(int device_index, uint64_t start, uint64_t end) = 0;
 
   // --- elementwise (inputs are already broadcast to out's shape; strides may be 0) ---
   virtual void unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) = 0;

@@ -2,13 +2,11 @@
 // A View is what a kernel sees of a tensor: a data pointer, a dtype, and a
 // shape with strides (in elements). No ownership, no autograd.
 #include <cstdint>
-#include <vector>
 
 #include "core/base/dtype.h"
+#include "core/base/shape.h"
 
 namespace anvil {
-
-using Shape = std::vector<int64_t>;
 
 struct View {
   void* data = nullptr;
@@ -34,15 +32,5 @@ struct View {
   }
   template <typename T> T* ptr() const { return static_cast<T*>(data); }
 };
-
-inline Shape contiguous_strides(const Shape& shape) {
-  Shape strides(shape.size());
-  int64_t s = 1;
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-    strides[d] = s;
-    s *= shape[d] > 0 ? shape[d] : 1;
-  }
-  return strides;
-}
 
 }  // namespace anvil

@@ -54,35 +54,18 @@ ReducePlan plan_reduce(const char* op, const Tensor& x, const Shape& dims, bool 
   return p;
 }
 
-// Min/max-like reductions have no value for an empty slice.
-bool has_identity(ReduceOp op, const ReduceParams& params) {
-  switch (op) {
-    case ReduceOp::Max: case ReduceOp::Min: case ReduceOp::ArgMax: case ReduceOp::ArgMin: return false;
-    case ReduceOp::Norm: return !std::isinf(params.p);
-    default: return true;
-  }
-}
-
-double empty_value(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Prod: return 1.0;
-    case ReduceOp::Mean: case ReduceOp::Var: return NAN;
-    default: return 0.0;
-  }
-}
-
 // Runs the backend reduction into a keepdim-shaped output and returns the
 // result in plan.out_shape (no autograd).
 Tensor reduce_kernel(const char* op, ReduceOp rop, const Tensor& in, const ReducePlan& plan, DType out_dtype,
                      const ReduceParams& params = {}) {
-  if (!has_identity(rop, params)) {
+  if (!ops::reduce_has_identity(rop, params)) {
     for (int64_t d : plan.dims)
       ANVIL_CHECK(in.shape()[d] != 0, op, ": cannot reduce over dim ", d, " of size 0 (input ",
                   detail::describe(in), "): the reduction has no identity; choose other dims or a non-empty input");
   }
   Tensor out = empty(plan.keep_shape, in.options().dtype(out_dtype));
   if (out.numel() > 0) {
-    if (in.numel() == 0) detail::backend_of(in).fill(out.view_of(), empty_value(rop));
+    if (in.numel() == 0) detail::backend_of(in).fill(out.view_of(), ops::reduce_empty_value(rop));
     else detail::backend_of(in).reduce(rop, out.view_of(), in.view_of(), params);
   }
   return alias_with(out, plan.out_shape, contiguous_strides(plan.out_shape), 0);
@@ -98,14 +81,18 @@ void check_floating_input(const char* op, const Tensor& x) {
               "; cast it first, e.g. x.to(kFloat32)");
 }
 
-// Sum and prod of bool/integer inputs accumulate in int64, like PyTorch.
-Tensor accumulation_input(const Tensor& x) { return is_floating(x.dtype()) ? x : x.detach().to(kInt64); }
+// Sum and prod of bool/integer inputs accumulate in int64, like PyTorch (the
+// reduction table's result rule): the backend reduces the converted input.
+Tensor accumulation_input(ReduceOp op, const Tensor& x) {
+  const DType acc = ops::reduce_result_dtype(op, x.dtype());
+  return acc == x.dtype() ? x : x.detach().to(acc);
+}
 
 }  // namespace
 
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
   ReducePlan plan = plan_reduce("sum", x, dims, keepdim);
-  Tensor in = accumulation_input(x);
+  Tensor in = accumulation_input(ReduceOp::Sum, x);
   Tensor out = reduce_kernel("sum", ReduceOp::Sum, in, plan, in.dtype());
   if (autograd::needs_grad({x}))
     autograd::record("sum", {x}, out, [keep_shape = plan.keep_shape, shape = x.shape()](const Tensor& g) {
@@ -156,7 +143,7 @@ Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) {
 
 Tensor prod(const Tensor& x, const Shape& dims, bool keepdim) {
   ReducePlan plan = plan_reduce("prod", x, dims, keepdim);
-  Tensor in = accumulation_input(x);
+  Tensor in = accumulation_input(ReduceOp::Prod, x);
   Tensor out = reduce_kernel("prod", ReduceOp::Prod, in, plan, in.dtype());
   if (autograd::needs_grad({x}))
     autograd::record("prod", {x}, out, [sx = SavedTensor(x, "prod"), keep_shape = plan.keep_shape,

@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "core/base/error.h"
+#include "core/stream.h"
+#include "core/tensor.h"
 #include "kernels/cuda/check.h"
-#include "kernels/backend.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda_info.h"
 
 #define ANVIL_NCCL_CHECK(call, what)                                                                        \
   do {                                                                                                      \
@@ -57,10 +57,9 @@ ncclRedOp_t nccl_op(ReduceOp op, DType t, const std::string& what) {
   fail(what, ": unknown ReduceOp");
 }
 
-cuda::CudaBackend& cuda_backend(int device) {
-  auto* be = dynamic_cast<cuda::CudaBackend*>(&backend_for(Device::cuda(device)));
-  ANVIL_CHECK(be != nullptr, "NcclProcessGroup: the CUDA backend is not anvil's CudaBackend");
-  return *be;
+// The CUDA stream anvil queues work on now on `device` (NCCL takes raw streams).
+cudaStream_t compute_stream(int device) {
+  return static_cast<cudaStream_t>(native_stream(current_stream(Device::cuda(device))));
 }
 
 }  // namespace
@@ -155,8 +154,7 @@ struct NcclProcessGroup::State : std::enable_shared_from_this<State> {
     std::lock_guard<std::mutex> lock(mu);
     throw_if_failed_locked(op);
     cuda::DeviceGuard guard(device);
-    auto& be = cuda_backend(device);
-    cudaStream_t compute = be.stream(device);
+    cudaStream_t compute = compute_stream(device);
     cudaEvent_t ready = nullptr, end = nullptr;
     ANVIL_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
     ANVIL_CUDA_CHECK(cudaEventCreateWithFlags(&end, cudaEventDisableTiming));
@@ -172,8 +170,7 @@ struct NcclProcessGroup::State : std::enable_shared_from_this<State> {
       throw;
     }
     ANVIL_CUDA_CHECK(cudaEventRecord(end, comm_cuda));
-    auto& alloc = be.allocator(device);
-    for (const auto& t : tensors) alloc.record_stream(t.storage()->data, comm_stream.id);
+    for (const auto& t : tensors) t.record_stream(comm_stream);
     auto work = std::make_shared<NcclWork>(shared_from_this(), op, end, std::move(tensors));
     in_flight.push_back(work);
     cv.notify_all();
@@ -227,7 +224,7 @@ void NcclWork::wait() {
   // Orders the caller's current stream after the collective; the host does
   // not block (errors surface through the watchdog on a later call).
   cuda::DeviceGuard guard(state_->device);
-  cudaStream_t compute = cuda_backend(state_->device).stream(state_->device);
+  cudaStream_t compute = compute_stream(state_->device);
   ANVIL_CUDA_CHECK(cudaStreamWaitEvent(compute, end_, 0));
 }
 
@@ -250,7 +247,7 @@ NcclProcessGroup::NcclProcessGroup(std::shared_ptr<Store> store, int rank, int s
   s.options = options;
   std::string what = s.prefix("init");
   ANVIL_CHECK(store != nullptr, what, ": no store");
-  ANVIL_CHECK(device_index >= 0 && device_index < backend_for(DeviceType::CUDA).device_count(), what,
+  ANVIL_CHECK(device_index >= 0 && device_index < cuda::device_count(), what,
               ": cuda:", device_index, " does not exist on this machine");
   cuda::DeviceGuard guard(device_index);
 
@@ -276,9 +273,8 @@ NcclProcessGroup::NcclProcessGroup(std::shared_ptr<Store> store, int rank, int s
     s.settle_locked("init");
   }
 
-  auto& be = cuda_backend(device_index);
-  s.comm_stream = be.new_stream(device_index);
-  s.comm_cuda = be.stream(s.comm_stream);
+  s.comm_stream = new_stream(Device::cuda(device_index));
+  s.comm_cuda = static_cast<cudaStream_t>(native_stream(s.comm_stream));
   ANVIL_CUDA_CHECK(cudaMalloc(&s.barrier_buf, sizeof(float)));
   ANVIL_CUDA_CHECK(cudaMemset(s.barrier_buf, 0, sizeof(float)));
   s.watchdog = std::thread([st = state_.get()] { st->watch(); });

@@ -25,6 +25,14 @@ class CpuBackend final : public Backend {
   Stream new_stream(int device_index) override;
   void synchronize(int device_index) override;
   void stream_wait(const Stream& waiter, const Stream& producer) override;
+  void* native_stream(const Stream& stream) override;
+  uint64_t new_event(int device_index, bool timing) override;
+  void destroy_event(int device_index, uint64_t event) override;
+  void record_event(uint64_t event, const Stream& stream) override;
+  void wait_event(const Stream& stream, uint64_t event) override;
+  bool event_done(int device_index, uint64_t event) override;
+  void synchronize_event(int device_index, uint64_t event) override;
+  double event_elapsed_ms(int device_index, uint64_t start, uint64_t end) override;
 
   // elementwise.cpp
   void unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) override;

@@ -1,6 +1,7 @@
 // CPU memory, copies and streams. The CPU has one in-order "stream" (id 0):
 // every kernel has finished when its call returns, so synchronisation is a no-op.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 
@@ -136,5 +137,47 @@ Stream CpuBackend::new_stream(int device_index) {
 void CpuBackend::synchronize(int device_index) { check_device_index("synchronize", device_index); }
 
 void CpuBackend::stream_wait(const Stream& /*waiter*/, const Stream& /*producer*/) {}
+
+void* CpuBackend::native_stream(const Stream& /*stream*/) { return nullptr; }
+
+// CPU work runs in order as it is called, so an event is done once recorded
+// and its time is the moment it was recorded.
+namespace {
+struct CpuEvent {
+  std::chrono::steady_clock::time_point recorded;
+  bool was_recorded = false;
+};
+CpuEvent& cpu_event(uint64_t event) {
+  ANVIL_CHECK(event != 0, "event: not an event of the cpu backend");
+  return *reinterpret_cast<CpuEvent*>(static_cast<uintptr_t>(event));
+}
+}  // namespace
+
+uint64_t CpuBackend::new_event(int device_index, bool /*timing*/) {
+  check_device_index("Event", device_index);
+  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(new CpuEvent));
+}
+
+void CpuBackend::destroy_event(int /*device_index*/, uint64_t event) {
+  delete reinterpret_cast<CpuEvent*>(static_cast<uintptr_t>(event));
+}
+
+void CpuBackend::record_event(uint64_t event, const Stream& /*stream*/) {
+  CpuEvent& e = cpu_event(event);
+  e.recorded = std::chrono::steady_clock::now();
+  e.was_recorded = true;
+}
+
+void CpuBackend::wait_event(const Stream& /*stream*/, uint64_t /*event*/) {}
+
+bool CpuBackend::event_done(int /*device_index*/, uint64_t /*event*/) { return true; }
+
+void CpuBackend::synchronize_event(int /*device_index*/, uint64_t /*event*/) {}
+
+double CpuBackend::event_elapsed_ms(int /*device_index*/, uint64_t start, uint64_t end) {
+  const CpuEvent &a = cpu_event(start), &b = cpu_event(end);
+  ANVIL_CHECK(a.was_recorded && b.was_recorded, "Event::elapsed_ms: both events must have been recorded");
+  return std::chrono::duration<double, std::milli>(b.recorded - a.recorded).count();
+}
 
 }  // namespace anvil::cpu

@@ -1,6 +1,6 @@
-// Reductions. Each ReduceOp is an accumulator with
-//   identity(), lift(x, index) -> Acc, combine(a, b) (a comes before b),
-//   finish(acc, n) -> double or int64
+// Reductions. Each ReduceOp is an accumulator from the reduction table
+// (kernels/ops/reduce_ops.h):
+//   identity(), lift(x, index) -> Acc, combine(a, b), finish(acc, n)
 // and two drivers walk the input, chosen by which input dim moves fastest:
 //  - rows: a reduced dim is fastest (sum over the last dim, a full sum). Each
 //    output folds its own runs; additive runs are an OpenMP simd sum.
@@ -35,85 +35,66 @@ acc_t<T> widen(T x) {
   else return static_cast<acc_t<T>>(x);
 }
 
-template <typename A> bool is_nan(A x) { return x != x; }
-template <typename A> A abs_of(A x) { return x < A(0) ? A(-x) : x; }
+namespace red = ops::reduce;  // the reductions' math (kernels/ops/reduce_ops.h)
+using red::SumMode;
 
-// ---- additive reductions: sum of lift(x), then a finishing step ----
-struct LiftValue { template <class A> A operator()(A x) const { return x; } };
-struct LiftAbs { template <class A> A operator()(A x) const { return abs_of(x); } };
-struct LiftSquare { template <class A> A operator()(A x) const { return x * x; } };
-struct LiftNonZero { template <class A> A operator()(A x) const { return x != A(0) ? A(1) : A(0); } };
-struct LiftPowAbs { double p; double operator()(double x) const { return std::pow(std::abs(x), p); } };
+// A shared accumulator fed with storage values: lift widens first.
+template <typename T, typename R>
+struct OnStorage : R {
+  auto lift(T x, int64_t index) const { return R::lift(widen(x), index); }
+};
 
-struct FinishSum { template <class A> A operator()(A s, int64_t) const { return s; } };
-struct FinishMean { double operator()(double s, int64_t n) const { return s / static_cast<double>(n); } };
-struct FinishSqrt { double operator()(double s, int64_t) const { return std::sqrt(s); } };
-struct FinishRoot { double p; double operator()(double s, int64_t) const { return std::pow(s, 1.0 / p); } };
-
-template <typename T, typename Lift, typename Finish>
-struct Additive {
-  using Acc = acc_t<T>;
-  static constexpr bool kAdditive = true;
-  Lift lift_fn{};
-  Finish finish_fn{};
-  Acc identity() const { return 0; }
-  Acc lift(T x, int64_t) const { return lift_fn(widen(x)); }
-  Acc combine(Acc a, Acc b) const { return a + b; }
-  auto finish(Acc a, int64_t n) const { return finish_fn(a, n); }
+template <typename T, SumMode M>
+struct Additive : OnStorage<T, red::Sum<acc_t<T>, M>> {
+  static constexpr bool kAdditive = true;  // folded by an OpenMP simd sum
 };
 
 template <typename T>
-struct Prod {
-  using Acc = acc_t<T>;
+Additive<T, SumMode::PowRoot> pow_root(double p) {
+  Additive<T, SumMode::PowRoot> op;
+  op.p = p;
+  return op;
+}
+
+template <typename T>
+struct Prod : OnStorage<T, red::Product<acc_t<T>>> {
   static constexpr bool kAdditive = false;
-  Acc identity() const { return 1; }
-  Acc lift(T x, int64_t) const { return widen(x); }
-  Acc combine(Acc a, Acc b) const { return a * b; }
-  Acc finish(Acc a, int64_t) const { return a; }
 };
 
-// Max or min, of x or of |x| (inf-norms). NaN wins, as in PyTorch.
 template <typename T, bool kMax, bool kAbs>
-struct Extreme {
+struct Extreme : OnStorage<T, red::Extreme<acc_t<T>, kMax>> {
   using Acc = acc_t<T>;
   using Limits = std::numeric_limits<Acc>;
   static constexpr bool kAdditive = false;
-  Acc identity() const {
-    if constexpr (kAbs && kMax) return 0;
-    else if constexpr (std::is_floating_point_v<Acc>) return kMax ? -Limits::infinity() : Limits::infinity();
-    else return kMax ? Limits::lowest() : Limits::max();
+  Extreme() {
+    this->lowest = Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
+    this->highest = Limits::has_infinity ? Limits::infinity() : Limits::max();
+    this->abs = kAbs;
   }
-  Acc lift(T x, int64_t) const { return kAbs ? abs_of(widen(x)) : widen(x); }
-  Acc combine(Acc a, Acc b) const {
-    if (is_nan(a)) return a;
-    if (is_nan(b)) return b;
-    return kMax ? (b > a ? b : a) : (b < a ? b : a);
-  }
-  Acc finish(Acc a, int64_t) const { return a; }
   // Unit-stride runs use eight independent accumulators (NaNs counted on the
   // side): the compiler turns that into vector max/min without a dependency chain.
   Acc fold(const T* p, int64_t n, int64_t stride) const {
     if (stride != 1 || kAbs) {
-      Acc m = identity();
-      for (int64_t i = 0; i < n; ++i) m = combine(m, lift(p[i * stride], 0));
+      Acc m = this->identity();
+      for (int64_t i = 0; i < n; ++i) m = this->combine(m, this->lift(p[i * stride], 0));
       return m;
     }
     constexpr int kLanes = 8;
     Acc lanes[kLanes];
-    for (Acc& m : lanes) m = identity();
+    for (Acc& m : lanes) m = this->identity();
     bool nan = false;
     auto pick = [](Acc m, Acc v) { return (kMax ? v > m : v < m) ? v : m; };
     int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes) {
       for (int k = 0; k < kLanes; ++k) {
         const Acc v = widen(p[i + k]);
-        nan |= is_nan(v);
+        nan |= ops::math::isnan(v);
         lanes[k] = pick(lanes[k], v);
       }
     }
     for (; i < n; ++i) {
       const Acc v = widen(p[i]);
-      nan |= is_nan(v);
+      nan |= ops::math::isnan(v);
       lanes[0] = pick(lanes[0], v);
     }
     Acc m = lanes[0];
@@ -122,22 +103,11 @@ struct Extreme {
   }
 };
 
-// Variance from (count, mean, sum of squared deviations), merged with Chan's formula.
-struct Moments { double n = 0, mean = 0, m2 = 0; };
-
 template <typename T>
-struct Variance {
-  using Acc = Moments;
+struct Variance : OnStorage<T, red::Variance<double>> {
+  using Acc = red::Moments<double>;
   static constexpr bool kAdditive = false;
-  int64_t correction = 1;
-  Acc identity() const { return {}; }
-  Acc lift(T x, int64_t) const { return {1, widen(x), 0}; }
-  Acc combine(const Acc& a, const Acc& b) const {
-    if (a.n == 0) return b;
-    if (b.n == 0) return a;
-    const double n = a.n + b.n, delta = b.mean - a.mean;
-    return {n, a.mean + delta * (b.n / n), a.m2 + b.m2 + delta * delta * (a.n * b.n / n)};
-  }
+  explicit Variance(int64_t correction) { this->correction = correction; }
   // A run in two passes: exact mean first, then squared deviations from it.
   Acc fold(const T* p, int64_t n, int64_t stride) const {
     double sum = 0;
@@ -148,40 +118,33 @@ struct Variance {
       const double d = widen(p[i * stride]) - mean;
       m2 += d * d;
     }
-    return {static_cast<double>(n), mean, m2};
+    return {mean, m2, n};
   }
-  double finish(const Acc& a, int64_t) const { return a.m2 / std::max(a.n - static_cast<double>(correction), 0.0); }
 };
 
-// Index of the first max (min); a NaN counts as the extreme, as in PyTorch.
 template <typename T, bool kMax>
-struct Arg {
-  struct Acc { acc_t<T> value; int64_t index; };
+struct Arg : OnStorage<T, red::ArgExtreme<acc_t<T>, kMax>> {
   static constexpr bool kAdditive = false;
-  Acc identity() const { return {acc_t<T>(0), -1}; }
-  Acc lift(T x, int64_t index) const { return {widen(x), index}; }
-  Acc combine(const Acc& a, const Acc& b) const {
-    if (a.index < 0) return b;
-    if (b.index < 0) return a;
-    if (is_nan(a.value)) return a;
-    if (is_nan(b.value)) return b;
-    return (kMax ? b.value > a.value : b.value < a.value) ? b : a;
-  }
-  int64_t finish(const Acc& a, int64_t) const { return a.index; }
 };
+
+// The type a run is summed in: integers in their unsigned type, so that the
+// sum wraps (as the table's combine does) instead of overflowing.
+template <typename A> struct WrappingSum { using type = A; };
+template <typename A> requires std::is_integral_v<A> struct WrappingSum<A> { using type = std::make_unsigned_t<A>; };
 
 template <typename T, typename Op>
 typename Op::Acc fold_run(const Op& op, const T* p, int64_t n, int64_t stride, int64_t first) {
   using Acc = typename Op::Acc;
   if constexpr (Op::kAdditive) {
-    Acc s = 0;
+    using Sum = typename WrappingSum<Acc>::type;
+    Sum s = 0;
     if (stride == 1) {
 #pragma omp simd reduction(+ : s)
-      for (int64_t i = 0; i < n; ++i) s += op.lift(p[i], 0);
+      for (int64_t i = 0; i < n; ++i) s += static_cast<Sum>(op.lift(p[i], 0));
     } else {
-      for (int64_t i = 0; i < n; ++i) s += op.lift(p[i * stride], 0);
+      for (int64_t i = 0; i < n; ++i) s += static_cast<Sum>(op.lift(p[i * stride], 0));
     }
-    return s;
+    return static_cast<Acc>(s);
   } else if constexpr (requires { op.fold(p, n, stride); }) {
     return op.fold(p, n, stride);
   } else {
@@ -353,18 +316,18 @@ using shapes::op_name;
 
 template <typename T>
 void run_norm(double p, const ReducePlan& plan, const View& out, const View& in) {
-  if (p == 2) return run_reduce<T>(Additive<T, LiftSquare, FinishSqrt>{}, plan, out, in);
-  if (p == 1) return run_reduce<T>(Additive<T, LiftAbs, FinishSum>{}, plan, out, in);
-  if (p == 0) return run_reduce<T>(Additive<T, LiftNonZero, FinishSum>{}, plan, out, in);
+  if (p == 2) return run_reduce<T>(Additive<T, SumMode::SquareSqrt>{}, plan, out, in);
+  if (p == 1) return run_reduce<T>(Additive<T, SumMode::AbsSum>{}, plan, out, in);
+  if (p == 0) return run_reduce<T>(Additive<T, SumMode::NonZero>{}, plan, out, in);
   if (std::isinf(p) && p > 0) return run_reduce<T>(Extreme<T, true, true>{}, plan, out, in);
   if (std::isinf(p)) return run_reduce<T>(Extreme<T, false, true>{}, plan, out, in);
-  run_reduce<T>(Additive<T, LiftPowAbs, FinishRoot>{LiftPowAbs{p}, FinishRoot{p}}, plan, out, in);
+  run_reduce<T>(pow_root<T>(p), plan, out, in);
 }
 
 template <typename T>
 void reduce_dtype(ReduceOp op, const ReducePlan& plan, const View& out, const View& in, const ReduceParams& p) {
   switch (op) {
-    case ReduceOp::Sum: return run_reduce<T>(Additive<T, LiftValue, FinishSum>{}, plan, out, in);
+    case ReduceOp::Sum: return run_reduce<T>(Additive<T, SumMode::Sum>{}, plan, out, in);
     case ReduceOp::Prod: return run_reduce<T>(Prod<T>{}, plan, out, in);
     case ReduceOp::Max: return run_reduce<T>(Extreme<T, true, false>{}, plan, out, in);
     case ReduceOp::Min: return run_reduce<T>(Extreme<T, false, false>{}, plan, out, in);
@@ -376,8 +339,8 @@ void reduce_dtype(ReduceOp op, const ReducePlan& plan, const View& out, const Vi
     fail(op_name(op), ": not supported for dtype ", dtype_of<T>::value, " (floating dtypes only)");
   } else {
     switch (op) {
-      case ReduceOp::Mean: return run_reduce<T>(Additive<T, LiftValue, FinishMean>{}, plan, out, in);
-      case ReduceOp::Var: return run_reduce<T>(Variance<T>{p.correction}, plan, out, in);
+      case ReduceOp::Mean: return run_reduce<T>(Additive<T, SumMode::Mean>{}, plan, out, in);
+      case ReduceOp::Var: return run_reduce<T>(Variance<T>(p.correction), plan, out, in);
       case ReduceOp::Norm: return run_norm<T>(p.p, plan, out, in);
       default: fail("reduce: unknown op ", static_cast<int>(op));
     }

@@ -24,14 +24,14 @@
 
 #include "core/base/error.h"
 #include "kernels/cublas/cublas_handles.h"
-#include "kernels/cublas/device_scratch.h"
 #include "kernels/cuda/algo_cache.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/matmul_settings.h"
-#include "kernels/shapes/matmul_checks.h"
 #include "kernels/cuda/gemm/ladder_matmul.h"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/scratch.h"
+#include "kernels/matmul_settings.h"
+#include "kernels/shapes/matmul_checks.h"
 
 namespace anvil::cuda {
 namespace {
@@ -84,7 +84,7 @@ struct LtOperand {
   const void* data = nullptr;
   LtMatrix m;
   int64_t batch_stride = 0;
-  DenseTemp storage;
+  DenseBuffer storage;
 };
 
 LtOperand prepare_operand(CudaBackend& backend, const View& v, DType dtype) {
@@ -101,7 +101,7 @@ LtOperand prepare_operand(CudaBackend& backend, const View& v, DType dtype) {
   View src = v;
   const bool broadcast = v.shape[0] == 1 || v.strides[0] == 0;
   if (broadcast) src.shape[0] = 1;
-  op.storage = dense_copy_of(backend, src, dtype);
+  op.storage = dense_copy(backend, src, dtype);
   op.data = op.storage.view.data;
   op.m = *lt_matrix_of_transpose(rows, cols, std::max<int64_t>(cols, 1), 1);
   op.batch_stride = broadcast ? 0 : rows * cols;
@@ -236,7 +236,7 @@ void run_lt(CudaBackend& backend, int device, const LtProblem& pr) {
     algo_cache().insert(key, *choice);
   }
 
-  DeviceScratch workspace(backend, device, choice->workspace);
+  Scratch workspace(backend, device, choice->workspace);
   const double alpha64 = pr.alpha, beta64 = pr.beta;
   const void* alpha = f64 ? static_cast<const void*>(&alpha64) : static_cast<const void*>(&pr.alpha);
   const void* beta = f64 ? static_cast<const void*>(&beta64) : static_cast<const void*>(&pr.beta);
@@ -252,7 +252,7 @@ void scale_output(CudaBackend& backend, const View& out, float beta) {
     backend.fill(out, Scalar(0.0));
     return;
   }
-  DenseTemp factor = make_dense_temp(backend, out.device_index, out.dtype, {1});
+  DenseBuffer factor = dense_buffer(backend, out.device_index, out.dtype, {1});
   backend.fill(factor.view, Scalar(static_cast<double>(beta)));
   View broadcast = factor.view;
   broadcast.shape = out.shape;
@@ -280,10 +280,10 @@ void matmul_in_place(CudaBackend& backend, const View& out, const View& a, const
   pr.d_batch_stride = batch == 1 ? 0 : out.strides[0];
   pr.alpha = p.alpha;
   pr.beta = p.beta;
-  DenseTemp bias_storage;
+  DenseBuffer bias_storage;
   if (bias) {
     if (bias->strides[0] != 1 && bias->shape[0] != 1) {
-      bias_storage = dense_copy_of(backend, *bias, bias->dtype);
+      bias_storage = dense_copy(backend, *bias, bias->dtype);
       pr.bias = bias_storage.view.data;
     } else {
       pr.bias = bias->data;
@@ -324,8 +324,8 @@ void matmul_any(CudaBackend& backend, const View& out, const View& a, const View
   }
   // Anything else (an expanded or oddly strided out): compute into a dense
   // temp and copy back.
-  DenseTemp dense = p.beta == 0.0f ? make_dense_temp(backend, out.device_index, out.dtype, out.shape)
-                                   : dense_copy_of(backend, out, out.dtype);
+  DenseBuffer dense = p.beta == 0.0f ? dense_buffer(backend, out.device_index, out.dtype, out.shape)
+                                   : dense_copy(backend, out, out.dtype);
   const LtMatrix om = *lt_matrix_of_transpose(m, n, std::max<int64_t>(n, 1), 1);
   matmul_in_place(backend, dense.view, a, b, p, om, bias);
   backend.copy(out, dense.view);

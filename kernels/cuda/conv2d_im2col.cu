@@ -12,8 +12,8 @@
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/dense_arg.h"
 #include "kernels/cuda/im2col.h"
+#include "kernels/cuda/scratch.h"
 #include "kernels/shapes/geometry.h"
 
 namespace anvil::cuda {

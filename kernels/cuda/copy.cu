@@ -61,11 +61,11 @@ transpose_tiles(Bits* dst, const Bits* src, int64_t n0, int64_t n1, int64_t dst_
 
 template <typename Bits>
 bool copy_in_tiles(const View& dst, const View& src, cudaStream_t stream) {
-  const auto calc = make_offset_calculator<2>({&dst, &src});  // dims innermost first, strides {dst, src}
+  const auto calc = make_offset_calculator<2>("copy", {&dst, &src});  // dims innermost first, strides {dst, src}
   if (calc.ndim < 2 || calc.strides[0][0] != 1 || calc.strides[1][1] != 1 || calc.strides[0][1] == 1) return false;
   const int64_t n0 = calc.sizes[0], n1 = calc.sizes[1];
   const int64_t tiles0 = (n0 + kTile - 1) / kTile, tiles1 = (n1 + kTile - 1) / kTile;
-  if (tiles0 > INT32_MAX || tiles1 > 65535) return false;
+  if (tiles0 > INT32_MAX || tiles1 > kMaxGridDimYZ) return false;
   dev::OffsetCalculator<2> outer;
   int64_t n_outer = 1;
   for (int d = 2; d < calc.ndim; ++d) {
@@ -77,7 +77,7 @@ bool copy_in_tiles(const View& dst, const View& src, cudaStream_t stream) {
   }
   outer.index32 = n_outer <= static_cast<int64_t>(UINT32_MAX);
   const dim3 grid(static_cast<unsigned>(tiles0), static_cast<unsigned>(tiles1),
-                  static_cast<unsigned>(std::min<int64_t>(n_outer, 65535)));
+                  static_cast<unsigned>(std::min<int64_t>(n_outer, kMaxGridDimYZ)));
   launch_kernel(transpose_tiles<Bits>, grid, dim3(kTile, kTileRows), 0, stream)(
       dst.ptr<Bits>(), src.ptr<const Bits>(), n0, n1, calc.strides[1][0], calc.strides[0][1], outer, n_outer);
   ANVIL_CUDA_CHECK_LAUNCH("copy (tiled transpose)");
@@ -198,7 +198,7 @@ void CudaBackend::fill(const View& out, const Scalar& value) {
           kElementwiseThreads, 0, s)(out.ptr<Bits>(), n, v);
       ANVIL_CUDA_CHECK_LAUNCH("fill");
     } else {
-      const auto calc = make_offset_calculator<1>({&out});
+      const auto calc = make_offset_calculator<1>("fill", {&out});
       launch_kernel(fill_strided<Bits>, wave_blocks(n, kElementwiseThreads, out.device_index), kElementwiseThreads, 0, s)(
           out.ptr<Bits>(), n, v, calc);
       ANVIL_CUDA_CHECK_LAUNCH("fill (strided)");

@@ -16,11 +16,16 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/cuda/dense_arg.h"
+#include "core/base/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
+#include "kernels/cuda/dtype_dispatch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/index_errors.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/scratch.h"
 #include "kernels/shapes/layouts.h"
 
 namespace anvil::cuda {

@@ -6,7 +6,8 @@
 // non-GPU-side work of the library paths.
 //
 // The methods are defined in one file per concern:
-//   memory.cpp                   allocator, host<->device copies, streams, events
+//   memory.cpp                   allocator, host<->device copies, streams
+//   events.cpp                   events (record, wait, query, elapsed time)
 //   copy.cu                      copy (strided, casting), fill
 //   elementwise.cu               unary, binary, where
 //   reduce.cu                    reduce
@@ -54,6 +55,14 @@ class CudaBackend final : public Backend {
   Stream new_stream(int device_index) override;
   void synchronize(int device_index) override;
   void stream_wait(const Stream& waiter, const Stream& producer) override;
+  void* native_stream(const Stream& stream) override;
+  uint64_t new_event(int device_index, bool timing) override;
+  void destroy_event(int device_index, uint64_t event) override;
+  void record_event(uint64_t event, const Stream& stream) override;
+  void wait_event(const Stream& stream, uint64_t event) override;
+  bool event_done(int device_index, uint64_t event) override;
+  void synchronize_event(int device_index, uint64_t event) override;
+  double event_elapsed_ms(int device_index, uint64_t start, uint64_t end) override;
 
   // --- copy.cu ---
   void copy(const View& dst, const View& src) override;

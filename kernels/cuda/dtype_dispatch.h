@@ -32,7 +32,7 @@ decltype(auto) visit_device_dtype(DType t, F&& f) {
 }
 
 // Only the floating dtypes (float, double, __half, __nv_bfloat16); others throw
-// "<op>: not supported for dtype <dtype>" like the CPU backend.
+// "<op>: not supported for dtype <dtype> (floating dtypes only)".
 template <typename F>
 decltype(auto) visit_floating_device_dtype(const char* op, DType t, F&& f) {
   switch (t) {
@@ -42,7 +42,7 @@ decltype(auto) visit_floating_device_dtype(const char* op, DType t, F&& f) {
     case DType::BFloat16: return f(__nv_bfloat16{});
     default: break;
   }
-  fail(op, ": not supported for dtype ", t);
+  fail(op, ": not supported for dtype ", t, " (floating dtypes only)");
 }
 
 }  // namespace anvil::cuda

@@ -18,75 +18,19 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstdint>
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/device/offset_calculator.cuh"
 #include "kernels/cuda/device/vector_access.cuh"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/strided_offsets.h"
 #include "kernels/view.h"
 
 namespace anvil::cuda {
 
 inline constexpr int kElementwiseThreads = 256;
-
-// The device's SM count, queried once per device (a driver call per launch
-// showed up in small-op launch overhead).
-inline int multiprocessor_count(int device) {
-  constexpr int kCachedDevices = 64;
-  static std::atomic<int> cached[kCachedDevices] = {};  // 0: not queried yet
-  if (device >= 0 && device < kCachedDevices) {
-    if (const int sms = cached[device].load(std::memory_order_relaxed)) return sms;
-  }
-  int sms = 0;
-  ANVIL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  if (device >= 0 && device < kCachedDevices) cached[device].store(sms, std::memory_order_relaxed);
-  return sms;
-}
-
-// Threads one SM keeps resident at most (every architecture since Volta).
-inline constexpr int kResidentThreadsPerSm = 2048;
-
-// Blocks for `items` work items of one thread each on `device`, capped at one
-// resident wave (kResidentThreadsPerSm per SM); grid-stride loops do the rest.
-inline unsigned wave_blocks(int64_t items, int threads, int device) {
-  const int64_t wanted = (items + threads - 1) / threads;
-  const int64_t wave = static_cast<int64_t>(multiprocessor_count(device)) * (kResidentThreadsPerSm / threads);
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min(wanted, wave)));
-}
-
-// The views' common shape with size-1 dims dropped and dims merged where every
-// operand is contiguous across them; dims innermost first.
-template <int N>
-dev::OffsetCalculator<N> make_offset_calculator(const std::array<const View*, N>& views) {
-  dev::OffsetCalculator<N> calc;
-  const Shape& shape = views[0]->shape;
-  int64_t numel = 1;
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-    const int64_t size = shape[d];
-    numel *= size;
-    if (size == 1) continue;
-    if (calc.ndim > 0) {
-      const int last = calc.ndim - 1;
-      bool mergeable = true;
-      for (int k = 0; k < N; ++k)
-        mergeable &= views[k]->strides[d] == calc.strides[last][k] * calc.sizes[last];
-      if (mergeable) {
-        calc.sizes[last] *= size;
-        continue;
-      }
-    }
-    ANVIL_CHECK(calc.ndim < dev::kMaxDims, "cuda elementwise: more than ", dev::kMaxDims,
-                " dims that cannot be merged (shape ", shape, ")");
-    calc.sizes[calc.ndim] = size;
-    for (int k = 0; k < N; ++k) calc.strides[calc.ndim][k] = views[k]->strides[d];
-    ++calc.ndim;
-  }
-  calc.index32 = numel <= static_cast<int64_t>(UINT32_MAX);
-  return calc;
-}
 
 namespace ew_detail {
 
@@ -201,7 +145,7 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
     launch_kernel(ew_detail::contig1<V, F, Out, A>, wave_blocks((n + V - 1) / V, kElementwiseThreads, device),
                   kElementwiseThreads, 0, stream)(n, f, out.ptr<Out>(), a.ptr<const A>());
   } else {
-    const auto calc = make_offset_calculator<2>({&out, &a});
+    const auto calc = make_offset_calculator<2>(name, {&out, &a});
     launch_kernel(ew_detail::strided1<F, Out, A>, wave_blocks(n, kElementwiseThreads, device),
                   kElementwiseThreads, 0, stream)(n, f, calc, out.ptr<Out>(), a.ptr<const A>());
   }
@@ -218,7 +162,7 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
     launch_kernel(ew_detail::contig2<V, F, Out, A, B>, wave_blocks((n + V - 1) / V, kElementwiseThreads, device),
                   kElementwiseThreads, 0, stream)(n, f, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>());
   } else {
-    const auto calc = make_offset_calculator<3>({&out, &a, &b});
+    const auto calc = make_offset_calculator<3>(name, {&out, &a, &b});
     launch_kernel(ew_detail::strided2<F, Out, A, B>, wave_blocks(n, kElementwiseThreads, device),
                   kElementwiseThreads, 0, stream)(n, f, calc, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>());
   }
@@ -236,7 +180,7 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
                   kElementwiseThreads, 0, stream)(
         n, f, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>(), c.ptr<const C>());
   } else {
-    const auto calc = make_offset_calculator<4>({&out, &a, &b, &c});
+    const auto calc = make_offset_calculator<4>(name, {&out, &a, &b, &c});
     launch_kernel(ew_detail::strided3<F, Out, A, B, C>, wave_blocks(n, kElementwiseThreads, device),
                   kElementwiseThreads, 0, stream)(
         n, f, calc, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>(), c.ptr<const C>());

@@ -2,9 +2,9 @@
 #include "kernels/cuda/im2col.h"
 
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/dense_arg.h"
 #include "kernels/cuda/device/dtype.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace anvil::cuda {

@@ -24,11 +24,17 @@
 #include <type_traits>
 
 #include "core/base/determinism.h"
-#include "kernels/cuda/dense_arg.h"
+#include "core/base/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
+#include "kernels/cuda/dtype_dispatch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/index_errors.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/scratch.h"
+#include "kernels/cuda/strided_offsets.h"
 #include "kernels/shapes/index_checks.h"
 
 namespace anvil::cuda {
@@ -94,7 +100,6 @@ void raise_pending_index_error(int device) {
 namespace {
 
 using kit::IndexErrorRecord;
-using kit::Offsets;
 
 constexpr int kThreads = 256;
 
@@ -160,7 +165,7 @@ __global__ void select_rows_kernel(U* out, const U* in, const int64_t* index, in
 // the indexed dim's stride 0) takes index[(e / inner) % nidx].
 template <typename U>
 __global__ void select_strided_kernel(U* out, const U* in, const int64_t* index, int64_t index_stride,
-                                      Offsets<2> offs, int64_t n, int64_t inner, int64_t nidx, int64_t in_dim,
+                                      dev::OffsetCalculator<2> offs, int64_t n, int64_t inner, int64_t nidx, int64_t in_dim,
                                       int64_t in_step, IndexErrorRecord* rec, int dim) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -217,7 +222,7 @@ __global__ void index_add_rows_kernel(T* out, const T* src, const int64_t* index
 // Element e of src (walked by `offs`: out strides with the dim's stride 0, src strides).
 template <typename T>
 __global__ void index_add_strided_kernel(T* out, const T* src, const int64_t* index, int64_t index_stride,
-                                         Offsets<2> offs, int64_t n, int64_t inner, int64_t nidx, int64_t out_dim,
+                                         dev::OffsetCalculator<2> offs, int64_t n, int64_t inner, int64_t nidx, int64_t out_dim,
                                          int64_t out_step, IndexErrorRecord* rec, int dim) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -270,7 +275,7 @@ __global__ void index_add_sorted_kernel(T* out, const T* src, const int64_t* key
 
 // Element e of index (walked by `offs`: out, index, in with the dim's stride 0).
 template <typename U>
-__global__ void gather_kernel(U* out, const int64_t* index, const U* in, Offsets<3> offs, int64_t n, int64_t in_dim,
+__global__ void gather_kernel(U* out, const int64_t* index, const U* in, dev::OffsetCalculator<3> offs, int64_t n, int64_t in_dim,
                               int64_t in_step, IndexErrorRecord* rec, int dim) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -287,7 +292,7 @@ __global__ void gather_kernel(U* out, const int64_t* index, const U* in, Offsets
 
 // Element e of index (walked by `offs`: out with the dim's stride 0, index, src).
 template <typename T>
-__global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, Offsets<3> offs, int64_t n,
+__global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, dev::OffsetCalculator<3> offs, int64_t n,
                                    int64_t out_dim, int64_t out_step, IndexErrorRecord* rec, int dim) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -306,7 +311,7 @@ __global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, O
 // `offs` over the index's other dims), walking the dim serially. Two threads
 // never share an output element, so no atomics are needed.
 template <typename T>
-__global__ void scatter_add_serial_kernel(T* out, const int64_t* index, const T* src, Offsets<3> offs, int64_t n,
+__global__ void scatter_add_serial_kernel(T* out, const int64_t* index, const T* src, dev::OffsetCalculator<3> offs, int64_t n,
                                           int64_t len, int64_t out_step, int64_t index_step, int64_t src_step,
                                           int64_t out_dim, IndexErrorRecord* rec, int dim) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
@@ -372,7 +377,7 @@ void CudaBackend::index_select(const View& out_, const View& in_, int64_t dim, c
   }
   Shape in_walk = in.strides;
   in_walk[dim] = 0;
-  const auto offs = make_offsets<2>("index_select", out.shape, {&out.strides, &in_walk});
+  const auto offs = make_offset_calculator<2>("index_select", out.shape, {&out.strides, &in_walk});
   const int64_t n = out.numel(), out_inner = prod(out.shape, dim + 1, out.dim());
   visit_bits(in.dtype, [&](auto tag) {
     using U = decltype(tag);
@@ -438,7 +443,7 @@ void CudaBackend::index_add(const View& out_, int64_t dim, const View& index, co
     }
     Shape out_walk = out.strides;
     out_walk[dim] = 0;
-    const auto offs = make_offsets<2>("index_add", src.shape, {&out_walk, &src.strides});
+    const auto offs = make_offset_calculator<2>("index_add", src.shape, {&out_walk, &src.strides});
     const int64_t n = src.numel();
     launch_kernel(index_add_strided_kernel<T>, capped_blocks(n, kThreads), kThreads, 0, s)(
         static_cast<T*>(out.data), static_cast<const T*>(src.data), static_cast<const int64_t*>(idx.data),
@@ -459,7 +464,7 @@ void CudaBackend::gather(const View& out_, const View& in_, int64_t dim, const V
   IndexErrorRecord* rec = index_error_record(in.device_index);
   Shape in_walk = in.strides;
   in_walk[dim] = 0;
-  const auto offs = make_offsets<3>("gather", index.shape, {&out.strides, &index.strides, &in_walk});
+  const auto offs = make_offset_calculator<3>("gather", index.shape, {&out.strides, &index.strides, &in_walk});
   visit_bits(in.dtype, [&](auto tag) {
     using U = decltype(tag);
     launch_kernel(gather_kernel<U>, capped_blocks(n, kThreads), kThreads, 0, s)(
@@ -488,7 +493,7 @@ void CudaBackend::scatter_add(const View& out_, int64_t dim, const View& index_,
       Shape out_rest = out.strides, src_rest = src.strides;
       out_rest.erase(out_rest.begin() + dim);
       src_rest.erase(src_rest.begin() + dim);
-      const auto offs = make_offsets<3>("scatter_add", index_rest.shape, {&out_rest, &index_rest.strides, &src_rest});
+      const auto offs = make_offset_calculator<3>("scatter_add", index_rest.shape, {&out_rest, &index_rest.strides, &src_rest});
       const int64_t rest = index_rest.numel();
       launch_kernel(scatter_add_serial_kernel<T>, capped_blocks(rest, kThreads), kThreads, 0, s)(
           static_cast<T*>(out.data), static_cast<const int64_t*>(index.data), static_cast<const T*>(src.data), offs,
@@ -498,7 +503,7 @@ void CudaBackend::scatter_add(const View& out_, int64_t dim, const View& index_,
     }
     Shape out_walk = out.strides;
     out_walk[dim] = 0;
-    const auto offs = make_offsets<3>("scatter_add", index.shape, {&out_walk, &index.strides, &src.strides});
+    const auto offs = make_offset_calculator<3>("scatter_add", index.shape, {&out_walk, &index.strides, &src.strides});
     launch_kernel(scatter_add_kernel<T>, capped_blocks(n, kThreads), kThreads, 0, s)(
         static_cast<T*>(out.data), static_cast<const int64_t*>(index.data), static_cast<const T*>(src.data), offs, n,
         out.shape[dim], out.strides[dim], rec, d);

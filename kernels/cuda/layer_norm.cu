@@ -18,10 +18,15 @@
 #include <cstdint>
 #include <optional>
 
-#include "kernels/cuda/dense_arg.h"
+#include "core/base/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
+#include "kernels/cuda/dtype_dispatch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/scratch.h"
 #include "kernels/shapes/layouts.h"
 
 namespace anvil::cuda {
@@ -31,6 +36,9 @@ using kit::acc_t;
 
 constexpr int kWarpRowsPerBlock = 4;
 constexpr int kRowThreads = 512;
+// Rows up to this long go one warp per row, the row in registers (at most 32
+// values per lane); longer rows get a block each.
+constexpr int64_t kWarpRowMaxLength = 32 * 32;
 
 // Sum over the row's threads: the warp for the warp kernels, the block otherwise.
 template <bool kWarp, typename C> __device__ __forceinline__ C row_sum(C v) {
@@ -304,7 +312,7 @@ void CudaBackend::layer_norm(const View& out, const View& mean, const View& rstd
     if (l.cols == 0) {  // as the CPU: mean 0, rstd 1/sqrt(eps), nothing to write in out
       fill(m.view(), Scalar(0.0));
       fill(r.view(), Scalar(1.0 / std::sqrt(eps)));
-    } else if (l.cols <= 1024) {
+    } else if (l.cols <= kWarpRowMaxLength) {
       with_warp_per(l.cols, [&](auto per) {
         launch_kernel(layer_norm_warp_kernel<T, decltype(per)::value>, warp_row_grid(l.rows),
                       32 * kWarpRowsPerBlock, 0, s)(
@@ -375,7 +383,7 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
     std::optional<DenseArg> w;
     if (weight) w.emplace(*this, *weight, acc_dtype, DenseArg::In);
     const C* wp = w ? w->ptr<C>() : nullptr;
-    if (l.cols <= 1024) {
+    if (l.cols <= kWarpRowMaxLength) {
       with_warp_per(l.cols, [&](auto per) {
         launch_kernel(layer_norm_backward_warp_kernel<T, decltype(per)::value>, warp_row_grid(l.rows),
                       32 * kWarpRowsPerBlock, 0, s)(
@@ -425,7 +433,7 @@ void CudaBackend::add_layer_norm(const View& out, const View& sum_out, const Vie
     if (bias) b.emplace(*this, *bias, acc_dtype, DenseArg::In);
     const C* wp = w ? w->ptr<C>() : nullptr;
     const C* bp = b ? b->ptr<C>() : nullptr;
-    if (l.cols <= 1024) {
+    if (l.cols <= kWarpRowMaxLength) {
       with_warp_per(l.cols, [&](auto per) {
         launch_kernel(add_layer_norm_warp_kernel<T, decltype(per)::value>, warp_row_grid(l.rows),
                       32 * kWarpRowsPerBlock, 0, s)(

@@ -17,7 +17,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cuda/dense_arg.h"
+#include "core/base/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/shapes/optim_checks.h"

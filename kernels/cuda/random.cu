@@ -15,16 +15,20 @@
 
 #include <type_traits>
 
+#include "core/base/error.h"
 #include "core/base/philox.h"
-#include "kernels/cuda/dense_arg.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
+#include "kernels/cuda/dtype_dispatch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/strided_offsets.h"
 
 namespace anvil::cuda {
 namespace {
 
-using kit::Offsets;
 
 constexpr int kThreads = 256;
 
@@ -81,7 +85,7 @@ __device__ __forceinline__ void box_muller(uint32_t b1, uint32_t b2, float& z0, 
 }
 
 template <typename T, bool kNormal, bool kContiguous>
-__global__ void random_kernel(T* out, Offsets<1> offs, int64_t n, double a, double b, uint64_t seed,
+__global__ void random_kernel(T* out, dev::OffsetCalculator<1> offs, int64_t n, double a, double b, uint64_t seed,
                               uint64_t offset) {
   const int64_t blocks = (n + 3) / 4;
   for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < blocks;
@@ -114,7 +118,7 @@ __global__ void random_kernel(T* out, Offsets<1> offs, int64_t n, double a, doub
 }
 
 template <typename T, typename C, bool kContiguous>
-__global__ void dropout_kernel(T* out, uint8_t* mask, const T* in, Offsets<3> offs, int64_t n, double p, C scale,
+__global__ void dropout_kernel(T* out, uint8_t* mask, const T* in, dev::OffsetCalculator<3> offs, int64_t n, double p, C scale,
                                uint64_t seed, uint64_t offset) {
   const int64_t blocks = (n + 3) / 4;
   for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < blocks;
@@ -147,7 +151,7 @@ void launch_random(cudaStream_t s, const View& out, const RandomParams& p) {
     launch_kernel(random_kernel<T, kNormal, true>, philox_grid(n), kThreads, 0, s)(
         data, {}, n, p.a, p.b, p.seed, p.offset);
   } else {
-    const auto offs = make_offsets<1>("random", out.shape, {&out.strides});
+    const auto offs = make_offset_calculator<1>("random", out.shape, {&out.strides});
     launch_kernel(random_kernel<T, kNormal, false>, philox_grid(n), kThreads, 0, s)(
         data, offs, n, p.a, p.b, p.seed, p.offset);
   }
@@ -194,8 +198,8 @@ void CudaBackend::dropout(const View& out, const View& mask, const View& in, dou
   DeviceGuard guard(in.device_index);
   const cudaStream_t s = stream(in.device_index);
   const bool contiguous = out.is_contiguous() && mask.is_contiguous() && in.is_contiguous();
-  const auto offs = contiguous ? kit::Offsets<3>{}
-                               : make_offsets<3>("dropout", in.shape, {&out.strides, &mask.strides, &in.strides});
+  const auto offs = contiguous ? dev::OffsetCalculator<3>{}
+                               : make_offset_calculator<3>("dropout", in.shape, {&out.strides, &mask.strides, &in.strides});
   visit_floating_device_dtype("dropout", in.dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = kit::acc_t<T>;

@@ -20,7 +20,7 @@ void CudaBackend::reduce(ReduceOp op, const View& out, const View& in, const Red
   if (plan.n_out == 0) return;
   shapes::check_reduce_not_empty(op, plan, in.shape);
   DeviceGuard guard(in.device_index);
-  const reduce_detail::Launch l{*this, stream(in.device_index), in.device_index, current_stream(in.device_index).id};
+  const reduce_detail::Launch l{*this, stream(in.device_index), in.device_index};
   using namespace reduce_detail;
   switch (op) {
     case ReduceOp::Sum: case ReduceOp::Mean: case ReduceOp::Prod: return reduce_sum_family(op, plan, out, in, p, l);

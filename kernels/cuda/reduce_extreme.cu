@@ -12,14 +12,14 @@ void reduce_extreme_family(ReduceOp op, const Plan& plan, const View& out, const
                            const Launch& l) {
   visit_device_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
-    if (op == ReduceOp::Max) return run_reduce<T>(dev::ExtremeReduce<T, true>{}, plan, out, in, l);
-    if (op == ReduceOp::Min) return run_reduce<T>(dev::ExtremeReduce<T, false>{}, plan, out, in, l);
+    if (op == ReduceOp::Max) return run_reduce<T>(dev::extreme_reduce<T, true>(false), plan, out, in, l);
+    if (op == ReduceOp::Min) return run_reduce<T>(dev::extreme_reduce<T, false>(false), plan, out, in, l);
     if constexpr (!dev::is_floating_v<T>) {
       fail(op_name(op), ": not supported for dtype ", in.dtype, " (floating dtypes only)");
     } else {
       ANVIL_CHECK(op == ReduceOp::Norm && std::isinf(p.p), "reduce: ", op_name(op), " is not a max/min reduction");
-      if (p.p > 0) return run_reduce<T>(dev::ExtremeReduce<T, true>{true}, plan, out, in, l);
-      return run_reduce<T>(dev::ExtremeReduce<T, false>{true}, plan, out, in, l);
+      if (p.p > 0) return run_reduce<T>(dev::extreme_reduce<T, true>(true), plan, out, in, l);
+      return run_reduce<T>(dev::extreme_reduce<T, false>(true), plan, out, in, l);
     }
   });
 }

@@ -32,9 +32,11 @@
 #include "kernels/cuda/device/reduce_ops.cuh"
 #include "kernels/cuda/device/vector_access.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/elementwise_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/scratch.h"
 #include "kernels/shapes/reduce_plan.h"
 
 
@@ -46,6 +48,9 @@ namespace anvil::cuda::reduce_detail {
 
 inline constexpr int kRowThreads = 256;
 inline constexpr int kColX = 32, kColY = 16;
+// Rows up to this long get one warp each (many short rows); longer rows get
+// whole blocks, split across several when there are too few rows to fill the GPU.
+inline constexpr int64_t kWarpRowMaxLength = 2048;
 
 struct ReduceGeometry {
   dev::OffsetCalculator<2> kept;  // output index -> {input offset, output offset}
@@ -232,52 +237,36 @@ inline ReduceGeometry make_geometry(const Plan& plan) {
   return g;
 }
 
-// Scratch for split partials from the device's caching allocator, returned
-// when the call ends: later work on the same stream runs after this call's
-// kernels, so the block is free to reuse by then.
-class Scratch {
- public:
-  Scratch(Allocator& alloc, size_t bytes, uint64_t stream_id) : alloc_(alloc), ptr_(alloc.allocate(bytes, stream_id)) {}
-  ~Scratch() { alloc_.deallocate(ptr_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  Allocator& alloc_;
-  void* ptr_;
-};
-
 struct Launch {
   CudaBackend& backend;
   cudaStream_t stream;
   int device;
-  uint64_t stream_id;
 };
+
+// At most this many blocks share one output (their partials are combined by reduce_finish).
+inline constexpr int64_t kMaxSplits = 1024;
 
 // Splits so that about `target` blocks run, each with at least `min_chunk` elements.
 inline int choose_splits(int64_t blocks, int64_t n_red, int64_t target, int64_t min_chunk) {
   if (blocks >= target) return 1;
   const int64_t by_occupancy = (target + blocks - 1) / blocks;
   const int64_t by_work = std::max<int64_t>(1, n_red / min_chunk);
-  return static_cast<int>(std::clamp<int64_t>(std::min(by_occupancy, by_work), 1, 1024));
+  return static_cast<int>(std::clamp<int64_t>(std::min(by_occupancy, by_work), 1, kMaxSplits));
 }
 
 template <typename T, typename Op>
 void run_reduce(const Op& op, const Plan& plan, const View& out, const View& in, const Launch& l) {
   using Acc = typename Op::Acc;
   ReduceGeometry g = make_geometry(plan);
-  const int64_t wave = static_cast<int64_t>(multiprocessor_count(l.device)) * 8;  // 256-thread blocks per wave
+  const int64_t wave = resident_blocks(kRowThreads, l.device);
   const T* src = in.ptr<const T>();
   if (plan.by_columns()) {
     const int64_t ncol = plan.kept[0].size, col_tiles = (ncol + kColX - 1) / kColX;
     const int64_t items = (plan.n_out / ncol) * col_tiles;
     g.splits = choose_splits(items, plan.n_red, wave, 16 * kColY);
     g.chunk = (plan.n_red + g.splits - 1) / g.splits;
-    std::unique_ptr<Scratch> scratch;
-    if (g.splits > 1)
-      scratch = std::make_unique<Scratch>(l.backend.allocator(l.device), sizeof(Acc) * plan.n_out * g.splits, l.stream_id);
-    Acc* partial = scratch ? static_cast<Acc*>(scratch->get()) : nullptr;
+    const Scratch partials(l.backend, l.device, g.splits > 1 ? sizeof(Acc) * plan.n_out * g.splits : 0);
+    Acc* partial = partials.as<Acc>();
     const dim3 grid(static_cast<unsigned>(std::min<int64_t>(items, INT32_MAX)), static_cast<unsigned>(g.splits));
     launch_kernel(reduce_columns<T, Op>, grid, dim3(kColX, kColY), 0, l.stream)(op, src, out.data, out.dtype, partial,
                                                                                 g, ncol, col_tiles);
@@ -289,7 +278,7 @@ void run_reduce(const Op& op, const Plan& plan, const View& out, const View& in,
     }
     return;
   }
-  if (plan.n_red <= 2048 && plan.n_out > 1) {  // short rows: a warp each
+  if (plan.n_red <= kWarpRowMaxLength && plan.n_out > 1) {  // short rows: a warp each
     launch_kernel(reduce_rows_warp<T, Op>, wave_blocks(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
         op, src, out.data, out.dtype, g);
     ANVIL_CUDA_CHECK_LAUNCH("reduce (rows, warp)");
@@ -297,10 +286,8 @@ void run_reduce(const Op& op, const Plan& plan, const View& out, const View& in,
   }
   g.splits = choose_splits(plan.n_out, plan.n_red, wave, 16 * kRowThreads);
   g.chunk = (plan.n_red + g.splits - 1) / g.splits;
-  std::unique_ptr<Scratch> scratch;
-  if (g.splits > 1)
-    scratch = std::make_unique<Scratch>(l.backend.allocator(l.device), sizeof(Acc) * plan.n_out * g.splits, l.stream_id);
-  Acc* partial = scratch ? static_cast<Acc*>(scratch->get()) : nullptr;
+  const Scratch partials(l.backend, l.device, g.splits > 1 ? sizeof(Acc) * plan.n_out * g.splits : 0);
+  Acc* partial = partials.as<Acc>();
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(plan.n_out, INT32_MAX)), static_cast<unsigned>(g.splits));
   launch_kernel(reduce_rows_block<T, Op>, grid, kRowThreads, 0, l.stream)(op, src, out.data, out.dtype, partial, g);
   ANVIL_CUDA_CHECK_LAUNCH("reduce (rows, block)");

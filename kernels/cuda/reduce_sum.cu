@@ -1,5 +1,6 @@
 // Sum-shaped reductions (sum, mean, finite p-norms: one SumReduce<T> per
-// dtype with the mode set at launch) and prod. Mean and norms are floating only.
+// dtype with the mode set at launch) and prod. Mean and norms are floating
+// only (check_reduce has said so before this runs).
 #include <cmath>
 #include <type_traits>
 
@@ -14,17 +15,16 @@ void reduce_sum_family(ReduceOp op, const Plan& plan, const View& out, const Vie
   visit_device_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     if (op == ReduceOp::Prod) return run_reduce<T>(dev::ProdReduce<T>{}, plan, out, in, l);
-    if (op == ReduceOp::Sum) return run_reduce<T>(dev::SumReduce<T>{}, plan, out, in, l);
+    if (op == ReduceOp::Sum) return run_reduce<T>(dev::sum_reduce<T>(dev::SumMode::Sum), plan, out, in, l);
     if constexpr (!dev::is_floating_v<T>) {
       fail(op_name(op), ": not supported for dtype ", in.dtype, " (floating dtypes only)");
     } else {
-      using A = dev::acc_t<T>;
-      if (op == ReduceOp::Mean) return run_reduce<T>(dev::SumReduce<T>{dev::SumMode::Mean}, plan, out, in, l);
+      if (op == ReduceOp::Mean) return run_reduce<T>(dev::sum_reduce<T>(dev::SumMode::Mean), plan, out, in, l);
       ANVIL_CHECK(op == ReduceOp::Norm, "reduce: ", op_name(op), " is not a sum-shaped reduction");
-      if (p.p == 2) return run_reduce<T>(dev::SumReduce<T>{dev::SumMode::SquareSqrt}, plan, out, in, l);
-      if (p.p == 1) return run_reduce<T>(dev::SumReduce<T>{dev::SumMode::AbsSum}, plan, out, in, l);
-      if (p.p == 0) return run_reduce<T>(dev::SumReduce<T>{dev::SumMode::NonZero}, plan, out, in, l);
-      return run_reduce<T>(dev::SumReduce<T>{dev::SumMode::PowRoot, static_cast<A>(p.p)}, plan, out, in, l);
+      if (p.p == 2) return run_reduce<T>(dev::sum_reduce<T>(dev::SumMode::SquareSqrt), plan, out, in, l);
+      if (p.p == 1) return run_reduce<T>(dev::sum_reduce<T>(dev::SumMode::AbsSum), plan, out, in, l);
+      if (p.p == 0) return run_reduce<T>(dev::sum_reduce<T>(dev::SumMode::NonZero), plan, out, in, l);
+      return run_reduce<T>(dev::sum_reduce<T>(dev::SumMode::PowRoot, p.p), plan, out, in, l);
     }
   });
 }

@@ -15,7 +15,7 @@ void reduce_var_family(const Plan& plan, const View& out, const View& in, const 
       // The CPU's message (kernels/cpu/reduce.cpp), like reduce_sum.cu's for mean and norm.
       fail(op_name(ReduceOp::Var), ": not supported for dtype ", in.dtype, " (floating dtypes only)");
     } else {
-      run_reduce<T>(dev::VarReduce<T>{p.correction}, plan, out, in, l);
+      run_reduce<T>(dev::var_reduce<T>(p.correction), plan, out, in, l);
     }
   });
 }

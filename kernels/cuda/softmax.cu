@@ -18,10 +18,15 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/cuda/dense_arg.h"
+#include "core/base/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
+#include "kernels/cuda/dtype_dispatch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/scratch.h"
 
 namespace anvil::cuda {
 namespace {
@@ -31,6 +36,9 @@ using kit::acc_t;
 constexpr int kWarpRowsPerBlock = 4;  // 128-thread blocks for the warp-per-row kernels
 constexpr int kRowThreads = 512;      // block-per-row kernels
 constexpr int kColumnThreads = 256;
+// Rows up to this long go one warp per row, the row in registers (at most 32
+// values per lane); longer rows get a block each.
+constexpr int64_t kWarpRowMaxLength = 32 * 32;
 
 template <typename C> __device__ __forceinline__ C neg_inf() { return -C(INFINITY); }
 
@@ -253,7 +261,7 @@ void launch_forward(cudaStream_t s, T* y, const T* x, const RowLayout& l) {
     launch_kernel(softmax_inner_kernel<T, kLog>, capped_blocks(rows, kColumnThreads), kColumnThreads, 0, s)(
         y, x, l.outer, l.n, l.inner);
     ANVIL_CUDA_CHECK_LAUNCH("softmax_inner_kernel");
-  } else if (l.n <= 1024) {
+  } else if (l.n <= kWarpRowMaxLength) {
     with_warp_per(l.n, [&](auto per) {
       launch_kernel(softmax_warp_kernel<T, decltype(per)::value, kLog>, warp_row_grid(rows),
                     32 * kWarpRowsPerBlock, 0, s)(y, x, rows, static_cast<int>(l.n));
@@ -280,7 +288,7 @@ void launch_backward(cudaStream_t s, T* gi, const T* go, const T* y, const RowLa
     launch_kernel(softmax_backward_inner_kernel<T, kLog>, capped_blocks(rows, kColumnThreads), kColumnThreads, 0, s)(
         gi, go, y, l.outer, l.n, l.inner);
     ANVIL_CUDA_CHECK_LAUNCH("softmax_backward_inner_kernel");
-  } else if (l.n <= 1024) {
+  } else if (l.n <= kWarpRowMaxLength) {
     with_warp_per(l.n, [&](auto per) {
       launch_kernel(softmax_backward_warp_kernel<T, decltype(per)::value, kLog>, warp_row_grid(rows),
                     32 * kWarpRowsPerBlock, 0, s)(gi, go, y, rows, static_cast<int>(l.n));

@@ -17,8 +17,8 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/scratch.h"
 #include "kernels/cudnn/cudnn_handles.h"
-#include "kernels/cudnn/dense_operands.h"
 #include "kernels/cudnn/norm_pool_kernels.h"
 #include "kernels/shapes/layouts.h"
 
@@ -47,44 +47,29 @@ View flat(const View& v, int64_t c) {
 // dense (cast) copy; write_back() copies a modified copy back to the view.
 class ParamBuffer {
  public:
-  ParamBuffer(CudaBackend& backend, const View* v, DType param, int64_t c, bool read)
-      : backend_(backend) {
-    if (!v) return;
-    view_ = flat(*v, c);
-    has_view_ = true;
-    if (view_.dtype == param && view_.strides[0] == 1) {
-      data_ = view_.data;
-      return;
-    }
-    temp_ = read ? dense_copy_of(backend, view_, param) : make_dense_temp(backend, view_.device_index, param, {c});
-    data_ = temp_.view.data;
+  ParamBuffer(CudaBackend& backend, const View* v, DType param, int64_t c, bool read) {
+    if (v) arg_.emplace(backend, flat(*v, c), param, read ? DenseArg::InOut : DenseArg::Out);
   }
   // Ones or zeros when the caller gave no view (weight/bias absent).
-  ParamBuffer(CudaBackend& backend, int device, DType param, int64_t c, double value) : backend_(backend) {
-    temp_ = make_dense_temp(backend, device, param, {c});
-    backend.fill(temp_.view, Scalar(value));
-    data_ = temp_.view.data;
+  ParamBuffer(CudaBackend& backend, int device, DType param, int64_t c, double value)
+      : buffer_(dense_buffer(backend, device, param, {c})) {
+    backend.fill(buffer_.view, Scalar(value));
   }
   // Scratch of C values, written by cuDNN and not wanted by the caller.
   static ParamBuffer scratch(CudaBackend& backend, int device, DType param, int64_t c) {
     ParamBuffer b(backend, nullptr, param, c, false);
-    b.temp_ = make_dense_temp(backend, device, param, {c});
-    b.data_ = b.temp_.view.data;
+    b.buffer_ = dense_buffer(backend, device, param, {c});
     return b;
   }
-  ParamBuffer(ParamBuffer&&) = default;
 
-  void* data() const { return data_; }
+  void* data() const { return arg_ ? arg_->data() : buffer_.view.data; }
   void write_back() {
-    if (has_view_ && temp_.view.data) backend_.copy(view_, temp_.view);
+    if (arg_) arg_->commit();
   }
 
  private:
-  CudaBackend& backend_;
-  View view_;
-  bool has_view_ = false;
-  DenseTemp temp_;
-  void* data_ = nullptr;
+  std::optional<DenseArg> arg_;
+  DenseBuffer buffer_;
 };
 
 }  // namespace
@@ -104,8 +89,8 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
   cudaStream_t s = stream(device);
   cudnnHandle_t handle = cudnn_handle(device, s);
 
-  const DenseOperand x = dense_operand(*this, in, dtype);
-  DenseResult y(*this, out);
+  const DenseArg x(*this, in, dtype, DenseArg::In);
+  DenseArg y(*this, out, DenseArg::Out);
   TensorDesc x_desc, param_desc;
   x_desc.set_nchw(type, l.n, l.c, l.s, 1);
   ANVIL_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(param_desc, x_desc, CUDNN_BATCHNORM_SPATIAL));
@@ -127,7 +112,7 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
     if (running && !running_mean) fill(View{rm.data(), param, {l.c}, {1}, device}, Scalar(0.0));
     if (running && !running_var) fill(View{rv.data(), param, {l.c}, {1}, device}, Scalar(1.0));
     ANVIL_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-        handle, CUDNN_BATCHNORM_SPATIAL, one, zero, x_desc, x.data, x_desc, y.data(), param_desc, w.data(),
+        handle, CUDNN_BATCHNORM_SPATIAL, one, zero, x_desc, x.data(), x_desc, y.data(), param_desc, w.data(),
         b.data(), p.momentum, running ? rm.data() : nullptr, running ? rv.data() : nullptr, p.eps,
         mean_out.data(), invstd_out.data()));
     rm.write_back();
@@ -135,7 +120,7 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
   } else {
     ParamBuffer rm(*this, running_mean, param, l.c, true), rv(*this, running_var, param, l.c, true);
     ANVIL_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(handle, CUDNN_BATCHNORM_SPATIAL, one, zero, x_desc,
-                                                              x.data, x_desc, y.data(), param_desc, w.data(),
+                                                              x.data(), x_desc, y.data(), param_desc, w.data(),
                                                               b.data(), rm.data(), rv.data(), p.eps));
     batch_norm_eval_stats(param, mean_out.data(), invstd_out.data(), rm.data(), rv.data(), l.c, p.eps, s);
   }
@@ -163,19 +148,19 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
     return;
   }
 
-  const DenseOperand x = dense_operand(*this, in, dtype), dy = dense_operand(*this, grad_out, dtype);
+  const DenseArg x(*this, in, dtype, DenseArg::In), dy(*this, grad_out, dtype, DenseArg::In);
   ParamBuffer mean(*this, &save_mean, param, l.c, true), invstd(*this, &save_invstd, param, l.c, true);
   ParamBuffer gw = grad_weight ? ParamBuffer(*this, grad_weight, param, l.c, false)
                                : ParamBuffer::scratch(*this, device, param, l.c);
   ParamBuffer gb = grad_bias ? ParamBuffer(*this, grad_bias, param, l.c, false)
                              : ParamBuffer::scratch(*this, device, param, l.c);
-  std::optional<DenseResult> dx;
-  DenseTemp dx_scratch;  // cuDNN always writes dx
+  std::optional<DenseArg> dx;
+  DenseBuffer dx_scratch;  // cuDNN always writes dx
   void* dx_data = nullptr;
   if (grad_in.data) {
     ANVIL_CHECK(grad_in.dtype == dtype, "batch_norm_backward: grad_in dtype ", dtype_name(grad_in.dtype),
                 " differs from input dtype ", dtype_name(dtype));
-    dx.emplace(*this, grad_in);
+    dx.emplace(*this, grad_in, DenseArg::Out);
     dx_data = dx->data();
   }
 
@@ -183,7 +168,7 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
     ParamBuffer w = weight ? ParamBuffer(*this, weight, param, l.c, true)
                            : ParamBuffer(*this, device, param, l.c, 1.0);
     if (!dx_data) {
-      dx_scratch = make_dense_temp(*this, device, dtype, in.shape);
+      dx_scratch = dense_buffer(*this, device, dtype, in.shape);
       dx_data = dx_scratch.view.data;
     }
     cudnnHandle_t handle = cudnn_handle(device, s);
@@ -193,12 +178,12 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
     const CudnnScalars& sc = cudnn_scalars();
     ANVIL_CUDNN_CHECK(cudnnBatchNormalizationBackward(
         handle, CUDNN_BATCHNORM_SPATIAL, sc.one(dtype), sc.zero(dtype), sc.one(dtype), sc.zero(dtype), x_desc,
-        x.data, x_desc, dy.data, x_desc, dx_data, param_desc, w.data(), gw.data(), gb.data(), p.eps, mean.data(),
+        x.data(), x_desc, dy.data(), x_desc, dx_data, param_desc, w.data(), gw.data(), gb.data(), p.eps, mean.data(),
         invstd.data()));
   } else {
     ParamBuffer w(*this, weight, param, l.c, true);  // null data when there is no weight
     batch_norm_eval_backward(dtype, param, dx_data, grad_weight ? gw.data() : nullptr,
-                             grad_bias ? gb.data() : nullptr, dy.data, x.data, w.data(), mean.data(),
+                             grad_bias ? gb.data() : nullptr, dy.data(), x.data(), w.data(), mean.data(),
                              invstd.data(), l.n, l.c, l.s, s);
   }
   gw.write_back();

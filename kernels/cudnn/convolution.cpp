@@ -17,14 +17,13 @@
 
 #include "core/base/determinism.h"
 #include "core/base/error.h"
-#include "kernels/cublas/device_scratch.h"
 #include "kernels/cuda/algo_cache.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/conv2d_im2col.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/scratch.h"
 #include "kernels/cudnn/cudnn_handles.h"
-#include "kernels/cudnn/dense_operands.h"
 #include "kernels/matmul_settings.h"
 #include "kernels/shapes/geometry.h"
 
@@ -158,8 +157,8 @@ void CudaBackend::conv2d(const View& out, const View& in, const View& weight, co
   const int device = out.device_index;
   DeviceGuard guard(device);
   if (out.numel() == 0) return;
-  const DenseOperand x = dense_operand(*this, in, dtype), w = dense_operand(*this, weight, dtype);
-  DenseResult y(*this, out);
+  const DenseArg x(*this, in, dtype, DenseArg::In), w(*this, weight, dtype, DenseArg::In);
+  DenseArg y(*this, out, DenseArg::Out);
   ConvDescriptors d(op, g, dtype);
   cudnnHandle_t handle = cudnn_handle(device, stream(device));
   const AlgoChoice choice = choose(Direction::Forward, op, handle, d, device, dtype, g);
@@ -167,9 +166,9 @@ void CudaBackend::conv2d(const View& out, const View& in, const View& weight, co
   const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo);
   size_t ws_bytes = 0;
   ANVIL_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y, algo, &ws_bytes));
-  DeviceScratch ws(*this, device, ws_bytes);
+  Scratch ws(*this, device, ws_bytes);
   const CudnnScalars& s = cudnn_scalars();
-  ANVIL_CUDNN_CHECK(cudnnConvolutionForward(handle, s.one(dtype), d.x, x.data, d.w, w.data, d.conv, algo, ws.get(),
+  ANVIL_CUDNN_CHECK(cudnnConvolutionForward(handle, s.one(dtype), d.x, x.data(), d.w, w.data(), d.conv, algo, ws.get(),
                                             ws_bytes, s.zero(dtype), d.y, y.data()));
   y.commit();
   if (bias) add_conv_bias(*this, out, *bias);
@@ -189,8 +188,8 @@ void CudaBackend::conv2d_backward_input(const View& grad_in, const View& grad_ou
     fill(grad_in, Scalar(0.0));
     return;
   }
-  const DenseOperand dy = dense_operand(*this, grad_out, dtype), w = dense_operand(*this, weight, dtype);
-  DenseResult dx(*this, grad_in);
+  const DenseArg dy(*this, grad_out, dtype, DenseArg::In), w(*this, weight, dtype, DenseArg::In);
+  DenseArg dx(*this, grad_in, DenseArg::Out);
   ConvDescriptors d(op, g, dtype);
   cudnnHandle_t handle = cudnn_handle(device, stream(device));
   const AlgoChoice choice = choose(Direction::BackwardData, op, handle, d, device, dtype, g);
@@ -198,9 +197,9 @@ void CudaBackend::conv2d_backward_input(const View& grad_in, const View& grad_ou
   const auto algo = static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo);
   size_t ws_bytes = 0;
   ANVIL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d.w, d.y, d.conv, d.x, algo, &ws_bytes));
-  DeviceScratch ws(*this, device, ws_bytes);
+  Scratch ws(*this, device, ws_bytes);
   const CudnnScalars& s = cudnn_scalars();
-  ANVIL_CUDNN_CHECK(cudnnConvolutionBackwardData(handle, s.one(dtype), d.w, w.data, d.y, dy.data, d.conv, algo,
+  ANVIL_CUDNN_CHECK(cudnnConvolutionBackwardData(handle, s.one(dtype), d.w, w.data(), d.y, dy.data(), d.conv, algo,
                                                  ws.get(), ws_bytes, s.zero(dtype), d.x, dx.data()));
   dx.commit();
 }
@@ -219,8 +218,8 @@ void CudaBackend::conv2d_backward_weight(const View& grad_weight, const View& gr
     fill(grad_weight, Scalar(0.0));
     return;
   }
-  const DenseOperand dy = dense_operand(*this, grad_out, dtype), x = dense_operand(*this, in, dtype);
-  DenseResult dw(*this, grad_weight);
+  const DenseArg dy(*this, grad_out, dtype, DenseArg::In), x(*this, in, dtype, DenseArg::In);
+  DenseArg dw(*this, grad_weight, DenseArg::Out);
   ConvDescriptors d(op, g, dtype);
   cudnnHandle_t handle = cudnn_handle(device, stream(device));
   const AlgoChoice choice = choose(Direction::BackwardFilter, op, handle, d, device, dtype, g);
@@ -229,9 +228,9 @@ void CudaBackend::conv2d_backward_weight(const View& grad_weight, const View& gr
   size_t ws_bytes = 0;
   ANVIL_CUDNN_CHECK(
       cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d.x, d.y, d.conv, d.w, algo, &ws_bytes));
-  DeviceScratch ws(*this, device, ws_bytes);
+  Scratch ws(*this, device, ws_bytes);
   const CudnnScalars& s = cudnn_scalars();
-  ANVIL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, s.one(dtype), d.x, x.data, d.y, dy.data, d.conv, algo,
+  ANVIL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, s.one(dtype), d.x, x.data(), d.y, dy.data(), d.conv, algo,
                                                    ws.get(), ws_bytes, s.zero(dtype), d.w, dw.data()));
   dw.commit();
 }

@@ -1,14 +1,15 @@
 // Kernels that complete the cuDNN pooling and batch norm paths; see
 // norm_pool_kernels.h. Each mirrors the CPU kernel's arithmetic (the same
 // window rules, the same accumulation types) so results agree closely.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/block_reduce.cuh"
+#include "kernels/cuda/device/dtype.cuh"
+#include "kernels/cuda/dtype_dispatch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cudnn/norm_pool_kernels.h"
 
@@ -16,40 +17,6 @@ namespace anvil::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-// Loads and stores between storage types and the accumulation type.
-template <typename T> __device__ __forceinline__ double to_double(T v) { return static_cast<double>(v); }
-template <> __device__ __forceinline__ double to_double<__half>(__half v) { return __half2float(v); }
-template <> __device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-template <typename T> __device__ __forceinline__ T from_double(double v) { return static_cast<T>(v); }
-template <> __device__ __forceinline__ __half from_double<__half>(double v) {
-  return __float2half_rn(static_cast<float>(v));
-}
-template <> __device__ __forceinline__ __nv_bfloat16 from_double<__nv_bfloat16>(double v) {
-  return __float2bfloat16_rn(static_cast<float>(v));
-}
-
-// The accumulator the CPU uses for T: float for float/half/bfloat16, double for double.
-template <typename T> struct Acc { using type = float; };
-template <> struct Acc<double> { using type = double; };
-
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(b, 1), 65535 * 16));
-}
-
-template <typename F>
-void dispatch_dtype(const char* op, DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::Float32: f(float{}); return;
-    case DType::Float64: f(double{}); return;
-    case DType::Float16: f(__half{}); return;
-    case DType::BFloat16: f(__nv_bfloat16{}); return;
-    default: fail(op, ": dtype ", dtype_name(dtype), " is not supported on CUDA (floating dtypes only)");
-  }
-}
 
 // ---- pooling ----
 
@@ -80,7 +47,7 @@ __device__ int64_t window_argmax(const T* plane, const PoolShape& g, const Windo
   bool first = true;
   for (int64_t ih = win.h0; ih < win.h1; ++ih) {
     for (int64_t iw = win.w0; iw < win.w1; ++iw) {
-      const double v = to_double(plane[ih * g.w + iw]);
+      const double v = dev::cast<double>(plane[ih * g.w + iw]);
       if (first || v > best || (isnan(v) && !isnan(best))) {
         best = v;
         best_idx = ih * g.w + iw;
@@ -105,8 +72,8 @@ __global__ void pool_forward_kernel(PoolKind kind, T* __restrict__ out, const T*
     } else {
       double sum = 0;
       for (int64_t ih = win.h0; ih < win.h1; ++ih)
-        for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += to_double(plane[ih * g.w + iw]);
-      out[i] = from_double<T>(sum / static_cast<double>(win.divisor));
+        for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += dev::cast<double>(plane[ih * g.w + iw]);
+      out[i] = dev::cast<T>(sum / static_cast<double>(win.divisor));
     }
   }
 }
@@ -122,7 +89,7 @@ __device__ __forceinline__ void covering(int64_t i, int64_t k, int64_t s, int64_
 template <typename T>
 __global__ void pool_backward_kernel(PoolKind kind, T* __restrict__ grad_in, const T* __restrict__ grad_out,
                                      const T* __restrict__ in, PoolShape g) {
-  using A = typename Acc<T>::type;
+  using A = dev::acc_t<T>;
   const int64_t total = g.planes * g.h * g.w;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -139,14 +106,14 @@ __global__ void pool_backward_kernel(PoolKind kind, T* __restrict__ grad_in, con
       for (int64_t ow = ow0; ow < ow1; ++ow) {
         const Window win = window_at(g, oh, ow);
         if (kind == PoolKind::Max) {
-          if (window_argmax(plane, g, win) == here) acc += static_cast<A>(to_double(go[oh * g.wo + ow]));
+          if (window_argmax(plane, g, win) == here) acc += static_cast<A>(dev::cast<double>(go[oh * g.wo + ow]));
         } else {
           // The CPU rounds each share to the storage type's compute type first.
-          acc += static_cast<A>(to_double(go[oh * g.wo + ow]) / static_cast<double>(win.divisor));
+          acc += static_cast<A>(dev::cast<double>(go[oh * g.wo + ow]) / static_cast<double>(win.divisor));
         }
       }
     }
-    grad_in[i] = from_double<T>(static_cast<double>(acc));
+    grad_in[i] = dev::cast<T>(static_cast<double>(acc));
   }
 }
 
@@ -169,21 +136,8 @@ __global__ void bn_eval_grad_input_kernel(T* __restrict__ grad_in, const T* __re
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t ch = (i / s) % c;
     const double k = static_cast<double>(invstd[ch]) * (weight ? static_cast<double>(weight[ch]) : 1.0);
-    grad_in[i] = from_double<T>(k * to_double(grad_out[i]));
+    grad_in[i] = dev::cast<T>(k * dev::cast<double>(grad_out[i]));
   }
-}
-
-// Sum of `v` over the block (kThreads threads), in double, for every thread.
-// `red` is the caller's shared array of kThreads doubles.
-__device__ double block_sum(double v, double* red) {
-  __syncthreads();  // an earlier call's readers are done with red
-  red[threadIdx.x] = v;
-  __syncthreads();
-  for (unsigned stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) red[threadIdx.x] += red[threadIdx.x + stride];
-    __syncthreads();
-  }
-  return red[0];
 }
 
 // Element j of channel ch in a dense [n, c, s] tensor.
@@ -197,18 +151,17 @@ template <typename T, typename P>
 __global__ void bn_grad_params_kernel(P* grad_weight, P* grad_bias, const T* __restrict__ grad_out,
                                       const T* __restrict__ x, const P* __restrict__ mean,
                                       const P* __restrict__ invstd, int64_t n, int64_t c, int64_t s) {
-  __shared__ double red[kThreads];
   const int64_t ch = blockIdx.x;
   const double m = static_cast<double>(mean[ch]);
   double sg = 0, sgx = 0;
   for (int64_t j = threadIdx.x; j < n * s; j += blockDim.x) {
     const int64_t idx = channel_elem(j, ch, c, s);
-    const double gv = to_double(grad_out[idx]);
+    const double gv = dev::cast<double>(grad_out[idx]);
     sg += gv;
-    sgx += gv * (to_double(x[idx]) - m);
+    sgx += gv * (dev::cast<double>(x[idx]) - m);
   }
-  sg = block_sum(sg, red);
-  sgx = block_sum(sgx, red);
+  sg = dev::block_reduce_sum(sg);
+  sgx = dev::block_reduce_sum(sgx);
   if (threadIdx.x == 0) {
     if (grad_weight) grad_weight[ch] = static_cast<P>(sgx * static_cast<double>(invstd[ch]));
     if (grad_bias) grad_bias[ch] = static_cast<P>(sg);
@@ -223,17 +176,16 @@ template <typename T, typename P>
 __global__ void bn_train_stats_kernel(P* save_mean, P* save_invstd, P* running_mean, P* running_var,
                                       const T* __restrict__ x, int64_t n, int64_t c, int64_t s, double momentum,
                                       double eps) {
-  __shared__ double red[kThreads];
   const int64_t ch = blockIdx.x, count = n * s;
   double sum = 0;
-  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) sum += to_double(x[channel_elem(j, ch, c, s)]);
-  const double mean = block_sum(sum, red) / static_cast<double>(count);
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) sum += dev::cast<double>(x[channel_elem(j, ch, c, s)]);
+  const double mean = dev::block_reduce_sum(sum) / static_cast<double>(count);
   double sq = 0;
   for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
-    const double d = to_double(x[channel_elem(j, ch, c, s)]) - mean;
+    const double d = dev::cast<double>(x[channel_elem(j, ch, c, s)]) - mean;
     sq += d * d;
   }
-  const double var = block_sum(sq, red) / static_cast<double>(count);
+  const double var = dev::block_reduce_sum(sq) / static_cast<double>(count);
   if (threadIdx.x == 0) {
     save_mean[ch] = static_cast<P>(mean);
     save_invstd[ch] = static_cast<P>(1.0 / sqrt(var + eps));
@@ -252,13 +204,13 @@ template <typename T, typename P>
 __global__ void bn_apply_kernel(T* __restrict__ out, const T* __restrict__ x, const P* __restrict__ mean,
                                 const P* __restrict__ invstd, const P* __restrict__ weight,
                                 const P* __restrict__ bias, int64_t c, int64_t s, int64_t total) {
-  using C = typename Acc<T>::type;
+  using C = dev::acc_t<T>;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t ch = (i / s) % c;
     const double w = weight ? static_cast<double>(weight[ch]) : 1.0, b = bias ? static_cast<double>(bias[ch]) : 0.0;
     const C m = static_cast<C>(mean[ch]), scale = static_cast<C>(static_cast<double>(invstd[ch]) * w);
-    out[i] = from_double<T>(static_cast<double>((static_cast<C>(to_double(x[i])) - m) * scale + static_cast<C>(b)));
+    out[i] = dev::cast<T>(static_cast<double>((static_cast<C>(dev::cast<double>(x[i])) - m) * scale + static_cast<C>(b)));
   }
 }
 
@@ -271,7 +223,7 @@ __global__ void bn_train_grad_input_kernel(T* __restrict__ grad_in, const T* __r
                                            const P* __restrict__ mean, const P* __restrict__ invstd,
                                            const P* __restrict__ sum_g, const P* __restrict__ sum_g_xhat, int64_t c,
                                            int64_t s, int64_t count, int64_t total) {
-  using C = typename Acc<T>::type;
+  using C = dev::acc_t<T>;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t ch = (i / s) % c;
@@ -279,8 +231,8 @@ __global__ void bn_train_grad_input_kernel(T* __restrict__ grad_in, const T* __r
     const double k = inv * (weight ? static_cast<double>(weight[ch]) : 1.0);
     const C kt = static_cast<C>(k), shift = static_cast<C>(-k * static_cast<double>(sum_g[ch]) / count);
     const C slope = static_cast<C>(-k * inv * static_cast<double>(sum_g_xhat[ch]) / count);
-    const C xc = static_cast<C>(to_double(x[i])) - static_cast<C>(mean[ch]);
-    grad_in[i] = from_double<T>(static_cast<double>(kt * static_cast<C>(to_double(grad_out[i])) + shift + slope * xc));
+    const C xc = static_cast<C>(dev::cast<double>(x[i])) - static_cast<C>(mean[ch]);
+    grad_in[i] = dev::cast<T>(static_cast<double>(kt * static_cast<C>(dev::cast<double>(grad_out[i])) + shift + slope * xc));
   }
 }
 
@@ -296,9 +248,9 @@ void pool_forward_dense(PoolKind kind, DType dtype, void* out, const void* in, c
                         cudaStream_t stream) {
   const int64_t total = g.planes * g.ho * g.wo;
   if (total == 0) return;
-  dispatch_dtype("pool2d", dtype, [&](auto tag) {
+  visit_floating_device_dtype("pool2d", dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch_kernel(pool_forward_kernel<T>, blocks_for(total), kThreads, 0, stream)(kind, static_cast<T*>(out),
+    launch_kernel(pool_forward_kernel<T>, capped_blocks(total, kThreads), kThreads, 0, stream)(kind, static_cast<T*>(out),
                                                                                   static_cast<const T*>(in), g);
     ANVIL_CUDA_CHECK_LAUNCH("pool_forward_kernel");
   });
@@ -308,9 +260,9 @@ void pool_backward_dense(PoolKind kind, DType dtype, void* grad_in, const void* 
                          const PoolShape& g, cudaStream_t stream) {
   const int64_t total = g.planes * g.h * g.w;
   if (total == 0) return;
-  dispatch_dtype("pool2d_backward", dtype, [&](auto tag) {
+  visit_floating_device_dtype("pool2d_backward", dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch_kernel(pool_backward_kernel<T>, blocks_for(total), kThreads, 0, stream)(
+    launch_kernel(pool_backward_kernel<T>, capped_blocks(total, kThreads), kThreads, 0, stream)(
         kind, static_cast<T*>(grad_in), static_cast<const T*>(grad_out), static_cast<const T*>(in), g);
     ANVIL_CUDA_CHECK_LAUNCH("pool_backward_kernel");
   });
@@ -320,11 +272,11 @@ void batch_norm_eval_stats(DType param, void* save_mean, void* save_invstd, cons
                            const void* running_var, int64_t c, double eps, cudaStream_t stream) {
   if (c == 0) return;
   if (param == DType::Float64) {
-    launch_kernel(bn_eval_stats_kernel<double>, blocks_for(c), kThreads, 0, stream)(
+    launch_kernel(bn_eval_stats_kernel<double>, capped_blocks(c, kThreads), kThreads, 0, stream)(
         static_cast<double*>(save_mean), static_cast<double*>(save_invstd), static_cast<const double*>(running_mean),
         static_cast<const double*>(running_var), c, eps);
   } else {
-    launch_kernel(bn_eval_stats_kernel<float>, blocks_for(c), kThreads, 0, stream)(
+    launch_kernel(bn_eval_stats_kernel<float>, capped_blocks(c, kThreads), kThreads, 0, stream)(
         static_cast<float*>(save_mean), static_cast<float*>(save_invstd), static_cast<const float*>(running_mean),
         static_cast<const float*>(running_var), c, eps);
   }
@@ -334,13 +286,13 @@ void batch_norm_eval_stats(DType param, void* save_mean, void* save_invstd, cons
 void batch_norm_eval_backward(DType dtype, DType param, void* grad_in, void* grad_weight, void* grad_bias,
                               const void* grad_out, const void* x, const void* weight, const void* mean,
                               const void* invstd, int64_t n, int64_t c, int64_t s, cudaStream_t stream) {
-  dispatch_dtype("batch_norm_backward", dtype, [&](auto tag) {
+  visit_floating_device_dtype("batch_norm_backward", dtype, [&](auto tag) {
     using T = decltype(tag);
     auto run = [&](auto ptag) {
       using P = decltype(ptag);
       const int64_t total = n * c * s;
       if (grad_in && total > 0) {
-        launch_kernel(bn_eval_grad_input_kernel<T, P>, blocks_for(total), kThreads, 0, stream)(
+        launch_kernel(bn_eval_grad_input_kernel<T, P>, capped_blocks(total, kThreads), kThreads, 0, stream)(
             static_cast<T*>(grad_in), static_cast<const T*>(grad_out), static_cast<const P*>(weight),
             static_cast<const P*>(invstd), c, s, total);
         ANVIL_CUDA_CHECK_LAUNCH("bn_eval_grad_input_kernel");
@@ -360,7 +312,7 @@ void batch_norm_train_stats(DType dtype, DType param, void* save_mean, void* sav
                             void* running_var, const void* x, int64_t n, int64_t c, int64_t s, double momentum,
                             double eps, cudaStream_t stream) {
   if (c == 0) return;
-  dispatch_dtype("batch_norm", dtype, [&](auto tag) {
+  visit_floating_device_dtype("batch_norm", dtype, [&](auto tag) {
     using T = decltype(tag);
     dispatch_param(param, [&](auto ptag) {
       using P = decltype(ptag);
@@ -376,11 +328,11 @@ void batch_norm_apply(DType dtype, DType param, void* out, const void* x, const 
                       const void* weight, const void* bias, int64_t n, int64_t c, int64_t s, cudaStream_t stream) {
   const int64_t total = n * c * s;
   if (total == 0) return;
-  dispatch_dtype("batch_norm", dtype, [&](auto tag) {
+  visit_floating_device_dtype("batch_norm", dtype, [&](auto tag) {
     using T = decltype(tag);
     dispatch_param(param, [&](auto ptag) {
       using P = decltype(ptag);
-      launch_kernel(bn_apply_kernel<T, P>, blocks_for(total), kThreads, 0, stream)(
+      launch_kernel(bn_apply_kernel<T, P>, capped_blocks(total, kThreads), kThreads, 0, stream)(
           static_cast<T*>(out), static_cast<const T*>(x), static_cast<const P*>(mean),
           static_cast<const P*>(invstd), static_cast<const P*>(weight), static_cast<const P*>(bias), c, s, total);
       ANVIL_CUDA_CHECK_LAUNCH("bn_apply_kernel");
@@ -392,7 +344,7 @@ void batch_norm_train_backward(DType dtype, DType param, void* grad_in, void* su
                                const void* grad_out, const void* x, const void* weight, const void* mean,
                                const void* invstd, int64_t n, int64_t c, int64_t s, cudaStream_t stream) {
   if (c == 0) return;
-  dispatch_dtype("batch_norm_backward", dtype, [&](auto tag) {
+  visit_floating_device_dtype("batch_norm_backward", dtype, [&](auto tag) {
     using T = decltype(tag);
     dispatch_param(param, [&](auto ptag) {
       using P = decltype(ptag);
@@ -402,7 +354,7 @@ void batch_norm_train_backward(DType dtype, DType param, void* grad_in, void* su
       ANVIL_CUDA_CHECK_LAUNCH("bn_grad_params_kernel");
       const int64_t total = n * c * s;
       if (!grad_in || total == 0) return;
-      launch_kernel(bn_train_grad_input_kernel<T, P>, blocks_for(total), kThreads, 0, stream)(
+      launch_kernel(bn_train_grad_input_kernel<T, P>, capped_blocks(total, kThreads), kThreads, 0, stream)(
           static_cast<T*>(grad_in), static_cast<const T*>(grad_out), static_cast<const T*>(x),
           static_cast<const P*>(weight), static_cast<const P*>(mean), static_cast<const P*>(invstd),
           static_cast<const P*>(sum_g), static_cast<const P*>(sum_g_xhat), c, s, n * s, total);

@@ -10,12 +10,14 @@
 // cuDNN's max-pool backward does not promise the CPU's tie rule (the first
 // maximum of each window gets the whole gradient), and ties are common
 // (windows of ReLU zeros), so CPU and CUDA gradients would differ there.
+#include <optional>
+
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/scratch.h"
 #include "kernels/cudnn/cudnn_handles.h"
-#include "kernels/cudnn/dense_operands.h"
 #include "kernels/cudnn/norm_pool_kernels.h"
 
 namespace anvil::cuda {
@@ -70,12 +72,12 @@ void CudaBackend::pool2d(PoolKind kind, const View& out, const View& in, const P
   const int device = out.device_index;
   DeviceGuard guard(device);
   if (out.numel() == 0) return;
-  const DenseOperand x = dense_operand(*this, in, dtype);
-  DenseResult y(*this, out);
+  const DenseArg x(*this, in, dtype, DenseArg::In);
+  DenseArg y(*this, out, DenseArg::Out);
   if (cudnn_covers(g, dtype)) {
-    cudnn_pool_forward(cudnn_handle(device, stream(device)), kind, dtype, y.data(), x.data, g);
+    cudnn_pool_forward(cudnn_handle(device, stream(device)), kind, dtype, y.data(), x.data(), g);
   } else {
-    pool_forward_dense(kind, dtype, y.data(), x.data, g, stream(device));
+    pool_forward_dense(kind, dtype, y.data(), x.data(), g, stream(device));
   }
   y.commit();
 }
@@ -95,11 +97,11 @@ void CudaBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View
     fill(grad_in, Scalar(0.0));
     return;
   }
-  const DenseOperand dy = dense_operand(*this, grad_out, dtype);
-  DenseOperand x;
-  if (kind == PoolKind::Max) x = dense_operand(*this, in, dtype);
-  DenseResult dx(*this, grad_in);
-  pool_backward_dense(kind, dtype, dx.data(), dy.data, x.data, g, stream(device));
+  const DenseArg dy(*this, grad_out, dtype, DenseArg::In);
+  std::optional<DenseArg> x;  // max pooling's backward reads the input
+  if (kind == PoolKind::Max) x.emplace(*this, in, dtype, DenseArg::In);
+  DenseArg dx(*this, grad_in, DenseArg::Out);
+  pool_backward_dense(kind, dtype, dx.data(), dy.data(), x ? x->data() : nullptr, g, stream(device));
   dx.commit();
 }
 

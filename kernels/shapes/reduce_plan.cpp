@@ -7,8 +7,6 @@
 namespace anvil::shapes {
 namespace {
 
-bool is_arg(ReduceOp op) { return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin; }
-
 std::vector<ReduceDim> sort_and_coalesce(std::vector<ReduceDim> dims) {
   std::stable_sort(dims.begin(), dims.end(),
                    [](const ReduceDim& a, const ReduceDim& b) { return a.in_stride < b.in_stride; });
@@ -28,13 +26,13 @@ std::vector<ReduceDim> sort_and_coalesce(std::vector<ReduceDim> dims) {
 
 }  // namespace
 
-const char* op_name(ReduceOp op) {
-  static constexpr const char* names[] = {"sum", "mean", "max", "min", "prod", "var", "norm", "argmax", "argmin"};
-  return names[static_cast<int>(op)];
-}
+const char* op_name(ReduceOp op) { return ops::reduce_info(op).name; }
 
 void check_reduce(ReduceOp op, const View& out, const View& in) {
-  const char* name = op_name(op);
+  const ops::ReduceInfo& info = ops::reduce_info(op);
+  const char* name = info.name;
+  ANVIL_CHECK(ops::reduce_accepts(op, in.dtype), name, ": not supported for dtype ", in.dtype,
+              " (floating dtypes only)");
   ANVIL_CHECK(out.dim() == in.dim(), name, ": output rank ", out.dim(), " differs from input rank ", in.dim(),
               " (reduced dims keep size 1)");
   int reduced_dims = 0;
@@ -43,11 +41,11 @@ void check_reduce(ReduceOp op, const View& out, const View& in) {
                 " does not match input shape ", in.shape, " at dim ", d);
     reduced_dims += out.shape[d] == 1 && in.shape[d] != 1;
   }
-  if (is_arg(op)) {
+  if (info.one_dim)
     ANVIL_CHECK(reduced_dims <= 1, name, ": reduces exactly one dim; output shape ", out.shape, " for input shape ",
                 in.shape, " reduces ", reduced_dims);
+  if (info.result == ReduceResult::Index)
     ANVIL_CHECK(out.dtype == kInt64, name, ": output dtype must be int64, got ", out.dtype);
-  }
 }
 
 ReducePlan::ReducePlan(const View& out, const View& in) {
@@ -65,7 +63,7 @@ ReducePlan::ReducePlan(const View& out, const View& in) {
 
 void check_reduce_not_empty(ReduceOp op, const ReducePlan& plan, const Shape& in) {
   if (plan.n_red == 0)
-    ANVIL_CHECK(op != ReduceOp::Max && op != ReduceOp::Min && !is_arg(op), op_name(op),
+    ANVIL_CHECK(ops::reduce_info(op).empty != ReduceEmpty::NoIdentity, op_name(op),
                 ": cannot reduce over an empty dimension (input shape ", in, ")");
 }
 

@@ -8,10 +8,11 @@
 
 namespace anvil::shapes {
 
-const char* op_name(ReduceOp op);  // "sum", "mean", ...
+const char* op_name(ReduceOp op);  // "sum", "mean", ... (from kernels/ops/reduce_ops.h)
 
-// out keeps in's rank, each dim either in's size or 1 (reduced); argmax and
-// argmin reduce at most one dim into an int64 output.
+// in's dtype is one the op accepts; out keeps in's rank, each dim either in's
+// size or 1 (reduced); argmax and argmin reduce at most one dim into an int64
+// output.
 void check_reduce(ReduceOp op, const View& out, const View& in);
 
 struct ReduceDim {

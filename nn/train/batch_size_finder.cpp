@@ -3,7 +3,6 @@
 #include <string_view>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
 
 namespace anvil::nn::train {
 
@@ -50,15 +49,14 @@ int64_t find_max_batch_size(const TryBatch& try_batch, Device device, BatchSizeS
   ANVIL_CHECK(options.start >= 1 && options.max >= options.start,
               "find_max_batch_size: need 1 <= start <= max, got start ", options.start, " and max ", options.max);
   if (device.is_cpu()) return options.max;  // see the header: a host OOM cannot be caught
-  Allocator& allocator = backend_for(device).allocator(device.index);
   auto release = [&] {
-    backend_for(device).synchronize(device.index);
-    allocator.empty_cache();
+    synchronize(device);
+    empty_cache(device);
   };
   const int64_t found = search_max_batch_size(
       [&](int64_t b) {
         try_batch(b);
-        backend_for(device).synchronize(device.index);  // asynchronous failures surface here
+        synchronize(device);  // asynchronous failures surface here
       },
       options, release);
   release();

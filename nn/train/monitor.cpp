@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/base/error.h"
-#include "kernels/backend.h"
+#include "core/memory.h"
 #include "kernels/cpu_info.h"
 
 namespace anvil::nn::train {
@@ -60,12 +60,10 @@ Monitor::Monitor(MonitorContext context, MonitorOptions options) : context_(cont
 Monitor::~Monitor() { stop(); }
 
 void Monitor::start() {
-  if (has_backend(context_.device.type)) {
-    try {
-      backend_for(context_.device).allocator(context_.device.index).reset_peak_stats();
-    } catch (const Error&) {
-      // No allocator for this index: the report says memory is unknown.
-    }
+  try {
+    reset_peak_memory_stats(context_.device);
+  } catch (const Error&) {
+    // No backend or no allocator for this device: the report says memory is unknown.
   }
   totals_ = MonitorSummary{};
   start_ = std::chrono::steady_clock::now();
@@ -95,9 +93,8 @@ void Monitor::add_step(const StepTimes& t) {
 void Monitor::add_validation(double seconds) { totals_.validation_s += seconds; }
 
 std::optional<MemoryStats> Monitor::memory_stats() const {
-  if (!has_backend(context_.device.type)) return std::nullopt;
   try {
-    return backend_for(context_.device).allocator(context_.device.index).stats();
+    return anvil::memory_stats(context_.device);
   } catch (const Error&) {
     return std::nullopt;
   }

@@ -1,14 +1,13 @@
 #pragma once
 // anvil::cuda::kit, the small device helpers of the row-wise and indexing
 // kernels (softmax, layer_norm, cross_entropy, random, indexing, optim): short names for the shared conversions and
-// reductions, and the offset calculator of the strided kernels whose
-// operands have different shapes (gather/scatter, any-rank fallbacks).
+// reductions. Strided operands use dev::OffsetCalculator
+// (device/offset_calculator.cuh, filled by kernels/cuda/strided_offsets.h).
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/cuda/device/block_reduce.cuh"
 #include "kernels/cuda/device/dtype.cuh"
-#include "kernels/cuda/device/offset_calculator.cuh"
 
 namespace anvil::cuda::kit {
 
@@ -23,12 +22,5 @@ template <typename C> __device__ __forceinline__ C warp_max(C v) { return dev::w
 // Whole-block reductions (see block_reduce.cuh for the calling rules).
 template <typename C> __device__ __forceinline__ C block_sum(C v) { return dev::block_reduce_sum(v); }
 template <typename C> __device__ __forceinline__ C block_max(C v) { return dev::block_reduce_max(v); }
-
-// Element offsets of N strided tensors walked in the row-major order of one
-// shape: the one offset calculator of the CUDA backend (up to dev::kMaxDims =
-// 12 dims, 32-bit division when the index fits), filled by make_offsets
-// (dense_arg.h).
-template <int N>
-using Offsets = dev::OffsetCalculator<N>;
 
 }  // namespace anvil::cuda::kit
