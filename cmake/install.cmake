@@ -1,8 +1,9 @@
 # Installs anvil so that another CMake project can write
 #   find_package(anvil REQUIRED)
 #   target_link_libraries(app PRIVATE anvil::anvil)
-# Libraries are static, so their link dependencies (OpenMP, BLAS, zlib, CUDA)
-# travel in the exported targets and anvilConfig.cmake finds them again.
+# The libraries' link dependencies (OpenMP, BLAS, zlib, Gloo, CUDA) travel in
+# the exported targets and anvilConfig.cmake finds them again; static (the
+# default) and shared builds (BUILD_SHARED_LIBS=ON) export the same way.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
