@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ./test.sh             build into build/ (Release, CUDA when available) and
 #                       run every test; CUDA tests skip themselves without a GPU.
-# ./test.sh --sanitize  build into build-sanitize/ with ASan + UBSan (CPU only)
-#                       and run the tests labelled cpu.
+# ./test.sh --sanitize  build into build-sanitize/ with ASan + UBSan (CPU only,
+#                       shared libraries) and run the tests labelled cpu.
 # ./test.sh --emulated-gpu  build into build-emulated/ with the CUDA kernels on
 #                       the emulated GPU (kernels/cuda/emulator) and run there,
 #                       every checker on: the tests labelled cuda (kernels, and
@@ -40,9 +40,11 @@ elif [ "$mode" = emulated ]; then
   ctest --test-dir build-emulated --output-on-failure -j2 -R '^(core|nn|distributed)\.' "$@"
 else
   # -O1 is what the sanitizer docs recommend: close to Debug's stack traces,
-  # several times faster to run. No NDEBUG, so asserts stay on.
+  # several times faster to run. No NDEBUG, so asserts stay on. Shared
+  # libraries: the plain build covers the static ones, this tree the shared
+  # ones (install_consumer runs in both) without a build of its own.
   scripts/build.sh build-sanitize \
-    -DANVIL_SANITIZE=ON -DANVIL_CUDA=OFF -DANVIL_BUILD_BENCH=OFF \
+    -DANVIL_SANITIZE=ON -DANVIL_CUDA=OFF -DANVIL_BUILD_BENCH=OFF -DBUILD_SHARED_LIBS=ON \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1}

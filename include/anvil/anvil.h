@@ -1,10 +1,17 @@
 #pragma once
 // The one header a user includes: #include <anvil/anvil.h>
-// Tensors, every op family, factories, random numbers and autograd, what the
+// Tensors, every op family, factories, random numbers and autograd (with
+// gradient checkpointing), the deterministic-algorithms switch, what the
 // machine offers (anvil::cpu_capability(), anvil::cuda::is_available()), the
 // nn layer and the distributed layer.
+//
+// It is also the definition of the public API: the headers it reaches are
+// the ones `cmake --install` installs (cmake/public_headers.cmake), and any
+// of them may be included on its own ("nn/module.h", "distributed/ddp.h").
+#include "core/autograd/checkpoint.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
+#include "core/base/determinism.h"
 #include "core/ops.h"
 #include "distributed/distributed.h"
 #include "kernels/cpu_info.h"
