@@ -1,5 +1,5 @@
-// Sum-shaped reductions (sum, mean, finite p-norms: one SumReduce<T> per
-// dtype with the mode set at launch) and prod. Mean and norms are floating
+// Sum-shaped reductions (sum and mean: one SumReduce<T> per dtype with the
+// mode set at launch; finite p-norms: one NormReduce<T>, in double) and prod. Mean and norms are floating
 // only (check_reduce has said so before this runs).
 #include <cmath>
 #include <type_traits>
@@ -21,10 +21,11 @@ void reduce_sum_family(ReduceOp op, const Plan& plan, const View& out, const Vie
     } else {
       if (op == ReduceOp::Mean) return run_reduce<T>(dev::sum_reduce<T>(dev::SumMode::Mean), plan, out, in, l);
       ANVIL_CHECK(op == ReduceOp::Norm, "reduce: ", op_name(op), " is not a sum-shaped reduction");
-      if (p.p == 2) return run_reduce<T>(dev::sum_reduce<T>(dev::SumMode::SquareSqrt), plan, out, in, l);
-      if (p.p == 1) return run_reduce<T>(dev::sum_reduce<T>(dev::SumMode::AbsSum), plan, out, in, l);
-      if (p.p == 0) return run_reduce<T>(dev::sum_reduce<T>(dev::SumMode::NonZero), plan, out, in, l);
-      return run_reduce<T>(dev::sum_reduce<T>(dev::SumMode::PowRoot, p.p), plan, out, in, l);
+      const dev::SumMode mode = p.p == 2   ? dev::SumMode::SquareSqrt
+                                : p.p == 1 ? dev::SumMode::AbsSum
+                                : p.p == 0 ? dev::SumMode::NonZero
+                                           : dev::SumMode::PowRoot;
+      return run_reduce<T>(dev::norm_reduce<T>(mode, p.p), plan, out, in, l);
     }
   });
 }

@@ -82,6 +82,10 @@ template <class C>
 ANVIL_HD bool isnan(C x) {
   return x != x;  // false for integers
 }
+template <class C>
+ANVIL_HD bool isinf(C x) {
+  return x == x && (x - x) != (x - x);  // inf - inf is NaN; false for integers and NaN
+}
 
 // NaN-propagating max and min, as torch.maximum: a NaN on either side wins.
 template <class C>

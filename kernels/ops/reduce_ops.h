@@ -134,6 +134,7 @@ ANVIL_HD A sum_finish(A s, int64_t n, A p) {
 // The sum-shaped accumulator with its mode known at compile time (the CPU's).
 template <class A, SumMode M>
 struct Sum {
+  using Value = A;  // what lift takes (the backend converts stored values to it)
   using Acc = A;
   A p = A(2);  // PowRoot only
   ANVIL_HD A identity() const { return A(0); }
@@ -145,6 +146,7 @@ struct Sum {
 // The same with the mode chosen at run time (the CUDA kernels').
 template <class A>
 struct SumAnyMode {
+  using Value = A;
   using Acc = A;
   SumMode mode = SumMode::Sum;
   A p = A(2);
@@ -171,6 +173,7 @@ struct SumAnyMode {
 
 template <class A>
 struct Product {
+  using Value = A;
   using Acc = A;
   ANVIL_HD A identity() const { return A(1); }
   ANVIL_HD A lift(A v, int64_t = 0) const { return v; }
@@ -183,6 +186,7 @@ struct Product {
 // the backend because numeric_limits is host-only.
 template <class A, bool kMax>
 struct Extreme {
+  using Value = A;
   using Acc = A;
   A lowest, highest;
   bool abs = false;
@@ -215,12 +219,19 @@ struct Moments {
     const int64_t n = a.n + b.n;
     const A delta = b.mean - a.mean;
     const A frac_b = static_cast<A>(b.n) / static_cast<A>(n);
-    return Moments{a.mean + delta * frac_b, a.m2 + b.m2 + delta * delta * static_cast<A>(a.n) * frac_b, n};
+    const A m2 = a.m2 + b.m2 + delta * delta * static_cast<A>(a.n) * frac_b;
+    // Finite means further apart than A's range: the spread is infinite, but
+    // the mean (a weighted average) is not; a.mean + inf * frac_b would make
+    // it infinite and a later merge NaN (inf - inf).
+    if (math::isinf(delta) && !math::isinf(a.mean) && !math::isinf(b.mean))
+      return Moments{a.mean * (A(1) - frac_b) + b.mean * frac_b, m2, n};
+    return Moments{a.mean + delta * frac_b, m2, n};
   }
 };
 
 template <class A>
 struct Variance {
+  using Value = A;
   using Acc = Moments<A>;
   int64_t correction = 1;
   ANVIL_HD Acc identity() const { return Acc::empty(); }
@@ -243,6 +254,7 @@ struct ArgAcc {
 
 template <class V, bool kMax>
 struct ArgExtreme {
+  using Value = V;
   using Acc = ArgAcc<V>;
   ANVIL_HD Acc identity() const { return Acc{V(0), -1}; }
   ANVIL_HD Acc lift(V v, int64_t index) const { return Acc{v, index}; }

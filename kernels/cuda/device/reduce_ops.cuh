@@ -15,13 +15,19 @@ namespace anvil::cuda::dev {
 
 using ops::reduce::SumMode;
 
-// Reducer R with lift taking storage type T (converted to acc_t<T> first).
+// Reducer R with lift taking storage type T (converted to R's value type first).
 template <typename T, typename R>
 struct OnStorage : R {
-  __device__ __forceinline__ auto lift(T x, int64_t index) const { return R::lift(cast<acc_t<T>>(x), index); }
+  __device__ __forceinline__ auto lift(T x, int64_t index) const {
+    return R::lift(cast<typename R::Value>(x), index);
+  }
 };
 
 template <typename T> using SumReduce = OnStorage<T, ops::reduce::SumAnyMode<acc_t<T>>>;
+// p-norms accumulate in double for every floating dtype: squares (and cubes)
+// of large float32 values leave float's range while the norm itself does not
+// (the CPU's answer), and a memory-bound reduction does not feel the wider type.
+template <typename T> using NormReduce = OnStorage<T, ops::reduce::SumAnyMode<double>>;
 template <typename T> using ProdReduce = OnStorage<T, ops::reduce::Product<acc_t<T>>>;
 template <typename T, bool kMax> using ExtremeReduce = OnStorage<T, ops::reduce::Extreme<acc_t<T>, kMax>>;
 template <typename T> using VarReduce = OnStorage<T, ops::reduce::Variance<acc_t<T>>>;
@@ -29,10 +35,17 @@ template <typename T, bool kMax> using ArgReduce = OnStorage<T, ops::reduce::Arg
 
 // Host-side constructors.
 template <typename T>
-SumReduce<T> sum_reduce(SumMode mode, double p = 2.0) {
+SumReduce<T> sum_reduce(SumMode mode) {
   SumReduce<T> r;
   r.mode = mode;
-  r.p = static_cast<acc_t<T>>(p);
+  return r;
+}
+
+template <typename T>
+NormReduce<T> norm_reduce(SumMode mode, double p) {
+  NormReduce<T> r;
+  r.mode = mode;
+  r.p = p;
   return r;
 }
 

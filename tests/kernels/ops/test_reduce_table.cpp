@@ -197,5 +197,23 @@ TEST(ReduceOpTable, ResultDtypesAndEmptySlicesFollowTheTable) {
   EXPECT_EQ(norm(none, 2.0, {0}).to_vector<float>(), (std::vector<float>{0, 0, 0}));
 }
 
+// Chan's merge of two finite means whose difference overflows: the variance
+// is infinite, the mean finite, and further merges must not turn it into NaN.
+TEST(ReduceOpTable, VarianceBeyondTheRangeIsInfiniteNotNaN) {
+  for (bool float32 : {false, true}) {
+    const double big = float32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+    auto run = [&](auto zero) {
+      using A = decltype(zero);
+      const ops::reduce::Variance<A> var;
+      auto acc = var.identity();
+      for (double x : {big, -big, 0.5, 1.5, -2.5}) acc = var.combine(acc, var.lift(static_cast<A>(x)));
+      EXPECT_FALSE(std::isnan(acc.mean)) << (float32 ? "float" : "double");
+      EXPECT_TRUE(std::isinf(var.finish(acc, 5))) << (float32 ? "float" : "double");
+    };
+    if (float32) run(0.0f);
+    else run(0.0);
+  }
+}
+
 }  // namespace
 }  // namespace anvil
