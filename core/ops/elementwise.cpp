@@ -42,9 +42,22 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
 
 namespace {
 
+// The bitwise rows' bits mean nothing on a float: refuse one by name
+// instead of converting it (as the Floating rows convert integers).
+void check_integral_domain(const ops::OpInfo& info, const Tensor& a, const Tensor& b = {}) {
+  if (info.domain != ops::Domain::Integral) return;
+  if (!b.defined()) {
+    ANVIL_CHECK(!is_floating(a.dtype()), info.name, ": expected an integer or bool tensor, got ", detail::describe(a));
+    return;
+  }
+  ANVIL_CHECK(!is_floating(a.dtype()) && !is_floating(b.dtype()), info.name,
+              ": expected integer or bool tensors, got ", detail::describe(a), " and ", detail::describe(b));
+}
+
 // Runs a unary kernel; integer inputs of float-only ops compute in float32.
 Tensor unary_kernel(UnaryOp op, const Tensor& x, const UnaryParams& p = {}) {
   const ops::OpInfo& info = ops::unary_info(op);
+  check_integral_domain(info, x);
   const bool float_only = info.domain == ops::Domain::Floating;
   Tensor in = float_only && !is_floating(x.dtype()) ? x.detach().to(kFloat32) : x;
   DType out_dtype = info.result == ops::Result::Bool ? kBool : in.dtype();
@@ -72,6 +85,7 @@ Tensor binary_kernel(const char* name, BinaryOp op, const Tensor& a, const Tenso
   detail::check_defined(name, a, "first operand");
   detail::check_defined(name, b, "second operand");
   detail::check_same_device(name, {a, b});
+  check_integral_domain(ops::binary_info(op), a, b);
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   DType compute = result_type(a, b);
   if (op == BinaryOp::Div && !is_floating(compute)) compute = kFloat32;  // true division
@@ -173,10 +187,10 @@ ANVIL_UNARY_GRADIENT(Round) { return zeros_like(g); }
 
 #undef ANVIL_UNARY_GRADIENT
 
-// The entry point of a Plain row: bool results carry no gradient.
-template <UnaryOp op, ops::Result result>
+// The entry point of a Plain row: bool results and integer-only rows carry no gradient.
+template <UnaryOp op>
 Tensor unary_entry(const char* name, const Tensor& x) {
-  if constexpr (result == ops::Result::Bool) {
+  if constexpr (!ops::differentiable(ops::unary_info(op))) {
     detail::check_defined(name, x, "input");
     return unary_kernel(op, x);
   } else {
@@ -188,10 +202,10 @@ Tensor unary_entry(const char* name, const Tensor& x) {
 
 }  // namespace
 
-#define ANVIL_DEFINE_UNARY(Enum, function, domain, result, api) ANVIL_DEFINE_UNARY_##api(Enum, function, result)
-#define ANVIL_DEFINE_UNARY_Plain(Enum, function, result) \
-  Tensor function(const Tensor& x) { return unary_entry<UnaryOp::Enum, ops::Result::result>(#function, x); }
-#define ANVIL_DEFINE_UNARY_Custom(Enum, function, result)
+#define ANVIL_DEFINE_UNARY(Enum, function, domain, result, api) ANVIL_DEFINE_UNARY_##api(Enum, function)
+#define ANVIL_DEFINE_UNARY_Plain(Enum, function) \
+  Tensor function(const Tensor& x) { return unary_entry<UnaryOp::Enum>(#function, x); }
+#define ANVIL_DEFINE_UNARY_Custom(Enum, function)
 ANVIL_UNARY_OPS(ANVIL_DEFINE_UNARY)
 #undef ANVIL_DEFINE_UNARY
 #undef ANVIL_DEFINE_UNARY_Plain
@@ -346,6 +360,19 @@ Tensor gt(const Tensor& a, const Scalar& b) { return gt(a, wrap(a, b)); }
 Tensor ge(const Tensor& a, const Scalar& b) { return ge(a, wrap(a, b)); }
 Tensor logical_and(const Tensor& a, const Tensor& b) { return binary_kernel("logical_and", BinaryOp::LogicalAnd, a, b); }
 Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_kernel("logical_or", BinaryOp::LogicalOr, a, b); }
+
+// --- bitwise (integers and bool; no gradient) ---
+
+Tensor bitwise_and(const Tensor& a, const Tensor& b) {
+  return binary_kernel("bitwise_and", BinaryOp::BitwiseAnd, a, b);
+}
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return binary_kernel("bitwise_or", BinaryOp::BitwiseOr, a, b); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) {
+  return binary_kernel("bitwise_xor", BinaryOp::BitwiseXor, a, b);
+}
+Tensor bitwise_and(const Tensor& a, const Scalar& b) { return bitwise_and(a, wrap(a, b)); }
+Tensor bitwise_or(const Tensor& a, const Scalar& b) { return bitwise_or(a, wrap(a, b)); }
+Tensor bitwise_xor(const Tensor& a, const Scalar& b) { return bitwise_xor(a, wrap(a, b)); }
 
 // --- selection ---
 

@@ -8,7 +8,8 @@ namespace anvil {
 // One function per Plain row of the unary op table (kernels/ops/unary_ops.h):
 // neg, abs, exp, expm1, log, log1p, sqrt, rsqrt, sin, cos, tanh, sigmoid,
 // relu, silu, erf, sign, reciprocal, square, floor, ceil, round (half to
-// even), isnan and logical_not (bool results), each `Tensor f(const Tensor& x)`,
+// even), isnan and logical_not (bool results), bitwise_not (integers and bool
+// only; on bool the logical not), each `Tensor f(const Tensor& x)`,
 // differentiable where the result is floating.
 #define ANVIL_DECLARE_UNARY(Enum, function, domain, result, api) ANVIL_DECLARE_UNARY_##api(function)
 #define ANVIL_DECLARE_UNARY_Plain(function) Tensor function(const Tensor& x);
@@ -51,6 +52,15 @@ Tensor gt(const Tensor& a, const Scalar& b);
 Tensor ge(const Tensor& a, const Scalar& b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
+
+// Integer and bool tensors only (a floating operand is an error); on bool
+// they are the logical ops. bitwise_not is a row of the unary table above.
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_and(const Tensor& a, const Scalar& b);
+Tensor bitwise_or(const Tensor& a, const Scalar& b);
+Tensor bitwise_xor(const Tensor& a, const Scalar& b);
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value);
