@@ -121,6 +121,8 @@ class Tensor {
   Tensor to(const TensorOptions& options, bool non_blocking = false) const;
   // "cuda", "cpu:0": without it to("cuda") would be ambiguous between the two above.
   Tensor to(const char* device, bool non_blocking = false) const { return to(Device(device), non_blocking); }
+  // kCPU, kCUDA: both Device and TensorOptions convert from a DeviceType, so it needs its own overload too.
+  Tensor to(DeviceType type, bool non_blocking = false) const { return to(Device(type), non_blocking); }
   Tensor cpu() const { return to(Device::cpu()); }
   Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
   Tensor& copy_(const Tensor& src);  // broadcasts src, casts dtype, crosses devices
