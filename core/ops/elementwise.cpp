@@ -234,16 +234,25 @@ Tensor gelu(const Tensor& x, GeluApprox approx) {
     return g * (cdf + in * pdf);
   });
 }
-Tensor clamp(const Tensor& x, double lo, double hi) {
-  ANVIL_CHECK(!(lo > hi), "clamp: min ", lo, " is greater than max ", hi);
+UnaryParams clamp_bounds(const char* op, std::optional<double> lo, std::optional<double> hi) {
+  ANVIL_CHECK(lo || hi, op, ": at least one of min and max must be given");
+  const UnaryParams p{lo.value_or(-INFINITY), hi.value_or(INFINITY)};
+  ANVIL_CHECK(!(p.lo > p.hi), op, ": min ", p.lo, " is greater than max ", p.hi);
+  return p;
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  const UnaryParams p = clamp_bounds("clamp", lo, hi);
   return unary_with_grad(
       "clamp", UnaryOp::Clamp, x,
-      [lo, hi](const Tensor& g, auto& sx, auto&) {
+      [p](const Tensor& g, auto& sx, auto&) {
         Tensor in = sx.get();
-        return g * mask_of(logical_and(ge(in, lo), le(in, hi)), g);
+        return g * mask_of(logical_and(ge(in, p.lo), le(in, p.hi)), g);
       },
-      UnaryParams{lo, hi});
+      p);
 }
+Tensor clamp_min(const Tensor& x, double lo) { return clamp(x, lo); }
+Tensor clamp_max(const Tensor& x, double hi) { return clamp(x, std::nullopt, hi); }
 
 Tensor pow(const Tensor& x, const Scalar& e) {
   detail::check_defined("pow", x, "input");
@@ -341,6 +350,8 @@ Tensor add(const Tensor& a, const Scalar& b) { return add(a, wrap(a, b)); }
 Tensor sub(const Tensor& a, const Scalar& b) { return sub(a, wrap(a, b)); }
 Tensor mul(const Tensor& a, const Scalar& b) { return mul(a, wrap(a, b)); }
 Tensor div(const Tensor& a, const Scalar& b) { return div(a, wrap(a, b)); }
+Tensor maximum(const Tensor& a, const Scalar& b) { return maximum(a, wrap(a, b)); }
+Tensor minimum(const Tensor& a, const Scalar& b) { return minimum(a, wrap(a, b)); }
 Tensor operator-(const Scalar& a, const Tensor& b) { return sub(wrap(b, a), b); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return div(wrap(b, a), b); }
 
@@ -397,6 +408,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   }
   return out;
 }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) { return where(cond, a, wrap(a, b)); }
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) { return where(cond, wrap(b, a), b); }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   detail::check_dtype("masked_fill", mask, kBool, "mask");
@@ -459,6 +473,7 @@ Tensor& mul_(Tensor& self, const Tensor& other) { return inplace("mul_", BinaryO
 Tensor& div_(Tensor& self, const Tensor& other) { return inplace("div_", BinaryOp::Div, self, other, div); }
 
 Tensor& add_(Tensor& self, const Scalar& other) { return add_(self, wrap(self, other)); }
+Tensor& sub_(Tensor& self, const Scalar& other) { return sub_(self, wrap(self, other)); }
 Tensor& mul_(Tensor& self, const Scalar& other) { return mul_(self, wrap(self, other)); }
 Tensor& div_(Tensor& self, const Scalar& other) { return div_(self, wrap(self, other)); }
 
