@@ -7,7 +7,9 @@
 #include <initializer_list>
 #include <memory>
 #include <ostream>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/base/device.h"
@@ -70,6 +72,12 @@ class Tensor {
   bool is_floating_point() const { return is_floating(dtype()); }
   std::string shape_str() const;  // "[2, 3]"
   TensorOptions options() const { return TensorOptions().dtype(dtype()).device(device()); }
+  // The same metadata as libtorch spells it.
+  const Shape& sizes() const { return shape(); }
+  DType scalar_type() const { return dtype(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  int64_t element_size() const { return static_cast<int64_t>(itemsize()); }
 
   // Raw data (device pointer for device tensors), with the offset applied.
   void* data_ptr() const;
@@ -78,6 +86,7 @@ class Tensor {
                 " but the requested type is ", dtype_of<T>::value);
     return static_cast<T*>(data_ptr());
   }
+  template <typename T> T* data_ptr() const { return data<T>(); }  // libtorch's name: checked the same way
   View view_of() const;  // what a kernel sees
   const std::shared_ptr<Storage>& storage() const { return checked().storage; }
   uint64_t version() const { return storage()->version.load(); }
@@ -100,6 +109,8 @@ class Tensor {
   Tensor flatten(int64_t start = 0, int64_t end = -1) const;
   Tensor expand(const Shape& shape) const;  // -1 keeps a size
   Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+  Tensor view_as(const Tensor& other) const { return view(other.shape()); }
+  Tensor reshape_as(const Tensor& other) const { return reshape(other.shape()); }
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;
@@ -121,6 +132,8 @@ class Tensor {
   Tensor to(const TensorOptions& options, bool non_blocking = false) const;
   // "cuda", "cpu:0": without it to("cuda") would be ambiguous between the two above.
   Tensor to(const char* device, bool non_blocking = false) const { return to(Device(device), non_blocking); }
+  // kCPU, kCUDA: both Device and TensorOptions convert from a DeviceType, so it needs its own overload too.
+  Tensor to(DeviceType type, bool non_blocking = false) const { return to(Device(type), non_blocking); }
   Tensor cpu() const { return to(Device::cpu()); }
   Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
   Tensor& copy_(const Tensor& src);  // broadcasts src, casts dtype, crosses devices
@@ -154,20 +167,76 @@ class Tensor {
   void register_post_accumulate_grad_hook(PostAccumulateHook hook) const;
 
   // --- common ops as methods (defined with the free functions in core/ops) ---
+  // A dim is given as a Shape of dims or as one integer (x.sum(1)): see DimIndex.
   Tensor neg() const; Tensor abs() const; Tensor exp() const; Tensor log() const;
   Tensor sqrt() const; Tensor rsqrt() const; Tensor sin() const; Tensor cos() const;
   Tensor tanh() const; Tensor sigmoid() const; Tensor relu() const; Tensor square() const;
-  Tensor pow(const Scalar& e) const; Tensor clamp(double lo, double hi) const;
+  Tensor pow(const Scalar& e) const;
+  // An absent bound ({} or std::nullopt) leaves that side open, as in libtorch.
+  Tensor clamp(std::optional<double> lo, std::optional<double> hi = std::nullopt) const;
+  Tensor clamp_min(double lo) const { return clamp(lo); }
+  Tensor clamp_max(double hi) const { return clamp(std::nullopt, hi); }
+  // self + alpha * other and self - alpha * other.
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& other) const; Tensor sub(const Scalar& other) const;
+  Tensor mul(const Tensor& other) const; Tensor mul(const Scalar& other) const;
+  Tensor div(const Tensor& other) const; Tensor div(const Scalar& other) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+
   Tensor sum() const; Tensor sum(const Shape& dims, bool keepdim = false) const;
   Tensor mean() const; Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor prod() const; Tensor prod(const Shape& dims, bool keepdim = false) const;
+  // correction 1 is the unbiased estimate (libtorch's unbiased = true), 0 the biased one.
+  Tensor var(const Shape& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std(const Shape& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor norm(double p = 2.0, const Shape& dims = {}, bool keepdim = false) const;
+  template <DimIndex I> Tensor sum(I dim, bool keepdim = false) const { return sum(Shape{int64_t(dim)}, keepdim); }
+  template <DimIndex I> Tensor mean(I dim, bool keepdim = false) const { return mean(Shape{int64_t(dim)}, keepdim); }
+  template <DimIndex I> Tensor prod(I dim, bool keepdim = false) const { return prod(Shape{int64_t(dim)}, keepdim); }
+  template <DimIndex I> Tensor var(I dim, int64_t correction = 1, bool keepdim = false) const {
+    return var(Shape{int64_t(dim)}, correction, keepdim);
+  }
+  template <DimIndex I> Tensor std(I dim, int64_t correction = 1, bool keepdim = false) const {
+    return std(Shape{int64_t(dim)}, correction, keepdim);
+  }
+  template <DimIndex I> Tensor norm(double p, I dim, bool keepdim = false) const {
+    return norm(p, Shape{int64_t(dim)}, keepdim);
+  }
   Tensor max() const; Tensor min() const;
-  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  // Along one dim: values and int64 indices, as std::get<0>(x.max(1)) or auto [values, indices] = x.max(1).
+  std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  std::pair<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor argmax() const; Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin() const; Tensor argmin(int64_t dim, bool keepdim = false) const;
   Tensor softmax(int64_t dim) const; Tensor log_softmax(int64_t dim) const;
   Tensor matmul(const Tensor& o) const;
-  Tensor& add_(const Tensor& o); Tensor& add_(const Scalar& s);
-  Tensor& sub_(const Tensor& o); Tensor& mul_(const Tensor& o); Tensor& mul_(const Scalar& s);
+
+  // Copies rearranging the elements (core/ops/shape.h), differentiable.
+  Tensor repeat(const Shape& repeats) const;
+  Tensor flip(const Shape& dims) const;
+  template <DimIndex I> Tensor flip(I dim) const { return flip(Shape{int64_t(dim)}); }
+  Tensor roll(const Shape& shifts, const Shape& dims = {}) const;
+  template <DimIndex I> Tensor roll(I shift) const { return roll(Shape{int64_t(shift)}); }
+  template <DimIndex I, DimIndex J> Tensor roll(I shift, J dim) const {
+    return roll(Shape{int64_t(shift)}, Shape{int64_t(dim)});
+  }
+  std::vector<Tensor> unbind(int64_t dim = 0) const;  // views, one per index of dim
+
+  // In place (refused on leaves that require grad, as the free functions).
+  Tensor& add_(const Tensor& o, const Scalar& alpha = 1); Tensor& add_(const Scalar& s);
+  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& mul_(const Tensor& o); Tensor& mul_(const Scalar& s);
   Tensor& div_(const Tensor& o); Tensor& div_(const Scalar& s);
-  Tensor& relu_(); Tensor& clamp_(double lo, double hi);
+  Tensor& relu_();
+  Tensor& clamp_(std::optional<double> lo, std::optional<double> hi = std::nullopt);
+  Tensor& clamp_min_(double lo) { return clamp_(lo); }
+  Tensor& clamp_max_(double hi) { return clamp_(std::nullopt, hi); }
+  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1);  // self += value * t1 * t2
+  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1);  // self += value * t1 / t2
+  Tensor& lerp_(const Tensor& end, const Scalar& weight);  // self += weight * (end - self)
+  Tensor& lerp_(const Tensor& end, const Tensor& weight);
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
   Tensor& zero_(); Tensor& fill_(const Scalar& v);
 
  private:

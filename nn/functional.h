@@ -9,6 +9,7 @@
 //   Tensor loss = F::cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
 #include <optional>
 
+#include "core/base/option_field.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/indexing.h"
 #include "core/ops/nn_ops.h"
@@ -28,6 +29,13 @@ using anvil::sigmoid;
 using anvil::silu;
 using anvil::softmax;
 using anvil::tanh;
+// libtorch's forms that take the dim as options: F::softmax(x, F::SoftmaxFuncOptions(1)).
+struct SoftmaxFuncOptions {
+  ANVIL_OPTION(SoftmaxFuncOptions, int64_t, dim) = -1;
+};
+using LogSoftmaxFuncOptions = SoftmaxFuncOptions;
+inline Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& o) { return anvil::softmax(x, o.dim); }
+inline Tensor log_softmax(const Tensor& x, const SoftmaxFuncOptions& o) { return anvil::log_softmax(x, o.dim); }
 
 // --- layers ---
 using Conv2dFuncOptions = anvil::Conv2dOptions;  // stride, padding, dilation, groups
@@ -42,6 +50,21 @@ using anvil::layer_norm;
 using anvil::linear;
 using anvil::max_pool2d;
 using anvil::Pool2dOptions;
+// libtorch's forms that take their settings as options.
+struct DropoutFuncOptions {
+  ANVIL_OPTION(DropoutFuncOptions, double, p) = 0.5;
+  ANVIL_OPTION(DropoutFuncOptions, bool, training) = true;
+};
+inline Tensor dropout(const Tensor& x, const DropoutFuncOptions& o) { return anvil::dropout(x, o.p, o.training); }
+struct LayerNormFuncOptions {
+  ANVIL_OPTION(LayerNormFuncOptions, Shape, normalized_shape) = {};
+  ANVIL_OPTION(LayerNormFuncOptions, Tensor, weight) = {};
+  ANVIL_OPTION(LayerNormFuncOptions, Tensor, bias) = {};
+  ANVIL_OPTION(LayerNormFuncOptions, double, eps) = 1e-5;
+};
+inline Tensor layer_norm(const Tensor& x, const LayerNormFuncOptions& o) {
+  return anvil::layer_norm(x, o.normalized_shape(), o.weight, o.bias, o.eps);
+}
 
 // Averages [N, C, H, W] or [C, H, W] into output_size with PyTorch's windows
 // (cell i covers [floor(i*H/oh), ceil((i+1)*H/oh))), for any input size.
@@ -61,6 +84,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 using anvil::binary_cross_entropy_with_logits;
 using anvil::cross_entropy;
 using anvil::CrossEntropyOptions;
+using CrossEntropyFuncOptions = anvil::CrossEntropyOptions;  // libtorch's name
 using anvil::mse_loss;
 using anvil::nll_loss;
 using anvil::Reduction;

@@ -227,4 +227,6 @@ std::string Module::repr() const {
   return os.str();
 }
 
+std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.repr(); }
+
 }  // namespace anvil::nn

@@ -14,8 +14,10 @@
 //
 // Parameters are held as Tensor handles; to() changes the data behind the
 // handle, so a layer's members (`weight`, `bias`) stay valid.
+#include <concepts>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,6 +92,16 @@ class Module : public std::enable_shared_from_this<Module> {
   NamedTensors params_, buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
+
+// Prints repr(), the module tree, as print(model) in PyTorch: std::cout << *model.
+std::ostream& operator<<(std::ostream& os, const Module& m);
+// std::cout << model for a shared_ptr to a module, as libtorch's module
+// holders print. (A template: it must beat the standard library's
+// shared_ptr printer, which prints the address.)
+template <std::derived_from<Module> M>
+std::ostream& operator<<(std::ostream& os, const std::shared_ptr<M>& m) {
+  return m ? os << *m : os << "nullptr";
+}
 
 // Replaces the data behind `t` (every handle sees it), keeping its autograd
 // leaf status. What Module::to and load_state_dict use.

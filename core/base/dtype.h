@@ -18,6 +18,13 @@ inline constexpr DType kInt32 = DType::Int32;
 inline constexpr DType kInt64 = DType::Int64;
 inline constexpr DType kUInt8 = DType::UInt8;
 inline constexpr DType kBool = DType::Bool;
+// libtorch's names for the same dtypes, so ported code keeps its spelling.
+inline constexpr DType kFloat = DType::Float32;
+inline constexpr DType kDouble = DType::Float64;
+inline constexpr DType kHalf = DType::Float16;
+inline constexpr DType kInt = DType::Int32;
+inline constexpr DType kLong = DType::Int64;
+inline constexpr DType kByte = DType::UInt8;
 
 size_t itemsize(DType t);
 const char* dtype_name(DType t);  // "float32", ... as PyTorch spells them

@@ -42,9 +42,22 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
 
 namespace {
 
+// The bitwise rows' bits mean nothing on a float: refuse one by name
+// instead of converting it (as the Floating rows convert integers).
+void check_integral_domain(const ops::OpInfo& info, const Tensor& a, const Tensor& b = {}) {
+  if (info.domain != ops::Domain::Integral) return;
+  if (!b.defined()) {
+    ANVIL_CHECK(!is_floating(a.dtype()), info.name, ": expected an integer or bool tensor, got ", detail::describe(a));
+    return;
+  }
+  ANVIL_CHECK(!is_floating(a.dtype()) && !is_floating(b.dtype()), info.name,
+              ": expected integer or bool tensors, got ", detail::describe(a), " and ", detail::describe(b));
+}
+
 // Runs a unary kernel; integer inputs of float-only ops compute in float32.
 Tensor unary_kernel(UnaryOp op, const Tensor& x, const UnaryParams& p = {}) {
   const ops::OpInfo& info = ops::unary_info(op);
+  check_integral_domain(info, x);
   const bool float_only = info.domain == ops::Domain::Floating;
   Tensor in = float_only && !is_floating(x.dtype()) ? x.detach().to(kFloat32) : x;
   DType out_dtype = info.result == ops::Result::Bool ? kBool : in.dtype();
@@ -72,6 +85,7 @@ Tensor binary_kernel(const char* name, BinaryOp op, const Tensor& a, const Tenso
   detail::check_defined(name, a, "first operand");
   detail::check_defined(name, b, "second operand");
   detail::check_same_device(name, {a, b});
+  check_integral_domain(ops::binary_info(op), a, b);
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   DType compute = result_type(a, b);
   if (op == BinaryOp::Div && !is_floating(compute)) compute = kFloat32;  // true division
@@ -173,10 +187,10 @@ ANVIL_UNARY_GRADIENT(Round) { return zeros_like(g); }
 
 #undef ANVIL_UNARY_GRADIENT
 
-// The entry point of a Plain row: bool results carry no gradient.
-template <UnaryOp op, ops::Result result>
+// The entry point of a Plain row: bool results and integer-only rows carry no gradient.
+template <UnaryOp op>
 Tensor unary_entry(const char* name, const Tensor& x) {
-  if constexpr (result == ops::Result::Bool) {
+  if constexpr (!ops::differentiable(ops::unary_info(op))) {
     detail::check_defined(name, x, "input");
     return unary_kernel(op, x);
   } else {
@@ -188,10 +202,10 @@ Tensor unary_entry(const char* name, const Tensor& x) {
 
 }  // namespace
 
-#define ANVIL_DEFINE_UNARY(Enum, function, domain, result, api) ANVIL_DEFINE_UNARY_##api(Enum, function, result)
-#define ANVIL_DEFINE_UNARY_Plain(Enum, function, result) \
-  Tensor function(const Tensor& x) { return unary_entry<UnaryOp::Enum, ops::Result::result>(#function, x); }
-#define ANVIL_DEFINE_UNARY_Custom(Enum, function, result)
+#define ANVIL_DEFINE_UNARY(Enum, function, domain, result, api) ANVIL_DEFINE_UNARY_##api(Enum, function)
+#define ANVIL_DEFINE_UNARY_Plain(Enum, function) \
+  Tensor function(const Tensor& x) { return unary_entry<UnaryOp::Enum>(#function, x); }
+#define ANVIL_DEFINE_UNARY_Custom(Enum, function)
 ANVIL_UNARY_OPS(ANVIL_DEFINE_UNARY)
 #undef ANVIL_DEFINE_UNARY
 #undef ANVIL_DEFINE_UNARY_Plain
@@ -220,16 +234,25 @@ Tensor gelu(const Tensor& x, GeluApprox approx) {
     return g * (cdf + in * pdf);
   });
 }
-Tensor clamp(const Tensor& x, double lo, double hi) {
-  ANVIL_CHECK(!(lo > hi), "clamp: min ", lo, " is greater than max ", hi);
+UnaryParams clamp_bounds(const char* op, std::optional<double> lo, std::optional<double> hi) {
+  ANVIL_CHECK(lo || hi, op, ": at least one of min and max must be given");
+  const UnaryParams p{lo.value_or(-INFINITY), hi.value_or(INFINITY)};
+  ANVIL_CHECK(!(p.lo > p.hi), op, ": min ", p.lo, " is greater than max ", p.hi);
+  return p;
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  const UnaryParams p = clamp_bounds("clamp", lo, hi);
   return unary_with_grad(
       "clamp", UnaryOp::Clamp, x,
-      [lo, hi](const Tensor& g, auto& sx, auto&) {
+      [p](const Tensor& g, auto& sx, auto&) {
         Tensor in = sx.get();
-        return g * mask_of(logical_and(ge(in, lo), le(in, hi)), g);
+        return g * mask_of(logical_and(ge(in, p.lo), le(in, p.hi)), g);
       },
-      UnaryParams{lo, hi});
+      p);
 }
+Tensor clamp_min(const Tensor& x, double lo) { return clamp(x, lo); }
+Tensor clamp_max(const Tensor& x, double hi) { return clamp(x, std::nullopt, hi); }
 
 Tensor pow(const Tensor& x, const Scalar& e) {
   detail::check_defined("pow", x, "input");
@@ -327,6 +350,8 @@ Tensor add(const Tensor& a, const Scalar& b) { return add(a, wrap(a, b)); }
 Tensor sub(const Tensor& a, const Scalar& b) { return sub(a, wrap(a, b)); }
 Tensor mul(const Tensor& a, const Scalar& b) { return mul(a, wrap(a, b)); }
 Tensor div(const Tensor& a, const Scalar& b) { return div(a, wrap(a, b)); }
+Tensor maximum(const Tensor& a, const Scalar& b) { return maximum(a, wrap(a, b)); }
+Tensor minimum(const Tensor& a, const Scalar& b) { return minimum(a, wrap(a, b)); }
 Tensor operator-(const Scalar& a, const Tensor& b) { return sub(wrap(b, a), b); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return div(wrap(b, a), b); }
 
@@ -346,6 +371,19 @@ Tensor gt(const Tensor& a, const Scalar& b) { return gt(a, wrap(a, b)); }
 Tensor ge(const Tensor& a, const Scalar& b) { return ge(a, wrap(a, b)); }
 Tensor logical_and(const Tensor& a, const Tensor& b) { return binary_kernel("logical_and", BinaryOp::LogicalAnd, a, b); }
 Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_kernel("logical_or", BinaryOp::LogicalOr, a, b); }
+
+// --- bitwise (integers and bool; no gradient) ---
+
+Tensor bitwise_and(const Tensor& a, const Tensor& b) {
+  return binary_kernel("bitwise_and", BinaryOp::BitwiseAnd, a, b);
+}
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return binary_kernel("bitwise_or", BinaryOp::BitwiseOr, a, b); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) {
+  return binary_kernel("bitwise_xor", BinaryOp::BitwiseXor, a, b);
+}
+Tensor bitwise_and(const Tensor& a, const Scalar& b) { return bitwise_and(a, wrap(a, b)); }
+Tensor bitwise_or(const Tensor& a, const Scalar& b) { return bitwise_or(a, wrap(a, b)); }
+Tensor bitwise_xor(const Tensor& a, const Scalar& b) { return bitwise_xor(a, wrap(a, b)); }
 
 // --- selection ---
 
@@ -370,6 +408,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   }
   return out;
 }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) { return where(cond, a, wrap(a, b)); }
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) { return where(cond, wrap(b, a), b); }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   detail::check_dtype("masked_fill", mask, kBool, "mask");
@@ -432,6 +473,7 @@ Tensor& mul_(Tensor& self, const Tensor& other) { return inplace("mul_", BinaryO
 Tensor& div_(Tensor& self, const Tensor& other) { return inplace("div_", BinaryOp::Div, self, other, div); }
 
 Tensor& add_(Tensor& self, const Scalar& other) { return add_(self, wrap(self, other)); }
+Tensor& sub_(Tensor& self, const Scalar& other) { return sub_(self, wrap(self, other)); }
 Tensor& mul_(Tensor& self, const Scalar& other) { return mul_(self, wrap(self, other)); }
 Tensor& div_(Tensor& self, const Scalar& other) { return div_(self, wrap(self, other)); }
 

@@ -1,5 +1,7 @@
 #pragma once
 // Elementwise ops with PyTorch broadcasting and type promotion.
+#include <optional>
+
 #include "core/tensor.h"
 #include "kernels/ops/unary_ops.h"
 
@@ -8,7 +10,8 @@ namespace anvil {
 // One function per Plain row of the unary op table (kernels/ops/unary_ops.h):
 // neg, abs, exp, expm1, log, log1p, sqrt, rsqrt, sin, cos, tanh, sigmoid,
 // relu, silu, erf, sign, reciprocal, square, floor, ceil, round (half to
-// even), isnan and logical_not (bool results), each `Tensor f(const Tensor& x)`,
+// even), isnan and logical_not (bool results), bitwise_not (integers and bool
+// only; on bool the logical not), each `Tensor f(const Tensor& x)`,
 // differentiable where the result is floating.
 #define ANVIL_DECLARE_UNARY(Enum, function, domain, result, api) ANVIL_DECLARE_UNARY_##api(function)
 #define ANVIL_DECLARE_UNARY_Plain(function) Tensor function(const Tensor& x);
@@ -21,7 +24,13 @@ ANVIL_UNARY_OPS(ANVIL_DECLARE_UNARY)
 // The table's Custom rows, with their extra arguments.
 enum class GeluApprox { None, Tanh };
 Tensor gelu(const Tensor& x, GeluApprox approx = GeluApprox::None);
-Tensor clamp(const Tensor& x, double lo, double hi);  // use +-INFINITY for one side
+// An absent bound ({} or std::nullopt, as libtorch's) leaves that side open;
+// at least one is needed.
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi = std::nullopt);
+Tensor clamp_min(const Tensor& x, double lo);
+Tensor clamp_max(const Tensor& x, double hi);
+// The Clamp row's params for these bounds (absent ones infinite), or an error naming `op`.
+UnaryParams clamp_bounds(const char* op, std::optional<double> lo, std::optional<double> hi);
 Tensor pow(const Tensor& x, const Scalar& exponent);
 Tensor pow(const Tensor& x, const Tensor& exponent);
 
@@ -35,6 +44,16 @@ Tensor add(const Tensor& a, const Scalar& b);
 Tensor sub(const Tensor& a, const Scalar& b);
 Tensor mul(const Tensor& a, const Scalar& b);
 Tensor div(const Tensor& a, const Scalar& b);
+Tensor maximum(const Tensor& a, const Scalar& b);
+Tensor minimum(const Tensor& a, const Scalar& b);
+// a + alpha * b and a - alpha * b, as torch.add / torch.sub with alpha.
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha);
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha);
+// self + value * t1 * t2, self + value * t1 / t2, and self + weight * (end - self).
+Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+Tensor lerp(const Tensor& self, const Tensor& end, const Scalar& weight);
+Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
 
 // Comparisons give bool tensors.
 Tensor eq(const Tensor& a, const Tensor& b);
@@ -52,7 +71,20 @@ Tensor ge(const Tensor& a, const Scalar& b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 
+// Integer and bool tensors only (a floating operand is an error); on bool
+// they are the logical ops. bitwise_not is a row of the unary table above.
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_and(const Tensor& a, const Scalar& b);
+Tensor bitwise_or(const Tensor& a, const Scalar& b);
+Tensor bitwise_xor(const Tensor& a, const Scalar& b);
+
+// A scalar value takes the other value's dtype where its kind allows (as a
+// 0-d tensor does): where(c, x, 0.0) keeps a float32 x's dtype.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value);
 Tensor cast(const Tensor& x, DType dtype);  // same as x.to(dtype); differentiable between float types
 
@@ -70,8 +102,15 @@ Tensor& sub_(Tensor& self, const Tensor& other);
 Tensor& mul_(Tensor& self, const Tensor& other);
 Tensor& div_(Tensor& self, const Tensor& other);
 Tensor& add_(Tensor& self, const Scalar& other);
+Tensor& sub_(Tensor& self, const Scalar& other);
 Tensor& mul_(Tensor& self, const Scalar& other);
 Tensor& div_(Tensor& self, const Scalar& other);
+Tensor& add_(Tensor& self, const Tensor& other, const Scalar& alpha);
+Tensor& sub_(Tensor& self, const Tensor& other, const Scalar& alpha);
+Tensor& addcmul_(Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+Tensor& addcdiv_(Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+Tensor& lerp_(Tensor& self, const Tensor& end, const Scalar& weight);
+Tensor& lerp_(Tensor& self, const Tensor& end, const Tensor& weight);
 Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Scalar& value);
 
 // Broadcast shape of two shapes, or an error naming `op` and both shapes.
@@ -96,5 +135,36 @@ inline Tensor& operator+=(Tensor& a, const Tensor& b) { return add_(a, b); }
 inline Tensor& operator-=(Tensor& a, const Tensor& b) { return sub_(a, b); }
 inline Tensor& operator*=(Tensor& a, const Tensor& b) { return mul_(a, b); }
 inline Tensor& operator/=(Tensor& a, const Tensor& b) { return div_(a, b); }
+inline Tensor& operator+=(Tensor& a, const Scalar& b) { return add_(a, b); }
+inline Tensor& operator-=(Tensor& a, const Scalar& b) { return sub_(a, b); }
+inline Tensor& operator*=(Tensor& a, const Scalar& b) { return mul_(a, b); }
+inline Tensor& operator/=(Tensor& a, const Scalar& b) { return div_(a, b); }
+
+// Comparisons give bool tensors, as libtorch's: x > 0, 0 < x, x == y. A
+// scalar on the left is the mirrored comparison (0 < x is x > 0).
+#define ANVIL_COMPARISON_OPERATOR(op, function, mirrored)                                    \
+  inline Tensor operator op(const Tensor& a, const Tensor& b) { return function(a, b); }    \
+  inline Tensor operator op(const Tensor& a, const Scalar& b) { return function(a, b); }    \
+  inline Tensor operator op(const Scalar& a, const Tensor& b) { return mirrored(b, a); }
+ANVIL_COMPARISON_OPERATOR(==, eq, eq)
+ANVIL_COMPARISON_OPERATOR(!=, ne, ne)
+ANVIL_COMPARISON_OPERATOR(<, lt, gt)
+ANVIL_COMPARISON_OPERATOR(<=, le, ge)
+ANVIL_COMPARISON_OPERATOR(>, gt, lt)
+ANVIL_COMPARISON_OPERATOR(>=, ge, le)
+#undef ANVIL_COMPARISON_OPERATOR
+
+// Bitwise operators on integer and bool tensors (& | ^ of bools are the
+// logical ops); ! is logical_not, with a bool result for any dtype.
+#define ANVIL_BITWISE_OPERATOR(op, function)                                                  \
+  inline Tensor operator op(const Tensor& a, const Tensor& b) { return function(a, b); }    \
+  inline Tensor operator op(const Tensor& a, const Scalar& b) { return function(a, b); }    \
+  inline Tensor operator op(const Scalar& a, const Tensor& b) { return function(b, a); }
+ANVIL_BITWISE_OPERATOR(&, bitwise_and)
+ANVIL_BITWISE_OPERATOR(|, bitwise_or)
+ANVIL_BITWISE_OPERATOR(^, bitwise_xor)
+#undef ANVIL_BITWISE_OPERATOR
+inline Tensor operator~(const Tensor& x) { return bitwise_not(x); }
+inline Tensor operator!(const Tensor& x) { return logical_not(x); }
 
 }  // namespace anvil

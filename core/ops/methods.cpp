@@ -18,25 +18,66 @@ Tensor Tensor::sigmoid() const { return anvil::sigmoid(*this); }
 Tensor Tensor::relu() const { return anvil::relu(*this); }
 Tensor Tensor::square() const { return anvil::square(*this); }
 Tensor Tensor::pow(const Scalar& e) const { return anvil::pow(*this, e); }
-Tensor Tensor::clamp(double lo, double hi) const { return anvil::clamp(*this, lo, hi); }
+Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi) const { return anvil::clamp(*this, lo, hi); }
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return anvil::add(*this, o, alpha); }
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return anvil::sub(*this, o, alpha); }
+Tensor Tensor::add(const Scalar& o) const { return anvil::add(*this, o); }
+Tensor Tensor::sub(const Scalar& o) const { return anvil::sub(*this, o); }
+Tensor Tensor::mul(const Tensor& o) const { return anvil::mul(*this, o); }
+Tensor Tensor::mul(const Scalar& o) const { return anvil::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o) const { return anvil::div(*this, o); }
+Tensor Tensor::div(const Scalar& o) const { return anvil::div(*this, o); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
+  return anvil::masked_fill(*this, mask, value);
+}
 Tensor Tensor::sum() const { return anvil::sum(*this); }
 Tensor Tensor::sum(const Shape& dims, bool keepdim) const { return anvil::sum(*this, dims, keepdim); }
 Tensor Tensor::mean() const { return anvil::mean(*this); }
 Tensor Tensor::mean(const Shape& dims, bool keepdim) const { return anvil::mean(*this, dims, keepdim); }
+Tensor Tensor::prod() const { return anvil::prod(*this); }
+Tensor Tensor::prod(const Shape& dims, bool keepdim) const { return anvil::prod(*this, dims, keepdim); }
+Tensor Tensor::var(const Shape& dims, int64_t correction, bool keepdim) const {
+  return anvil::var(*this, dims, correction, keepdim);
+}
+Tensor Tensor::std(const Shape& dims, int64_t correction, bool keepdim) const {
+  return anvil::std(*this, dims, correction, keepdim);
+}
+Tensor Tensor::norm(double p, const Shape& dims, bool keepdim) const { return anvil::norm(*this, p, dims, keepdim); }
 Tensor Tensor::max() const { return anvil::amax(*this); }
 Tensor Tensor::min() const { return anvil::amin(*this); }
+std::pair<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return anvil::max(*this, dim, keepdim); }
+std::pair<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return anvil::min(*this, dim, keepdim); }
+Tensor Tensor::argmax() const { return anvil::argmax(*this); }
 Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return anvil::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmin() const { return anvil::argmin(*this); }
+Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return anvil::argmin(*this, dim, keepdim); }
 Tensor Tensor::softmax(int64_t dim) const { return anvil::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int64_t dim) const { return anvil::log_softmax(*this, dim); }
 Tensor Tensor::matmul(const Tensor& o) const { return anvil::matmul(*this, o); }
 
-Tensor& Tensor::add_(const Tensor& o) { return anvil::add_(*this, o); }
-Tensor& Tensor::sub_(const Tensor& o) { return anvil::sub_(*this, o); }
+Tensor Tensor::repeat(const Shape& repeats) const { return anvil::repeat(*this, repeats); }
+Tensor Tensor::flip(const Shape& dims) const { return anvil::flip(*this, dims); }
+Tensor Tensor::roll(const Shape& shifts, const Shape& dims) const { return anvil::roll(*this, shifts, dims); }
+std::vector<Tensor> Tensor::unbind(int64_t dim) const { return anvil::unbind(*this, dim); }
+
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return anvil::add_(*this, o, alpha); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return anvil::sub_(*this, o, alpha); }
 Tensor& Tensor::mul_(const Tensor& o) { return anvil::mul_(*this, o); }
 Tensor& Tensor::div_(const Tensor& o) { return anvil::div_(*this, o); }
 Tensor& Tensor::add_(const Scalar& s) { return anvil::add_(*this, s); }
 Tensor& Tensor::mul_(const Scalar& s) { return anvil::mul_(*this, s); }
 Tensor& Tensor::div_(const Scalar& s) { return anvil::div_(*this, s); }
+Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value) {
+  return anvil::addcmul_(*this, t1, t2, value);
+}
+Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& value) {
+  return anvil::addcdiv_(*this, t1, t2, value);
+}
+Tensor& Tensor::lerp_(const Tensor& end, const Scalar& weight) { return anvil::lerp_(*this, end, weight); }
+Tensor& Tensor::lerp_(const Tensor& end, const Tensor& weight) { return anvil::lerp_(*this, end, weight); }
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
+  return anvil::masked_fill_(*this, mask, value);
+}
 
 Tensor& Tensor::relu_() {
   if (autograd::needs_grad({*this})) {
@@ -49,13 +90,14 @@ Tensor& Tensor::relu_() {
   return *this;
 }
 
-Tensor& Tensor::clamp_(double lo, double hi) {
+Tensor& Tensor::clamp_(std::optional<double> lo, std::optional<double> hi) {
   if (autograd::needs_grad({*this})) {
     autograd::rebase_history("clamp_", *this, anvil::clamp(*this, lo, hi));
     return *this;
   }
   autograd::check_inplace("clamp_", *this);
-  if (numel() > 0) detail::backend_of(*this).unary(UnaryOp::Clamp, view_of(), view_of(), UnaryParams{lo, hi});
+  const UnaryParams bounds = clamp_bounds("clamp_", lo, hi);
+  if (numel() > 0) detail::backend_of(*this).unary(UnaryOp::Clamp, view_of(), view_of(), bounds);
   bump_version();
   return *this;
 }

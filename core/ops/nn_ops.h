@@ -5,6 +5,7 @@
 // max_pool2d, which refuses them with an error.
 #include <array>
 
+#include "core/base/option_field.h"
 #include "core/tensor.h"
 
 namespace anvil {
@@ -46,10 +47,10 @@ AddLayerNormResult add_layer_norm(const Tensor& x, const Tensor& residual, const
 // Inverted dropout: in training, zeroes with probability p and scales by 1/(1-p).
 Tensor dropout(const Tensor& x, double p, bool training = true);
 
-struct CrossEntropyOptions {
-  Reduction reduction = Reduction::Mean;
-  int64_t ignore_index = -100;
-  double label_smoothing = 0.0;
+struct CrossEntropyOptions {  // also libtorch's chained form: CrossEntropyOptions().ignore_index(0)
+  ANVIL_OPTION(CrossEntropyOptions, Reduction, reduction) = Reduction::Mean;
+  ANVIL_OPTION(CrossEntropyOptions, int64_t, ignore_index) = -100;
+  ANVIL_OPTION(CrossEntropyOptions, double, label_smoothing) = 0.0;
 };
 // logits [N, C], [C] (0-d target) or [N, C, d1, ...] (targets [N, d1, ...]);
 // targets int64 class indices. Mean averages over the targets that are not

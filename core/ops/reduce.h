@@ -15,6 +15,29 @@ Tensor prod(const Tensor& x, const Shape& dims = {}, bool keepdim = false);
 Tensor var(const Tensor& x, const Shape& dims = {}, int64_t correction = 1, bool keepdim = false);
 Tensor std(const Tensor& x, const Shape& dims = {}, int64_t correction = 1, bool keepdim = false);
 Tensor norm(const Tensor& x, double p = 2.0, const Shape& dims = {}, bool keepdim = false);
+
+// The same over one dim given as an integer: sum(x, 1), mean(x, -1, true).
+#define ANVIL_ONE_DIM_REDUCTION(function)                          \
+  template <DimIndex I>                                            \
+  Tensor function(const Tensor& x, I dim, bool keepdim = false) {  \
+    return function(x, Shape{int64_t(dim)}, keepdim);              \
+  }
+ANVIL_ONE_DIM_REDUCTION(sum)
+ANVIL_ONE_DIM_REDUCTION(mean)
+ANVIL_ONE_DIM_REDUCTION(amax)
+ANVIL_ONE_DIM_REDUCTION(amin)
+ANVIL_ONE_DIM_REDUCTION(prod)
+#undef ANVIL_ONE_DIM_REDUCTION
+template <DimIndex I> Tensor var(const Tensor& x, I dim, int64_t correction = 1, bool keepdim = false) {
+  return var(x, Shape{int64_t(dim)}, correction, keepdim);
+}
+template <DimIndex I> Tensor std(const Tensor& x, I dim, int64_t correction = 1, bool keepdim = false) {
+  return std(x, Shape{int64_t(dim)}, correction, keepdim);
+}
+template <DimIndex I> Tensor norm(const Tensor& x, double p, I dim, bool keepdim = false) {
+  return norm(x, p, Shape{int64_t(dim)}, keepdim);
+}
+
 // Max/min along one dim: values and int64 indices (first occurrence).
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
 std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);

@@ -8,7 +8,7 @@
 //
 // A row is X(Enum, name, Domain, Result, Family):
 //   name      the op's name in errors
-//   Domain    Floating, Numeric or Any (op_traits.h); both inputs have one dtype
+//   Domain    Floating, Numeric, Any or Integral (op_traits.h); both inputs have one dtype
 //   Result    Same (the inputs' dtype) or Bool
 //   Family    Arithmetic, Compare, or ActivationBackward (the fused gradients
 //             core's activations use: a = the incoming gradient, b = the saved
@@ -33,6 +33,9 @@
   X(Pow, pow, Floating, Same, Arithmetic)                                     \
   X(Maximum, maximum, Any, Same, Arithmetic)                                  \
   X(Minimum, minimum, Any, Same, Arithmetic)                                  \
+  X(BitwiseAnd, bitwise_and, Integral, Same, Arithmetic)                      \
+  X(BitwiseOr, bitwise_or, Integral, Same, Arithmetic)                        \
+  X(BitwiseXor, bitwise_xor, Integral, Same, Arithmetic)                      \
   X(Eq, eq, Any, Bool, Compare)                                               \
   X(Ne, ne, Any, Bool, Compare)                                               \
   X(Lt, lt, Any, Bool, Compare)                                               \
@@ -102,6 +105,17 @@ template <class C> struct Maximum {
 };
 template <class C> struct Minimum {
   ANVIL_HD C operator()(C a, C b) const { return math::nan_min(a, b); }
+};
+// On bool these are the logical ops (& and | of two bools is a bool), as in
+// PyTorch; ints promote to int in C++, hence the casts back.
+template <class C> struct BitwiseAnd {
+  ANVIL_HD C operator()(C a, C b) const { return static_cast<C>(a & b); }
+};
+template <class C> struct BitwiseOr {
+  ANVIL_HD C operator()(C a, C b) const { return static_cast<C>(a | b); }
+};
+template <class C> struct BitwiseXor {
+  ANVIL_HD C operator()(C a, C b) const { return static_cast<C>(a ^ b); }
 };
 template <class C> struct Eq {
   ANVIL_HD bool operator()(C a, C b) const { return a == b; }

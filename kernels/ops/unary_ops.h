@@ -12,7 +12,8 @@
 // A row is X(Enum, function, Domain, Result, Api):
 //   function  the public function's name (anvil::function(x)) and the op's name in errors
 //   Domain    Floating (float dtypes; core computes integer inputs in float32),
-//             Numeric (also integers) or Any (also bool)           (op_traits.h)
+//             Numeric (also integers), Any (also bool) or Integral (integers
+//             and bool only: core refuses float inputs)             (op_traits.h)
 //   Result    Same (the input's dtype) or Bool
 //   Api       Plain: core declares `Tensor function(const Tensor&)` with its gradient.
 //             Custom: core writes the entry point by hand (it takes more arguments).
@@ -56,6 +57,7 @@
   X(Round, round, Numeric, Same, Plain)               \
   X(IsNan, isnan, Numeric, Bool, Plain)               \
   X(LogicalNot, logical_not, Any, Bool, Plain)        \
+  X(BitwiseNot, bitwise_not, Integral, Same, Plain)   \
   X(Clamp, clamp, Numeric, Same, Custom)
 
 namespace anvil {
@@ -178,6 +180,12 @@ template <class C> struct IsNan {
 };
 template <class C> struct LogicalNot {
   ANVIL_HD bool operator()(C x) const { return x == C(0); }
+};
+template <class C> struct BitwiseNot {  // on bool the logical not, as torch.bitwise_not
+  ANVIL_HD C operator()(C x) const {
+    if constexpr (std::is_same_v<C, bool>) return !x;
+    else return static_cast<C>(~x);  // ~ promotes uint8 to int: cast back
+  }
 };
 // min(max(x, lo), hi) as PyTorch: NaN stays NaN, lo > hi gives hi. The
 // bounds arrive as doubles (possibly infinite): floats keep them, integers

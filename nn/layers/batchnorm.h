@@ -5,18 +5,19 @@
 #include <cstdint>
 #include <optional>
 
+#include "core/base/option_field.h"
 #include "nn/module.h"
 
 namespace anvil::nn {
 
 struct BatchNorm2dOptions {
-  int64_t num_features = 0;
-  double eps = 1e-5;
+  ANVIL_OPTION(BatchNorm2dOptions, int64_t, num_features) = 0;
+  ANVIL_OPTION(BatchNorm2dOptions, double, eps) = 1e-5;
   // Weight of the new batch in the running averages; nullopt gives the
   // cumulative average (1 / num_batches_tracked), as PyTorch's momentum=None.
-  std::optional<double> momentum = 0.1;
-  bool affine = true;               // learnable weight (ones) and bias (zeros)
-  bool track_running_stats = true;  // without: batch statistics in eval too
+  ANVIL_OPTION(BatchNorm2dOptions, std::optional<double>, momentum) = 0.1;
+  ANVIL_OPTION(BatchNorm2dOptions, bool, affine) = true;               // learnable weight (ones) and bias (zeros)
+  ANVIL_OPTION(BatchNorm2dOptions, bool, track_running_stats) = true;  // without: batch statistics in eval too
 };
 
 class BatchNorm2d : public Module {

@@ -3,22 +3,24 @@
 //
 //   auto conv = std::make_shared<nn::Conv2d>(nn::Conv2dOptions{.in_channels = 3, .out_channels = 16,
 //                                                               .kernel_size = 3, .padding = 1});
+//   auto same = std::make_shared<nn::Conv2d>(nn::Conv2dOptions(3, 16, 3).padding(1));  // libtorch's spelling
 #include <cstdint>
 
+#include "core/base/option_field.h"
 #include "nn/layers/size2.h"
 #include "nn/module.h"
 
 namespace anvil::nn {
 
 struct Conv2dOptions {
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;
-  Size2 kernel_size = 1;
-  Size2 stride = 1;
-  Size2 padding = 0;
-  Size2 dilation = 1;
-  int64_t groups = 1;
-  bool bias = true;
+  ANVIL_OPTION(Conv2dOptions, int64_t, in_channels) = 0;
+  ANVIL_OPTION(Conv2dOptions, int64_t, out_channels) = 0;
+  ANVIL_OPTION(Conv2dOptions, Size2, kernel_size) = 1;
+  ANVIL_OPTION(Conv2dOptions, Size2, stride) = 1;
+  ANVIL_OPTION(Conv2dOptions, Size2, padding) = 0;
+  ANVIL_OPTION(Conv2dOptions, Size2, dilation) = 1;
+  ANVIL_OPTION(Conv2dOptions, int64_t, groups) = 1;
+  ANVIL_OPTION(Conv2dOptions, bool, bias) = true;
 };
 
 class Conv2d : public Module {

@@ -3,13 +3,21 @@
 // forward takes int64 indices of any shape and returns [..., embedding_dim].
 #include <cstdint>
 
+#include "core/base/option_field.h"
 #include "nn/module.h"
 
 namespace anvil::nn {
 
+// The constructor's arguments as libtorch's options: EmbeddingOptions(1000, 64).
+struct EmbeddingOptions {
+  ANVIL_OPTION(EmbeddingOptions, int64_t, num_embeddings) = 0;
+  ANVIL_OPTION(EmbeddingOptions, int64_t, embedding_dim) = 0;
+};
+
 class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim);  // weight ~ N(0, 1), as PyTorch
+  explicit Embedding(const EmbeddingOptions& o) : Embedding(o.num_embeddings, o.embedding_dim) {}
 
   Tensor forward(const Tensor& indices) override;
   std::string extra_repr() const override;

@@ -9,12 +9,12 @@
 namespace anvil::nn {
 
 LayerNorm::LayerNorm(const LayerNormOptions& o) : Module("LayerNorm"), options(o) {
-  ANVIL_CHECK(!o.normalized_shape.empty(), "LayerNorm: normalized_shape must have at least one dim");
-  for (int64_t s : o.normalized_shape)
-    ANVIL_CHECK(s > 0, "LayerNorm: expected positive sizes in normalized_shape, got ", o.normalized_shape);
+  const Shape& shape = o.normalized_shape();
+  ANVIL_CHECK(!shape.empty(), "LayerNorm: normalized_shape must have at least one dim");
+  for (int64_t s : shape) ANVIL_CHECK(s > 0, "LayerNorm: expected positive sizes in normalized_shape, got ", shape);
   if (o.elementwise_affine) {
-    weight = register_parameter("weight", empty(o.normalized_shape));
-    if (o.bias) bias = register_parameter("bias", empty(o.normalized_shape));
+    weight = register_parameter("weight", empty(shape));
+    if (o.bias) bias = register_parameter("bias", empty(shape));
   }
   reset_parameters();
 }

@@ -2,15 +2,17 @@
 // LayerNorm over the trailing dims given by normalized_shape.
 #include <cstdint>
 
+#include "core/base/option_field.h"
 #include "nn/module.h"
 
 namespace anvil::nn {
 
 struct LayerNormOptions {
-  Shape normalized_shape = {};
-  double eps = 1e-5;
-  bool elementwise_affine = true;  // learnable weight (ones) and bias (zeros)
-  bool bias = true;                // with elementwise_affine: whether to learn a bias too
+  ANVIL_OPTION(LayerNormOptions, Shape, normalized_shape) = {};
+  ANVIL_OPTION(LayerNormOptions, double, eps) = 1e-5;
+  ANVIL_OPTION(LayerNormOptions, bool, elementwise_affine) = true;  // learnable weight (ones) and bias (zeros)
+  // With elementwise_affine: whether to learn a bias too.
+  ANVIL_OPTION(LayerNormOptions, bool, bias) = true;
 };
 
 class LayerNorm : public Module {

@@ -6,6 +6,7 @@
 //   auto gap = std::make_shared<nn::AdaptiveAvgPool2d>(1);                // global average pool
 #include <optional>
 
+#include "core/base/option_field.h"
 #include "core/ops/nn_ops.h"
 #include "nn/layers/size2.h"
 #include "nn/module.h"
@@ -13,16 +14,16 @@
 namespace anvil::nn {
 
 struct MaxPool2dOptions {
-  Size2 kernel_size = 2;
-  std::optional<Size2> stride = std::nullopt;  // default: kernel_size
-  Size2 padding = 0;
+  ANVIL_OPTION(MaxPool2dOptions, Size2, kernel_size) = 2;
+  ANVIL_OPTION(MaxPool2dOptions, std::optional<Size2>, stride) = std::nullopt;  // default: kernel_size
+  ANVIL_OPTION(MaxPool2dOptions, Size2, padding) = 0;
 };
 
 struct AvgPool2dOptions {
-  Size2 kernel_size = 2;
-  std::optional<Size2> stride = std::nullopt;  // default: kernel_size
-  Size2 padding = 0;
-  bool count_include_pad = true;  // whether padded zeros count in the average
+  ANVIL_OPTION(AvgPool2dOptions, Size2, kernel_size) = 2;
+  ANVIL_OPTION(AvgPool2dOptions, std::optional<Size2>, stride) = std::nullopt;  // default: kernel_size
+  ANVIL_OPTION(AvgPool2dOptions, Size2, padding) = 0;
+  ANVIL_OPTION(AvgPool2dOptions, bool, count_include_pad) = true;  // whether padded zeros count in the average
 };
 
 class MaxPool2d : public Module {

@@ -38,7 +38,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   for (Tensor& p : parts) p = p.reshape({batch, steps, heads, head_dim}).transpose(1, 2);
   functional::AttentionOptions a;
   a.is_causal = true;
-  a.dropout_p = is_training() ? options.dropout : 0.0;
+  a.dropout_p = is_training() ? options.dropout() : 0.0;
   Tensor y = functional::scaled_dot_product_attention(parts[0], parts[1], parts[2], a);
   y = y.transpose(1, 2).reshape({batch, steps, options.n_embd});  // heads side by side again
   return dropout(proj->forward(y), options.dropout, is_training());

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/base/option_field.h"
 #include "nn/layers/container.h"
 #include "nn/layers/layernorm.h"
 #include "nn/layers/linear.h"
@@ -15,11 +16,12 @@
 namespace anvil::nn {
 
 struct TransformerOptions {
-  int64_t n_embd = 0;
-  int64_t n_head = 1;
-  double dropout = 0.0;  // on attention weights and on each residual branch, in training
-  bool bias = true;      // biases in the Linear and LayerNorm layers
-  int64_t mlp_ratio = 4; // hidden width of the MLP, in multiples of n_embd
+  ANVIL_OPTION(TransformerOptions, int64_t, n_embd) = 0;
+  ANVIL_OPTION(TransformerOptions, int64_t, n_head) = 1;
+  // On attention weights and on each residual branch, in training.
+  ANVIL_OPTION(TransformerOptions, double, dropout) = 0.0;
+  ANVIL_OPTION(TransformerOptions, bool, bias) = true;       // biases in the Linear and LayerNorm layers
+  ANVIL_OPTION(TransformerOptions, int64_t, mlp_ratio) = 4;  // hidden width of the MLP, in multiples of n_embd
 };
 
 // Multi-head attention where position t attends to positions 0..t. One

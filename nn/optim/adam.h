@@ -8,19 +8,26 @@
 // State per parameter: "exp_avg" (m), "exp_avg_sq" (v) and the step count.
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
+#include "core/base/option_field.h"
 #include "nn/optim/optimizer.h"
 
 namespace anvil::nn::optim {
 
 struct AdamOptions {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-  bool maximize = false;
+  ANVIL_OPTION(AdamOptions, double, lr) = 1e-3;
+  ANVIL_OPTION(AdamOptions, double, beta1) = 0.9;
+  ANVIL_OPTION(AdamOptions, double, beta2) = 0.999;
+  ANVIL_OPTION(AdamOptions, double, eps) = 1e-8;
+  ANVIL_OPTION(AdamOptions, double, weight_decay) = 0.0;
+  ANVIL_OPTION(AdamOptions, bool, maximize) = false;
+  // libtorch's spelling of beta1 and beta2: AdamOptions(1e-3).betas({0.9, 0.98}).
+  AdamOptions& betas(std::tuple<double, double> b) {
+    std::tie(beta1, beta2) = b;
+    return *this;
+  }
 
   void validate(const std::string& optimizer) const;
   HyperParams named() const;
@@ -29,12 +36,16 @@ struct AdamOptions {
 
 // The same settings; only the default weight decay differs (as in PyTorch).
 struct AdamWOptions {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
-  bool maximize = false;
+  ANVIL_OPTION(AdamWOptions, double, lr) = 1e-3;
+  ANVIL_OPTION(AdamWOptions, double, beta1) = 0.9;
+  ANVIL_OPTION(AdamWOptions, double, beta2) = 0.999;
+  ANVIL_OPTION(AdamWOptions, double, eps) = 1e-8;
+  ANVIL_OPTION(AdamWOptions, double, weight_decay) = 1e-2;
+  ANVIL_OPTION(AdamWOptions, bool, maximize) = false;
+  AdamWOptions& betas(std::tuple<double, double> b) {
+    std::tie(beta1, beta2) = b;
+    return *this;
+  }
 
   void validate(const std::string& optimizer) const;
   HyperParams named() const;

@@ -5,3 +5,8 @@
 #include "nn/optim/lr_scheduler.h"
 #include "nn/optim/optimizer.h"
 #include "nn/optim/sgd.h"
+
+namespace anvil {
+// libtorch's spelling, torch::optim::SGD: anvil::optim::SGD is anvil::nn::optim::SGD.
+namespace optim = nn::optim;
+}  // namespace anvil

@@ -9,17 +9,18 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/option_field.h"
 #include "nn/optim/optimizer.h"
 
 namespace anvil::nn::optim {
 
 struct SGDOptions {
-  double lr = 1e-3;  // PyTorch's default since 2.0
-  double momentum = 0.0;
-  double dampening = 0.0;
-  double weight_decay = 0.0;
-  bool nesterov = false;  // needs momentum > 0 and dampening == 0
-  bool maximize = false;  // ascend the objective instead
+  ANVIL_OPTION(SGDOptions, double, lr) = 1e-3;  // PyTorch's default since 2.0
+  ANVIL_OPTION(SGDOptions, double, momentum) = 0.0;
+  ANVIL_OPTION(SGDOptions, double, dampening) = 0.0;
+  ANVIL_OPTION(SGDOptions, double, weight_decay) = 0.0;
+  ANVIL_OPTION(SGDOptions, bool, nesterov) = false;  // needs momentum > 0 and dampening == 0
+  ANVIL_OPTION(SGDOptions, bool, maximize) = false;  // ascend the objective instead
 
   void validate(const std::string& optimizer) const;
   HyperParams named() const;

@@ -49,7 +49,7 @@ Tensor reduce_loss(const Tensor& losses, Reduction reduction) {
 Tensor reduce_class_loss(const Tensor& losses, const Tensor& targets, const CrossEntropyOptions& o) {
   if (o.reduction != Reduction::Mean) return reduce_loss(losses, o.reduction);
   // Counted in float64: float16 cannot hold counts above 2048 exactly.
-  Tensor counted = ne(targets, Scalar(o.ignore_index)).to(kFloat64).sum();
+  Tensor counted = ne(targets, Scalar(o.ignore_index())).to(kFloat64).sum();
   return (sum(losses) / counted).to(losses.dtype());
 }
 
@@ -149,7 +149,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, const CrossEntro
   nn_detail::check_class_targets("nll_loss", targets, classes, o.ignore_index);
 
   // Ignored rows gather class 0 (always valid) and are then zeroed.
-  Tensor valid = ne(targets, Scalar(o.ignore_index));
+  Tensor valid = ne(targets, Scalar(o.ignore_index()));
   Tensor safe_targets = masked_fill(targets, logical_not(valid), Scalar(int64_t{0}));
   Tensor valid_f = valid.to(log_probs.dtype());
   Tensor picked = gather(log_probs, 1, safe_targets.unsqueeze(1)).squeeze(1);

@@ -21,23 +21,28 @@ namespace {
 
 using testing::gradcheck;
 
-struct DifferentiableRow {
+struct PlainRow {
+  UnaryOp op;
   const char* name;
   Tensor (*function)(const Tensor&);
 };
 
-// The Plain rows whose result is floating: the ones with a gradient.
-#define ANVIL_ROW(Enum, function, domain, result, api) ANVIL_ROW_##api##_##result(function)
-#define ANVIL_ROW_Plain_Same(function) DifferentiableRow{#function, &anvil::function},
-#define ANVIL_ROW_Plain_Bool(function)
-#define ANVIL_ROW_Custom_Same(function)
-#define ANVIL_ROW_Custom_Bool(function)
-const DifferentiableRow kRows[] = {ANVIL_UNARY_OPS(ANVIL_ROW)};
+#define ANVIL_ROW(Enum, function, domain, result, api) ANVIL_ROW_##api(Enum, function)
+#define ANVIL_ROW_Plain(Enum, function) PlainRow{UnaryOp::Enum, #function, &anvil::function},
+#define ANVIL_ROW_Custom(Enum, function)
+const PlainRow kPlainRows[] = {ANVIL_UNARY_OPS(ANVIL_ROW)};
 #undef ANVIL_ROW
-#undef ANVIL_ROW_Plain_Same
-#undef ANVIL_ROW_Plain_Bool
-#undef ANVIL_ROW_Custom_Same
-#undef ANVIL_ROW_Custom_Bool
+#undef ANVIL_ROW_Plain
+#undef ANVIL_ROW_Custom
+
+// The Plain rows with a gradient: a result that may be floating (not the
+// bool results, nor the integer-only rows such as bitwise_not).
+std::vector<PlainRow> differentiable_rows() {
+  std::vector<PlainRow> rows;
+  for (const PlainRow& row : kPlainRows)
+    if (ops::differentiable(ops::unary_info(row.op))) rows.push_back(row);
+  return rows;
+}
 
 // Points away from every kink and jump of the table's functions (0 and the
 // integers): magnitudes in [0.3, 0.7] and [1.3, 1.7], of one sign.
@@ -57,7 +62,8 @@ bool all_finite(const Tensor& t) {
 
 TEST(UnaryOpGradients, EveryDifferentiableRowMatchesFiniteDifferences) {
   int checked_sides = 0;
-  for (const DifferentiableRow& row : kRows) {
+  const std::vector<PlainRow> rows = differentiable_rows();
+  for (const PlainRow& row : rows) {
     for (double sign : {1.0, -1.0}) {
       const Tensor x = points(sign, 7);
       if (!all_finite(row.function(x))) continue;  // e.g. log and sqrt of negatives
@@ -80,8 +86,8 @@ TEST(UnaryOpGradients, EveryDifferentiableRowMatchesFiniteDifferences) {
     }
   }
   // Every row has at least its positive side.
-  EXPECT_GE(checked_sides, static_cast<int>(std::size(kRows)));
-  EXPECT_GE(std::size(kRows), 20u);
+  EXPECT_GE(checked_sides, static_cast<int>(rows.size()));
+  EXPECT_GE(rows.size(), 20u);
 }
 
 }  // namespace

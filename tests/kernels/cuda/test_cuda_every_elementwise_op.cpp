@@ -22,7 +22,15 @@ namespace {
 const DType kAllDtypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool};
 
 // Of kAllDtypes, how many a row's domain takes: each must have run and been compared.
-int dtypes_accepted(ops::Domain d) { return d == ops::Domain::Any ? 8 : d == ops::Domain::Numeric ? 7 : 4; }
+int dtypes_accepted(ops::Domain d) {
+  switch (d) {
+    case ops::Domain::Any: return 8;
+    case ops::Domain::Numeric: return 7;
+    case ops::Domain::Floating: return 4;
+    case ops::Domain::Integral: return 4;  // int32, int64, uint8 and bool
+  }
+  return 0;
+}
 
 // Values an op takes everywhere it is defined: logs and roots of negatives are
 // NaN on both sides (compared as equal), pow of a negative base to a

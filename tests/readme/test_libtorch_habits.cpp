@@ -1,0 +1,396 @@
+// The libtorch habits the README's "Tensor API" section promises: each
+// one-liner below is written as it is in libtorch, with torch:: replaced by
+// anvil:: (the lines that need more than that say so), and checked for its
+// values, shape and dtype; the new differentiable ops against finite
+// differences in float64; and the bad input they refuse, by name. Only
+// <anvil/anvil.h> is included, as in a port (tests/core/gradcheck.h aside).
+#include <anvil/anvil.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tests/core/gradcheck.h"
+
+namespace {
+
+using anvil::Tensor;
+
+std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+std::vector<int64_t> ints(const Tensor& t) { return t.to_vector<int64_t>(); }
+using Doubles = std::vector<double>;
+using Ints = std::vector<int64_t>;
+
+// t's values are `want` (within float32's rounding of them).
+void expect_values(const Tensor& t, const Doubles& want) {
+  const Doubles got = values(t);
+  ASSERT_EQ(got.size(), want.size()) << t;
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-6 * std::max(1.0, std::abs(want[i]))) << "element " << i << " of " << t;
+}
+
+// [[0, 1, 2], [3, 4, 5]] in float32.
+Tensor x23() { return anvil::arange(6, anvil::kFloat).view({2, 3}); }
+
+// Runs f and expects an anvil::Error whose message names every one of `words`.
+template <typename F>
+void expect_error_naming(F f, std::initializer_list<const char*> words) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const anvil::Error& e) {
+    const std::string message = e.what();
+    for (const char* w : words) EXPECT_NE(message.find(w), std::string::npos) << "'" << w << "' not in: " << message;
+  }
+}
+
+// ---- 1. integer dims, beside the Shape forms ----
+
+TEST(LibtorchHabits, ReductionsTakeOneIntegerDim) {
+  const Tensor x = x23();
+  expect_values(x.sum(1), {3, 12});
+  expect_values(anvil::sum(x, 1), {3, 12});
+  const Tensor m = x.mean(-1, true);
+  EXPECT_EQ(m.sizes(), (anvil::Shape{2, 1}));
+  expect_values(m, {1, 4});
+  expect_values(std::get<0>(x.max(1)), {2, 5});
+  EXPECT_EQ(ints(std::get<1>(x.max(1))), (Ints{2, 2}));
+  EXPECT_EQ(std::get<1>(x.max(1)).scalar_type(), anvil::kLong);
+  auto [min_values, min_indices] = x.min(1);
+  expect_values(min_values, {0, 3});
+  EXPECT_EQ(ints(min_indices), (Ints{0, 0}));
+  EXPECT_NEAR(values(x.softmax(-1).sum(-1))[1], 1.0, 1e-6);
+  EXPECT_EQ(ints(x.argmax(1)), (Ints{2, 2}));
+  expect_values(x.prod(1), {0, 60});
+  expect_values(x.var(1), {1, 1});
+  expect_values(x.std(1), {1, 1});
+  EXPECT_NEAR(x.norm().item<double>(), std::sqrt(55.0), 1e-5);
+  EXPECT_NEAR(values(x.norm(2, 1))[1], std::sqrt(50.0), 1e-5);
+  expect_values(anvil::var(x, 1, /*unbiased=*/false), {2.0 / 3, 2.0 / 3});
+}
+
+TEST(LibtorchHabits, BracedDimListsStillMeanTheShapeForms) {
+  const Tensor x = x23();
+  EXPECT_EQ(x.sum({0, 1}).item<double>(), 15);
+  expect_values(x.sum({1}), {3, 12});
+  EXPECT_EQ(x.sum({}).item<double>(), 15);  // all dims, as an empty Shape always meant
+  expect_values(anvil::mean(x, {0}, true), {1.5, 2.5, 3.5});
+}
+
+// ---- 1. comparison and logical/bitwise operators ----
+
+TEST(LibtorchHabits, ComparisonOperatorsGiveBoolTensors) {
+  const Tensor x = x23(), y = anvil::full({2, 3}, 2.0);
+  EXPECT_EQ((x > 2).scalar_type(), anvil::kBool);
+  EXPECT_EQ(ints(x > 2), (Ints{0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(ints(2 < x), (Ints{0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(ints(x == y), (Ints{0, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(ints(x != y), (Ints{1, 1, 0, 1, 1, 1}));
+  EXPECT_EQ(ints(x >= 4), (Ints{0, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(ints(x <= 1.5), (Ints{1, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(ints(1 >= x), (Ints{1, 1, 0, 0, 0, 0}));
+}
+
+TEST(LibtorchHabits, BitwiseOperatorsOnIntegersAndBools) {
+  const Tensor a = anvil::tensor({12, 10, 0}).to(anvil::kInt), b = anvil::tensor({10, 6, 5}).to(anvil::kInt);
+  EXPECT_EQ(ints(a & b), (Ints{8, 2, 0}));
+  EXPECT_EQ(ints(a | b), (Ints{14, 14, 5}));
+  EXPECT_EQ(ints(a ^ b), (Ints{6, 12, 5}));
+  EXPECT_EQ(ints(~a), (Ints{-13, -11, -1}));
+  EXPECT_EQ((a & b).scalar_type(), anvil::kInt);
+  EXPECT_EQ(ints(a & 8), (Ints{8, 8, 0}));
+  EXPECT_EQ(ints(anvil::bitwise_not(anvil::tensor({1, 254}).to(anvil::kByte))), (Ints{254, 1}));
+
+  const Tensor p = anvil::tensor({1, 1, 0, 0}).to(anvil::kBool), q = anvil::tensor({1, 0, 1, 0}).to(anvil::kBool);
+  EXPECT_EQ(ints(p & q), (Ints{1, 0, 0, 0}));
+  EXPECT_EQ(ints(p | q), (Ints{1, 1, 1, 0}));
+  EXPECT_EQ(ints(p ^ q), (Ints{0, 1, 1, 0}));
+  EXPECT_EQ(ints(~p), (Ints{0, 0, 1, 1}));
+  EXPECT_EQ((p & q).scalar_type(), anvil::kBool);
+  EXPECT_EQ(ints(!p), (Ints{0, 0, 1, 1}));
+  EXPECT_EQ((!a).scalar_type(), anvil::kBool);  // logical not of any dtype
+  EXPECT_EQ(ints(!a), (Ints{0, 0, 1}));
+  const Tensor x = x23();
+  EXPECT_EQ(ints((x > 1) & (x < 4)), (Ints{0, 0, 1, 1, 0, 0}));
+}
+
+TEST(LibtorchHabits, BitwiseOpsRefuseFloatsNamingTheOpAndDtype) {
+  const Tensor f = x23(), i = anvil::ones({2, 3}, anvil::kLong);
+  expect_error_naming([&] { (void)(f & i); }, {"bitwise_and", "float32", "int64", "[2, 3]"});
+  expect_error_naming([&] { (void)(i | f); }, {"bitwise_or", "float32"});
+  expect_error_naming([&] { (void)(f ^ 1); }, {"bitwise_xor", "float32"});
+  expect_error_naming([&] { (void)~f; }, {"bitwise_not", "float32", "[2, 3]", "integer or bool"});
+}
+
+// ---- 1. scalars on either side ----
+
+TEST(LibtorchHabits, ScalarsOnEitherSideOfEveryArithmeticOperator) {
+  const Tensor x = x23();
+  expect_values(2.0 * x, {0, 2, 4, 6, 8, 10});
+  expect_values(1 - x, {1, 0, -1, -2, -3, -4});
+  expect_values(x / 2, {0, 0.5, 1, 1.5, 2, 2.5});
+  expect_values(6 / (x + 1), {6, 3, 2, 1.5, 1.2, 1});
+  EXPECT_EQ(values(x + 1), values(1 + x));
+  EXPECT_EQ((2.0 * x).scalar_type(), anvil::kFloat);  // a scalar does not promote
+  Tensor y = x.clone();
+  y += 1;
+  y *= 2;
+  expect_values(y, {2, 4, 6, 8, 10, 12});
+}
+
+TEST(LibtorchHabits, ScalarsInWhereClampMaximumMinimum) {
+  const Tensor x = x23();
+  expect_values(anvil::where(x > 2, x, 0.0), {0, 0, 0, 3, 4, 5});
+  expect_values(anvil::where(x > 2, 0.0, x), {0, 1, 2, 0, 0, 0});
+  EXPECT_EQ(anvil::where(x > 2, x, 0.0).scalar_type(), anvil::kFloat);
+  expect_values(anvil::clamp(x, 1, 4), {1, 1, 2, 3, 4, 4});
+  expect_values(x.clamp(1, 4), {1, 1, 2, 3, 4, 4});
+  expect_values(x.clamp({}, 3), {0, 1, 2, 3, 3, 3});  // {}: no lower bound, as libtorch's nullopt
+  expect_values(x.clamp_min(2), {2, 2, 2, 3, 4, 5});
+  expect_values(x.clamp_max(2), {0, 1, 2, 2, 2, 2});
+  expect_values(anvil::maximum(x, 2.5), {2.5, 2.5, 2.5, 3, 4, 5});
+  expect_values(anvil::minimum(x, 2.5), {0, 1, 2, 2.5, 2.5, 2.5});
+  expect_error_naming([&] { (void)x.clamp({}, {}); }, {"clamp", "at least one of min and max"});
+}
+
+// ---- 1. metadata spelled as libtorch ----
+
+TEST(LibtorchHabits, MetadataAsLibtorchSpellsIt) {
+  Tensor x = x23();
+  EXPECT_EQ(x.sizes(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(x.size(0), 2);
+  EXPECT_EQ(x.size(-1), 3);
+  EXPECT_EQ(x.dim(), 2);
+  EXPECT_EQ(x.numel(), 6);
+  EXPECT_EQ(x.scalar_type(), anvil::kFloat);
+  EXPECT_TRUE(x.is_cpu());
+  EXPECT_FALSE(x.is_cuda());
+  EXPECT_EQ(x.element_size(), 4);
+  EXPECT_EQ(x.data_ptr<float>()[5], 5.0f);
+  EXPECT_EQ(x.data_ptr(), static_cast<void*>(x.data_ptr<float>()));
+  expect_error_naming([&] { (void)x.data_ptr<double>(); }, {"float32", "float64"});
+}
+
+// ---- 1. views, copies and in-place ops ----
+
+TEST(LibtorchHabits, ViewAsRepeatFlipRollUnbind) {
+  const Tensor x = x23();
+  const Tensor flat = anvil::arange(6, anvil::kFloat);
+  EXPECT_EQ(flat.view_as(x).sizes(), x.sizes());
+  EXPECT_EQ(anvil::tensor({1.0, 2.0, 3.0}).expand_as(x).sizes(), x.sizes());
+
+  const Tensor r = x.repeat({2, 1});
+  EXPECT_EQ(r.sizes(), (anvil::Shape{4, 3}));
+  expect_values(r, {0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5});
+  expect_values(anvil::tensor({1.0, 2.0}).repeat({2, 2}), {1, 2, 1, 2, 1, 2, 1, 2});
+  EXPECT_EQ(anvil::tensor({1.0, 2.0}).repeat({3, 1, 2}).sizes(), (anvil::Shape{3, 1, 4}));
+
+  expect_values(x.flip({1}), {2, 1, 0, 5, 4, 3});
+  expect_values(x.flip({0, 1}), {5, 4, 3, 2, 1, 0});
+  expect_values(anvil::flip(x, 0), {3, 4, 5, 0, 1, 2});
+
+  expect_values(x.roll(1, 1), {2, 0, 1, 5, 3, 4});
+  expect_values(x.roll(-1, 1), {1, 2, 0, 4, 5, 3});
+  expect_values(x.roll(1), {5, 0, 1, 2, 3, 4});  // flattened, shape kept
+  EXPECT_EQ(x.roll(1).sizes(), x.sizes());
+  expect_values(anvil::roll(x, {1, 4}, {0, 1}), {5, 3, 4, 2, 0, 1});
+
+  const std::vector<Tensor> rows = x.unbind(0);
+  ASSERT_EQ(rows.size(), 2u);
+  expect_values(rows[1], {3, 4, 5});
+  expect_values(anvil::unbind(x, 1)[2], {2, 5});
+
+  // New memory, as in PyTorch, even when nothing moved.
+  Tensor same = x.roll(0, 0);
+  same.fill_(7);
+  EXPECT_EQ(x.sum().item<double>(), 15);
+}
+
+TEST(LibtorchHabits, AddSubWithAlphaAndTheInPlaceUpdates) {
+  const Tensor x = x23(), y = anvil::ones({2, 3});
+  expect_values(x.add(y, 2), {2, 3, 4, 5, 6, 7});
+  expect_values(x.sub(y, 0.5), {-0.5, 0.5, 1.5, 2.5, 3.5, 4.5});
+  expect_values(anvil::add(x, y, 2), {2, 3, 4, 5, 6, 7});
+
+  Tensor p = x.clone();
+  p.add_(y, -2);
+  expect_values(p, {-2, -1, 0, 1, 2, 3});
+  p = x.clone();
+  p.addcmul_(x, x, 0.5);  // p + 0.5 * x * x
+  expect_values(p, {0, 1.5, 4, 7.5, 12, 17.5});
+  p = x.clone();
+  p.addcdiv_(y, x + 1, 6);  // p + 6 / (x + 1)
+  expect_values(p, {6, 4, 4, 4.5, 5.2, 6});
+  p = x.clone();
+  p.lerp_(anvil::full({2, 3}, 10.0), 0.5);
+  expect_values(p, {5, 5.5, 6, 6.5, 7, 7.5});
+  p = x.clone();
+  p.clamp_(1, 4);
+  expect_values(p, {1, 1, 2, 3, 4, 4});
+  p.clamp_min_(2);
+  expect_values(p, {2, 2, 2, 3, 4, 4});
+  p.clamp_max_(3);
+  expect_values(p, {2, 2, 2, 3, 3, 3});
+
+  // As in PyTorch, a leaf that requires grad refuses in-place updates.
+  Tensor leaf = anvil::ones({2}).requires_grad_();
+  expect_error_naming([&] { leaf.addcmul_(leaf, leaf); }, {"addcmul_"});
+}
+
+// ---- the gradients of the new differentiable ops, in float64 ----
+
+using anvil::testing::gradcheck;
+using Inputs = std::vector<Tensor>;
+
+Tensor f64(const anvil::Shape& shape) { return anvil::randn(shape, anvil::kDouble); }
+
+TEST(LibtorchHabits, NewOpsGradientsMatchFiniteDifferences) {
+  anvil::manual_seed(3);
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].repeat({2, 1, 3}); }, {f64({2, 3})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].flip({0, 2}); }, {f64({2, 3, 4})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].roll({1, -2}, {0, 1}); }, {f64({3, 4})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].roll(2); }, {f64({3, 2})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].unbind(1)[1] * 3.0 + in[0].unbind(1)[2]; },
+                        {f64({2, 3})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].add(in[1], 2.5); }, {f64({2, 3}), f64({3})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].sub(in[1], 0.5); }, {f64({2, 3}), f64({2, 3})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return anvil::addcmul(in[0], in[1], in[2], 0.5); },
+                        {f64({2, 3}), f64({2, 3}), f64({3})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return anvil::addcdiv(in[0], in[1], in[2].abs() + 1.0, 2); },
+                        {f64({2, 3}), f64({2, 3}), f64({2, 3})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return anvil::lerp(in[0], in[1], in[2]); },
+                        {f64({2, 3}), f64({2, 3}), f64({2, 3})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return anvil::where(in[0] > 0, in[0], 0.0); }, {f64({2, 3})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return anvil::maximum(in[0], 0.1); }, {f64({2, 3})}));
+  // Points away from the kink at 0.2.
+  const Tensor away = anvil::tensor({-1.0, -0.5, 0.7, 1.5}, anvil::kDouble);
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].clamp_min(0.2); }, {away}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].clamp_max(0.2); }, {away}));
+  // The in-place updates on a non-leaf record their history.
+  EXPECT_TRUE(gradcheck(
+      [](const Inputs& in) {
+        Tensor p = in[0] * 1.0;
+        p.addcmul_(in[1], in[1], 0.5).lerp_(in[1], 0.25);
+        return p;
+      },
+      {f64({2, 3}), f64({2, 3})}));
+}
+
+TEST(LibtorchHabits, BadDimsForRepeatFlipRollNameTheOpAndShape) {
+  const Tensor x = x23();
+  expect_error_naming([&] { (void)x.repeat({2}); }, {"repeat", "[2, 3]", "at least one per dim"});
+  expect_error_naming([&] { (void)x.repeat({2, -1}); }, {"repeat", "non-negative"});
+  expect_error_naming([&] { (void)x.flip({2}); }, {"flip", "dim 2", "out of range"});
+  expect_error_naming([&] { (void)x.flip({1, -1}); }, {"flip", "more than once", "[2, 3]"});
+  expect_error_naming([&] { (void)x.roll({1, 2}, {0}); }, {"roll", "one shift per dim"});
+  expect_error_naming([&] { (void)x.roll({1, 2}); }, {"roll", "one shift"});
+  expect_error_naming([&] { (void)x.roll(1, 5); }, {"roll", "dim 5"});
+  expect_error_naming([&] { (void)anvil::scalar_tensor(1.0).unbind(0); }, {"unbind", "0-d"});
+}
+
+// ---- 1. printing with only <anvil/anvil.h> ----
+
+std::shared_ptr<anvil::nn::Sequential> small_model() {
+  return std::make_shared<anvil::nn::Sequential>(std::make_shared<anvil::nn::Linear>(3, 4),
+                                                 std::make_shared<anvil::nn::ReLU>(),
+                                                 std::make_shared<anvil::nn::Linear>(4, 1, false));
+}
+
+TEST(LibtorchHabits, CoutPrintsTensorsAndModuleTrees) {
+  const auto model = small_model();
+  const std::string tree =
+      "Sequential(\n"
+      "  (0): Linear(in_features=3, out_features=4, bias=True)\n"
+      "  (1): ReLU()\n"
+      "  (2): Linear(in_features=4, out_features=1, bias=False)\n"
+      ")";
+  ::testing::internal::CaptureStdout();
+  std::cout << anvil::tensor({1.0, 2.0}) << "\n";
+  std::cout << *model << "\n";
+  std::cout << model << "\n";
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out, "tensor([1., 2.])\n" + tree + "\n" + tree + "\n");
+}
+
+// ---- 4. options, dtypes, devices and namespaces as libtorch spells them ----
+
+TEST(LibtorchHabits, OptionsChainAsInLibtorchAndStillAggregate) {
+  const auto linear = std::make_shared<anvil::nn::Linear>(anvil::nn::LinearOptions(3, 4).bias(false));
+  EXPECT_FALSE(linear->bias.defined());
+  EXPECT_EQ(linear->weight.sizes(), (anvil::Shape{4, 3}));
+
+  const auto conv_options = anvil::nn::Conv2dOptions(3, 8, 3).stride(2).padding(1);
+  EXPECT_EQ(conv_options.in_channels, 3);
+  EXPECT_EQ(conv_options.stride, anvil::nn::Size2(2));
+  EXPECT_EQ(conv_options.padding(), anvil::nn::Size2(1));  // libtorch's getter
+  const auto conv = std::make_shared<anvil::nn::Conv2d>(conv_options);
+  EXPECT_EQ(conv->forward(anvil::zeros({1, 3, 8, 8})).sizes(), (anvil::Shape{1, 8, 4, 4}));
+  // The aggregate spelling anvil code uses keeps working, side by side.
+  const anvil::nn::Conv2dOptions aggregate{.in_channels = 3, .out_channels = 8, .kernel_size = {3, 5}, .bias = false};
+  EXPECT_EQ(aggregate.kernel_size.w, 5);
+  EXPECT_FALSE(aggregate.bias);
+
+  const auto bn = anvil::nn::BatchNorm2dOptions(16).eps(1e-3).momentum(0.2).affine(false);
+  EXPECT_EQ(bn.num_features, 16);
+  EXPECT_EQ(bn.eps, 1e-3);
+  EXPECT_EQ(*bn.momentum, 0.2);
+  EXPECT_EQ(anvil::nn::LayerNormOptions({4, 5}).eps(1e-6).normalized_shape, (anvil::Shape{4, 5}));
+  EXPECT_EQ(anvil::nn::MaxPool2dOptions(3).stride(2).stride->h, 2);
+  EXPECT_EQ(anvil::nn::AvgPool2dOptions(2).count_include_pad(false).count_include_pad, false);
+  EXPECT_EQ(anvil::nn::EmbeddingOptions(10, 4).embedding_dim, 4);
+  EXPECT_EQ(anvil::nn::Dropout(anvil::nn::DropoutOptions().p(0.25)).p, 0.25);
+
+  const auto sgd = anvil::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(1e-4);
+  EXPECT_EQ(sgd.lr, 0.1);
+  EXPECT_EQ(sgd.momentum, 0.9);
+  EXPECT_TRUE(sgd.nesterov);
+  const auto adam = anvil::optim::AdamOptions(1e-3).betas({0.8, 0.99}).weight_decay(0.01);
+  EXPECT_EQ(adam.beta1, 0.8);
+  EXPECT_EQ(adam.beta2, 0.99);
+  const auto model = small_model();
+  anvil::optim::SGD optimizer(model->parameters(), anvil::optim::SGDOptions(0.01).momentum(0.5));
+  optimizer.zero_grad();
+}
+
+TEST(LibtorchHabits, DtypeAndDeviceNames) {
+  EXPECT_EQ(anvil::kFloat, anvil::kFloat32);
+  EXPECT_EQ(anvil::kDouble, anvil::kFloat64);
+  EXPECT_EQ(anvil::kHalf, anvil::kFloat16);
+  EXPECT_EQ(anvil::kLong, anvil::kInt64);
+  EXPECT_EQ(anvil::kInt, anvil::kInt32);
+  EXPECT_EQ(anvil::kByte, anvil::kUInt8);
+  EXPECT_EQ(anvil::kBool, anvil::DType::Bool);
+  EXPECT_EQ(anvil::Device(anvil::kCUDA, 1), anvil::Device::cuda(1));
+  EXPECT_EQ(anvil::Device(anvil::kCPU), anvil::Device::cpu());
+  const Tensor x = anvil::zeros({2, 3}, anvil::kCPU);
+  EXPECT_TRUE(x.to(anvil::kCPU).is_cpu());
+  EXPECT_EQ(x.to(anvil::kDouble).scalar_type(), anvil::kDouble);
+  const Tensor y = anvil::ones({2}, anvil::TensorOptions().dtype(anvil::kDouble).device(anvil::kCPU));
+  EXPECT_EQ(y.scalar_type(), anvil::kDouble);
+  const Tensor z = anvil::ones({2}, anvil::dtype(anvil::kDouble).requires_grad(true));
+  EXPECT_TRUE(z.requires_grad());
+  EXPECT_EQ(anvil::ones({1}, anvil::requires_grad()).requires_grad(), true);
+}
+
+TEST(LibtorchHabits, FunctionalNamespace) {
+  namespace F = anvil::nn::functional;
+  const Tensor x = anvil::tensor({-1.0, 0.5});
+  expect_values(F::relu(x), {0, 0.5});
+  EXPECT_NEAR(values(F::gelu(x))[1], 0.5 * 0.5 * (1 + std::erf(0.5 / std::sqrt(2.0))), 1e-6);
+  EXPECT_NEAR(values(F::softmax(x, 0).sum())[0], 1.0, 1e-6);
+  const Tensor logits = anvil::zeros({2, 4}), target = anvil::tensor({1, 3}).to(anvil::kLong);
+  EXPECT_NEAR(F::cross_entropy(logits, target).item<double>(), std::log(4.0), 1e-6);
+  EXPECT_EQ(F::linear(anvil::ones({1, 3}), anvil::ones({2, 3})).sizes(), (anvil::Shape{1, 2}));
+  // The forms that take their settings as options.
+  expect_values(F::softmax(anvil::zeros({2}), F::SoftmaxFuncOptions(0)), {0.5, 0.5});
+  EXPECT_NEAR(values(F::log_softmax(anvil::zeros({2}), F::LogSoftmaxFuncOptions(0)))[0], std::log(0.5), 1e-6);
+  expect_values(F::dropout(x, F::DropoutFuncOptions().p(0.5).training(false)), {-1, 0.5});
+  expect_values(F::layer_norm(anvil::tensor({1.0, 3.0}), F::LayerNormFuncOptions({2}).eps(0)), {-1, 1});
+  const auto per_target = F::CrossEntropyFuncOptions().ignore_index(1).reduction(anvil::Reduction::None);
+  expect_values(F::cross_entropy(logits, target, per_target), {0, std::log(4.0)});  // target 1 ignored
+}
+
+}  // namespace
