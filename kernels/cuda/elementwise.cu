@@ -1,5 +1,5 @@
 // CudaBackend::unary, binary, where: validation (same checks and messages as
-// the CPU backend) and routing. The kernels live in unary.cu, binary.cu,
+// the CPU backend) and routing. The kernels live in unary_floating.cu, unary_integral.cu, binary.cu,
 // compare.cu and binary_backward.cu (split so they compile in parallel);
 // where is here, moving elements as raw bits of their size.
 #include <cstdint>
@@ -36,7 +36,9 @@ void CudaBackend::unary(UnaryOp op, const View& out, const View& in, const Unary
   ANVIL_NVTX_RANGE("unary");
   shapes::check_unary(op, out, in);
   DeviceGuard guard(out.device_index);
-  launch_unary(op, out, in, p, LaunchTarget{stream(out.device_index), out.device_index});
+  const LaunchTarget t{stream(out.device_index), out.device_index};
+  if (is_floating(in.dtype)) launch_unary_floating(op, out, in, p, t);
+  else launch_unary_integral(op, out, in, p, t);
 }
 
 void CudaBackend::binary(BinaryOp op, const View& out, const View& a, const View& b) {

@@ -1,7 +1,7 @@
 #pragma once
 // Internal to kernels/cuda: the elementwise family split over several .cu
-// files so they compile in parallel (unary.cu, binary.cu, compare.cu,
-// binary_backward.cu); CudaBackend::unary/binary/where (elementwise.cu)
+// files so they compile in parallel (unary_floating.cu, unary_integral.cu,
+// binary.cu, compare.cu, binary_backward.cu); CudaBackend::unary/binary/where (elementwise.cu)
 // validate and route here.
 #include <cuda_runtime_api.h>
 
@@ -17,7 +17,9 @@ struct LaunchTarget {
   int device;
 };
 
-void launch_unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p, LaunchTarget t);
+// Floating inputs (float, double, half, bfloat16) and the others.
+void launch_unary_floating(UnaryOp op, const View& out, const View& in, const UnaryParams& p, LaunchTarget t);
+void launch_unary_integral(UnaryOp op, const View& out, const View& in, const UnaryParams& p, LaunchTarget t);
 // Add, Sub, Mul, Div, Pow, Maximum, Minimum.
 void launch_binary_arithmetic(BinaryOp op, const View& out, const View& a, const View& b, LaunchTarget t);
 // Eq ... LogicalOr (bool results).

@@ -1,7 +1,7 @@
 #pragma once
 // run_table_op<T, Domain, Result>(name, out, functor, target, in...): the
 // dtype check and launch of one op-table row (kernels/ops/) on CUDA, shared
-// by unary.cu and the binary families (launch_binary_family below). It refuses a
+// by the unary rows and the binary families (launch_binary_family below). It refuses a
 // dtype outside the row's domain with the CPU's message, and launches
 // out = Out(op(C(in)...)) with C = compute_t<T>. Internal.
 #include <type_traits>
@@ -12,6 +12,7 @@
 #include "kernels/cuda/elementwise_ops.h"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/ops/binary_ops.h"
+#include "kernels/ops/unary_ops.h"
 #include "kernels/ops/op_traits.h"
 
 namespace anvil::cuda {
@@ -44,6 +45,23 @@ void run_table_op(const char* name, const View& out, const Op& op, LaunchTarget 
     launch_elementwise<Out, T, Same<In, T>...>(name, t.stream, t.device, out, first, rest...,
                                                dev::TableMap<T, Out, Op>{op});
   }
+}
+
+// Every row of the unary op table for input type T. Instantiated for the
+// floating dtypes in unary_floating.cu and for the others in
+// unary_integral.cu, so that the two halves compile in parallel.
+template <typename T>
+void launch_unary_rows(UnaryOp op, const View& out, const View& in, const UnaryParams& p, LaunchTarget t) {
+  const char* name = op_name(op);
+  switch (op) {
+#define ANVIL_CUDA_UNARY_CASE(Enum, function, domain, result, api)   \
+  case UnaryOp::Enum:                                                 \
+    return run_table_op<T, ops::Domain::domain, ops::Result::result>( \
+        name, out, ops::make_unary<ops::Enum, dev::compute_t<T>>(p), t, in);
+    ANVIL_UNARY_OPS(ANVIL_CUDA_UNARY_CASE)
+#undef ANVIL_CUDA_UNARY_CASE
+  }
+  fail("unary: unknown op ", static_cast<int>(op));
 }
 
 // The rows of one Family of the binary op table (kernels/ops/binary_ops.h)

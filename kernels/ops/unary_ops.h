@@ -3,7 +3,7 @@
 // its functor below. Everything else comes from these two: the enum UnaryOp,
 // the op names in errors, which dtypes each op accepts and its result dtype,
 // the CPU kernel (kernels/cpu/elementwise.cpp), the CUDA kernel
-// (kernels/cuda/unary.cu, also run on the emulated GPU), core's public
+// (kernels/cuda/unary_floating.cu and unary_integral.cu, also run on the emulated GPU), core's public
 // functions (core/ops/elementwise.h) and the tests' sweep over every op.
 //
 // Adding a unary op takes two edits: its row and functor here, and its
