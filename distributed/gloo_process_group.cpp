@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -12,6 +13,7 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "core/base/error.h"
@@ -32,6 +34,19 @@ struct GlooProcessGroup::Header {
 };
 
 namespace {
+
+// Gloo's TCP transport writes to its peers without MSG_NOSIGNAL, so a write
+// to a rank that has died raises SIGPIPE, whose default action kills this
+// process without a word (seen: a survivor of a killed rank vanishing). With
+// SIGPIPE ignored the write fails with EPIPE and the group reports the dead
+// peer as an error. A handler the application installed is left alone.
+void ignore_sigpipe_unless_handled() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
+  });
+}
 
 const char* op_name(int64_t op) {
   switch (op) {
@@ -226,6 +241,7 @@ class GlooProcessGroup::P2PWork : public Work {
 GlooProcessGroup::GlooProcessGroup(std::shared_ptr<Store> store, int rank, int size,
                                    const ProcessGroupOptions& options, const std::string& store_prefix)
     : ProcessGroup(rank, size), options_(options), store_(std::move(store)) {
+  ignore_sigpipe_unless_handled();
   ANVIL_CHECK(store_ != nullptr, "GlooProcessGroup: no store");
   ANVIL_CHECK(size >= 1 && rank >= 0 && rank < size, "GlooProcessGroup: rank ", rank, " is not in [0, ", size, ")");
   ANVIL_CHECK(options.timeout.count() > 0, "GlooProcessGroup: the timeout must be positive, got ",

@@ -253,6 +253,9 @@ int run(const LaunchConfig& cfg) {
           }
         } else if (failed && result == 0) {
           result = status_code(status);  // stopped by a forwarded signal
+        } else if (failed && !stopping) {
+          // A later failure: reported too, so that no rank's end goes unseen.
+          say("rank " + std::to_string(c.rank) + " " + status_text(status));
         }
       }
     }
