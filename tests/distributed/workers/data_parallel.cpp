@@ -4,6 +4,7 @@
 //   dist_worker_data_parallel ring|ddp|zero --seed S
 #include <cmath>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -121,7 +122,13 @@ void zero(std::shared_ptr<ProcessGroup> g) {
     opt.step();
   }
   const double err = max_diff(snapshot(model->parameters()), snapshot(ref->parameters()));
-  check(err < 1e-12, "ZeRO parameters differ from AdamW by " + std::to_string(err));
+  std::ostringstream what;
+  what << "ZeRO parameters differ from AdamW by " << err;
+  // Each rank's gradient is a mean over its shard, averaged across ranks: the
+  // same sum in another order, so float64 rounding (seen: 2.2e-12 after four
+  // steps, Adam's normalisation amplifying it) is expected; a wrong shard or
+  // step is orders of magnitude larger. The DDP check uses the same bound.
+  check(err < 1e-10, what.str());
   std::cout << "zero state bytes " << opt.optimizer_state_bytes() << " of " << opt.unsharded_optimizer_state_bytes()
             << "\n";
   check(opt.optimizer_state_bytes() == 2 * opt.shard_size() * 8, "unexpected ZeRO state size");
