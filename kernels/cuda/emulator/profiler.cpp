@@ -296,10 +296,23 @@ void profile_access(const void* p, size_t n, bool write, bool atomic, const void
   const Fiber& f = *running_fiber();
   const uint8_t kind = shared ? kShared : atomic ? kAtomic : write ? kGlobalStore : kGlobalLoad;
   const auto address = reinterpret_cast<uintptr_t>(p);
+  // The host compiler splits a float4 or float2 access into scalar ones that
+  // follow each other; nvcc issues one vector access (LDG.128, LDS.64...).
+  // So an access that continues this thread's previous one within an aligned
+  // 16-byte chunk joins it.
+  std::vector<Record>& mine = r.by_thread[f.linear];
+  if (!mine.empty() && n < 16) {
+    Record& last = mine.back();
+    if (last.kind == kind && last.address + last.bytes == address && last.bytes + n <= 16 &&
+        last.address / 16 == (address + n - 1) / 16) {
+      last.bytes = static_cast<uint16_t>(last.bytes + n);
+      return;
+    }
+  }
   const uint32_t occurrence = next_occurrence(r.seen[f.linear], pc);
   // A range access (a struct copy) wider than 16 bytes is served as 16-byte pieces.
   for (size_t at = 0; at < n; at += 16)
-    r.by_thread[f.linear].push_back(
+    mine.push_back(
         {pc, occurrence, static_cast<uint8_t>(f.lane), kind, static_cast<uint16_t>(std::min<size_t>(16, n - at)),
          address + at});
 }
