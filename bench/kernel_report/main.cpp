@@ -68,12 +68,13 @@ int main(int argc, char** argv) {
   CLI::App app{"anvil kernel report: memory counters of every CUDA kernel family on the emulated GPU"};
   int64_t elements = int64_t{1} << 20, gemm = 256;
   double copy_gbps = kDatasheetGBps;
-  std::string out_path, commit = "unknown";
+  std::string out_path, commit = "unknown", sites_of;
   app.add_option("--elements", elements, "elements of each family's large tensors (a multiple of 4096)");
   app.add_option("--gemm", gemm, "M = N = K of the GEMM rungs (0: skip them)");
   app.add_option("--copy-gbps", copy_gbps, "device copy bandwidth for the estimate (default: H100 SXM datasheet)");
   app.add_option("--out", out_path, "also write the table to this Markdown file");
   app.add_option("--commit", commit, "the commit the numbers belong to (written with them)");
+  app.add_option("--sites", sites_of, "print the per-source-line counters of the families whose name contains this");
   CLI11_PARSE(app, argc, argv);
   if (elements <= 0 || elements % 4096 != 0) {
     std::cerr << "kernel_report: --elements must be a positive multiple of 4096, got " << elements << "\n";
@@ -90,6 +91,13 @@ int main(int argc, char** argv) {
     for (const KernelProfile& p : launches) touched += static_cast<double>(p.unique_bytes_read + p.unique_bytes_written);
     const double seconds =
         std::max(std::max(touched, family.compulsory_bytes) / (copy_gbps * 1e9), family.flops / (kFp32Tflops * 1e12));
+    if (!sites_of.empty() && family.name.find(sites_of) != std::string::npos)
+      std::cerr << "\n" << family.name << " " << family.shape << " " << family.dtype << ":\n"
+                << anvil::emulator::format_profiles(launches, true);
+    if (launches.empty())
+      md << "| " << family.name << " | " << family.shape << " | " << family.dtype
+         << " | (no kernel: a copy-engine transfer) | 0 | | | | | | " << fixed(family.compulsory_bytes / 1e6, 2)
+         << " | | | " << fixed(family.compulsory_bytes / (copy_gbps * 1e9) * 1e6, 1) << " |\n";
     bool first = true;
     for (const KernelProfile& p : launches) {
       const MemoryCounters& c = p.totals;
