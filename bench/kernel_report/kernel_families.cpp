@@ -85,6 +85,23 @@ std::vector<KernelFamily> kernel_families(int64_t n, int64_t gemm_size) {
   family("cross_entropy/forward", dims({ce_rows, kVocab}), "f32", Access::Contiguous, f4 + 8.0 * ce_rows,
       [=] { (void)cross_entropy(logits, targets); });
 
+  // Backward passes through autograd (the forward's kernels run too):
+  // compulsory = the forward's bytes + the backward's (read what it saved and
+  // the incoming gradient, write the input's gradient).
+  const Tensor g = gpu_randn({rows, kRow});
+  auto leaf = [=] { return xm.detach().requires_grad_(); };
+  family("softmax/forward+backward", matrix, "f32", Access::Contiguous, 5 * f4,
+         [=] { softmax(leaf(), -1).backward(g); });
+  family("unary/relu_forward+backward", matrix, "f32", Access::Contiguous, 5 * f4,
+         [=] { relu(leaf()).backward(g); });
+  family("layer_norm/forward+backward", matrix, "f32", Access::Contiguous, 5 * f4 + 16.0 * rows + 24.0 * kRow,
+         [=] { layer_norm(leaf(), {kRow}, w, b).backward(g); });
+  family("cross_entropy/forward+backward", dims({ce_rows, kVocab}), "f32", Access::Contiguous, 3 * f4 + 16.0 * ce_rows,
+         [=] { cross_entropy(logits.detach().requires_grad_(), targets).backward(); });
+  family("compare/gt", flat, "f32>bool", Access::Contiguous, 2 * f4 + n, [=] { (void)gt(x, y); });
+  const Tensor cond = gt(x, 0.0);
+  family("where", flat, "f32", Access::Contiguous, 3 * f4 + n, [=] { (void)where(cond, x, y); });
+
   // Optimizers: read param, grad, state; write param, state.
   {
     Tensor p = gpu_randn({n});
