@@ -1,6 +1,7 @@
 // build-emulated/bin/kernel_report: every hand-written CUDA kernel family at
 // a fixed shape on the emulated GPU, with its memory counters and a roofline
-// estimate of its time on an H100.
+// estimate of its time on an H100. Built for a real GPU too, where it only
+// runs the same launches, for Nsight Compute to count (scripts/gpu_check.sh ncu).
 //
 //   build-emulated/bin/kernel_report [--elements N] [--gemm N] [--copy-gbps G] [--out FILE.md]
 //
@@ -91,9 +92,14 @@ int main(int argc, char** argv) {
     for (const KernelProfile& p : launches) touched += static_cast<double>(p.unique_bytes_read + p.unique_bytes_written);
     const double seconds =
         std::max(std::max(touched, family.compulsory_bytes) / (copy_gbps * 1e9), family.flops / (kFp32Tflops * 1e12));
+#if ANVIL_CUDA_EMULATOR
     if (!sites_of.empty() && family.name.find(sites_of) != std::string::npos)
       std::cerr << "\n" << family.name << " " << family.shape << " " << family.dtype << ":\n"
                 << anvil::emulator::format_profiles(launches, true);
+#else
+    std::cout << "ran " << family.name << " " << family.shape << " " << family.dtype << "\n";
+    continue;  // a real GPU: run under ncu for the counters (scripts/gpu_check.sh ncu)
+#endif
     if (launches.empty())
       md << "| " << family.name << " | " << family.shape << " | " << family.dtype
          << " | (no kernel: a copy-engine transfer) | 0 | | | | | | " << fixed(family.compulsory_bytes / 1e6, 2)

@@ -42,14 +42,25 @@ struct MemoryCounters {
   uint64_t sectors() const { return load_sectors + store_sectors; }
   uint64_t ideal_sectors() const { return load_ideal_sectors + store_ideal_sectors; }
   // Sectors per global request (4 for a warp's coalesced float access).
-  double sectors_per_request() const;
+  double sectors_per_request() const { return ratio(sectors(), global_requests()); }
   // Ideal sectors / sectors: 1 when every request touches only the sectors
   // its bytes need (the bytes asked for, packed and aligned), 0.5 at stride 2.
-  double sector_efficiency() const;
+  double sector_efficiency() const { return sectors() ? ratio(ideal_sectors(), sectors()) : 1; }
   // Wavefronts per ideal wavefront: 1 conflict-free, n for n-way conflicts.
-  double bank_conflict_ways() const;
-  double lanes_per_request() const;  // 32 without divergence or partial warps
-  MemoryCounters& operator+=(const MemoryCounters& o);
+  double bank_conflict_ways() const { return shared_requests ? ratio(shared_wavefronts, shared_ideal_wavefronts) : 1; }
+  double lanes_per_request() const { return ratio(active_lanes, requests()); }  // 32: no divergence
+  MemoryCounters& operator+=(const MemoryCounters& o) {
+    load_requests += o.load_requests, load_sectors += o.load_sectors, load_ideal_sectors += o.load_ideal_sectors;
+    store_requests += o.store_requests, store_sectors += o.store_sectors;
+    store_ideal_sectors += o.store_ideal_sectors;
+    shared_requests += o.shared_requests, shared_wavefronts += o.shared_wavefronts;
+    shared_ideal_wavefronts += o.shared_ideal_wavefronts;
+    atomics += o.atomics, active_lanes += o.active_lanes;
+    return *this;
+  }
+
+ private:
+  static double ratio(uint64_t a, uint64_t b) { return b ? static_cast<double>(a) / static_cast<double>(b) : 0; }
 };
 
 struct SiteCounters {

@@ -24,25 +24,6 @@
 
 namespace anvil::emulator {
 
-// --- MemoryCounters ---
-namespace {
-double ratio(uint64_t a, uint64_t b) { return b ? static_cast<double>(a) / static_cast<double>(b) : 0; }
-}  // namespace
-double MemoryCounters::sectors_per_request() const { return ratio(sectors(), global_requests()); }
-double MemoryCounters::sector_efficiency() const { return sectors() ? ratio(ideal_sectors(), sectors()) : 1; }
-double MemoryCounters::bank_conflict_ways() const {
-  return shared_requests ? ratio(shared_wavefronts, shared_ideal_wavefronts) : 1;
-}
-double MemoryCounters::lanes_per_request() const { return ratio(active_lanes, requests()); }
-MemoryCounters& MemoryCounters::operator+=(const MemoryCounters& o) {
-  load_requests += o.load_requests, load_sectors += o.load_sectors, load_ideal_sectors += o.load_ideal_sectors;
-  store_requests += o.store_requests, store_sectors += o.store_sectors, store_ideal_sectors += o.store_ideal_sectors;
-  shared_requests += o.shared_requests, shared_wavefronts += o.shared_wavefronts;
-  shared_ideal_wavefronts += o.shared_ideal_wavefronts;
-  atomics += o.atomics, active_lanes += o.active_lanes;
-  return *this;
-}
-
 namespace {
 
 enum AccessKind : uint8_t { kGlobalLoad, kGlobalStore, kShared, kAtomic };
