@@ -65,7 +65,7 @@ std::string short_kernel(std::string k) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"anvil kernel report: memory counters of every CUDA kernel family on the emulated GPU"};
   int64_t elements = int64_t{1} << 20, gemm = 256;
   double copy_gbps = kDatasheetGBps;
@@ -142,4 +142,13 @@ int main(int argc, char** argv) {
     f << header << md.str();
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "kernel_report: " << e.what() << "\n";
+    return 1;
+  }
 }
