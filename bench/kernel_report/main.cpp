@@ -84,12 +84,15 @@ int run(int argc, char** argv) {
 
   std::ostringstream md;
   md << "| family | shape | dtype | kernel | launches | load sect/req | store sect/req | sector effic. | shared bank "
-        "ways | lanes/req | compulsory MB | touched MB | traffic effic. | est. H100 us |\n"
-     << "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+        "ways | lanes/req | compulsory MB | touched MB | traffic effic. | sectors MB | est. H100 us |\n"
+     << "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const anvil::kernel_report::KernelFamily& family : anvil::kernel_report::kernel_families(elements, gemm)) {
     const std::vector<KernelProfile> launches = anvil::kernel_report::profile_family(family);
-    double touched = 0;
-    for (const KernelProfile& p : launches) touched += static_cast<double>(p.unique_bytes_read + p.unique_bytes_written);
+    double touched = 0, sectors = 0;
+    for (const KernelProfile& p : launches) {
+      touched += static_cast<double>(p.unique_bytes_read + p.unique_bytes_written);
+      sectors += 32.0 * static_cast<double>(p.totals.sectors());
+    }
     const double seconds =
         std::max(std::max(touched, family.compulsory_bytes) / (copy_gbps * 1e9), family.flops / (kFp32Tflops * 1e12));
 #if ANVIL_CUDA_EMULATOR
@@ -103,7 +106,7 @@ int run(int argc, char** argv) {
     if (launches.empty())
       md << "| " << family.name << " | " << family.shape << " | " << family.dtype
          << " | (no kernel: a copy-engine transfer) | 0 | | | | | | " << fixed(family.compulsory_bytes / 1e6, 2)
-         << " | | | " << fixed(family.compulsory_bytes / (copy_gbps * 1e9) * 1e6, 1) << " |\n";
+         << " | | | | " << fixed(family.compulsory_bytes / (copy_gbps * 1e9) * 1e6, 1) << " |\n";
     bool first = true;
     for (const KernelProfile& p : launches) {
       const MemoryCounters& c = p.totals;
@@ -116,7 +119,7 @@ int run(int argc, char** argv) {
          << " | " << (first ? fixed(family.compulsory_bytes / 1e6, 2) : "") << " | "
          << (first ? fixed(touched / 1e6, 2) : "") << " | "
          << (first ? fixed(100 * family.compulsory_bytes / std::max(touched, 1.0), 0) + "%" : "") << " | "
-         << (first ? fixed(seconds * 1e6, 1) : "") << " |\n";
+         << (first ? fixed(sectors / 1e6, 2) : "") << " | " << (first ? fixed(seconds * 1e6, 1) : "") << " |\n";
       first = false;
     }
     std::cerr << "." << std::flush;
@@ -128,7 +131,8 @@ int run(int argc, char** argv) {
       "Sectors are 32 bytes; a warp's coalesced float32 access costs 4 per request (16 for float4). "
       "Sector effic. = the fewest sectors the requested bytes fit in / sectors touched. Bank ways = shared-memory "
       "wavefronts per ideal wavefront (1 = no conflict). Touched = distinct sectors x 32 over the family's launches; "
-      "traffic effic. = compulsory / touched.\n"
+      "traffic effic. = compulsory / touched. Sectors MB = every request's sectors x 32 (the traffic between the SMs "
+      "and L2 if L1 kept nothing).\n"
       "**est. H100 us is an estimate, not a measurement**: max(max(touched, compulsory) / " + fixed(copy_gbps, 0) +
       " GB/s, flops / " + fixed(kFp32Tflops, 0) + " TFLOP/s FP32), bandwidth and peak from NVIDIA's H100 SXM "
       "datasheet unless --copy-gbps gave a measured one; it assumes full occupancy and perfect latency hiding.\n\n";
