@@ -18,6 +18,10 @@
 #   bench     bench_kernels (or bench_cuda) -> bench_kernels.json
 #   pytorch   bench/pytorch/kernels.py (bench_kernels' shapes and names in PyTorch),
 #             when python3 has torch with CUDA -> pytorch_kernels.json
+#   ncu       kernel_report's launches (the emulated GPU's kernel families) under Nsight
+#             Compute, when ncu is present: sectors per request, bank conflicts and DRAM
+#             bytes per kernel, appended to gpu_check.log, to set beside the emulator's
+#             counters (kernels/cuda/emulator/PROFILING.md)
 #   train     bench_train's CNN on cuda (ANVIL_BENCH_DEVICE=cuda) -> bench_train.json,
 #             and bench/pytorch/train_fashion_mnist.py --model cnn --device cuda
 #   table     anvil next to PyTorch, from the JSON files (scripts/gpu_table.py)
@@ -144,7 +148,7 @@ stage_build() {
   # Only what the later stages run; whichever of these the tree defines.
   local available targets=()
   available=$(cmake --build "$BUILD" --target help 2>/dev/null)
-  for t in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_cuda bench_train; do
+  for t in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_cuda bench_train kernel_report; do
     grep -qE "(^|[ .:])$t([ :]|$)" <<<"$available" && targets+=("$t")
   done
   say "build ${targets[*]} (-j$JOBS, at most ${STAGE_LIMIT}s; a rerun resumes)"
@@ -231,6 +235,36 @@ stage_bench() {
   return "$rc"
 }
 
+# Nsight Compute on the kernel report's launches: the same kernels at the same
+# shapes the emulated GPU counts. The metrics are Nsight Compute's names for
+# global load/store requests and sectors, shared-memory bank conflicts and
+# DRAM bytes; the CSV goes into gpu_check.log (the device tool brings back at
+# most 8 files).
+stage_ncu() {
+  local bin
+  bin=$(bin_dir)
+  if ! command -v ncu >/dev/null; then
+    record ncu "skipped: ncu (Nsight Compute) not found"
+    return 0
+  fi
+  if [ ! -x "$bin/kernel_report" ]; then
+    record ncu "missing: no kernel_report in $bin"
+    return 1
+  fi
+  local metrics=l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum
+  metrics+=,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum
+  metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
+  metrics+=,dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum
+  say "ncu --metrics ... kernel_report --elements 1048576 --gemm 256"
+  {
+    echo "== ncu (kernel_report launches; compare with bench/results/*-kernel-report.md)"
+    timeout "$STAGE_LIMIT" ncu --csv --metrics "$metrics" "$bin/kernel_report" --elements 1048576 --gemm 256 2>&1
+  } >>"$log"
+  local rc=$?
+  if [ "$rc" -eq 0 ]; then record ncu "ok (CSV in gpu_check.log)"; else record ncu "FAILED rc=$rc"; fi
+  return "$rc"
+}
+
 have_torch() { python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
 
 # Runs a PyTorch script and keeps its JSON lines (each script prints one JSON
@@ -306,7 +340,7 @@ stage_prepare() {
   fi
   local available wanted=()
   available=$(cmake --build "$from" --target help 2>/dev/null)
-  for t in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train; do
+  for t in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train kernel_report; do
     grep -qE "(^|[ .:])$t([ :]|$)" <<<"$available" && wanted+=("$t")
   done
   echo "== building ${wanted[*]} in $from under the build lock"
@@ -316,7 +350,7 @@ stage_prepare() {
   stage=$(mktemp -d)
   mkdir -p "$stage/bin" "$stage/lib"
   local b
-  for b in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train; do
+  for b in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train kernel_report; do
     [ -x "$from/bin/$b" ] && strip -o "$stage/bin/$b" "$from/bin/$b"
   done
   # Libraries outside glibc/libstdc++/the CUDA toolkit, which a CUDA image may lack.
@@ -351,7 +385,7 @@ unpack_carry() {
 
 # --- main ---
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(build tests sanitize bench pytorch train table)
+[ ${#stages[@]} -eq 0 ] && stages=(build tests sanitize bench ncu pytorch train table)
 if [ "${stages[*]}" = prepare ]; then
   stage_prepare
   exit $?
@@ -359,9 +393,9 @@ fi
 
 for s in "${stages[@]}"; do
   case $s in
-    build | tests | sanitize | bench | pytorch | train | table) ;;
+    build | tests | sanitize | bench | ncu | pytorch | train | table) ;;
     prepare) echo "prepare runs alone, on the development machine"; exit 2 ;;
-    *) echo "unknown stage '$s' (build tests sanitize bench pytorch train table | prepare)"; exit 2 ;;
+    *) echo "unknown stage '$s' (build tests sanitize bench ncu pytorch train table | prepare)"; exit 2 ;;
   esac
 done
 
@@ -376,6 +410,7 @@ for s in "${stages[@]}"; do
     tests) stage_tests || overall=1 ;;
     sanitize) stage_sanitize || overall=1 ;;
     bench) stage_bench || overall=1 ;;
+    ncu) stage_ncu || overall=1 ;;
     pytorch) stage_pytorch || overall=1 ;;
     train) stage_train || overall=1 ;;
     table) ;;  # printed last, below

@@ -20,6 +20,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
+#include "kernels/cuda/device/vector_access.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/grid.h"
 #include "kernels/cuda/launch.cuh"
@@ -119,21 +120,39 @@ __global__ void random_kernel(T* out, dev::OffsetCalculator<1> offs, int64_t n, 
 
 template <typename T, typename C, bool kContiguous>
 __global__ void dropout_kernel(T* out, uint8_t* mask, const T* in, dev::OffsetCalculator<3> offs, int64_t n, double p, C scale,
-                               uint64_t seed, uint64_t offset) {
+                               uint64_t seed, uint64_t offset, bool vectors) {
   const int64_t blocks = (n + 3) / 4;
   for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < blocks;
        c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const philox::Uint4 r = philox::philox4x32(seed, offset + static_cast<uint64_t>(c));
+    bool keep[4];
+#pragma unroll
+    for (int l = 0; l < 4; ++l) keep[l] = static_cast<double>(philox::to_uniform(philox::lane(r, l))) >= p;
+    // A whole chunk of four on aligned contiguous data: one vector access per
+    // tensor (the scalar loop below has each warp-wide access span 4x the
+    // bytes it uses: a quarter of every sector it touches is wasted).
+    if (kContiguous && vectors && 4 * c + 3 < n) {
+      const dev::Vec<T, 4> x = dev::load_vec<4>(in + 4 * c);
+      dev::Vec<T, 4> y;
+      dev::Vec<uint8_t, 4> m;
+#pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        y.v[l] = kit::store_as<T>(keep[l] ? kit::load_as<C>(x.v[l]) * scale : C(0));
+        m.v[l] = keep[l] ? 1 : 0;
+      }
+      dev::store_vec<4>(out + 4 * c, y);
+      dev::store_vec<4>(mask + 4 * c, m);
+      continue;
+    }
 #pragma unroll
     for (int l = 0; l < 4; ++l) {
       const int64_t i = 4 * c + l;
       if (i >= n) break;
       int64_t off[3] = {i, i, i};
       if constexpr (!kContiguous) offs.offsets(i, off);
-      const bool keep = static_cast<double>(philox::to_uniform(philox::lane(r, l))) >= p;
       const C x = kit::load_as<C>(in[off[2]]);
-      out[off[0]] = kit::store_as<T>(keep ? x * scale : C(0));
-      mask[off[1]] = keep ? 1 : 0;
+      out[off[0]] = kit::store_as<T>(keep[l] ? x * scale : C(0));
+      mask[off[1]] = keep[l] ? 1 : 0;
     }
   }
 }
@@ -207,12 +226,14 @@ void CudaBackend::dropout(const View& out, const View& mask, const View& in, dou
     T* o = static_cast<T*>(out.data);
     uint8_t* m = static_cast<uint8_t*>(mask.data);
     const T* x = static_cast<const T*>(in.data);
+    const bool vectors = dev::vec_aligned(o, 4 * sizeof(T)) && dev::vec_aligned(x, 4 * sizeof(T)) &&
+                         dev::vec_aligned(m, 4);
     if (contiguous)
       launch_kernel(dropout_kernel<T, C, true>, philox_grid(n), kThreads, 0, s)(
-          o, m, x, offs, n, p, scale, seed, offset);
+          o, m, x, offs, n, p, scale, seed, offset, vectors);
     else
       launch_kernel(dropout_kernel<T, C, false>, philox_grid(n), kThreads, 0, s)(
-          o, m, x, offs, n, p, scale, seed, offset);
+          o, m, x, offs, n, p, scale, seed, offset, false);
     ANVIL_CUDA_CHECK_LAUNCH("dropout_kernel");
   });
 }

@@ -16,6 +16,7 @@
 #include "kernels/cuda/emulator/device_memory.h"
 #include "kernels/cuda/emulator/execution.h"
 #include "kernels/cuda/emulator/findings.h"
+#include "kernels/cuda/emulator/profiler.h"
 #include "kernels/cuda/emulator/shared_racecheck.h"
 
 namespace anvil::emulator {
@@ -51,6 +52,7 @@ inline void on_access(const void* p, size_t n, bool write, bool atomic, const vo
   if (byte >= dynamic && byte < dynamic + kDynamicSharedCapacity &&
       static_cast<size_t>(byte - dynamic) + n > running_launch()->shared_bytes)
     past_dynamic_shared(p, n, write, pc);
+  if (t_block_recorder) profile_access(p, n, write, atomic, pc);
   if (check_shared_access(p, n, write, atomic, pc)) return;
   check_global_access(p, n, write, atomic, pc);
 }

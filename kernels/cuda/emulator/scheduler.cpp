@@ -32,6 +32,7 @@
 #include "kernels/cuda/emulator/block_pool.h"
 #include "kernels/cuda/emulator/execution.h"
 #include "kernels/cuda/emulator/findings.h"
+#include "kernels/cuda/emulator/profiler.h"
 #include "kernels/cuda/emulator/shared_racecheck.h"
 
 namespace anvil::emulator {
@@ -196,6 +197,7 @@ bool settle_block(Worker& w, int live, int total) {
     return false;
   }
   enqueue_all(w, total);
+  profile_barrier(static_cast<unsigned>(total + 31) / 32);
   return true;
 }
 
@@ -209,6 +211,7 @@ void run_block(Worker& w, int total) {
   for (WarpState& ws : w.warps) ws.arrived = ws.exited = 0;
   enqueue_all(w, total);
   racecheck_block_begin();
+  profile_block_begin(*w.launch, static_cast<unsigned>(total));
   int live = total;
   while (!w.aborted) {
     while (w.ready_head < w.ready.size() && !w.aborted) {
@@ -237,6 +240,7 @@ void run_block(Worker& w, int total) {
     if (!settle_block(w, live, total)) break;
     racecheck_barrier();
   }
+  profile_block_end();
   // An aborted block's fibers are never resumed: reclaim their stacks.
   for (int i = 0; i < total; ++i)
     if (w.fibers[i].stack) {
@@ -328,8 +332,10 @@ void run_blocks(GridRun& run, bool owner) {
 void run_grid(const Launch& launch) {
   GridRun run{launch, uint64_t(launch.grid.x) * launch.grid.y * launch.grid.z};
   const std::thread::id owner = std::this_thread::get_id();
+  profile_launch_begin(launch);
   run_on_block_pool([&] { run_blocks(run, std::this_thread::get_id() == owner); });
   for (PendingFindings* p : run.pool_findings) merge_pending(p);  // flush_launch, on this thread, reports them
+  profile_launch_end(launch);
 }
 
 // --- the device-side entry points ---
@@ -395,6 +401,7 @@ uint64_t warp_op(unsigned mask, uint64_t value, WarpOp op, int arg, int width, S
     return f->result;
   }
   // The last lane to arrive computes every lane's result and wakes the others.
+  profile_warp_op();
   Fiber* lanes = &w.fibers[f->warp * 32];
   unsigned ballot = 0;
   if (op == kBallot)

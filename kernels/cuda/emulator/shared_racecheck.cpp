@@ -16,6 +16,7 @@
 
 #include "kernels/cuda/emulator/execution.h"
 #include "kernels/cuda/emulator/findings.h"
+#include "kernels/cuda/emulator/profiler.h"
 #include "kernels/cuda/emulator/shared_racecheck.h"
 
 namespace anvil::emulator {
@@ -56,24 +57,39 @@ int find_main_tls(dl_phdr_info* info, size_t, void* out) {
   return 1;
 }
 
+// The calling thread's copy of the executable's TLS block: {0, 0} when the
+// kernels' __shared__ variables are not in it.
+struct TlsWindow {
+  uintptr_t base = 0;
+  size_t size = 0;
+};
+const TlsWindow& tls_window() {
+  thread_local const TlsWindow window = [] {
+    void* self = dlopen(nullptr, RTLD_NOW);
+    void* base = nullptr;
+    size_t size = 0;
+    if (self && dlinfo(self, RTLD_DI_TLS_DATA, &base) == 0 && base) dl_iterate_phdr(find_main_tls, &size);
+    const auto probe = reinterpret_cast<uintptr_t>(&t_tls_probe);
+    const auto lo = reinterpret_cast<uintptr_t>(base);
+    if (size == 0 || probe < lo || probe >= lo + size) return TlsWindow{};
+    return TlsWindow{lo, size};
+  }();
+  return window;
+}
+
 SharedShadow& shadow() {
   if (t_shadow) return *t_shadow;
   t_shadow = new SharedShadow();  // per worker thread, for the life of the process
-  void* self = dlopen(nullptr, RTLD_NOW);
-  void* base = nullptr;
-  size_t size = 0;
-  if (self && dlinfo(self, RTLD_DI_TLS_DATA, &base) == 0 && base) dl_iterate_phdr(find_main_tls, &size);
-  const auto probe = reinterpret_cast<uintptr_t>(&t_tls_probe);
-  const auto lo = reinterpret_cast<uintptr_t>(base);
-  if (size == 0 || probe < lo || probe >= lo + size) {
+  const TlsWindow& window = tls_window();
+  if (window.size == 0) {
     std::fprintf(stderr,
                  "anvil emulator: racecheck is off: the kernels' __shared__ variables are not in the executable's "
                  "TLS block (was anvil built as a shared library?)\n");
     return *t_shadow;
   }
-  t_shadow->base = lo;
-  t_shadow->size = size;
-  t_shadow->cells.assign(size, Cell{});
+  t_shadow->base = window.base;
+  t_shadow->size = window.size;
+  t_shadow->cells.assign(window.size, Cell{});
   return *t_shadow;
 }
 
@@ -93,6 +109,11 @@ void hazard(Hazard h, const void* first_pc, const void* pc, int first_thread, si
 }
 
 }  // namespace
+
+bool in_shared_memory(const void* p) {
+  const TlsWindow& window = tls_window();
+  return reinterpret_cast<uintptr_t>(p) - window.base < window.size;
+}
 
 void racecheck_launch_begin() {
   const bool races = enabled(Checker::Racecheck), inits = enabled(Checker::Initcheck);

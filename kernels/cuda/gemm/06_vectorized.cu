@@ -10,7 +10,8 @@
 // Why it is faster: 4x fewer load instructions for the same bytes, leaving
 // more issue slots for FMAs, and no strided column reads of A. Expected
 // bottleneck: shared-memory bandwidth/latency with a single buffer (loads of
-// the next tile do not overlap the math), and 2-way bank conflicts on B;
+// the next tile do not overlap the math), and 2-way bank conflicts on the
+// reads of B and the transposing stores of A (the emulated GPU counts them);
 // ~60-70% of cuBLAS.
 //
 // Needs: A and B 16-byte aligned, lda % 4 == 0 and ldb % 4 == 0 (checked on

@@ -7,7 +7,8 @@
 //     computes a 2 x 2 arrangement of 4 x 4 sub-tiles (64 outputs). A warp's
 //     shared-memory reads for one k are then two contiguous 128-byte (A) and
 //     64-byte (B) segments: conflict-free, each value broadcast to the lanes
-//     that share it. This is the same hierarchy tensor-core kernels use
+//     that share it; the transposing store of A is swizzled (a_column) so it
+//     is conflict-free too. This is the same hierarchy tensor-core kernels use
 //     (rung 08), with FMAs in place of MMA instructions.
 //   * BK = 16 and two shared-memory buffers: the next tile is fetched from
 //     global memory into registers while the current one is multiplied, and
@@ -39,6 +40,15 @@ constexpr int kALoads = BM * BK / 4 / kThreads;  // 2 float4 of A per thread per
 constexpr int kBLoads = BK * BN / 4 / kThreads;  // 2 float4 of B
 static_assert(kLanesM * kLanesN == 32 && WMITER == 2 && WNITER == 2);
 
+// A is stored transposed: thread idx writes column r = idx / 4 of rows c..c+3
+// (c = 4 * (idx % 4)). Unswizzled, the 4 lanes with one r and different c hit
+// one bank (rows are 128 floats apart): a 4-way conflict on every store, which
+// the emulated GPU's counters showed. XORing bits 3-4 of the column with bits
+// 2-3 of the row spreads those lanes over 4 banks; it moves whole aligned
+// groups of 4 columns within a 32-column block, so the float4 reads of a row
+// stay aligned, contiguous and conflict-free.
+__device__ __forceinline__ int a_column(int row, int column) { return column ^ (((row >> 2) & 3) << 3); }
+
 // (kThreads, 2): cap registers at 128 so two blocks (16 warps) share an SM;
 // ptxas fits the 64 accumulators and fragments without spilling.
 __global__ void __launch_bounds__(kThreads, 2) gemm_warp_tiling(Fp32Args p) {
@@ -66,10 +76,10 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_warp_tiling(Fp32Args p) {
 #pragma unroll
     for (int i = 0; i < kALoads; ++i) {
       const int idx = t + i * kThreads, r = idx / (BK / 4), c = (idx % (BK / 4)) * 4;
-      As[buf][c + 0][r] = a_next[i].x;
-      As[buf][c + 1][r] = a_next[i].y;
-      As[buf][c + 2][r] = a_next[i].z;
-      As[buf][c + 3][r] = a_next[i].w;
+      As[buf][c + 0][a_column(c + 0, r)] = a_next[i].x;
+      As[buf][c + 1][a_column(c + 1, r)] = a_next[i].y;
+      As[buf][c + 2][a_column(c + 2, r)] = a_next[i].z;
+      As[buf][c + 3][a_column(c + 3, r)] = a_next[i].w;
     }
 #pragma unroll
     for (int i = 0; i < kBLoads; ++i) {
@@ -95,7 +105,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_warp_tiling(Fp32Args p) {
 #pragma unroll
       for (int i = 0; i < WMITER; ++i)
         *reinterpret_cast<float4*>(&a_reg[i * TM]) =
-            *reinterpret_cast<const float4*>(&As[buf][k][wm + i * kLanesM * TM + lm]);
+            *reinterpret_cast<const float4*>(&As[buf][k][a_column(k, wm + i * kLanesM * TM + lm)]);
 #pragma unroll
       for (int j = 0; j < WNITER; ++j)
         *reinterpret_cast<float4*>(&b_reg[j * TN]) =

@@ -81,6 +81,19 @@ TEST(CudaRandom, DropoutMatchesCpuExactly) {
       EXPECT_TRUE(test::all_close(out_g, out_c, {0, 0})) << dt << " p=" << p;
     }
   }
+  // Contiguous but not aligned for the kernel's 4-element vector accesses
+  // (views starting one element in): the scalar path, the same numbers.
+  {
+    const Tensor base = test::random_tensor({1002}, kFloat32, 8);
+    const Tensor x = base.slice(0, 1, 1002);
+    Tensor out_c = empty({1001}), mask_c = empty({1001}, kUInt8);
+    backend_for(DeviceType::CPU).dropout(out_c.view_of(), mask_c.view_of(), x.view_of(), 0.4, 3, 4);
+    const Tensor xg = base.cuda().slice(0, 1, 1002);
+    Tensor out_g = empty({1002}).cuda().slice(0, 1, 1002), mask_g = empty({1002}, kUInt8).cuda().slice(0, 1, 1002);
+    backend_for(DeviceType::CUDA).dropout(out_g.view_of(), mask_g.view_of(), xg.view_of(), 0.4, 3, 4);
+    EXPECT_TRUE(test::all_close(mask_g, mask_c, {0, 0}));
+    EXPECT_TRUE(test::all_close(out_g, out_c, {0, 0}));
+  }
   // Strided input and outputs, and no elements.
   const Tensor x = test::random_tensor({20, 9}, kFloat32, 6).transpose(0, 1);
   Tensor out_c = empty({9, 20}), mask_c = empty({9, 20}, kUInt8);
