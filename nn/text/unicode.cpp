@@ -92,6 +92,7 @@ std::u32string nfd(std::u32string_view cps) {
     int32_t len = 0;
     UBool error = false;
     U16_APPEND(units, len, 2, static_cast<UChar32>(c), error);
+    ANVIL_CHECK(!error, "nfd: U+", static_cast<uint32_t>(c), " is not a Unicode scalar value");
     in.insert(in.end(), units, units + len);
   }
   UErrorCode status = U_ZERO_ERROR;
