@@ -38,6 +38,9 @@ class SentenceEmbedder {
   Tensor encode_batch(const text::BatchEncoding& batch) const;
 
   void to(Device device) { model_->to(device); }
+  // The model's floating parameters (bfloat16 for faster inference); the
+  // embeddings come back in float32 either way.
+  void to(DType dtype) { model_->to(dtype); }
   Device device() const { return model_->device(); }
   int64_t dimension() const { return model_->config.hidden_size; }
   int64_t max_seq_length() const { return tokenizer_.options().max_length; }
