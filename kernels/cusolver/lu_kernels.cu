@@ -1,7 +1,6 @@
 // LU with partial pivoting and the triangular solves after it, for the
 // emulated GPU (a real GPU runs cuSOLVER, lu.cpp). One block per matrix for
-// the factorization: the pivot search is one thread's scan of a column, the
-// row swap and the trailing update are spread over the block. The solve runs
+// the factorization, its columns spread over the block's threads. The solve runs
 // one thread per right-hand side column. Meant for the small matrices tests
 // use; not tuned.
 #include "kernels/cusolver/lu_kernels.h"
@@ -23,45 +22,45 @@ template <typename T>
 __device__ T magnitude(T v) { return v < T(0) ? -v : v; }
 
 // Column-major: element (row, col) of an n x n matrix is m[row + col * n].
+// Each thread owns the columns j = threadIdx.x (mod blockDim.x) and is the
+// only one to write them (the row swaps, the scaling of column k, the
+// trailing update): every element has one writer per launch, so the block's
+// barriers alone order the reads of other threads' columns.
 template <typename T>
 __global__ void lu_factor_kernel(T* a, int* pivots, int* info, int64_t n) {
-  __shared__ int64_t pivot_row;
   T* m = a + static_cast<int64_t>(blockIdx.x) * n * n;
   int* piv = pivots + static_cast<int64_t>(blockIdx.x) * n;
-  int first_zero = 0;  // thread 0's record, as LAPACK's info
+  int first_zero = 0;  // as LAPACK's info; thread 0 writes it
   for (int64_t k = 0; k < n; ++k) {
-    if (threadIdx.x == 0) {
-      int64_t best = k;
-      T best_abs = magnitude(m[k + k * n]);
-      for (int64_t i = k + 1; i < n; ++i) {
-        const T v = magnitude(m[i + k * n]);
-        if (v > best_abs) best = i, best_abs = v;
-      }
-      pivot_row = best;
-      piv[k] = static_cast<int>(best + 1);
-      if (best_abs == T(0) && first_zero == 0) first_zero = static_cast<int>(k + 1);
+    __syncthreads();  // column k's last update (by its owner) is done
+    // Every thread finds the pivot row itself: no shared state to hand round.
+    int64_t p = k;
+    T best = magnitude(m[k + k * n]);
+    for (int64_t i = k + 1; i < n; ++i) {
+      const T v = magnitude(m[i + k * n]);
+      if (v > best) p = i, best = v;
     }
-    __syncthreads();
-    const int64_t p = pivot_row;
-    if (p != k)
-      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    if (threadIdx.x == 0) {
+      piv[k] = static_cast<int>(p + 1);
+      if (best == T(0) && first_zero == 0) first_zero = static_cast<int>(k + 1);
+    }
+    __syncthreads();  // everyone has read column k before its owner changes it
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      if (p != k) {  // the whole row, L's part included, as LAPACK
         const T t = m[k + j * n];
         m[k + j * n] = m[p + j * n];
         m[p + j * n] = t;
       }
-    __syncthreads();
-    const T pivot = m[k + k * n];
-    // A zero pivot means the column below is zero too: nothing to eliminate.
-    if (pivot != T(0)) {
-      for (int64_t i = k + 1 + threadIdx.x; i < n; i += blockDim.x) m[i + k * n] /= pivot;
-      __syncthreads();
-      const int64_t rest = n - k - 1;
-      for (int64_t idx = threadIdx.x; idx < rest * rest; idx += blockDim.x) {
-        const int64_t i = k + 1 + idx % rest, j = k + 1 + idx / rest;
-        m[i + j * n] -= m[i + k * n] * m[k + j * n];
-      }
+      // A zero pivot means the column below is zero too: nothing to scale.
+      if (j == k && m[k + k * n] != T(0))
+        for (int64_t i = k + 1; i < n; ++i) m[i + k * n] /= m[k + k * n];
     }
-    __syncthreads();
+    __syncthreads();  // column k holds L's multipliers; row k is swapped in
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      if (j <= k) continue;  // this thread's columns right of k
+      const T u = m[k + j * n];
+      for (int64_t i = k + 1; i < n; ++i) m[i + j * n] -= m[i + k * n] * u;
+    }
   }
   if (threadIdx.x == 0) info[blockIdx.x] = first_zero;
 }
