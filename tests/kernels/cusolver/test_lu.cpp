@@ -66,6 +66,21 @@ TEST(CusolverLu, FactorAndSolveMatchCpu) {
   }
 }
 
+TEST(CusolverLu, MoreColumnsThanThreadsAndRightHandSidesThanABlock) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  // n 130 > the hand-written factorization's 128 threads; 70 right-hand sides
+  // > its solve's 64 per block.
+  Tensor a = invertible(1, 130, kFloat64, 30);
+  Factors cpu = factor_on(a, Device::cpu()), gpu = factor_on(a, Device::cuda(0));
+  EXPECT_EQ(gpu.pivots.to_vector<int64_t>(), cpu.pivots.to_vector<int64_t>());
+  EXPECT_CUDA_CLOSE(gpu.lu, cpu.lu);
+  Tensor b = random_tensor({1, 70, 130}, kFloat64, 31);
+  Tensor x_cpu = b.clone(), x_gpu = b.cuda();
+  backend_for(DeviceType::CPU).lu_solve(lapack_view(cpu.lu), cpu.pivots.view_of(), lapack_view(x_cpu));
+  backend_for(DeviceType::CUDA).lu_solve(lapack_view(gpu.lu), gpu.pivots.view_of(), lapack_view(x_gpu));
+  EXPECT_CUDA_CLOSE(x_gpu, x_cpu);
+}
+
 TEST(CusolverLu, SingularMatricesReportTheFirstZeroPivotLikeCpu) {
   ANVIL_SKIP_WITHOUT_GPU();
   Tensor a = invertible(3, 4, kFloat64, 40);
@@ -120,7 +135,7 @@ TEST(CusolverLinalg, SolveGradientMatchesCpu) {
   Tensor A = invertible(2, 4, kFloat64, 70), B = random_tensor({2, 4, 3}, kFloat64, 71);
   Tensor G = random_tensor({2, 4, 3}, kFloat64, 72);
   auto grads = [&](Device d) {
-    Tensor a = A.to(d).requires_grad_(), b = B.to(d).requires_grad_();
+    Tensor a = A.to(d).detach().clone().requires_grad_(), b = B.to(d).detach().clone().requires_grad_();
     (linalg::solve(a, b) * G.to(d)).sum().backward();
     return std::pair{a.grad(), b.grad()};
   };
