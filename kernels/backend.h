@@ -126,6 +126,19 @@ class Backend {
     }
   }
 
+  // --- dense factorizations (LAPACK on the CPU, cuSOLVER on CUDA): float32 or
+  //     float64 matrices [B, n, n] stored as LAPACK stores them, column-major:
+  //     strides {n*n, 1, n} (kernels/shapes/linalg_checks.h checks them). ---
+  // LU with partial pivoting (getrf), in place: a becomes L (unit diagonal,
+  // not stored) below the diagonal and U on and above it. pivots [B, n] int32
+  // are LAPACK's 1-based row swaps; info [B] int32 is 0, or k > 0 when
+  // U[k-1][k-1] is exactly zero (a singular matrix; the factors are still
+  // written). On a GPU, info stays on the device: reading it synchronizes.
+  virtual void lu_factor(const View& a, const View& pivots, const View& info) = 0;
+  // Solves A x = b from lu_factor's factors (getrs): b [B, n, k], column-major
+  // {n*k, 1, n}, is overwritten with x. lu and pivots as lu_factor wrote them.
+  virtual void lu_solve(const View& lu, const View& pivots, const View& b) = 0;
+
   // --- nn ops (NCHW; weight [Cout, Cin/groups, kH, kW]) ---
   virtual void conv2d(const View& out, const View& in, const View& weight, const View* bias,
                       const Conv2dParams& p) = 0;

@@ -47,6 +47,10 @@ class CpuBackend final : public Backend {
   // matmul.cpp
   void matmul(const View& out, const View& a, const View& b, const MatmulParams& p) override;
 
+  // lapack.cpp
+  void lu_factor(const View& a, const View& pivots, const View& info) override;
+  void lu_solve(const View& lu, const View& pivots, const View& b) override;
+
   // conv.cpp, pool.cpp
   void conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) override;
   void conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight, const Conv2dParams& p) override;

@@ -21,6 +21,7 @@
 //   ../cudnn/convolution.cpp     conv2d and its backward passes
 //   ../cudnn/pooling.cpp         pool2d, pool2d_backward
 //   ../cudnn/batch_norm.cpp      batch_norm, batch_norm_backward
+//   ../cusolver/lu.cpp           lu_factor, lu_solve (cuSOLVER getrf/getrs)
 #include <cuda_runtime_api.h>
 
 #include <memory>
@@ -82,6 +83,11 @@ class CudaBackend final : public Backend {
   // --- ../cublas/matmul.cpp ---
   void matmul(const View& out, const View& a, const View& b, const MatmulParams& p) override;
   void linear(const View& out, const View& in, const View& weight, const View* bias) override;
+
+  // --- ../cusolver/lu.cpp (cuSOLVER; on the emulated GPU the hand-written
+  //     kernels of ../cusolver/lu_kernels.cu) ---
+  void lu_factor(const View& a, const View& pivots, const View& info) override;
+  void lu_solve(const View& lu, const View& pivots, const View& b) override;
 
   // --- ../cudnn/ ---
   void conv2d(const View& out, const View& in, const View& weight, const View* bias,

@@ -393,4 +393,29 @@ TEST(LibtorchHabits, FunctionalNamespace) {
   expect_values(F::cross_entropy(logits, target, per_target), {0, std::log(4.0)});  // target 1 ignored
 }
 
+// ---- torch::linalg: solve, inv, det, slogdet and the norms ----
+
+TEST(LibtorchHabits, LinalgAsTorchLinalg) {
+  // [[2, 1], [1, 3]] x = [3, 5] has x = [0.8, 1.4]; det 5.
+  const Tensor A = anvil::tensor({2.0, 1.0, 1.0, 3.0}).view({2, 2});
+  const Tensor b = anvil::tensor({3.0, 5.0});
+  expect_values(anvil::linalg::solve(A, b), {0.8, 1.4});
+  expect_values(anvil::linalg::solve(A, b.view({2, 1}), /*left=*/true), {0.8, 1.4});
+  expect_values(anvil::linalg::inv(A), {0.6, -0.2, -0.2, 0.4});
+  EXPECT_NEAR(anvil::linalg::det(A).item<double>(), 5.0, 1e-5);
+  auto [sign, logabsdet] = anvil::linalg::slogdet(A);
+  EXPECT_EQ(sign.item<double>(), 1.0);
+  EXPECT_NEAR(logabsdet.item<double>(), std::log(5.0), 1e-5);
+  const Tensor x = x23();  // [[0, 1, 2], [3, 4, 5]]
+  EXPECT_NEAR(anvil::linalg::vector_norm(x, 2, {1}, false)[1].item<double>(), std::sqrt(50.0), 1e-5);
+  EXPECT_NEAR(anvil::linalg::vector_norm(x, INFINITY).item<double>(), 5.0, 0);
+  EXPECT_NEAR(anvil::linalg::norm(x).item<double>(), std::sqrt(55.0), 1e-5);
+  EXPECT_NEAR(anvil::linalg::norm(x, "fro").item<double>(), std::sqrt(55.0), 1e-5);
+  EXPECT_NEAR(anvil::linalg::norm(x, 1).item<double>(), 7.0, 0);  // max column sum of |x|
+  EXPECT_NEAR(anvil::linalg::matrix_norm(x, INFINITY).item<double>(), 12.0, 0);  // max row sum
+  EXPECT_NEAR(values(x.norm(2, 1))[1], std::sqrt(50.0), 1e-5);  // the method, as x.norm(p, dim)
+  expect_error_naming([&] { anvil::linalg::solve(x, b); }, {"linalg.solve", "square"});
+  expect_error_naming([] { anvil::linalg::inv(anvil::zeros({2, 2})); }, {"linalg.inv", "singular"});
+}
+
 }  // namespace
