@@ -44,6 +44,9 @@ struct CrossEntropyParams { int64_t ignore_index = -100; double label_smoothing 
 enum class RandomKind : uint8_t { Uniform, Normal };  // Uniform in [a, b); Normal(mean a, std b)
 struct RandomParams { RandomKind kind = RandomKind::Uniform; double a = 0, b = 1; uint64_t seed = 0, offset = 0; };
 
+// scatter's `reduce`: overwrite (None), sum (Add) or product (Multiply).
+enum class ScatterReduce : uint8_t { None, Add, Multiply };
+
 struct AdamWParams {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   int64_t step = 1;       // 1-based, after increment
@@ -189,6 +192,13 @@ class Backend {
   virtual void index_add(const View& out, int64_t dim, const View& index, const View& src) = 0;
   virtual void gather(const View& out, const View& in, int64_t dim, const View& index) = 0;
   virtual void scatter_add(const View& out, int64_t dim, const View& index, const View& src) = 0;
+  // out[..index[i][j]..][j] = src[i][j] along dim (or += / *=), as scatter_add's
+  // shapes. With repeated indices and reduce None the last write in index order
+  // wins on the CPU; on CUDA any one of them (as PyTorch).
+  virtual void scatter(const View& out, int64_t dim, const View& index, const View& src, ScatterReduce reduce) = 0;
+  // out int64 [n, in.dim()]: the coordinates of in's n nonzero elements in
+  // row-major order. The caller counts them first (it sizes out).
+  virtual void nonzero(const View& out, const View& in) = 0;
 
   // --- random (Philox; see core/base/philox.h for the counter convention) ---
   virtual void random(const View& out, const RandomParams& p) = 0;

@@ -89,6 +89,8 @@ class CpuBackend final : public Backend {
   void index_add(const View& out, int64_t dim, const View& index, const View& src) override;
   void gather(const View& out, const View& in, int64_t dim, const View& index) override;
   void scatter_add(const View& out, int64_t dim, const View& index, const View& src) override;
+  void scatter(const View& out, int64_t dim, const View& index, const View& src, ScatterReduce reduce) override;
+  void nonzero(const View& out, const View& in) override;
 
   // optim.cpp
   void adamw(std::span<const View> params, std::span<const View> grads, std::span<const View> exp_avg,

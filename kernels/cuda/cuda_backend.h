@@ -16,6 +16,8 @@
 //   cross_entropy.cu             cross_entropy, cross_entropy_backward
 //   random.cu                    random, dropout (Philox, same numbers as the CPU)
 //   indexing.cu                  index_select, index_add, gather, scatter_add
+//   scatter.cu                   scatter (overwrite, multiply)
+//   nonzero.cu                   nonzero (count per tile, scan, fill)
 //   optim.cu                     adamw, sgd (multi-tensor)
 //   ../cublas/matmul.cpp         matmul (cuBLASLt; or our own GEMM, see gemm/)
 //   ../cudnn/convolution.cpp     conv2d and its backward passes
@@ -130,6 +132,8 @@ class CudaBackend final : public Backend {
   void index_add(const View& out, int64_t dim, const View& index, const View& src) override;
   void gather(const View& out, const View& in, int64_t dim, const View& index) override;
   void scatter_add(const View& out, int64_t dim, const View& index, const View& src) override;
+  void scatter(const View& out, int64_t dim, const View& index, const View& src, ScatterReduce reduce) override;
+  void nonzero(const View& out, const View& in) override;
 
   // --- optim.cu ---
   void adamw(std::span<const View> params, std::span<const View> grads,

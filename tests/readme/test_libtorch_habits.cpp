@@ -291,6 +291,84 @@ TEST(LibtorchHabits, BadDimsForRepeatFlipRollNameTheOpAndShape) {
   expect_error_naming([&] { (void)anvil::scalar_tensor(1.0).unbind(0); }, {"unbind", "0-d"});
 }
 
+// ---- 2. indexing: x.index({...}), index_put_, masks, scatter, nonzero ----
+
+TEST(LibtorchHabits, IndexWithSliceNoneEllipsisAndIntegers) {
+  using namespace anvil::indexing;
+  const Tensor x = anvil::arange(24, anvil::kFloat).view({2, 3, 4});
+  const Tensor y = x.index({Slice(1, None, 2), 0, Ellipsis, None});  // x[1::2, 0, ..., None]
+  EXPECT_EQ(y.sizes(), (anvil::Shape{1, 4, 1}));
+  expect_values(y, {12, 13, 14, 15});
+  expect_values(x.index({-1, Slice(None, None, 2), -1}), {15, 23});  // x[-1, ::2, -1]
+  EXPECT_EQ(x.index({"...", 0}).sizes(), (anvil::Shape{2, 3}));
+  x.index({0, 0, 0}).fill_(-1.0);  // basic indexing is a view
+  EXPECT_EQ(x.index({0, 0, 0}).item<double>(), -1.0);
+}
+
+TEST(LibtorchHabits, IndexWithTensorsAndMasks) {
+  using namespace anvil::indexing;
+  const Tensor x = x23();
+  const Tensor rows = anvil::tensor({1, 0, 1}).to(anvil::kLong), cols = anvil::tensor({2, 2, -3}).to(anvil::kLong);
+  expect_values(x.index({rows, cols}), {5, 2, 3});           // x[rows, cols]: pairs
+  EXPECT_EQ(x.index({Slice(), rows}).sizes(), (anvil::Shape{2, 3}));
+  expect_values(x.index({x > 2}), {3, 4, 5});                // x[x > 2]
+  expect_values(x.masked_select(x.index({0}) > 0), {1, 2, 4, 5});  // the mask broadcasts over rows
+  EXPECT_EQ(ints(x.nonzero()), (Ints{0, 1, 0, 2, 1, 0, 1, 1, 1, 2}));
+  EXPECT_EQ(x.nonzero().scalar_type(), anvil::kLong);
+  EXPECT_EQ(ints(anvil::nonzero(x > 3)), (Ints{1, 1, 1, 2}));
+}
+
+TEST(LibtorchHabits, IndexPutMasksAccumulateAndScatter) {
+  using namespace anvil::indexing;
+  Tensor x = x23();
+  x.index_put_({x > 3}, 0);                                  // x[x > 3] = 0
+  expect_values(x, {0, 1, 2, 3, 0, 0});
+  x.index_put_({Slice(), 0}, anvil::tensor({7, 8}));         // x[:, 0] = [7, 8]
+  expect_values(x, {7, 1, 2, 8, 0, 0});
+  Tensor counts = anvil::zeros({3});
+  const Tensor bins = anvil::tensor({2, 0, 2, 2}).to(anvil::kLong);
+  counts.index_put_({bins}, anvil::ones({4}), /*accumulate=*/true);  // repeats add up
+  expect_values(counts, {1, 0, 3});
+  const Tensor idx = anvil::tensor({2, 0}).to(anvil::kLong).view({1, 2});
+  expect_values(anvil::zeros({2, 3}).scatter(1, idx, anvil::ones({1, 2})), {1, 0, 1, 0, 0, 0});
+  expect_values(anvil::zeros({2, 3}).scatter(1, idx, 5.0), {5, 0, 5, 0, 0, 0});
+  expect_values(anvil::ones({2, 3}).scatter(1, idx, anvil::full({1, 2}, 3.0), "multiply"), {3, 1, 3, 1, 1, 1});
+  expect_values(x23().masked_scatter(x23() > 3, anvil::tensor({-1, -2})), {0, 1, 2, 3, -1, -2});
+  expect_values(x23().take_along_dim(x23().argmax(1, true), 1), {2, 5});
+  expect_values(anvil::take_along_dim(x23(), anvil::tensor({5, 0}).to(anvil::kLong)), {5, 0});
+}
+
+TEST(LibtorchHabits, IndexingGradientsMatchFiniteDifferences) {
+  using namespace anvil::indexing;
+  anvil::manual_seed(5);
+  const Tensor idx = anvil::tensor({2, 0, 2}).to(anvil::kLong), m = anvil::randn({3, 4}) > 0;
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].index({Slice(), idx}); }, {f64({2, 3})}));
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].index({m}); }, {f64({3, 4})}));
+  EXPECT_TRUE(gradcheck(
+      [&](const Inputs& in) {
+        Tensor y = in[0] * 1.0;
+        y.index_put_({Slice(), idx}, in[1], /*accumulate=*/true);
+        return y;
+      },
+      {f64({2, 3}), f64({3})}));
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].masked_select(m); }, {f64({3, 4})}));
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].masked_scatter(m, in[1]); }, {f64({3, 4}), f64({12})}));
+  const Tensor cols = anvil::tensor({1, 0, 2}).to(anvil::kLong).view({1, 3});
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].scatter(1, cols, in[1]); }, {f64({2, 3}), f64({1, 3})}));
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].take_along_dim(cols, 1); }, {f64({2, 3})}));
+}
+
+TEST(LibtorchHabits, IndexingBadInputNamesTheOpShapesAndDtypes) {
+  using namespace anvil::indexing;
+  const Tensor x = x23();
+  expect_error_naming([&] { (void)x.index({0, 3}); }, {"index", "index 3", "size 3"});
+  expect_error_naming([&] { (void)x.index({anvil::tensor({2}).to(anvil::kLong)}); }, {"index", "index 2", "dim 0", "size 2"});
+  expect_error_naming([&] { (void)x.index({anvil::ones({3}, anvil::kBool)}); }, {"index", "mask", "[3]", "[2, 3]"});
+  expect_error_naming([&] { (void)x.index({anvil::ones({1})}); }, {"index", "float32"});
+  expect_error_naming([&] { (void)x.masked_select(anvil::ones({2, 3})); }, {"masked_select", "bool", "float32"});
+  expect_error_naming([&] { (void)x.scatter(0, anvil::ones({1, 1}), 1.0); }, {"scatter", "int64", "float32"});
+}
+
 // ---- 1. printing with only <anvil/anvil.h> ----
 
 std::shared_ptr<anvil::nn::Sequential> small_model() {
