@@ -224,6 +224,10 @@ Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
     for (size_t d = 0; d < op.labels.size(); ++d) {
       const int l = op.labels[d];
       const int64_t s = op.t.size(static_cast<int64_t>(d));
+      for (size_t e = 0; e < d; ++e)
+        if (op.labels[e] == l && op.t.size(static_cast<int64_t>(e)) != s)
+          fail("einsum: \"", std::string(equation), "\" repeats a label over dims ", e, " and ", d, " of operand ", i,
+               " ", detail::describe(op.t), ", which need equal sizes for a diagonal");
       if (size_of[l] != s && size_of[l] != 1 && s != 1)
         fail("einsum: \"", std::string(equation), "\": a label is used for sizes ", size_of[l], " and ", s,
              " (operand ", i, " ", detail::describe(op.t), "); sizes must match or be 1");

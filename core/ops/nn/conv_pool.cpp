@@ -177,7 +177,10 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
               " expects weight.size(0) == input channels, divisible by groups=", o.groups);
   Conv2dParams p;
   Shape out_shape{x.size(0), weight.size(1) * o.groups, 0, 0};
-  int64_t extra[2] = {0, 0};
+  // output_padding beyond stride - 1 (allowed when dilation > stride) makes
+  // an output no convolution's input gradient has: then the full scatter
+  // (padding 0) is computed and cropped to rows [padding, padding + out).
+  bool beyond_stride = false;
   for (int d = 0; d < 2; ++d) {
     ANVIL_CHECK(o.stride[d] > 0 && o.dilation[d] > 0 && o.padding[d] >= 0 && o.output_padding[d] >= 0 &&
                     o.output_padding[d] < std::max(o.stride[d], o.dilation[d]),
@@ -189,22 +192,32 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
     p.stride[d] = o.stride[d];
     p.padding[d] = o.padding[d];
     p.dilation[d] = o.dilation[d];
-    // output_padding beyond stride - 1 (allowed when dilation > stride) adds
-    // positions no input reaches: zeros appended after the convolution.
-    extra[d] = std::max<int64_t>(o.output_padding[d] - (o.stride[d] - 1), 0);
     out_shape[2 + d] = (x.size(2 + d) - 1) * o.stride[d] - 2 * o.padding[d] +
-                       o.dilation[d] * (weight.size(2 + d) - 1) + o.output_padding[d] - extra[d] + 1;
-    ANVIL_CHECK(out_shape[2 + d] + extra[d] > 0 && out_shape[2 + d] > 0, "conv_transpose2d: input ", detail::describe(x), " with weight ",
+                       o.dilation[d] * (weight.size(2 + d) - 1) + o.output_padding[d] + 1;
+    ANVIL_CHECK(out_shape[2 + d] > 0, "conv_transpose2d: input ", detail::describe(x), " with weight ",
                 detail::describe(weight), " and padding ", o.padding[d], " gives an empty output (size ",
-                out_shape[2 + d] + extra[d], " in spatial dim ", d, ")");
+                out_shape[2 + d], " in spatial dim ", d, ")");
+    beyond_stride = beyond_stride || o.output_padding[d] >= o.stride[d];
   }
   p.groups = o.groups;
   if (bias.defined()) {
     ANVIL_CHECK(bias.dim() == 1 && bias.size(0) == out_shape[1] && bias.dtype() == x.dtype(),
                 "conv_transpose2d: expected bias [", out_shape[1], "] of the input's dtype, got ", detail::describe(bias));
   }
-  Tensor out = conv_input_grad(x, weight, out_shape, p);
-  if (extra[0] > 0 || extra[1] > 0) out = pad(out, {0, extra[1], 0, extra[0]});
+  Tensor out;
+  if (!beyond_stride) {
+    out = conv_input_grad(x, weight, out_shape, p);
+  } else {
+    Shape full_shape = out_shape;
+    Shape crop;  // pad() amounts, last dim first: negative crops, positive appends zeros
+    for (int d = 1; d >= 0; --d) {
+      full_shape[2 + d] = (x.size(2 + d) - 1) * o.stride[d] + o.dilation[d] * (weight.size(2 + d) - 1) + 1;
+      crop.push_back(-o.padding[d]);
+      crop.push_back(o.padding[d] + out_shape[2 + d] - full_shape[2 + d]);
+      p.padding[d] = 0;
+    }
+    out = pad(conv_input_grad(x, weight, full_shape, p), crop);
+  }
   return bias.defined() ? out + bias.view({1, out_shape[1], 1, 1}) : out;
 }
 
