@@ -1,6 +1,6 @@
 // einsum: parse the equation into integer labels per operand dim, take
 // diagonals of repeated labels, sum labels no one else needs, then contract
-// operands pairwise (one bmm per pair) and permute to the output's order.
+// operands pairwise (one batched matmul per pair) and permute to the output's order.
 #include "core/ops/einsum.h"
 
 #include <algorithm>
@@ -171,9 +171,19 @@ Operand contract(const Operand& a, const Operand& b, const std::array<bool, 128>
     for (size_t i = 0; i < nm; ++i) ub = ub.unsqueeze(static_cast<int64_t>(nb));
     out = ua * ub;
   } else {
-    const int64_t bs = size_product(a_shape, 0, nb), ms = size_product(a_shape, nb, nb + nm),
-                  ks = size_product(a_shape, nb + nm, nb + nm + nk), ns = size_product(b_shape, nb + nk, nb + nk + nn);
-    out = bmm(ta.reshape({bs, ms, ks}), tb.reshape({bs, ks, ns})).reshape(out_shape);
+    // [batch..., M, K] @ [batch..., K, N]: groups of several M (K, N) labels
+    // merge into one dim; a single label per group needs no reshape, so a
+    // permuted operand reaches the matmul as a strided view, not a copy.
+    const int64_t ms = size_product(a_shape, nb, nb + nm), ks = size_product(a_shape, nb + nm, nb + nm + nk),
+                  ns = size_product(b_shape, nb + nk, nb + nk + nn);
+    const Shape batch_sizes(a_shape.begin(), a_shape.begin() + static_cast<int64_t>(nb));
+    auto as_matrices = [&](const Tensor& t, int64_t rows, int64_t cols) {
+      Shape s = batch_sizes;
+      s.push_back(rows);
+      s.push_back(cols);
+      return t.shape() == s ? t : t.reshape(s);
+    };
+    out = matmul(as_matrices(ta, ms, ks), as_matrices(tb, ks, ns)).reshape(out_shape);
   }
   return {out, out_labels};
 }

@@ -7,9 +7,10 @@
 //
 //   Tensor scores = anvil::einsum("bhqd,bhkd->bhqk", {q, k});
 //
-// Operands are contracted left to right, each pair as one bmm after a permute
-// and reshape (a batched matmul is what most einsums are), or a broadcast
-// multiply when the pair shares no summed label. Differentiable through those.
+// Operands are contracted left to right, each pair as one batched matmul over
+// permuted views (reshaped only where several labels merge into one matrix
+// dim), or a broadcast multiply when the pair shares no summed label.
+// Differentiable through those.
 #include <string_view>
 #include <vector>
 

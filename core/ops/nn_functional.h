@@ -19,6 +19,11 @@ namespace anvil {
 
 // --- padding ---
 enum class PadMode { Constant, Reflect, Replicate, Circular };
+// libtorch's spellings: F::PadFuncOptions({1, 1}).mode(anvil::kReflect).
+inline constexpr PadMode kConstant = PadMode::Constant;
+inline constexpr PadMode kReflect = PadMode::Reflect;
+inline constexpr PadMode kReplicate = PadMode::Replicate;
+inline constexpr PadMode kCircular = PadMode::Circular;
 // pad lists (before, after) pairs from the last dim backwards, as PyTorch's:
 // {left, right} pads dim -1, {left, right, top, bottom} dims -1 and -2.
 // Constant takes negative amounts (they crop); the others need 0 <= amount,
@@ -27,6 +32,9 @@ Tensor pad(const Tensor& x, const Shape& pad, PadMode mode = PadMode::Constant, 
 
 // --- resampling (x [N, C, H, W]; nearest also [N, C, L] and [N, C, D, H, W]) ---
 enum class InterpolateMode { Nearest, Linear, Bilinear };
+inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
+inline constexpr InterpolateMode kLinear = InterpolateMode::Linear;
+inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
 struct InterpolateOptions {
   std::vector<int64_t> size = {};           // one per spatial dim (or one for all)
   std::vector<double> scale_factor = {};    // one per spatial dim (or one for all); exactly one of the two
@@ -80,12 +88,29 @@ struct InstanceNormOptions { bool use_input_stats = true; double momentum = 0.1;
 Tensor instance_norm(const Tensor& x, const Tensor& running_mean = {}, const Tensor& running_var = {},
                      const Tensor& weight = {}, const Tensor& bias = {}, const InstanceNormOptions& o = {});
 
+// --- embedding ---
+// embedding(weight, indices) whose rows at padding_idx (negative counts from
+// the end) get no gradient, as PyTorch's padding_idx.
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx);
+
 // --- encoding ---
 // int64 [*] -> int64 [*, num_classes]; num_classes -1: max(x) + 1.
 Tensor one_hot(const Tensor& x, int64_t num_classes = -1);
 
 // --- losses (input and target of one shape) and distances ---
 enum class KLDivReduction { None, BatchMean, Sum, Mean };
+// libtorch's reduction spellings, for both the common Reduction and kl_div's:
+// .reduction(anvil::kSum), .reduction(anvil::kBatchMean) (kl_div only).
+struct ReductionName {
+  Reduction common;
+  KLDivReduction kl;
+  constexpr operator Reduction() const { return common; }  // NOLINT: implicit, as libtorch's enum tags
+  constexpr operator KLDivReduction() const { return kl; }  // NOLINT
+};
+inline constexpr ReductionName kNone{Reduction::None, KLDivReduction::None};
+inline constexpr ReductionName kMean{Reduction::Mean, KLDivReduction::Mean};
+inline constexpr ReductionName kSum{Reduction::Sum, KLDivReduction::Sum};
+inline constexpr KLDivReduction kBatchMean = KLDivReduction::BatchMean;
 // target * (log target - input) with input log-probabilities; log_target: target given as log-probabilities.
 Tensor kl_div(const Tensor& input, const Tensor& target, KLDivReduction reduction = KLDivReduction::Mean,
               bool log_target = false);
