@@ -123,6 +123,15 @@ TEST(Einsum, WorksInFloat32AndOnNonContiguousInput) {
   EXPECT_EQ(einsum("ij,jk->ik", {a, b}).dtype(), kFloat32);
 }
 
+TEST(Einsum, EmptyDimsGiveZerosOrEmptyResults) {
+  Tensor z = einsum("ij,jk->ik", {r({2, 0}), r({0, 3})});
+  EXPECT_EQ(z.shape(), (Shape{2, 3}));
+  EXPECT_EQ(z.abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(einsum("ij,jk->ik", {r({0, 2}), r({2, 3})}).shape(), (Shape{0, 3}));
+  EXPECT_EQ(einsum("ii->i", {r({0, 0})}).shape(), (Shape{0}));
+  EXPECT_EQ(einsum("ij->", {r({0, 4})}).item<double>(), 0.0);
+}
+
 TEST(Einsum, Gradcheck) {
   manual_seed(5);
   for (const char* eq : {"ij,jk->ik", "bij,bkj->bik", "ii->i", "iij->", "i,j->ij", "ij,jk,kl->il", "...ij,...j->...i"}) {

@@ -47,6 +47,14 @@ TEST(NnPad, TwoAndThreeDims) {
   EXPECT_LT(testing::max_abs_diff(p3.narrow(2, 1, 2).narrow(3, 0, 3).narrow(4, 1, 2), v), 1e-15);
 }
 
+TEST(NnPad, EmptyBatchAndEmptyPaddedDim) {
+  EXPECT_EQ(pad(randn64({0, 3, 4}), {1, 1}, PadMode::Reflect).shape(), (Shape{0, 3, 6}));
+  Tensor c = pad(randn64({2, 0}), {1, 2}, PadMode::Constant, 3.0);
+  EXPECT_EQ(c.shape(), (Shape{2, 3}));
+  expect_near_vec(c.to_vector<double>(), std::vector<double>(6, 3.0), 0);
+  expect_error([&] { pad(randn64({2, 0}), {1, 1}, PadMode::Replicate); }, {"pad", "replicate", "non-empty"});
+}
+
 TEST(NnPad, Gradcheck) {
   manual_seed(7);
   for (PadMode mode : {PadMode::Constant, PadMode::Reflect, PadMode::Replicate, PadMode::Circular}) {
