@@ -1,10 +1,13 @@
 // group_norm and instance_norm as layer_norm / batch_norm over a reshaped
-// input (the fused kernels do the statistics), and rms_norm composed from
-// elementwise ops and a mean.
+// input (the fused kernels do the statistics), and rms_norm on its own
+// forward kernel with a backward composed from ops.
 #include <limits>
 
+#include "core/autograd/function.h"
 #include "core/autograd/grad_mode.h"
 #include "core/dispatch.h"
+#include "core/factory.h"
+#include "core/ops/nn/nn_common.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/nn_functional.h"
 #include "core/ops/reduce.h"
@@ -45,6 +48,9 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   return y;
 }
 
+// One kernel pass forward (kernels/*/rms_norm); the backward recomputes the
+// row scale with ops, so it is exact in float64 (the kernel saves rstd as
+// float32) and itself differentiable (double backward).
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
   detail::check_floating("rms_norm", x, "input");
   detail::check_same_device("rms_norm", {x, weight});
@@ -53,16 +59,47 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
   for (int64_t i = 0; fits && i < nd; ++i) fits = x.size(x.dim() - nd + i) == normalized_shape[i];
   ANVIL_CHECK(fits, "rms_norm: normalized_shape ", normalized_shape, " must be a non-empty suffix of input ",
               detail::describe(x));
-  ANVIL_CHECK(!weight.defined() || weight.shape() == normalized_shape, "rms_norm: expected weight ",
-              normalized_shape, ", got ", detail::describe(weight));
+  if (weight.defined()) {
+    detail::check_floating("rms_norm", weight, "weight");
+    ANVIL_CHECK(weight.shape() == normalized_shape, "rms_norm: expected weight ", normalized_shape, ", got ",
+                detail::describe(weight));
+  }
   Shape dims;
   for (int64_t i = 0; i < nd; ++i) dims.push_back(x.dim() - nd + i);
   const double e = eps.value_or(x.dtype() == kFloat64   ? std::numeric_limits<double>::epsilon()
                                 : x.dtype() == kFloat16 ? 0.0009765625
                                 : x.dtype() == kBFloat16 ? 0.0078125
                                                          : static_cast<double>(std::numeric_limits<float>::epsilon()));
-  Tensor y = x * rsqrt(mean(x * x, dims, true) + e);
-  return weight.defined() ? y * weight : y;
+  const int64_t cols = numel_of(normalized_shape);
+  int64_t row_count = 1;
+  for (int64_t d = 0; d < x.dim() - nd; ++d) row_count *= x.size(d);
+  Tensor out = empty(x.shape(), x.options());
+  Tensor rstd = empty({row_count}, x.options().dtype(kFloat32));
+  if (row_count > 0) {
+    Tensor x2 = x.detach().reshape({row_count, cols});
+    View weight_slot;
+    Tensor w1 = weight.defined() ? weight.detach().reshape({cols}) : Tensor();
+    detail::backend_of(x).rms_norm(out.view({row_count, cols}).view_of(), rstd.view_of(), x2.view_of(),
+                                   nn_detail::optional_view(w1, weight_slot), e);
+  }
+  if (autograd::needs_grad({x, weight})) {
+    const bool need_x = x.requires_grad(), need_w = weight.defined() && weight.requires_grad();
+    autograd::record("rms_norm", {x, weight}, out,
+                     [sx = autograd::SavedTensor(x, "rms_norm"),
+                      sw = weight.defined() ? autograd::SavedTensor(weight, "rms_norm") : autograd::SavedTensor(),
+                      has_w = weight.defined(), dims, e, need_x, need_w](const Tensor& g) {
+                       Tensor xv = sx.get();
+                       Tensor r = rsqrt(mean(xv * xv, dims, true) + e);
+                       nn_detail::Grads grads(2);
+                       if (need_x) {
+                         Tensor gw = has_w ? g * sw.get() : g;
+                         grads[0] = r * (gw - xv * (r * r) * mean(gw * xv, dims, true));
+                       }
+                       if (need_w) grads[1] = sum_to(g * xv * r, sw.get().shape());
+                       return grads;
+                     });
+  }
+  return out;
 }
 
 // PyTorch's own composition: batch_norm over [1, N*C, *], each (sample,

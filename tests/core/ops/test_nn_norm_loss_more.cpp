@@ -66,6 +66,17 @@ TEST(NnRmsNorm, MatchesLoops) {
   EXPECT_NEAR((unit * unit).mean({-1}).to_vector<double>()[0], 1.0, 1e-12);
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return rms_norm(t[0], {3}, t[1], 1e-5); },
                         {randn64({2, 3}), randn64({3})}));
+  // The backward is composed from ops, so second derivatives are right too.
+  EXPECT_TRUE(testing::gradgradcheck([](const std::vector<Tensor>& t) { return rms_norm(t[0], {3}, {}, 1e-5); },
+                                     {randn64({2, 3})}));
+  Tensor wconst = randn64({3});
+  EXPECT_TRUE(testing::gradgradcheck([&](const std::vector<Tensor>& t) { return rms_norm(t[0], {3}, wconst, 1e-5); },
+                                     {randn64({2, 3})}));
+  // Half types compute in float and round once.
+  Tensor h = randn({4, 8}).to(kFloat16);
+  EXPECT_LT(testing::max_abs_diff(rms_norm(h, {8}), rms_norm(h.to(kFloat32), {8}, {}, 0.0009765625)), 2e-3);
+  EXPECT_EQ(rms_norm(h, {8}).dtype(), kFloat16);
+  EXPECT_EQ(rms_norm(randn64({0, 4}), {4}).shape(), (Shape{0, 4}));
   expect_error([&] { rms_norm(x, {3}); }, {"rms_norm", "normalized_shape", "suffix"});
   expect_error([&] { rms_norm(x, {4}, randn64({3})); }, {"rms_norm", "weight"});
 }

@@ -120,6 +120,14 @@ TEST(CudaFunctional, Norms) {
                           {rnd({2, 4, 3, 5}, 23), rnd({4}, 24), rnd({4}, 25)});
   expect_cuda_matches_cpu("rms_norm", [](auto& t) { return rms_norm(t[0], {6}, t[1]); },
                           {rnd({4, 6}, 26), rnd({6}, 27)});
+  // rms_norm's own kernel: long rows (many strides of a warp), each floating dtype, no weight.
+  for (DType dtype : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
+    Tensor x = test::random_tensor({5, 1000}, dtype, 44), w = test::random_tensor({1000}, dtype, 45);
+    EXPECT_CUDA_CLOSE(rms_norm(x.cuda(), {1000}, w.cuda()), rms_norm(x, {1000}, w)) << dtype_name(dtype);
+    EXPECT_CUDA_CLOSE(rms_norm(x.cuda(), {1000}), rms_norm(x, {1000})) << dtype_name(dtype);
+  }
+  EXPECT_CUDA_CLOSE(rms_norm(rnd({3, 2, 7}, 46).cuda().transpose(0, 2), {2, 3}),
+                    rms_norm(rnd({3, 2, 7}, 46).transpose(0, 2), {2, 3}));  // non-contiguous input
   expect_cuda_matches_cpu("instance_norm", [](auto& t) { return instance_norm(t[0], {}, {}, t[1], t[2]); },
                           {rnd({2, 3, 7}, 28), rnd({3}, 29), rnd({3}, 30)});
   // Running stats move the same way on both devices.
