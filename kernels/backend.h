@@ -175,6 +175,10 @@ class Backend {
   virtual void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd,
                               const View& x, const View& residual, const View* weight, const View* bias,
                               double eps) = 0;
+  // RMS norm over the cols of in [rows, cols]: out = in * rstd * weight with
+  // rstd [rows] float32 = 1 / sqrt(mean(in^2) + eps); weight [cols] or null.
+  // (Its gradient is composed from ops in core/ops/nn/norm_more.cpp.)
+  virtual void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) = 0;
   // logits [N, C], targets int64 [N]; writes per-row loss [N] (0 for ignored
   // rows) and logsumexp [N] float32 for the backward pass.
   virtual void cross_entropy(const View& losses, const View& logsumexp, const View& logits,

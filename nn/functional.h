@@ -94,3 +94,6 @@ Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
 }  // namespace anvil::nn::functional
+
+// libtorch's option forms of pad, interpolate, conv1d, group_norm, kl_div, ...
+#include "nn/functional_options.h"  // IWYU pragma: export

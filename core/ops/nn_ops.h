@@ -25,6 +25,9 @@ struct Pool2dOptions {
   std::array<int64_t, 2> stride{0, 0};  // 0: same as kernel
   std::array<int64_t, 2> padding{0, 0};
   bool count_include_pad = true;
+  // Output size rounds up (a last window may start in the right padding but
+  // not beyond it), as PyTorch's ceil_mode.
+  bool ceil_mode = false;
 };
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o);
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o);

@@ -73,6 +73,8 @@ class CpuBackend final : public Backend {
                            const View* weight) override;
   void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd, const View& x,
                       const View& residual, const View* weight, const View* bias, double eps) override;
+  // rms_norm.cpp
+  void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) override;
 
   // loss.cpp
   void cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,

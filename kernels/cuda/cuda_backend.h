@@ -13,6 +13,7 @@
 //   reduce.cu                    reduce
 //   softmax.cu                   softmax, softmax_backward
 //   layer_norm.cu                layer_norm, layer_norm_backward
+//   rms_norm.cu                  rms_norm (forward; its gradient is composed in core)
 //   cross_entropy.cu             cross_entropy, cross_entropy_backward
 //   random.cu                    random, dropout (Philox, same numbers as the CPU)
 //   indexing.cu                  index_select, index_add, gather, scatter_add
@@ -118,6 +119,8 @@ class CudaBackend final : public Backend {
   void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd,
                       const View& x, const View& residual, const View* weight, const View* bias,
                       double eps) override;
+  // rms_norm.cu
+  void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) override;
   void cross_entropy(const View& losses, const View& logsumexp, const View& logits,
                      const View& targets, const CrossEntropyParams& p) override;
   void cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,

@@ -74,6 +74,17 @@ RowLayout check_layer_norm(const View& out, const View& mean, const View& rstd, 
   return l;
 }
 
+RowLayout check_rms_norm(const View& out, const View& rstd, const View& in, const View* weight) {
+  ANVIL_CHECK(out.shape == in.shape && out.dtype == in.dtype, "rms_norm: output ", out.shape, " ",
+              dtype_name(out.dtype), " differs from input ", in.shape, " ", dtype_name(in.dtype));
+  const RowLayout l = row_layout("rms_norm", in.shape);
+  ANVIL_CHECK(rstd.numel() == l.rows && rstd.dtype == kFloat32, "rms_norm: rstd must be float32 with ", l.rows,
+              " elements (one per row of input ", in.shape, "), got ", rstd.shape, " ", dtype_name(rstd.dtype));
+  ANVIL_CHECK(!weight || weight->numel() == l.cols, "rms_norm: weight must have ", l.cols, " elements, got ",
+              weight ? weight->shape : Shape{});
+  return l;
+}
+
 RowLayout check_layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
                                     const View& grad_out, const View& in, const View& mean, const View& rstd,
                                     const View* weight) {

@@ -2,6 +2,7 @@
 // Embedding: a lookup table of num_embeddings rows of size embedding_dim.
 // forward takes int64 indices of any shape and returns [..., embedding_dim].
 #include <cstdint>
+#include <optional>
 
 #include "core/base/option_field.h"
 #include "nn/module.h"
@@ -12,18 +13,22 @@ namespace anvil::nn {
 struct EmbeddingOptions {
   ANVIL_OPTION(EmbeddingOptions, int64_t, num_embeddings) = 0;
   ANVIL_OPTION(EmbeddingOptions, int64_t, embedding_dim) = 0;
+  // This row starts at zero and gets no gradient (a padding token's vector),
+  // as PyTorch's; negative counts from the end.
+  ANVIL_OPTION(EmbeddingOptions, std::optional<int64_t>, padding_idx) = std::nullopt;
 };
 
 class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim);  // weight ~ N(0, 1), as PyTorch
-  explicit Embedding(const EmbeddingOptions& o) : Embedding(o.num_embeddings, o.embedding_dim) {}
+  explicit Embedding(const EmbeddingOptions& o);
 
   Tensor forward(const Tensor& indices) override;
   std::string extra_repr() const override;
   void reset_parameters();
 
   int64_t num_embeddings, embedding_dim;
+  std::optional<int64_t> padding_idx;  // normalised to [0, num_embeddings)
   Tensor weight;  // [num_embeddings, embedding_dim]
 };
 

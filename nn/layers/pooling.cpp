@@ -44,6 +44,7 @@ MaxPool2d::MaxPool2d(const MaxPool2dOptions& o) : Module("MaxPool2d"), options(o
 Tensor MaxPool2d::forward(const Tensor& x) {
   check_pool_input("MaxPool2d", x);
   Pool2dOptions o = core_options(options.kernel_size, *options.stride, options.padding);
+  o.ceil_mode = options.ceil_mode;
   return batched(x, [&](const Tensor& b) { return max_pool2d(b, o); });
 }
 
@@ -61,6 +62,7 @@ Tensor AvgPool2d::forward(const Tensor& x) {
   check_pool_input("AvgPool2d", x);
   Pool2dOptions o = core_options(options.kernel_size, *options.stride, options.padding);
   o.count_include_pad = options.count_include_pad;
+  o.ceil_mode = options.ceil_mode;
   return batched(x, [&](const Tensor& b) { return avg_pool2d(b, o); });
 }
 

@@ -17,6 +17,7 @@ struct MaxPool2dOptions {
   ANVIL_OPTION(MaxPool2dOptions, Size2, kernel_size) = 2;
   ANVIL_OPTION(MaxPool2dOptions, std::optional<Size2>, stride) = std::nullopt;  // default: kernel_size
   ANVIL_OPTION(MaxPool2dOptions, Size2, padding) = 0;
+  ANVIL_OPTION(MaxPool2dOptions, bool, ceil_mode) = false;  // round the output size up (PyTorch's rule)
 };
 
 struct AvgPool2dOptions {
@@ -24,6 +25,7 @@ struct AvgPool2dOptions {
   ANVIL_OPTION(AvgPool2dOptions, std::optional<Size2>, stride) = std::nullopt;  // default: kernel_size
   ANVIL_OPTION(AvgPool2dOptions, Size2, padding) = 0;
   ANVIL_OPTION(AvgPool2dOptions, bool, count_include_pad) = true;  // whether padded zeros count in the average
+  ANVIL_OPTION(AvgPool2dOptions, bool, ceil_mode) = false;  // round the output size up (PyTorch's rule)
 };
 
 class MaxPool2d : public Module {

@@ -496,4 +496,90 @@ TEST(LibtorchHabits, LinalgAsTorchLinalg) {
   expect_error_naming([] { anvil::linalg::inv(anvil::zeros({2, 2})); }, {"linalg.inv", "singular"});
 }
 
+// ---- 3. functional ops a libtorch user reaches for ----
+
+TEST(LibtorchHabits, EinsumAsTorchEinsum) {
+  const Tensor a = x23(), b = anvil::arange(6, anvil::kFloat).view({3, 2});
+  expect_values(anvil::einsum("ij,jk->ik", {a, b}), values(anvil::matmul(a, b)));
+  expect_values(anvil::einsum("ii->", {anvil::arange(9, anvil::kFloat).view({3, 3})}), {12});  // trace
+  expect_values(anvil::einsum("ij->", {a}), {15});
+  EXPECT_EQ(anvil::einsum("bij,bjk->bik", {a.unsqueeze(0), b.unsqueeze(0)}).sizes(), (anvil::Shape{1, 2, 2}));
+  EXPECT_EQ(anvil::einsum("...ij,jk", {a.expand({4, 2, 3}), b}).sizes(), (anvil::Shape{4, 2, 2}));
+  expect_error_naming([&] { anvil::einsum("ij,jk->ik", {a, a}); }, {"einsum", "sizes must match"});
+}
+
+TEST(LibtorchHabits, PadAndInterpolateWithFuncOptions) {
+  namespace F = anvil::nn::functional;
+  const Tensor r = anvil::arange(4, anvil::kFloat).view({1, 1, 4});
+  expect_values(F::pad(r, F::PadFuncOptions({2, 1}).mode(anvil::kReflect)), {2, 1, 0, 1, 2, 3, 2});
+  expect_values(F::pad(r, F::PadFuncOptions({1, 1}).mode(anvil::kReplicate)), {0, 0, 1, 2, 3, 3});
+  expect_values(F::pad(r, F::PadFuncOptions({1, 0}).value(-1)), {-1, 0, 1, 2, 3});
+  const Tensor img = anvil::arange(4, anvil::kFloat).view({1, 1, 2, 2});
+  const Tensor up = F::interpolate(img, F::InterpolateFuncOptions()
+                                            .size(std::vector<int64_t>({3, 3}))
+                                            .mode(anvil::kBilinear)
+                                            .align_corners(true));
+  expect_values(up, {0, 0.5, 1, 1, 1.5, 2, 2, 2.5, 3});
+  EXPECT_EQ(F::interpolate(img, F::InterpolateFuncOptions().scale_factor(std::vector<double>({2})).mode(anvil::kNearest))
+                .sizes(),
+            (anvil::Shape{1, 1, 4, 4}));
+  expect_error_naming([&] { F::pad(r, F::PadFuncOptions({4, 0}).mode(anvil::kReflect)); }, {"pad", "reflect"});
+}
+
+TEST(LibtorchHabits, ConvPoolAndNormVariants) {
+  namespace F = anvil::nn::functional;
+  anvil::manual_seed(3);
+  const Tensor seq = anvil::randn({2, 4, 10});
+  auto conv = std::make_shared<anvil::nn::Conv1d>(anvil::nn::Conv1dOptions(4, 8, 3).stride(1).padding(1));
+  EXPECT_EQ(conv->forward(seq).sizes(), (anvil::Shape{2, 8, 10}));
+  auto deconv = std::make_shared<anvil::nn::ConvTranspose2d>(
+      anvil::nn::ConvTranspose2dOptions(8, 4, 3).stride(2).padding(1).output_padding(1));
+  EXPECT_EQ(deconv->forward(anvil::randn({1, 8, 5, 5})).sizes(), (anvil::Shape{1, 4, 10, 10}));
+  EXPECT_EQ(F::max_pool1d(seq, F::MaxPool1dFuncOptions(3).stride(2).ceil_mode(true)).sizes(),
+            (anvil::Shape{2, 4, 5}));
+  EXPECT_EQ(F::adaptive_max_pool2d(anvil::randn({1, 2, 7, 7}), F::AdaptiveMaxPool2dFuncOptions(3)).sizes(),
+            (anvil::Shape{1, 2, 3, 3}));
+  auto gn = std::make_shared<anvil::nn::GroupNorm>(anvil::nn::GroupNormOptions(2, 4));
+  const Tensor g = gn->forward(seq);
+  EXPECT_NEAR(anvil::amax(g.view({2, 2, -1}).mean(-1).abs()).item<double>(), 0, 1e-5);
+  auto rms = std::make_shared<anvil::nn::RMSNorm>(anvil::nn::RMSNormOptions({10}).eps(1e-6));
+  const Tensor normed = rms->forward(seq);
+  EXPECT_NEAR((normed * normed).mean(-1).mean().item<double>(), 1.0, 1e-4);
+  const Tensor inorm = F::instance_norm(seq, F::InstanceNormFuncOptions());
+  EXPECT_NEAR(anvil::amax(inorm.mean(-1).abs()).item<double>(), 0, 1e-5);
+  auto emb = std::make_shared<anvil::nn::Embedding>(anvil::nn::EmbeddingOptions(10, 3).padding_idx(0));
+  EXPECT_EQ(emb->weight[0].abs().sum().item<double>(), 0);
+  expect_values(anvil::one_hot(anvil::tensor({2, 0}).to(anvil::kLong), 3), {0, 0, 1, 1, 0, 0});
+}
+
+TEST(LibtorchHabits, LossesAndDistancesWithFuncOptions) {
+  namespace F = anvil::nn::functional;
+  const Tensor a = anvil::tensor({0.0, 2.0}), b = anvil::tensor({0.5, 0.0});
+  expect_values(F::smooth_l1_loss(a, b, F::SmoothL1LossFuncOptions().beta(1.0).reduction(anvil::kNone)), {0.125, 1.5});
+  expect_values(F::huber_loss(a, b, F::HuberLossFuncOptions().delta(0.5).reduction(anvil::kSum)), {0.125 + 0.875});
+  const Tensor logp = anvil::log(anvil::tensor({0.5, 0.5})).unsqueeze(0), q = anvil::tensor({0.25, 0.75}).unsqueeze(0);
+  const double kl = 0.25 * std::log(0.5) + 0.75 * std::log(1.5);
+  EXPECT_NEAR(F::kl_div(logp, q, F::KLDivFuncOptions().reduction(anvil::kBatchMean)).item<double>(), kl, 1e-6);
+  EXPECT_NEAR(F::kl_div(logp, anvil::log(q), F::KLDivFuncOptions().reduction(anvil::kSum).log_target(true))
+                  .item<double>(),
+              kl, 1e-6);
+  const Tensor u = anvil::tensor({1.0, 0.0}).unsqueeze(0), v = anvil::tensor({1.0, 1.0}).unsqueeze(0);
+  expect_values(F::cosine_similarity(u, v, F::CosineSimilarityFuncOptions().dim(1)), {1 / std::sqrt(2.0)});
+  EXPECT_NEAR(F::pairwise_distance(u, v, F::PairwiseDistanceFuncOptions().p(2).eps(0)).item<double>(), 1.0, 1e-6);
+  expect_error_naming([&] { F::kl_div(a, q); }, {"kl_div", "same shape"});
+}
+
+TEST(LibtorchHabits, FunctionalOpsGradientsMatchFiniteDifferences) {
+  using anvil::testing::gradcheck;
+  anvil::manual_seed(4);
+  auto r = [](const anvil::Shape& s) { return anvil::randn(s, anvil::kDouble); };
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return anvil::einsum("bij,bjk->bik", t); },
+                        {r({2, 2, 3}), r({2, 3, 2})}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return anvil::pad(t[0], {1, 2}, anvil::kReflect); },
+                        {r({2, 4})}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return anvil::group_norm(t[0], 2); }, {r({2, 4, 3})}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return anvil::huber_loss(t[0], t[1]); },
+                        {r({3, 2}), r({3, 2})}));
+}
+
 }  // namespace

@@ -3,10 +3,14 @@
 // each the adjoint of another, so second-order gradients work for conv2d and
 // avg_pool2d. Max pooling's gradient is a scatter to argmax positions with no
 // kernel for its adjoint: it refuses create_graph.
+#include <cmath>
+
 #include "core/autograd/function.h"
 #include "core/dispatch.h"
 #include "core/factory.h"
+#include "core/ops/elementwise.h"
 #include "core/ops/nn/nn_common.h"
+#include "core/ops/nn_functional.h"
 #include "core/ops/nn_ops.h"
 #include "core/ops/reduce.h"
 
@@ -154,6 +158,69 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   return conv_forward(x, weight, bias, p);
 }
 
+// conv2d's input gradient is the transposed convolution: weight
+// [Cin, Cout/groups, kH, kW] read as conv2d's [Cout', Cin'/groups, kH, kW]
+// with Cout' = this op's input channels. Its gradients are conv2d (for x) and
+// conv2d's weight gradient, recorded by conv_input_grad.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvTranspose2dOptions& o) {
+  detail::check_floating("conv_transpose2d", x, "input");
+  if (x.dim() == 3) return conv_transpose2d(x.unsqueeze(0), weight, bias, o).squeeze(0);
+  detail::check_floating("conv_transpose2d", weight, "weight");
+  detail::check_same_device("conv_transpose2d", {x, weight, bias});
+  ANVIL_CHECK(x.dim() == 4 && weight.dim() == 4, "conv_transpose2d: expected input [N, Cin, H, W] (or [Cin, H, W]) ",
+              "and weight [Cin, Cout/groups, kH, kW], got input ", detail::describe(x), " and weight ",
+              detail::describe(weight));
+  ANVIL_CHECK(x.dtype() == weight.dtype(), "conv_transpose2d: input ", detail::describe(x), " and weight ",
+              detail::describe(weight), " must have the same dtype");
+  ANVIL_CHECK(o.groups > 0 && x.size(1) == weight.size(0) && weight.size(0) % o.groups == 0, "conv_transpose2d: input ",
+              detail::describe(x), " has ", x.size(1), " channels; weight ", detail::describe(weight),
+              " expects weight.size(0) == input channels, divisible by groups=", o.groups);
+  Conv2dParams p;
+  Shape out_shape{x.size(0), weight.size(1) * o.groups, 0, 0};
+  // output_padding beyond stride - 1 (allowed when dilation > stride) makes
+  // an output no convolution's input gradient has: then the full scatter
+  // (padding 0) is computed and cropped to rows [padding, padding + out).
+  bool beyond_stride = false;
+  for (int d = 0; d < 2; ++d) {
+    ANVIL_CHECK(o.stride[d] > 0 && o.dilation[d] > 0 && o.padding[d] >= 0 && o.output_padding[d] >= 0 &&
+                    o.output_padding[d] < std::max(o.stride[d], o.dilation[d]),
+                "conv_transpose2d: stride and dilation must be positive, padding non-negative and output_padding ",
+                "smaller than stride or dilation, got stride ", std::vector<int64_t>(o.stride.begin(), o.stride.end()),
+                ", padding ", std::vector<int64_t>(o.padding.begin(), o.padding.end()), ", output_padding ",
+                std::vector<int64_t>(o.output_padding.begin(), o.output_padding.end()), ", dilation ",
+                std::vector<int64_t>(o.dilation.begin(), o.dilation.end()));
+    p.stride[d] = o.stride[d];
+    p.padding[d] = o.padding[d];
+    p.dilation[d] = o.dilation[d];
+    out_shape[2 + d] = (x.size(2 + d) - 1) * o.stride[d] - 2 * o.padding[d] +
+                       o.dilation[d] * (weight.size(2 + d) - 1) + o.output_padding[d] + 1;
+    ANVIL_CHECK(out_shape[2 + d] > 0, "conv_transpose2d: input ", detail::describe(x), " with weight ",
+                detail::describe(weight), " and padding ", o.padding[d], " gives an empty output (size ",
+                out_shape[2 + d], " in spatial dim ", d, ")");
+    beyond_stride = beyond_stride || o.output_padding[d] >= o.stride[d];
+  }
+  p.groups = o.groups;
+  if (bias.defined()) {
+    ANVIL_CHECK(bias.dim() == 1 && bias.size(0) == out_shape[1] && bias.dtype() == x.dtype(),
+                "conv_transpose2d: expected bias [", out_shape[1], "] of the input's dtype, got ", detail::describe(bias));
+  }
+  Tensor out;
+  if (!beyond_stride) {
+    out = conv_input_grad(x, weight, out_shape, p);
+  } else {
+    Shape full_shape = out_shape;
+    Shape crop;  // pad() amounts, last dim first: negative crops, positive appends zeros
+    for (int d = 1; d >= 0; --d) {
+      full_shape[2 + d] = (x.size(2 + d) - 1) * o.stride[d] + o.dilation[d] * (weight.size(2 + d) - 1) + 1;
+      crop.push_back(-o.padding[d]);
+      crop.push_back(o.padding[d] + out_shape[2 + d] - full_shape[2 + d]);
+      p.padding[d] = 0;
+    }
+    out = pad(conv_input_grad(x, weight, full_shape, p), crop);
+  }
+  return bias.defined() ? out + bias.view({1, out_shape[1], 1, 1}) : out;
+}
+
 // --- pooling ---
 
 namespace {
@@ -210,10 +277,55 @@ Tensor avg_pool_grad(const Tensor& g, const Tensor& x, const Tensor& out, const 
   return grad_in;
 }
 
+// ceil_mode: how far past the padded input the last window reaches in each
+// spatial dim (0 where rounding up gives no extra window). PyTorch's rule:
+// the last window must start inside the input or its left padding.
+std::array<int64_t, 2> ceil_mode_overhang(const Tensor& x, const Pool2dParams& p) {
+  std::array<int64_t, 2> overhang{0, 0};
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = x.size(x.dim() - 2 + d), k = p.kernel[d], s = p.stride[d], pad = p.padding[d];
+    int64_t out = (in + 2 * pad - k + s - 1) / s + 1;
+    if ((out - 1) * s >= in + pad) --out;
+    overhang[d] = std::max<int64_t>((out - 1) * s + k - (in + 2 * pad), 0);
+  }
+  return overhang;
+}
+
+// The divisor of each ceil_mode average window [oh, ow], as PyTorch: the part
+// of the window inside input + padding, or inside the input alone when not
+// count_include_pad.
+Tensor ceil_mode_divisors(const Tensor& x, const Pool2dParams& p, const Shape& out_hw) {
+  std::vector<double> per_dim[2];
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = x.size(x.dim() - 2 + d);
+    for (int64_t i = 0; i < out_hw[d]; ++i) {
+      int64_t start = i * p.stride[d] - p.padding[d];
+      int64_t end = std::min(start + p.kernel[d], in + p.padding[d]);
+      const int64_t with_pad = end - start;
+      start = std::max<int64_t>(start, 0);
+      end = std::min(end, in);
+      per_dim[d].push_back(static_cast<double>(p.count_include_pad ? with_pad : end - start));
+    }
+  }
+  std::vector<double> div;
+  for (double h : per_dim[0])
+    for (double w : per_dim[1]) div.push_back(h * w);
+  return from_vector<double>(div, {out_hw[0], out_hw[1]}).to(x.device(), x.dtype());
+}
+
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o) {
   Pool2dParams p = pool_params("max_pool2d", x, o);
+  if (o.ceil_mode) {
+    const auto overhang = ceil_mode_overhang(x, p);
+    if (overhang[0] > 0 || overhang[1] > 0) {
+      // The overhang is -inf: never a maximum, since each window holds an input element.
+      Pool2dOptions floor_o = o;
+      floor_o.ceil_mode = false;
+      return max_pool2d(pad(x, {0, overhang[1], 0, overhang[0]}, PadMode::Constant, -INFINITY), floor_o);
+    }
+  }
   Tensor out = pool_forward(PoolKind::Max, x, p);
   if (autograd::needs_grad({x}))
     autograd::record("max_pool2d", {x}, out,
@@ -232,6 +344,18 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o) {
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o) {
   Pool2dParams p = pool_params("avg_pool2d", x, o);
+  if (o.ceil_mode) {
+    const auto overhang = ceil_mode_overhang(x, p);
+    if (overhang[0] > 0 || overhang[1] > 0) {
+      // Window sums over the zero-extended input, divided by PyTorch's per-window divisors.
+      Pool2dOptions sum_o = o;
+      sum_o.ceil_mode = false;
+      sum_o.count_include_pad = true;
+      Tensor sums = avg_pool2d(pad(x, {0, overhang[1], 0, overhang[0]}), sum_o) *
+                    static_cast<double>(p.kernel[0] * p.kernel[1]);
+      return sums / ceil_mode_divisors(x, p, {sums.size(-2), sums.size(-1)});
+    }
+  }
   Tensor out = pool_forward(PoolKind::Avg, x, p);
   if (autograd::needs_grad({x}))
     // x and out are saved detached: avg pooling's gradient does not depend on

@@ -1,0 +1,224 @@
+// group_norm, rms_norm, instance_norm, one_hot and the kl_div, smooth_l1,
+// huber, cosine-similarity and pairwise-distance ops against loops over host
+// values, their gradients against finite differences, and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tests/core/ops/nn_test_util.h"
+#include "tests/core/ops/op_test_util.h"
+
+namespace anvil {
+namespace {
+
+using testing::expect_error;
+using testing::expect_near_vec;
+using testing::gradcheck;
+using testing::randn64;
+using testing::uniform64;
+
+// Normalises each consecutive block of `block` values (biased variance).
+std::vector<double> normalise_blocks(const std::vector<double>& v, size_t block, double eps) {
+  std::vector<double> r(v.size());
+  for (size_t s = 0; s < v.size(); s += block) {
+    double m = 0, q = 0;
+    for (size_t i = s; i < s + block; ++i) m += v[i];
+    m /= static_cast<double>(block);
+    for (size_t i = s; i < s + block; ++i) q += (v[i] - m) * (v[i] - m);
+    const double inv = 1.0 / std::sqrt(q / static_cast<double>(block) + eps);
+    for (size_t i = s; i < s + block; ++i) r[i] = (v[i] - m) * inv;
+  }
+  return r;
+}
+
+TEST(NnGroupNorm, MatchesLoopsWithAffine) {
+  manual_seed(21);
+  Tensor x = randn64({2, 6, 3, 2}), w = randn64({6}), b = randn64({6});
+  auto want = normalise_blocks(x.to_vector<double>(), 2 * 3 * 2, 1e-3);  // 3 groups of 2 channels of 3x2
+  const auto wv = w.to_vector<double>(), bv = b.to_vector<double>();
+  for (size_t i = 0; i < want.size(); ++i) {
+    const size_t c = (i / 6) % 6;
+    want[i] = want[i] * wv[c] + bv[c];
+  }
+  expect_near_vec(group_norm(x, 3, w, b, 1e-3).to_vector<double>(), want, 1e-10);
+  expect_near_vec(group_norm(x, 6).to_vector<double>(), normalise_blocks(x.to_vector<double>(), 6, 1e-5), 1e-10);
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return group_norm(t[0], 2, t[1], t[2]); },
+                        {randn64({2, 4, 3}), randn64({4}), randn64({4})}));
+  expect_error([&] { group_norm(x, 4); }, {"group_norm", "num_groups (4)", "6 channels"});
+  expect_error([&] { group_norm(x, 3, randn64({3})); }, {"group_norm", "weight [6]"});
+}
+
+TEST(NnRmsNorm, MatchesLoops) {
+  manual_seed(22);
+  Tensor x = randn64({3, 2, 4}), w = randn64({2, 4});
+  const auto xv = x.to_vector<double>(), wv = w.to_vector<double>();
+  std::vector<double> want(xv.size());
+  for (size_t r = 0; r < 3; ++r) {
+    double ms = 0;
+    for (size_t i = 0; i < 8; ++i) ms += xv[r * 8 + i] * xv[r * 8 + i];
+    const double inv = 1 / std::sqrt(ms / 8 + 1e-6);
+    for (size_t i = 0; i < 8; ++i) want[r * 8 + i] = xv[r * 8 + i] * inv * wv[i];
+  }
+  expect_near_vec(rms_norm(x, {2, 4}, w, 1e-6).to_vector<double>(), want, 1e-12);
+  // Default eps: the dtype's epsilon (tiny next to these mean squares, so 0 reproduces it closely).
+  Tensor unit = rms_norm(x, {4});
+  EXPECT_NEAR((unit * unit).mean({-1}).to_vector<double>()[0], 1.0, 1e-12);
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return rms_norm(t[0], {3}, t[1], 1e-5); },
+                        {randn64({2, 3}), randn64({3})}));
+  // The backward is composed from ops, so second derivatives are right too.
+  EXPECT_TRUE(testing::gradgradcheck([](const std::vector<Tensor>& t) { return rms_norm(t[0], {3}, {}, 1e-5); },
+                                     {randn64({2, 3})}));
+  Tensor wconst = randn64({3});
+  EXPECT_TRUE(testing::gradgradcheck([&](const std::vector<Tensor>& t) { return rms_norm(t[0], {3}, wconst, 1e-5); },
+                                     {randn64({2, 3})}));
+  // Half types compute in float and round once.
+  Tensor h = randn({4, 8}).to(kFloat16);
+  EXPECT_LT(testing::max_abs_diff(rms_norm(h, {8}), rms_norm(h.to(kFloat32), {8}, {}, 0.0009765625)), 2e-3);
+  EXPECT_EQ(rms_norm(h, {8}).dtype(), kFloat16);
+  EXPECT_EQ(rms_norm(randn64({0, 4}), {4}).shape(), (Shape{0, 4}));
+  expect_error([&] { rms_norm(x, {3}); }, {"rms_norm", "normalized_shape", "suffix"});
+  expect_error([&] { rms_norm(x, {4}, randn64({3})); }, {"rms_norm", "weight"});
+}
+
+TEST(NnInstanceNorm, NormalisesEachInstanceAndUpdatesRunningStats) {
+  manual_seed(23);
+  Tensor x = randn64({2, 3, 5}), w = randn64({3}), b = randn64({3});
+  Tensor rm = randn64({3}), rv = uniform64({3}, 0.5, 2.0);
+  const auto rm0 = rm.to_vector<double>(), rv0 = rv.to_vector<double>(), xv = x.to_vector<double>();
+  Tensor y = instance_norm(x, rm, rv, w, b, {true, 0.2, 1e-5});
+  auto want = normalise_blocks(xv, 5, 1e-5);
+  const auto wv = w.to_vector<double>(), bv = b.to_vector<double>();
+  for (size_t i = 0; i < want.size(); ++i) want[i] = want[i] * wv[(i / 5) % 3] + bv[(i / 5) % 3];
+  expect_near_vec(y.to_vector<double>(), want, 1e-6);  // batch_norm keeps its statistics in float32
+  // Running stats: the momentum step toward the per-instance mean and
+  // unbiased variance, averaged over the batch.
+  std::vector<double> want_rm(3), want_rv(3);
+  for (size_t c = 0; c < 3; ++c) {
+    double mean_sum = 0, var_sum = 0;
+    for (size_t n = 0; n < 2; ++n) {
+      double m = 0, q = 0;
+      for (size_t i = 0; i < 5; ++i) m += xv[(n * 3 + c) * 5 + i];
+      m /= 5;
+      for (size_t i = 0; i < 5; ++i) q += std::pow(xv[(n * 3 + c) * 5 + i] - m, 2);
+      mean_sum += m;
+      var_sum += q / 4;
+    }
+    want_rm[c] = 0.8 * rm0[c] + 0.2 * mean_sum / 2;
+    want_rv[c] = 0.8 * rv0[c] + 0.2 * var_sum / 2;
+  }
+  expect_near_vec(rm.to_vector<double>(), want_rm, 1e-6, "running_mean");
+  expect_near_vec(rv.to_vector<double>(), want_rv, 1e-6, "running_var");
+  // With use_input_stats off it normalises with the running stats.
+  Tensor e = instance_norm(x, rm, rv, {}, {}, {false, 0.1, 1e-5});
+  Tensor want_e = (x - rm.view({1, 3, 1})) / (rv.view({1, 3, 1}) + 1e-5).sqrt();
+  EXPECT_LT(testing::max_abs_diff(e, want_e), 1e-6);
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return instance_norm(t[0], {}, {}, t[1], t[2]); },
+                        {randn64({2, 2, 4}), randn64({2}), randn64({2})}));
+  expect_error([&] { instance_norm(randn64({2, 3})); }, {"instance_norm", "at least one spatial dim"});
+  expect_error([&] { instance_norm(x, {}, {}, {}, {}, {false, 0.1, 1e-5}); }, {"instance_norm", "use_input_stats"});
+}
+
+TEST(NnOneHot, ValuesAndErrors) {
+  Tensor idx = from_vector<int64_t>({2, 0, 1, 2}, {2, 2});
+  Tensor h = one_hot(idx);
+  EXPECT_EQ(h.shape(), (Shape{2, 2, 3}));
+  EXPECT_EQ(h.dtype(), kInt64);
+  EXPECT_EQ(h.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1}));
+  EXPECT_EQ(one_hot(idx, 5).shape(), (Shape{2, 2, 5}));
+  expect_error([&] { one_hot(idx, 2); }, {"one_hot", "class index 2", "num_classes=2"});
+  expect_error([&] { one_hot(from_vector<int64_t>({-1, 0}, {2})); }, {"one_hot", "non-negative"});
+  expect_error([&] { one_hot(randn64({2})); }, {"one_hot", "int64"});
+}
+
+TEST(NnKLDiv, ReductionsAndLogTarget) {
+  manual_seed(24);
+  Tensor input = log_softmax(randn64({3, 4}), 1), target = softmax(randn64({3, 4}), 1);
+  target.narrow(1, 0, 1).zero_();  // xlogy: a zero target contributes 0
+  const auto iv = input.to_vector<double>(), tv = target.to_vector<double>();
+  std::vector<double> want(iv.size());
+  double total = 0;
+  for (size_t i = 0; i < iv.size(); ++i) {
+    want[i] = tv[i] > 0 ? tv[i] * (std::log(tv[i]) - iv[i]) : 0.0;
+    total += want[i];
+  }
+  expect_near_vec(kl_div(input, target, KLDivReduction::None).to_vector<double>(), want, 1e-12);
+  EXPECT_NEAR(kl_div(input, target, KLDivReduction::Sum).item<double>(), total, 1e-12);
+  EXPECT_NEAR(kl_div(input, target).item<double>(), total / 12, 1e-12);
+  EXPECT_NEAR(kl_div(input, target, KLDivReduction::BatchMean).item<double>(), total / 3, 1e-12);
+  Tensor log_t = log_softmax(randn64({3, 4}), 1);
+  const auto lv = log_t.to_vector<double>();
+  double lt_total = 0;
+  for (size_t i = 0; i < iv.size(); ++i) lt_total += std::exp(lv[i]) * (lv[i] - iv[i]);
+  EXPECT_NEAR(kl_div(input, log_t, KLDivReduction::Sum, true).item<double>(), lt_total, 1e-12);
+  for (bool log_target : {false, true}) {
+    Tensor t0 = log_target ? randn64({2, 3}) : uniform64({2, 3}, 0.1, 1.0);
+    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& t) {
+      return kl_div(t[0], t[1], KLDivReduction::BatchMean, log_target);
+    }, {randn64({2, 3}), t0})) << "log_target " << log_target;
+  }
+  expect_error([&] { kl_div(input, randn64({4, 3})); }, {"kl_div", "same shape", "[3, 4]", "[4, 3]"});
+}
+
+TEST(NnSmoothL1Huber, MatchLoops) {
+  manual_seed(25);
+  Tensor a = randn64({4, 5}) * 2.0, b = randn64({4, 5});
+  const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+  for (double beta : {0.0, 0.5, 1.0, 2.0}) {
+    double sl1 = 0, hub = 0;
+    for (size_t i = 0; i < av.size(); ++i) {
+      const double z = std::abs(av[i] - bv[i]);
+      sl1 += beta == 0 ? z : (z < beta ? 0.5 * z * z / beta : z - 0.5 * beta);
+      if (beta > 0) hub += z < beta ? 0.5 * z * z : beta * (z - 0.5 * beta);
+    }
+    EXPECT_NEAR(smooth_l1_loss(a, b, Reduction::Sum, beta).item<double>(), sl1, 1e-10) << beta;
+    EXPECT_NEAR(smooth_l1_loss(a, b, Reduction::Mean, beta).item<double>(), sl1 / 20, 1e-10) << beta;
+    if (beta > 0) EXPECT_NEAR(huber_loss(a, b, Reduction::Sum, beta).item<double>(), hub, 1e-10) << beta;
+  }
+  EXPECT_EQ(huber_loss(a, b, Reduction::None).shape(), (Shape{4, 5}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return smooth_l1_loss(t[0], t[1], Reduction::None, 0.7); },
+                        {randn64({3, 4}), randn64({3, 4})}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return huber_loss(t[0], t[1], Reduction::Mean, 0.7); },
+                        {randn64({3, 4}), randn64({3, 4})}));
+  expect_error([&] { smooth_l1_loss(a, b, Reduction::Mean, -1.0); }, {"smooth_l1_loss", "beta"});
+  expect_error([&] { huber_loss(a, b, Reduction::Mean, 0.0); }, {"huber_loss", "delta"});
+  expect_error([&] { huber_loss(a, b.t()); }, {"huber_loss", "same shape"});
+}
+
+TEST(NnDistances, CosineSimilarityAndPairwiseDistance) {
+  manual_seed(26);
+  Tensor a = randn64({3, 4}), b = randn64({1, 4});
+  const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+  std::vector<double> cos(3), dist(3), dist1(3);
+  for (size_t r = 0; r < 3; ++r) {
+    double dotp = 0, na = 0, nb = 0, d2 = 0, d1 = 0;
+    for (size_t i = 0; i < 4; ++i) {
+      dotp += av[r * 4 + i] * bv[i];
+      na += av[r * 4 + i] * av[r * 4 + i];
+      nb += bv[i] * bv[i];
+      const double diff = av[r * 4 + i] - bv[i] + 1e-6;
+      d2 += diff * diff;
+      d1 += std::abs(diff);
+    }
+    cos[r] = dotp / (std::sqrt(na) * std::sqrt(nb));
+    dist[r] = std::sqrt(d2);
+    dist1[r] = d1;
+  }
+  expect_near_vec(cosine_similarity(a, b).to_vector<double>(), cos, 1e-12);  // b broadcasts
+  expect_near_vec(cosine_similarity(a.t(), b.t(), 0).to_vector<double>(), cos, 1e-12);
+  expect_near_vec(pairwise_distance(a, b).to_vector<double>(), dist, 1e-12);
+  expect_near_vec(pairwise_distance(a, b, 1.0).to_vector<double>(), dist1, 1e-12);
+  EXPECT_EQ(pairwise_distance(a, b, 2.0, 1e-6, true).shape(), (Shape{3, 1}));
+  // A zero vector: the norm is clamped to eps, the similarity is 0, not NaN.
+  EXPECT_EQ(cosine_similarity(zeros({1, 4}, kFloat64), b).item<double>(), 0.0);
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return cosine_similarity(t[0], t[1], 1); },
+                        {randn64({2, 3}), randn64({2, 3})}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return pairwise_distance(t[0], t[1], 3.0); },
+                        {randn64({2, 3}), randn64({2, 3})}));
+  expect_error([&] { cosine_similarity(a, b, 2); }, {"cosine_similarity", "dim 2"});
+  expect_error([&] { cosine_similarity(a, randn64({3})); }, {"cosine_similarity"});
+  expect_error([&] { pairwise_distance(a, b, -1.0); }, {"pairwise_distance", "p >= 0"});
+}
+
+}  // namespace
+}  // namespace anvil
