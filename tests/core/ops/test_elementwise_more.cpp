@@ -24,6 +24,7 @@ void expect_values(const Tensor& got, const std::vector<double>& want, double to
   ASSERT_EQ(g.size(), want.size());
   for (size_t i = 0; i < g.size(); ++i) {
     if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(g[i])) << "at " << i;
+    else if (std::isinf(want[i])) EXPECT_EQ(g[i], want[i]) << "at " << i;
     else EXPECT_NEAR(g[i], want[i], tol * (1 + std::abs(want[i]))) << "at " << i;
   }
 }

@@ -25,7 +25,7 @@ TEST(LogicalReduce, AllAndAnyOverAllOrOneDim) {
   EXPECT_EQ(all(x, 0, true).shape(), (Shape{1, 3}));
   EXPECT_EQ(all(x, 0, true).to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 1}));
   EXPECT_FALSE(any(zeros({3}, kInt32)).item<bool>());
-  EXPECT_TRUE(from_vector<bool>({true, true}).all().item<bool>());
+  EXPECT_TRUE(from_vector<int64_t>({1, 1}).to(kBool).all().item<bool>());
   EXPECT_EQ(all(x, Shape{0, 1}).dim(), 0);
 }
 

@@ -52,7 +52,7 @@ TEST(Scan, MatchesANaiveLoopAlongEveryDim) {
 }
 
 TEST(Scan, IntegersAndBoolAccumulateInInt64AsPyTorch) {
-  const Tensor b = from_vector<bool>({true, false, true, true});
+  const Tensor b = from_vector<int64_t>({1, 0, 1, 1}).to(kBool);
   EXPECT_EQ(cumsum(b, 0).dtype(), kInt64);
   EXPECT_EQ(cumsum(b, 0).to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 2, 3}));
   const Tensor i = from_vector<int32_t>({2, -3, 4}, {3});

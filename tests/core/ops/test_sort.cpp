@@ -57,7 +57,7 @@ TEST(Sort, AlongAnInnerDimAndOtherDtypes) {
   EXPECT_EQ(values.dtype(), kInt32);
   EXPECT_EQ(values.to_vector<int64_t>(), (std::vector<int64_t>{2, 0, 3, 1, 5, 4}));
   EXPECT_EQ(indices.to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 0, 0, 2, 2}));
-  const Tensor b = from_vector<bool>({true, false, true, false});
+  const Tensor b = from_vector<int64_t>({1, 0, 1, 0}).to(kBool);
   EXPECT_EQ(argsort(b, 0, true).to_vector<int64_t>(), (std::vector<int64_t>{0, 2, 1, 3}));
   EXPECT_EQ(sort(zeros({0, 4}), 1).first.shape(), (Shape{0, 4}));
   EXPECT_DOUBLE_EQ(sort(scalar_tensor(1.5)).first.item<double>(), 1.5);
