@@ -3,8 +3,8 @@
 // (key, index) pairs so that equal keys keep their order (the network alone
 // is not stable). Padding slots sort after every element. Rows whose pairs
 // fit in shared memory (P * (sizeof key + 8) <= 32 KiB: 2048 floats) sort
-// there; longer rows sort the same way in a global scratch buffer, one row
-// per block (log2(P)^2 / 2 passes over the row, each a block-wide barrier).
+// there; longer rows sort the same way in a global scratch buffer holding
+// every row, one launch per pass of the network (log2(P)^2 / 2 launches).
 // The input is contiguous (else gathered into scratch), seen as
 // [outer, n, inner]; the sorted keys are then written back from the input by
 // index, so values are the input's own bits.
@@ -93,6 +93,56 @@ __global__ void sort_rows_kernel(T* values, int64_t* indices, const T* in, int64
   }
 }
 
+// The long-row path: the same network on scratch holding every row's P
+// slots, one launch per pass (launches are the barriers between passes).
+template <typename T, typename K>
+__global__ void bitonic_fill_kernel(K* key, int64_t* idx, const T* in, int64_t rows, int64_t n, int64_t inner, int P) {
+  const int64_t total = rows * P;
+  for (int64_t s = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; s < total;
+       s += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = s / P, i = s - row * P;
+    const int64_t o = row / inner, k = row - o * inner;
+    idx[s] = i;
+    key[s] = i < n ? dev::cast<K>(in[o * n * inner + k + i * inner]) : K(0);
+  }
+}
+
+template <typename K>
+__global__ void bitonic_pass_kernel(K* key, int64_t* idx, int64_t rows, int64_t n, int P, int k, int j, bool desc) {
+  const int64_t half = static_cast<int64_t>(P) / 2, total = rows * half;
+  for (int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; p < total;
+       p += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = p / half, q = p - row * half;
+    // The q-th pair of this pass: i has bit j clear, partner = i | j.
+    const int i = static_cast<int>(((q / j) * 2 * j) + (q % j)), partner = i | j;
+    K* rk = key + row * P;
+    int64_t* ri = idx + row * P;
+    const bool ascending_run = (i & k) == 0;
+    if (slot_before(rk, ri, partner, i, n, desc) == ascending_run) {
+      const K tk = rk[i];
+      rk[i] = rk[partner];
+      rk[partner] = tk;
+      const int64_t ti = ri[i];
+      ri[i] = ri[partner];
+      ri[partner] = ti;
+    }
+  }
+}
+
+template <typename T>
+__global__ void bitonic_write_kernel(T* values, int64_t* indices, const T* in, const int64_t* idx, int64_t rows,
+                                     int64_t n, int64_t inner, int P) {
+  const int64_t total = rows * n;
+  for (int64_t s = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; s < total;
+       s += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = s / n, i = s - row * n;
+    const int64_t o = row / inner, k = row - o * inner, base = o * n * inner + k;
+    const int64_t from = idx[row * P + i];
+    values[base + i * inner] = in[base + from * inner];
+    indices[base + i * inner] = from;
+  }
+}
+
 template <typename T>
 void launch_sort(CudaBackend& backend, int device, cudaStream_t s, T* values, int64_t* indices, const T* in,
                  int64_t outer, int64_t n, int64_t inner, bool desc) {
@@ -108,13 +158,22 @@ void launch_sort(CudaBackend& backend, int device, cudaStream_t s, T* values, in
         values, indices, in, outer, n, inner, P, desc, nullptr, nullptr);
     ANVIL_CUDA_CHECK_LAUNCH("sort_rows_kernel (shared)");
   } else {
-    // Each block sorts its rows one after another in its own P slots.
-    const unsigned blocks = capped_blocks(rows, 1, 1024);
-    Scratch keys(backend, device, static_cast<size_t>(blocks) * P * sizeof(K));
-    Scratch idx(backend, device, static_cast<size_t>(blocks) * P * sizeof(int64_t));
-    launch_kernel(sort_rows_kernel<T, K>, blocks, kMaxSortThreads, 0, s)(values, indices, in, outer, n, inner, P,
-                                                                         desc, keys.as<K>(), idx.as<int64_t>());
-    ANVIL_CUDA_CHECK_LAUNCH("sort_rows_kernel (global)");
+    constexpr int kThreads = 256;
+    Scratch keys(backend, device, static_cast<size_t>(rows) * P * sizeof(K));
+    Scratch idx(backend, device, static_cast<size_t>(rows) * P * sizeof(int64_t));
+    launch_kernel(bitonic_fill_kernel<T, K>, capped_blocks(rows * P, kThreads), kThreads, 0, s)(
+        keys.as<K>(), idx.as<int64_t>(), in, rows, n, inner, P);
+    ANVIL_CUDA_CHECK_LAUNCH("bitonic_fill_kernel");
+    for (int k = 2; k <= P; k <<= 1) {
+      for (int j = k >> 1; j > 0; j >>= 1) {
+        launch_kernel(bitonic_pass_kernel<K>, capped_blocks(rows * (P / 2), kThreads), kThreads, 0, s)(
+            keys.as<K>(), idx.as<int64_t>(), rows, n, P, k, j, desc);
+        ANVIL_CUDA_CHECK_LAUNCH("bitonic_pass_kernel");
+      }
+    }
+    launch_kernel(bitonic_write_kernel<T>, capped_blocks(rows * n, kThreads), kThreads, 0, s)(
+        values, indices, in, idx.as<int64_t>(), rows, n, inner, P);
+    ANVIL_CUDA_CHECK_LAUNCH("bitonic_write_kernel");
   }
 }
 

@@ -72,7 +72,9 @@ TEST(CpuSort, EveryDtypeOnStridedViews) {
         EXPECT_EQ(v[r * 5 + c], xs[i[r * 5 + c] * 5 + c]) << dtype;  // values are the input's at the indices
         if (r > 0) {
           EXPECT_GE(v[(r - 1) * 5 + c], v[r * 5 + c]) << dtype;  // descending
-          if (v[(r - 1) * 5 + c] == v[r * 5 + c]) EXPECT_LT(i[(r - 1) * 5 + c], i[r * 5 + c]) << dtype;  // stable
+          if (v[(r - 1) * 5 + c] == v[r * 5 + c]) {
+            EXPECT_LT(i[(r - 1) * 5 + c], i[r * 5 + c]) << dtype;  // stable
+          }
         }
       }
     }

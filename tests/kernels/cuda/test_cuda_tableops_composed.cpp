@@ -90,7 +90,7 @@ TEST(CudaTableopsComposed, NewRowGradientsOnTheDevice) {
     Tensor grads[2][2];
     int k = 0;
     for (Device d : {Device::cpu(), Device::cuda(0)}) {
-      Tensor pa = a.to(d).requires_grad_(true), pb = b.to(d).requires_grad_(true);
+      Tensor pa = a.to(d).detach().requires_grad_(true), pb = b.to(d).detach().requires_grad_(true);
       Tensor y = fns[f](pa, pb);
       (y * y).sum().backward();
       grads[k][0] = pa.grad();
