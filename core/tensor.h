@@ -227,6 +227,28 @@ class Tensor {
   }
   std::vector<Tensor> unbind(int64_t dim = 0) const;  // views, one per index of dim
 
+  // More elementwise, scan, sort, logical and triangular ops as methods
+  // (core/ops/elementwise.h, scan.h, sort.h, reduce.h, creation.h).
+  Tensor log1p() const; Tensor expm1() const; Tensor erf() const; Tensor erfinv() const;
+  Tensor floor() const; Tensor ceil() const; Tensor round() const; Tensor trunc() const;
+  Tensor isnan() const; Tensor isinf() const; Tensor isfinite() const;
+  Tensor fmod(const Tensor& o) const; Tensor fmod(const Scalar& o) const;
+  Tensor remainder(const Tensor& o) const; Tensor remainder(const Scalar& o) const;
+  Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor logcumsumexp(int64_t dim) const;
+  // auto [values, indices] = x.sort(-1, true); x.topk(3) gives the 3 largest along the last dim.
+  std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  Tensor all() const; Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any() const; Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor logsumexp(const Shape& dims, bool keepdim = false) const;
+  template <DimIndex I> Tensor logsumexp(I dim, bool keepdim = false) const {
+    return logsumexp(Shape{int64_t(dim)}, keepdim);
+  }
+  Tensor tril(int64_t diagonal = 0) const; Tensor triu(int64_t diagonal = 0) const;
+
   // In place (refused on leaves that require grad, as the free functions).
   Tensor& add_(const Tensor& o, const Scalar& alpha = 1); Tensor& add_(const Scalar& s);
   Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);

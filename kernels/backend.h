@@ -16,6 +16,8 @@
 #include "core/base/scalar.h"
 #include "kernels/ops/binary_ops.h"
 #include "kernels/ops/reduce_ops.h"
+#include "kernels/ops/scan_ops.h"
+#include "kernels/ops/sort_ops.h"
 #include "kernels/ops/unary_ops.h"
 #include "kernels/view.h"
 
@@ -109,6 +111,14 @@ class Backend {
   // grad_in = softmax'(out) applied to grad_out (log selects log_softmax).
   virtual void softmax_backward(const View& grad_in, const View& grad_out, const View& out,
                                 int64_t dim, bool log) = 0;
+
+  // --- scans along one dim (kernels/ops/scan_ops.h): out[.., i, ..] is the
+  //     combine of in[.., 0, ..] to in[.., i, ..]. out and in share a shape
+  //     and a dtype (core converts integer inputs to int64); any strides. ---
+  virtual void scan(ScanOp op, const View& out, const View& in, int64_t dim) = 0;
+  // --- sort along one dim (kernels/ops/sort_ops.h's order, stable): values in
+  //     in's dtype and int64 indices into dim, both of in's shape. ---
+  virtual void sort(const View& values, const View& indices, const View& in, int64_t dim, const SortParams& p) = 0;
 
   // --- linear algebra: a [B, M, K], b [B, K, N], out [B, M, N]; any strides,
   //     batch strides of a or b may be 0 (broadcast). ---

@@ -184,6 +184,23 @@ ANVIL_UNARY_GRADIENT(Sign) { return zeros_like(g); }
 ANVIL_UNARY_GRADIENT(Floor) { return zeros_like(g); }
 ANVIL_UNARY_GRADIENT(Ceil) { return zeros_like(g); }
 ANVIL_UNARY_GRADIENT(Round) { return zeros_like(g); }
+ANVIL_UNARY_GRADIENT(Trunc) { return zeros_like(g); }
+ANVIL_UNARY_GRADIENT(Erfinv) {  // sqrt(pi) / 2 * exp(y^2)
+  Tensor y = sy.get();
+  return g * exp(y * y) * (std::sqrt(std::numbers::pi) / 2.0);
+}
+// mish'(x) = tanh(sp) + x * (1 - tanh(sp)^2) * sigmoid(x), sp = softplus(x).
+ANVIL_UNARY_GRADIENT(Mish) {
+  Tensor in = sx.get();
+  Tensor t = tanh(softplus(in));
+  return g * (t + in * (1.0 - t * t) * sigmoid(in));
+}
+// 0 below -3, x / 3 + 1/2 on [-3, 3], 1 above (PyTorch's choice at the kinks).
+ANVIL_UNARY_GRADIENT(Hardswish) {
+  Tensor in = sx.get();
+  Tensor middle = in / 3.0 + 0.5;
+  return g * where(lt(in, -3.0), zeros_like(in), where(le(in, 3.0), middle, ones_like(in)));
+}
 
 #undef ANVIL_UNARY_GRADIENT
 
@@ -253,6 +270,41 @@ Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi
 }
 Tensor clamp_min(const Tensor& x, double lo) { return clamp(x, lo); }
 Tensor clamp_max(const Tensor& x, double hi) { return clamp(x, std::nullopt, hi); }
+
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  UnaryParams p;
+  p.negative_slope = negative_slope;
+  return unary_with_grad(
+      "leaky_relu", UnaryOp::LeakyRelu, x,
+      [negative_slope](const Tensor& g, auto& sx, auto&) {
+        Tensor in = sx.get();
+        return where(gt(in, 0.0), g, g * negative_slope);
+      },
+      p);
+}
+Tensor elu(const Tensor& x, double alpha) {
+  UnaryParams p;
+  p.alpha = alpha;
+  return unary_with_grad(
+      "elu", UnaryOp::Elu, x,
+      [alpha](const Tensor& g, auto& sx, auto&) {  // alpha * exp(x) below 0, from x (y may be overwritten)
+        Tensor in = sx.get();
+        return where(gt(in, 0.0), g, g * exp(in) * alpha);
+      },
+      p);
+}
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  ANVIL_CHECK(beta != 0.0, "softplus: beta must be nonzero, got ", beta);
+  UnaryParams p;
+  p.beta = beta, p.threshold = threshold;
+  return unary_with_grad(
+      "softplus", UnaryOp::Softplus, x,
+      [beta, threshold](const Tensor& g, auto& sx, auto&) {
+        Tensor in = sx.get();
+        return where(gt(in * beta, threshold), g, g * sigmoid(in * beta));
+      },
+      p);
+}
 
 Tensor pow(const Tensor& x, const Scalar& e) {
   detail::check_defined("pow", x, "input");
@@ -354,6 +406,22 @@ Tensor maximum(const Tensor& a, const Scalar& b) { return maximum(a, wrap(a, b))
 Tensor minimum(const Tensor& a, const Scalar& b) { return minimum(a, wrap(a, b)); }
 Tensor operator-(const Scalar& a, const Tensor& b) { return sub(wrap(b, a), b); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return div(wrap(b, a), b); }
+
+// Gradients as PyTorch's: d/da = 1, d/db = -trunc(a / b) (fmod) or
+// -floor(a / b) (remainder).
+Tensor fmod(const Tensor& a, const Tensor& b) {
+  return binary_with_grad("fmod", BinaryOp::Fmod, a, b, [](const Tensor& g, auto& sa, auto& sb, bool, bool need_b) {
+    return GradPair{g, need_b ? -(g * trunc(sa.get() / sb.get())) : Tensor()};
+  });
+}
+Tensor remainder(const Tensor& a, const Tensor& b) {
+  return binary_with_grad("remainder", BinaryOp::Remainder, a, b,
+                          [](const Tensor& g, auto& sa, auto& sb, bool, bool need_b) {
+                            return GradPair{g, need_b ? -(g * floor(sa.get() / sb.get())) : Tensor()};
+                          });
+}
+Tensor fmod(const Tensor& a, const Scalar& b) { return fmod(a, wrap(a, b)); }
+Tensor remainder(const Tensor& a, const Scalar& b) { return remainder(a, wrap(a, b)); }
 
 // --- comparisons (no gradient) ---
 

@@ -10,7 +10,8 @@ namespace anvil {
 // One function per Plain row of the unary op table (kernels/ops/unary_ops.h):
 // neg, abs, exp, expm1, log, log1p, sqrt, rsqrt, sin, cos, tanh, sigmoid,
 // relu, silu, erf, sign, reciprocal, square, floor, ceil, round (half to
-// even), isnan and logical_not (bool results), bitwise_not (integers and bool
+// even), trunc, erfinv, mish, hardswish, isnan, isinf, isfinite and
+// logical_not (bool results), bitwise_not (integers and bool
 // only; on bool the logical not), each `Tensor f(const Tensor& x)`,
 // differentiable where the result is floating.
 #define ANVIL_DECLARE_UNARY(Enum, function, domain, result, api) ANVIL_DECLARE_UNARY_##api(function)
@@ -32,6 +33,12 @@ Tensor clamp_max(const Tensor& x, double hi);
 // The Clamp row's params for these bounds (absent ones infinite), or an error naming `op`.
 UnaryParams clamp_bounds(const char* op, std::optional<double> lo, std::optional<double> hi);
 Tensor pow(const Tensor& x, const Scalar& exponent);
+// The parametrised activations, with PyTorch's defaults: x where x > 0, else
+// negative_slope * x; alpha * (exp(x) - 1) below 0; log(1 + exp(beta x)) / beta,
+// x itself where beta * x > threshold. (mish and hardswish are Plain rows.)
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+Tensor elu(const Tensor& x, double alpha = 1.0);
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 Tensor pow(const Tensor& x, const Tensor& exponent);
 
 Tensor add(const Tensor& a, const Tensor& b);
@@ -46,6 +53,13 @@ Tensor mul(const Tensor& a, const Scalar& b);
 Tensor div(const Tensor& a, const Scalar& b);
 Tensor maximum(const Tensor& a, const Scalar& b);
 Tensor minimum(const Tensor& a, const Scalar& b);
+// The remainder of a / b with the dividend's sign (fmod, C's %) or the
+// divisor's (remainder, Python's %), as PyTorch's; integers and floats. An
+// integer divisor of 0 gives 0 (PyTorch's CPU raises; a kernel cannot).
+Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Scalar& b);
+Tensor remainder(const Tensor& a, const Scalar& b);
 // a + alpha * b and a - alpha * b, as torch.add / torch.sub with alpha.
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha);
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha);

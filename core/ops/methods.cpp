@@ -55,6 +55,41 @@ Tensor Tensor::softmax(int64_t dim) const { return anvil::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int64_t dim) const { return anvil::log_softmax(*this, dim); }
 Tensor Tensor::matmul(const Tensor& o) const { return anvil::matmul(*this, o); }
 
+Tensor Tensor::log1p() const { return anvil::log1p(*this); }
+Tensor Tensor::expm1() const { return anvil::expm1(*this); }
+Tensor Tensor::erf() const { return anvil::erf(*this); }
+Tensor Tensor::erfinv() const { return anvil::erfinv(*this); }
+Tensor Tensor::floor() const { return anvil::floor(*this); }
+Tensor Tensor::ceil() const { return anvil::ceil(*this); }
+Tensor Tensor::round() const { return anvil::round(*this); }
+Tensor Tensor::trunc() const { return anvil::trunc(*this); }
+Tensor Tensor::isnan() const { return anvil::isnan(*this); }
+Tensor Tensor::isinf() const { return anvil::isinf(*this); }
+Tensor Tensor::isfinite() const { return anvil::isfinite(*this); }
+Tensor Tensor::fmod(const Tensor& o) const { return anvil::fmod(*this, o); }
+Tensor Tensor::fmod(const Scalar& o) const { return anvil::fmod(*this, o); }
+Tensor Tensor::remainder(const Tensor& o) const { return anvil::remainder(*this, o); }
+Tensor Tensor::remainder(const Scalar& o) const { return anvil::remainder(*this, o); }
+Tensor Tensor::cumsum(int64_t dim, std::optional<DType> dtype) const { return anvil::cumsum(*this, dim, dtype); }
+Tensor Tensor::cumprod(int64_t dim, std::optional<DType> dtype) const { return anvil::cumprod(*this, dim, dtype); }
+Tensor Tensor::logcumsumexp(int64_t dim) const { return anvil::logcumsumexp(*this, dim); }
+std::pair<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending, bool stable) const {
+  return anvil::sort(*this, dim, descending, stable);
+}
+Tensor Tensor::argsort(int64_t dim, bool descending, bool stable) const {
+  return anvil::argsort(*this, dim, descending, stable);
+}
+std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
+  return anvil::topk(*this, k, dim, largest, sorted);
+}
+Tensor Tensor::all() const { return anvil::all(*this); }
+Tensor Tensor::all(int64_t dim, bool keepdim) const { return anvil::all(*this, dim, keepdim); }
+Tensor Tensor::any() const { return anvil::any(*this); }
+Tensor Tensor::any(int64_t dim, bool keepdim) const { return anvil::any(*this, dim, keepdim); }
+Tensor Tensor::logsumexp(const Shape& dims, bool keepdim) const { return anvil::logsumexp(*this, dims, keepdim); }
+Tensor Tensor::tril(int64_t diagonal) const { return anvil::tril(*this, diagonal); }
+Tensor Tensor::triu(int64_t diagonal) const { return anvil::triu(*this, diagonal); }
+
 Tensor Tensor::repeat(const Shape& repeats) const { return anvil::repeat(*this, repeats); }
 Tensor Tensor::flip(const Shape& dims) const { return anvil::flip(*this, dims); }
 Tensor Tensor::roll(const Shape& shifts, const Shape& dims) const { return anvil::roll(*this, shifts, dims); }

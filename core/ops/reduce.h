@@ -46,6 +46,23 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmax(const Tensor& x);  // over the flattened tensor
 Tensor argmin(const Tensor& x);
 
+// Whether every (all) or some (any) element is non-zero (NaN counts as
+// non-zero), as bool; over no elements all is true and any false. And
+// log(sum(exp(x))) computed without overflow, in x's dtype (float32 for
+// integer inputs); its gradient is softmax(x) times g.
+Tensor all(const Tensor& x, const Shape& dims = {}, bool keepdim = false);
+Tensor any(const Tensor& x, const Shape& dims = {}, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim = false);
+template <DimIndex I> Tensor all(const Tensor& x, I dim, bool keepdim = false) {
+  return all(x, Shape{int64_t(dim)}, keepdim);
+}
+template <DimIndex I> Tensor any(const Tensor& x, I dim, bool keepdim = false) {
+  return any(x, Shape{int64_t(dim)}, keepdim);
+}
+template <DimIndex I> Tensor logsumexp(const Tensor& x, I dim, bool keepdim = false) {
+  return logsumexp(x, Shape{int64_t(dim)}, keepdim);
+}
+
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 

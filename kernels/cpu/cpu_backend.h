@@ -41,6 +41,9 @@ class CpuBackend final : public Backend {
 
   // reduce.cpp, softmax.cpp
   void reduce(ReduceOp op, const View& out, const View& in, const ReduceParams& p) override;
+  // scan.cpp, sort.cpp
+  void scan(ScanOp op, const View& out, const View& in, int64_t dim) override;
+  void sort(const View& values, const View& indices, const View& in, int64_t dim, const SortParams& p) override;
   void softmax(const View& out, const View& in, int64_t dim, bool log) override;
   void softmax_backward(const View& grad_in, const View& grad_out, const View& out, int64_t dim, bool log) override;
 

@@ -79,6 +79,9 @@ class CudaBackend final : public Backend {
 
   // --- reduce.cu, softmax.cu ---
   void reduce(ReduceOp op, const View& out, const View& in, const ReduceParams& p) override;
+  // scan.cu, sort.cu
+  void scan(ScanOp op, const View& out, const View& in, int64_t dim) override;
+  void sort(const View& values, const View& indices, const View& in, int64_t dim, const SortParams& p) override;
   void softmax(const View& out, const View& in, int64_t dim, bool log) override;
   void softmax_backward(const View& grad_in, const View& grad_out, const View& out, int64_t dim,
                         bool log) override;

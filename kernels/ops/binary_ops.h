@@ -49,7 +49,9 @@
   X(GeluErfBackward, gelu_erf_backward, Floating, Same, ActivationBackward)   \
   X(SiluBackward, silu_backward, Floating, Same, ActivationBackward)          \
   X(SigmoidBackward, sigmoid_backward, Floating, Same, ActivationBackward)    \
-  X(TanhBackward, tanh_backward, Floating, Same, ActivationBackward)
+  X(TanhBackward, tanh_backward, Floating, Same, ActivationBackward)          \
+  X(Fmod, fmod, Numeric, Same, Arithmetic)                                    \
+  X(Remainder, remainder, Numeric, Same, Arithmetic)
 
 namespace anvil {
 
@@ -173,6 +175,27 @@ template <class C> struct SigmoidBackward {  // b = y
 };
 template <class C> struct TanhBackward {  // b = y
   ANVIL_HD C operator()(C g, C y) const { return g * (C(1) - y * y); }
+};
+// The remainders of a / b: fmod's takes the dividend's sign (C's %),
+// remainder's the divisor's (Python's %), as PyTorch's. An integer divisor of
+// 0 gives 0 here, where PyTorch's CPU raises and its GPU gives garbage: a
+// functor cannot raise, and C++'s x % 0 is undefined. x % -1 is 0 for every
+// x (C++'s INT_MIN % -1 is undefined too).
+template <class C>
+ANVIL_HD C truncated_remainder(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) return math::fmod(a, b);
+  else if constexpr (std::is_signed_v<C>) return b == C(0) || b == C(-1) ? C(0) : C(a % b);
+  else return b == C(0) ? C(0) : C(a % b);
+}
+template <class C> struct Fmod {
+  ANVIL_HD C operator()(C a, C b) const { return truncated_remainder(a, b); }
+};
+template <class C> struct Remainder {
+  ANVIL_HD C operator()(C a, C b) const {
+    const C r = truncated_remainder(a, b);
+    if constexpr (std::is_unsigned_v<C>) return r;
+    else return r != C(0) && ((r < C(0)) != (b < C(0))) ? C(r + b) : r;
+  }
 };
 
 }  // namespace ops

@@ -58,7 +58,16 @@
   X(IsNan, isnan, Numeric, Bool, Plain)               \
   X(LogicalNot, logical_not, Any, Bool, Plain)        \
   X(BitwiseNot, bitwise_not, Integral, Same, Plain)   \
-  X(Clamp, clamp, Numeric, Same, Custom)
+  X(Clamp, clamp, Numeric, Same, Custom)             \
+  X(Erfinv, erfinv, Floating, Same, Plain)            \
+  X(Trunc, trunc, Numeric, Same, Plain)               \
+  X(IsInf, isinf, Any, Bool, Plain)                   \
+  X(IsFinite, isfinite, Any, Bool, Plain)             \
+  X(LeakyRelu, leaky_relu, Floating, Same, Custom)    \
+  X(Elu, elu, Floating, Same, Custom)                 \
+  X(Softplus, softplus, Floating, Same, Custom)       \
+  X(Mish, mish, Floating, Same, Plain)                \
+  X(Hardswish, hardswish, Floating, Same, Plain)
 
 namespace anvil {
 
@@ -68,6 +77,10 @@ enum class UnaryOp : uint8_t { ANVIL_UNARY_OPS(ANVIL_UNARY_ENUM) };
 
 struct UnaryParams {
   double lo = 0, hi = 0;  // Clamp's bounds (either may be +-inf)
+  // The activations' parameters, with PyTorch's defaults.
+  double negative_slope = 0.01;       // LeakyRelu
+  double alpha = 1.0;                 // Elu
+  double beta = 1.0, threshold = 20;  // Softplus: log1p(exp(beta x)) / beta, x where beta x > threshold
 };
 
 namespace ops {
@@ -204,6 +217,63 @@ template <class C> struct Clamp {
   ANVIL_HD C operator()(C x) const {
     const C m = x < lo ? lo : x;
     return hi < m ? hi : m;
+  }
+};
+
+template <class C> struct Erfinv {
+  ANVIL_HD C operator()(C x) const { return math::erfinv(x); }
+};
+template <class C> struct Trunc {  // integers unchanged, as torch.trunc
+  ANVIL_HD C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return math::trunc(x);
+    else return x;
+  }
+};
+template <class C> struct IsInf {
+  ANVIL_HD bool operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return math::isinf(x);
+    else return false;
+  }
+};
+template <class C> struct IsFinite {  // neither NaN nor +-inf
+  ANVIL_HD bool operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return !math::isnan(x) && !math::isinf(x);
+    else return true;
+  }
+};
+// The parametrised activations take their parameter in the compute type (a
+// float for float16, as PyTorch computes them). NaN stays NaN: every
+// comparison with it is false, which picks the branch that carries x.
+template <class C> struct LeakyRelu {
+  C slope;
+  explicit LeakyRelu(const UnaryParams& p) : slope(static_cast<C>(p.negative_slope)) {}
+  ANVIL_HD C operator()(C x) const { return x < C(0) ? x * slope : x; }
+};
+template <class C> struct Elu {
+  C alpha;
+  explicit Elu(const UnaryParams& p) : alpha(static_cast<C>(p.alpha)) {}
+  ANVIL_HD C operator()(C x) const { return x > C(0) ? x : alpha * math::expm1(x); }
+};
+template <class C> struct Softplus {
+  C beta, threshold;
+  explicit Softplus(const UnaryParams& p) : beta(static_cast<C>(p.beta)), threshold(static_cast<C>(p.threshold)) {}
+  ANVIL_HD C operator()(C x) const {
+    const C bx = x * beta;
+    return bx > threshold ? x : math::log1p(math::exp(bx)) / beta;
+  }
+};
+// softplus as above with beta 1, threshold 20; then x * tanh of it.
+template <class C> struct Mish {
+  ANVIL_HD C operator()(C x) const {
+    const C sp = x > C(20) ? x : math::log1p(math::exp(x));
+    return x * math::tanh(sp);
+  }
+};
+template <class C> struct Hardswish {  // x * relu6(x + 3) / 6
+  ANVIL_HD C operator()(C x) const {
+    if (x <= C(-3)) return x * C(0);  // -0 (and NaN at -inf), as PyTorch's formula
+    if (x >= C(3)) return x;
+    return x * (x + C(3)) / C(6);
   }
 };
 

@@ -433,6 +433,73 @@ TEST(LibtorchHabits, OptionsChainAsInLibtorchAndStillAggregate) {
   optimizer.zero_grad();
 }
 
+// Elementwise rows, scans, sorts, logical reductions, triangles, spaced
+// values and samplers, as libtorch spells them (torch:: -> anvil::).
+TEST(LibtorchHabits, ElementwiseRowsAsInLibtorch) {
+  const Tensor x = anvil::tensor({-2.5, -0.5, 0.5, 2.5});
+  expect_values(x.trunc(), {-2, -0.0, 0, 2});
+  expect_values(x.fmod(2), {-0.5, -0.5, 0.5, 0.5});
+  expect_values(x.remainder(2), {1.5, 1.5, 0.5, 0.5});
+  expect_values(anvil::erfinv(anvil::erf(x / 4)), {-0.625, -0.125, 0.125, 0.625});
+  EXPECT_EQ(ints(anvil::isinf(anvil::tensor({1.0, INFINITY}))), (Ints{0, 1}));
+  EXPECT_EQ(ints(anvil::tensor({NAN, 1.0}).isfinite()), (Ints{0, 1}));
+  expect_values(anvil::leaky_relu(x, 0.1), {-0.25, -0.05, 0.5, 2.5});
+  expect_values(anvil::elu(x), {std::expm1(-2.5), std::expm1(-0.5), 0.5, 2.5});
+  expect_values(anvil::softplus(x, 1.0, 20.0), {std::log1p(std::exp(-2.5)), std::log1p(std::exp(-0.5)),
+                                               std::log1p(std::exp(0.5)), std::log1p(std::exp(2.5))});
+  expect_values(anvil::hardswish(x), {-2.5 * 0.5 / 6, -0.5 * 2.5 / 6, 0.5 * 3.5 / 6, 2.5 * 5.5 / 6});
+  expect_values(anvil::mish(anvil::tensor({0.0})), {0});
+  expect_values(anvil::tensor({0.3, 2.7}).log1p().expm1().floor(), {0, 2});
+  expect_values(anvil::tensor({0.3, 2.7}).ceil(), {1, 3});
+  expect_values(anvil::tensor({0.5, 1.5, 2.5}).round(), {0, 2, 2});  // half to even, as torch.round
+}
+
+TEST(LibtorchHabits, ScansSortsAndLogicalReductions) {
+  const Tensor x = x23();  // [[0, 1, 2], [3, 4, 5]]
+  expect_values(x.cumsum(1), {0, 1, 3, 3, 7, 12});
+  expect_values(x.cumprod(0), {0, 1, 2, 0, 4, 10});
+  EXPECT_EQ(anvil::cumsum(anvil::ones({3}, anvil::kInt32), 0).dtype(), anvil::kLong);
+  expect_values(anvil::logcumsumexp(anvil::zeros({2}), 0), {0, std::log(2.0)});
+  auto [sorted, order] = x.sort(-1, true);
+  expect_values(sorted, {2, 1, 0, 5, 4, 3});
+  EXPECT_EQ(ints(order), (Ints{2, 1, 0, 2, 1, 0}));
+  EXPECT_EQ(ints(x.argsort(0, true)), (Ints{1, 1, 1, 0, 0, 0}));
+  auto [top, at] = x.topk(2);
+  expect_values(top, {2, 1, 5, 4});
+  EXPECT_EQ(ints(at), (Ints{2, 1, 2, 1}));
+  EXPECT_EQ(std::get<1>(anvil::topk(x, 1, 0, /*largest=*/false)).dtype(), anvil::kLong);
+  EXPECT_FALSE(x.all().item<bool>());
+  EXPECT_TRUE(x.any().item<bool>());
+  EXPECT_EQ(ints(x.all(1)), (Ints{0, 1}));
+  EXPECT_EQ(ints(x.any(0)), (Ints{1, 1, 1}));
+  expect_values(x.logsumexp(1), {std::log(1 + std::exp(1.0) + std::exp(2.0)),
+                                 std::log(std::exp(3.0) + std::exp(4.0) + std::exp(5.0))});
+  EXPECT_TRUE(anvil::testing::gradcheck([](const std::vector<Tensor>& in) { return in[0].cumprod(1); },
+                                        {anvil::randn({2, 4}, anvil::kDouble)}));
+  EXPECT_TRUE(anvil::testing::gradcheck([](const std::vector<Tensor>& in) { return std::get<0>(in[0].topk(2)); },
+                                        {anvil::randn({2, 4}, anvil::kDouble)}));
+  expect_error_naming([&] { x.topk(4); }, {"topk", "k = 4", "size 3"});
+}
+
+TEST(LibtorchHabits, TrianglesSpacedValuesAndSamplers) {
+  const Tensor m = anvil::ones({3, 3});
+  expect_values(m.tril(), {1, 0, 0, 1, 1, 0, 1, 1, 1});
+  expect_values(anvil::triu(m, 1), {0, 1, 1, 0, 0, 1, 0, 0, 0});
+  expect_values(anvil::linspace(0, 1, 5), {0, 0.25, 0.5, 0.75, 1});
+  expect_values(anvil::logspace(0, 2, 3), {1, 10, 100});
+  anvil::manual_seed(0);
+  const Tensor perm = anvil::randperm(6);
+  EXPECT_EQ(perm.dtype(), anvil::kLong);
+  EXPECT_EQ(ints(std::get<0>(perm.sort())), (Ints{0, 1, 2, 3, 4, 5}));
+  const Tensor probs = anvil::tensor({0.0, 0.2, 0.8});
+  const Tensor draws = anvil::multinomial(probs, 2);  // without replacement, as torch's default
+  EXPECT_EQ(draws.sizes(), (anvil::Shape{2}));
+  EXPECT_NE(ints(draws)[0], ints(draws)[1]);
+  EXPECT_EQ(ints(anvil::eq(anvil::multinomial(probs, 5, /*replacement=*/true), 0)), (Ints{0, 0, 0, 0, 0}));
+  expect_values(anvil::bernoulli(anvil::tensor({0.0, 1.0})), {0, 1});
+  EXPECT_EQ(anvil::bernoulli(anvil::zeros({4}), 0.5).sizes(), (anvil::Shape{4}));
+}
+
 TEST(LibtorchHabits, DtypeAndDeviceNames) {
   EXPECT_EQ(anvil::kFloat, anvil::kFloat32);
   EXPECT_EQ(anvil::kDouble, anvil::kFloat64);

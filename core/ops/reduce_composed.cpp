@@ -1,0 +1,36 @@
+// Reductions written with the others (no kernel of their own; both backends
+// run them through sum and amax): all, any and logsumexp.
+#include <cmath>
+
+#include "core/dispatch.h"
+#include "core/factory.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/reduce.h"
+
+namespace anvil {
+
+// Counting the zeros (any: the non-zeros) gives the empty cases for free:
+// a count of 0 over no elements makes all true and any false.
+Tensor all(const Tensor& x, const Shape& dims, bool keepdim) {
+  detail::check_defined("all", x, "input");
+  return eq(sum(eq(x.detach(), 0), dims, keepdim), 0);
+}
+Tensor any(const Tensor& x, const Shape& dims, bool keepdim) {
+  detail::check_defined("any", x, "input");
+  return ne(sum(ne(x.detach(), 0), dims, keepdim), 0);
+}
+
+// max + log(sum(exp(x - max))), the max detached (the result does not depend
+// on it) and replaced by 0 where it is infinite, so that a slice of -infs
+// gives -inf and one holding +inf gives +inf instead of NaN (as PyTorch).
+Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim) {
+  detail::check_defined("logsumexp", x, "input");
+  Tensor in = is_floating(x.dtype()) ? x : x.to(kFloat32);
+  if (in.numel() == 0) return log(sum(exp(in), dims, keepdim));  // log(0) = -inf over no elements
+  Tensor m = amax(in.detach(), dims, true);
+  m = where(isinf(m), scalar_tensor(0, m.options()), m);
+  Tensor s = log(sum(exp(in - m), dims, true)) + m;
+  return keepdim ? s : sum(s, dims, false);  // drops the kept dims (each of size 1)
+}
+
+}  // namespace anvil

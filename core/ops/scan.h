@@ -1,0 +1,15 @@
+#pragma once
+// Cumulative ops along one dim (negative dims count from the end), as
+// PyTorch's: cumsum and cumprod of bool and integer tensors give int64 (or
+// the dtype asked for), logcumsumexp takes floating tensors. Differentiable.
+#include <optional>
+
+#include "core/tensor.h"
+
+namespace anvil {
+
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor logcumsumexp(const Tensor& x, int64_t dim);
+
+}  // namespace anvil
