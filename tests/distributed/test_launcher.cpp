@@ -123,3 +123,37 @@ TEST(Launcher, UsageErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// Rank 1 fails on the first attempt only; --max-restarts 2 starts every rank
+// again, each seeing its restart count (torchrun's variable).
+TEST(LauncherRestarts, RestartsAllRanksWithTheRestartCount) {
+  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--max-restarts", "2", "--kill-grace",
+                             "2", "--", "/bin/sh", "-c",
+                             "echo attempt=$TORCHELASTIC_RESTART_COUNT of=$TORCHELASTIC_MAX_RESTARTS; "
+                             "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exit 3; fi; "
+                             "if [ $RANK = 0 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then sleep 30; fi"},
+                            {.timeout = std::chrono::seconds(40)});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "restarting all ranks (restart 1 of 2)")) << r.output;
+  EXPECT_FALSE(contains(r.output, "restart 2 of 2")) << r.output;
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(contains(r.output, "[rank " + std::to_string(rank) + "] attempt=0 of=2")) << r.output;
+    EXPECT_TRUE(contains(r.output, "[rank " + std::to_string(rank) + "] attempt=1 of=2")) << r.output;
+  }
+}
+
+TEST(LauncherRestarts, GivesUpAfterMaxRestartsWithTheFailure) {
+  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "1", "--max-restarts", "2", "--", "/bin/sh",
+                             "-c", "echo attempt=$TORCHELASTIC_RESTART_COUNT; exit 5"},
+                            {.timeout = std::chrono::seconds(30)});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 5) << r.output;
+  EXPECT_TRUE(contains(r.output, "[rank 0] attempt=2")) << r.output;
+  EXPECT_FALSE(contains(r.output, "attempt=3")) << r.output;
+  EXPECT_TRUE(contains(r.output, "giving up after 2 restart(s)")) << r.output;
+}
+
+}  // namespace
