@@ -218,7 +218,11 @@ void TCPStoreServer::loop() {
     }
     if (fds[0].revents) return;  // asked to stop
     expire_slow_clients();
-    if (fds[1].revents & POLLIN) {
+    // Accept every pending connection (bounded per round), so a burst of
+    // connects (many ranks, or a flood) does not overflow the listen backlog.
+    for (int round = 0; round < 256 && (fds[1].revents & POLLIN); ++round) {
+      pollfd pending{listen_fd_, POLLIN, 0};
+      if (round > 0 && ::poll(&pending, 1, 0) <= 0) break;
       int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd >= 0 && clients_.size() >= limits_.max_connections) {
         ++refusals_;

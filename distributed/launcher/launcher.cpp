@@ -202,7 +202,15 @@ int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::strin
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
       throw std::runtime_error("anvil-run: pipe() failed");
+    // Signals stay blocked across fork until the child has its default
+    // handlers: a SIGTERM sent to a rank that has just been forked (the job
+    // stopping because another rank failed at once) must kill it, not run the
+    // launcher's handler, which would tell the launcher it was signalled.
+    sigset_t all, previous;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &previous);
     pid_t pid = ::fork();
+    if (pid != 0) sigprocmask(SIG_SETMASK, &previous, nullptr);
     if (pid < 0) throw std::runtime_error("anvil-run: fork() failed");
     if (pid == 0) {
       // Child: default signal handling, pipes as stdout/stderr, the env.
@@ -212,6 +220,7 @@ int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::strin
       sigaction(SIGTERM, &dfl, nullptr);
       sigaction(SIGCHLD, &dfl, nullptr);
       signal(SIGPIPE, SIG_DFL);
+      sigprocmask(SIG_SETMASK, &previous, nullptr);
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(err[1], STDERR_FILENO);
       setenv("RANK", std::to_string(rank).c_str(), 1);

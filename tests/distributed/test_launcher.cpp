@@ -144,10 +144,10 @@ TEST(LauncherRestarts, RestartsAllRanksWithTheRestartCount) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "restarting all ranks (restart 1 of 2)")) << r.output;
   EXPECT_FALSE(contains(r.output, "restart 2 of 2")) << r.output;
-  for (int rank = 0; rank < 2; ++rank) {
-    EXPECT_TRUE(contains(r.output, "[rank " + std::to_string(rank) + "] attempt=0 of=2")) << r.output;
+  // Rank 0 may be stopped before it prints on the first attempt.
+  EXPECT_TRUE(contains(r.output, "[rank 1] attempt=0 of=2")) << r.output;
+  for (int rank = 0; rank < 2; ++rank)
     EXPECT_TRUE(contains(r.output, "[rank " + std::to_string(rank) + "] attempt=1 of=2")) << r.output;
-  }
 }
 
 TEST(LauncherRestarts, GivesUpAfterMaxRestartsWithTheFailure) {
