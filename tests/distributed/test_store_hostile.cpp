@@ -180,7 +180,9 @@ TEST(TCPStoreHostile, AThousandSilentConnectionsAreDroppedAndCapped) {
   TCPStoreServer server(0, limits);
   auto real = real_client(server.port());
   std::vector<int> silent;
+  const auto start = net::Clock::now();
   for (int i = 0; i < 1000; ++i) silent.push_back(raw_connect(server.port()));
+  const auto connected = net::Clock::now();
   real_round_trip(*real, "silent");
   // Over the cap: the server closes new connections at once.
   int extra1 = raw_connect(server.port()), extra2 = raw_connect(server.port());
@@ -190,6 +192,9 @@ TEST(TCPStoreHostile, AThousandSilentConnectionsAreDroppedAndCapped) {
   int closed = 0;
   for (int fd : silent) closed += closed_by_server(fd) ? 1 : 0;
   EXPECT_EQ(closed, 1000);
+  auto ms = [](auto d) { return static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
+  std::printf("[ measured ] 1000 silent connections opened in %lld ms, all dropped %lld ms later\n",
+              ms(connected - start), ms(net::Clock::now() - connected));
   for (int fd : silent) ::close(fd);
   ::close(extra1);
   ::close(extra2);
