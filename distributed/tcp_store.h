@@ -6,6 +6,9 @@
 // Every call is bounded by the store's timeout: connecting (retried while
 // the server is not up yet), sending, and waiting for a key. A failure is an
 // anvil::Error naming host:port and the key.
+//
+// When ANVIL_STORE_TOKEN is set, the server admits only clients presenting
+// the same token (a stray process on the network cannot join the job).
 #include <memory>
 #include <mutex>
 
@@ -47,6 +50,7 @@ class TCPStore : public Store {
 
   std::string host_;
   int port_;
+  std::string token_;  // ANVIL_STORE_TOKEN, sent in the HELLO
   std::unique_ptr<TCPStoreServer> server_;
   std::mutex mu_;
   int fd_ = -1;

@@ -8,6 +8,11 @@
 //   ADD   key i64        -> i64 new value
 //   CHECK n key...       -> u8 0/1
 //   WAIT  n key...       -> u8 1             (answered once all keys exist)
+// SET and ADD answer u8 0 (then close) when the store is over its byte limit.
+//   HELLO token          -> u8 1 accepted / u8 0 wrong token (then closed)
+// A client's first message is HELLO; the server answers nothing else first.
+// Sizes are bounded on both sides so a hostile peer cannot make the other
+// allocate without limit.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -18,7 +23,10 @@
 
 namespace anvil::distributed::wire {
 
-enum Command : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kWait = 5 };
+enum Command : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kWait = 5, kHello = 6 };
+
+constexpr uint32_t kMaxMessage = 256u << 20;  // one frame, either way
+constexpr uint32_t kMaxKey = 4096;            // bytes in one key
 
 inline void put_u32(Bytes& b, uint32_t v) {
   for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
@@ -63,6 +71,12 @@ class Reader {
   std::string string() {
     Bytes b = blob();
     return {b.begin(), b.end()};
+  }
+  // A key: a string no longer than kMaxKey.
+  std::string key() {
+    std::string k = string();
+    ANVIL_CHECK(k.size() <= kMaxKey, "TCPStore: key of ", k.size(), " bytes exceeds the limit of ", kMaxKey);
+    return k;
   }
 
  private:

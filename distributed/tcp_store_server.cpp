@@ -1,6 +1,8 @@
 #include "distributed/tcp_store_server.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -15,13 +17,9 @@
 
 namespace anvil::distributed {
 
-namespace {
-// Caps one message so a stray connection (a port scanner, a wrong client)
-// cannot make the server allocate gigabytes.
-constexpr uint32_t kMaxMessage = 1u << 30;
-}  // namespace
+using wire::kMaxMessage;
 
-TCPStoreServer::TCPStoreServer(int port) {
+TCPStoreServer::TCPStoreServer(int port, TCPStoreLimits limits) : limits_(std::move(limits)) {
   listen_fd_ = net::listen_on(port);
   port_ = net::local_port(listen_fd_);
   if (::pipe2(wake_pipe_, O_CLOEXEC) != 0) {
@@ -83,31 +81,79 @@ void TCPStoreServer::drop(int fd) {
   std::erase_if(waiters_, [fd](const Waiter& w) { return w.fd == fd; });
 }
 
+void TCPStoreServer::refuse(int fd, const std::string& why) {
+  ++refusals_;
+  std::fprintf(stderr, "[anvil TCPStore :%d] dropping connection %d: %s\n", port_, fd, why.c_str());
+  drop(fd);
+}
+
+size_t TCPStoreServer::stored_bytes_after(const std::string& key, size_t value_size) const {
+  size_t total = stored_bytes_ + key.size() + value_size;
+  auto it = data_.find(key);
+  if (it != data_.end()) total -= key.size() + it->second.size();
+  return total;
+}
+
 void TCPStoreServer::handle(int fd, const uint8_t* payload, size_t n) {
   wire::Reader r(payload, n);
-  switch (r.u8()) {
+  uint8_t command = r.u8();
+  Client& client = clients_.at(fd);
+  if (!client.greeted && command != wire::kHello) {
+    refuse(fd, "first message is not HELLO (not an anvil TCPStore client)");
+    return;
+  }
+  // Refuses a write that would take the store past its byte budget.
+  auto fits = [&](const std::string& key, size_t value_size) {
+    size_t after = stored_bytes_after(key, value_size);
+    if (after <= limits_.max_total_bytes) return true;
+    reply(fd, Bytes{0});  // tells the client why, before the drop
+    refuse(fd, "storing '" + key.substr(0, 64) + "' would hold " + std::to_string(after) +
+                   " bytes, over the store's limit of " + std::to_string(limits_.max_total_bytes));
+    return false;
+  };
+  auto store = [&](const std::string& key, Bytes value) {
+    stored_bytes_ = stored_bytes_after(key, value.size());
+    data_[key] = std::move(value);
+  };
+  switch (command) {
+    case wire::kHello: {
+      std::string token = r.string();
+      if (token != limits_.token) {
+        ++refusals_;
+        std::fprintf(stderr, "[anvil TCPStore :%d] refusing connection %d: wrong ANVIL_STORE_TOKEN\n", port_, fd);
+        reply(fd, Bytes{0});
+        drop(fd);
+        return;
+      }
+      client.greeted = true;
+      reply(fd, Bytes{1});
+      break;
+    }
     case wire::kSet: {
-      std::string key = r.string();
-      data_[key] = r.blob();
+      std::string key = r.key();
+      Bytes value = r.blob();
+      if (!fits(key, value.size())) return;
+      store(key, std::move(value));
       reply(fd, Bytes{1});
       wake_waiters();
       break;
     }
     case wire::kGet: {
-      Waiter w{fd, true, {r.string()}};
+      Waiter w{fd, true, {r.key()}};
       if (ready(w)) reply(fd, data_.at(w.keys[0]));
       else waiters_.push_back(std::move(w));
       break;
     }
     case wire::kAdd: {
-      std::string key = r.string();
+      std::string key = r.key();
       int64_t delta = r.i64();
       int64_t value = 0;
       auto it = data_.find(key);
       if (it != data_.end()) value = std::stoll(std::string(it->second.begin(), it->second.end()));
       value += delta;
       std::string text = std::to_string(value);
-      data_[key] = Bytes(text.begin(), text.end());
+      if (!fits(key, text.size())) return;
+      store(key, Bytes(text.begin(), text.end()));
       Bytes out;
       wire::put_i64(out, value);
       reply(fd, out);
@@ -116,10 +162,10 @@ void TCPStoreServer::handle(int fd, const uint8_t* payload, size_t n) {
     }
     case wire::kCheck:
     case wire::kWait: {
-      bool is_wait = payload[0] == wire::kWait;
+      bool is_wait = command == wire::kWait;
       uint32_t count = r.u32();
       Waiter w{fd, false, {}};
-      for (uint32_t i = 0; i < count; ++i) w.keys.push_back(r.string());
+      for (uint32_t i = 0; i < count; ++i) w.keys.push_back(r.key());
       bool ok = ready(w);
       if (!is_wait) reply(fd, Bytes{static_cast<uint8_t>(ok ? 1 : 0)});
       else if (ok) reply(fd, Bytes{1});
@@ -127,8 +173,34 @@ void TCPStoreServer::handle(int fd, const uint8_t* payload, size_t n) {
       break;
     }
     default:
-      drop(fd);  // not one of our clients
+      refuse(fd, "unknown command " + std::to_string(command));
   }
+}
+
+void TCPStoreServer::expire_slow_clients() {
+  auto now = Clock::now();
+  std::vector<std::pair<int, std::string>> expired;
+  for (const auto& [fd, c] : clients_) {
+    if (!c.greeted && now - c.since > limits_.hello_timeout)
+      expired.emplace_back(fd, "no HELLO within " + std::to_string(limits_.hello_timeout.count()) + " ms");
+    else if (c.greeted && !c.in.empty() && now - c.since > limits_.partial_timeout)
+      expired.emplace_back(fd, "a partial message (" + std::to_string(c.in.size()) + " bytes) not completed within " +
+                                   std::to_string(limits_.partial_timeout.count()) + " ms");
+  }
+  for (const auto& [fd, why] : expired) refuse(fd, why);
+}
+
+int TCPStoreServer::poll_timeout_ms() const {
+  // Sleep until the earliest deadline of a client that has one; forever if none.
+  auto now = Clock::now();
+  auto next = Clock::time_point::max();
+  for (const auto& [fd, c] : clients_) {
+    if (!c.greeted) next = std::min(next, c.since + limits_.hello_timeout);
+    else if (!c.in.empty()) next = std::min(next, c.since + limits_.partial_timeout);
+  }
+  if (next == Clock::time_point::max()) return -1;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1;
+  return static_cast<int>(std::clamp<long long>(ms, 0, 60'000));
 }
 
 void TCPStoreServer::loop() {
@@ -139,18 +211,30 @@ void TCPStoreServer::loop() {
     fds.push_back({wake_pipe_[0], POLLIN, 0});
     fds.push_back({listen_fd_, POLLIN, 0});
     for (auto& [fd, c] : clients_) fds.push_back({fd, POLLIN, 0});
-    int n = ::poll(fds.data(), fds.size(), -1);
+    int n = ::poll(fds.data(), fds.size(), poll_timeout_ms());
     if (n < 0) {
       if (errno == EINTR) continue;
       return;
     }
     if (fds[0].revents) return;  // asked to stop
-    if (fds[1].revents & POLLIN) {
+    expire_slow_clients();
+    // Accept every pending connection (bounded per round), so a burst of
+    // connects (many ranks, or a flood) does not overflow the listen backlog.
+    for (int round = 0; round < 256 && (fds[1].revents & POLLIN); ++round) {
+      pollfd pending{listen_fd_, POLLIN, 0};
+      if (round > 0 && ::poll(&pending, 1, 0) <= 0) break;
       int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd >= 0) {
+      if (fd >= 0 && clients_.size() >= limits_.max_connections) {
+        ++refusals_;
+        std::fprintf(stderr, "[anvil TCPStore :%d] refusing a connection: already %zu open (the limit)\n", port_,
+                     clients_.size());
+        ::close(fd);
+      } else if (fd >= 0) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        clients_[fd] = Client{};
+        Client c;
+        c.since = Clock::now();
+        clients_[fd] = std::move(c);
       }
     }
     for (size_t i = 2; i < fds.size(); ++i) {
@@ -165,6 +249,7 @@ void TCPStoreServer::loop() {
       }
       if (got < 0) continue;
       auto& in = it->second.in;
+      bool was_empty = in.empty();
       in.insert(in.end(), buf.begin(), buf.begin() + got);
       // Handle every whole message that arrived.
       size_t used = 0;
@@ -173,7 +258,7 @@ void TCPStoreServer::loop() {
         wire::Reader hdr(in.data() + used, 4);
         uint32_t len = hdr.u32();
         if (len == 0 || len > kMaxMessage) {
-          drop(fd);
+          refuse(fd, "message length " + std::to_string(len) + " outside 1.." + std::to_string(kMaxMessage));
           dropped = true;
           break;
         }
@@ -182,15 +267,19 @@ void TCPStoreServer::loop() {
         used += 4 + len;
         try {
           handle(fd, msg.data(), msg.size());
-        } catch (const std::exception&) {
-          drop(fd);  // malformed: a client that does not speak our protocol
+        } catch (const std::exception& e) {
+          refuse(fd, std::string("malformed request: ") + e.what());
         }
         if (clients_.find(fd) == clients_.end()) {
           dropped = true;
           break;
         }
       }
-      if (!dropped) in.erase(in.begin(), in.begin() + used);
+      if (dropped) continue;
+      in.erase(in.begin(), in.begin() + used);
+      // A partial message's clock starts when its first byte arrives.
+      Client& c = clients_.at(fd);
+      if (c.greeted && !in.empty() && (was_empty || used > 0)) c.since = Clock::now();
     }
   }
 }

@@ -7,6 +7,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <cmath>
+
+#include "core/autograd/anomaly_mode.h"
 #include "core/autograd/function.h"
 #include "core/dispatch.h"
 #include "core/factory.h"
@@ -35,6 +38,23 @@ struct GraphTask {
 void add_into(std::vector<Tensor>& buffer, uint32_t slot, const Tensor& g) {
   if (slot >= buffer.size()) buffer.resize(slot + 1);
   buffer[slot] = buffer[slot].defined() ? buffer[slot] + g : g;
+}
+
+// Anomaly mode: fails at the first node whose backward returned a non-finite
+// gradient, naming it (its inputs' gradients were checked when they were made).
+void check_finite_outputs(const Node& node, const std::vector<Tensor>& outputs) {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& g = outputs[i];
+    if (!g.defined() || !is_floating(g.dtype()) || g.numel() == 0) continue;
+    // x * 0 is 0 for every finite x and NaN for NaN or inf: one reduction.
+    if (std::isfinite((g * 0).sum().item<double>())) continue;
+    const bool has_nan = std::isnan(g.abs().sum().item<double>());
+    fail("autograd anomaly detection: the backward of '", node.name(), "' (node #", node.sequence_nr,
+         ", created by the forward op of that name) returned ", has_nan ? "NaN" : "inf",
+         " values in its gradient for input ", i, " (", detail::describe(g),
+         "); the gradients it received were finite");
+  }
 }
 
 void count_dependencies(GraphTask& task, const std::vector<std::shared_ptr<Node>>& roots) {
@@ -68,6 +88,15 @@ void run(GraphTask& task, const std::vector<Edge>& root_edges, const std::vector
     add_into(buf, root_edges[i].input_nr, root_grads[i]);
   }
   count_dependencies(task, roots);
+  if (is_anomaly_enabled())
+    for (size_t i = 0; i < root_grads.size(); ++i) {
+      NoGradGuard no_grad;
+      const Tensor& g = root_grads[i];
+      ANVIL_CHECK(!g.defined() || !is_floating(g.dtype()) || g.numel() == 0 ||
+                      std::isfinite((g * 0).sum().item<double>()),
+                  "autograd anomaly detection: the gradient given to backward for output ", i,
+                  " holds NaN or inf (", detail::describe(g), ")");
+    }
 
   std::priority_queue<Node*, std::vector<Node*>, ByLatest> ready;
   std::unordered_set<Node*> queued;
@@ -98,6 +127,7 @@ void run(GraphTask& task, const std::vector<Edge>& root_edges, const std::vector
       bool any = false;
       for (auto& g : grads) any = any || g.defined();
       if (any) outputs = node->apply(std::move(grads));
+      if (any && is_anomaly_enabled()) check_finite_outputs(*node, outputs);
       if (!task.keep_graph) node->release_saved();
     }
 

@@ -2,6 +2,7 @@
 //
 //   anvil-run --nproc-per-node N [--nnodes M --node-rank R]
 //             [--master-addr A] [--master-port P] [--kill-grace S] [--no-prefix] [--keep-going]
+//             [--max-restarts N]
 //             [--] program args...
 //
 // Options stop at the first argument that is not one of ours (or after
@@ -23,10 +24,13 @@ namespace {
 
 const char* kUsage =
     "usage: anvil-run --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A] [--master-port P]\n"
-    "                 [--kill-grace SECONDS] [--no-prefix] [--keep-going] [--] program [args...]\n"
+    "                 [--kill-grace SECONDS] [--no-prefix] [--keep-going] [--max-restarts N]\n"
+    "                 [--] program [args...]\n"
     "  --kill-grace S  seconds between SIGTERM and SIGKILL when stopping ranks (default 5)\n"
     "  --no-prefix     relay output without the \"[rank N] \" prefix\n"
-    "  --keep-going    when a rank fails, let the others run on (exit status: the first failure's)\n";
+    "  --keep-going    when a rank fails, let the others run on (exit status: the first failure's)\n"
+    "  --max-restarts N  when a rank fails, restart every rank up to N times (default 0); ranks see\n"
+    "                  TORCHELASTIC_RESTART_COUNT\n";
 
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr, "anvil-run: %s\n%s", msg.c_str(), kUsage);
@@ -90,11 +94,13 @@ int main(int argc, char** argv) {
       }
     } else if (name == "--no-prefix") cfg.prefix_output = false;
     else if (name == "--keep-going") cfg.keep_going = true;
+    else if (name == "--max-restarts") cfg.max_restarts = parse_int(name, take());
     else usage_error("unknown option " + a);
   }
   for (; i < argc; ++i) cfg.command.emplace_back(argv[i]);
   if (cfg.command.empty()) usage_error("no program given");
   if (cfg.nproc_per_node < 1) usage_error("--nproc-per-node must be at least 1");
+  if (cfg.max_restarts < 0) usage_error("--max-restarts must be at least 0");
   if (cfg.nnodes > 1 && (!addr_given || cfg.master_port == 0))
     usage_error("with --nnodes > 1, give --master-addr and --master-port (the same on every node)");
   if (cfg.master_port < 0 || cfg.master_port > 65535) usage_error("--master-port must be in 1..65535");

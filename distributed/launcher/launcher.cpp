@@ -135,6 +135,10 @@ int pick_free_port() {
   return ntohs(a.sin_port);
 }
 
+namespace {
+int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::string& omp_threads, bool* interrupted);
+}  // namespace
+
 int run(const LaunchConfig& cfg) {
   if (cfg.command.empty()) throw std::runtime_error("anvil-run: no program to run");
   if (cfg.nproc_per_node < 1) throw std::runtime_error("anvil-run: --nproc-per-node must be at least 1");
@@ -146,7 +150,6 @@ int run(const LaunchConfig& cfg) {
       throw std::runtime_error("anvil-run: with --nnodes > 1 every node needs the same --master-port");
     port = pick_free_port();
   }
-  const int world = cfg.nnodes * cfg.nproc_per_node;
 
   if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("anvil-run: pipe() failed");
   struct sigaction sa{};
@@ -170,6 +173,28 @@ int run(const LaunchConfig& cfg) {
                  "(of %u cores). Set OMP_NUM_THREADS to choose.\n", cfg.nproc_per_node, omp_threads.c_str(), cores);
   }
 
+  // One attempt per loop: a failed attempt (not one stopped by a signal to
+  // the launcher) restarts every rank, up to max_restarts times, as
+  // torchrun --max-restarts does; ranks resume from their own checkpoints.
+  for (int restart = 0;; ++restart) {
+    bool interrupted = false;
+    const int result = run_attempt(cfg, port, restart, omp_threads, &interrupted);
+    if (result == 0 || interrupted || restart >= cfg.max_restarts) {
+      if (result != 0 && cfg.max_restarts > 0 && !interrupted)
+        say("giving up after " + std::to_string(restart) + " restart(s) (--max-restarts " +
+            std::to_string(cfg.max_restarts) + ")");
+      return result;
+    }
+    say("restarting all ranks (restart " + std::to_string(restart + 1) + " of " + std::to_string(cfg.max_restarts) +
+        ")");
+    // A fresh port: the last attempt's store may still hold the old one.
+    if (cfg.master_port == 0) port = pick_free_port();
+  }
+}
+
+namespace {
+int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::string& omp_threads, bool* interrupted) {
+  const int world = cfg.nnodes * cfg.nproc_per_node;
   std::vector<Child> children(static_cast<size_t>(cfg.nproc_per_node));
   std::vector<Stream> streams;
   for (int local = 0; local < cfg.nproc_per_node; ++local) {
@@ -177,7 +202,15 @@ int run(const LaunchConfig& cfg) {
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
       throw std::runtime_error("anvil-run: pipe() failed");
+    // Signals stay blocked across fork until the child has its default
+    // handlers: a SIGTERM sent to a rank that has just been forked (the job
+    // stopping because another rank failed at once) must kill it, not run the
+    // launcher's handler, which would tell the launcher it was signalled.
+    sigset_t all, previous;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &previous);
     pid_t pid = ::fork();
+    if (pid != 0) sigprocmask(SIG_SETMASK, &previous, nullptr);
     if (pid < 0) throw std::runtime_error("anvil-run: fork() failed");
     if (pid == 0) {
       // Child: default signal handling, pipes as stdout/stderr, the env.
@@ -187,6 +220,7 @@ int run(const LaunchConfig& cfg) {
       sigaction(SIGTERM, &dfl, nullptr);
       sigaction(SIGCHLD, &dfl, nullptr);
       signal(SIGPIPE, SIG_DFL);
+      sigprocmask(SIG_SETMASK, &previous, nullptr);
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(err[1], STDERR_FILENO);
       setenv("RANK", std::to_string(rank).c_str(), 1);
@@ -197,6 +231,9 @@ int run(const LaunchConfig& cfg) {
       setenv("MASTER_ADDR", cfg.master_addr.c_str(), 1);
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       if (!omp_threads.empty()) setenv("OMP_NUM_THREADS", omp_threads.c_str(), 1);
+      // torchrun's names, so scripts written for it work unchanged.
+      setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(restart).c_str(), 1);
+      setenv("TORCHELASTIC_MAX_RESTARTS", std::to_string(cfg.max_restarts).c_str(), 1);
       std::vector<char*> argv;
       for (const auto& a : cfg.command) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
@@ -287,6 +324,7 @@ int run(const LaunchConfig& cfg) {
           int sig = sigs[i];
           if (sig == SIGCHLD) continue;
           ++signals_seen;
+          *interrupted = true;
           if (signals_seen == 1) {
             say(std::string("got ") + strsignal(sig) + "; forwarding it to the ranks");
             signal_all(sig);
@@ -314,5 +352,7 @@ int run(const LaunchConfig& cfg) {
     }
   return result;
 }
+
+}  // namespace
 
 }  // namespace anvil::distributed::launcher

@@ -4,7 +4,8 @@
 // environment, relays their output line by line with a "[rank N] " prefix,
 // and stops the job as a whole: the first rank that fails (non-zero exit or
 // a signal) makes the launcher stop the others (SIGTERM, then SIGKILL after
-// a grace period) and exit with that rank's status.
+// a grace period) and exit with that rank's status, or restarts them all
+// (max_restarts).
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ struct LaunchConfig {
   // Let the other ranks run on when one fails (tests of how survivors see a
   // dead peer); the exit status is still the first failure's.
   bool keep_going = false;
+  // When a rank fails, stop the others and start every rank again, up to this
+  // many times (torchrun --max-restarts). Each rank's environment carries
+  // TORCHELASTIC_RESTART_COUNT (0 on the first attempt) and
+  // TORCHELASTIC_MAX_RESTARTS; a job resumes from its checkpoints.
+  int max_restarts = 0;
   std::vector<std::string> command;  // program and its arguments
 };
 

@@ -11,6 +11,7 @@
 // of them may be included on its own ("nn/module.h", "distributed/ddp.h").
 #include <iostream>
 
+#include "core/autograd/anomaly_mode.h"
 #include "core/autograd/checkpoint.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"

@@ -55,8 +55,8 @@ void atomic_write_file(const std::filesystem::path& path, const std::function<vo
     try {
       write(out);
       out.flush();
-      ANVIL_CHECK(!out.fail(), "atomic_write_file: writing '", tmp.string(), "' failed (disk full?): ",
-                  std::strerror(errno));
+      ANVIL_CHECK(!out.fail(), "atomic_write_file: writing '", tmp.string(), "' (to replace '", path.string(),
+                  "') failed (disk full?): ", std::strerror(errno), "; '", path.string(), "' is unchanged");
       out.close();
       ANVIL_CHECK(!out.fail(), "atomic_write_file: closing '", tmp.string(), "' failed: ", std::strerror(errno));
     } catch (...) {

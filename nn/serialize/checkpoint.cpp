@@ -1,10 +1,15 @@
 #include "nn/serialize/checkpoint.h"
 
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/autograd/grad_mode.h"
 #include "core/factory.h"
 
 namespace anvil::nn::serialize {
@@ -16,6 +21,36 @@ constexpr const char* kFormatKey = "anvil.format";
 constexpr const char* kFormat = "checkpoint";
 constexpr const char* kVersionKey = "anvil.format_version";
 constexpr const char* kVersion = "1";
+// CRC32 of every tensor (name, dtype, shape, bytes) in name order, so a flipped
+// byte anywhere in the data is caught on load. Absent in older checkpoints.
+constexpr const char* kChecksumKey = "anvil.crc32";
+
+std::string checksum_of(const StateDict& tensors) {
+  std::vector<const std::pair<std::string, Tensor>*> sorted;
+  for (const auto& entry : tensors)
+    if (entry.second.defined()) sorted.push_back(&entry);  // undefined: the writer's own check names it
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  uLong crc = crc32(0L, Z_NULL, 0);
+  auto feed = [&](const void* p, size_t n) {
+    const auto* bytes = static_cast<const Bytef*>(p);
+    while (n > 0) {  // crc32 takes a uInt length
+      const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+      crc = crc32(crc, bytes, chunk);
+      bytes += chunk;
+      n -= chunk;
+    }
+  };
+  NoGradGuard no_grad;
+  for (const auto* entry : sorted) {
+    const Tensor data = entry->second.detach().cpu().contiguous();
+    const std::string head = entry->first + '\0' + dtype_name(data.dtype()) + data.shape_str();
+    feed(head.data(), head.size());
+    feed(data.data_ptr(), data.nbytes());
+  }
+  char text[9];
+  std::snprintf(text, sizeof text, "%08lx", static_cast<unsigned long>(crc & 0xffffffffUL));
+  return text;
+}
 
 // Written and read through memory rather than fill kernels so every int64
 // (and the uint64 bits of the RNG state) survives exactly.
@@ -80,6 +115,7 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& c) {
                 kReservedPrefix, "'");
   metadata.insert_or_assign(kFormatKey, std::string(kFormat));
   metadata.insert_or_assign(kVersionKey, std::string(kVersion));
+  metadata.insert_or_assign(kChecksumKey, checksum_of(all));
   save_safetensors(path, all, metadata);
 }
 
@@ -97,6 +133,14 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
               ": unsupported checkpoint format version '",
               version == contents.metadata.end() ? std::string("(missing)") : version->second,
               "' (this anvil reads version ", kVersion, ")");
+  auto stored = contents.metadata.find(kChecksumKey);
+  if (stored != contents.metadata.end()) {
+    const std::string computed = checksum_of(contents.tensors);
+    ANVIL_CHECK(computed == stored->second, where, ": the file is corrupt: its data's CRC32 is ", computed,
+                " but the checkpoint recorded ", stored->second,
+                " when it was saved (a flipped byte on disk or in transfer; load an older checkpoint)");
+    contents.metadata.erase(stored);
+  }
 
   Checkpoint c;
   StateDict optimizer;

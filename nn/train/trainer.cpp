@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "core/autograd/anomaly_mode.h"
 #include "core/ops.h"
 #include "kernels/backend.h"
 #include "kernels/cuda_info.h"
@@ -132,6 +133,9 @@ FitResult Trainer::fit(Task& task, data::DataLoader& train, optim::Optimizer& op
 FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* val, optim::Optimizer& optimizer,
                        optim::LRScheduler* scheduler) {
   prepare(task);
+  // Restores the previous mode however fit ends.
+  std::optional<autograd::DetectAnomalyGuard> anomaly;
+  if (options_.detect_anomaly) anomaly.emplace(true);
   result_ = FitResult{};
   should_stop_ = false;
   trace_written_ = false;
@@ -294,7 +298,24 @@ void Trainer::optimizer_step(Run& r) {
   const auto host_start = Clock::now();
   const double lr = r.optimizer.lr(0);
   bool stepped = true;
-  {
+  bool nonfinite = false;
+  if (options_.on_nonfinite_loss != NonFiniteLoss::Ignore) {
+    // Reads the loss before stepping (a device sync only with this option on).
+    const double l = r.loss_sum.item<double>();
+    nonfinite = !std::isfinite(l);
+    ANVIL_CHECK(!nonfinite || options_.on_nonfinite_loss != NonFiniteLoss::Stop, "Trainer: the training loss is ", l,
+                " at epoch ", current_epoch_, ", step ", global_step_ + 1,
+                " (on_nonfinite_loss = Stop; set detect_anomaly to name the op whose gradient went bad, or "
+                "NonFiniteLoss::Skip to skip such steps)");
+  }
+  if (nonfinite) {
+    // Skip: the weights and the optimizer state stay as they were.
+    ProfileRange range(profiler_, "optimizer_step");
+    if (masters_) masters_->restore();
+    stepped = false;
+    if (r.scheduler) r.scheduler->step();  // the schedule follows the step count, as for fp16 skips
+    r.optimizer.zero_grad();
+  } else {
     ProfileRange range(profiler_, "optimizer_step");
     if (masters_) masters_->restore();  // float32 weights and gradients again
     if (scaler_) scaler_->unscale_(r.optimizer);  // before clipping: clip the true gradients

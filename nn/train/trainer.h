@@ -41,6 +41,13 @@
 
 namespace anvil::nn::train {
 
+// What fit does when a step's training loss is NaN or inf.
+enum class NonFiniteLoss {
+  Ignore,  // step anyway (the fp16 scaler still skips steps whose gradients overflowed)
+  Skip,    // drop the step's gradients, leave the weights and optimizer state untouched, count it in skipped_steps
+  Stop,    // throw an anvil::Error naming the epoch and step
+};
+
 // Optimizer steps [first, last) to profile (both 0: none).
 struct StepRange {
   int64_t first = 0, last = 0;
@@ -71,6 +78,11 @@ struct TrainerOptions {
   std::string profile_path;        // a Chrome trace of profile_steps; empty: none
   StepRange profile_steps;
   std::ostream* out = nullptr;     // progress and report (default std::cout)
+  // Numerical guards (Lightning's detect_anomaly, and skipping bad steps).
+  // detect_anomaly runs fit's backward passes in autograd anomaly mode: the
+  // first NaN/inf gradient is an error naming the op that made it (slow).
+  bool detect_anomaly = false;
+  NonFiniteLoss on_nonfinite_loss = NonFiniteLoss::Ignore;
 };
 
 // What fit() returns (and Trainer::history() keeps).
@@ -80,7 +92,7 @@ struct FitResult {
   std::vector<Metrics> epoch_metrics;  // per epoch of this call: train_loss_epoch, val_*
   int64_t epochs_completed = 0;        // counting epochs before a resume
   int64_t global_step = 0;
-  int64_t skipped_steps = 0;           // fp16 steps skipped for inf/nan gradients
+  int64_t skipped_steps = 0;           // steps skipped: fp16 inf/nan gradients, or a non-finite loss (Skip)
   bool stopped_early = false;          // a callback requested the stop
   std::string report;                  // the monitor's report
 };

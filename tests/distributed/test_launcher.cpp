@@ -2,7 +2,12 @@
 // propagation, stopping the other ranks, usage errors.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -120,6 +125,81 @@ TEST(Launcher, UsageErrors) {
   r = run_command({bin_path("anvil-run"), "--nproc-per-node", "1", "/nonexistent/program"});
   EXPECT_EQ(r.exit_code, 127) << r.output;
   EXPECT_TRUE(contains(r.output, "cannot execute '/nonexistent/program'")) << r.output;
+}
+
+}  // namespace
+
+namespace {
+
+// Rank 1 fails on the first attempt only; --max-restarts 2 starts every rank
+// again, each seeing its restart count (torchrun's variable).
+TEST(LauncherRestarts, RestartsAllRanksWithTheRestartCount) {
+  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--max-restarts", "2", "--kill-grace",
+                             "2", "--", "/bin/sh", "-c",
+                             "echo attempt=$TORCHELASTIC_RESTART_COUNT of=$TORCHELASTIC_MAX_RESTARTS; "
+                             "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exit 3; fi; "
+                             "if [ $RANK = 0 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then sleep 30; fi"},
+                            {.timeout = std::chrono::seconds(40)});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "restarting all ranks (restart 1 of 2)")) << r.output;
+  EXPECT_FALSE(contains(r.output, "restart 2 of 2")) << r.output;
+  // Rank 0 may be stopped before it prints on the first attempt.
+  EXPECT_TRUE(contains(r.output, "[rank 1] attempt=0 of=2")) << r.output;
+  for (int rank = 0; rank < 2; ++rank)
+    EXPECT_TRUE(contains(r.output, "[rank " + std::to_string(rank) + "] attempt=1 of=2")) << r.output;
+}
+
+TEST(LauncherRestarts, GivesUpAfterMaxRestartsWithTheFailure) {
+  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "1", "--max-restarts", "2", "--", "/bin/sh",
+                             "-c", "echo attempt=$TORCHELASTIC_RESTART_COUNT; exit 5"},
+                            {.timeout = std::chrono::seconds(30)});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 5) << r.output;
+  EXPECT_TRUE(contains(r.output, "[rank 0] attempt=2")) << r.output;
+  EXPECT_FALSE(contains(r.output, "attempt=3")) << r.output;
+  EXPECT_TRUE(contains(r.output, "giving up after 2 restart(s)")) << r.output;
+}
+
+}  // namespace
+
+namespace {
+
+std::string file_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Rank 1 crashes mid-epoch (step 9 of 24, in the second epoch); anvil-run
+// restarts both ranks and the Trainer resumes each from its last checkpoint:
+// the final parameters equal those of a run never interrupted.
+TEST(LauncherRestarts, TrainerResumesToTheSameFinalParameters) {
+  auto base = std::filesystem::temp_directory_path() / ("anvil_elastic_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(base);
+  auto crashed = base / "crashed", clean = base / "clean";
+  std::filesystem::create_directories(crashed);
+  std::filesystem::create_directories(clean);
+  RunResult r = run_ranks(2, "elastic_train", {crashed.string(), "9"},
+                          {.launcher_args = {"--max-restarts", "1", "--kill-grace", "5"},
+                           .env = {{"OMP_NUM_THREADS", "1"}},
+                           .timeout = std::chrono::seconds(60)});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "[rank 1] aborting at step 9")) << r.output;
+  EXPECT_TRUE(contains(r.output, "restarting all ranks (restart 1 of 1)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "[rank 1] restart 1: resuming from")) << r.output;
+  EXPECT_TRUE(contains(r.output, "[rank 1] OK finished at step 24")) << r.output;
+  RunResult u = run_ranks(2, "elastic_train", {clean.string(), "0"},
+                          {.env = {{"OMP_NUM_THREADS", "1"}}, .timeout = std::chrono::seconds(60)});
+  ASSERT_FALSE(u.timed_out) << u.output;
+  EXPECT_EQ(u.exit_code, 0) << u.output;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string name = "final_rank" + std::to_string(rank) + ".bin";
+    const std::string a = file_bytes(crashed / name), b = file_bytes(clean / name);
+    EXPECT_FALSE(a.empty()) << name;
+    EXPECT_TRUE(a == b) << "rank " << rank << ": the resumed run ended elsewhere than the uninterrupted one";
+  }
+  std::filesystem::remove_all(base);
 }
 
 }  // namespace

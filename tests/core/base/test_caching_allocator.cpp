@@ -414,6 +414,33 @@ TEST(CachingAllocator, OutOfMemoryFreesCacheAndRetries) {
   alloc->deallocate(d);
 }
 
+// What a training loop sees on OOM: an error with the memory stats, raised
+// only after the cache was given back, and a smaller request (the lowered
+// batch) succeeding right after.
+TEST(CachingAllocator, OutOfMemoryErrorHasStatsAndLeavesNoCache) {
+  auto [fake, alloc] = make_allocator(40 * MiB);
+  void* kept = alloc->allocate(12 * MiB);
+  void* cached = alloc->allocate(12 * MiB);
+  alloc->deallocate(cached);  // 12 MiB stays reserved in the cache
+  std::string message;
+  try {
+    alloc->allocate(30 * MiB);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  for (const char* part : {"out of memory", "tried to allocate 31457280", "Memory stats: allocated 12", "reserved",
+                           "peak allocated", "cache was already emptied"})
+    EXPECT_NE(message.find(part), std::string::npos) << part << " missing from: " << message;
+  MemoryStats s = alloc->stats();
+  EXPECT_EQ(s.num_ooms, 1);
+  EXPECT_EQ(s.reserved_bytes, s.allocated_bytes) << "the cache was not freed before failing";
+  EXPECT_EQ(fake->bytes_in_use(), 12 * MiB);
+  void* smaller = alloc->allocate(15 * MiB);  // the batch, halved
+  EXPECT_NE(smaller, nullptr);
+  alloc->deallocate(smaller);
+  alloc->deallocate(kept);
+}
+
 TEST(CachingAllocator, OutOfMemoryRetryWithLargeSegments) {
   auto [fake, alloc] = make_allocator(24 * MiB);
   void* a = alloc->allocate(12 * MiB);
