@@ -19,7 +19,7 @@
 set(ANVIL_PUBLIC_HEADER_ROOTS include/anvil/anvil.h)
 set(ANVIL_PUBLIC_HEADER_FORBIDDEN
   "\\.cuh$"                            # device code: nvcc only
-  "^kernels/(cpu|cuda|cublas|cudnn)/"  # backend internals
+  "^kernels/(cpu|cuda|cublas|cudnn|cusolver)/"  # backend internals
   "^distributed/nccl/"                 # needs nccl.h
   "^(tests|samples|bench)/")
 

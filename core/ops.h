@@ -9,6 +9,7 @@
 #include "core/ops/nn_ops.h"
 #include "core/ops/reduce.h"
 #include "core/ops/shape.h"
+#include "core/ops/tensor_index.h"
 #include "core/random.h"
 #include "core/stream.h"
 #include "core/tensor.h"

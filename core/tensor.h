@@ -9,6 +9,7 @@
 #include <ostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct TensorImpl {
 };
 
 class Tensor;
+namespace indexing {
+class TensorIndex;  // core/ops/tensor_index.h
+}  // namespace indexing
 using TensorHook = std::function<Tensor(const Tensor&)>;  // may return an undefined Tensor: keep grad
 using PostAccumulateHook = std::function<void(const Tensor&)>;
 
@@ -238,6 +242,31 @@ class Tensor {
   Tensor& lerp_(const Tensor& end, const Tensor& weight);
   Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
   Tensor& zero_(); Tensor& fill_(const Scalar& v);
+
+  // Indexing as libtorch spells it (core/ops/tensor_index.h, core/ops/indexing.h):
+  // x.index({Slice(1, None, 2), 0, Ellipsis, None}), x.index({mask}), x.index_put_({idx}, v, true).
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values, bool accumulate = false);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values, bool accumulate = false);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce = "");
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce = "");
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
+  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source);
+  Tensor nonzero() const;
+  Tensor argwhere() const;
+  Tensor take_along_dim(const Tensor& indices, std::optional<int64_t> dim = std::nullopt) const;
 
  private:
   const TensorImpl& checked() const {

@@ -44,6 +44,9 @@ struct CrossEntropyParams { int64_t ignore_index = -100; double label_smoothing 
 enum class RandomKind : uint8_t { Uniform, Normal };  // Uniform in [a, b); Normal(mean a, std b)
 struct RandomParams { RandomKind kind = RandomKind::Uniform; double a = 0, b = 1; uint64_t seed = 0, offset = 0; };
 
+// scatter's `reduce`: overwrite (None), sum (Add) or product (Multiply).
+enum class ScatterReduce : uint8_t { None, Add, Multiply };
+
 struct AdamWParams {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   int64_t step = 1;       // 1-based, after increment
@@ -126,6 +129,19 @@ class Backend {
     }
   }
 
+  // --- dense factorizations (LAPACK on the CPU, cuSOLVER on CUDA): float32 or
+  //     float64 matrices [B, n, n] stored as LAPACK stores them, column-major:
+  //     strides {n*n, 1, n} (kernels/shapes/linalg_checks.h checks them). ---
+  // LU with partial pivoting (getrf), in place: a becomes L (unit diagonal,
+  // not stored) below the diagonal and U on and above it. pivots [B, n] int32
+  // are LAPACK's 1-based row swaps; info [B] int32 is 0, or k > 0 when
+  // U[k-1][k-1] is exactly zero (a singular matrix; the factors are still
+  // written). On a GPU, info stays on the device: reading it synchronizes.
+  virtual void lu_factor(const View& a, const View& pivots, const View& info) = 0;
+  // Solves A x = b from lu_factor's factors (getrs): b [B, n, k], column-major
+  // {n*k, 1, n}, is overwritten with x. lu and pivots as lu_factor wrote them.
+  virtual void lu_solve(const View& lu, const View& pivots, const View& b) = 0;
+
   // --- nn ops (NCHW; weight [Cout, Cin/groups, kH, kW]) ---
   virtual void conv2d(const View& out, const View& in, const View& weight, const View* bias,
                       const Conv2dParams& p) = 0;
@@ -176,6 +192,13 @@ class Backend {
   virtual void index_add(const View& out, int64_t dim, const View& index, const View& src) = 0;
   virtual void gather(const View& out, const View& in, int64_t dim, const View& index) = 0;
   virtual void scatter_add(const View& out, int64_t dim, const View& index, const View& src) = 0;
+  // out[..index[i][j]..][j] = src[i][j] along dim (or += / *=), as scatter_add's
+  // shapes. With repeated indices and reduce None the last write in index order
+  // wins on the CPU; on CUDA any one of them (as PyTorch).
+  virtual void scatter(const View& out, int64_t dim, const View& index, const View& src, ScatterReduce reduce) = 0;
+  // out int64 [n, in.dim()]: the coordinates of in's n nonzero elements in
+  // row-major order. The caller counts them first (it sizes out).
+  virtual void nonzero(const View& out, const View& in) = 0;
 
   // --- random (Philox; see core/base/philox.h for the counter convention) ---
   virtual void random(const View& out, const RandomParams& p) = 0;

@@ -1,6 +1,6 @@
 #pragma once
 // The whole nn layer: modules, layers, init, functional, optimizers, data
-// loading, training and serialization.
+// loading, training, serialization, text tokenizers and pretrained models (BERT).
 //
 //   #include "nn/nn.h"
 //   namespace nn = anvil::nn;
@@ -10,7 +10,10 @@
 #include "nn/functional.h"
 #include "nn/init.h"
 #include "nn/layers/layers.h"
+#include "nn/models/bert.h"
+#include "nn/models/sentence_embedder.h"
 #include "nn/module.h"
 #include "nn/optim/optim.h"
 #include "nn/serialize/serialize.h"
+#include "nn/text/bert_tokenizer.h"
 #include "nn/train/train.h"

@@ -1,11 +1,13 @@
 // Indexing ops: index_select / index_add and gather / scatter_add are each
-// other's gradients; embedding is index_select over flattened indices.
+// other's gradients (gather and scatter's too); embedding is index_select
+// over flattened indices.
 #include "core/ops/indexing.h"
 
 #include "core/autograd/function.h"
 #include "core/dispatch.h"
 #include "core/factory.h"
 #include "core/ops/shape.h"
+#include "kernels/backend.h"
 
 namespace anvil {
 
@@ -128,40 +130,110 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index_in) {
   return out;
 }
 
-Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index_in, const Tensor& src) {
-  const char* op = "scatter_add";
+namespace {
+
+ScatterReduce parse_reduce(const char* op, std::string_view reduce) {
+  if (reduce == "add") return ScatterReduce::Add;
+  if (reduce == "multiply") return ScatterReduce::Multiply;
+  fail(op, ": reduce must be \"add\" or \"multiply\", got \"", reduce, "\"");
+}
+
+// Validates and writes src into `out` (already self's copy, or self for the
+// in-place forms) at index along dim; returns dim wrapped. A 0-d self is
+// handled as [1], as PyTorch does.
+int64_t scatter_into(const char* op, const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                     ScatterReduce reduce) {
+  ANVIL_CHECK(src.dtype() == out.dtype(), op, ": expected self and src of the same dtype, got self ",
+              detail::describe(out), " and src ", detail::describe(src));
+  ANVIL_CHECK(index.dim() == out.dim() && src.dim() == out.dim(), op,
+              ": self, index and src must have the same number of dims, got self ", detail::describe(out),
+              ", index ", detail::describe(index), " and src ", detail::describe(src));
+  if (out.dim() == 0) {
+    wrap_dim(dim, 0, op);
+    scatter_into(op, out.reshape({1}), 0, index.reshape({1}), src.reshape({1}), reduce);
+    return 0;
+  }
+  const int64_t d = wrap_dim(dim, out.dim(), op);
+  for (int64_t k = 0; k < out.dim(); ++k) {
+    ANVIL_CHECK(index.shape()[k] <= src.shape()[k], op, ": index ", detail::describe(index),
+                " is larger than src ", detail::describe(src), " in dim ", k);
+    ANVIL_CHECK(k == d || index.shape()[k] <= out.shape()[k], op, ": index ", detail::describe(index),
+                " is larger than self ", detail::describe(out), " in dim ", k, " (only dim ", d, " may be larger)");
+  }
+  check_range(op, index, out.shape()[d], d, out);
+  // Only the part of src that index covers takes part.
+  Tensor src_part = leading_block(src.detach(), index.shape());
+  if (index.numel() > 0) detail::backend_of(out).scatter(out.view_of(), d, index.view_of(), src_part.view_of(), reduce);
+  return d;
+}
+
+Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor& index_in, const Tensor& src,
+                    ScatterReduce reduce) {
   detail::check_defined(op, self, "self");
   detail::check_defined(op, src, "src");
   detail::check_same_device(op, {self, index_in, src});
   Tensor index = as_index(op, index_in, self);
-  ANVIL_CHECK(src.dtype() == self.dtype(), op, ": expected self and src of the same dtype, got self ",
-              detail::describe(self), " and src ", detail::describe(src));
-  ANVIL_CHECK(index.dim() == self.dim() && src.dim() == self.dim(), op,
-              ": self, index and src must have the same number of dims, got self ", detail::describe(self),
-              ", index ", detail::describe(index_in), " and src ", detail::describe(src));
-  if (self.dim() == 0) {
-    wrap_dim(dim, 0, op);
-    return scatter_add(self.reshape({1}), 0, index.reshape({1}), src.reshape({1})).reshape({});
-  }
-  const int64_t d = wrap_dim(dim, self.dim(), op);
-  for (int64_t k = 0; k < self.dim(); ++k) {
-    ANVIL_CHECK(index.shape()[k] <= src.shape()[k], op, ": index ", detail::describe(index_in),
-                " is larger than src ", detail::describe(src), " in dim ", k);
-    ANVIL_CHECK(k == d || index.shape()[k] <= self.shape()[k], op, ": index ", detail::describe(index_in),
-                " is larger than self ", detail::describe(self), " in dim ", k, " (only dim ", d, " may be larger)");
-  }
-  check_range(op, index, self.shape()[d], d, self);
+  const bool grad = autograd::needs_grad({self, src});
+  ANVIL_CHECK(!(grad && reduce == ScatterReduce::Multiply), op,
+              ": the gradient of reduce=\"multiply\" is not implemented (as in PyTorch); input ", detail::describe(self));
   Tensor out = self.detach().clone();
-  // Only the part of src that index covers takes part.
-  Tensor src_part = leading_block(src.detach(), index.shape());
-  if (index.numel() > 0)
-    detail::backend_of(out).scatter_add(out.view_of(), d, index.view_of(), src_part.view_of());
-  if (autograd::needs_grad({self, src}))
-    autograd::record(op, {self, src}, out, [index, d, src_shape = src.shape(),
+  const int64_t d = scatter_into(op, out, dim, index, src, reduce);
+  if (grad)
+    autograd::record(op, {self, src}, out, [index, d, reduce, src_shape = src.shape(),
                                             need_src = src.requires_grad()](const Tensor& g) {
-      return Grads{g, need_src ? pad_to(gather(g, d, index), src_shape) : Tensor()};
+      // Overwritten positions pass no gradient to self; src gets what its entries were sent to.
+      Tensor g_self = reduce == ScatterReduce::Add ? g : scatter(g, d, index, Scalar(0));
+      return Grads{g_self, need_src ? pad_to(gather(g, d, index), src_shape) : Tensor()};
     });
   return out;
+}
+
+// A scalar as a src of index's shape (stride 0: no copy).
+Tensor scalar_src(const Scalar& value, const Tensor& self, const Tensor& index) {
+  return scalar_tensor(value, self.options()).expand(index.shape());
+}
+
+}  // namespace
+
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_impl("scatter_add", self, dim, index, src, ScatterReduce::Add);
+}
+
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_impl("scatter", self, dim, index, src, ScatterReduce::None);
+}
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  detail::check_defined("scatter", index, "index");
+  return scatter_impl("scatter", self, dim, index, scalar_src(value, self, index), ScatterReduce::None);
+}
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce) {
+  return scatter_impl("scatter", self, dim, index, src, parse_reduce("scatter", reduce));
+}
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce) {
+  detail::check_defined("scatter", index, "index");
+  return scatter_impl("scatter", self, dim, index, scalar_src(value, self, index), parse_reduce("scatter", reduce));
+}
+
+Tensor& scatter_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce) {
+  const char* op = "scatter_";
+  const ScatterReduce r = reduce.empty() ? ScatterReduce::None : parse_reduce(op, reduce);
+  if (autograd::needs_grad({self, src})) {
+    autograd::rebase_history(op, self, scatter_impl(op, self, dim, index, src, r));
+    return self;
+  }
+  autograd::check_inplace(op, self);
+  detail::check_defined(op, self, "self");
+  detail::check_defined(op, src, "src");
+  detail::check_same_device(op, {self, index, src});
+  Tensor s = src.storage() == self.storage() ? src.clone() : src;  // src read while self is written
+  scatter_into(op, self, dim, as_index(op, index, self), s, r);
+  self.bump_version();
+  return self;
+}
+Tensor& scatter_(Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce) {
+  detail::check_defined("scatter_", index, "index");
+  detail::check_defined("scatter_", self, "self");
+  return scatter_(self, dim, index, scalar_src(value, self, index), reduce);
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {

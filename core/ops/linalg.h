@@ -1,4 +1,8 @@
 #pragma once
+#include <optional>
+#include <string_view>
+#include <utility>
+
 #include "core/tensor.h"
 
 namespace anvil {
@@ -9,5 +13,39 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor mm(const Tensor& a, const Tensor& b);   // 2-D only
 Tensor bmm(const Tensor& a, const Tensor& b);  // 3-D only, equal batch
 Tensor dot(const Tensor& a, const Tensor& b);  // 1-D only
+
+// torch.linalg: anvil::linalg::solve(A, B) as torch::linalg::solve(A, B).
+// Float32 and float64; A is [*, n, n] and batch dims broadcast. On the CPU
+// through LAPACK (getrf/getrs), on CUDA through cuSOLVER.
+namespace linalg {
+
+// X with A X = B (left) or X A = B (left = false). B is [*, n, k], or a
+// vector: [n], or [*, n] with * A's batch dims exactly (PyTorch's rule). A
+// singular A is an error naming the batch element, as in PyTorch; checking
+// it reads the LU's status back to the host (a GPU synchronizes).
+Tensor solve(const Tensor& A, const Tensor& B, bool left = true);
+Tensor inv(const Tensor& A);  // [*, n, n]; a singular A is an error, as solve
+// Determinant, and (sign, log|det|) of [*, n, n] from an LU factorization. A
+// singular A gives 0 (and sign 0, -inf). Their gradient, det * A^-T, needs an
+// invertible A: at a singular one it raises.
+Tensor det(const Tensor& A);
+std::pair<Tensor, Tensor> slogdet(const Tensor& A);
+
+// sum(|x|^ord)^(1/ord) over `dim` (empty: every dim); ord may be inf
+// (max |x|), -inf (min |x|), 0 (count of nonzeros) or any other number.
+Tensor vector_norm(const Tensor& x, double ord = 2, const Shape& dim = {}, bool keepdim = false);
+// Norms of the matrices over the two dims of `dim`: ord 1 / -1 (max / min
+// column sum of |x|), inf / -inf (max / min row sum), "fro" (Frobenius).
+// "nuc" and ord 2 / -2 need singular values, which anvil has not yet: an error.
+Tensor matrix_norm(const Tensor& x, double ord, const Shape& dim = {-2, -1}, bool keepdim = false);
+Tensor matrix_norm(const Tensor& x, std::string_view ord = "fro", const Shape& dim = {-2, -1},
+                   bool keepdim = false);
+// torch.linalg.norm: with `dim` of one dim a vector norm, of two a matrix
+// norm; with no dim, a vector norm of x's 1-D or a matrix norm of its 2-D
+// form (ord needs 1 or 2 dims then), and without ord the 2-norm of all of x.
+Tensor norm(const Tensor& x, std::optional<double> ord = std::nullopt, const Shape& dim = {}, bool keepdim = false);
+Tensor norm(const Tensor& x, std::string_view ord, const Shape& dim = {}, bool keepdim = false);
+
+}  // namespace linalg
 
 }  // namespace anvil

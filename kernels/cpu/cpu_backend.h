@@ -47,6 +47,10 @@ class CpuBackend final : public Backend {
   // matmul.cpp
   void matmul(const View& out, const View& a, const View& b, const MatmulParams& p) override;
 
+  // lapack.cpp
+  void lu_factor(const View& a, const View& pivots, const View& info) override;
+  void lu_solve(const View& lu, const View& pivots, const View& b) override;
+
   // conv.cpp, pool.cpp
   void conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) override;
   void conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight, const Conv2dParams& p) override;
@@ -85,6 +89,8 @@ class CpuBackend final : public Backend {
   void index_add(const View& out, int64_t dim, const View& index, const View& src) override;
   void gather(const View& out, const View& in, int64_t dim, const View& index) override;
   void scatter_add(const View& out, int64_t dim, const View& index, const View& src) override;
+  void scatter(const View& out, int64_t dim, const View& index, const View& src, ScatterReduce reduce) override;
+  void nonzero(const View& out, const View& in) override;
 
   // optim.cpp
   void adamw(std::span<const View> params, std::span<const View> grads, std::span<const View> exp_avg,

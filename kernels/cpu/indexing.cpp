@@ -3,7 +3,8 @@
 // throws and leaves the output untouched. The accumulating ops never let two
 // threads touch one output element: index_add splits the slice positions over
 // threads and walks the indices serially; scatter_add splits the positions
-// off the indexed dim and walks that dim serially.
+// off the indexed dim and walks that dim serially. scatter (overwrite or
+// product) walks the same way, so the last of repeated indices wins.
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -180,6 +181,43 @@ void CpuBackend::scatter_add(const View& out_, int64_t dim, const View& index_, 
         }
       }, len);
     }
+  });
+}
+
+void CpuBackend::scatter(const View& out_, int64_t dim, const View& index_, const View& src_, ScatterReduce reduce) {
+  if (reduce == ScatterReduce::Add) return scatter_add(out_, dim, index_, src_);
+  const View out = at_least_1d(out_), index = at_least_1d(index_), src = at_least_1d(src_);
+  dim = shapes::check_scatter("scatter", out, dim, index, src);
+  check_indices("scatter", index, dim, out.shape[dim]);
+
+  const View index_rest = without_dim(index, dim);
+  const View src_rest = without_dim(with_shape(src, index.shape), dim);
+  const View out_rest = without_dim(with_shape(out, index.shape), dim);
+  const StridedLoop<3> loop({&out_rest, &index_rest, &src_rest});
+  const int64_t len = index.shape[dim];
+  const int64_t item = static_cast<int64_t>(itemsize(out.dtype));
+  const int64_t out_step = out.strides[dim] * item, src_step = src.strides[dim] * item, index_step = index.strides[dim] * 8;
+  visit_dtype(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    if constexpr (std::is_same_v<T, bool>) {
+      if (reduce == ScatterReduce::Multiply) fail("scatter: reduce='multiply' is not supported for dtype bool");
+    }
+    loop.run_parallel({static_cast<char*>(out.data), static_cast<char*>(index.data), static_cast<char*>(src.data)},
+                      [&](const StridedLoop<3>::Run& r) {
+      for (int64_t j = 0; j < r.n; ++j) {
+        char* o = r.ptr[0] + j * r.stride[0];
+        const char* ix = r.ptr[1] + j * r.stride[1];
+        const char* s = r.ptr[2] + j * r.stride[2];
+        for (int64_t k = 0; k < len; ++k) {
+          const int64_t i = *reinterpret_cast<const int64_t*>(ix + k * index_step);
+          T& dst = *reinterpret_cast<T*>(o + i * out_step);
+          const T v = *reinterpret_cast<const T*>(s + k * src_step);
+          if constexpr (std::is_same_v<T, bool>) dst = v;
+          else dst = reduce == ScatterReduce::None ? v : T(C(dst) * C(v));
+        }
+      }
+    }, len);
   });
 }
 

@@ -16,11 +16,14 @@
 //   cross_entropy.cu             cross_entropy, cross_entropy_backward
 //   random.cu                    random, dropout (Philox, same numbers as the CPU)
 //   indexing.cu                  index_select, index_add, gather, scatter_add
+//   scatter.cu                   scatter (overwrite, multiply)
+//   nonzero.cu                   nonzero (count per tile, scan, fill)
 //   optim.cu                     adamw, sgd (multi-tensor)
 //   ../cublas/matmul.cpp         matmul (cuBLASLt; or our own GEMM, see gemm/)
 //   ../cudnn/convolution.cpp     conv2d and its backward passes
 //   ../cudnn/pooling.cpp         pool2d, pool2d_backward
 //   ../cudnn/batch_norm.cpp      batch_norm, batch_norm_backward
+//   ../cusolver/lu.cpp           lu_factor, lu_solve (cuSOLVER getrf/getrs)
 #include <cuda_runtime_api.h>
 
 #include <memory>
@@ -83,6 +86,11 @@ class CudaBackend final : public Backend {
   void matmul(const View& out, const View& a, const View& b, const MatmulParams& p) override;
   void linear(const View& out, const View& in, const View& weight, const View* bias) override;
 
+  // --- ../cusolver/lu.cpp (cuSOLVER; on the emulated GPU the hand-written
+  //     kernels of ../cusolver/lu_kernels.cu) ---
+  void lu_factor(const View& a, const View& pivots, const View& info) override;
+  void lu_solve(const View& lu, const View& pivots, const View& b) override;
+
   // --- ../cudnn/ ---
   void conv2d(const View& out, const View& in, const View& weight, const View* bias,
               const Conv2dParams& p) override;
@@ -124,6 +132,8 @@ class CudaBackend final : public Backend {
   void index_add(const View& out, int64_t dim, const View& index, const View& src) override;
   void gather(const View& out, const View& in, int64_t dim, const View& index) override;
   void scatter_add(const View& out, int64_t dim, const View& index, const View& src) override;
+  void scatter(const View& out, int64_t dim, const View& index, const View& src, ScatterReduce reduce) override;
+  void nonzero(const View& out, const View& in) override;
 
   // --- optim.cu ---
   void adamw(std::span<const View> params, std::span<const View> grads,

@@ -57,6 +57,7 @@ const char* index_op_name(int op) {
     case kit::kGather: return "gather";
     case kit::kScatterAdd: return "scatter_add";
     case kit::kCrossEntropy: return "cross_entropy";
+    case kit::kScatter: return "scatter";
     default: return "indexing";
   }
 }

@@ -73,16 +73,25 @@ int64_t check_gather(const View& out, const View& in, int64_t dim, const View& i
 }
 
 int64_t check_scatter_add(const View& out, int64_t dim, const View& index, const View& src) {
-  dim = checked_dim("scatter_add", dim, out.dim());
-  check_index_dtype("scatter_add", index);
-  ANVIL_CHECK(out.dtype == src.dtype, "scatter_add: output dtype ", out.dtype, " differs from source dtype ", src.dtype);
-  ANVIL_CHECK(index.dim() == out.dim() && src.dim() == out.dim(), "scatter_add: ranks differ: output ", out.dim(),
+  return check_scatter("scatter_add", out, dim, index, src);
+}
+
+int64_t check_scatter(const char* op, const View& out, int64_t dim, const View& index, const View& src) {
+  dim = checked_dim(op, dim, out.dim());
+  check_index_dtype(op, index);
+  ANVIL_CHECK(out.dtype == src.dtype, op, ": output dtype ", out.dtype, " differs from source dtype ", src.dtype);
+  ANVIL_CHECK(index.dim() == out.dim() && src.dim() == out.dim(), op, ": ranks differ: output ", out.dim(),
               ", index ", index.dim(), ", source ", src.dim());
   for (int64_t d = 0; d < out.dim(); ++d)
     ANVIL_CHECK(index.shape[d] <= src.shape[d] && (d == dim || index.shape[d] <= out.shape[d]),
-                "scatter_add: index shape ", index.shape, " must not exceed source shape ", src.shape,
+                op, ": index shape ", index.shape, " must not exceed source shape ", src.shape,
                 " nor output shape ", out.shape, " (except in dim ", dim, " for the output)");
   return dim;
+}
+
+void check_nonzero(const View& out, const View& in) {
+  ANVIL_CHECK(out.dtype == kInt64 && out.dim() == 2 && out.shape[1] == in.dim(), "nonzero: expected an int64 output [n, ",
+              in.dim(), "] for input ", in.shape, ", got ", out.dtype, " ", out.shape);
 }
 
 }  // namespace anvil::shapes

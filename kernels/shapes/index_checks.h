@@ -23,5 +23,9 @@ int64_t check_index_select(const View& out, const View& in, int64_t dim, const V
 int64_t check_index_add(const View& out, int64_t dim, const View& index, const View& src);
 int64_t check_gather(const View& out, const View& in, int64_t dim, const View& index);
 int64_t check_scatter_add(const View& out, int64_t dim, const View& index, const View& src);
+// scatter_add's checks under another op's name (scatter).
+int64_t check_scatter(const char* op, const View& out, int64_t dim, const View& index, const View& src);
+// nonzero: out int64 [n, in.dim()].
+void check_nonzero(const View& out, const View& in);
 
 }  // namespace anvil::shapes

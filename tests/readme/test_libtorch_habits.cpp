@@ -291,6 +291,84 @@ TEST(LibtorchHabits, BadDimsForRepeatFlipRollNameTheOpAndShape) {
   expect_error_naming([&] { (void)anvil::scalar_tensor(1.0).unbind(0); }, {"unbind", "0-d"});
 }
 
+// ---- 2. indexing: x.index({...}), index_put_, masks, scatter, nonzero ----
+
+TEST(LibtorchHabits, IndexWithSliceNoneEllipsisAndIntegers) {
+  using namespace anvil::indexing;
+  const Tensor x = anvil::arange(24, anvil::kFloat).view({2, 3, 4});
+  const Tensor y = x.index({Slice(1, None, 2), 0, Ellipsis, None});  // x[1::2, 0, ..., None]
+  EXPECT_EQ(y.sizes(), (anvil::Shape{1, 4, 1}));
+  expect_values(y, {12, 13, 14, 15});
+  expect_values(x.index({-1, Slice(None, None, 2), -1}), {15, 23});  // x[-1, ::2, -1]
+  EXPECT_EQ(x.index({"...", 0}).sizes(), (anvil::Shape{2, 3}));
+  x.index({0, 0, 0}).fill_(-1.0);  // basic indexing is a view
+  EXPECT_EQ(x.index({0, 0, 0}).item<double>(), -1.0);
+}
+
+TEST(LibtorchHabits, IndexWithTensorsAndMasks) {
+  using namespace anvil::indexing;
+  const Tensor x = x23();
+  const Tensor rows = anvil::tensor({1, 0, 1}).to(anvil::kLong), cols = anvil::tensor({2, 2, -3}).to(anvil::kLong);
+  expect_values(x.index({rows, cols}), {5, 2, 3});           // x[rows, cols]: pairs
+  EXPECT_EQ(x.index({Slice(), rows}).sizes(), (anvil::Shape{2, 3}));
+  expect_values(x.index({x > 2}), {3, 4, 5});                // x[x > 2]
+  expect_values(x.masked_select(x.index({0}) > 0), {1, 2, 4, 5});  // the mask broadcasts over rows
+  EXPECT_EQ(ints(x.nonzero()), (Ints{0, 1, 0, 2, 1, 0, 1, 1, 1, 2}));
+  EXPECT_EQ(x.nonzero().scalar_type(), anvil::kLong);
+  EXPECT_EQ(ints(anvil::nonzero(x > 3)), (Ints{1, 1, 1, 2}));
+}
+
+TEST(LibtorchHabits, IndexPutMasksAccumulateAndScatter) {
+  using namespace anvil::indexing;
+  Tensor x = x23();
+  x.index_put_({x > 3}, 0);                                  // x[x > 3] = 0
+  expect_values(x, {0, 1, 2, 3, 0, 0});
+  x.index_put_({Slice(), 0}, anvil::tensor({7, 8}));         // x[:, 0] = [7, 8]
+  expect_values(x, {7, 1, 2, 8, 0, 0});
+  Tensor counts = anvil::zeros({3});
+  const Tensor bins = anvil::tensor({2, 0, 2, 2}).to(anvil::kLong);
+  counts.index_put_({bins}, anvil::ones({4}), /*accumulate=*/true);  // repeats add up
+  expect_values(counts, {1, 0, 3});
+  const Tensor idx = anvil::tensor({2, 0}).to(anvil::kLong).view({1, 2});
+  expect_values(anvil::zeros({2, 3}).scatter(1, idx, anvil::ones({1, 2})), {1, 0, 1, 0, 0, 0});
+  expect_values(anvil::zeros({2, 3}).scatter(1, idx, 5.0), {5, 0, 5, 0, 0, 0});
+  expect_values(anvil::ones({2, 3}).scatter(1, idx, anvil::full({1, 2}, 3.0), "multiply"), {3, 1, 3, 1, 1, 1});
+  expect_values(x23().masked_scatter(x23() > 3, anvil::tensor({-1, -2})), {0, 1, 2, 3, -1, -2});
+  expect_values(x23().take_along_dim(x23().argmax(1, true), 1), {2, 5});
+  expect_values(anvil::take_along_dim(x23(), anvil::tensor({5, 0}).to(anvil::kLong)), {5, 0});
+}
+
+TEST(LibtorchHabits, IndexingGradientsMatchFiniteDifferences) {
+  using namespace anvil::indexing;
+  anvil::manual_seed(5);
+  const Tensor idx = anvil::tensor({2, 0, 2}).to(anvil::kLong), m = anvil::randn({3, 4}) > 0;
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].index({Slice(), idx}); }, {f64({2, 3})}));
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].index({m}); }, {f64({3, 4})}));
+  EXPECT_TRUE(gradcheck(
+      [&](const Inputs& in) {
+        Tensor y = in[0] * 1.0;
+        y.index_put_({Slice(), idx}, in[1], /*accumulate=*/true);
+        return y;
+      },
+      {f64({2, 3}), f64({3})}));
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].masked_select(m); }, {f64({3, 4})}));
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].masked_scatter(m, in[1]); }, {f64({3, 4}), f64({12})}));
+  const Tensor cols = anvil::tensor({1, 0, 2}).to(anvil::kLong).view({1, 3});
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].scatter(1, cols, in[1]); }, {f64({2, 3}), f64({1, 3})}));
+  EXPECT_TRUE(gradcheck([&](const Inputs& in) { return in[0].take_along_dim(cols, 1); }, {f64({2, 3})}));
+}
+
+TEST(LibtorchHabits, IndexingBadInputNamesTheOpShapesAndDtypes) {
+  using namespace anvil::indexing;
+  const Tensor x = x23();
+  expect_error_naming([&] { (void)x.index({0, 3}); }, {"index", "index 3", "size 3"});
+  expect_error_naming([&] { (void)x.index({anvil::tensor({2}).to(anvil::kLong)}); }, {"index", "index 2", "dim 0", "size 2"});
+  expect_error_naming([&] { (void)x.index({anvil::ones({3}, anvil::kBool)}); }, {"index", "mask", "[3]", "[2, 3]"});
+  expect_error_naming([&] { (void)x.index({anvil::ones({1})}); }, {"index", "float32"});
+  expect_error_naming([&] { (void)x.masked_select(anvil::ones({2, 3})); }, {"masked_select", "bool", "float32"});
+  expect_error_naming([&] { (void)x.scatter(0, anvil::ones({1, 1}), 1.0); }, {"scatter", "int64", "float32"});
+}
+
 // ---- 1. printing with only <anvil/anvil.h> ----
 
 std::shared_ptr<anvil::nn::Sequential> small_model() {
@@ -391,6 +469,31 @@ TEST(LibtorchHabits, FunctionalNamespace) {
   expect_values(F::layer_norm(anvil::tensor({1.0, 3.0}), F::LayerNormFuncOptions({2}).eps(0)), {-1, 1});
   const auto per_target = F::CrossEntropyFuncOptions().ignore_index(1).reduction(anvil::Reduction::None);
   expect_values(F::cross_entropy(logits, target, per_target), {0, std::log(4.0)});  // target 1 ignored
+}
+
+// ---- torch::linalg: solve, inv, det, slogdet and the norms ----
+
+TEST(LibtorchHabits, LinalgAsTorchLinalg) {
+  // [[2, 1], [1, 3]] x = [3, 5] has x = [0.8, 1.4]; det 5.
+  const Tensor A = anvil::tensor({2.0, 1.0, 1.0, 3.0}).view({2, 2});
+  const Tensor b = anvil::tensor({3.0, 5.0});
+  expect_values(anvil::linalg::solve(A, b), {0.8, 1.4});
+  expect_values(anvil::linalg::solve(A, b.view({2, 1}), /*left=*/true), {0.8, 1.4});
+  expect_values(anvil::linalg::inv(A), {0.6, -0.2, -0.2, 0.4});
+  EXPECT_NEAR(anvil::linalg::det(A).item<double>(), 5.0, 1e-5);
+  auto [sign, logabsdet] = anvil::linalg::slogdet(A);
+  EXPECT_EQ(sign.item<double>(), 1.0);
+  EXPECT_NEAR(logabsdet.item<double>(), std::log(5.0), 1e-5);
+  const Tensor x = x23();  // [[0, 1, 2], [3, 4, 5]]
+  EXPECT_NEAR(anvil::linalg::vector_norm(x, 2, {1}, false)[1].item<double>(), std::sqrt(50.0), 1e-5);
+  EXPECT_NEAR(anvil::linalg::vector_norm(x, INFINITY).item<double>(), 5.0, 0);
+  EXPECT_NEAR(anvil::linalg::norm(x).item<double>(), std::sqrt(55.0), 1e-5);
+  EXPECT_NEAR(anvil::linalg::norm(x, "fro").item<double>(), std::sqrt(55.0), 1e-5);
+  EXPECT_NEAR(anvil::linalg::norm(x, 1).item<double>(), 7.0, 0);  // max column sum of |x|
+  EXPECT_NEAR(anvil::linalg::matrix_norm(x, INFINITY).item<double>(), 12.0, 0);  // max row sum
+  EXPECT_NEAR(values(x.norm(2, 1))[1], std::sqrt(50.0), 1e-5);  // the method, as x.norm(p, dim)
+  expect_error_naming([&] { anvil::linalg::solve(x, b); }, {"linalg.solve", "square"});
+  expect_error_naming([] { anvil::linalg::inv(anvil::zeros({2, 2})); }, {"linalg.inv", "singular"});
 }
 
 }  // namespace

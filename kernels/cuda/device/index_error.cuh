@@ -15,7 +15,7 @@ struct IndexErrorRecord {
   int dim;
 };
 
-enum IndexOpCode : int { kIndexSelect = 1, kIndexAdd, kGather, kScatterAdd, kCrossEntropy };
+enum IndexOpCode : int { kIndexSelect = 1, kIndexAdd, kGather, kScatterAdd, kCrossEntropy, kScatter };
 
 // Device code: nvcc, or the emulated GPU's host compiler (device_builtins.h).
 #if defined(__CUDACC__) || defined(ANVIL_EMULATED_DEVICE_CODE)  // the record is also seen by host code

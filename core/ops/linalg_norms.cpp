@@ -1,0 +1,90 @@
+// torch.linalg's norms, composed of anvil's reductions (norm, sum, amax,
+// amin), so their gradients are those ops' own.
+#include <cmath>
+#include <string>
+
+#include "core/dispatch.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/linalg.h"
+#include "core/ops/reduce.h"
+#include "core/ops/shape.h"
+
+namespace anvil::linalg {
+namespace {
+
+void check_norm_input(const char* op, const Tensor& x) {
+  detail::check_defined(op, x, "input");
+  ANVIL_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", detail::describe(x));
+}
+
+// The two matrix dims of `dim`, wrapped and distinct.
+std::pair<int64_t, int64_t> matrix_dims(const char* op, const Tensor& x, const Shape& dim) {
+  ANVIL_CHECK(dim.size() == 2, op, ": dim must be a 2-tuple of the matrix dims, got ", dim);
+  ANVIL_CHECK(x.dim() >= 2, op, ": the input must have at least 2 dimensions, got ", detail::describe(x));
+  const int64_t row = wrap_dim(dim[0], x.dim(), op), col = wrap_dim(dim[1], x.dim(), op);
+  ANVIL_CHECK(row != col, op, ": dims must be different, got ", dim);
+  return {row, col};
+}
+
+// max/min over `outer` of the sums of |x| over `inner` (the 1- and inf-norms).
+Tensor extreme_of_abs_sums(const Tensor& x, int64_t inner, int64_t outer, bool largest, bool keepdim) {
+  Tensor sums = sum(abs(x), Shape{inner}, true);
+  Tensor r = largest ? amax(sums, Shape{outer}, true) : amin(sums, Shape{outer}, true);
+  if (keepdim) return r;
+  return r.squeeze(std::max(inner, outer)).squeeze(std::min(inner, outer));
+}
+
+}  // namespace
+
+Tensor vector_norm(const Tensor& x, double ord, const Shape& dim, bool keepdim) {
+  check_norm_input("linalg.vector_norm", x);
+  return anvil::norm(x, ord, dim, keepdim);
+}
+
+Tensor matrix_norm(const Tensor& x, double ord, const Shape& dim, bool keepdim) {
+  const char* op = "linalg.matrix_norm";
+  check_norm_input(op, x);
+  auto [row, col] = matrix_dims(op, x, dim);
+  if (std::fabs(ord) == 1.0) return extreme_of_abs_sums(x, row, col, ord > 0, keepdim);  // column sums
+  if (std::isinf(ord)) return extreme_of_abs_sums(x, col, row, ord > 0, keepdim);          // row sums
+  ANVIL_CHECK(std::fabs(ord) != 2.0, op, ": ord ", ord,
+              " (the largest or smallest singular value) is not supported yet: anvil has no SVD");
+  fail(op, ": order ", ord, " is not supported; expected one of 1, -1, inf, -inf, \"fro\" (2, -2 and \"nuc\" ",
+       "need an SVD, not in anvil yet)");
+}
+
+Tensor matrix_norm(const Tensor& x, std::string_view ord, const Shape& dim, bool keepdim) {
+  const char* op = "linalg.matrix_norm";
+  check_norm_input(op, x);
+  auto [row, col] = matrix_dims(op, x, dim);
+  if (ord == "fro") return anvil::norm(x, 2.0, Shape{row, col}, keepdim);
+  ANVIL_CHECK(ord != "nuc", op, ": ord \"nuc\" (the sum of singular values) is not supported yet: anvil has no SVD");
+  fail(op, ": order \"", std::string(ord), "\" is not supported; expected \"fro\" or a number");
+}
+
+Tensor norm(const Tensor& x, std::optional<double> ord, const Shape& dim, bool keepdim) {
+  const char* op = "linalg.norm";
+  check_norm_input(op, x);
+  if (dim.size() == 2) return ord ? matrix_norm(x, *ord, dim, keepdim) : matrix_norm(x, "fro", dim, keepdim);
+  ANVIL_CHECK(dim.size() <= 1, op, ": dim must have 1 or 2 dims (or none), got ", dim);
+  if (!dim.empty() || !ord) return vector_norm(x, ord.value_or(2.0), dim, keepdim);
+  ANVIL_CHECK(x.dim() == 1 || x.dim() == 2, op, ": with ord and no dim, the input must be 1-D or 2-D, got ",
+              detail::describe(x));
+  if (x.dim() == 1) return vector_norm(x, *ord, {0}, keepdim);
+  return matrix_norm(x, *ord, {0, 1}, keepdim);
+}
+
+Tensor norm(const Tensor& x, std::string_view ord, const Shape& dim, bool keepdim) {
+  const char* op = "linalg.norm";
+  check_norm_input(op, x);
+  if (dim.empty()) {
+    ANVIL_CHECK(x.dim() == 2, op, ": ord \"", std::string(ord), "\" with no dim needs a 2-D input, got ",
+                detail::describe(x));
+    return matrix_norm(x, ord, {0, 1}, keepdim);
+  }
+  ANVIL_CHECK(dim.size() == 2, op, ": ord \"", std::string(ord), "\" is a matrix norm: dim must name 2 dims, got ",
+              dim);
+  return matrix_norm(x, ord, dim, keepdim);
+}
+
+}  // namespace anvil::linalg

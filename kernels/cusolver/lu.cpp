@@ -1,0 +1,112 @@
+// CudaBackend::lu_factor and lu_solve through cuSOLVER's dense getrf/getrs,
+// one call per matrix of the batch on the current stream. The emulated GPU
+// has no cuSOLVER: kernels/cuda/emulator/lu_paths.cu serves it with the
+// hand-written kernels of lu_kernels.cu instead.
+#include <cusolverDn.h>
+
+#include <vector>
+
+#include "core/base/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/scratch.h"
+#include "kernels/shapes/linalg_checks.h"
+
+#define ANVIL_CUSOLVER_CHECK(call)                                                                         \
+  do {                                                                                                     \
+    cusolverStatus_t anvil_cusolver_status_ = (call);                                                      \
+    if (anvil_cusolver_status_ != CUSOLVER_STATUS_SUCCESS)                                                 \
+      ::anvil::fail(#call, " failed with cusolverStatus_t ", static_cast<int>(anvil_cusolver_status_), " at ", \
+                    __FILE__, ":", __LINE__);                                                              \
+  } while (0)
+
+namespace anvil::cuda {
+namespace {
+
+// One handle per (device, thread), made on first use and kept for the
+// process's life, as the cuBLASLt handles (kernels/cublas/cublas_handles.cpp).
+cusolverDnHandle_t cusolver_handle(int device, cudaStream_t stream) {
+  thread_local std::vector<cusolverDnHandle_t> handles;
+  if (device >= static_cast<int>(handles.size())) handles.resize(static_cast<size_t>(device) + 1, nullptr);
+  cusolverDnHandle_t& h = handles[static_cast<size_t>(device)];
+  if (h == nullptr) ANVIL_CUSOLVER_CHECK(cusolverDnCreate(&h));
+  ANVIL_CUSOLVER_CHECK(cusolverDnSetStream(h, stream));
+  return h;
+}
+
+int solver_int(const char* op, int64_t v) {
+  ANVIL_CHECK(v <= (int64_t{1} << 31) - 1, op, ": a dim of ", v, " exceeds cuSOLVER's 32-bit int");
+  return static_cast<int>(v);
+}
+
+int getrf_buffer_size(cusolverDnHandle_t h, int n, float* a) {
+  int lwork = 0;
+  ANVIL_CUSOLVER_CHECK(cusolverDnSgetrf_bufferSize(h, n, n, a, n, &lwork));
+  return lwork;
+}
+int getrf_buffer_size(cusolverDnHandle_t h, int n, double* a) {
+  int lwork = 0;
+  ANVIL_CUSOLVER_CHECK(cusolverDnDgetrf_bufferSize(h, n, n, a, n, &lwork));
+  return lwork;
+}
+void getrf(cusolverDnHandle_t h, int n, float* a, float* work, int* ipiv, int* info) {
+  ANVIL_CUSOLVER_CHECK(cusolverDnSgetrf(h, n, n, a, n, work, ipiv, info));
+}
+void getrf(cusolverDnHandle_t h, int n, double* a, double* work, int* ipiv, int* info) {
+  ANVIL_CUSOLVER_CHECK(cusolverDnDgetrf(h, n, n, a, n, work, ipiv, info));
+}
+void getrs(cusolverDnHandle_t h, int n, int nrhs, const float* a, const int* ipiv, float* b, int* info) {
+  ANVIL_CUSOLVER_CHECK(cusolverDnSgetrs(h, CUBLAS_OP_N, n, nrhs, a, n, ipiv, b, n, info));
+}
+void getrs(cusolverDnHandle_t h, int n, int nrhs, const double* a, const int* ipiv, double* b, int* info) {
+  ANVIL_CUSOLVER_CHECK(cusolverDnDgetrs(h, CUBLAS_OP_N, n, nrhs, a, n, ipiv, b, n, info));
+}
+
+template <typename T>
+void factor_batch(CudaBackend& backend, const View& a, const View& pivots, const View& info,
+                  const shapes::LuShape& s) {
+  const int device = a.device_index, n = solver_int("lu_factor", s.n);
+  cusolverDnHandle_t h = cusolver_handle(device, backend.stream(device));
+  T* base = a.ptr<T>();
+  Scratch work(backend, device, static_cast<size_t>(getrf_buffer_size(h, n, base)) * sizeof(T));
+  for (int64_t i = 0; i < s.batch; ++i)
+    getrf(h, n, base + i * s.n * s.n, work.as<T>(), pivots.ptr<int>() + i * s.n, info.ptr<int>() + i);
+}
+
+template <typename T>
+void solve_batch(CudaBackend& backend, const View& lu, const View& pivots, const View& b, const shapes::LuShape& s) {
+  const int device = b.device_index, n = solver_int("lu_solve", s.n), nrhs = solver_int("lu_solve", s.rhs);
+  cusolverDnHandle_t h = cusolver_handle(device, backend.stream(device));
+  // getrs reports only bad arguments there, which the checks above exclude.
+  Scratch status(backend, device, sizeof(int));
+  for (int64_t i = 0; i < s.batch; ++i)
+    getrs(h, n, nrhs, lu.ptr<const T>() + i * s.n * s.n, pivots.ptr<const int>() + i * s.n,
+          b.ptr<T>() + i * s.n * s.rhs, status.as<int>());
+}
+
+}  // namespace
+
+void CudaBackend::lu_factor(const View& a, const View& pivots, const View& info) {
+  ANVIL_NVTX_RANGE("lu_factor");
+  const shapes::LuShape s = shapes::check_lu_factor(a, pivots, info);
+  DeviceGuard guard(a.device_index);
+  if (s.batch == 0) return;
+  if (s.n == 0) {
+    ANVIL_CUDA_CHECK(cudaMemsetAsync(info.data, 0, static_cast<size_t>(s.batch) * sizeof(int), stream(a.device_index)));
+    return;
+  }
+  if (a.dtype == kFloat32) factor_batch<float>(*this, a, pivots, info, s);
+  else factor_batch<double>(*this, a, pivots, info, s);
+}
+
+void CudaBackend::lu_solve(const View& lu, const View& pivots, const View& b) {
+  ANVIL_NVTX_RANGE("lu_solve");
+  const shapes::LuShape s = shapes::check_lu_solve(lu, pivots, b);
+  DeviceGuard guard(b.device_index);
+  if (s.batch == 0 || s.n == 0 || s.rhs == 0) return;
+  if (b.dtype == kFloat32) solve_batch<float>(*this, lu, pivots, b, s);
+  else solve_batch<double>(*this, lu, pivots, b, s);
+}
+
+}  // namespace anvil::cuda

@@ -1,0 +1,57 @@
+#pragma once
+// A sentence-transformers model directory run end to end: BERT's tokenizer,
+// BertModel, mean pooling over the attention mask and (when the model's
+// modules.json lists it) L2 normalization, as SentenceTransformer.encode does.
+//
+//   nn::SentenceEmbedder model(dir);   // e.g. all-MiniLM-L6-v2
+//   model.to(Device::cuda(0));
+//   Tensor e = model.encode({"A man is eating food.", "Someone eats."});  // [2, 384] float32
+//   Tensor cos = matmul(e, e.t());     // normalized: dot products are cosines
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/models/bert.h"
+#include "nn/text/bert_tokenizer.h"
+
+namespace anvil::nn {
+
+struct EncodeOptions {
+  int64_t batch_size = 32;
+  // Texts are encoded in batches of similar token counts (less padding), then
+  // returned in input order, as sentence-transformers does.
+  bool sort_by_length = true;
+};
+
+class SentenceEmbedder {
+ public:
+  // Reads tokenizer.json, config.json, model.safetensors and, when present,
+  // sentence_bert_config.json (max_seq_length), 1_Pooling/config.json (only
+  // mean pooling is implemented) and modules.json (Normalize).
+  explicit SentenceEmbedder(const std::filesystem::path& dir);
+
+  // [texts.size(), hidden] float32 on the model's device, in input order;
+  // runs without autograd, in eval mode.
+  Tensor encode(const std::vector<std::string>& texts, const EncodeOptions& options = {}) const;
+  // One batch as given: the tokenizer's ids and mask, then the model and pooling.
+  Tensor encode_batch(const text::BatchEncoding& batch) const;
+
+  void to(Device device) { model_->to(device); }
+  // The model's floating parameters (bfloat16 for faster inference); the
+  // embeddings come back in float32 either way.
+  void to(DType dtype) { model_->to(dtype); }
+  Device device() const { return model_->device(); }
+  int64_t dimension() const { return model_->config.hidden_size; }
+  int64_t max_seq_length() const { return tokenizer_.options().max_length; }
+  bool normalizes() const { return normalize_; }
+  const text::BertTokenizer& tokenizer() const { return tokenizer_; }
+  const std::shared_ptr<BertModel>& model() const { return model_; }
+
+ private:
+  text::BertTokenizer tokenizer_;
+  std::shared_ptr<BertModel> model_;
+  bool normalize_ = false;
+};
+
+}  // namespace anvil::nn
