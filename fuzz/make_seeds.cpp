@@ -87,6 +87,21 @@ void idx_seeds(const fs::path& dir) {
   gzclose(gz);
 }
 
+// The tokenizer harness: a mode byte, then a tokenizer.json (0), a
+// vocab.txt (1) or text (2).
+void tokenizer_seeds(const fs::path& dir) {
+  fs::create_directories(dir);
+  write_bytes(dir / "json", std::string(1, '\0') + R"({"model": {"type": "WordPiece", "unk_token": "[UNK]",
+    "continuing_subword_prefix": "##", "max_input_chars_per_word": 100,
+    "vocab": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4, "hello": 5, "world": 6, "##s": 7}},
+  "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+    "strip_accents": null, "lowercase": true},
+  "added_tokens": [{"id": 4, "content": "[MASK]"}], "truncation": {"max_length": 16}})");
+  write_bytes(dir / "vocab", std::string(1, '\1') + "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nworld\n##s\n");
+  write_bytes(dir / "text", std::string(1, '\2') + "Hello, World! Caf\xc3\xa9 cr\xc3\xa8me [MASK] \xe4\xb8\xad\xe6\x96\x87 "
+                                                   "\xf0\x9f\x98\x80 ...!!! hellos\tworld\x01");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,5 +113,6 @@ int main(int argc, char** argv) {
   safetensors_seeds(root / "safetensors");
   checkpoint_seeds(root / "checkpoint");
   idx_seeds(root / "idx");
+  tokenizer_seeds(root / "tokenizer");
   return 0;
 }
