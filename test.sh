@@ -9,6 +9,14 @@
 #                       the samples trained on cuda against the CPU) and the
 #                       core, nn and distributed tests, whose GPU paths (pinned
 #                       memory, non_blocking copies, devices) now have a GPU.
+# ./test.sh --tsan      build into build-tsan/ with ThreadSanitizer (CPU only)
+#                       and run the threaded code's tests: data loader,
+#                       autograd engine and hooks, caching allocator, DDP,
+#                       pipelines, store, profiler, Trainer (tests/tsan.supp
+#                       lists the third-party reports ignored, with reasons).
+# ./test.sh --fuzz [S]  build into build-fuzz/ with clang's libFuzzer, ASan and
+#                       UBSan and run every harness in fuzz/ for S seconds
+#                       (default 20) from the seed corpora (scripts/fuzz.sh).
 # Extra arguments after the mode go to ctest (e.g. -R core).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -19,6 +27,12 @@ if [ "${1:-}" = "--sanitize" ]; then
   shift
 elif [ "${1:-}" = "--emulated-gpu" ]; then
   mode=emulated
+  shift
+elif [ "${1:-}" = "--tsan" ]; then
+  mode=tsan
+  shift
+elif [ "${1:-}" = "--fuzz" ]; then
+  mode=fuzz
   shift
 fi
 
@@ -38,6 +52,29 @@ elif [ "$mode" = emulated ]; then
     scripts/build.sh build-emulated -DANVIL_CUDA=EMULATOR -DANVIL_BUILD_BENCH=OFF -DANVIL_BUILD_SAMPLES=ON
   ctest --test-dir build-emulated --output-on-failure -j2 -L cuda "$@"
   ctest --test-dir build-emulated --output-on-failure -j2 -R '^(core|nn|distributed)\.' "$@"
+elif [ "$mode" = tsan ]; then
+  ANVIL_BUILD_TARGETS="anvil_tests_core anvil_tests_nn anvil_tests_distributed" \
+    scripts/build.sh build-tsan -DANVIL_TSAN=ON -DANVIL_CUDA=OFF -DANVIL_BUILD_BENCH=OFF \
+    -DANVIL_BUILD_SAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
+  # OpenMP's runtime (libgomp) is not built for ThreadSanitizer, so its
+  # barriers look like races: the kernels' parallel loops run on one thread
+  # here. The threads under test (loader workers, autograd, DDP, stores,
+  # Gloo's) are anvil's own std::threads.
+  export OMP_NUM_THREADS=1
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
+  ctest --test-dir build-tsan --output-on-failure -j2 \
+    -R "${ANVIL_TSAN_TESTS:-DataLoader|Engine|Hook|Autograd|CachingAllocator|Ddp|DDP|Pipeline|Store|Profiler|Trainer|Monitor|Gloo|Zero|Launcher}" "$@"
+elif [ "$mode" = fuzz ]; then
+  seconds=${1:-20}
+  [ $# -gt 0 ] && shift
+  harnesses=$(sed -n 's/^set(ANVIL_FUZZ_HARNESSES \(.*\))$/\1/p' fuzz/CMakeLists.txt)
+  targets="fuzz_seeds"
+  for h in $harnesses; do targets="$targets fuzz_$h"; done
+  CC=clang CXX=clang++ ANVIL_BUILD_TARGETS="$targets" \
+    scripts/build.sh build-fuzz -DANVIL_FUZZ=ON -DANVIL_CUDA=OFF -DANVIL_BUILD_TESTS=OFF \
+    -DANVIL_BUILD_BENCH=OFF -DANVIL_BUILD_SAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
+  scripts/fuzz.sh build-fuzz "$seconds" $harnesses
 else
   # -O1 is what the sanitizer docs recommend: close to Debug's stack traces,
   # several times faster to run. No NDEBUG, so asserts stay on. Shared

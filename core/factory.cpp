@@ -1,5 +1,6 @@
 #include "core/factory.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -17,8 +18,20 @@ Tensor finish(Tensor t, const TensorOptions& o) {
   return t;
 }
 
+// Sizes must be non-negative, the strides of a contiguous tensor (products
+// of the sizes, an empty dim counting as one) must fit in int64, and so must
+// the bytes of a non-empty one: a shape read from a file may be anything.
 void check_shape(const char* op, const Shape& shape) {
-  for (int64_t s : shape) ANVIL_CHECK(s >= 0, op, ": negative size in shape ", shape);
+  int64_t span = 1, numel = 1;
+  for (int64_t s : shape) {
+    ANVIL_CHECK(s >= 0, op, ": negative size in shape ", shape);
+    ANVIL_CHECK(!__builtin_mul_overflow(span, std::max<int64_t>(s, 1), &span), op, ": shape ", shape,
+                " has too many elements (its strides overflow int64)");
+    numel *= s;  // cannot overflow: |numel| <= span
+  }
+  int64_t bytes = 0;
+  ANVIL_CHECK(numel == 0 || !__builtin_mul_overflow(numel, int64_t{8}, &bytes), op, ": shape ", shape,
+              " has too many elements (more than 2^60)");
 }
 
 Tensor random_tensor(const char* op, const Shape& shape, const TensorOptions& o, RandomParams p) {

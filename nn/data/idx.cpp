@@ -65,9 +65,23 @@ Tensor read_idx(const std::string& path) {
   std::vector<unsigned char> dims(4 * static_cast<size_t>(rank));
   read_exact(file, dims.data(), dims.size(), path, "the dimensions");
   for (int d = 0; d < rank; ++d) shape[d] = big_endian(&dims[4 * d]);
+  size_t nbytes = elem;
+  for (int64_t d : shape)
+    ANVIL_CHECK(!__builtin_mul_overflow(nbytes, static_cast<size_t>(d), &nbytes), "read_idx: '", path,
+                "' declares dimensions ", shape, " whose data would not fit in memory");
+  // The dimensions are only a claim: read the data before trusting them with
+  // an allocation, in pieces, so a short or corrupt file fails having taken
+  // no more memory than it holds.
+  // Pieces grow with what was read (64 KiB, doubling, at most 16 MiB).
+  std::vector<unsigned char> data;
+  while (data.size() < nbytes) {
+    const size_t piece = std::min(std::max(data.size(), size_t{64} << 10), size_t{16} << 20);
+    const size_t at = data.size(), n = std::min(piece, nbytes - at);
+    data.resize(at + n);
+    read_exact(file, data.data() + at, n, path, "the data");
+  }
   Tensor out = empty(shape, dtype);
-  size_t nbytes = static_cast<size_t>(out.numel()) * elem;
-  read_exact(file, out.data_ptr(), nbytes, path, "the data");
+  if (nbytes > 0) std::memcpy(out.data_ptr(), data.data(), nbytes);
   if (elem > 1) {  // IDX data is big-endian
     auto* p = static_cast<unsigned char*>(out.data_ptr());
     for (size_t i = 0; i < nbytes; i += elem) std::reverse(p + i, p + i + elem);

@@ -257,3 +257,28 @@ TEST(TensorRegressions, EmptyTensorWithTrailingZeroDimIsContiguous) {
 
 }  // namespace
 }  // namespace anvil
+
+namespace anvil {
+namespace {
+
+// A shape read from a file may be anything: negative sizes and element counts
+// whose byte size overflows int64 are refused before any allocation.
+TEST(TensorFactories, RefuseShapesThatCannotExist) {
+  const auto expect_error = [](const Shape& shape, const std::string& needle) {
+    try {
+      (void)empty(shape);
+      ADD_FAILURE() << "expected an error for a shape of " << shape.size() << " dims";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error({2, -1}, "negative size");
+  expect_error({int64_t{1} << 40, int64_t{1} << 30}, "too many elements");
+  expect_error({6109241389266321, 4294967295}, "too many elements");
+  expect_error({0, int64_t{1} << 40, int64_t{1} << 40}, "strides overflow");  // empty, but no strides exist
+  EXPECT_EQ(empty({0, int64_t{1} << 62}).numel(), 0);  // empty, and its strides fit
+  EXPECT_EQ(zeros({3, 0, 5}).numel(), 0);
+}
+
+}  // namespace
+}  // namespace anvil

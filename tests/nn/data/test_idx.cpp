@@ -73,8 +73,22 @@ TEST(Idx, BadFilesGiveClearErrors) {
   std::string truncated = temp_path("trunc.gz");
   write_gz(truncated, idx_bytes(0x08, {10, 10}, std::vector<unsigned char>(37, 1)));
   expect_error(truncated, "truncated");
+  // Dimensions whose product overflows (found by fuzz/fuzz_idx.cpp), and a
+  // claim of 4 GB of data in a 20-byte file: errors, with no allocation.
+  std::string huge = temp_path("huge");
+  write_plain(huge, idx_bytes(0x0D, {0x254a6f94u, 0xffffffffu, 0xffffffffu}, {1, 2, 3}));
+  expect_error(huge, "would not fit in memory");
+  std::string empty_huge = temp_path("empty_huge");
+  write_plain(empty_huge, idx_bytes(0x08, {0, 0x7fffffffu, 0x7fffffffu, 0x7fffffffu}, {}));
+  expect_error(empty_huge, "strides overflow");
+  std::remove(empty_huge.c_str());
+  std::string claims = temp_path("claims.gz");
+  write_gz(claims, idx_bytes(0x08, {65536, 65536}, std::vector<unsigned char>(20, 1)));
+  expect_error(claims, "truncated");
   std::remove(bad_magic.c_str());
   std::remove(truncated.c_str());
+  std::remove(huge.c_str());
+  std::remove(claims.c_str());
 }
 
 TEST(Idx, FashionMnistPackageLoads) {
