@@ -44,7 +44,7 @@
 #
 # Environment knobs: BUILD (build-gpu), CUDA_ARCH (90), JOBS (nproc),
 # STAGE_LIMIT (seconds per long stage, 540), SANITIZE_FILTER, BENCH_FILTER,
-# TRAIN_FILTER (cnn), PREPARE_FROM.
+# TRAIN_FILTER (cnn), CORE_NN_FILTER (*), PREPARE_FROM.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,6 +59,9 @@ STAGE_LIMIT=${STAGE_LIMIT:-540}
 # cudaMalloc it provokes is reported as an API error).
 SANITIZE_FILTER=${SANITIZE_FILTER:-'*-CudaMemory.OutOfMemory*:*Large*:*Huge*'}
 BENCH_FILTER=${BENCH_FILTER:-.}
+# The core and nn suites in full by default; a short lease can narrow them to
+# the tests whose path changes with a GPU (e.g. '*Cuda*:*Pinned*:*Stream*').
+CORE_NN_FILTER=${CORE_NN_FILTER:-*}
 TRAIN_FILTER=${TRAIN_FILTER:-cnn}
 CARRY=gpu-carry
 
@@ -193,8 +196,8 @@ stage_tests() {
   # Core and nn in full: every test whose path changes when a GPU is present
   # (pinned memory, non_blocking copies, best_device, the Trainer) takes it;
   # the emulated GPU runs the same (./test.sh --emulated-gpu).
-  run_gtest tests.core-gpu "$bin/anvil_tests_core" || rc=1
-  run_gtest tests.nn-gpu "$bin/anvil_tests_nn" || rc=1
+  run_gtest tests.core-gpu "$bin/anvil_tests_core" --gtest_filter="$CORE_NN_FILTER" || rc=1
+  run_gtest tests.nn-gpu "$bin/anvil_tests_nn" --gtest_filter="$CORE_NN_FILTER" || rc=1
   return $rc
 }
 
