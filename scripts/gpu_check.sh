@@ -70,7 +70,6 @@ if [ -n "${OUT:-}" ]; then
 else
   out=$root/bench/results/gpu-$(date +%Y-%m-%d-%H%M%S)
 fi
-mkdir -p "$out"
 log=$out/gpu_check.log
 export OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1
 
@@ -402,6 +401,7 @@ for s in "${stages[@]}"; do
   esac
 done
 
+mkdir -p "$out"  # not before: `prepare` writes no results
 unpack_carry
 setup_libraries
 say "gpu_check: ${stages[*]} -> $out"
