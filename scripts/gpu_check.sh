@@ -177,7 +177,10 @@ run_gtest() {  # name binary [gtest args...]
   fi
   local run_log
   run_log=$(mktemp)
-  timeout "$STAGE_LIMIT" "$binary" --gtest_brief=1 "$@" >"$run_log" 2>&1
+  # From where ctest runs them ($BUILD/tests): with CCACHE_BASEDIR, __FILE__
+  # is relative to that folder, and fixtures are found through __FILE__.
+  mkdir -p "$root/$BUILD/tests"
+  (cd "$root/$BUILD/tests" && timeout "$STAGE_LIMIT" "$binary" --gtest_brief=1 "$@") >"$run_log" 2>&1
   local rc=$?
   cat "$run_log" >>"$log"
   tail -40 "$run_log"

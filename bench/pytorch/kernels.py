@@ -5,7 +5,9 @@ benchmark names so the two can be matched row by row.
 Timing (as bench/cuda/bench_cuda_util.h): one untimed warm-up call, then timed
 iterations until --min-time seconds of device time have accumulated; each
 iteration records a torch.cuda.Event, queues the op `reps` times, records a
-second event and synchronizes; the iteration's time is elapsed / reps.
+second event and synchronizes; the time per op is the batches' total elapsed
+time / (iterations * reps). (min_time counts whole batches: counting per-op
+times, a 5 us op ran 40k batches of 20 and the script could not finish.)
 Host-side benchmarks (alloc/, overhead/) use the host clock.
 
 Names: anvil's Google Benchmark names carry a "/manual_time" or "/real_time"
@@ -30,7 +32,7 @@ GEMM_REPS = 5
 
 
 def time_on_gpu(torch, op, reps, min_time):
-    """Mean device seconds per op (CUDA events), at least min_time in total."""
+    """Mean device seconds per op (CUDA events), batches of reps ops until min_time."""
     op()
     torch.cuda.synchronize()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -41,9 +43,9 @@ def time_on_gpu(torch, op, reps, min_time):
             op()
         stop.record()
         stop.synchronize()
-        total += start.elapsed_time(stop) * 1e-3 / reps
+        total += start.elapsed_time(stop) * 1e-3
         iterations += 1
-    return total / iterations, iterations
+    return total / (iterations * reps), iterations
 
 
 def copy_bandwidth_gbps(torch):

@@ -42,7 +42,12 @@ std::vector<int64_t> sizes(bool many_chunks) {
   return s;
 }
 
-test::Tolerance tol(DType d) { return d == kFloat32 ? test::Tolerance{2e-6, 1e-7} : test::Tolerance{1e-13, 1e-15}; }
+// The absolute part is a few ulps of the operands (N(0,1) values, up to ~5),
+// not of the result: where an update cancels a parameter to near zero, the
+// GPU's fused multiply-adds (one rounding) and the CPU's separate multiply
+// and add (two) leave that much behind. Seen on an H100: 9.5e-7 at a
+// float32 result of 0.005 after three SGD steps with momentum.
+test::Tolerance tol(DType d) { return d == kFloat32 ? test::Tolerance{2e-6, 2e-6} : test::Tolerance{1e-13, 4e-15}; }
 
 TEST(CudaOptim, AdamWAndAdamMatchCpu) {
   ANVIL_SKIP_WITHOUT_GPU();
