@@ -24,7 +24,8 @@
 #             counters (kernels/cuda/emulator/PROFILING.md)
 #   train     bench_train's CNN on cuda (ANVIL_BENCH_DEVICE=cuda) -> bench_train.json,
 #             and bench/pytorch/train_fashion_mnist.py --model cnn --device cuda
-#   table     anvil next to PyTorch, from the JSON files (scripts/gpu_table.py)
+#   table     anvil next to PyTorch, from the JSON files (scripts/gpu_table.py),
+#             and the ncu stage's counters as a table (scripts/ncu_table.py)
 #
 # Local stage (run on the development machine, not the GPU machine):
 #   prepare   when the GPU machine cannot configure the project (its image may
@@ -123,6 +124,9 @@ stage_info() {
     nvcc --version 2>/dev/null | tail -1 || echo "nvcc: not found"
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' 2>/dev/null || echo "torch: not importable"
     echo "binaries: $(bin_dir)"
+    # The device machine's copy of .git may lag the working tree; prepare
+    # records the commit the carried binaries were built from.
+    [ -f "$root/$CARRY/BUILT_FROM" ] && echo "binaries built from: $(cat "$root/$CARRY/BUILT_FROM")"
   } 2>&1 | tee -a "$log"
 }
 
@@ -333,6 +337,12 @@ stage_train() {
 
 stage_table() {
   python3 "$root/scripts/gpu_table.py" "$out" | tee "$out/table.md"
+  # Nsight Compute's counters per launch, when the ncu stage ran in this $OUT
+  # (set beside the emulated GPU's in bench/results/*-kernel-report.md).
+  if grep -q '^"ID","Process ID"' "$log" 2>/dev/null; then
+    { echo; echo "### Nsight Compute, per launch of kernel_report"; echo; python3 "$root/scripts/ncu_table.py" "$log"; } |
+      tee -a "$out/table.md"
+  fi
 }
 
 stage_prepare() {
@@ -374,6 +384,7 @@ stage_prepare() {
   echo "== compressing (a minute or two)"
   tar -C "$stage" -cf - . | xz -T0 -6 >"$CARRY/bundle.tar.xz"
   rm -rf "$stage"
+  echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!scripts' || echo ' with local changes') on $(date -u '+%Y-%m-%d %H:%M UTC')" >"$CARRY/BUILT_FROM"
   du -sh "$CARRY/bundle.tar.xz"
   echo "== carry [\"$CARRY\"] in the device call; the tree plus carried paths must stay under 64 MiB"
 }
