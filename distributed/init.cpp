@@ -17,6 +17,7 @@ constexpr const char* kLauncherHint =
     " (start the program with build/bin/anvil-run --nproc-per-node N program ..., which sets RANK, "
     "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT)";
 
+// An unset and an empty variable are the same: neither names anything.
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
@@ -36,12 +37,6 @@ int parse_int(const char* name, const std::string& text) {
   return static_cast<int>(v);
 }
 
-int required_int(const char* name) {
-  auto v = env(name);
-  ANVIL_CHECK(v.has_value(), "init_process_group: the environment variable ", name, " is not set", kLauncherHint);
-  return parse_int(name, *v);
-}
-
 // The default group: process-wide by design (see init.h).
 struct DefaultState {
   std::mutex mu;
@@ -56,18 +51,31 @@ DefaultState& state() {
 }  // namespace
 
 LaunchEnv launch_env_from_environment() {
+  return launch_env_from([](const char* name) { return env(name); });
+}
+
+LaunchEnv launch_env_from(const EnvLookup& lookup) {
+  auto get = [&](const char* name) {
+    std::optional<std::string> v = lookup(name);
+    return v && !v->empty() ? v : std::nullopt;
+  };
+  auto required_int = [&](const char* name) {
+    auto v = get(name);
+    ANVIL_CHECK(v.has_value(), "init_process_group: the environment variable ", name, " is not set", kLauncherHint);
+    return parse_int(name, *v);
+  };
   LaunchEnv e;
   e.world_size = required_int("WORLD_SIZE");
   e.rank = required_int("RANK");
   ANVIL_CHECK(e.world_size >= 1, "init_process_group: WORLD_SIZE must be at least 1, got ", e.world_size);
   ANVIL_CHECK(e.rank < e.world_size, "init_process_group: RANK=", e.rank, " is not below WORLD_SIZE=", e.world_size);
-  auto lr = env("LOCAL_RANK");
-  auto lws = env("LOCAL_WORLD_SIZE");
+  auto lr = get("LOCAL_RANK");
+  auto lws = get("LOCAL_WORLD_SIZE");
   e.local_rank = lr ? parse_int("LOCAL_RANK", *lr) : e.rank;
   e.local_world_size = lws ? parse_int("LOCAL_WORLD_SIZE", *lws) : e.world_size;
   ANVIL_CHECK(e.local_rank < e.local_world_size, "init_process_group: LOCAL_RANK=", e.local_rank,
               " is not below LOCAL_WORLD_SIZE=", e.local_world_size);
-  auto addr = env("MASTER_ADDR");
+  auto addr = get("MASTER_ADDR");
   ANVIL_CHECK(addr.has_value(), "init_process_group: the environment variable MASTER_ADDR is not set", kLauncherHint);
   e.master_addr = *addr;
   e.master_port = required_int("MASTER_PORT");

@@ -10,6 +10,7 @@
 //
 // The default group is process-wide state (one job per process), like the
 // device registry: set by init_process_group, cleared by destroy.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,10 @@ struct LaunchEnv {
 // Reads and validates the variables; an anvil::Error names a missing or
 // invalid one. LOCAL_RANK / LOCAL_WORLD_SIZE default to RANK / WORLD_SIZE.
 LaunchEnv launch_env_from_environment();
+// The same from any lookup (tests, the fuzzer): a variable the lookup does not
+// have is std::nullopt; an empty one counts as unset.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+LaunchEnv launch_env_from(const EnvLookup& lookup);
 
 struct InitOptions {
   // "auto" (Gloo for CPU tensors, NCCL for CUDA tensors), "gloo" or "nccl".

@@ -62,6 +62,14 @@ void TCPStore::connect_locked(std::chrono::steady_clock::time_point deadline) {
   msg.insert(msg.end(), hello.begin(), hello.end());
   uint8_t answer[5] = {};
   bool ok = net::send_all(fd_, msg.data(), msg.size(), deadline) && net::recv_all(fd_, answer, 5, deadline);
+  // The answer is one frame of one byte; anything else is not our server (and
+  // reading on would leave the stream out of step).
+  const bool one_byte = answer[0] == 1 && answer[1] == 0 && answer[2] == 0 && answer[3] == 0;
+  if (ok && !one_byte) {
+    net::close_fd(fd_);
+    fail("TCPStore: ", host_, ":", port_, " answered the HELLO with a frame that is not one byte"
+         " (is that port an anvil TCPStore?)");
+  }
   if (!ok || answer[4] != 1) {
     net::close_fd(fd_);
     ANVIL_CHECK(ok, "TCPStore: the store at ", host_, ":", port_, " closed the connection or timed out during the HELLO"

@@ -11,6 +11,7 @@
 
 #include "core/factory.h"
 #include "core/random.h"
+#include "distributed/tcp_store_protocol.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/lr_scheduler.h"
 #include "nn/serialize/checkpoint.h"
@@ -102,6 +103,66 @@ void tokenizer_seeds(const fs::path& dir) {
                                                    "\xf0\x9f\x98\x80 ...!!! hellos\tworld\x01");
 }
 
+// Strings joined by NUL bytes after a selector byte (fuzz_launcher's format).
+std::string nul_joined(char selector, const std::vector<std::string>& parts) {
+  std::string out(1, selector);
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? std::string(1, '\0') : std::string()) + parts[i];
+  return out;
+}
+
+void launcher_seeds(const fs::path& dir) {
+  fs::create_directories(dir);
+  write_bytes(dir / "single_node", nul_joined(0, {"--nproc-per-node", "2", "--", "train", "--epochs", "1"}));
+  write_bytes(dir / "torchrun_spelling",
+              nul_joined(0, {"--nproc_per_node=4", "--nnodes=2", "--node_rank=1", "--master_addr=10.0.0.1",
+                             "--master_port=29500", "--max-restarts", "3", "--kill-grace", "0.5", "--no-prefix",
+                             "prog"}));
+  write_bytes(dir / "help", nul_joined(0, {"--help"}));
+  write_bytes(dir / "env", nul_joined(1, {"RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
+                                           "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500"}));
+}
+
+// One wire frame (distributed/tcp_store_protocol.h): u32 length, then payload.
+std::string frame(const distributed::Bytes& payload) {
+  distributed::Bytes b;
+  distributed::wire::put_u32(b, static_cast<uint32_t>(payload.size()));
+  b.insert(b.end(), payload.begin(), payload.end());
+  return {b.begin(), b.end()};
+}
+
+void store_server_seeds(const fs::path& dir) {
+  namespace wire = distributed::wire;
+  fs::create_directories(dir);
+  distributed::Bytes set{wire::kSet}, get{wire::kGet}, add{wire::kAdd}, check{wire::kCheck}, wait{wire::kWait};
+  wire::put_string(set, "key");
+  wire::put_string(set, "value");
+  wire::put_string(get, "key");
+  wire::put_string(add, "counter");
+  wire::put_i64(add, 5);
+  for (distributed::Bytes* keys : {&check, &wait}) {
+    wire::put_u32(*keys, 2);
+    wire::put_string(*keys, "key");
+    wire::put_string(*keys, "counter");
+  }
+  // The first byte odd: the harness sends a valid HELLO before the rest.
+  write_bytes(dir / "every_command", "\1" + frame(set) + frame(get) + frame(add) + frame(check) + frame(wait));
+  write_bytes(dir / "get_missing_key", "\1" + frame(get));
+  distributed::Bytes hello{wire::kHello};
+  wire::put_string(hello, "");
+  write_bytes(dir / "own_hello", std::string(1, '\0') + frame(hello) + frame(add));
+}
+
+void store_client_seeds(const fs::path& dir) {
+  fs::create_directories(dir);
+  const std::string accepted = frame({1});
+  write_bytes(dir / "value", accepted + frame({'v', 'a', 'l'}));
+  distributed::Bytes count;
+  distributed::wire::put_i64(count, 7);
+  write_bytes(dir / "count", accepted + frame(count));
+  write_bytes(dir / "refused", frame({0}));
+  write_bytes(dir / "over_limit", accepted + frame({0}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -114,5 +175,8 @@ int main(int argc, char** argv) {
   checkpoint_seeds(root / "checkpoint");
   idx_seeds(root / "idx");
   tokenizer_seeds(root / "tokenizer");
+  launcher_seeds(root / "launcher");
+  store_server_seeds(root / "store_server");
+  store_client_seeds(root / "store_client");
   return 0;
 }
