@@ -23,6 +23,7 @@ namespace anvil::nn::functional {
 // --- activations ---
 using anvil::GeluApprox;
 using anvil::gelu;
+// leaky_relu, elu, softplus (with their FuncOptions), mish, hardswish: nn/functional_options.h.
 using anvil::log_softmax;
 using anvil::relu;
 using anvil::sigmoid;
@@ -38,7 +39,8 @@ inline Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& o) { return anv
 inline Tensor log_softmax(const Tensor& x, const SoftmaxFuncOptions& o) { return anvil::log_softmax(x, o.dim); }
 
 // --- layers ---
-using Conv2dFuncOptions = anvil::Conv2dOptions;  // stride, padding, dilation, groups
+// Conv2dFuncOptions, MaxPool2dFuncOptions and AvgPool2dFuncOptions (libtorch's
+// forms, the bias in the options) are in nn/functional_options.h.
 using anvil::avg_pool2d;
 using anvil::batch_norm;
 using anvil::BatchNormOptions;
