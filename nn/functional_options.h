@@ -222,10 +222,11 @@ using ELUFuncOptions = nn::ELUOptions;
 using SoftplusFuncOptions = nn::SoftplusOptions;
 // inplace: the result is written into x (its autograd history rebased), as libtorch's.
 inline Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o) {
-  return nn::in_place_if(o.inplace, x, anvil::leaky_relu(x, o.negative_slope));
+  return nn::apply_in_place_if(o.inplace, x,
+                               [&](const Tensor& in) { return anvil::leaky_relu(in, o.negative_slope); });
 }
 inline Tensor elu(const Tensor& x, const ELUFuncOptions& o) {
-  return nn::in_place_if(o.inplace, x, anvil::elu(x, o.alpha));
+  return nn::apply_in_place_if(o.inplace, x, [&](const Tensor& in) { return anvil::elu(in, o.alpha); });
 }
 inline Tensor softplus(const Tensor& x, const SoftplusFuncOptions& o) {
   return anvil::softplus(x, o.beta, o.threshold);

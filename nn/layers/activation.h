@@ -48,7 +48,10 @@ class Sigmoid : public Module {
 class LeakyReLU : public Module {
  public:
   explicit LeakyReLU(const LeakyReLUOptions& o = {}) : Module("LeakyReLU"), options(o) {}
-  Tensor forward(const Tensor& x) override { return in_place_if(options.inplace, x, leaky_relu(x, options.negative_slope)); }
+  Tensor forward(const Tensor& x) override {
+    return apply_in_place_if(options.inplace, x,
+                             [&](const Tensor& in) { return leaky_relu(in, options.negative_slope); });
+  }
   std::string extra_repr() const override {
     std::ostringstream os;
     os << "negative_slope=" << options.negative_slope();
@@ -60,7 +63,9 @@ class LeakyReLU : public Module {
 class ELU : public Module {
  public:
   explicit ELU(const ELUOptions& o = {}) : Module("ELU"), options(o) {}
-  Tensor forward(const Tensor& x) override { return in_place_if(options.inplace, x, elu(x, options.alpha)); }
+  Tensor forward(const Tensor& x) override {
+    return apply_in_place_if(options.inplace, x, [&](const Tensor& in) { return elu(in, options.alpha); });
+  }
   std::string extra_repr() const override {
     std::ostringstream os;
     os << "alpha=" << options.alpha();

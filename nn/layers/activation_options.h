@@ -21,9 +21,13 @@ struct SoftplusOptions {
   ANVIL_OPTION(SoftplusOptions, double, threshold) = 20.0;  // x itself where beta * x > threshold
 };
 
-// `result`, written into x when inplace (x's autograd history rebased onto it).
-inline Tensor in_place_if(bool inplace, const Tensor& x, const Tensor& result) {
-  if (!inplace) return result;
+// f(x), written into x when inplace, x's autograd history rebased onto it.
+// Where x needs a gradient, f reads a copy: the backward reads f's saved
+// input, which writing x would change under it.
+template <class F>
+Tensor apply_in_place_if(bool inplace, const Tensor& x, F f) {
+  if (!inplace) return f(x);
+  Tensor result = f(x.requires_grad() ? x.clone() : x);
   Tensor self = x;
   self.copy_(result);
   return self;
