@@ -94,6 +94,19 @@ using anvil::Reduction;
 // or 1 gives a finite loss. Prefer binary_cross_entropy_with_logits.
 Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction = Reduction::Mean);
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+// libtorch's option forms: F::mse_loss(x, y, F::MSELossFuncOptions(anvil::kSum)).
+struct MSELossFuncOptions {
+  ANVIL_OPTION(MSELossFuncOptions, Reduction, reduction) = Reduction::Mean;
+};
+struct L1LossFuncOptions {
+  ANVIL_OPTION(L1LossFuncOptions, Reduction, reduction) = Reduction::Mean;
+};
+inline Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o) {
+  return anvil::mse_loss(input, target, o.reduction);
+}
+inline Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o) {
+  return l1_loss(input, target, o.reduction());
+}
 
 }  // namespace anvil::nn::functional
 
