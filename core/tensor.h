@@ -232,6 +232,8 @@ class Tensor {
   Tensor log1p() const; Tensor expm1() const; Tensor erf() const; Tensor erfinv() const;
   Tensor floor() const; Tensor ceil() const; Tensor round() const; Tensor trunc() const;
   Tensor isnan() const; Tensor isinf() const; Tensor isfinite() const;
+  Tensor logical_not() const; Tensor bitwise_not() const;  // as ! and ~
+  Tensor logical_and(const Tensor& o) const; Tensor logical_or(const Tensor& o) const;
   Tensor fmod(const Tensor& o) const; Tensor fmod(const Scalar& o) const;
   Tensor remainder(const Tensor& o) const; Tensor remainder(const Scalar& o) const;
   Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt) const;

@@ -23,6 +23,7 @@ namespace anvil::nn::functional {
 // --- activations ---
 using anvil::GeluApprox;
 using anvil::gelu;
+// leaky_relu, elu, softplus (with their FuncOptions), mish, hardswish: nn/functional_options.h.
 using anvil::log_softmax;
 using anvil::relu;
 using anvil::sigmoid;
@@ -38,7 +39,8 @@ inline Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& o) { return anv
 inline Tensor log_softmax(const Tensor& x, const SoftmaxFuncOptions& o) { return anvil::log_softmax(x, o.dim); }
 
 // --- layers ---
-using Conv2dFuncOptions = anvil::Conv2dOptions;  // stride, padding, dilation, groups
+// Conv2dFuncOptions, MaxPool2dFuncOptions and AvgPool2dFuncOptions (libtorch's
+// forms, the bias in the options) are in nn/functional_options.h.
 using anvil::avg_pool2d;
 using anvil::batch_norm;
 using anvil::BatchNormOptions;
@@ -92,6 +94,19 @@ using anvil::Reduction;
 // or 1 gives a finite loss. Prefer binary_cross_entropy_with_logits.
 Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction = Reduction::Mean);
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+// libtorch's option forms: F::mse_loss(x, y, F::MSELossFuncOptions(anvil::kSum)).
+struct MSELossFuncOptions {
+  ANVIL_OPTION(MSELossFuncOptions, Reduction, reduction) = Reduction::Mean;
+};
+struct L1LossFuncOptions {
+  ANVIL_OPTION(L1LossFuncOptions, Reduction, reduction) = Reduction::Mean;
+};
+inline Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o) {
+  return anvil::mse_loss(input, target, o.reduction);
+}
+inline Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o) {
+  return l1_loss(input, target, o.reduction());
+}
 
 }  // namespace anvil::nn::functional
 

@@ -13,9 +13,13 @@
 #include <optional>
 #include <vector>
 
+#include "core/base/error.h"
 #include "core/base/option_field.h"
 #include "core/ops/einsum.h"
+#include "core/ops/elementwise.h"
 #include "core/ops/nn_functional.h"
+#include "core/ops/nn_ops.h"
+#include "nn/layers/activation_options.h"
 #include "nn/layers/size2.h"
 
 namespace anvil::nn::functional {
@@ -24,6 +28,12 @@ using anvil::adaptive_avg_pool1d;
 using anvil::adaptive_max_pool1d;
 using anvil::adaptive_max_pool2d;
 using anvil::conv1d;
+using anvil::conv2d;
+using anvil::elu;
+using anvil::hardswish;
+using anvil::leaky_relu;
+using anvil::mish;
+using anvil::softplus;
 using anvil::conv_transpose2d;
 using anvil::cosine_similarity;
 using anvil::einsum;
@@ -73,6 +83,28 @@ struct Conv1dFuncOptions {
 inline Tensor conv1d(const Tensor& x, const Tensor& weight, const Conv1dFuncOptions& o) {
   return anvil::conv1d(x, weight, o.bias, anvil::Conv1dOptions{o.stride, o.padding, o.dilation, o.groups});
 }
+// F::conv2d(x, w, F::Conv2dFuncOptions().stride(2).padding(1).bias(b)). The
+// core form, conv2d(x, w, bias, anvil::Conv2dOptions{...}), is here too.
+struct Conv2dFuncOptions {
+  ANVIL_OPTION(Conv2dFuncOptions, Tensor, bias) = {};
+  ANVIL_OPTION(Conv2dFuncOptions, Size2, stride) = 1;
+  ANVIL_OPTION(Conv2dFuncOptions, Size2, padding) = 0;
+  ANVIL_OPTION(Conv2dFuncOptions, Size2, dilation) = 1;
+  ANVIL_OPTION(Conv2dFuncOptions, int64_t, groups) = 1;
+};
+inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dFuncOptions& o) {
+  return anvil::conv2d(x, weight, o.bias,
+                       anvil::Conv2dOptions{o.stride.array(), o.padding.array(), o.dilation.array(), o.groups});
+}
+// The bias as an argument beside the options (anvil's earlier spelling of
+// Conv2dFuncOptions, which held no bias): one bias, not two.
+inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dFuncOptions& o) {
+  ANVIL_CHECK(!(bias.defined() && o.bias.defined()), "conv2d: a bias given both as an argument (",
+              bias.shape(), ") and in Conv2dFuncOptions (", o.bias.shape(), "); pass one");
+  Conv2dFuncOptions with_bias = o;
+  if (bias.defined()) with_bias.bias = bias;
+  return conv2d(x, weight, with_bias);
+}
 struct ConvTranspose2dFuncOptions {
   ANVIL_OPTION(ConvTranspose2dFuncOptions, Tensor, bias) = {};
   ANVIL_OPTION(ConvTranspose2dFuncOptions, Size2, stride) = 1;
@@ -111,6 +143,31 @@ inline Tensor max_pool1d(const Tensor& x, const MaxPool1dFuncOptions& o) {
 inline Tensor avg_pool1d(const Tensor& x, const AvgPool1dFuncOptions& o) {
   return anvil::avg_pool1d(x, {o.kernel_size, o.stride.value_or(o.kernel_size), o.padding, o.ceil_mode,
                                o.count_include_pad});
+}
+// F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1)); the core
+// form, max_pool2d(x, Pool2dOptions{...}), is here too.
+struct MaxPool2dFuncOptions {
+  ANVIL_OPTION(MaxPool2dFuncOptions, Size2, kernel_size) = 2;
+  ANVIL_OPTION(MaxPool2dFuncOptions, Size2, stride) = 0;  // 0: kernel_size, as libtorch's default
+  ANVIL_OPTION(MaxPool2dFuncOptions, Size2, padding) = 0;
+  ANVIL_OPTION(MaxPool2dFuncOptions, Size2, dilation) = 1;  // only 1: anvil's pooling kernels have no dilation
+  ANVIL_OPTION(MaxPool2dFuncOptions, bool, ceil_mode) = false;
+};
+struct AvgPool2dFuncOptions {
+  ANVIL_OPTION(AvgPool2dFuncOptions, Size2, kernel_size) = 2;
+  ANVIL_OPTION(AvgPool2dFuncOptions, Size2, stride) = 0;  // 0: kernel_size
+  ANVIL_OPTION(AvgPool2dFuncOptions, Size2, padding) = 0;
+  ANVIL_OPTION(AvgPool2dFuncOptions, bool, ceil_mode) = false;
+  ANVIL_OPTION(AvgPool2dFuncOptions, bool, count_include_pad) = true;
+};
+inline Tensor max_pool2d(const Tensor& x, const MaxPool2dFuncOptions& o) {
+  ANVIL_CHECK(o.dilation == Size2(1), "max_pool2d: dilation ", o.dilation.str(),
+              " is not supported (only 1); input ", x.shape());
+  return anvil::max_pool2d(x, {o.kernel_size.array(), o.stride.array(), o.padding.array(), true, o.ceil_mode});
+}
+inline Tensor avg_pool2d(const Tensor& x, const AvgPool2dFuncOptions& o) {
+  return anvil::avg_pool2d(x, {o.kernel_size.array(), o.stride.array(), o.padding.array(), o.count_include_pad,
+                               o.ceil_mode});
 }
 struct AdaptiveMaxPool2dFuncOptions {
   ANVIL_OPTION(AdaptiveMaxPool2dFuncOptions, Size2, output_size) = 1;
@@ -157,6 +214,22 @@ struct EmbeddingFuncOptions {
 };
 inline Tensor embedding(const Tensor& indices, const Tensor& weight, const EmbeddingFuncOptions& o) {
   return o.padding_idx.has_value() ? anvil::embedding(weight, indices, *o.padding_idx) : anvil::embedding(weight, indices);
+}
+
+// --- parametrised activations (mish and hardswish take none) ---
+using LeakyReLUFuncOptions = nn::LeakyReLUOptions;
+using ELUFuncOptions = nn::ELUOptions;
+using SoftplusFuncOptions = nn::SoftplusOptions;
+// inplace: the result is written into x (its autograd history rebased), as libtorch's.
+inline Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o) {
+  return nn::apply_in_place_if(o.inplace, x,
+                               [&](const Tensor& in) { return anvil::leaky_relu(in, o.negative_slope); });
+}
+inline Tensor elu(const Tensor& x, const ELUFuncOptions& o) {
+  return nn::apply_in_place_if(o.inplace, x, [&](const Tensor& in) { return anvil::elu(in, o.alpha); });
+}
+inline Tensor softplus(const Tensor& x, const SoftplusFuncOptions& o) {
+  return anvil::softplus(x, o.beta, o.threshold);
 }
 
 // --- losses and distances ---

@@ -27,11 +27,15 @@ Tensor triangle_mask(const char* op, const Tensor& x, int64_t diagonal, bool low
 
 }  // namespace
 
+// The mask first, in its own statement: it checks x, which the zero's
+// x.options() would otherwise read first (argument order is unspecified).
 Tensor tril(const Tensor& x, int64_t diagonal) {
-  return where(triangle_mask("tril", x, diagonal, true), x, scalar_tensor(0, x.options().dtype(x.dtype())));
+  Tensor keep = triangle_mask("tril", x, diagonal, true);
+  return where(keep, x, scalar_tensor(0, x.options()));
 }
 Tensor triu(const Tensor& x, int64_t diagonal) {
-  return where(triangle_mask("triu", x, diagonal, false), x, scalar_tensor(0, x.options().dtype(x.dtype())));
+  Tensor keep = triangle_mask("triu", x, diagonal, false);
+  return where(keep, x, scalar_tensor(0, x.options()));
 }
 
 // As PyTorch: the first half counts up from start, the second half down from

@@ -44,13 +44,16 @@ namespace {
 
 // The bitwise rows' bits mean nothing on a float: refuse one by name
 // instead of converting it (as the Floating rows convert integers).
-void check_integral_domain(const ops::OpInfo& info, const Tensor& a, const Tensor& b = {}) {
+// `name` overrides the row's name (the in-place forms: "bitwise_and_").
+void check_integral_domain(const ops::OpInfo& info, const Tensor& a, const Tensor& b = {},
+                           const char* name = nullptr) {
   if (info.domain != ops::Domain::Integral) return;
+  if (name == nullptr) name = info.name;
   if (!b.defined()) {
-    ANVIL_CHECK(!is_floating(a.dtype()), info.name, ": expected an integer or bool tensor, got ", detail::describe(a));
+    ANVIL_CHECK(!is_floating(a.dtype()), name, ": expected an integer or bool tensor, got ", detail::describe(a));
     return;
   }
-  ANVIL_CHECK(!is_floating(a.dtype()) && !is_floating(b.dtype()), info.name,
+  ANVIL_CHECK(!is_floating(a.dtype()) && !is_floating(b.dtype()), name,
               ": expected integer or bool tensors, got ", detail::describe(a), " and ", detail::describe(b));
 }
 
@@ -505,6 +508,7 @@ Tensor& inplace(const char* name, BinaryOp op, Tensor& self, const Tensor& other
   detail::check_defined(name, self, "self");
   detail::check_defined(name, other, "other");
   detail::check_same_device(name, {self, other});
+  check_integral_domain(ops::binary_info(op), self, other, name);
   Shape shape = broadcast_shapes(self.shape(), other.shape(), name);
   ANVIL_CHECK(shape == self.shape(), name, ": result of shape ", shape, " does not fit in self of shape ",
               self.shape());
@@ -540,10 +544,23 @@ Tensor& sub_(Tensor& self, const Tensor& other) { return inplace("sub_", BinaryO
 Tensor& mul_(Tensor& self, const Tensor& other) { return inplace("mul_", BinaryOp::Mul, self, other, mul); }
 Tensor& div_(Tensor& self, const Tensor& other) { return inplace("div_", BinaryOp::Div, self, other, div); }
 
+Tensor& bitwise_and_(Tensor& self, const Tensor& other) {
+  return inplace("bitwise_and_", BinaryOp::BitwiseAnd, self, other, bitwise_and);
+}
+Tensor& bitwise_or_(Tensor& self, const Tensor& other) {
+  return inplace("bitwise_or_", BinaryOp::BitwiseOr, self, other, bitwise_or);
+}
+Tensor& bitwise_xor_(Tensor& self, const Tensor& other) {
+  return inplace("bitwise_xor_", BinaryOp::BitwiseXor, self, other, bitwise_xor);
+}
+
 Tensor& add_(Tensor& self, const Scalar& other) { return add_(self, wrap(self, other)); }
 Tensor& sub_(Tensor& self, const Scalar& other) { return sub_(self, wrap(self, other)); }
 Tensor& mul_(Tensor& self, const Scalar& other) { return mul_(self, wrap(self, other)); }
 Tensor& div_(Tensor& self, const Scalar& other) { return div_(self, wrap(self, other)); }
+Tensor& bitwise_and_(Tensor& self, const Scalar& other) { return bitwise_and_(self, wrap(self, other)); }
+Tensor& bitwise_or_(Tensor& self, const Scalar& other) { return bitwise_or_(self, wrap(self, other)); }
+Tensor& bitwise_xor_(Tensor& self, const Scalar& other) { return bitwise_xor_(self, wrap(self, other)); }
 
 Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Scalar& value) {
   Tensor r = masked_fill(self, mask, value);

@@ -126,6 +126,14 @@ Tensor& addcdiv_(Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar&
 Tensor& lerp_(Tensor& self, const Tensor& end, const Scalar& weight);
 Tensor& lerp_(Tensor& self, const Tensor& end, const Tensor& weight);
 Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Scalar& value);
+// Integer and bool selves only; a bool self takes bool others (as PyTorch's
+// can_cast: an int result is not stored in a bool).
+Tensor& bitwise_and_(Tensor& self, const Tensor& other);
+Tensor& bitwise_or_(Tensor& self, const Tensor& other);
+Tensor& bitwise_xor_(Tensor& self, const Tensor& other);
+Tensor& bitwise_and_(Tensor& self, const Scalar& other);
+Tensor& bitwise_or_(Tensor& self, const Scalar& other);
+Tensor& bitwise_xor_(Tensor& self, const Scalar& other);
 
 // Broadcast shape of two shapes, or an error naming `op` and both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
@@ -178,6 +186,12 @@ ANVIL_BITWISE_OPERATOR(&, bitwise_and)
 ANVIL_BITWISE_OPERATOR(|, bitwise_or)
 ANVIL_BITWISE_OPERATOR(^, bitwise_xor)
 #undef ANVIL_BITWISE_OPERATOR
+inline Tensor& operator&=(Tensor& a, const Tensor& b) { return bitwise_and_(a, b); }
+inline Tensor& operator|=(Tensor& a, const Tensor& b) { return bitwise_or_(a, b); }
+inline Tensor& operator^=(Tensor& a, const Tensor& b) { return bitwise_xor_(a, b); }
+inline Tensor& operator&=(Tensor& a, const Scalar& b) { return bitwise_and_(a, b); }
+inline Tensor& operator|=(Tensor& a, const Scalar& b) { return bitwise_or_(a, b); }
+inline Tensor& operator^=(Tensor& a, const Scalar& b) { return bitwise_xor_(a, b); }
 inline Tensor operator~(const Tensor& x) { return bitwise_not(x); }
 inline Tensor operator!(const Tensor& x) { return logical_not(x); }
 

@@ -46,6 +46,26 @@ Tensor matrix_norm(const Tensor& x, std::string_view ord = "fro", const Shape& d
 Tensor norm(const Tensor& x, std::optional<double> ord = std::nullopt, const Shape& dim = {}, bool keepdim = false);
 Tensor norm(const Tensor& x, std::string_view ord, const Shape& dim = {}, bool keepdim = false);
 
+// libtorch's torch::linalg forms take every argument, a dtype last: x is
+// converted to it first (as PyTorch's dtype=), none keeps x's.
+inline Tensor vector_norm(const Tensor& x, double ord, const Shape& dim, bool keepdim, std::optional<DType> dtype) {
+  return vector_norm(dtype ? x.to(*dtype) : x, ord, dim, keepdim);
+}
+inline Tensor matrix_norm(const Tensor& x, double ord, const Shape& dim, bool keepdim, std::optional<DType> dtype) {
+  return matrix_norm(dtype ? x.to(*dtype) : x, ord, dim, keepdim);
+}
+inline Tensor matrix_norm(const Tensor& x, std::string_view ord, const Shape& dim, bool keepdim,
+                          std::optional<DType> dtype) {
+  return matrix_norm(dtype ? x.to(*dtype) : x, ord, dim, keepdim);
+}
+inline Tensor norm(const Tensor& x, std::optional<double> ord, const Shape& dim, bool keepdim,
+                   std::optional<DType> dtype) {
+  return norm(dtype ? x.to(*dtype) : x, ord, dim, keepdim);
+}
+inline Tensor norm(const Tensor& x, std::string_view ord, const Shape& dim, bool keepdim, std::optional<DType> dtype) {
+  return norm(dtype ? x.to(*dtype) : x, ord, dim, keepdim);
+}
+
 }  // namespace linalg
 
 }  // namespace anvil

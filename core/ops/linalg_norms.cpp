@@ -37,7 +37,10 @@ Tensor extreme_of_abs_sums(const Tensor& x, int64_t inner, int64_t outer, bool l
 }  // namespace
 
 Tensor vector_norm(const Tensor& x, double ord, const Shape& dim, bool keepdim) {
-  check_norm_input("linalg.vector_norm", x);
+  const char* op = "linalg.vector_norm";
+  check_norm_input(op, x);
+  // Checked here too, so that a bad dim names this op rather than norm, which does the work.
+  for (int64_t d : dim) wrap_dim(d, x.dim(), op);
   return anvil::norm(x, ord, dim, keepdim);
 }
 

@@ -66,6 +66,10 @@ Tensor Tensor::trunc() const { return anvil::trunc(*this); }
 Tensor Tensor::isnan() const { return anvil::isnan(*this); }
 Tensor Tensor::isinf() const { return anvil::isinf(*this); }
 Tensor Tensor::isfinite() const { return anvil::isfinite(*this); }
+Tensor Tensor::logical_not() const { return anvil::logical_not(*this); }
+Tensor Tensor::bitwise_not() const { return anvil::bitwise_not(*this); }
+Tensor Tensor::logical_and(const Tensor& o) const { return anvil::logical_and(*this, o); }
+Tensor Tensor::logical_or(const Tensor& o) const { return anvil::logical_or(*this, o); }
 Tensor Tensor::fmod(const Tensor& o) const { return anvil::fmod(*this, o); }
 Tensor Tensor::fmod(const Scalar& o) const { return anvil::fmod(*this, o); }
 Tensor Tensor::remainder(const Tensor& o) const { return anvil::remainder(*this, o); }

@@ -3,6 +3,8 @@
 // kernel of their own.
 #include "core/ops/sampling.h"
 
+#include <limits>
+
 #include "core/autograd/grad_mode.h"
 #include "core/dispatch.h"
 #include "core/factory.h"
@@ -14,12 +16,29 @@
 
 namespace anvil {
 
+namespace {
+
+// The largest n whose values 0..n-1 the dtype holds exactly (so a permutation
+// stays one): the floats' integer range, uint8's 256; bool holds no permutation past 2.
+int64_t randperm_limit(DType dtype) {
+  switch (dtype) {
+    case kFloat16: return int64_t{1} << 11;
+    case kBFloat16: return int64_t{1} << 8;
+    case kFloat32: return int64_t{1} << 24;
+    case kUInt8: return 256;
+    case kBool: return 2;
+    default: return std::numeric_limits<int64_t>::max();
+  }
+}
+
+}  // namespace
+
 // Uniform keys, sorted: a uniformly random order (float64 keys make ties,
 // which the stable sort would break by position, vanishingly rare).
 Tensor randperm(int64_t n, const TensorOptions& options) {
   ANVIL_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
-  ANVIL_CHECK(!is_floating(options.dtype_) || n <= (int64_t{1} << 24), "randperm: n = ", n,
-              " is not exactly representable in ", options.dtype_);
+  ANVIL_CHECK(n <= randperm_limit(options.dtype_), "randperm: n = ", n, " is more than ", options.dtype_,
+              " holds exactly (at most ", randperm_limit(options.dtype_), " values 0..n-1)");
   NoGradGuard no_grad;
   Tensor keys = rand({n}, TensorOptions(kFloat64).device(options.device_));
   return argsort(keys).to(options.dtype_);

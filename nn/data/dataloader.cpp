@@ -34,7 +34,7 @@ struct DataLoader::Epoch {
   Example make(int64_t b) const {
     const DataLoaderOptions& o = loader->options_;
     Example e = loader->dataset_->get_batch(batches[static_cast<size_t>(b)]);
-    if (o.transform) e = o.transform(std::move(e), epoch_seed * 1000003u + static_cast<uint64_t>(b));
+    if (o.transform) e = o.transform.apply(std::move(e), epoch_seed * 1000003u + static_cast<uint64_t>(b));
     // Copying into page-locked memory is host work: done here it overlaps the
     // training step, and the consumer's copy to the GPU becomes asynchronous.
     if (pin) {

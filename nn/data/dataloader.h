@@ -4,13 +4,17 @@
 // device so loading overlaps compute.
 //
 //   DataLoader loader(dataset, {.batch_size = 64, .shuffle = true, .num_workers = 2});
+//   DataLoader loader(dataset, DataLoaderOptions(64).shuffle(true).workers(2));  // libtorch's spelling
 //   for (int epoch = 0; epoch < 5; ++epoch)
 //     for (const Example& batch : loader) { ... }   // each loop is one epoch
+#include <concepts>
 #include <functional>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "core/base/device.h"
+#include "core/base/option_field.h"
 #include "nn/data/dataset.h"
 #include "nn/data/sampler.h"
 
@@ -20,22 +24,49 @@ namespace anvil::nn::data {
 // and epoch (and is reproducible), for random augmentation.
 using BatchTransform = std::function<Example(Example batch, uint64_t seed)>;
 
+// A BatchTransform held through a pointer. DataLoaderOptions finds its fields
+// by offset (core/base/option_field.h), which needs a standard-layout struct,
+// and std::function is not one; a shared pointer is. Copies of the options
+// share the callable, which the workers only call.
+class SharedBatchTransform {
+ public:
+  SharedBatchTransform() = default;
+  template <class F>
+    requires(!std::same_as<std::remove_cvref_t<F>, SharedBatchTransform> && std::constructible_from<BatchTransform, F>)
+  SharedBatchTransform(F&& f)  // NOLINT: implicit, so `.transform = normalize` reads as the plain field did
+      : fn_(std::make_shared<const BatchTransform>(std::forward<F>(f))) {}
+  explicit operator bool() const { return fn_ && *fn_; }
+  Example apply(Example batch, uint64_t seed) const { return (*fn_)(std::move(batch), seed); }
+
+ private:
+  std::shared_ptr<const BatchTransform> fn_;
+};
+
+// Both anvil's aggregate, {.batch_size = 64, .shuffle = true}, and libtorch's
+// chained form, DataLoaderOptions(64).workers(2) or DataLoaderOptions().batch_size(64).drop_last(true).
 struct DataLoaderOptions {
-  int64_t batch_size = 1;
-  bool shuffle = false;
-  uint64_t seed = 0;           // shuffle and transform seed
-  bool drop_last = false;
-  int num_workers = 0;         // 0: batches are made on the calling thread
-  int prefetch_factor = 2;     // batches in flight per worker
+  ANVIL_OPTION(DataLoaderOptions, int64_t, batch_size) = 1;
+  ANVIL_OPTION(DataLoaderOptions, bool, shuffle) = false;
+  ANVIL_OPTION(DataLoaderOptions, uint64_t, seed) = 0;          // shuffle and transform seed
+  ANVIL_OPTION(DataLoaderOptions, bool, drop_last) = false;
+  ANVIL_OPTION(DataLoaderOptions, int, num_workers) = 0;        // 0: batches are made on the calling thread
+  ANVIL_OPTION(DataLoaderOptions, int, prefetch_factor) = 2;    // batches in flight per worker
   // Workers copy each batch into page-locked host memory, so that copies to
   // a GPU are asynchronous (Tensor::to(cuda, non_blocking)). Ignored when no
   // GPU is usable.
-  bool pin_memory = false;
+  ANVIL_OPTION(DataLoaderOptions, bool, pin_memory) = false;
   // Where batches are delivered. The copy there runs on the consuming thread
   // (on its current stream), when the batch is taken.
-  Device device = Device::cpu();
-  bool non_blocking = true;    // device copies do not wait (needs pin_memory to overlap)
-  BatchTransform transform;    // optional
+  ANVIL_OPTION(DataLoaderOptions, Device, device) = Device::cpu();
+  ANVIL_OPTION(DataLoaderOptions, bool, non_blocking) = true;  // device copies do not wait (needs pin_memory to overlap)
+  ANVIL_OPTION(DataLoaderOptions, SharedBatchTransform, transform) = {};  // optional
+
+  // libtorch's name for num_workers.
+  DataLoaderOptions& workers(int n) {
+    num_workers = n;
+    return *this;
+  }
+  int workers() const { return num_workers; }
 };
 
 class DataLoader {
@@ -84,3 +115,7 @@ class DataLoader::Iterator {
 };
 
 }  // namespace anvil::nn::data
+
+namespace anvil {
+namespace data = nn::data;  // libtorch's torch::data::DataLoaderOptions is anvil::data::DataLoaderOptions
+}  // namespace anvil

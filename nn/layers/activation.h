@@ -1,7 +1,11 @@
 #pragma once
 // Activation modules: thin wrappers over the elementwise ops, so they can sit
 // in a Sequential.
+#include <sstream>
+#include <string>
+
 #include "core/ops/elementwise.h"
+#include "nn/layers/activation_options.h"
 #include "nn/module.h"
 
 namespace anvil::nn {
@@ -37,6 +41,61 @@ class Sigmoid : public Module {
  public:
   Sigmoid() : Module("Sigmoid") {}
   Tensor forward(const Tensor& x) override { return sigmoid(x); }
+};
+
+// The parametrised ones take libtorch's options: nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)).
+// inplace writes the result into the input, as libtorch's.
+class LeakyReLU : public Module {
+ public:
+  explicit LeakyReLU(const LeakyReLUOptions& o = {}) : Module("LeakyReLU"), options(o) {}
+  Tensor forward(const Tensor& x) override {
+    return apply_in_place_if(options.inplace, x,
+                             [&](const Tensor& in) { return leaky_relu(in, options.negative_slope); });
+  }
+  std::string extra_repr() const override {
+    std::ostringstream os;
+    os << "negative_slope=" << options.negative_slope();
+    return os.str();
+  }
+  LeakyReLUOptions options;
+};
+
+class ELU : public Module {
+ public:
+  explicit ELU(const ELUOptions& o = {}) : Module("ELU"), options(o) {}
+  Tensor forward(const Tensor& x) override {
+    return apply_in_place_if(options.inplace, x, [&](const Tensor& in) { return elu(in, options.alpha); });
+  }
+  std::string extra_repr() const override {
+    std::ostringstream os;
+    os << "alpha=" << options.alpha();
+    return os.str();
+  }
+  ELUOptions options;
+};
+
+class Softplus : public Module {
+ public:
+  explicit Softplus(const SoftplusOptions& o = {}) : Module("Softplus"), options(o) {}
+  Tensor forward(const Tensor& x) override { return softplus(x, options.beta, options.threshold); }
+  std::string extra_repr() const override {
+    std::ostringstream os;
+    os << "beta=" << options.beta() << ", threshold=" << options.threshold();
+    return os.str();
+  }
+  SoftplusOptions options;
+};
+
+class Mish : public Module {
+ public:
+  Mish() : Module("Mish") {}
+  Tensor forward(const Tensor& x) override { return mish(x); }
+};
+
+class Hardswish : public Module {
+ public:
+  Hardswish() : Module("Hardswish") {}
+  Tensor forward(const Tensor& x) override { return hardswish(x); }
 };
 
 }  // namespace anvil::nn

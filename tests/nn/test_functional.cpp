@@ -21,9 +21,19 @@ TEST(NnFunctional, ReExportsResolve) {
   Tensor t = rand({4, 5});
   EXPECT_EQ(F::binary_cross_entropy_with_logits(x, t, F::Reduction::Sum).item<double>(),
             binary_cross_entropy_with_logits(x, t, Reduction::Sum).item<double>());
+  Tensor img = randn({1, 2, 3, 3}), w = randn({4, 2, 3, 3}), b = randn({4});
+  Tensor want = conv2d(img, w, b, Conv2dOptions{.padding = {1, 1}});
+  // libtorch's form: the bias in the options, chained setters.
+  Tensor got = F::conv2d(img, w, F::Conv2dFuncOptions().stride(1).padding(1).bias(b));
+  EXPECT_EQ(got.shape(), (Shape{1, 4, 3, 3}));
+  EXPECT_EQ(got.to_vector<double>(), want.to_vector<double>());
+  // The earlier forms: the bias as an argument, the options as a struct.
   F::Conv2dFuncOptions conv;
   conv.padding = {1, 1};
-  EXPECT_EQ(F::conv2d(randn({1, 2, 3, 3}), randn({4, 2, 3, 3}), {}, conv).shape(), (Shape{1, 4, 3, 3}));
+  EXPECT_EQ(F::conv2d(img, w, b, conv).to_vector<double>(), want.to_vector<double>());
+  EXPECT_EQ(F::conv2d(img, w, b, Conv2dOptions{.padding = {1, 1}}).to_vector<double>(), want.to_vector<double>());
+  EXPECT_EQ(F::conv2d(img, w, F::Conv2dFuncOptions().stride(2)).shape(), (Shape{1, 4, 1, 1}));
+  testing::expect_error([&] { F::conv2d(img, w, b, F::Conv2dFuncOptions().bias(b)); }, {"conv2d", "bias", "both"});
 }
 
 TEST(NnFunctional, BinaryCrossEntropyOnProbabilities) {

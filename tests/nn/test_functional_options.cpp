@@ -87,6 +87,40 @@ TEST(NnEmbeddingPaddingIdx, PaddingRowStartsAtZeroAndGetsNoGradient) {
   testing::expect_error([&] { embedding(w, idx, 7); }, {"embedding", "padding_idx 7"});
 }
 
+// The weight's gradient against central differences of sum(upstream * out),
+// in float64, for every row but padding_idx (whose gradient is 0 by
+// definition, although the output reads it), with indices that repeat rows.
+TEST(NnEmbeddingPaddingIdx, GradientMatchesFiniteDifferencesOffThePaddingRow) {
+  manual_seed(133);
+  const int64_t rows = 5, dim = 3, padding_idx = 2;
+  Tensor w = randn({rows, dim}, kFloat64);
+  const Tensor idx = randint(0, rows, {4, 3}).to(kInt64);
+  const Tensor with_pad = cat({idx.view({-1}), from_vector<int64_t>({padding_idx, padding_idx}, {2})}).view({2, 7});
+  const Tensor upstream = randn({2, 7, dim}, kFloat64);
+  auto loss = [&](const Tensor& weight) { return (embedding(weight, with_pad, padding_idx) * upstream).sum(); };
+  Tensor leaf = w.clone().requires_grad_(true);
+  loss(leaf).backward();
+  const std::vector<double> analytic = leaf.grad().to_vector<double>();
+  const double eps = 1e-6;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < dim; ++c) {
+      const size_t k = static_cast<size_t>(r * dim + c);
+      if (r == padding_idx) {
+        EXPECT_EQ(analytic[k], 0.0) << "padding row, column " << c;
+        continue;
+      }
+      Tensor plus = w.clone(), minus = w.clone();
+      plus[r][c].add_(eps);
+      minus[r][c].add_(-eps);
+      const double numeric = (loss(plus).item<double>() - loss(minus).item<double>()) / (2 * eps);
+      EXPECT_NEAR(analytic[k], numeric, 1e-7) << "row " << r << ", column " << c;
+    }
+  }
+  // The upstream gradient at the padding positions is non-zero, so a zero
+  // there is the padding rule, not an accident of the data.
+  EXPECT_GT(upstream[1].slice(0, 5, 7).abs().sum().item<double>(), 0.0);
+}
+
 TEST(NnLayersMore, ShapesParametersAndGradcheck) {
   manual_seed(132);
   auto conv = std::make_shared<nn::Conv1d>(nn::Conv1dOptions(4, 6, 3).padding(1).groups(2));

@@ -649,4 +649,195 @@ TEST(LibtorchHabits, FunctionalOpsGradientsMatchFiniteDifferences) {
                         {r({3, 2}), r({3, 2})}));
 }
 
+// ---- 5. the audit's gaps: options, in-place logic, activations, pools ----
+
+TEST(LibtorchHabits, Conv2dFuncOptionsHoldTheBias) {
+  namespace F = anvil::nn::functional;
+  anvil::manual_seed(5);
+  const Tensor x = anvil::randn({1, 2, 5, 5}), w = anvil::randn({3, 2, 3, 3}), b = anvil::randn({3});
+  const Tensor y = F::conv2d(x, w, F::Conv2dFuncOptions().stride(1).padding(1));
+  EXPECT_EQ(y.sizes(), (anvil::Shape{1, 3, 5, 5}));
+  const Tensor with_bias = F::conv2d(x, w, F::Conv2dFuncOptions().stride(2).padding(1).bias(b));
+  EXPECT_EQ(with_bias.sizes(), (anvil::Shape{1, 3, 3, 3}));
+  // The bias adds b[c] to every position of channel c.
+  const Tensor without = F::conv2d(x, w, F::Conv2dFuncOptions().stride(2).padding(1));
+  expect_values((with_bias - without).mean({0, 2, 3}), values(b));
+  expect_values(y, values(anvil::conv2d(x, w, {}, {.padding = {1, 1}})));  // anvil's form, unchanged
+  const Tensor seq = anvil::randn({2, 4, 9}), w1 = anvil::randn({6, 4, 3});
+  EXPECT_EQ(F::conv1d(seq, w1, F::Conv1dFuncOptions().stride(2).padding(1)).sizes(), (anvil::Shape{2, 6, 5}));
+  const Tensor wt = anvil::randn({3, 2, 3, 3});
+  EXPECT_EQ(F::conv_transpose2d(anvil::randn({1, 3, 4, 4}), wt,
+                                F::ConvTranspose2dFuncOptions().stride(2).padding(1).output_padding(1))
+                .sizes(),
+            (anvil::Shape{1, 2, 8, 8}));
+  expect_error_naming([&] { F::conv2d(x, w, b, F::Conv2dFuncOptions().bias(b)); }, {"conv2d", "bias", "both"});
+}
+
+TEST(LibtorchHabits, PoolFuncOptions) {
+  namespace F = anvil::nn::functional;
+  const Tensor img = anvil::arange(16, anvil::kFloat).view({1, 1, 4, 4});
+  expect_values(F::max_pool2d(img, F::MaxPool2dFuncOptions(2).stride(2)), {5, 7, 13, 15});
+  expect_values(F::avg_pool2d(img, F::AvgPool2dFuncOptions(2)), {2.5, 4.5, 10.5, 12.5});
+  EXPECT_EQ(F::max_pool2d(img, F::MaxPool2dFuncOptions(3).stride(2).padding(1)).sizes(), (anvil::Shape{1, 1, 2, 2}));
+  // A (height, width) pair as the only argument is a Size2: a bare {1, 4}
+  // there would initialise kernel_size and stride (aggregate rules).
+  expect_values(F::avg_pool2d(img, F::AvgPool2dFuncOptions(anvil::nn::Size2(1, 4)).count_include_pad(false)),
+                {1.5, 5.5, 9.5, 13.5});
+  EXPECT_EQ(F::avg_pool2d(img, F::AvgPool2dFuncOptions(2).stride({2, 1}).padding({0, 1})).sizes(),
+            (anvil::Shape{1, 1, 2, 5}));
+  const Tensor seq = anvil::arange(6, anvil::kFloat).view({1, 1, 6});
+  expect_values(F::avg_pool1d(seq, F::AvgPool1dFuncOptions(2)), {0.5, 2.5, 4.5});
+  expect_values(anvil::avg_pool1d(seq, {.kernel = 3, .stride = 3}), {1, 4});
+  expect_error_naming([&] { F::max_pool2d(img, F::MaxPool2dFuncOptions(2).dilation(2)); },
+                      {"max_pool2d", "dilation (2, 2)"});
+  expect_error_naming([&] { F::avg_pool1d(seq, F::AvgPool1dFuncOptions(7)); }, {"avg_pool1d", "kernel_size 7"});
+}
+
+TEST(LibtorchHabits, ActivationFuncOptionsAndModules) {
+  namespace F = anvil::nn::functional;
+  const Tensor x = anvil::tensor({-2.0, -0.5, 0.5, 3.0});
+  expect_values(F::leaky_relu(x, F::LeakyReLUFuncOptions().negative_slope(0.2)), {-0.4, -0.1, 0.5, 3.0});
+  expect_values(F::elu(x, F::ELUFuncOptions().alpha(0.5)), {0.5 * std::expm1(-2.0), 0.5 * std::expm1(-0.5), 0.5, 3});
+  expect_values(F::softplus(x, F::SoftplusFuncOptions().beta(2).threshold(5)),
+                {std::log1p(std::exp(-4.0)) / 2, std::log1p(std::exp(-1.0)) / 2, std::log1p(std::exp(1.0)) / 2,
+                 3.0});  // beta * x = 6 > threshold: x itself
+  expect_values(F::mish(x), values(x * anvil::tanh(anvil::softplus(x))));
+  expect_values(F::hardswish(x), {-2.0 * 1 / 6, -0.5 * 2.5 / 6, 0.5 * 3.5 / 6, 3});
+  expect_values(F::leaky_relu(x), values(anvil::leaky_relu(x, 0.01)));
+  Tensor y = x.clone();
+  const Tensor r = F::leaky_relu(y, F::LeakyReLUFuncOptions().negative_slope(0.5).inplace(true));
+  expect_values(y, {-1, -0.25, 0.5, 3});  // written into y
+  EXPECT_EQ(r.data_ptr<float>(), y.data_ptr<float>());
+  // In place inside a graph: the gradient is the out-of-place op's.
+  const Tensor leaf = anvil::randn({6}, anvil::kDouble).requires_grad_(true);
+  Tensor hidden = leaf * 2;
+  F::elu(hidden, F::ELUFuncOptions().alpha(0.5).inplace(true)).sum().backward();
+  const Tensor want_grad = anvil::where(leaf.detach() > 0, 2.0, anvil::exp(leaf.detach() * 2) * 0.5 * 2);
+  expect_values(leaf.grad(), values(want_grad));
+  expect_error_naming([&] { F::leaky_relu(leaf, F::LeakyReLUFuncOptions().inplace(true)); }, {"leaf"});
+
+  auto model = std::make_shared<anvil::nn::Sequential>();
+  model->push_back(std::make_shared<anvil::nn::LeakyReLU>(anvil::nn::LeakyReLUOptions().negative_slope(0.2)));
+  model->push_back(std::make_shared<anvil::nn::ELU>(anvil::nn::ELUOptions().alpha(1.0)));
+  model->push_back(std::make_shared<anvil::nn::Softplus>(anvil::nn::SoftplusOptions().beta(1).threshold(20)));
+  model->push_back(std::make_shared<anvil::nn::Mish>());
+  model->push_back(std::make_shared<anvil::nn::Hardswish>());
+  const Tensor want = anvil::hardswish(anvil::mish(anvil::softplus(anvil::elu(anvil::leaky_relu(x, 0.2)))));
+  expect_values(model->forward(x), values(want));
+  std::ostringstream tree;
+  tree << *model;
+  EXPECT_EQ(tree.str(),
+            "Sequential(\n"
+            "  (0): LeakyReLU(negative_slope=0.2)\n"
+            "  (1): ELU(alpha=1)\n"
+            "  (2): Softplus(beta=1, threshold=20)\n"
+            "  (3): Mish()\n"
+            "  (4): Hardswish()\n"
+            ")");
+  EXPECT_TRUE(anvil::testing::gradcheck(
+      [](const std::vector<Tensor>& in) { return F::elu(in[0], F::ELUFuncOptions().alpha(0.7)); },
+      {anvil::randn({5}, anvil::kDouble)}));
+}
+
+TEST(LibtorchHabits, InPlaceBitwiseOperatorsAndLogicMethods) {
+  Tensor a = anvil::tensor({12, 10, 0}).to(anvil::kInt);
+  const Tensor b = anvil::tensor({10, 6, 5}).to(anvil::kInt);
+  const void* storage = a.data_ptr<int32_t>();
+  a &= b;
+  EXPECT_EQ(ints(a), (Ints{8, 2, 0}));
+  a |= 5;
+  EXPECT_EQ(ints(a), (Ints{13, 7, 5}));
+  a ^= b;
+  EXPECT_EQ(ints(a), (Ints{7, 1, 0}));
+  EXPECT_EQ(a.data_ptr<int32_t>(), storage);  // in place, dtype kept
+  EXPECT_EQ(a.scalar_type(), anvil::kInt);
+
+  Tensor mask = anvil::tensor({1, 1, 0, 0}).to(anvil::kBool);
+  const Tensor other = anvil::tensor({1, 0, 1, 0}).to(anvil::kBool);
+  mask |= other;
+  EXPECT_EQ(ints(mask), (Ints{1, 1, 1, 0}));
+  mask &= other;
+  EXPECT_EQ(ints(mask), (Ints{1, 0, 1, 0}));
+  mask ^= true;
+  EXPECT_EQ(ints(mask), (Ints{0, 1, 0, 1}));
+  EXPECT_EQ(mask.scalar_type(), anvil::kBool);
+  Tensor rows = anvil::ones({2, 3}, anvil::kLong);
+  rows &= anvil::tensor({1, 0, 1}).to(anvil::kLong);  // broadcast into self
+  EXPECT_EQ(ints(rows), (Ints{1, 0, 1, 1, 0, 1}));
+
+  EXPECT_EQ(ints(b.bitwise_not()), (Ints{-11, -7, -6}));
+  EXPECT_EQ(ints(other.logical_not()), (Ints{0, 1, 0, 1}));
+  EXPECT_EQ(ints(b.logical_not()), (Ints{0, 0, 0}));
+  EXPECT_EQ(b.logical_not().scalar_type(), anvil::kBool);
+  EXPECT_EQ(ints(other.logical_and(mask)), (Ints{0, 0, 0, 0}));
+  EXPECT_EQ(ints(other.logical_or(mask)), (Ints{1, 1, 1, 1}));
+
+  Tensor f = x23();
+  expect_error_naming([&] { f &= anvil::ones({2, 3}, anvil::kLong); }, {"bitwise_and_", "float32", "int64"});
+  Tensor flag = anvil::ones({3}, anvil::kBool);
+  expect_error_naming([&] { flag |= anvil::tensor({1, 2, 3}).to(anvil::kLong); },
+                      {"bitwise_or_", "int64", "can't be cast", "bool"});
+  Tensor small = anvil::ones({3}, anvil::kInt);
+  expect_error_naming([&] { small ^= anvil::ones({2, 3}, anvil::kInt); }, {"bitwise_xor_", "[2, 3]", "[3]"});
+  expect_error_naming([&] { (void)f.bitwise_not(); }, {"bitwise_not", "float32"});
+}
+
+TEST(LibtorchHabits, DataLoaderOptionsChainAsTorchData) {
+  const anvil::data::DataLoaderOptions chained = anvil::data::DataLoaderOptions().batch_size(64).workers(2);
+  EXPECT_EQ(chained.batch_size, 64);
+  EXPECT_EQ(chained.num_workers, 2);
+  EXPECT_EQ(chained.workers(), 2);
+  const auto more = anvil::data::DataLoaderOptions(4).drop_last(true).shuffle(true).seed(3);
+  EXPECT_EQ(more.batch_size(), 4);
+  EXPECT_TRUE(more.drop_last);
+  const anvil::nn::data::DataLoaderOptions aggregate{.batch_size = 3, .num_workers = 1};  // anvil's form
+  EXPECT_EQ(aggregate.batch_size, 3);
+  auto dataset = std::make_shared<anvil::data::TensorDataset>(anvil::arange(10, anvil::kFloat).view({10, 1}),
+                                                             anvil::arange(10, anvil::kLong));
+  anvil::data::DataLoader loader(
+      dataset, anvil::data::DataLoaderOptions().batch_size(4).workers(2).drop_last(true).transform(
+                   [](anvil::data::Example e, uint64_t) {
+                     e.data = e.data * 2;
+                     return e;
+                   }));
+  std::vector<double> seen;
+  for (const anvil::data::Example& batch : loader)
+    for (double v : values(batch.data)) seen.push_back(v);
+  EXPECT_EQ(seen, (Doubles{0, 2, 4, 6, 8, 10, 12, 14}));  // two batches of 4, the last 2 dropped, transformed
+  EXPECT_EQ(loader.num_batches(), 2);
+  expect_error_naming([&] { anvil::data::DataLoader(dataset, anvil::data::DataLoaderOptions().batch_size(0)); },
+                      {"DataLoader", "batch_size", "0"});
+}
+
+TEST(LibtorchHabits, IsnanRmsNormAndReductionNames) {
+  namespace F = anvil::nn::functional;
+  const Tensor x = anvil::tensor({1.0, NAN, 3.0});
+  EXPECT_EQ(ints(x.isnan()), (Ints{0, 1, 0}));
+  EXPECT_EQ(ints(anvil::isnan(x)), (Ints{0, 1, 0}));
+  EXPECT_EQ(x.isnan().scalar_type(), anvil::kBool);
+  const Tensor v = anvil::tensor({3.0, 4.0}).view({1, 2});
+  const double rms = std::sqrt((9.0 + 16.0) / 2);
+  expect_values(F::rms_norm(v, F::RMSNormFuncOptions({2}).eps(0)), {3 / rms, 4 / rms});
+  expect_values(anvil::rms_norm(v, {2}, anvil::tensor({2.0, 1.0}), 0.0), {6 / rms, 4 / rms});
+  const Tensor a = anvil::tensor({0.0, 2.0}), b = anvil::tensor({1.0, 0.0});
+  EXPECT_NEAR(F::mse_loss(a, b, anvil::kMean).item<double>(), 2.5, 1e-6);  // torch::kMean, as libtorch spells it
+  EXPECT_NEAR(F::mse_loss(a, b, anvil::kSum).item<double>(), 5.0, 1e-6);
+  EXPECT_NEAR(F::smooth_l1_loss(a, b, F::SmoothL1LossFuncOptions().reduction(anvil::kMean)).item<double>(), 1.0, 1e-6);
+  EXPECT_NEAR(F::mse_loss(a, b, F::MSELossFuncOptions(anvil::kSum)).item<double>(), 5.0, 1e-6);
+  expect_values(F::l1_loss(a, b, F::L1LossFuncOptions().reduction(anvil::kNone)), {1, 2});
+}
+
+// torch::linalg's functions take every argument, the dtype last.
+TEST(LibtorchHabits, LinalgNormsWithEveryArgument) {
+  const Tensor m = anvil::tensor({3.0, 4.0, 0.0, 0.0}).view({2, 2});
+  expect_values(anvil::linalg::vector_norm(m, 2, {1}, false, {}), {5, 0});
+  const Tensor n = anvil::linalg::vector_norm(m, 1, {0}, true, anvil::kDouble);
+  EXPECT_EQ(n.scalar_type(), anvil::kDouble);
+  EXPECT_EQ(n.sizes(), (anvil::Shape{1, 2}));
+  EXPECT_NEAR(anvil::linalg::matrix_norm(m, "fro", {-2, -1}, false, {}).item<double>(), 5.0, 1e-6);
+  EXPECT_NEAR(anvil::linalg::matrix_norm(m, 1, {-2, -1}, false, {}).item<double>(), 4.0, 1e-6);
+  EXPECT_NEAR(anvil::linalg::norm(m, std::nullopt, {}, false, anvil::kDouble).item<double>(), 5.0, 1e-12);
+  expect_error_naming([&] { anvil::linalg::vector_norm(m, 2, {2}, false, {}); }, {"linalg.vector_norm", "dim 2"});
+}
+
 }  // namespace

@@ -21,6 +21,18 @@ Tensor with_unit_height(const char* op, const Tensor& x) {
   return x.unsqueeze(-2);
 }
 
+// The 2-D pools check these too, but would name themselves and a [1, k]
+// kernel; a 1-D caller should read its own op and numbers.
+void check_pool1d(const char* op, const Tensor& x, const Pool1dOptions& o) {
+  detail::check_floating(op, x, "input");
+  ANVIL_CHECK(o.kernel > 0 && o.stride >= 0, op, ": kernel_size must be positive and stride non-negative "
+              "(0 means the kernel size), got kernel_size ", o.kernel, ", stride ", o.stride);
+  ANVIL_CHECK(o.padding >= 0 && 2 * o.padding <= o.kernel, op, ": padding must be between 0 and half the "
+              "kernel size, got padding ", o.padding, " for kernel_size ", o.kernel);
+  ANVIL_CHECK(x.size(-1) + 2 * o.padding >= o.kernel, op, ": input ", detail::describe(x), " with padding ",
+              o.padding, " is shorter than kernel_size ", o.kernel, "; the output would be empty");
+}
+
 Pool2dOptions as_2d(const Pool1dOptions& o) {
   Pool2dOptions p;
   p.kernel = {1, o.kernel};
@@ -83,11 +95,15 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
 }
 
 Tensor max_pool1d(const Tensor& x, const Pool1dOptions& o) {
-  return max_pool2d(with_unit_height("max_pool1d", x), as_2d(o)).squeeze(-2);
+  Tensor x2 = with_unit_height("max_pool1d", x);
+  check_pool1d("max_pool1d", x, o);
+  return max_pool2d(x2, as_2d(o)).squeeze(-2);
 }
 
 Tensor avg_pool1d(const Tensor& x, const Pool1dOptions& o) {
-  return avg_pool2d(with_unit_height("avg_pool1d", x), as_2d(o)).squeeze(-2);
+  Tensor x2 = with_unit_height("avg_pool1d", x);
+  check_pool1d("avg_pool1d", x, o);
+  return avg_pool2d(x2, as_2d(o)).squeeze(-2);
 }
 
 Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size) {

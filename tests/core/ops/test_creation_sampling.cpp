@@ -30,6 +30,9 @@ TEST(Creation, TrilAndTriuWithDiagonalOffsets) {
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return tril(in[0], 1); }, {randn({3, 4}, kFloat64)}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return triu(in[0], -1); }, {randn({2, 3, 3}, kFloat64)}));
   EXPECT_ANVIL_ERROR(tril(zeros({3})), "tril: expected a tensor of at least 2 dims");
+  EXPECT_ANVIL_ERROR(triu(zeros({3})), "triu: expected a tensor of at least 2 dims");
+  EXPECT_ANVIL_ERROR(zeros({}).triu(), "(a matrix or a batch of them), got [] float32");
+  EXPECT_ANVIL_ERROR(triu(Tensor()), "triu");
 }
 
 TEST(Creation, LinspaceAndLogspace) {
@@ -47,6 +50,7 @@ TEST(Creation, LinspaceAndLogspace) {
   EXPECT_EQ(g, (std::vector<double>{1.0, 10.0, 100.0, 1000.0}));
   EXPECT_NEAR(logspace(0.0, 2.0, 3, 2.0).to_vector<float>()[2], 4.0f, 1e-6);
   EXPECT_ANVIL_ERROR(linspace(0, 1, -1), "linspace: number of steps must be non-negative");
+  EXPECT_ANVIL_ERROR(logspace(0, 1, -3), "logspace: number of steps must be non-negative, got -3");
 }
 
 TEST(Sampling, RandpermIsAPermutationReproduciblePerSeed) {
@@ -62,6 +66,20 @@ TEST(Sampling, RandpermIsAPermutationReproduciblePerSeed) {
   EXPECT_EQ(randperm(100).to_vector<int64_t>(), p);
   EXPECT_EQ(randperm(0).numel(), 0);
   EXPECT_EQ(randperm(5, kFloat32).dtype(), kFloat32);
+}
+
+TEST(Sampling, RandpermRefusesWhatTheDtypeCannotHold) {
+  EXPECT_ANVIL_ERROR(randperm(-1), "randperm: n must be non-negative, got -1");
+  EXPECT_ANVIL_ERROR(randperm(3000, kFloat16), "randperm: n = 3000 is more than float16 holds exactly");
+  EXPECT_ANVIL_ERROR(randperm(300, kBFloat16), "randperm: n = 300 is more than bfloat16");
+  EXPECT_ANVIL_ERROR(randperm(257, kUInt8), "randperm: n = 257 is more than uint8");
+  EXPECT_ANVIL_ERROR(randperm(3, kBool), "randperm: n = 3 is more than bool");
+  EXPECT_ANVIL_ERROR(randperm((int64_t{1} << 24) + 1, kFloat32), "randperm: n = 16777217 is more than float32");
+  // At the limit the values are still a permutation.
+  manual_seed(5);
+  std::vector<double> p = randperm(2048, kFloat16).to_vector<double>();
+  std::sort(p.begin(), p.end());
+  for (size_t i = 0; i < p.size(); ++i) ASSERT_EQ(p[i], static_cast<double>(i));
 }
 
 TEST(Sampling, MultinomialWithReplacementFollowsTheWeights) {

@@ -121,6 +121,8 @@ TEST(LinalgNormErrors, BadOrdersDimsAndInputs) {
   EXPECT_ANVIL_ERROR(linalg::norm(randn({2, 3, 4}), "fro"), "needs a 2-D input");
   EXPECT_ANVIL_ERROR(linalg::norm(m, 2, {0, 1, 1}), "dim must have 1 or 2 dims");
   EXPECT_ANVIL_ERROR(linalg::vector_norm(ones({3}, kInt64)), "linalg.vector_norm: expected a floating input");
+  EXPECT_ANVIL_ERROR(linalg::vector_norm(m, 2, {2}), "linalg.vector_norm: dim 2 is out of range for a tensor with 2 dims");
+  EXPECT_ANVIL_ERROR(linalg::vector_norm(m, 2, {-3}, false, kFloat64), "linalg.vector_norm: dim -3");
 }
 
 }  // namespace

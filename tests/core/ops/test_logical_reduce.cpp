@@ -57,9 +57,19 @@ TEST(LogicalReduce, LogsumexpIsStable) {
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return logsumexp(in[0], 0); }, {r}));
 }
 
+// The errors name the op called (they run through sum and amax inside).
 TEST(LogicalReduce, RefusesBadDims) {
-  EXPECT_ANVIL_ERROR(all(zeros({2}), 3), "sum");
+  manual_seed(7);
+  const Tensor x = randn({2, 3});
+  EXPECT_ANVIL_ERROR(all(x, 3), "all: dim 3 is out of range for a tensor with 2 dims");
+  EXPECT_ANVIL_ERROR(any(x, -3), "any: dim -3 is out of range");
+  EXPECT_ANVIL_ERROR(all(x, Shape{1, -1}), "all: dim 1 appears more than once");
   EXPECT_ANVIL_ERROR(any(Tensor()), "any");
+  EXPECT_ANVIL_ERROR(logsumexp(x, 2), "logsumexp: dim 2 is out of range");
+  EXPECT_ANVIL_ERROR(x.logsumexp(Shape{0, 0}), "logsumexp: dim 0 appears more than once");
+  EXPECT_ANVIL_ERROR(logsumexp(Tensor(), 0), "logsumexp");
+  // An empty slice is fine for logsumexp (-inf), as PyTorch's.
+  EXPECT_EQ(logsumexp(zeros({0, 3}), 0).to_vector<float>(), (std::vector<float>(3, -INFINITY)));
 }
 
 }  // namespace

@@ -242,6 +242,22 @@ TEST(NnPool, OneDimPoolsMatchLoops) {
   expect_error([&] { max_pool1d(randn64({2, 3, 4, 5}), {}); }, {"max_pool1d", "[N, C, L]"});
 }
 
+// The 1-D pools name themselves and their 1-D numbers (not the [1, k] kernel
+// of the 2-D pool they run on).
+TEST(NnPool, OneDimPoolsRefuseBadArguments) {
+  manual_seed(17);
+  const Tensor x = randn64({2, 3, 4});
+  expect_error([&] { avg_pool1d(randn64({2, 3, 4, 5}), {}); }, {"avg_pool1d", "[N, C, L]", "[2, 3, 4, 5]"});
+  expect_error([&] { avg_pool1d(randn64({4}), {}); }, {"avg_pool1d", "[N, C, L] or [C, L]"});
+  expect_error([&] { avg_pool1d(x, {.kernel = 5}); }, {"avg_pool1d", "shorter than kernel_size 5"});
+  expect_error([&] { avg_pool1d(x, {.kernel = 3, .padding = 2}); },
+               {"avg_pool1d", "padding must be between 0 and half the kernel size", "padding 2"});
+  expect_error([&] { avg_pool1d(x, {.kernel = 0}); }, {"avg_pool1d", "kernel_size must be positive", "kernel_size 0"});
+  expect_error([&] { avg_pool1d(x, {.kernel = 2, .stride = -1}); }, {"avg_pool1d", "stride -1"});
+  expect_error([&] { avg_pool1d(x.to(kInt64), {}); }, {"avg_pool1d", "int64"});
+  expect_error([&] { max_pool1d(x, {.kernel = 7, .padding = 1}); }, {"max_pool1d", "shorter than kernel_size 7"});
+}
+
 TEST(NnPool, CeilModeAndOneDimGradcheck) {
   manual_seed(17);
   Pool2dOptions o;

@@ -160,5 +160,30 @@ TEST(CudaFunctional, LossesDistancesAndOneHot) {
   EXPECT_EQ(h.cpu().to_vector<int64_t>(), one_hot(idx, 5).to_vector<int64_t>());
 }
 
+// embedding with padding_idx: the lookup and the weight's gradient on CUDA
+// match the CPU's, and the padding row's gradient is exactly 0 on both,
+// with random indices that hit the padding row and repeat others.
+TEST(CudaFunctional, EmbeddingPaddingIdx) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  const int64_t rows = 20, dim = 12;
+  for (int64_t padding_idx : {int64_t{3}, int64_t{-1}}) {
+    SCOPED_TRACE(padding_idx);
+    const Tensor w = rnd({rows, dim}, 30);
+    Tensor ids = (test::random_tensor({4, 9}, kFloat32, 31).abs() * 7).to(kInt64).remainder(rows);
+    ids.view({-1}).slice(0, 0, 5).fill_(padding_idx < 0 ? padding_idx + rows : padding_idx);  // the padding row, read 5 times
+    const Tensor upstream = rnd({4, 9, dim}, 32);
+    Tensor wc = w.clone().requires_grad_(true), wg = w.cuda().requires_grad_(true);
+    const Tensor yc = embedding(wc, ids, padding_idx), yg = embedding(wg, ids.cuda(), padding_idx);
+    EXPECT_CUDA_CLOSE(yg, yc, {0, 0});
+    yc.backward(upstream);
+    yg.backward(upstream.cuda());
+    EXPECT_CUDA_CLOSE(wg.grad(), wc.grad(), {1e-5, 1e-6});
+    const int64_t pad_row = padding_idx < 0 ? padding_idx + rows : padding_idx;
+    EXPECT_EQ(wg.grad().cpu()[pad_row].abs().sum().item<double>(), 0.0);
+    EXPECT_EQ(wc.grad()[pad_row].abs().sum().item<double>(), 0.0);
+    EXPECT_GT(wc.grad().abs().sum().item<double>(), 0.0);
+  }
+}
+
 }  // namespace
 }  // namespace anvil
