@@ -19,8 +19,10 @@ constexpr int64_t kHeads = 4, kHeadDim = 64;
 Tensor composed_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
   const int64_t len = q.size(-2);
   const TensorOptions index = TensorOptions().dtype(kInt64);
-  Tensor future = gt(arange(static_cast<double>(len), index).unsqueeze(0), arange(static_cast<double>(len), index).unsqueeze(1));
-  Tensor scores = masked_fill(matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(kHeadDim))), future, -INFINITY);
+  Tensor future =
+      gt(arange(static_cast<double>(len), index).unsqueeze(0), arange(static_cast<double>(len), index).unsqueeze(1));
+  Tensor scores = matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(kHeadDim)));
+  scores = masked_fill(scores, future, -INFINITY);
   return matmul(softmax(scores, -1), v);
 }
 

@@ -45,7 +45,8 @@ Tensor masked_scores(const Tensor& q, const Tensor& k, const Tensor& mask, doubl
                        arange(static_cast<double>(q.size(-2)), index_options).unsqueeze(1));
     scores = masked_fill(scores, future, -INFINITY);
   }
-  if (mask.defined()) scores = mask.dtype() == kBool ? masked_fill(scores, logical_not(mask), -INFINITY) : scores + mask;
+  if (mask.defined())
+    scores = mask.dtype() == kBool ? masked_fill(scores, logical_not(mask), -INFINITY) : scores + mask;
   return scores;
 }
 
@@ -174,17 +175,15 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     Shape want = lead;
     want.push_back(len_q);
     want.push_back(len_k);
-    ANVIL_CHECK(broadcasts_to(mask.shape(), want), kOp, ": attn_mask ", mask.shape_str(), " does not broadcast to the scores ", Shape(want),
-                " (q ", q.shape_str(), ", k ", k.shape_str(), ")");
+    ANVIL_CHECK(broadcasts_to(mask.shape(), want), kOp, ": attn_mask ", mask.shape_str(),
+                " does not broadcast to the scores ", Shape(want), " (q ", q.shape_str(), ", k ", k.shape_str(), ")");
   }
   const double scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   if (o.dropout_p > 0 || (mask.defined() && mask.requires_grad())) return attention_composed(q, k, v, o, scale);
 
   // Cast an additive mask before broadcasting it, so no [.., L, S] copy is made.
   if (mask.defined() && mask.dtype() != kBool && mask.dtype() != q.dtype()) mask = mask.to(q.dtype());
-  if (mask.defined()) {
-    mask = as_batch_heads(mask.detach(), lead, len_q, len_k);
-  }
+  if (mask.defined()) mask = as_batch_heads(mask.detach(), lead, len_q, len_k);
   AttentionParams params;
   params.scale = scale;
   params.is_causal = o.is_causal;

@@ -77,7 +77,8 @@ Tensor composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, con
                        arange(static_cast<double>(q.size(-2)), TensorOptions().dtype(kInt64)).unsqueeze(1));
     scores = masked_fill(scores, future, -INFINITY);
   }
-  if (mask.defined()) scores = mask.dtype() == kBool ? masked_fill(scores, logical_not(mask), -INFINITY) : scores + mask;
+  if (mask.defined())
+    scores = mask.dtype() == kBool ? masked_fill(scores, logical_not(mask), -INFINITY) : scores + mask;
   return matmul(softmax(scores, -1), v);
 }
 
@@ -228,8 +229,8 @@ TEST(NnAttention, FullyMaskedRowsGiveZeroAndNoGradient) {
                               v.detach().requires_grad_(true)};
     std::vector<int64_t> keep_rows = {0, 1, 3, 4, 5};
     Tensor keep = from_vector(keep_rows, {5});
-    Tensor ref = composed_attention(in[0].index_select(2, keep), in[1], in[2], mask.index_select(0, keep), 1 / std::sqrt(8.0),
-                                    false);
+    Tensor ref = composed_attention(in[0].index_select(2, keep), in[1], in[2], mask.index_select(0, keep),
+                                    1 / std::sqrt(8.0), false);
     auto grads = autograd::grad({(ref * g.index_select(2, keep)).sum()}, {in[1], in[2]});
     const double tol = dt == kFloat64 ? 1e-12 : 1e-5;
     EXPECT_TRUE(close(k.grad(), grads[0], tol, tol));

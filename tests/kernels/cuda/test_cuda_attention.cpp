@@ -59,7 +59,8 @@ void expect_matches_cpu(const Dims& d, DType dt, const char* mask_name, const Te
                         uint64_t seed) {
   SCOPED_TRACE(text(d, dt, mask_name, causal));
   const Tensor q = random_tensor({d.b, d.h, d.l, d.e}, dt, seed), k = random_tensor({d.b, d.h, d.s, d.e}, dt, seed + 1),
-               v = random_tensor({d.b, d.h, d.s, d.ev}, dt, seed + 2), g = random_tensor({d.b, d.h, d.l, d.ev}, dt, seed + 3);
+               v = random_tensor({d.b, d.h, d.s, d.ev}, dt, seed + 2),
+               g = random_tensor({d.b, d.h, d.l, d.ev}, dt, seed + 3);
   AttentionOptions o;
   o.is_causal = causal;
   o.attn_mask = mask;
