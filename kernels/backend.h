@@ -42,6 +42,9 @@ struct Pool2dParams {
 
 struct BatchNormParams { bool training = true; double momentum = 0.1; double eps = 1e-5; };
 struct CrossEntropyParams { int64_t ignore_index = -100; double label_smoothing = 0.0; };
+// Fused attention (attention_forward/backward): the scores' scale, and
+// whether key j > query i is masked (PyTorch's top-left causal alignment).
+struct AttentionParams { double scale = 1.0; bool is_causal = false; };
 
 enum class RandomKind : uint8_t { Uniform, Normal };  // Uniform in [a, b); Normal(mean a, std b)
 struct RandomParams { RandomKind kind = RandomKind::Uniform; double a = 0, b = 1; uint64_t seed = 0, offset = 0; };
@@ -197,6 +200,22 @@ class Backend {
   virtual void cross_entropy_backward(const View& grad_logits, const View& grad_losses,
                                       const View& logits, const View& targets,
                                       const View& logsumexp, const CrossEntropyParams& p) = 0;
+  // Fused attention, never materialising the [L, S] scores (kernels/*/attention*):
+  // out = softmax(q @ k^T * scale + mask) @ v for q [B, H, L, E], k [B, H, S, E],
+  // v [B, H, S, Ev] (one dtype, any strides), out [B, H, L, Ev]. lse [B, H, L]
+  // float32 gets each row's log-sum-exp of its scaled, masked scores, +inf for
+  // a row with no allowed key (whose output is 0). mask: null or [B, H, L, S]
+  // with any strides (0 where broadcast), bool (true = may attend) or q's
+  // dtype (added to the scores).
+  virtual void attention_forward(const View& out, const View& lse, const View& q, const View& k, const View& v,
+                                 const View* mask, const AttentionParams& p) = 0;
+  // grad_q, grad_k, grad_v (shapes of q, k, v, dense or not) from grad_out and
+  // the forward's out and lse, recomputing the probabilities blockwise.
+  // A row with no allowed key contributes no gradient.
+  virtual void attention_backward(const View& grad_q, const View& grad_k, const View& grad_v,
+                                  const View& grad_out, const View& q, const View& k, const View& v,
+                                  const View& out, const View& lse, const View* mask,
+                                  const AttentionParams& p) = 0;
   // out = in * keep / (1 - p) with keep = uniform >= p; mask (uint8) records keep.
   virtual void dropout(const View& out, const View& mask, const View& in, double p,
                        uint64_t seed, uint64_t offset) = 0;

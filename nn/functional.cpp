@@ -67,31 +67,6 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
   return adaptive_mean_along(adaptive_mean_along(x, hdim, output_size.h), wdim, output_size.w);
 }
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
-  ANVIL_CHECK(q.defined() && k.defined() && v.defined() && q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2,
-              "scaled_dot_product_attention: expected q [..., L, E], k [..., S, E], v [..., S, Ev]");
-  ANVIL_CHECK(q.size(-1) == k.size(-1) && k.size(-2) == v.size(-2), "scaled_dot_product_attention: expected q [..., L, ",
-              "E], k [..., S, E], v [..., S, Ev], got q ", q.shape_str(), ", k ", k.shape_str(), ", v ", v.shape_str());
-  ANVIL_CHECK(o.dropout_p >= 0 && o.dropout_p <= 1, "scaled_dot_product_attention: expected dropout_p in [0, 1], got ",
-              o.dropout_p);
-  const int64_t len_q = q.size(-2), len_k = k.size(-2);
-  const double scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
-  if (o.is_causal) {
-    const TensorOptions index_options = TensorOptions().dtype(kInt64).device(q.device());
-    Tensor future = gt(arange(static_cast<double>(len_k), index_options).unsqueeze(0),
-                       arange(static_cast<double>(len_q), index_options).unsqueeze(1));
-    scores = masked_fill(scores, future, -INFINITY);
-  }
-  if (o.attn_mask.defined()) {
-    scores = o.attn_mask.dtype() == kBool ? masked_fill(scores, logical_not(o.attn_mask), -INFINITY)
-                                          : scores + o.attn_mask;
-  }
-  Tensor weights = softmax(scores, -1);
-  if (o.dropout_p > 0) weights = dropout(weights, o.dropout_p, true);
-  return matmul(weights, v);
-}
-
 Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction) {
   check_same_shape("binary_cross_entropy", probs, target);
   Tensor log_p = clamp(log(probs), -100.0, INFINITY);

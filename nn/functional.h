@@ -72,15 +72,9 @@ inline Tensor layer_norm(const Tensor& x, const LayerNormFuncOptions& o) {
 // (cell i covers [floor(i*H/oh), ceil((i+1)*H/oh))), for any input size.
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
 
-struct AttentionOptions {
-  Tensor attn_mask = {};    // bool (true = may attend) or float (added to the scores); broadcasts to [..., L, S]
-  double dropout_p = 0.0;   // applied to the attention weights (pass 0 in eval, as PyTorch)
-  bool is_causal = false;   // query i attends to keys 0..i only
-  std::optional<double> scale = std::nullopt;  // default 1/sqrt(E)
-};
-// softmax(q @ k^T * scale + mask) @ v for q [..., L, E], k [..., S, E], v [..., S, Ev].
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const AttentionOptions& o = {});
+// softmax(q @ k^T * scale + mask) @ v, fused (core/ops/nn_ops.h has the details).
+using anvil::AttentionOptions;
+using anvil::scaled_dot_product_attention;
 
 // --- losses ---
 using anvil::binary_cross_entropy_with_logits;

@@ -4,6 +4,7 @@
 // Second-order gradients (create_graph) work through every op here except
 // max_pool2d, which refuses them with an error.
 #include <array>
+#include <optional>
 
 #include "core/base/option_field.h"
 #include "core/tensor.h"
@@ -47,6 +48,20 @@ struct AddLayerNormResult {
 };
 AddLayerNormResult add_layer_norm(const Tensor& x, const Tensor& residual, const Shape& normalized_shape,
                                   const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
+struct AttentionOptions {
+  Tensor attn_mask = {};    // bool (true = may attend) or float (added to the scores); broadcasts to [..., L, S]
+  double dropout_p = 0.0;   // applied to the attention weights (pass 0 in eval, as PyTorch)
+  bool is_causal = false;   // query i attends to keys 0..i only (top-left alignment, as PyTorch)
+  std::optional<double> scale = std::nullopt;  // default 1/sqrt(E)
+};
+// softmax(q @ k^T * scale + mask) @ v for q [..., L, E], k [..., S, E],
+// v [..., S, Ev] (leading dims broadcast), as one fused op (core/ops/nn/attention.cpp):
+// the [L, S] scores are never materialised, forward or backward. A query row
+// with no allowed key gives 0 (not PyTorch's math-path NaN) and no gradient.
+// Composed from matmul/softmax instead when dropout_p > 0 or the mask
+// requires grad.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& o = {});
 // Inverted dropout: in training, zeroes with probability p and scales by 1/(1-p).
 Tensor dropout(const Tensor& x, double p, bool training = true);
 

@@ -79,6 +79,13 @@ class CpuBackend final : public Backend {
   // rms_norm.cpp
   void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) override;
 
+  // attention.cpp, attention_backward.cpp
+  void attention_forward(const View& out, const View& lse, const View& q, const View& k, const View& v,
+                         const View* mask, const AttentionParams& p) override;
+  void attention_backward(const View& grad_q, const View& grad_k, const View& grad_v, const View& grad_out,
+                          const View& q, const View& k, const View& v, const View& out, const View& lse,
+                          const View* mask, const AttentionParams& p) override;
+
   // loss.cpp
   void cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
                      const CrossEntropyParams& p) override;

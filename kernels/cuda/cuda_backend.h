@@ -15,6 +15,7 @@
 //   layer_norm.cu                layer_norm, layer_norm_backward
 //   rms_norm.cu                  rms_norm (forward; its gradient is composed in core)
 //   cross_entropy.cu             cross_entropy, cross_entropy_backward
+//   attention.cu                 attention_forward, attention_backward (flash-style tiles)
 //   random.cu                    random, dropout (Philox, same numbers as the CPU)
 //   indexing.cu                  index_select, index_add, gather, scatter_add
 //   scatter.cu                   scatter (overwrite, multiply)
@@ -124,6 +125,12 @@ class CudaBackend final : public Backend {
                       double eps) override;
   // rms_norm.cu
   void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) override;
+  // attention.cu
+  void attention_forward(const View& out, const View& lse, const View& q, const View& k, const View& v,
+                         const View* mask, const AttentionParams& p) override;
+  void attention_backward(const View& grad_q, const View& grad_k, const View& grad_v, const View& grad_out,
+                          const View& q, const View& k, const View& v, const View& out, const View& lse,
+                          const View* mask, const AttentionParams& p) override;
   void cross_entropy(const View& losses, const View& logsumexp, const View& logits,
                      const View& targets, const CrossEntropyParams& p) override;
   void cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,

@@ -9,8 +9,9 @@
 //   out.last_hidden_state;                            // [B, T, hidden]
 //
 // Post-LN layers: x = LN(x + attention(x)); x = LN(x + FFN(x)), with the exact
-// (erf) GELU. The attention is composed (matmul, masked softmax, matmul) by
-// functional::scaled_dot_product_attention; padding keys are masked out.
+// (erf) GELU. The attention is the fused scaled_dot_product_attention (the
+// composed math path while attention dropout is on, in training); padding
+// keys are masked out.
 #include <cstdint>
 #include <filesystem>
 #include <memory>

@@ -1,0 +1,78 @@
+#pragma once
+// The pieces the CPU attention kernels share (attention.cpp forward,
+// attention_backward.cpp): tile sizes, and one tile of masked scores
+// s = q @ k^T * scale (+ mask) through the GEMM helper. Operands are dense
+// [B * H, rows, cols] arrays in the compute type C (float, or double for
+// float64); the mask stays a strided [B, H, L, S] view read row by row.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/cpu/dense_buffer.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/shapes/attention_checks.h"
+
+namespace anvil::cpu::attention {
+
+// A tile of 64 queries x 128 keys is 32 KiB of float scores: with the q rows
+// and a k/v tile it stays in L2, and its GEMMs are big enough for the library.
+inline constexpr int64_t kBlockQ = 64;
+inline constexpr int64_t kBlockK = 128;
+
+// Where one (batch, head) problem's operands start, and how to read its mask.
+struct Problem {
+  const shapes::AttentionShape* shape = nullptr;
+  const View* mask = nullptr;  // [B, H, L, S], any strides, or null
+  double scale = 1;
+  bool is_causal = false;
+  int64_t n = 0;               // b * H + h
+  int64_t mask_base() const { return (n / shape->heads) * mask->strides[0] + (n % shape->heads) * mask->strides[1]; }
+  // Keys [0, key_end) can matter to queries [i0, i0 + rows): the causal limit.
+  int64_t key_end(int64_t i0, int64_t rows) const {
+    return is_causal ? std::min(shape->len_k, i0 + rows) : shape->len_k;
+  }
+};
+
+// s[r * lds + c] (query i0 + r, key j0 + c) gets -inf where the causal rule or
+// a bool mask forbids the pair, and the additive mask's value added otherwise.
+template <typename C>
+void apply_masks(C* s, int64_t lds, int64_t rows, int64_t cols, int64_t i0, int64_t j0, const Problem& p) {
+  constexpr C kNegInf = -std::numeric_limits<C>::infinity();
+  if (p.is_causal) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = std::max<int64_t>(0, i0 + r + 1 - j0); c < cols; ++c) s[r * lds + c] = kNegInf;
+  }
+  if (!p.mask) return;
+  const View& m = *p.mask;
+  const int64_t base = p.mask_base() + i0 * m.strides[2] + j0 * m.strides[3], sc = m.strides[3];
+  visit_dtype(m.dtype, [&](auto tag) {
+    using M = decltype(tag);
+    for (int64_t r = 0; r < rows; ++r) {
+      const M* src = m.ptr<M>() + base + r * m.strides[2];
+      C* row = s + r * lds;
+      if constexpr (std::is_same_v<M, bool>) {
+        for (int64_t c = 0; c < cols; ++c)
+          if (!src[c * sc]) row[c] = kNegInf;
+      } else {
+        for (int64_t c = 0; c < cols; ++c) row[c] += convert_value<C>(src[c * sc]);
+      }
+    }
+  });
+}
+
+// s = q[i0 : i0 + rows] @ k[j0 : j0 + cols]^T * scale, masked. q, k point at
+// this problem's [L, E] and [S, E] rows.
+template <typename C>
+void score_tile(C* s, int64_t lds, const C* q, const C* k, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+                const Problem& p) {
+  const int64_t e = p.shape->dim_qk;
+  if (e == 0) {
+    for (int64_t r = 0; r < rows; ++r) std::fill(s + r * lds, s + r * lds + cols, C(0));
+  } else {
+    gemm(false, true, rows, cols, e, static_cast<C>(p.scale), q + i0 * e, e, k + j0 * e, e, C(0), s, lds);
+  }
+  apply_masks(s, lds, rows, cols, i0, j0, p);
+}
+
+}  // namespace anvil::cpu::attention

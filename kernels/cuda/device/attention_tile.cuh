@@ -1,0 +1,65 @@
+#pragma once
+// Device-side pieces of the flash-attention kernels (kernels/cuda/attention.cu):
+// the plain argument structs the host fills, one masked score, and the
+// cooperative load of a row tile into shared memory.
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cuda/device/dtype.cuh"
+
+namespace anvil::cuda::dev {
+
+enum AttentionMaskKind : int { kAttnMaskNone = 0, kAttnMaskBool = 1, kAttnMaskAdditive = 2 };
+
+// The mask as a strided [B, H, L, S] view (strides 0 where broadcast); an
+// additive mask has the operands' storage type.
+struct AttentionMaskArg {
+  const void* data = nullptr;
+  int64_t stride[4] = {0, 0, 0, 0};
+  int kind = kAttnMaskNone;
+};
+
+// One launch's problem: B * H independent problems of L queries and S keys.
+struct AttentionArgs {
+  int64_t heads = 1, len_q = 0, len_k = 0;
+  int dim_qk = 0, dim_v = 0;
+  double scale = 1;
+  bool is_causal = false;
+  AttentionMaskArg mask;
+};
+
+template <typename C> __device__ __forceinline__ C attention_inf() { return C(INFINITY); }
+
+// The score of query i and key j of problem n given their dot product:
+// dot * scale, -inf where the causal rule or a bool mask forbids the pair,
+// plus an additive mask's value.
+template <typename T, typename C>
+__device__ __forceinline__ C attention_score(C dot, const AttentionArgs& a, int64_t n, int64_t i, int64_t j) {
+  if (a.is_causal && j > i) return -attention_inf<C>();
+  C s = dot * static_cast<C>(a.scale);
+  if (a.mask.kind != kAttnMaskNone) {
+    const AttentionMaskArg& m = a.mask;
+    const int64_t off = (n / a.heads) * m.stride[0] + (n % a.heads) * m.stride[1] + i * m.stride[2] + j * m.stride[3];
+    if (m.kind == kAttnMaskBool) {
+      if (!static_cast<const bool*>(m.data)[off]) return -attention_inf<C>();
+    } else {
+      s += cast<C>(static_cast<const T*>(m.data)[off]);
+    }
+  }
+  return s;
+}
+
+// dst[r * ld + c] = src[(first + r) * cols + c] as C for r < rows, c < cols;
+// rows past `total` are zero (so every shared element a kernel reads was
+// written). Every thread of the block takes part; call __syncthreads() after.
+template <typename T, typename C>
+__device__ __forceinline__ void load_rows(C* dst, int ld, const T* src, int64_t first, int rows, int64_t total,
+                                          int cols) {
+  for (int idx = threadIdx.x; idx < rows * cols; idx += blockDim.x) {
+    const int r = idx / cols, c = idx % cols;
+    const int64_t row = first + r;
+    dst[r * ld + c] = row < total ? cast<C>(src[row * cols + c]) : C(0);
+  }
+}
+
+}  // namespace anvil::cuda::dev
