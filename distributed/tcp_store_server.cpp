@@ -149,8 +149,21 @@ void TCPStoreServer::handle(int fd, const uint8_t* payload, size_t n) {
       int64_t delta = r.i64();
       int64_t value = 0;
       auto it = data_.find(key);
-      if (it != data_.end()) value = std::stoll(std::string(it->second.begin(), it->second.end()));
-      value += delta;
+      if (it != data_.end()) {
+        // The key may hold anything a SET wrote: only a whole decimal int64 counts.
+        const std::string text(it->second.begin(), it->second.end());
+        size_t used = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        ANVIL_CHECK(used > 0 && used == text.size(), "ADD on key '", key.substr(0, 64),
+                    "', whose value is not an integer");
+      }
+      // Found by fuzz_store_server: a signed overflow here was undefined behaviour.
+      ANVIL_CHECK(!__builtin_add_overflow(value, delta, &value), "ADD ", delta, " to key '", key.substr(0, 64),
+                  "' would overflow int64");
       std::string text = std::to_string(value);
       if (!fits(key, text.size())) return;
       store(key, Bytes(text.begin(), text.end()));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -259,6 +260,35 @@ TEST(TCPStoreHostile, SharedTokenAdmitsOnlyMatchingClients) {
   EXPECT_TRUE(closed_by_server(fd));
   ::close(fd);
   real_round_trip(*server, "token2");
+}
+
+}  // namespace
+
+namespace {
+
+// Found by fuzz/fuzz_store_server.cpp (its input is fuzz/corpus/store_server/
+// add_overflow): an ADD past int64's range was a signed overflow. It is now
+// refused (that client's connection dropped, the counter kept), as is an ADD
+// on a key whose value is not an integer; everyone else is served on.
+TEST(TCPStoreHostile, AddThatOverflowsOrHitsAStringIsRefused) {
+  TCPStoreServer server(0);
+  auto real = real_client(server.port());
+  EXPECT_EQ(real->add("counter", std::numeric_limits<int64_t>::max() - 1), std::numeric_limits<int64_t>::max() - 1);
+  {
+    auto other = real_client(server.port());
+    const std::string e = error_of([&] { other->add("counter", 2); });
+    EXPECT_TRUE(contains(e, "add('counter')")) << e;
+  }
+  EXPECT_EQ(refusals_reach(server, 1), 1u);
+  EXPECT_EQ(real->add("counter", 1), std::numeric_limits<int64_t>::max());  // unchanged by the refused ADD
+  real->set("text", std::string("12 apples"));
+  {
+    auto other = real_client(server.port());
+    const std::string e = error_of([&] { other->add("text", 1); });
+    EXPECT_TRUE(contains(e, "add('text')")) << e;
+  }
+  EXPECT_EQ(refusals_reach(server, 2), 2u);
+  real_round_trip(*real, "after");
 }
 
 }  // namespace
