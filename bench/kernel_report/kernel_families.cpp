@@ -130,6 +130,26 @@ std::vector<KernelFamily> kernel_families(int64_t n, int64_t gemm_size) {
   family("random/randn", flat, "f32", Access::Contiguous, f4, [=] { (void)randn({n}, kGpu); });
   family("dropout", flat, "f32", Access::Contiguous, 2 * f4 + n, [=] { (void)dropout(x, 0.1, true); });
 
+  // Fused attention (kernels/cuda/attention.cu): 4 heads of 64, 128 queries
+  // and keys, forward, then forward and backward. Compulsory: q, k, v read and
+  // the output and log-sum-exp written (backward: those and dO read, dQ, dK,
+  // dV written); flops: the 2 products forward, 5 backward, 2*L*S*E each.
+  {
+    constexpr int64_t kHeads = 4, kLen = 128, kDim = 64;
+    const double one = 4.0 * kHeads * kLen * kDim, lse = 4.0 * kHeads * kLen;
+    const double product = 2.0 * kHeads * kLen * kLen * kDim;
+    const Tensor q = gpu_randn({kHeads, kLen, kDim}), k = gpu_randn({kHeads, kLen, kDim}),
+                 v = gpu_randn({kHeads, kLen, kDim}), dout = gpu_randn({kHeads, kLen, kDim});
+    const std::string shape = dims({kHeads, kLen, kLen, kDim});
+    out.push_back({"attention/forward", shape, "f32", Access::Fused, 4 * one + lse, 2 * product,
+                   [=] { (void)scaled_dot_product_attention(q, k, v); }});
+    out.push_back({"attention/forward+backward", shape, "f32", Access::Fused, 11 * one + 2 * lse, 7 * product, [=] {
+                     Tensor ql = q.detach().requires_grad_(), kl = k.detach().requires_grad_(),
+                            vl = v.detach().requires_grad_();
+                     scaled_dot_product_attention(ql, kl, vl).backward(dout);
+                   }});
+  }
+
   if (gemm_size > 0)
     for (int r = 1; r <= 7; ++r) out.push_back(gemm_family(static_cast<gemm::GemmRung>(r), gemm_size));
   synchronize_gpu();

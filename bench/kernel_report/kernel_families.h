@@ -18,6 +18,7 @@ enum class Access {
   Contiguous,  // a memory-bound kernel on its contiguous path: held to ideal sectors
   Strided,     // a strided or transposing path: shown, not held
   Gemm,        // a rung of the GEMM ladder: compute-bound, shown with its flops
+  Fused,       // a fused compute kernel (attention): shown with its flops, not held
 };
 
 struct KernelFamily {
