@@ -14,7 +14,7 @@
 #             binaries were carried (gpu-carry/, see `prepare`).
 #   tests     anvil_tests_cuda (the cuda-labelled tests) and the GPU-dependent
 #             core/nn tests (pinned memory, non_blocking, DataLoader pin_memory)
-#   sanitize  anvil_tests_cuda under compute-sanitizer memcheck, $SANITIZE_FILTER
+#   sanitize  anvil_tests_cuda under compute-sanitizer $SANITIZE_TOOLS (memcheck), $SANITIZE_FILTER
 #   bench     bench_kernels (or bench_cuda) -> bench_kernels.json
 #   pytorch   bench/pytorch/kernels.py (bench_kernels' shapes and names in PyTorch),
 #             when python3 has torch with CUDA -> pytorch_kernels.json
@@ -24,6 +24,7 @@
 #             counters (kernels/cuda/emulator/PROFILING.md)
 #   train     bench_train's CNN on cuda (ANVIL_BENCH_DEVICE=cuda) -> bench_train.json,
 #             and bench/pytorch/train_fashion_mnist.py --model cnn --device cuda
+#             (TRAIN_FILTER='cnn|char_gpt' adds the GPT and train_char_gpt.py)
 #   table     anvil next to PyTorch, from the JSON files (scripts/gpu_table.py),
 #             and the ncu stage's counters as a table (scripts/ncu_table.py)
 #
@@ -33,7 +34,7 @@
 #             local CUDA build ($PREPARE_FROM, default $BUILD, built if missing),
 #             strip them, add the shared libraries they need that a CUDA image
 #             may lack (OpenBLAS, gfortran, ...; CARRY_DATA=1 adds the
-#             Fashion-MNIST training files) and compress it all into
+#             Fashion-MNIST training files and Debian's fortunes) and compress it all into
 #             gpu-carry/bundle.tar.xz. Then pass carry=["gpu-carry"] to the
 #             device call; the script unpacks it there. Prints the size (the
 #             working tree plus carried paths must stay under 64 MiB).
@@ -44,7 +45,7 @@
 # bench_train.json, pytorch.jsonl (training), table.md.
 #
 # Environment knobs: BUILD (build-gpu), CUDA_ARCH (90), JOBS (nproc),
-# STAGE_LIMIT (seconds per long stage, 540), SANITIZE_FILTER, BENCH_FILTER,
+# STAGE_LIMIT (seconds per long stage, 540), SANITIZE_FILTER, SANITIZE_TOOLS, BENCH_FILTER,
 # TRAIN_FILTER (cnn), CORE_NN_FILTER (*), PREPARE_FROM.
 set -uo pipefail
 
@@ -59,6 +60,9 @@ STAGE_LIMIT=${STAGE_LIMIT:-540}
 # families at test sizes. Out-of-memory is left out on purpose (the failed
 # cudaMalloc it provokes is reported as an API error).
 SANITIZE_FILTER=${SANITIZE_FILTER:-'*-CudaMemory.OutOfMemory*:*Large*:*Huge*'}
+# memcheck by default; racecheck (shared-memory hazards) and synccheck
+# (barriers) are slower still: name them with a narrow filter.
+SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck}
 BENCH_FILTER=${BENCH_FILTER:-.}
 # The core and nn suites in full by default; a short lease can narrow them to
 # the tests whose path changes with a GPU (e.g. '*Cuda*:*Pinned*:*Stream*').
@@ -208,24 +212,31 @@ stage_tests() {
 }
 
 stage_sanitize() {
-  local bin
+  local bin tool rc overall=0
   bin=$(bin_dir)
   if ! command -v compute-sanitizer >/dev/null; then
     record sanitize "skipped: compute-sanitizer not found"
     return 0
   fi
-  say "compute-sanitizer memcheck, filter $SANITIZE_FILTER (at most ${STAGE_LIMIT}s)"
-  timeout "$STAGE_LIMIT" compute-sanitizer --tool memcheck --leak-check no --report-api-errors no \
-    --error-exitcode 86 --print-limit 20 \
-    "$bin/anvil_tests_cuda" --gtest_brief=1 --gtest_filter="$SANITIZE_FILTER" >"$out/sanitize.log" 2>&1
-  local rc=$?
-  grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|Invalid|out of bounds" "$out/sanitize.log" | head -20 | tee -a "$log"
-  case $rc in
-    0) record sanitize "clean" ;;
-    86) record sanitize "MEMORY ERRORS (see sanitize.log)"; return 1 ;;
-    124) record sanitize "INCOMPLETE after ${STAGE_LIMIT}s (narrow SANITIZE_FILTER)"; return 1 ;;
-    *) record sanitize "FAILED rc=$rc (test failures under the sanitizer; see sanitize.log)"; return 1 ;;
-  esac
+  : >"$out/sanitize.log"
+  for tool in $SANITIZE_TOOLS; do
+    say "compute-sanitizer $tool, filter $SANITIZE_FILTER (at most ${STAGE_LIMIT}s)"
+    echo "===== compute-sanitizer --tool $tool" >>"$out/sanitize.log"
+    local extra=()
+    [ "$tool" = memcheck ] && extra=(--leak-check no --report-api-errors no)
+    timeout "$STAGE_LIMIT" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 86 --print-limit 20 \
+      "$bin/anvil_tests_cuda" --gtest_brief=1 --gtest_filter="$SANITIZE_FILTER" >>"$out/sanitize.log" 2>&1
+    rc=$?
+    sed -n "/===== compute-sanitizer --tool $tool/,\$p" "$out/sanitize.log" |
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)|Invalid|out of bounds|hazard" | head -20 | tee -a "$log"
+    case $rc in
+      0) record "sanitize.$tool" "clean" ;;
+      86) record "sanitize.$tool" "ERRORS (see sanitize.log)"; overall=1 ;;
+      124) record "sanitize.$tool" "INCOMPLETE after ${STAGE_LIMIT}s (narrow SANITIZE_FILTER)"; overall=1 ;;
+      *) record "sanitize.$tool" "FAILED rc=$rc (test failures under the sanitizer; see sanitize.log)"; overall=1 ;;
+    esac
+  done
+  return $overall
 }
 
 stage_bench() {
@@ -317,6 +328,10 @@ stage_train() {
   if [ -d "$CARRY/data/fashion-mnist" ] && [ ! -e /usr/share/datasets/fashion-mnist ]; then
     mkdir -p /usr/share/datasets 2>/dev/null && ln -s "$root/$CARRY/data/fashion-mnist" /usr/share/datasets/fashion-mnist
   fi
+  # Likewise Debian's fortunes for the char_gpt model (both sides read it).
+  if [ -d "$CARRY/data/fortunes" ] && [ ! -e /usr/share/games/fortunes ]; then
+    mkdir -p /usr/share/games 2>/dev/null && ln -s "$root/$CARRY/data/fortunes" /usr/share/games/fortunes
+  fi
   if [ -x "$bin/bench_train" ]; then
     say "bench_train --benchmark_filter=$TRAIN_FILTER on cuda"
     ANVIL_BENCH_DEVICE=cuda timeout "$STAGE_LIMIT" "$bin/bench_train" --benchmark_filter="$TRAIN_FILTER" \
@@ -328,7 +343,12 @@ stage_train() {
     rc=1
   fi
   if have_torch; then
-    run_pytorch train.pytorch bench/pytorch/train_fashion_mnist.py --model cnn --device cuda || rc=1
+    if grep -qE 'cnn' <<<"$TRAIN_FILTER"; then
+      run_pytorch train.pytorch bench/pytorch/train_fashion_mnist.py --model cnn --device cuda || rc=1
+    fi
+    if grep -qE 'gpt' <<<"$TRAIN_FILTER"; then
+      run_pytorch train.pytorch_gpt bench/pytorch/train_char_gpt.py --device cuda || rc=1
+    fi
   else
     record train.pytorch "skipped: python3 has no torch with CUDA"
   fi
@@ -375,6 +395,9 @@ stage_prepare() {
   if [ "${CARRY_DATA:-0}" = 1 ] && [ -d /usr/share/datasets/fashion-mnist ]; then
     mkdir -p "$stage/data/fashion-mnist"
     cp /usr/share/datasets/fashion-mnist/train-* "$stage/data/fashion-mnist/"
+  fi
+  if [ "${CARRY_DATA:-0}" = 1 ] && [ -d /usr/share/games/fortunes ]; then
+    cp -rL /usr/share/games/fortunes "$stage/data/fortunes"
   fi
   du -sh "$stage"/*
   # One compressed bundle: the binaries share their CUDA kernels, and xz

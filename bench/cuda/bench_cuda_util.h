@@ -84,6 +84,7 @@ benchmark::internal::Benchmark* register_gpu(const std::string& name,
 
 void register_memory_benchmarks();
 void register_gemm_benchmarks();
+void register_attention_benchmarks();
 void register_host_benchmarks();
 
 }  // namespace anvil::bench::cuda

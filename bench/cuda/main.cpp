@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
                anvil::bench::cuda::copy_bandwidth_gbps());
   anvil::bench::cuda::register_memory_benchmarks();
   anvil::bench::cuda::register_gemm_benchmarks();
+  anvil::bench::cuda::register_attention_benchmarks();
   anvil::bench::cuda::register_host_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -29,6 +29,8 @@ VOCAB = 32768                         # cross_entropy classes
 GEMM_SIZES = [1024, 2048, 4096]
 MEM_REPS = 20
 GEMM_REPS = 5
+# bench/cuda/attention.cpp's shapes: (batch, heads, seq, head_dim).
+ATTENTION_SHAPES = [(8, 12, 512, 64), (4, 16, 2048, 64), (2, 16, 4096, 128)]
 
 
 def time_on_gpu(torch, op, reps, min_time):
@@ -147,6 +149,36 @@ def main():
             results.append({"name": name, "iterations": iterations, "real_time": seconds * 1e6,
                             "time_unit": "us", "TFLOP/s": tflops})
             print(f"{name:45s} {seconds * 1e6:10.2f} us  {tflops:8.1f} TFLOP/s", file=sys.stderr)
+
+    # Attention: FLOPs as bench/cuda/attention.cpp counts them (forward 4*B*H*S*S*E,
+    # halved when causal; forward + backward 3.5x that). PyTorch picks its own
+    # SDPA backend (flash, cuDNN or memory-efficient); it is printed beside.
+    for (batch, heads, seq, dim) in ATTENTION_SHAPES:
+        for dtype, short, causals in ((torch.bfloat16, "bf16", (False, True)), (torch.float16, "f16", (False, True)),
+                                      (torch.float32, "f32", (False,))):
+            for causal in causals:
+                shape_name = f"b{batch}h{heads}s{seq}d{dim}" + ("/causal" if causal else "")
+                fwd_flops = 4.0 * batch * heads * seq * seq * dim / (2 if causal else 1)
+                q, k, v = (torch.randn(batch, heads, seq, dim, device=dev, dtype=dtype) for _ in range(3))
+                grad_out = torch.randn_like(q)
+                def forward():
+                    with torch.no_grad():
+                        F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
+                def forward_backward():
+                    F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal).backward(grad_out)
+                    qg.grad = kg.grad = vg.grad = None
+                for label, op, flops, reps in (("fwd", forward, fwd_flops, 3),
+                                               ("fwdbwd", forward_backward, 3.5 * fwd_flops, 2)):
+                    name = f"attn/{label}/{short}/{shape_name}"
+                    if not pattern.search(name):
+                        continue
+                    seconds, iterations = time_on_gpu(torch, op, reps, min(args.min_time, 0.1))
+                    tflops = flops / seconds / 1e12
+                    results.append({"name": name, "iterations": iterations, "real_time": seconds * 1e6,
+                                    "time_unit": "us", "TFLOP/s": tflops})
+                    print(f"{name:45s} {seconds * 1e6:10.2f} us  {tflops:8.1f} TFLOP/s", file=sys.stderr)
+                del q, k, v, qg, kg, vg, grad_out
 
     for nbytes in (512, 1 << 20, 64 << 20):
         name = f"alloc/cached/bytes={nbytes}"

@@ -5,7 +5,9 @@
 // contiguous scratch first and scattered back after):
 // - softmax over the last dim, rows of n elements:
 //     n <= 1024: one warp per row, the row held in registers (n / 32 values a
-//                lane): one read and one write of global memory;
+//                lane, 16-byte accesses when the rows allow, every load issued
+//                before the first use: device/warp_row.cuh): one read and one
+//                write of global memory;
 //     n <= 8192: one block of 512 threads per row, the row in registers;
 //     longer:    one block per row; a first pass keeps a running max and sum
 //                of exp(x - max) (online softmax) and a second pass writes,
@@ -17,11 +19,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <type_traits>
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
+#include "kernels/cuda/device/warp_row.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/grid.h"
 #include "kernels/cuda/launch.cuh"
@@ -70,28 +75,22 @@ template <bool kLog, typename C> __device__ __forceinline__ C softmax_value(C x,
 
 // ---------------- forward ----------------
 
-template <typename T, int kPer, bool kLog>
+template <typename T, int kPer, int kVec, bool kLog>
 __global__ void softmax_warp_kernel(T* out, const T* in, int64_t rows, int n) {
   using C = acc_t<T>;
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;  // uniform over the warp
-  const T* x = in + row * n;
-  T* y = out + row * n;
   C v[kPer];
+  dev::load_warp_row<kVec>(v, in + row * n, n, lane, neg_inf<C>());
   C mx = neg_inf<C>();
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const int i = lane + 32 * j;
-    v[j] = i < n ? dev::cast<C>(x[i]) : neg_inf<C>();
-    mx = dev::nan_max(mx, v[j]);
-  }
+  for (int j = 0; j < kPer; ++j) mx = dev::nan_max(mx, v[j]);
   mx = dev::warp_reduce_max(mx);
   C sum = 0;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
-    const int i = lane + 32 * j;
-    if (i < n) {
+    if (dev::row_slot<kVec>(lane, j) < n) {
       const C e = exp(v[j] - mx);
       sum += e;
       if constexpr (!kLog) v[j] = e;
@@ -99,11 +98,8 @@ __global__ void softmax_warp_kernel(T* out, const T* in, int64_t rows, int n) {
   }
   sum = dev::warp_reduce_sum(sum);
   const C log_sum = kLog ? log(sum) : C(0), inv = C(1) / sum;
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const int i = lane + 32 * j;
-    if (i < n) y[i] = dev::cast<T>(kLog ? (v[j] - mx) - log_sum : v[j] * inv);
-  }
+  dev::store_warp_row<kVec, kPer>(out + row * n, n, lane,
+                                  [&](int j) { return kLog ? (v[j] - mx) - log_sum : v[j] * inv; });
 }
 
 // One block per row; kPer > 0 keeps the row in registers (n <= kPer * blockDim.x).
@@ -174,7 +170,7 @@ template <bool kLog, typename C> __device__ __forceinline__ C backward_value(C g
   return kLog ? g - exp(y) * s : y * (g - s);
 }
 
-template <typename T, int kPer, bool kLog>
+template <typename T, int kPer, int kVec, bool kLog>
 __global__ void softmax_backward_warp_kernel(T* gi, const T* go, const T* out, int64_t rows, int n) {
   using C = acc_t<T>;
   const int lane = threadIdx.x & 31;
@@ -182,20 +178,13 @@ __global__ void softmax_backward_warp_kernel(T* gi, const T* go, const T* out, i
   if (row >= rows) return;
   const int64_t base = row * n;
   C g[kPer], y[kPer];
+  dev::load_warp_row<kVec>(g, go + base, n, lane, C(0));
+  dev::load_warp_row<kVec>(y, out + base, n, lane, C(0));
   C s = 0;
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const int i = lane + 32 * j;
-    g[j] = i < n ? dev::cast<C>(go[base + i]) : C(0);
-    y[j] = i < n ? dev::cast<C>(out[base + i]) : C(0);
-    s += backward_term<kLog>(g[j], y[j]);
-  }
+  for (int j = 0; j < kPer; ++j) s += backward_term<kLog>(g[j], y[j]);  // padding slots are 0: they add nothing
   s = dev::warp_reduce_sum(s);
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const int i = lane + 32 * j;
-    if (i < n) gi[base + i] = dev::cast<T>(backward_value<kLog>(g[j], y[j], s));
-  }
+  dev::store_warp_row<kVec, kPer>(gi + base, n, lane, [&](int j) { return backward_value<kLog>(g[j], y[j], s); });
 }
 
 template <typename T, bool kLog>
@@ -248,6 +237,26 @@ template <typename F> void with_warp_per(int64_t n, F&& f) {
   else f(std::integral_constant<int, 32>{});
 }
 
+// Calls f(kPer, kVec) for a warp kernel over rows of n: 16-byte accesses when
+// every lane's slots are whole vectors, n is a multiple of the vector and
+// every row pointer is 16-byte aligned; one element per access otherwise.
+template <typename T, typename F> void with_warp_layout(int64_t n, bool rows_aligned, F&& f) {
+  constexpr int kVec = dev::vec_size_v<T>;
+  with_warp_per(n, [&](auto per) {
+    constexpr int kPer = decltype(per)::value;
+    if constexpr (kPer % kVec == 0) {
+      if (rows_aligned && n % kVec == 0) return f(per, std::integral_constant<int, kVec>{});
+    }
+    f(per, std::integral_constant<int, 1>{});
+  });
+}
+
+bool aligned_16(std::initializer_list<const void*> pointers) {
+  for (const void* p : pointers)
+    if (!dev::vec_aligned(p, dev::kVecBytes)) return false;
+  return true;
+}
+
 unsigned warp_row_grid(int64_t rows) {
   const int64_t blocks = ceil_div(rows, kWarpRowsPerBlock);
   ANVIL_CHECK(blocks < (int64_t(1) << 31), "softmax: too many rows for one launch: ", rows);
@@ -262,8 +271,8 @@ void launch_forward(cudaStream_t s, T* y, const T* x, const RowLayout& l) {
         y, x, l.outer, l.n, l.inner);
     ANVIL_CUDA_CHECK_LAUNCH("softmax_inner_kernel");
   } else if (l.n <= kWarpRowMaxLength) {
-    with_warp_per(l.n, [&](auto per) {
-      launch_kernel(softmax_warp_kernel<T, decltype(per)::value, kLog>, warp_row_grid(rows),
+    with_warp_layout<T>(l.n, aligned_16({y, x}), [&](auto per, auto vec) {
+      launch_kernel(softmax_warp_kernel<T, decltype(per)::value, decltype(vec)::value, kLog>, warp_row_grid(rows),
                     32 * kWarpRowsPerBlock, 0, s)(y, x, rows, static_cast<int>(l.n));
     });
     ANVIL_CUDA_CHECK_LAUNCH("softmax_warp_kernel");
@@ -289,9 +298,9 @@ void launch_backward(cudaStream_t s, T* gi, const T* go, const T* y, const RowLa
         gi, go, y, l.outer, l.n, l.inner);
     ANVIL_CUDA_CHECK_LAUNCH("softmax_backward_inner_kernel");
   } else if (l.n <= kWarpRowMaxLength) {
-    with_warp_per(l.n, [&](auto per) {
-      launch_kernel(softmax_backward_warp_kernel<T, decltype(per)::value, kLog>, warp_row_grid(rows),
-                    32 * kWarpRowsPerBlock, 0, s)(gi, go, y, rows, static_cast<int>(l.n));
+    with_warp_layout<T>(l.n, aligned_16({gi, go, y}), [&](auto per, auto vec) {
+      launch_kernel(softmax_backward_warp_kernel<T, decltype(per)::value, decltype(vec)::value, kLog>,
+                    warp_row_grid(rows), 32 * kWarpRowsPerBlock, 0, s)(gi, go, y, rows, static_cast<int>(l.n));
     });
     ANVIL_CUDA_CHECK_LAUNCH("softmax_backward_warp_kernel");
   } else {

@@ -36,10 +36,11 @@ void check_forward(const Tensor& x, int64_t dim) {
 
 TEST(CudaSoftmax, LastDimAllPathsAllDtypes) {
   ANVIL_SKIP_WITHOUT_GPU();
-  // 1, 3: warp per row with idle lanes; 1000: warp with 32 per lane; 1025..8192: block with
+  // 1, 3: warp per row with idle lanes; 36, 200: 16-byte accesses with whole vectors past the row's
+  // end (33: one element per access); 1000: warp with 32 per lane; 1025..8192: block with
   // registers; 4097 (odd); 20000: online two-pass block kernel.
   for (DType dt : kFloatDTypes)
-    for (int64_t cols : {1, 3, 32, 33, 1000, 1024, 1025, 4097, 8192, 20000}) {
+    for (int64_t cols : {1, 3, 32, 33, 36, 200, 1000, 1024, 1025, 4097, 8192, 20000}) {
       const int64_t rows = cols > 4096 ? 3 : 37;
       check_forward(random_tensor({rows, cols}, dt, cols) * 3.0, 1);
     }
@@ -89,7 +90,7 @@ TEST(CudaSoftmax, ExtremeValues) {
 TEST(CudaSoftmax, Backward) {
   ANVIL_SKIP_WITHOUT_GPU();
   for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
-    for (auto [rows, cols, dim] : {std::tuple<int64_t, int64_t, int64_t>{37, 3, 1}, {5, 1000, 1}, {3, 4097, 1},
+    for (auto [rows, cols, dim] : {std::tuple<int64_t, int64_t, int64_t>{37, 3, 1}, {6, 200, 1}, {5, 1000, 1}, {3, 4097, 1},
                                    {9, 11, 0}}) {
       for (bool log : {false, true}) {
         const Tensor x = random_tensor({rows, cols}, dt, rows * cols);
