@@ -1,6 +1,8 @@
 """anvil next to PyTorch eager on this machine's CPU, alternating in one run:
-SGEMM 256-4096 (bench_cpu's BM_matmul_square against bench/pytorch/cpu_gemm.py)
-and the three training workloads (bench_train against bench/pytorch/train_*.py).
+SGEMM 256-4096 (bench_cpu's BM_matmul_square against bench/pytorch/cpu_gemm.py),
+the three training workloads (bench_train against bench/pytorch/train_*.py) and
+all-MiniLM-L6-v2 sentence embedding (bench_train's BM_minilm_encode_fortunes
+against bench/pytorch/minilm_speed.py, sentence-transformers).
 
 Each round runs every configuration once, in turn, so slow drift of the
 machine touches all of them alike; the table gives each one's range over the
@@ -33,6 +35,8 @@ ROWS = [(f"SGEMM {n} (GFLOP/s)", f"BM_matmul_square/n:{n}/", "FLOP/s", f"BM_matm
     ("Fashion-MNIST CNN, bs 64 (samples/s)", "BM_train_fashion_mnist_cnn", "samples_per_second",
      "train_fashion_mnist_cnn", "samples_per_second"),
     ("char_gpt (tokens/s)", "BM_train_char_gpt", "tokens_per_second", "train_char_gpt_4x128", "tokens_per_second"),
+    ("all-MiniLM-L6-v2, 256 fortunes, bs 64 (sentences/s)", "BM_minilm_encode_fortunes", "sentences_per_second",
+     "minilm_encode_fortunes", "sentences_per_second"),
 ]
 
 
@@ -59,7 +63,7 @@ def anvil_results(env_extra):
 
 def pytorch_results(python):
     results = {}
-    for script in ("cpu_gemm.py", "train_fashion_mnist.py", "train_char_gpt.py"):
+    for script in ("cpu_gemm.py", "train_fashion_mnist.py", "train_char_gpt.py", "minilm_speed.py"):
         args = [python, os.path.join(ROOT, "bench/pytorch", script)] + ([] if script == "cpu_gemm.py" else
                                                                           ["--device", "cpu"])
         stdout, _ = run(args)
