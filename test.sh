@@ -48,7 +48,7 @@ if [ "$mode" = plain ]; then
 elif [ "$mode" = emulated ]; then
   # Only what these tests need: no CPU kernel tests (the plain build runs
   # them), no benchmarks.
-  ANVIL_BUILD_TARGETS="anvil_tests_cuda anvil_tests_core anvil_tests_nn anvil_tests_distributed fashion_mnist char_gpt model_parallel embed" \
+  ANVIL_BUILD_TARGETS="anvil_tests_cuda anvil_tests_nn_cuda anvil_tests_core anvil_tests_nn anvil_tests_distributed fashion_mnist char_gpt model_parallel embed" \
     scripts/build.sh build-emulated -DANVIL_CUDA=EMULATOR -DANVIL_BUILD_BENCH=OFF -DANVIL_BUILD_SAMPLES=ON
   ctest --test-dir build-emulated --output-on-failure -j2 -L cuda "$@"
   ctest --test-dir build-emulated --output-on-failure -j2 -R '^(core|nn|distributed)\.' "$@"

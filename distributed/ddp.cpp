@@ -255,12 +255,21 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
 // The hooks hold only a weak reference: once the reducer is gone they do nothing.
 DistributedDataParallel::~DistributedDataParallel() = default;
 
-Tensor DistributedDataParallel::forward(const Tensor& x) {
+void DistributedDataParallel::before_forward() {
   if (group_->size() > 1) {
     if (options_.broadcast_buffers && is_training()) broadcast_tensors(*group_, module_->buffers(), 0);
     reducer_->prepare(sync_enabled_ && autograd::GradMode::is_enabled());
   }
+}
+
+Tensor DistributedDataParallel::forward(const Tensor& x) {
+  before_forward();
   return module_->forward(x);
+}
+
+Tensor DistributedDataParallel::forward_inputs(const std::vector<Tensor>& inputs) {
+  before_forward();
+  return module_->forward_inputs(inputs);
 }
 
 void DistributedDataParallel::finish_gradient_synchronization() { reducer_->finalize(); }

@@ -57,6 +57,8 @@ class DistributedDataParallel : public nn::Module {
   ~DistributedDataParallel() override;
 
   Tensor forward(const Tensor& x) override;
+  // A module with several inputs (nn::Module::forward_inputs).
+  Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
 
   nn::Module& module() const { return *module_; }
   const std::shared_ptr<nn::Module>& module_ptr() const { return module_; }
@@ -90,6 +92,8 @@ class DistributedDataParallel : public nn::Module {
   class Reducer;  // the bucket state the gradient hooks share
 
  private:
+  void before_forward();  // buffers broadcast, the reducer armed for this backward
+
   std::shared_ptr<nn::Module> module_;
   std::shared_ptr<ProcessGroup> group_;
   DDPOptions options_;

@@ -41,6 +41,8 @@ using anvil::group_norm;
 using anvil::huber_loss;
 using anvil::instance_norm;
 using anvil::interpolate;
+using anvil::pixel_shuffle;
+using anvil::pixel_unshuffle;
 using anvil::kl_div;
 using anvil::max_pool1d;
 using anvil::avg_pool1d;

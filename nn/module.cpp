@@ -10,8 +10,28 @@
 
 namespace anvil::nn {
 
-Tensor Module::forward(const Tensor&) {
-  fail(type_name_, ": this module has no single-tensor forward(); call its own forward method");
+namespace {
+// The module whose default forward is running on this thread: a module that
+// overrides neither forward nor forward_inputs would otherwise recurse.
+thread_local const Module* default_forward_of = nullptr;
+}  // namespace
+
+Tensor Module::forward(const Tensor& x) {
+  ANVIL_CHECK(default_forward_of != this, type_name_,
+              ": this module has no forward(x) nor forward_inputs(inputs); call its own forward method");
+  const Module* previous = default_forward_of;
+  default_forward_of = this;
+  struct Restore {
+    const Module* previous;
+    ~Restore() { default_forward_of = previous; }
+  } restore{previous};
+  return forward_inputs({x});
+}
+
+Tensor Module::forward_inputs(const std::vector<Tensor>& inputs) {
+  ANVIL_CHECK(inputs.size() == 1, type_name_, ": forward takes one tensor, got ", inputs.size(),
+              " inputs (a module with several inputs overrides forward_inputs)");
+  return forward(inputs[0]);
 }
 
 void set_data(Tensor& t, const Tensor& data) {

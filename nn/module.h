@@ -38,9 +38,24 @@ class Module : public std::enable_shared_from_this<Module> {
   Module& operator=(const Module&) = delete;
 
   // The forward of modules that map one tensor to one tensor (what
-  // Sequential chains). Modules with other signatures define their own.
+  // Sequential chains). A module that overrides only forward_inputs gets it
+  // here as forward_inputs({x}).
   virtual Tensor forward(const Tensor& x);
+  // The forward of modules that take several tensors, (query, key, value,
+  // mask) or (input_ids, attention_mask): what Sequential passes to its first
+  // module, and what DDP, Checkpointed and the Trainer call with a tuple
+  // batch. An undefined Tensor stands for an absent optional input. The
+  // default takes exactly one tensor and calls forward(x); a module with
+  // several outputs (MultiheadAttention, LSTM) returns its main one here and
+  // all of them from its own typed forward.
+  virtual Tensor forward_inputs(const std::vector<Tensor>& inputs);
   Tensor operator()(const Tensor& x) { return forward(x); }
+  // model(ids, mask), as a Python call: forward_inputs({ids, mask}).
+  template <typename... Ts>
+    requires(sizeof...(Ts) >= 1 && (std::convertible_to<const Ts&, Tensor> && ...))
+  Tensor operator()(const Tensor& x, const Ts&... rest) {
+    return forward_inputs({x, Tensor(rest)...});
+  }
 
   const std::string& type_name() const { return type_name_; }
   // A one-line description of the module's own settings, e.g. "in=784, out=256".

@@ -158,7 +158,7 @@ stage_build() {
   # Only what the later stages run; whichever of these the tree defines.
   local available targets=()
   available=$(cmake --build "$BUILD" --target help 2>/dev/null)
-  for t in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_cuda bench_train kernel_report; do
+  for t in anvil_tests_cuda anvil_tests_nn_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_cuda bench_train kernel_report; do
     grep -qE "(^|[ .:])$t([ :]|$)" <<<"$available" && targets+=("$t")
   done
   say "build ${targets[*]} (-j$JOBS, at most ${STAGE_LIMIT}s; a rerun resumes)"
@@ -203,6 +203,8 @@ stage_tests() {
   local bin rc=0
   bin=$(bin_dir)
   run_gtest tests.cuda "$bin/anvil_tests_cuda" || rc=1
+  # The nn modules on CUDA against the CPU, where the tree has them.
+  if [ -x "$bin/anvil_tests_nn_cuda" ]; then run_gtest tests.nn_cuda "$bin/anvil_tests_nn_cuda" || rc=1; fi
   # Core and nn in full: every test whose path changes when a GPU is present
   # (pinned memory, non_blocking copies, best_device, the Trainer) takes it;
   # the emulated GPU runs the same (./test.sh --emulated-gpu).
@@ -375,7 +377,7 @@ stage_prepare() {
   fi
   local available wanted=()
   available=$(cmake --build "$from" --target help 2>/dev/null)
-  for t in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train kernel_report; do
+  for t in anvil_tests_cuda anvil_tests_nn_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train kernel_report; do
     grep -qE "(^|[ .:])$t([ :]|$)" <<<"$available" && wanted+=("$t")
   done
   echo "== building ${wanted[*]} in $from under the build lock"
@@ -385,7 +387,7 @@ stage_prepare() {
   stage=$(mktemp -d)
   mkdir -p "$stage/bin" "$stage/lib"
   local b
-  for b in anvil_tests_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train kernel_report; do
+  for b in anvil_tests_cuda anvil_tests_nn_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train kernel_report; do
     [ -x "$from/bin/$b" ] && strip -o "$stage/bin/$b" "$from/bin/$b"
   done
   # Libraries outside glibc/libstdc++/the CUDA toolkit, which a CUDA image may lack.

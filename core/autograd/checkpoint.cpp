@@ -1,5 +1,6 @@
 #include "core/autograd/checkpoint.h"
 
+#include "core/autocast.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/function.h"
 #include "core/random.h"
@@ -8,6 +9,7 @@ namespace anvil::autograd {
 
 Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs) {
   GeneratorState rng_at_forward = generator_state();
+  const autocast::State autocast_at_forward = autocast::state();
   Tensor out;
   {
     NoGradGuard no_grad;  // nothing inside fn is recorded or saved
@@ -17,7 +19,7 @@ Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs) {
   out = out.detach();
   // Parameters captured by fn need grads too, so the node is recorded even
   // when no input requires grad.
-  autograd::record("checkpoint", inputs, out, [fn, inputs, rng_at_forward](const Tensor& g) {
+  autograd::record("checkpoint", inputs, out, [fn, inputs, rng_at_forward, autocast_at_forward](const Tensor& g) {
     std::vector<Tensor> detached;
     for (const Tensor& t : inputs) {
       Tensor d = t.detach();
@@ -29,6 +31,13 @@ Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs) {
     Tensor recomputed;
     {
       EnableGradGuard grad_on;
+      // The recomputation casts as the first forward did (the engine runs backward with autocast off).
+      const autocast::State autocast_now = autocast::state();
+      autocast::set_state(autocast_at_forward);
+      struct Restore {
+        autocast::State s;
+        ~Restore() { autocast::set_state(s); }
+      } restore{autocast_now};
       recomputed = fn(detached);
     }
     set_generator_state(rng_now);

@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "core/autocast.h"
 #include "core/autograd/anomaly_mode.h"
 #include "core/autograd/function.h"
 #include "core/dispatch.h"
@@ -80,6 +81,9 @@ void count_dependencies(GraphTask& task, const std::vector<std::shared_ptr<Node>
 
 void run(GraphTask& task, const std::vector<Edge>& root_edges, const std::vector<Tensor>& root_grads,
          bool create_graph) {
+  // Each node differentiates in the dtypes its forward used, whatever autocast
+  // scope the backward is called from (as PyTorch's engine).
+  autocast::Suspended no_autocast;
   std::vector<std::shared_ptr<Node>> roots;
   for (size_t i = 0; i < root_edges.size(); ++i) {
     roots.push_back(root_edges[i].node);

@@ -1,6 +1,7 @@
 // Matrix products. Every form goes to the backend's one batched matmul
 // ([B, M, K] x [B, K, N] -> [B, M, N]) through views, copying an operand only
 // when its broadcast batch dims cannot be described by a single stride.
+#include "core/autocast.h"
 #include "core/ops/linalg.h"
 
 #include <optional>
@@ -54,6 +55,12 @@ Shape concat(Shape a, std::initializer_list<int64_t> tail) {
 }
 
 Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
+  if (autocast::is_enabled()) {  // autocast: computed in low precision (core/autocast.h)
+    const Tensor a_ = autocast::lower_precision(a);
+    const Tensor b_ = autocast::lower_precision(b);
+    autocast::Suspended off;
+    return matmul_impl(op, a_, b_);
+  }
   detail::check_defined(op, a, "first operand");
   detail::check_defined(op, b, "second operand");
   detail::check_same_device(op, {a, b});

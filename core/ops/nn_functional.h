@@ -42,6 +42,10 @@ struct InterpolateOptions {
   std::optional<bool> align_corners = std::nullopt;  // (bi)linear only; default false
 };
 Tensor interpolate(const Tensor& x, const InterpolateOptions& o);
+// x [*, C * r^2, H, W] -> [*, C, H * r, W * r] (sub-pixel convolution's
+// rearrangement), and its inverse; views and one copy (core/ops/nn/pixel_shuffle.cpp).
+Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor);
+Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor);
 
 // --- convolution ---
 struct Conv1dOptions { int64_t stride = 1, padding = 0, dilation = 1, groups = 1; };

@@ -1,5 +1,6 @@
 // Reductions, arg-reductions and softmax: validation, the keepdim-shaped
 // backend call, and each op's gradient written with anvil ops.
+#include "core/autocast.h"
 #include "core/ops/reduce.h"
 
 #include <cmath>
@@ -91,6 +92,11 @@ Tensor accumulation_input(ReduceOp op, const Tensor& x) {
 }  // namespace
 
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
+  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
+    const Tensor x_ = autocast::full_precision(x);
+    autocast::Suspended off;
+    return sum(x_, dims, keepdim);
+  }
   ReducePlan plan = plan_reduce("sum", x, dims, keepdim);
   Tensor in = accumulation_input(ReduceOp::Sum, x);
   Tensor out = reduce_kernel("sum", ReduceOp::Sum, in, plan, in.dtype());
@@ -142,6 +148,11 @@ Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) {
 }
 
 Tensor prod(const Tensor& x, const Shape& dims, bool keepdim) {
+  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
+    const Tensor x_ = autocast::full_precision(x);
+    autocast::Suspended off;
+    return prod(x_, dims, keepdim);
+  }
   ReducePlan plan = plan_reduce("prod", x, dims, keepdim);
   Tensor in = accumulation_input(ReduceOp::Prod, x);
   Tensor out = reduce_kernel("prod", ReduceOp::Prod, in, plan, in.dtype());
@@ -205,6 +216,11 @@ Tensor std(const Tensor& x, const Shape& dims, int64_t correction, bool keepdim)
 }
 
 Tensor norm(const Tensor& x, double p, const Shape& dims, bool keepdim) {
+  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
+    const Tensor x_ = autocast::full_precision(x);
+    autocast::Suspended off;
+    return norm(x_, p, dims, keepdim);
+  }
   check_floating_input("norm", x);
   ReducePlan plan = plan_reduce("norm", x, dims, keepdim);
   Tensor out = reduce_kernel("norm", ReduceOp::Norm, x, plan, x.dtype(), ReduceParams{1, p});
@@ -291,6 +307,11 @@ Tensor argmin(const Tensor& x) {
 namespace {
 
 Tensor softmax_impl(const char* op, bool log, const Tensor& x, int64_t dim) {
+  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
+    const Tensor x_ = autocast::full_precision(x);
+    autocast::Suspended off;
+    return softmax_impl(op, log, x_, dim);
+  }
   check_floating_input(op, x);
   if (x.dim() == 0) {
     wrap_dim(dim, 0, op);

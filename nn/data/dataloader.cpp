@@ -37,10 +37,7 @@ struct DataLoader::Epoch {
     if (o.transform) e = o.transform.apply(std::move(e), epoch_seed * 1000003u + static_cast<uint64_t>(b));
     // Copying into page-locked memory is host work: done here it overlaps the
     // training step, and the consumer's copy to the GPU becomes asynchronous.
-    if (pin) {
-      if (e.data.defined() && e.data.device().is_cpu()) e.data = e.data.pin_memory();
-      if (e.target.defined() && e.target.device().is_cpu()) e.target = e.target.pin_memory();
-    }
+    if (pin) e.transform([](const Tensor& t) { return t.device().is_cpu() ? t.pin_memory() : t; });
     return e;
   }
 
@@ -50,8 +47,7 @@ struct DataLoader::Epoch {
   // device memory would belong to that stream.
   Example deliver(Example e) const {
     const DataLoaderOptions& o = loader->options_;
-    if (e.data.defined() && o.device != e.data.device()) e.data = e.data.to(o.device, o.non_blocking);
-    if (e.target.defined() && o.device != e.target.device()) e.target = e.target.to(o.device, o.non_blocking);
+    e.transform([&](const Tensor& t) { return o.device != t.device() ? t.to(o.device, o.non_blocking) : t; });
     return e;
   }
 

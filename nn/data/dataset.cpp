@@ -9,14 +9,107 @@
 
 namespace anvil::nn::data {
 
+const Tensor& Example::operator[](size_t index) const {
+  ANVIL_CHECK(index < tensors.size(), "Example: tensor ", index, " is out of range for a tuple batch of ",
+              tensors.size(), " tensors");
+  return tensors[index];
+}
+
+const Tensor& Example::operator[](const std::string& key) const {
+  auto it = named.find(key);
+  if (it == named.end()) {
+    std::string keys;
+    for (const auto& [k, _] : named) keys += (keys.empty() ? "" : ", ") + k;
+    fail("Example: no tensor named '", key, "' in the batch (it has: ", keys.empty() ? "none" : keys, ")");
+  }
+  return it->second;
+}
+
+void Example::transform(const std::function<Tensor(const Tensor&)>& fn) {
+  auto apply = [&](Tensor& t) {
+    if (t.defined()) t = fn(t);
+  };
+  apply(data);
+  apply(target);
+  for (Tensor& t : tensors) apply(t);
+  for (auto& [_, t] : named) apply(t);
+}
+
+int64_t Example::batch_size() const {
+  std::vector<const Tensor*> all{&data};
+  for (const Tensor& t : tensors) all.push_back(&t);
+  for (const auto& [_, t] : named) all.push_back(&t);
+  for (const Tensor* t : all)
+    if (t->defined() && t->dim() > 0) return t->size(0);
+  return 1;
+}
+
+namespace {
+Tensor stack_defined(const std::vector<Tensor>& parts) { return parts.empty() || !parts[0].defined() ? Tensor() : stack(parts); }
+}  // namespace
+
 Example Dataset::get_batch(const std::vector<int64_t>& indices) const {
   std::vector<Tensor> data, targets;
+  std::vector<std::vector<Tensor>> tensors;
+  std::map<std::string, std::vector<Tensor>> named;
   for (int64_t i : indices) {
     Example e = get(i);
     data.push_back(e.data);
     targets.push_back(e.target);
+    tensors.resize(e.tensors.size());
+    for (size_t k = 0; k < e.tensors.size(); ++k) tensors[k].push_back(e.tensors[k]);
+    for (const auto& [key, t] : e.named) named[key].push_back(t);
   }
-  return {stack(data), stack(targets)};
+  Example b{stack_defined(data), stack_defined(targets), {}, {}};
+  for (const auto& parts : tensors) b.tensors.push_back(stack_defined(parts));
+  for (const auto& [key, parts] : named) b.named[key] = stack_defined(parts);
+  return b;
+}
+
+TensorTupleDataset::TensorTupleDataset(std::vector<Tensor> tensors) : tensors_(std::move(tensors)) {
+  ANVIL_CHECK(!tensors_.empty(), "TensorTupleDataset: expected at least one tensor");
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    ANVIL_CHECK(tensors_[i].defined() && tensors_[i].dim() >= 1 && tensors_[i].size(0) == tensors_[0].size(0),
+                "TensorTupleDataset: every tensor needs the same first dim (", tensors_[0].defined() ? tensors_[0].size(0) : 0,
+                " rows in tensor 0), tensor ", i, " is ", tensors_[i].defined() ? tensors_[i].shape_str() : "undefined");
+}
+
+Example TensorTupleDataset::get(int64_t index) const {
+  ANVIL_CHECK(index >= 0 && index < size(), "TensorTupleDataset: index ", index, " out of range [0, ", size(), ")");
+  Example e;
+  for (const Tensor& t : tensors_) e.tensors.push_back(t.select(0, index));
+  return e;
+}
+
+Example TensorTupleDataset::get_batch(const std::vector<int64_t>& indices) const {
+  Tensor idx = from_vector(indices);
+  Example e;
+  for (const Tensor& t : tensors_) e.tensors.push_back(index_select(t, 0, idx.to(t.device())));
+  return e;
+}
+
+TensorMapDataset::TensorMapDataset(std::map<std::string, Tensor> tensors) : tensors_(std::move(tensors)) {
+  ANVIL_CHECK(!tensors_.empty(), "TensorMapDataset: expected at least one tensor");
+  const auto& [first_key, first] = *tensors_.begin();
+  for (const auto& [key, t] : tensors_)
+    ANVIL_CHECK(t.defined() && t.dim() >= 1 && first.defined() && t.size(0) == first.size(0),
+                "TensorMapDataset: every tensor needs the same first dim ('", first_key, "' has ",
+                first.defined() && first.dim() ? first.size(0) : 0, " rows), '", key, "' is ",
+                t.defined() ? t.shape_str() : "undefined");
+}
+
+Example TensorMapDataset::get(int64_t index) const {
+  ANVIL_CHECK(index >= 0 && index < size(), "TensorMapDataset: index ", index, " out of range [0, ", size(), ")");
+  Example e;
+  for (const auto& [key, t] : tensors_) e.named[key] = t.select(0, index);
+  return e;
+}
+
+Example TensorMapDataset::get_batch(const std::vector<int64_t>& indices) const {
+  Tensor idx = from_vector(indices);
+  Example e;
+  for (const auto& [key, t] : tensors_) e.named[key] = index_select(t, 0, idx.to(t.device()));
+  return e;
 }
 
 TensorDataset::TensorDataset(Tensor data, Tensor targets) : data_(std::move(data)), targets_(std::move(targets)) {

@@ -1,6 +1,8 @@
 #pragma once
 // Datasets: indexable collections of (data, target) examples.
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,9 +11,24 @@
 
 namespace anvil::nn::data {
 
+// One example, or a batch of them. Most datasets fill data and target; a
+// batch of other tensors is a tuple (`tensors`: input_ids, attention_mask,
+// labels) or a map (`named`: {"input_ids": ..., "labels": ...}), which the
+// data loader batches, pins and moves to the device as it does data and
+// target, and the Trainer hands to the task as they are.
 struct Example {
   Tensor data;
   Tensor target;
+  std::vector<Tensor> tensors;
+  std::map<std::string, Tensor> named;
+
+  const Tensor& operator[](size_t index) const;            // tensors[index], checked
+  const Tensor& operator[](const std::string& key) const;  // named.at(key), checked
+  // Replaces every defined tensor t (data, target, tensors, named) by fn(t).
+  void transform(const std::function<Tensor(const Tensor&)>& fn);
+  // The first dim of the first defined tensor (data, then tensors, then
+  // named in key order); 1 when there is none.
+  int64_t batch_size() const;
 };
 
 class Dataset {
@@ -36,6 +53,31 @@ class TensorDataset : public Dataset {
 
  private:
   Tensor data_, targets_;
+};
+
+// Examples are rows of several tensors with the same first dimension: a
+// tuple batch (Example::tensors), e.g. (input_ids, attention_mask, labels).
+class TensorTupleDataset : public Dataset {
+ public:
+  explicit TensorTupleDataset(std::vector<Tensor> tensors);
+  int64_t size() const override { return tensors_[0].size(0); }
+  Example get(int64_t index) const override;
+  Example get_batch(const std::vector<int64_t>& indices) const override;
+
+ private:
+  std::vector<Tensor> tensors_;
+};
+
+// The same with names: a map batch (Example::named).
+class TensorMapDataset : public Dataset {
+ public:
+  explicit TensorMapDataset(std::map<std::string, Tensor> tensors);
+  int64_t size() const override { return tensors_.begin()->second.size(0); }
+  Example get(int64_t index) const override;
+  Example get_batch(const std::vector<int64_t>& indices) const override;
+
+ private:
+  std::map<std::string, Tensor> tensors_;
 };
 
 // MNIST-format image classification (MNIST, Fashion-MNIST): images become

@@ -9,9 +9,9 @@
 
 namespace anvil::nn {
 
-BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& o) : Module("BatchNorm2d"), options(o) {
-  ANVIL_CHECK(o.num_features > 0, "BatchNorm2d: expected num_features > 0, got ", o.num_features);
-  ANVIL_CHECK(!o.momentum || (*o.momentum >= 0 && *o.momentum <= 1), "BatchNorm2d: expected momentum in [0, 1], got ",
+BatchNormBase::BatchNormBase(const char* name, const BatchNorm2dOptions& o) : Module(name), options(o) {
+  ANVIL_CHECK(o.num_features > 0, name, ": expected num_features > 0, got ", o.num_features);
+  ANVIL_CHECK(!o.momentum || (*o.momentum >= 0 && *o.momentum <= 1), name, ": expected momentum in [0, 1], got ",
               o.momentum.value_or(0));
   if (o.affine) {
     weight = register_parameter("weight", empty({o.num_features}));
@@ -25,14 +25,14 @@ BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& o) : Module("BatchNorm2d"), o
   reset_parameters();
 }
 
-void BatchNorm2d::reset_running_stats() {
+void BatchNormBase::reset_running_stats() {
   if (!options.track_running_stats) return;
   init::zeros_(running_mean);
   init::ones_(running_var);
   init::zeros_(num_batches_tracked);
 }
 
-void BatchNorm2d::reset_parameters() {
+void BatchNormBase::reset_parameters() {
   reset_running_stats();
   if (!options.affine) return;
   init::ones_(weight);
@@ -42,6 +42,19 @@ void BatchNorm2d::reset_parameters() {
 Tensor BatchNorm2d::forward(const Tensor& x) {
   ANVIL_CHECK(x.defined() && x.dim() == 4 && x.size(1) == options.num_features, "BatchNorm2d: expected input [N, ",
               options.num_features, ", H, W], got ", x.defined() ? x.shape_str() : std::string("an undefined tensor"));
+  return normalize(x);
+}
+
+Tensor BatchNorm1d::forward(const Tensor& x) {
+  ANVIL_CHECK(x.defined() && (x.dim() == 2 || x.dim() == 3) && x.size(1) == options.num_features,
+              "BatchNorm1d: expected input [N, ", options.num_features, "] or [N, ", options.num_features,
+              ", L], got ", x.defined() ? x.shape_str() : std::string("an undefined tensor"));
+  ANVIL_CHECK(!is_training() || x.numel() / options.num_features > 1,
+              "BatchNorm1d: expected more than one value per channel in training, got input ", x.shape_str());
+  return normalize(x);
+}
+
+Tensor BatchNormBase::normalize(const Tensor& x) {
   const bool tracking = options.track_running_stats;
   BatchNormOptions o;
   o.eps = options.eps;
@@ -56,7 +69,7 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
   return batch_norm(x, weight, bias, tracking ? running_mean : Tensor(), tracking ? running_var : Tensor(), o);
 }
 
-std::string BatchNorm2d::extra_repr() const {
+std::string BatchNormBase::extra_repr() const {
   std::ostringstream os;
   os << options.num_features << ", eps=" << options.eps << ", momentum=";
   if (options.momentum) os << *options.momentum; else os << "None";

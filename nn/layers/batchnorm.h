@@ -1,5 +1,5 @@
 #pragma once
-// BatchNorm2d over [N, C, H, W]. In training it normalises with the batch's
+// BatchNorm2d over [N, C, H, W], BatchNorm1d over [N, C] or [N, C, L]. In training it normalises with the batch's
 // statistics and folds them into running_mean / running_var (unbiased
 // variance); in eval it uses the running statistics.
 #include <cstdint>
@@ -20,12 +20,13 @@ struct BatchNorm2dOptions {
   ANVIL_OPTION(BatchNorm2dOptions, bool, track_running_stats) = true;  // without: batch statistics in eval too
 };
 
-class BatchNorm2d : public Module {
- public:
-  explicit BatchNorm2d(int64_t num_features) : BatchNorm2d(BatchNorm2dOptions{.num_features = num_features}) {}
-  explicit BatchNorm2d(const BatchNorm2dOptions& options);
+// BatchNorm1d takes the same settings.
+using BatchNorm1dOptions = BatchNorm2dOptions;
 
-  Tensor forward(const Tensor& x) override;
+// What BatchNorm1d and BatchNorm2d share: parameters, running statistics and
+// their update; each checks its own input shape.
+class BatchNormBase : public Module {
+ public:
   std::string extra_repr() const override;
   void reset_running_stats();
   void reset_parameters();
@@ -33,6 +34,25 @@ class BatchNorm2d : public Module {
   BatchNorm2dOptions options;
   Tensor weight, bias;                                    // [C], when affine
   Tensor running_mean, running_var, num_batches_tracked;  // [C], [C], int64 scalar; when tracking
+
+ protected:
+  BatchNormBase(const char* name, const BatchNorm2dOptions& options);
+  Tensor normalize(const Tensor& x);  // x [N, C, ...], already checked
+};
+
+class BatchNorm2d : public BatchNormBase {
+ public:
+  explicit BatchNorm2d(int64_t num_features) : BatchNorm2d(BatchNorm2dOptions{.num_features = num_features}) {}
+  explicit BatchNorm2d(const BatchNorm2dOptions& options) : BatchNormBase("BatchNorm2d", options) {}
+  Tensor forward(const Tensor& x) override;
+};
+
+// Over [N, C] (features) or [N, C, L] (sequences), statistics per channel C.
+class BatchNorm1d : public BatchNormBase {
+ public:
+  explicit BatchNorm1d(int64_t num_features) : BatchNorm1d(BatchNorm1dOptions{.num_features = num_features}) {}
+  explicit BatchNorm1d(const BatchNorm1dOptions& options) : BatchNormBase("BatchNorm1d", options) {}
+  Tensor forward(const Tensor& x) override;
 };
 
 }  // namespace anvil::nn

@@ -14,4 +14,9 @@ Tensor Checkpointed::forward(const Tensor& x) {
   return autograd::checkpoint([m = module](const std::vector<Tensor>& in) { return m->forward(in[0]); }, {x});
 }
 
+Tensor Checkpointed::forward_inputs(const std::vector<Tensor>& inputs) {
+  if (inputs.size() == 1) return forward(inputs[0]);
+  return autograd::checkpoint([m = module](const std::vector<Tensor>& in) { return m->forward_inputs(in); }, inputs);
+}
+
 }  // namespace anvil::nn

@@ -21,6 +21,8 @@ class Checkpointed : public Module {
  public:
   explicit Checkpointed(std::shared_ptr<Module> module);
   Tensor forward(const Tensor& x) override;
+  // Several inputs (undefined ones pass through as absent), checkpointed as one.
+  Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
 
   std::shared_ptr<Module> module;
 };

@@ -28,6 +28,18 @@ Tensor Sequential::forward(const Tensor& x) {
   return out;
 }
 
+Tensor Sequential::forward_inputs(const std::vector<Tensor>& inputs) {
+  if (inputs.size() == 1) return forward(inputs[0]);
+  ANVIL_CHECK(!empty(), "Sequential: ", inputs.size(), " inputs given to an empty Sequential (it passes one through)");
+  Tensor out;
+  bool first = true;
+  for (const Ptr& m : *this) {
+    out = first ? m->forward_inputs(inputs) : m->forward(out);
+    first = false;
+  }
+  return out;
+}
+
 ModuleList::ModuleList(std::initializer_list<Ptr> modules) : ModuleListBase("ModuleList") {
   for (const Ptr& m : modules) push_back(m);
 }

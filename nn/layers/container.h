@@ -72,6 +72,9 @@ class Sequential : public ModuleListBase {
 
   // Each module's forward on the previous one's output.
   Tensor forward(const Tensor& x) override;
+  // The first module takes all the inputs (forward_inputs), the rest chain
+  // one tensor each, as libtorch's Sequential with a multi-input first module.
+  Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
 };
 
 class ModuleList : public ModuleListBase {

@@ -2,8 +2,9 @@
 // Mixed precision: compute in bfloat16 or float16 while the optimizer keeps
 // float32 "master" weights, and dynamic loss scaling for float16.
 //
-// anvil's core ops have no autocast hook (no per-op dtype policy), so mixed
-// precision works at the level of the whole model, as "O2"-style AMP does:
+// Per-op mixed precision is core/autocast.h (AutocastGuard), which the
+// Trainer uses by default. What follows is the whole-model path, as
+// "O2"-style AMP does it (TrainerOptions::amp_mode = AmpMode::WholeModel):
 //   - MasterWeights swaps the data behind each float32 parameter for a
 //     low-precision copy before the forward pass, collects the low-precision
 //     gradients into float32 after each backward, and swaps the float32
@@ -33,6 +34,13 @@
 namespace anvil::nn::train {
 
 enum class Precision { FP32, BF16, FP16 };
+
+// How the Trainer applies BF16/FP16. Autocast (the default): per op, as
+// torch.autocast (core/autocast.h): parameters stay float32, matmuls, linears,
+// convolutions and attention run in the low precision, norms, softmax,
+// reductions and losses in float32. WholeModel: the "O2" path below, the
+// whole forward in the low precision on cast copies of the parameters.
+enum class AmpMode { Autocast, WholeModel };
 
 const char* precision_name(Precision p);  // "fp32", "bf16", "fp16"
 DType compute_dtype(Precision p);         // float32, bfloat16, float16

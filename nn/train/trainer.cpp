@@ -19,8 +19,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-int64_t batch_size_of(const data::Example& b) {
-  return b.data.defined() && b.data.dim() > 0 ? b.data.size(0) : 1;
+int64_t batch_size_of(const data::Example& b) { return b.batch_size(); }
+
+// Opens the autocast scope of a training or evaluation step, when precision asks for one.
+void open_autocast(std::optional<AutocastGuard>& scope, const TrainerOptions& o) {
+  if (o.precision != Precision::FP32 && o.amp_mode == AmpMode::Autocast) scope.emplace(compute_dtype(o.precision));
 }
 
 void add_into(Metrics& sums, const Metrics& m, double weight) {
@@ -118,11 +121,15 @@ data::Example Trainer::to_device(const data::Example& batch) const {
   data::Example b = batch;
   // A pinned batch (DataLoaderOptions::pin_memory) is copied asynchronously:
   // the host goes on queuing the step while the copy engine moves the bytes.
-  if (b.data.defined() && b.data.device() != device_) b.data = b.data.to(device_, b.data.is_pinned());
-  if (b.target.defined() && b.target.device() != device_) b.target = b.target.to(device_, b.target.is_pinned());
-  // The autocast part of mixed precision: float inputs meet the low-precision weights.
-  if (options_.precision != Precision::FP32 && b.data.defined() && b.data.dtype() == kFloat32)
-    b.data = b.data.to(compute_dtype(options_.precision));
+  b.transform([&](const Tensor& t) { return t.device() != device_ ? t.to(device_, t.is_pinned()) : t; });
+  // Whole-model mixed precision: float inputs (data, tuple and map tensors;
+  // not target) meet the low-precision weights.
+  if (options_.precision != Precision::FP32 && options_.amp_mode == AmpMode::WholeModel) {
+    const Tensor target = b.target;
+    const DType low = compute_dtype(options_.precision);
+    b.transform([&](const Tensor& t) { return t.dtype() == kFloat32 ? t.to(low) : t; });
+    b.target = target;
+  }
   return b;
 }
 
@@ -143,7 +150,7 @@ FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* va
   plot_steps_.clear(), plot_losses_.clear(), plot_epoch_steps_.clear(), plot_epoch_metrics_.clear();
   if (options_.seed) manual_seed(*options_.seed);
   scaler_ = options_.precision == Precision::FP16 ? std::make_unique<GradScaler>() : nullptr;
-  masters_ = options_.precision != Precision::FP32
+  masters_ = options_.precision != Precision::FP32 && options_.amp_mode == AmpMode::WholeModel
                  ? std::make_unique<MasterWeights>(task.model()->parameters(), compute_dtype(options_.precision))
                  : nullptr;
   RestoreMasters restore_on_exit{masters_.get()};
@@ -256,6 +263,8 @@ void Trainer::train_epoch(Run& r) {
     StepOutput out;
     {
       ProfileRange range(profiler_, "training_step");
+      std::optional<AutocastGuard> amp_scope;
+      open_autocast(amp_scope, options_);
       out = r.task.training_step(batch);
     }
     ANVIL_CHECK(out.loss.defined() && out.loss.numel() == 1, "Trainer: training_step must return a scalar loss, got ",
@@ -403,7 +412,7 @@ Metrics Trainer::evaluate(Task& task, data::DataLoader& loader, const std::strin
   NoGradGuard no_grad;
   std::unique_ptr<MasterWeights> own;
   MasterWeights* masters = masters_.get();
-  if (!masters && options_.precision != Precision::FP32) {
+  if (!masters && options_.precision != Precision::FP32 && options_.amp_mode == AmpMode::WholeModel) {
     own = std::make_unique<MasterWeights>(model->parameters(), compute_dtype(options_.precision));
     masters = own.get();
   }
@@ -414,6 +423,8 @@ Metrics Trainer::evaluate(Task& task, data::DataLoader& loader, const std::strin
   double total = 0;
   for (const data::Example& raw : loader) {
     data::Example batch = to_device(raw);
+    std::optional<AutocastGuard> amp_scope;
+    open_autocast(amp_scope, options_);
     const Metrics m = test ? task.test_step(batch) : task.validation_step(batch);
     const double w = static_cast<double>(batch_size_of(batch));
     add_into(sums, m, w);

@@ -63,6 +63,7 @@ struct TrainerOptions {
   int64_t grad_accumulation_steps = 1;  // batches per optimizer step; the loss is divided by it
   double clip_grad_norm = 0.0;          // max global L2 norm of the gradients; 0: no clipping
   Precision precision = Precision::FP32;
+  AmpMode amp_mode = AmpMode::Autocast;  // how BF16/FP16 is applied (amp.h)
   // Where checkpoints go; "{epoch}" in the path is replaced by the number of
   // epochs completed ("run/epoch{epoch}.safetensors"); otherwise one file is
   // replaced each time. Empty: no checkpoints.

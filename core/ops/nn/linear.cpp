@@ -2,6 +2,7 @@
 // elementwise) plus one random kernel.
 #include <cmath>
 
+#include "core/autocast.h"
 #include "core/autograd/function.h"
 #include "core/dispatch.h"
 #include "core/factory.h"
@@ -17,6 +18,13 @@ namespace anvil {
 using nn_detail::Grads;
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (autocast::is_enabled()) {  // autocast: computed in low precision (core/autocast.h)
+    const Tensor x_ = autocast::lower_precision(x);
+    const Tensor weight_ = autocast::lower_precision(weight);
+    const Tensor bias_ = autocast::lower_precision(bias);
+    autocast::Suspended off;
+    return linear(x_, weight_, bias_);
+  }
   detail::check_floating("linear", x, "input");
   detail::check_floating("linear", weight, "weight");
   detail::check_same_device("linear", {x, weight, bias});

@@ -2,6 +2,7 @@
 // its fused backward; the others are composed from elementwise, reduce and
 // indexing ops (with a hand-written gradient for the logistic loss, whose
 // composed form would have the wrong derivative at logit 0).
+#include "core/autocast.h"
 #include "core/autograd/function.h"
 #include "core/dispatch.h"
 #include "core/factory.h"
@@ -109,6 +110,11 @@ Tensor cross_entropy_composed_backward(const Tensor& grad_losses, const Tensor& 
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& o) {
+  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
+    const Tensor logits_ = autocast::full_precision(logits);
+    autocast::Suspended off;
+    return cross_entropy(logits_, targets, o);
+  }
   check_class_loss_args("cross_entropy", logits, targets, o, "logits");
   if (Tensor r = reshape_class_loss("cross_entropy", cross_entropy, logits, targets, o); r.defined()) return r;
   check_rows("cross_entropy", logits, targets);
@@ -142,6 +148,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEnt
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, const CrossEntropyOptions& o) {
+  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
+    const Tensor log_probs_ = autocast::full_precision(log_probs);
+    autocast::Suspended off;
+    return nll_loss(log_probs_, targets, o);
+  }
   check_class_loss_args("nll_loss", log_probs, targets, o, "log_probs");
   if (Tensor r = reshape_class_loss("nll_loss", nll_loss, log_probs, targets, o); r.defined()) return r;
   check_rows("nll_loss", log_probs, targets);
@@ -163,6 +174,12 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, const CrossEntro
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
+    const Tensor input_ = autocast::full_precision(input);
+    const Tensor target_ = autocast::full_precision(target);
+    autocast::Suspended off;
+    return mse_loss(input_, target_, reduction);
+  }
   detail::check_floating("mse_loss", input, "input");
   detail::check_floating("mse_loss", target, "target");
   detail::check_same_device("mse_loss", {input, target});
@@ -174,6 +191,12 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target, Reduction reduction) {
+  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
+    const Tensor logits_ = autocast::full_precision(logits);
+    const Tensor target_ = autocast::full_precision(target);
+    autocast::Suspended off;
+    return binary_cross_entropy_with_logits(logits_, target_, reduction);
+  }
   const char* op = "binary_cross_entropy_with_logits";
   detail::check_floating(op, logits, "logits");
   detail::check_floating(op, target, "target");

@@ -3,6 +3,7 @@
 // forward kernel with a backward composed from ops.
 #include <limits>
 
+#include "core/autocast.h"
 #include "core/autograd/function.h"
 #include "core/autograd/grad_mode.h"
 #include "core/dispatch.h"
@@ -33,6 +34,13 @@ Tensor per_channel(const Tensor& t, const Tensor& x) {
 }  // namespace
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
+    const Tensor x_ = autocast::full_precision(x);
+    const Tensor weight_ = autocast::full_precision(weight);
+    const Tensor bias_ = autocast::full_precision(bias);
+    autocast::Suspended off;
+    return group_norm(x_, num_groups, weight_, bias_, eps);
+  }
   detail::check_floating("group_norm", x, "input");
   ANVIL_CHECK(x.dim() >= 2, "group_norm: expected input [N, C, *], got ", detail::describe(x));
   ANVIL_CHECK(num_groups > 0 && x.size(1) % num_groups == 0, "group_norm: expected num_groups (", num_groups,
@@ -52,6 +60,12 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
 // row scale with ops, so it is exact in float64 (the kernel saves rstd as
 // float32) and itself differentiable (double backward).
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
+  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
+    const Tensor x_ = autocast::full_precision(x);
+    const Tensor weight_ = autocast::full_precision(weight);
+    autocast::Suspended off;
+    return rms_norm(x_, normalized_shape, weight_, eps);
+  }
   detail::check_floating("rms_norm", x, "input");
   detail::check_same_device("rms_norm", {x, weight});
   const int64_t nd = static_cast<int64_t>(normalized_shape.size());

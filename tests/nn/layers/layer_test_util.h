@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,6 +41,51 @@ inline ::testing::AssertionResult module_gradcheck(nn::Module& m, const Tensor& 
 
   std::vector<std::pair<std::string, Tensor>> targets = m.named_parameters();
   if (x_floating) targets.emplace_back("input", x);
+  for (auto& [name, t] : targets) {
+    Tensor g = t.grad();
+    std::vector<double> analytic = g.defined() ? g.to_vector<double>() : std::vector<double>(t.numel(), 0.0);
+    NoGradGuard ng;
+    Tensor flat = t.detach().view({-1});
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      const double orig = flat[k].item<double>();
+      flat[k].fill_(orig + o.eps);
+      const double plus = loss().item<double>();
+      flat[k].fill_(orig - o.eps);
+      const double minus = loss().item<double>();
+      flat[k].fill_(orig);
+      const double numeric = (plus - minus) / (2 * o.eps);
+      if (std::abs(analytic[k] - numeric) > o.atol + o.rtol * std::abs(numeric)) {
+        std::ostringstream os;
+        os << name << " " << t.shape_str() << " element " << k << ": analytic " << analytic[k] << " vs numeric "
+           << numeric;
+        return ::testing::AssertionFailure() << os.str();
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// The same check for a module with several inputs: d/d(every floating
+// input, every parameter) of sum(w * f(inputs)), where f calls the module.
+inline ::testing::AssertionResult module_gradcheck(nn::Module& m,
+                                                   const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                                   std::vector<Tensor> inputs, const ModuleGradcheckOptions& o = {}) {
+  for (Tensor& t : inputs)
+    if (t.defined()) {
+      t = t.detach().clone();
+      if (t.is_floating_point()) t.requires_grad_(true);
+    }
+  Tensor weights;
+  {
+    NoGradGuard ng;
+    weights = randn(f(inputs).shape(), kFloat64);
+  }
+  auto loss = [&] { return (f(inputs) * weights).sum(); };
+  m.zero_grad();
+  loss().backward();
+  std::vector<std::pair<std::string, Tensor>> targets = m.named_parameters();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && inputs[i].requires_grad()) targets.emplace_back("input " + std::to_string(i), inputs[i]);
   for (auto& [name, t] : targets) {
     Tensor g = t.grad();
     std::vector<double> analytic = g.defined() ? g.to_vector<double>() : std::vector<double>(t.numel(), 0.0);

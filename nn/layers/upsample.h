@@ -1,0 +1,59 @@
+#pragma once
+// Resampling layers: Upsample (the interpolate op), PixelShuffle and
+// PixelUnshuffle (sub-pixel rearrangement), and Identity.
+//
+//   auto up = std::make_shared<nn::Upsample>(nn::UpsampleOptions().scale_factor({2.0}).mode(anvil::kBilinear));
+//   auto ps = std::make_shared<nn::PixelShuffle>(3);  // [N, 9C, H, W] -> [N, C, 3H, 3W]
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/option_field.h"
+#include "core/ops/nn_functional.h"
+#include "nn/module.h"
+
+namespace anvil::nn {
+
+// Returns its input, as torch.nn.Identity (a placeholder where a layer is optional).
+class Identity : public Module {
+ public:
+  Identity() : Module("Identity") {}
+  Tensor forward(const Tensor& x) override { return x; }
+};
+
+struct UpsampleOptions {
+  ANVIL_OPTION(UpsampleOptions, std::vector<int64_t>, size) = {};         // one per spatial dim, or one for all
+  ANVIL_OPTION(UpsampleOptions, std::vector<double>, scale_factor) = {};  // exactly one of size and scale_factor
+  ANVIL_OPTION(UpsampleOptions, InterpolateMode, mode) = InterpolateMode::Nearest;
+  ANVIL_OPTION(UpsampleOptions, std::optional<bool>, align_corners) = std::nullopt;  // (bi)linear only
+};
+
+class Upsample : public Module {
+ public:
+  explicit Upsample(const UpsampleOptions& options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  UpsampleOptions options;
+};
+
+class PixelShuffle : public Module {
+ public:
+  explicit PixelShuffle(int64_t upscale_factor);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override { return "upscale_factor=" + std::to_string(upscale_factor); }
+
+  int64_t upscale_factor;
+};
+
+class PixelUnshuffle : public Module {
+ public:
+  explicit PixelUnshuffle(int64_t downscale_factor);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override { return "downscale_factor=" + std::to_string(downscale_factor); }
+
+  int64_t downscale_factor;
+};
+
+}  // namespace anvil::nn
