@@ -28,6 +28,10 @@
 // inputs before validating them (core/ops/linalg.cpp, core/ops/nn/*.cpp,
 // core/ops/reduce*.cpp, core/ops/scan.cpp): the op's one entry point, which
 // every backend and every composed op goes through.
+#include <array>
+#include <optional>
+#include <utility>
+
 #include "core/base/dtype.h"
 #include "core/tensor.h"
 
@@ -77,6 +81,42 @@ class Suspended {
 Tensor lower_precision(const Tensor& t);
 // For the float32 ops: a float16/bfloat16 tensor as float32 when autocast is on.
 Tensor full_precision(const Tensor& t);
+
+// An op front-end's autocast step in one line:
+//
+//   if (auto cast = autocast::full_precision_inputs(x)) return sum(cast[0], dims, keepdim);
+//
+// When autocast is on, holds the inputs cast (full_precision or
+// lower_precision) and keeps autocast suspended while it lives, so the op's
+// call of itself runs once, on the cast inputs, as written; when off it is
+// false and touches nothing (no copies on the ordinary path).
+template <size_t N>
+class CastInputs {
+ public:
+  CastInputs() = default;  // autocast off
+  template <typename... Ts>
+  CastInputs(Tensor (*cast)(const Tensor&), const Ts&... inputs)
+      : active_(true), inputs_{cast(inputs)...}, off_(std::in_place) {}
+  explicit operator bool() const { return active_; }
+  const Tensor& operator[](size_t i) const { return inputs_[i]; }
+
+ private:
+  bool active_ = false;
+  std::array<Tensor, N> inputs_;
+  std::optional<Suspended> off_;
+};
+
+template <typename... Ts>
+CastInputs<sizeof...(Ts)> full_precision_inputs(const Ts&... inputs) {
+  if (!is_enabled()) return {};
+  return {&full_precision, inputs...};
+}
+
+template <typename... Ts>
+CastInputs<sizeof...(Ts)> lower_precision_inputs(const Ts&... inputs) {
+  if (!is_enabled()) return {};
+  return {&lower_precision, inputs...};
+}
 
 }  // namespace autocast
 }  // namespace anvil

@@ -55,12 +55,7 @@ Shape concat(Shape a, std::initializer_list<int64_t> tail) {
 }
 
 Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
-  if (autocast::is_enabled()) {  // autocast: computed in low precision (core/autocast.h)
-    const Tensor a_ = autocast::lower_precision(a);
-    const Tensor b_ = autocast::lower_precision(b);
-    autocast::Suspended off;
-    return matmul_impl(op, a_, b_);
-  }
+  if (auto cast = autocast::lower_precision_inputs(a, b)) return matmul_impl(op, cast[0], cast[1]);
   detail::check_defined(op, a, "first operand");
   detail::check_defined(op, b, "second operand");
   detail::check_same_device(op, {a, b});

@@ -38,11 +38,7 @@ Tensor extreme_of_abs_sums(const Tensor& x, int64_t inner, int64_t outer, bool l
 }  // namespace
 
 Tensor vector_norm(const Tensor& x, double ord, const Shape& dim, bool keepdim) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    autocast::Suspended off;
-    return vector_norm(x_, ord, dim, keepdim);
-  }
+  if (auto cast = autocast::full_precision_inputs(x)) return vector_norm(cast[0], ord, dim, keepdim);
   const char* op = "linalg.vector_norm";
   check_norm_input(op, x);
   // Checked here too, so that a bad dim names this op rather than norm, which does the work.

@@ -92,11 +92,7 @@ Tensor accumulation_input(ReduceOp op, const Tensor& x) {
 }  // namespace
 
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    autocast::Suspended off;
-    return sum(x_, dims, keepdim);
-  }
+  if (auto cast = autocast::full_precision_inputs(x)) return sum(cast[0], dims, keepdim);
   ReducePlan plan = plan_reduce("sum", x, dims, keepdim);
   Tensor in = accumulation_input(ReduceOp::Sum, x);
   Tensor out = reduce_kernel("sum", ReduceOp::Sum, in, plan, in.dtype());
@@ -148,11 +144,7 @@ Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) {
 }
 
 Tensor prod(const Tensor& x, const Shape& dims, bool keepdim) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    autocast::Suspended off;
-    return prod(x_, dims, keepdim);
-  }
+  if (auto cast = autocast::full_precision_inputs(x)) return prod(cast[0], dims, keepdim);
   ReducePlan plan = plan_reduce("prod", x, dims, keepdim);
   Tensor in = accumulation_input(ReduceOp::Prod, x);
   Tensor out = reduce_kernel("prod", ReduceOp::Prod, in, plan, in.dtype());
@@ -216,11 +208,7 @@ Tensor std(const Tensor& x, const Shape& dims, int64_t correction, bool keepdim)
 }
 
 Tensor norm(const Tensor& x, double p, const Shape& dims, bool keepdim) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    autocast::Suspended off;
-    return norm(x_, p, dims, keepdim);
-  }
+  if (auto cast = autocast::full_precision_inputs(x)) return norm(cast[0], p, dims, keepdim);
   check_floating_input("norm", x);
   ReducePlan plan = plan_reduce("norm", x, dims, keepdim);
   Tensor out = reduce_kernel("norm", ReduceOp::Norm, x, plan, x.dtype(), ReduceParams{1, p});
@@ -307,11 +295,7 @@ Tensor argmin(const Tensor& x) {
 namespace {
 
 Tensor softmax_impl(const char* op, bool log, const Tensor& x, int64_t dim) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    autocast::Suspended off;
-    return softmax_impl(op, log, x_, dim);
-  }
+  if (auto cast = autocast::full_precision_inputs(x)) return softmax_impl(op, log, cast[0], dim);
   check_floating_input(op, x);
   if (x.dim() == 0) {
     wrap_dim(dim, 0, op);

@@ -47,11 +47,7 @@ Tensor any(const Tensor& x, const Shape& dims, bool keepdim) {
 // on it) and replaced by 0 where it is infinite, so that a slice of -infs
 // gives -inf and one holding +inf gives +inf instead of NaN (as PyTorch).
 Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    autocast::Suspended off;
-    return logsumexp(x_, dims, keepdim);
-  }
+  if (auto cast = autocast::full_precision_inputs(x)) return logsumexp(cast[0], dims, keepdim);
   check_reduce_input("logsumexp", x, dims);
   Tensor in = is_floating(x.dtype()) ? x : x.to(kFloat32);
   if (in.numel() == 0) return log(sum(exp(in), dims, keepdim));  // log(0) = -inf over no elements

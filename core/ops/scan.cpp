@@ -39,11 +39,7 @@ Tensor reverse_cumsum(const Tensor& g, int64_t dim) { return flip(cumsum(flip(g,
 }  // namespace
 
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    autocast::Suspended off;
-    return cumsum(x_, dim, dtype);
-  }
+  if (auto cast = autocast::full_precision_inputs(x)) return cumsum(cast[0], dim, dtype);
   Tensor in = scan_input("cumsum", x, dim, dtype);
   Tensor out = scan_kernel(ScanOp::Sum, in.detach(), dim);
   if (autograd::needs_grad({in}) && is_floating(out.dtype()))
@@ -57,11 +53,7 @@ Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
 // same sum with x_k replaced by 1 (so the products past it are not zero);
 // past the first zero every such product holds that zero: 0. As PyTorch.
 Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    autocast::Suspended off;
-    return cumprod(x_, dim, dtype);
-  }
+  if (auto cast = autocast::full_precision_inputs(x)) return cumprod(cast[0], dim, dtype);
   Tensor in = scan_input("cumprod", x, dim, dtype);
   Tensor out = scan_kernel(ScanOp::Prod, in.detach(), dim);
   if (autograd::needs_grad({in}) && is_floating(out.dtype()))

@@ -156,13 +156,8 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
-  if (autocast::is_enabled()) {  // autocast: computed in low precision (core/autocast.h)
-    const Tensor q_ = autocast::lower_precision(q);
-    const Tensor k_ = autocast::lower_precision(k);
-    const Tensor v_ = autocast::lower_precision(v);
-    autocast::Suspended off;
-    return scaled_dot_product_attention(q_, k_, v_, o);
-  }
+  if (auto cast = autocast::lower_precision_inputs(q, k, v))
+    return scaled_dot_product_attention(cast[0], cast[1], cast[2], o);
   ANVIL_CHECK(q.defined() && k.defined() && v.defined() && q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, kOp,
               ": expected q [..., L, E], k [..., S, E], v [..., S, Ev], got q ", detail::describe(q), ", k ",
               detail::describe(k), ", v ", detail::describe(v));

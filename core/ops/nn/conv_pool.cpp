@@ -146,13 +146,7 @@ void check_conv_args(const Tensor& x, const Tensor& weight, const Tensor& bias, 
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
-  if (autocast::is_enabled()) {  // autocast: computed in low precision (core/autocast.h)
-    const Tensor x_ = autocast::lower_precision(x);
-    const Tensor weight_ = autocast::lower_precision(weight);
-    const Tensor bias_ = autocast::lower_precision(bias);
-    autocast::Suspended off;
-    return conv2d(x_, weight_, bias_, o);
-  }
+  if (auto cast = autocast::lower_precision_inputs(x, weight, bias)) return conv2d(cast[0], cast[1], cast[2], o);
   detail::check_floating("conv2d", x, "input");
   if (x.dim() == 3) return conv2d(x.unsqueeze(0), weight, bias, o).squeeze(0);
   check_conv_args(x, weight, bias, o);
@@ -171,13 +165,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
 // with Cout' = this op's input channels. Its gradients are conv2d (for x) and
 // conv2d's weight gradient, recorded by conv_input_grad.
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvTranspose2dOptions& o) {
-  if (autocast::is_enabled()) {  // autocast: computed in low precision (core/autocast.h)
-    const Tensor x_ = autocast::lower_precision(x);
-    const Tensor weight_ = autocast::lower_precision(weight);
-    const Tensor bias_ = autocast::lower_precision(bias);
-    autocast::Suspended off;
-    return conv_transpose2d(x_, weight_, bias_, o);
-  }
+  if (auto cast = autocast::lower_precision_inputs(x, weight, bias))
+    return conv_transpose2d(cast[0], cast[1], cast[2], o);
   detail::check_floating("conv_transpose2d", x, "input");
   if (x.dim() == 3) return conv_transpose2d(x.unsqueeze(0), weight, bias, o).squeeze(0);
   detail::check_floating("conv_transpose2d", weight, "weight");

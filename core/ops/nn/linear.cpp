@@ -18,13 +18,7 @@ namespace anvil {
 using nn_detail::Grads;
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  if (autocast::is_enabled()) {  // autocast: computed in low precision (core/autocast.h)
-    const Tensor x_ = autocast::lower_precision(x);
-    const Tensor weight_ = autocast::lower_precision(weight);
-    const Tensor bias_ = autocast::lower_precision(bias);
-    autocast::Suspended off;
-    return linear(x_, weight_, bias_);
-  }
+  if (auto cast = autocast::lower_precision_inputs(x, weight, bias)) return linear(cast[0], cast[1], cast[2]);
   detail::check_floating("linear", x, "input");
   detail::check_floating("linear", weight, "weight");
   detail::check_same_device("linear", {x, weight, bias});

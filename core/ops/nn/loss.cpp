@@ -110,11 +110,7 @@ Tensor cross_entropy_composed_backward(const Tensor& grad_losses, const Tensor& 
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& o) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor logits_ = autocast::full_precision(logits);
-    autocast::Suspended off;
-    return cross_entropy(logits_, targets, o);
-  }
+  if (auto cast = autocast::full_precision_inputs(logits)) return cross_entropy(cast[0], targets, o);
   check_class_loss_args("cross_entropy", logits, targets, o, "logits");
   if (Tensor r = reshape_class_loss("cross_entropy", cross_entropy, logits, targets, o); r.defined()) return r;
   check_rows("cross_entropy", logits, targets);
@@ -148,11 +144,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEnt
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, const CrossEntropyOptions& o) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor log_probs_ = autocast::full_precision(log_probs);
-    autocast::Suspended off;
-    return nll_loss(log_probs_, targets, o);
-  }
+  if (auto cast = autocast::full_precision_inputs(log_probs)) return nll_loss(cast[0], targets, o);
   check_class_loss_args("nll_loss", log_probs, targets, o, "log_probs");
   if (Tensor r = reshape_class_loss("nll_loss", nll_loss, log_probs, targets, o); r.defined()) return r;
   check_rows("nll_loss", log_probs, targets);
@@ -174,12 +166,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, const CrossEntro
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor input_ = autocast::full_precision(input);
-    const Tensor target_ = autocast::full_precision(target);
-    autocast::Suspended off;
-    return mse_loss(input_, target_, reduction);
-  }
+  if (auto cast = autocast::full_precision_inputs(input, target)) return mse_loss(cast[0], cast[1], reduction);
   detail::check_floating("mse_loss", input, "input");
   detail::check_floating("mse_loss", target, "target");
   detail::check_same_device("mse_loss", {input, target});
@@ -191,12 +178,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target, Reduction reduction) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor logits_ = autocast::full_precision(logits);
-    const Tensor target_ = autocast::full_precision(target);
-    autocast::Suspended off;
-    return binary_cross_entropy_with_logits(logits_, target_, reduction);
-  }
+  if (auto cast = autocast::full_precision_inputs(logits, target))
+    return binary_cross_entropy_with_logits(cast[0], cast[1], reduction);
   const char* op = "binary_cross_entropy_with_logits";
   detail::check_floating(op, logits, "logits");
   detail::check_floating(op, target, "target");

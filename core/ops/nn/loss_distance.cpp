@@ -37,12 +37,8 @@ Tensor reduce_loss(const Tensor& loss, Reduction r) {
 }  // namespace
 
 Tensor kl_div(const Tensor& input, const Tensor& target, KLDivReduction reduction, bool log_target) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor input_ = autocast::full_precision(input);
-    const Tensor target_ = autocast::full_precision(target);
-    autocast::Suspended off;
-    return kl_div(input_, target_, reduction, log_target);
-  }
+  if (auto cast = autocast::full_precision_inputs(input, target))
+    return kl_div(cast[0], cast[1], reduction, log_target);
   check_loss_args("kl_div", input, target);
   Tensor loss;
   if (log_target) {
@@ -63,12 +59,8 @@ Tensor kl_div(const Tensor& input, const Tensor& target, KLDivReduction reductio
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor input_ = autocast::full_precision(input);
-    const Tensor target_ = autocast::full_precision(target);
-    autocast::Suspended off;
-    return smooth_l1_loss(input_, target_, reduction, beta);
-  }
+  if (auto cast = autocast::full_precision_inputs(input, target))
+    return smooth_l1_loss(cast[0], cast[1], reduction, beta);
   check_loss_args("smooth_l1_loss", input, target);
   ANVIL_CHECK(beta >= 0, "smooth_l1_loss: expected beta >= 0, got ", beta);
   Tensor z = abs(input - target);
@@ -77,12 +69,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor input_ = autocast::full_precision(input);
-    const Tensor target_ = autocast::full_precision(target);
-    autocast::Suspended off;
-    return huber_loss(input_, target_, reduction, delta);
-  }
+  if (auto cast = autocast::full_precision_inputs(input, target)) return huber_loss(cast[0], cast[1], reduction, delta);
   check_loss_args("huber_loss", input, target);
   ANVIL_CHECK(delta > 0, "huber_loss: expected delta > 0, got ", delta);
   Tensor z = abs(input - target);
@@ -90,12 +77,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
 }
 
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x1_ = autocast::full_precision(x1);
-    const Tensor x2_ = autocast::full_precision(x2);
-    autocast::Suspended off;
-    return cosine_similarity(x1_, x2_, dim, eps);
-  }
+  if (auto cast = autocast::full_precision_inputs(x1, x2)) return cosine_similarity(cast[0], cast[1], dim, eps);
   ANVIL_CHECK(x1.defined() && x2.defined(), "cosine_similarity: expected two defined tensors");
   detail::check_floating("cosine_similarity", x1, "x1");
   detail::check_floating("cosine_similarity", x2, "x2");
@@ -117,12 +99,7 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double
 }
 
 Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps, bool keepdim) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x1_ = autocast::full_precision(x1);
-    const Tensor x2_ = autocast::full_precision(x2);
-    autocast::Suspended off;
-    return pairwise_distance(x1_, x2_, p, eps, keepdim);
-  }
+  if (auto cast = autocast::full_precision_inputs(x1, x2)) return pairwise_distance(cast[0], cast[1], p, eps, keepdim);
   ANVIL_CHECK(x1.defined() && x2.defined(), "pairwise_distance: expected two defined tensors");
   detail::check_floating("pairwise_distance", x1, "x1");
   detail::check_floating("pairwise_distance", x2, "x2");

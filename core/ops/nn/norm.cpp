@@ -100,13 +100,8 @@ Grads batch_norm_fused_backward(const Tensor& g, const BatchNormSaved& s) {
 
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                   const Tensor& running_var, const BatchNormOptions& o) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    const Tensor weight_ = autocast::full_precision(weight);
-    const Tensor bias_ = autocast::full_precision(bias);
-    autocast::Suspended off;
-    return batch_norm(x_, weight_, bias_, running_mean, running_var, o);
-  }
+  if (auto cast = autocast::full_precision_inputs(x, weight, bias))
+    return batch_norm(cast[0], cast[1], cast[2], running_mean, running_var, o);
   detail::check_floating("batch_norm", x, "input");
   ANVIL_CHECK(x.dim() >= 2, "batch_norm: expected input [N, C, ...] with at least 2 dims, got ", detail::describe(x));
   detail::check_same_device("batch_norm", {x, weight, bias, running_mean, running_var});
@@ -284,13 +279,8 @@ void record_layer_norm(const Tensor& x, const Shape& normalized_shape, const Ten
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    const Tensor weight_ = autocast::full_precision(weight);
-    const Tensor bias_ = autocast::full_precision(bias);
-    autocast::Suspended off;
-    return layer_norm(x_, normalized_shape, weight_, bias_, eps);
-  }
+  if (auto cast = autocast::full_precision_inputs(x, weight, bias))
+    return layer_norm(cast[0], normalized_shape, cast[1], cast[2], eps);
   check_layer_norm_args(x, normalized_shape, weight, bias, eps);
   const int64_t nd = static_cast<int64_t>(normalized_shape.size());
   const int64_t cols = numel_of(normalized_shape);
@@ -314,14 +304,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 
 AddLayerNormResult add_layer_norm(const Tensor& x, const Tensor& residual, const Shape& normalized_shape,
                                   const Tensor& weight, const Tensor& bias, double eps) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    const Tensor residual_ = autocast::full_precision(residual);
-    const Tensor weight_ = autocast::full_precision(weight);
-    const Tensor bias_ = autocast::full_precision(bias);
-    autocast::Suspended off;
-    return add_layer_norm(x_, residual_, normalized_shape, weight_, bias_, eps);
-  }
+  if (auto cast = autocast::full_precision_inputs(x, residual, weight, bias))
+    return add_layer_norm(cast[0], cast[1], normalized_shape, cast[2], cast[3], eps);
   detail::check_same_device("add_layer_norm", {x, residual, weight, bias});
   ANVIL_CHECK(x.shape() == residual.shape() && x.dtype() == residual.dtype(),
               "add_layer_norm: x and residual must have one shape and dtype (no broadcasting), got ",

@@ -34,13 +34,8 @@ Tensor per_channel(const Tensor& t, const Tensor& x) {
 }  // namespace
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    const Tensor weight_ = autocast::full_precision(weight);
-    const Tensor bias_ = autocast::full_precision(bias);
-    autocast::Suspended off;
-    return group_norm(x_, num_groups, weight_, bias_, eps);
-  }
+  if (auto cast = autocast::full_precision_inputs(x, weight, bias))
+    return group_norm(cast[0], num_groups, cast[1], cast[2], eps);
   detail::check_floating("group_norm", x, "input");
   ANVIL_CHECK(x.dim() >= 2, "group_norm: expected input [N, C, *], got ", detail::describe(x));
   ANVIL_CHECK(num_groups > 0 && x.size(1) % num_groups == 0, "group_norm: expected num_groups (", num_groups,
@@ -60,12 +55,7 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
 // row scale with ops, so it is exact in float64 (the kernel saves rstd as
 // float32) and itself differentiable (double backward).
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
-  if (autocast::is_enabled()) {  // autocast: computed in float32 (core/autocast.h)
-    const Tensor x_ = autocast::full_precision(x);
-    const Tensor weight_ = autocast::full_precision(weight);
-    autocast::Suspended off;
-    return rms_norm(x_, normalized_shape, weight_, eps);
-  }
+  if (auto cast = autocast::full_precision_inputs(x, weight)) return rms_norm(cast[0], normalized_shape, cast[1], eps);
   detail::check_floating("rms_norm", x, "input");
   detail::check_same_device("rms_norm", {x, weight});
   const int64_t nd = static_cast<int64_t>(normalized_shape.size());

@@ -22,51 +22,10 @@ struct ModuleGradcheckOptions {
   double rtol = 1e-4;
 };
 
-// Checks d/d(input, every parameter) of sum(w * module(x)) against central
-// differences. The module and x must be float64; the module must be
-// deterministic (eval mode or no dropout).
-inline ::testing::AssertionResult module_gradcheck(nn::Module& m, const Tensor& x_in,
-                                                   const ModuleGradcheckOptions& o = {}) {
-  const bool x_floating = x_in.is_floating_point();
-  Tensor x = x_in.detach().clone();
-  if (x_floating) x.requires_grad_(true);
-  Tensor weights;
-  {
-    NoGradGuard ng;
-    weights = randn(m.forward(x).shape(), kFloat64);
-  }
-  auto loss = [&] { return (m.forward(x) * weights).sum(); };
-  m.zero_grad();
-  loss().backward();
-
-  std::vector<std::pair<std::string, Tensor>> targets = m.named_parameters();
-  if (x_floating) targets.emplace_back("input", x);
-  for (auto& [name, t] : targets) {
-    Tensor g = t.grad();
-    std::vector<double> analytic = g.defined() ? g.to_vector<double>() : std::vector<double>(t.numel(), 0.0);
-    NoGradGuard ng;
-    Tensor flat = t.detach().view({-1});
-    for (int64_t k = 0; k < t.numel(); ++k) {
-      const double orig = flat[k].item<double>();
-      flat[k].fill_(orig + o.eps);
-      const double plus = loss().item<double>();
-      flat[k].fill_(orig - o.eps);
-      const double minus = loss().item<double>();
-      flat[k].fill_(orig);
-      const double numeric = (plus - minus) / (2 * o.eps);
-      if (std::abs(analytic[k] - numeric) > o.atol + o.rtol * std::abs(numeric)) {
-        std::ostringstream os;
-        os << name << " " << t.shape_str() << " element " << k << ": analytic " << analytic[k] << " vs numeric "
-           << numeric;
-        return ::testing::AssertionFailure() << os.str();
-      }
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
-// The same check for a module with several inputs: d/d(every floating
-// input, every parameter) of sum(w * f(inputs)), where f calls the module.
+// Checks d/d(every floating input, every parameter) of sum(w * f(inputs))
+// against central differences, where f calls the module. The module and the
+// inputs must be float64; the module must be deterministic (eval mode or no
+// dropout).
 inline ::testing::AssertionResult module_gradcheck(nn::Module& m,
                                                    const std::function<Tensor(const std::vector<Tensor>&)>& f,
                                                    std::vector<Tensor> inputs, const ModuleGradcheckOptions& o = {}) {
@@ -108,6 +67,14 @@ inline ::testing::AssertionResult module_gradcheck(nn::Module& m,
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+// The same for a module of one input: d/d(x if floating, every parameter) of
+// sum(w * module(x)).
+inline ::testing::AssertionResult module_gradcheck(nn::Module& m, const Tensor& x_in,
+                                                   const ModuleGradcheckOptions& o = {}) {
+  const auto f = [&m](const std::vector<Tensor>& in) { return m.forward(in[0]); };
+  return module_gradcheck(m, f, {x_in}, o);
 }
 
 // Sample mean and standard deviation of a tensor's values.
