@@ -44,7 +44,17 @@ struct BatchNormParams { bool training = true; double momentum = 0.1; double eps
 struct CrossEntropyParams { int64_t ignore_index = -100; double label_smoothing = 0.0; };
 // Fused attention (attention_forward/backward): the scores' scale, and
 // whether key j > query i is masked (PyTorch's top-left causal alignment).
-struct AttentionParams { double scale = 1.0; bool is_causal = false; };
+// dropout_p > 0: the probabilities are dropped as dropout(softmax(scores))
+// would drop them with the generator at (seed, offset): element (n, i, j) of
+// the [B * H, L, S] weights is Philox draw (n * L + i) * S + j
+// (philox::keep_at), kept ones scaled by 1 / (1 - p). The backward passes the
+// same three values, so the mask is recomputed, never stored.
+struct AttentionParams {
+  double scale = 1.0;
+  bool is_causal = false;
+  double dropout_p = 0.0;
+  uint64_t seed = 0, offset = 0;
+};
 
 enum class RandomKind : uint8_t { Uniform, Normal };  // Uniform in [a, b); Normal(mean a, std b)
 struct RandomParams { RandomKind kind = RandomKind::Uniform; double a = 0, b = 1; uint64_t seed = 0, offset = 0; };

@@ -43,6 +43,13 @@ ANVIL_HD float uniform_at(uint64_t seed, uint64_t offset, uint64_t i) {
   return to_uniform(lane(philox4x32(seed, offset + i / 4), static_cast<int>(i % 4)));
 }
 
+// Whether dropout with probability p keeps element i: its uniform draw is at
+// least p (the CPU and CUDA dropout kernels and the fused attention kernels
+// all decide this way, so they drop the same elements for the same state).
+ANVIL_HD bool keep_at(uint64_t seed, uint64_t offset, uint64_t i, double p) {
+  return static_cast<double>(uniform_at(seed, offset, i)) >= p;
+}
+
 // Standard normal by Box-Muller over lane pairs (0,1) and (2,3).
 ANVIL_HD float normal_at(uint64_t seed, uint64_t offset, uint64_t i) {
   Uint4 r = philox4x32(seed, offset + i / 4);

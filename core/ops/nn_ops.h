@@ -58,8 +58,9 @@ struct AttentionOptions {
 // v [..., S, Ev] (leading dims broadcast), as one fused op (core/ops/nn/attention.cpp):
 // the [L, S] scores are never materialised, forward or backward. A query row
 // with no allowed key gives 0 (not PyTorch's math-path NaN) and no gradient.
-// Composed from matmul/softmax instead when dropout_p > 0 or the mask
-// requires grad.
+// Dropout is applied inside the fused kernels, to the probabilities the math
+// path's dropout(softmax(...)) would drop under the same seed. Composed from
+// matmul/softmax instead when the mask requires grad (or dropout_p is 1).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& o = {});
 // Inverted dropout: in training, zeroes with probability p and scales by 1/(1-p).

@@ -4,6 +4,8 @@
 // OpenMP over (batch * head, query block); each tile product is one call of
 // the GEMM helper (single-threaded inside the parallel region). Math in float
 // (double for float64), 16-bit inputs converted on the way in and out.
+// Dropout (AttentionParams::dropout_p) drops probabilities after the row sums
+// are taken, drawing the mask from Philox as the dropout op would.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -57,6 +59,9 @@ void forward_block(C* out, float* lse, const C* q, const C* k, const C* v, int64
       w.row_sum[r] = w.row_sum[r] * rescale + sum;
       w.row_max[r] = new_max;
     }
+    // Dropout acts on the normalised probabilities: the row sums above keep
+    // every key, the output accumulates only the kept ones (scaled).
+    attention::drop_tile(s, kBlockK, rows, cols, i0, j0, p);
     if (ev > 0) gemm(false, false, rows, ev, cols, C(1), s, kBlockK, v + j0 * ev, ev, C(1), w.acc.data(), ev);
   }
   for (int64_t r = 0; r < rows; ++r) {
@@ -84,7 +89,7 @@ void attention_forward_typed(const View& out_view, const View& lse_view, const V
 #pragma omp for schedule(dynamic)
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t n = t / q_blocks, i0 = (t % q_blocks) * kBlockQ;
-      const Problem p{&sh, mask, params.scale, params.is_causal, n};
+      const Problem p{&sh, mask, &params, n};
       forward_block(out.get() + n * sh.len_q * sh.dim_v, lse.get() + n * sh.len_q, q.get() + n * sh.len_q * sh.dim_qk,
                     k.get() + n * sh.len_k * sh.dim_qk, v.get() + n * sh.len_k * sh.dim_v, i0,
                     std::min(kBlockQ, sh.len_q - i0), p, scratch);

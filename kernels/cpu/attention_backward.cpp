@@ -1,6 +1,8 @@
 // Fused attention backward on the CPU (FlashAttention-2's recurrences):
 //   P = exp(S - lse), dV += P^T dO, dP = dO V^T, dS = P * (dP - D),
 //   dQ += scale * dS K, dK += scale * dS^T Q,  with D = rowsum(dO * O),
+// and with dropout's factors M (0 or 1/(1-p), recomputed from Philox):
+//   dV += (P*M)^T dO, dS = P * (dP*M - D)  (D = rowsum(dO * O) still holds),
 // over kBlockQ x kBlockK tiles of S recomputed from q and k, so no [L, S]
 // matrix is held. One OpenMP task per (batch, head) problem, which owns its
 // dQ, dK and dV outright: no atomics, no reduction, deterministic. (A single
@@ -34,9 +36,10 @@ struct ProblemData {
 
 template <typename C>
 struct BackwardScratch {
-  std::vector<C> probs, dprobs, row_d, row_lse;
+  std::vector<C> probs, dprobs, dropped, row_d, row_lse;
   explicit BackwardScratch(int64_t len_q)
-      : probs(kBlockQ * kBlockK), dprobs(kBlockQ * kBlockK), row_d(len_q), row_lse(len_q) {}
+      : probs(kBlockQ * kBlockK), dprobs(kBlockQ * kBlockK), dropped(kBlockQ * kBlockK), row_d(len_q),
+        row_lse(len_q) {}
 };
 
 // The log-sum-exp of every row in C, recomputed from the scores (float64's exact path).
@@ -69,7 +72,7 @@ template <typename C>
 void backward_problem(const ProblemData<C>& d, const float* saved_lse, const Problem& p, BackwardScratch<C>& w) {
   const auto& sh = *p.shape;
   const int64_t e = sh.dim_qk, ev = sh.dim_v;
-  const C scale = static_cast<C>(p.scale);
+  const C scale = static_cast<C>(p.scale());
   std::fill(d.grad_q, d.grad_q + sh.len_q * e, C(0));
   std::fill(d.grad_k, d.grad_k + sh.len_k * e, C(0));
   std::fill(d.grad_v, d.grad_v + sh.len_k * ev, C(0));
@@ -88,18 +91,27 @@ void backward_problem(const ProblemData<C>& d, const float* saved_lse, const Pro
   for (int64_t j0 = 0; j0 < sh.len_k; j0 += kBlockK) {
     const int64_t cols = std::min(kBlockK, sh.len_k - j0);
     // Causal: query blocks that end before j0 see none of these keys.
-    const int64_t first_block = p.is_causal ? j0 / kBlockQ * kBlockQ : 0;
+    const int64_t first_block = p.is_causal() ? j0 / kBlockQ * kBlockQ : 0;
     for (int64_t i0 = first_block; i0 < sh.len_q; i0 += kBlockQ) {
       const int64_t rows = std::min(kBlockQ, sh.len_q - i0);
       attention::score_tile(s, kBlockK, d.q, d.k, i0, rows, j0, cols, p);
       for (int64_t r = 0; r < rows; ++r)  // exp(-inf) = 0 for masked keys and for rows whose lse is +inf
         for (int64_t c = 0; c < cols; ++c) s[r * kBlockK + c] = std::exp(s[r * kBlockK + c] - w.row_lse[i0 + r]);
+      // dP = dO V^T is the gradient of the dropped weights; with dropout it
+      // passes through the same mask (dropped tile: s as the forward used it).
       if (ev > 0) {
-        gemm(true, false, cols, ev, rows, C(1), s, kBlockK, d.grad_out + i0 * ev, ev, C(1), d.grad_v + j0 * ev, ev);
         gemm(false, true, rows, cols, ev, C(1), d.grad_out + i0 * ev, ev, d.v + j0 * ev, ev, C(0), ds, kBlockK);
       } else {
         for (int64_t r = 0; r < rows; ++r) std::fill(ds + r * kBlockK, ds + r * kBlockK + cols, C(0));
       }
+      if (p.params->dropout_p > 0) {
+        std::copy(s, s + rows * kBlockK, w.dropped.begin());
+        attention::drop_tile(w.dropped.data(), kBlockK, rows, cols, i0, j0, p, ds);
+      }
+      const C* weights = p.params->dropout_p > 0 ? w.dropped.data() : s;  // what the forward multiplied V by
+      if (ev > 0)
+        gemm(true, false, cols, ev, rows, C(1), weights, kBlockK, d.grad_out + i0 * ev, ev, C(1), d.grad_v + j0 * ev,
+             ev);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c)
           ds[r * kBlockK + c] = s[r * kBlockK + c] * (ds[r * kBlockK + c] - w.row_d[i0 + r]);
@@ -127,7 +139,7 @@ void attention_backward_typed(const View& gq_view, const View& gk_view, const Vi
     BackwardScratch<C> scratch(sh.len_q);
 #pragma omp for schedule(dynamic)
     for (int64_t n = 0; n < problems; ++n) {
-      const Problem p{&sh, mask, params.scale, params.is_causal, n};
+      const Problem p{&sh, mask, &params, n};
       const ProblemData<C> d{q.get() + n * qs,      k.get() + n * ks,      v.get() + n * vs,
                              out.get() + n * os,    grad_out.get() + n * os, grad_q.get() + n * qs,
                              grad_k.get() + n * ks, grad_v.get() + n * vs};

@@ -9,6 +9,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/base/philox.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/shapes/attention_checks.h"
@@ -24,13 +25,14 @@ inline constexpr int64_t kBlockK = 128;
 struct Problem {
   const shapes::AttentionShape* shape = nullptr;
   const View* mask = nullptr;  // [B, H, L, S], any strides, or null
-  double scale = 1;
-  bool is_causal = false;
-  int64_t n = 0;               // b * H + h
+  const AttentionParams* params = nullptr;  // scale, causal, dropout
+  int64_t n = 0;                            // b * H + h
+  double scale() const { return params->scale; }
+  bool is_causal() const { return params->is_causal; }
   int64_t mask_base() const { return (n / shape->heads) * mask->strides[0] + (n % shape->heads) * mask->strides[1]; }
   // Keys [0, key_end) can matter to queries [i0, i0 + rows): the causal limit.
   int64_t key_end(int64_t i0, int64_t rows) const {
-    return is_causal ? std::min(shape->len_k, i0 + rows) : shape->len_k;
+    return is_causal() ? std::min(shape->len_k, i0 + rows) : shape->len_k;
   }
 };
 
@@ -39,7 +41,7 @@ struct Problem {
 template <typename C>
 void apply_masks(C* s, int64_t lds, int64_t rows, int64_t cols, int64_t i0, int64_t j0, const Problem& p) {
   constexpr C kNegInf = -std::numeric_limits<C>::infinity();
-  if (p.is_causal) {
+  if (p.is_causal()) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = std::max<int64_t>(0, i0 + r + 1 - j0); c < cols; ++c) s[r * lds + c] = kNegInf;
   }
@@ -70,9 +72,41 @@ void score_tile(C* s, int64_t lds, const C* q, const C* k, int64_t i0, int64_t r
   if (e == 0) {
     for (int64_t r = 0; r < rows; ++r) std::fill(s + r * lds, s + r * lds + cols, C(0));
   } else {
-    gemm(false, true, rows, cols, e, static_cast<C>(p.scale), q + i0 * e, e, k + j0 * e, e, C(0), s, lds);
+    gemm(false, true, rows, cols, e, static_cast<C>(p.scale()), q + i0 * e, e, k + j0 * e, e, C(0), s, lds);
   }
   apply_masks(s, lds, rows, cols, i0, j0, p);
+}
+
+// Dropout on a tile of probabilities (query i0 + r, key j0 + c): each is
+// multiplied by the factor dropout(softmax(scores)) would apply with the same
+// generator state (AttentionParams): 1 / (1 - p) when kept, 0 when dropped.
+// With `also`, also[r * lds + c] is multiplied by the same factor (the
+// backward's dP). No-op without dropout.
+template <typename C>
+void drop_tile(C* s, int64_t lds, int64_t rows, int64_t cols, int64_t i0, int64_t j0, const Problem& p,
+               C* also = nullptr) {
+  const double drop = p.params->dropout_p;
+  if (drop <= 0) return;
+  const C keep_scale = static_cast<C>(1.0 / (1.0 - drop));
+  const auto& sh = *p.shape;
+  for (int64_t r = 0; r < rows; ++r) {
+    // Draws are made four per Philox call (core/base/philox.h): walk the row's
+    // indices and call once per group of four.
+    const uint64_t first = static_cast<uint64_t>((p.n * sh.len_q + i0 + r) * sh.len_k + j0);
+    uint64_t block = ~uint64_t{0};
+    philox::Uint4 draws{};
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint64_t i = first + static_cast<uint64_t>(c);
+      if (i / 4 != block) {
+        block = i / 4;
+        draws = philox::philox4x32(p.params->seed, p.params->offset + block);
+      }
+      const bool keep = static_cast<double>(philox::to_uniform(philox::lane(draws, static_cast<int>(i % 4)))) >= drop;
+      const C factor = keep ? keep_scale : C(0);
+      s[r * lds + c] *= factor;
+      if (also) also[r * lds + c] *= factor;
+    }
+  }
 }
 
 }  // namespace anvil::cpu::attention

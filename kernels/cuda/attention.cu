@@ -16,6 +16,10 @@
 //           owned by one block: no atomics, deterministic, racecheck-clean,
 //           at the price of computing the probabilities twice.
 //
+// Dropout (AttentionParams::dropout_p > 0) multiplies each probability by its
+// Philox factor after the row sums (forward) and in dV and dP (backward),
+// recomputing the mask each time (dev::attention_dropout_factor).
+//
 // Math in acc_t (float for float32 and 16-bit, double for float64). For
 // float64 the backward recomputes the log-sum-exp in double (the forward
 // kernel without its output) instead of using the saved float32 one.
@@ -108,7 +112,8 @@ __global__ void attention_forward_kernel(T* out, L* lse, const T* q, const T* k,
       rescale[rr] = new_max == -inf<C>() ? C(1) : exp(m[rr] - new_max);
       l[rr] = l[rr] * rescale[rr] + kit::warp_sum(p);
       m[rr] = new_max;
-      ps[r * kKeys + lane] = p;
+      // Dropout after the row sum: the output accumulates only kept keys.
+      ps[r * kKeys + lane] = j < a.len_k ? p * dev::attention_dropout_factor<C>(a, n, i, j) : p;
     }
     __syncthreads();  // the warp's p rows are complete (the loop's first barrier guards their reuse)
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
@@ -190,13 +195,10 @@ __global__ void attention_dq_kernel(T* grad_q, const T* q, const T* k, const T* 
       const int64_t i = i0 + r, j = j0 + lane;
       if (i >= a.len_q) break;  // uniform over the warp
       C ds = 0;
-      if (j < a.len_k) {
-        C dot = 0, dp = 0;
-        for (int e = 0; e < E; ++e) dot += qs[r * E + e] * ks[lane * (E + 1) + e];
-        for (int e = 0; e < Ev; ++e) dp += dos[r * Ev + e] * vs[lane * (Ev + 1) + e];
-        const C p = exp(dev::attention_score<T>(dot, a, n, i, j) - lse[i]);  // 0 when masked or lse is +inf
-        ds = p * (dp - row_d[i]);
-      }
+      if (j < a.len_k)
+        ds = dev::attention_grad_terms<T>(qs + r * E, ks + lane * (E + 1), dos + r * Ev, vs + lane * (Ev + 1), lse[i],
+                                          row_d[i], a, n, i, j)
+                 .ds;
       dss[r * kKeys + lane] = ds;
     }
     __syncthreads();
@@ -270,16 +272,12 @@ __global__ void attention_dkdv_kernel(T* grad_k, T* grad_v, const T* q, const T*
       const int r = warp * kRowsPerWarp + rr;
       const int64_t j = j0 + r, i = i0 + lane;
       if (j >= a.len_k) break;  // uniform over the warp
-      C p = 0, ds = 0;
-      if (i < a.len_q) {
-        C dot = 0, dp = 0;
-        for (int e = 0; e < E; ++e) dot += qs[lane * (E + 1) + e] * ks[r * E + e];
-        for (int e = 0; e < Ev; ++e) dp += dos[lane * (Ev + 1) + e] * vs[r * Ev + e];
-        p = exp(dev::attention_score<T>(dot, a, n, i, j) - lses[lane]);
-        ds = p * (dp - ds_row[lane]);
-      }
-      pw[r * kKeys + lane] = p;
-      dsw[r * kKeys + lane] = ds;
+      dev::AttentionGradTerms<C> t{C(0), C(0)};
+      if (i < a.len_q)
+        t = dev::attention_grad_terms<T>(qs + lane * (E + 1), ks + r * E, dos + lane * (Ev + 1), vs + r * Ev,
+                                         lses[lane], ds_row[lane], a, n, i, j);
+      pw[r * kKeys + lane] = t.dropped_p;
+      dsw[r * kKeys + lane] = t.ds;
     }
     __syncthreads();
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
@@ -325,6 +323,9 @@ AttentionArgs make_args(const shapes::AttentionShape& sh, const View* mask, cons
   a.dim_v = static_cast<int>(sh.dim_v);
   a.scale = p.scale;
   a.is_causal = p.is_causal;
+  a.dropout_p = p.dropout_p;
+  a.seed = p.seed;
+  a.offset = p.offset;
   if (mask) {
     a.mask.data = mask->data;
     for (int d = 0; d < 4; ++d) a.mask.stride[d] = mask->strides[d];

@@ -6,12 +6,15 @@
 // [B, H] with differentiable views around the fused node, so broadcasting
 // (and its gradient's reduction) is ordinary autograd.
 //
-// Two cases take PyTorch's math path (matmul, mask, softmax, matmul) instead:
-// dropout_p > 0, because the fused kernels have no Philox stream for the
-// probabilities they never store (a dropout mask of [L, S] would bring the
-// memory back), and a mask that requires grad (the fused backward gives no
-// gradient for the mask). Under create_graph the fused node's backward is
-// composed from ops too, so second-order gradients exist.
+// Dropout stays fused: the op reserves B * H * L * S Philox draws, as
+// dropout(weights) would, and the kernels decide each probability's fate
+// from its index (forward and backward alike), so no mask is stored and the
+// result equals the math path's under the same seed.
+//
+// A mask that requires grad takes PyTorch's math path (matmul, mask, softmax,
+// dropout, matmul) instead: the fused backward gives no gradient for the
+// mask. Under create_graph the fused node's backward is composed from ops
+// too, so second-order gradients exist.
 #include <cmath>
 #include <memory>
 
@@ -26,6 +29,7 @@
 #include "core/ops/nn_ops.h"
 #include "core/ops/reduce.h"
 #include "core/ops/shape.h"
+#include "core/random.h"
 
 namespace anvil {
 
@@ -70,16 +74,33 @@ struct AttentionSaved {
 
 // The backward under create_graph: the same gradients from differentiable
 // ops (it materialises the scores, as any second-order pass would).
+// Dropout's factors (0 or 1 / (1 - p)) for [B, H, L, S] weights, drawn again
+// from the forward's generator state: the mask the fused kernels recompute.
+Tensor dropout_factors(const Tensor& like, const AttentionParams& params) {
+  Tensor u = empty(like.shape(), like.options().dtype(kFloat32).requires_grad(false));
+  RandomParams draw;
+  draw.seed = params.seed;
+  draw.offset = params.offset;
+  if (u.numel() > 0) detail::backend_of(u).random(u.view_of(), draw);  // uniform [0, 1), element i at offset + i/4
+  return ge(u, Scalar(params.dropout_p)).to(like.dtype()) * (1.0 / (1.0 - params.dropout_p));
+}
+
 Grads attention_composed_backward(const Tensor& g, const AttentionSaved& s) {
   Tensor q = s.q.get(), k = s.k.get(), v = s.v.get();
   Tensor p = softmax(masked_scores(q, k, s.mask, s.params.scale, s.params.is_causal), -1);
   p = masked_fill(p, p.isnan(), 0.0);  // fully masked rows: no gradient, as the fused kernels
   Tensor dp = matmul(g, v.transpose(-2, -1));
+  Tensor weights = p;  // what multiplied v in the forward
+  if (s.params.dropout_p > 0) {
+    const Tensor factors = dropout_factors(p, s.params);
+    dp = dp * factors;
+    weights = p * factors;
+  }
   Tensor ds = p * (dp - sum(dp * p, {p.dim() - 1}, true));
   Grads r(3);
   if (s.need_q) r[0] = matmul(ds, k) * s.params.scale;
   if (s.need_k) r[1] = matmul(ds.transpose(-2, -1), q) * s.params.scale;
-  if (s.need_v) r[2] = matmul(p.transpose(-2, -1), g);
+  if (s.need_v) r[2] = matmul(weights.transpose(-2, -1), g);
   return r;
 }
 
@@ -182,7 +203,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                 " does not broadcast to the scores ", Shape(want), " (q ", q.shape_str(), ", k ", k.shape_str(), ")");
   }
   const double scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  if (o.dropout_p > 0 || (mask.defined() && mask.requires_grad())) return attention_composed(q, k, v, o, scale);
+  // p == 1 goes to the math path too, whose dropout says why it refuses it.
+  if (o.dropout_p >= 1 || (mask.defined() && mask.requires_grad())) return attention_composed(q, k, v, o, scale);
 
   // Cast an additive mask before broadcasting it, so no [.., L, S] copy is made.
   if (mask.defined() && mask.dtype() != kBool && mask.dtype() != q.dtype()) mask = mask.to(q.dtype());
@@ -190,6 +212,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   AttentionParams params;
   params.scale = scale;
   params.is_causal = o.is_causal;
+  if (o.dropout_p > 0) {
+    int64_t weights = len_q * len_k;
+    for (int64_t d : lead) weights *= d;
+    const GeneratorState state = reserve_random(static_cast<uint64_t>(weights));  // what dropout(weights) reserves
+    params.dropout_p = o.dropout_p;
+    params.seed = state.seed;
+    params.offset = state.offset;
+  }
   Tensor out = attention_fused(as_batch_heads(q, lead, len_q, q.size(-1)), as_batch_heads(k, lead, len_k, k.size(-1)),
                                as_batch_heads(v, lead, len_k, v.size(-1)), mask, params);
   Shape out_shape = lead;

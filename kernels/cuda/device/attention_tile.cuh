@@ -1,10 +1,12 @@
 #pragma once
 // Device-side pieces of the flash-attention kernels (kernels/cuda/attention.cu):
-// the plain argument structs the host fills, one masked score, and the
-// cooperative load of a row tile into shared memory.
+// the plain argument structs the host fills, one masked score, the dropout
+// factor, the backward's per-pair terms, and the cooperative load of a row
+// tile into shared memory.
 #include <cmath>
 #include <cstdint>
 
+#include "core/base/philox.h"
 #include "kernels/cuda/device/dtype.cuh"
 
 namespace anvil::cuda::dev {
@@ -26,6 +28,8 @@ struct AttentionArgs {
   double scale = 1;
   bool is_causal = false;
   AttentionMaskArg mask;
+  double dropout_p = 0;  // > 0: probabilities dropped as AttentionParams (kernels/backend.h) says
+  uint64_t seed = 0, offset = 0;
 };
 
 template <typename C> __device__ __forceinline__ C attention_inf() { return C(INFINITY); }
@@ -47,6 +51,38 @@ __device__ __forceinline__ C attention_score(C dot, const AttentionArgs& a, int6
     }
   }
   return s;
+}
+
+// What dropout multiplies the probability of query i and key j of problem n
+// by: 1 / (1 - p) if kept, 0 if dropped, 1 without dropout. The decision is
+// the dropout op's for element (n * L + i) * S + j of the [B * H, L, S]
+// weights, so the fused kernels drop what the composed path would.
+template <typename C>
+__device__ __forceinline__ C attention_dropout_factor(const AttentionArgs& a, int64_t n, int64_t i, int64_t j) {
+  if (a.dropout_p <= 0) return C(1);
+  const auto index = static_cast<uint64_t>((n * a.len_q + i) * a.len_k + j);
+  return philox::keep_at(a.seed, a.offset, index, a.dropout_p) ? static_cast<C>(1.0 / (1.0 - a.dropout_p)) : C(0);
+}
+
+// The backward's two numbers for query i and key j, recomputed from their
+// rows in shared memory: the dropped probability P_ij * M_ij (what the
+// forward multiplied v_j by: dV's weight) and dS_ij = P_ij (dP_ij M_ij - D_i),
+// with P_ij = exp(score - lse_i) (0 when masked or when lse_i is +inf) and
+// dP_ij = dO_i . v_j. Both backward kernels call this, one per (i, j) a lane owns.
+template <typename C> struct AttentionGradTerms {
+  C dropped_p, ds;
+};
+template <typename T, typename C>
+__device__ __forceinline__ AttentionGradTerms<C> attention_grad_terms(const C* q_row, const C* k_row, const C* do_row,
+                                                                      const C* v_row, C lse_i, C d_i,
+                                                                      const AttentionArgs& a, int64_t n, int64_t i,
+                                                                      int64_t j) {
+  C dot = 0, dp = 0;
+  for (int e = 0; e < a.dim_qk; ++e) dot += q_row[e] * k_row[e];
+  for (int e = 0; e < a.dim_v; ++e) dp += do_row[e] * v_row[e];
+  const C p = exp(attention_score<T>(dot, a, n, i, j) - lse_i);
+  const C factor = attention_dropout_factor<C>(a, n, i, j);
+  return {p * factor, p * (dp * factor - d_i)};
 }
 
 // dst[r * ld + c] = src[(first + r) * cols + c] as C for r < rows, c < cols;

@@ -2,7 +2,7 @@
 // kernels in kernels/cpu/attention*.cpp): forward against a naive float64
 // loop and against the composed matmul/softmax path, gradients against finite
 // differences (float64) and against autograd through the composed path, every
-// mask kind, odd lengths that leave partial tiles, head dims up to 256, fully
+// mask kind, dropout (the same mask as the math path's under one seed), odd lengths that leave partial tiles, head dims up to 256, fully
 // masked rows, 16-bit inputs, broadcasting, and bad input.
 #include <gtest/gtest.h>
 
@@ -288,13 +288,60 @@ TEST(NnAttention, LeadingDimsBroadcastAndFlatten) {
                             randn({1, 1, 5, 2}, kFloat64)}));
 }
 
-TEST(NnAttention, DropoutAndMaskGradientsTakeTheComposedPath) {
+// Dropout stays in the fused kernels, drawing each probability's fate from
+// Philox by its index: under one seed the output and the gradients equal the
+// math path's (softmax, then dropout, then matmul; taken here through a mask
+// that requires grad), across many tiles, causal or not.
+TEST(NnAttention, FusedDropoutDropsWhatTheMathPathDrops) {
+  for (const Dims& d : {Dims{2, 2, 70, 150, 16, 24}, Dims{1, 3, 9, 5, 4, 3}}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(text(d) + " causal " + std::to_string(causal));
+      manual_seed(12);
+      const Tensor mask = randn({d.l, d.s}, kFloat64);  // finite: no fully masked row (the math path's NaN)
+      std::vector<Tensor> in = {randn({d.b, d.h, d.l, d.e}, kFloat64).requires_grad_(true),
+                                randn({d.b, d.h, d.s, d.e}, kFloat64).requires_grad_(true),
+                                randn({d.b, d.h, d.s, d.ev}, kFloat64).requires_grad_(true)};
+      const Tensor g = randn({d.b, d.h, d.l, d.ev}, kFloat64);
+      AttentionOptions fused = opts(mask, causal), math = opts(mask.clone().requires_grad_(true), causal);
+      fused.dropout_p = math.dropout_p = 0.3;
+      manual_seed(99);
+      const Tensor out_fused = scaled_dot_product_attention(in[0], in[1], in[2], fused);
+      const auto grad_fused = autograd::grad({(out_fused * g).sum()}, in);
+      manual_seed(99);
+      const Tensor out_math = scaled_dot_product_attention(in[0], in[1], in[2], math);
+      const auto grad_math = autograd::grad({(out_math * g).sum()}, in);
+      EXPECT_TRUE(close(out_fused, out_math, 1e-10, 1e-12));
+      for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(close(grad_fused[i], grad_math[i], 1e-10, 1e-12)) << "input " << i;
+      // Dropout did act: without it the output differs.
+      EXPECT_FALSE(close(out_fused, scaled_dot_product_attention(in[0], in[1], in[2], opts(mask, causal)), 1e-6,
+                         1e-6));
+    }
+  }
+}
+
+// With the seed fixed inside the function, the dropped attention is a
+// deterministic function: its fused backward checks against finite
+// differences, and the composed backward (create_graph) applies the same mask.
+TEST(NnAttention, FusedDropoutGradientsMatchFiniteDifferences) {
+  manual_seed(13);
+  for (bool causal : {false, true}) {
+    auto f = [causal](const std::vector<Tensor>& in) {
+      AttentionOptions o;
+      o.is_causal = causal;
+      o.dropout_p = 0.4;
+      manual_seed(7);
+      return scaled_dot_product_attention(in[0], in[1], in[2], o);
+    };
+    const std::vector<Tensor> in = {randn({1, 2, 5, 3}, kFloat64), randn({1, 2, 6, 3}, kFloat64),
+                                    randn({1, 2, 6, 4}, kFloat64)};
+    EXPECT_TRUE(gradcheck(f, in)) << "causal " << causal;
+    EXPECT_TRUE(testing::gradgradcheck(f, in)) << "causal " << causal;
+  }
+}
+
+TEST(NnAttention, MaskGradientsTakeTheComposedPath) {
   manual_seed(8);
   Tensor q = randn({1, 2, 8, 4}, kFloat64), k = randn({1, 2, 8, 4}, kFloat64), v = randn({1, 2, 8, 4}, kFloat64);
-  AttentionOptions o;
-  o.dropout_p = 0.5;
-  Tensor dropped = scaled_dot_product_attention(q, k, v, o);
-  EXPECT_FALSE(close(dropped, scaled_dot_product_attention(q, k, v), 1e-6, 1e-6));
   // An additive mask that requires grad gets its gradient.
   Tensor mask = randn({8, 8}, kFloat64);
   auto f = [&](const std::vector<Tensor>& in) { return scaled_dot_product_attention(q, k, v, opts(in[0], false)); };

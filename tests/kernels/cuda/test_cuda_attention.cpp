@@ -2,7 +2,7 @@
 // backend: forward output and the three gradients through
 // scaled_dot_product_attention, in float32, bfloat16 and float16 (and
 // float64), with causal, bool key-padding and additive masks, lengths that
-// leave partial tiles, several head dims, and fully masked rows. Shapes stay
+// leave partial tiles, several head dims, fully masked rows, and dropout. Shapes stay
 // small on the emulated GPU, where every thread is a fiber.
 #include <gtest/gtest.h>
 
@@ -55,18 +55,23 @@ Result run(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, c
   return {out.detach(), grads[0], grads[1], grads[2]};
 }
 
+// With dropout_p > 0 both runs start from one generator state, so both
+// backends drop the same probabilities (each indexes Philox as the dropout op).
 void expect_matches_cpu(const Dims& d, DType dt, const char* mask_name, const Tensor& mask, bool causal,
-                        uint64_t seed) {
-  SCOPED_TRACE(text(d, dt, mask_name, causal));
+                        uint64_t seed, double dropout_p = 0) {
+  SCOPED_TRACE(text(d, dt, mask_name, causal) + " dropout " + std::to_string(dropout_p));
   const Tensor q = random_tensor({d.b, d.h, d.l, d.e}, dt, seed), k = random_tensor({d.b, d.h, d.s, d.e}, dt, seed + 1),
                v = random_tensor({d.b, d.h, d.s, d.ev}, dt, seed + 2),
                g = random_tensor({d.b, d.h, d.l, d.ev}, dt, seed + 3);
   AttentionOptions o;
   o.is_causal = causal;
   o.attn_mask = mask;
+  o.dropout_p = dropout_p;
+  manual_seed(seed);
   const Result cpu = run(q, k, v, g, o);
   AttentionOptions og = o;
   if (mask.defined()) og.attn_mask = mask.cuda();
+  manual_seed(seed);
   const Result gpu = run(q.cuda(), k.cuda(), v.cuda(), g.cuda(), og);
   EXPECT_CUDA_CLOSE(gpu.out, cpu.out, out_tolerance(dt));
   EXPECT_CUDA_CLOSE(gpu.gq, cpu.gq, grad_tolerance(dt));
@@ -111,6 +116,16 @@ TEST(CudaAttention, HeadDimsAndOddLengths) {
     expect_matches_cpu(d, kFloat32, "none", {}, d.l > 1, seed++);
     expect_matches_cpu(d, kBFloat16, "none", {}, false, seed++);
   }
+}
+
+TEST(CudaAttention, DropoutDropsWhatTheCpuDrops) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  const Dims d = test::emulated_gpu() ? Dims{1, 2, 17, 37, 16, 8} : Dims{2, 4, 130, 200, 64, 64};
+  const Tensor padding = key_padding(d.b, d.s);
+  uint64_t seed = 200;
+  for (DType dt : {kFloat32, kBFloat16})
+    for (bool causal : {false, true}) expect_matches_cpu(d, dt, "key padding", padding, causal, seed++, 0.25);
+  expect_matches_cpu({1, 1, 5, 7, 4, 3}, kFloat64, "none", {}, false, seed++, 0.5);
 }
 
 // A row with no allowed key: 0 output and no gradient, as the CPU.
