@@ -42,6 +42,15 @@ struct Fiber {
 // findings are recorded as the accesses happen.
 void run_grid(const Launch& launch);
 
+// A warp instruction whose operands do not fit warp_op's 64 bits (the tensor
+// cores' mma and ldmatrix, tensor_cores.cpp): every lane of the warp arrives
+// with a pointer to its own operands (on its fiber's stack), with synccheck's
+// checks as for a shuffle (all 32 lanes, one call site, `op` telling
+// instructions apart); the last to arrive calls compute(lanes, arg), lanes[l]
+// being lane l's pointer, which writes every lane's results through them.
+using WarpCompute = void (*)(void* const* lanes, int arg);
+void warp_collective(void* lane_data, WarpCompute compute, int op, int arg, Site s);
+
 // The fiber running on this OS thread, or null on host code. Read on every
 // memory access a kernel makes, so a plain TLS pointer (no wrapper call).
 extern __thread Fiber* t_running_fiber;

@@ -265,14 +265,12 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
 }
 
 namespace gemm::detail {
-// Rungs 08 and 09 are inline PTX (mma.sync, wgmma): not built here, and
-// best_rung never picks them for the float32 the emulated matmul uses.
+// Rung 09 is wgmma and TMA, which the emulated GPU lacks: not built here
+// (rung 08's mma.sync is: device/tensor_core.cuh), and best_rung never picks
+// it (hopper_wgmma_built).
 bool hopper_wgmma_built() { return false; }
-void launch_tensor_core_mma(const GemmArgs&, cudaStream_t) {
-  fail("GEMM rung 08_tensor_core_mma is inline PTX (mma.sync) and does not run on the emulated GPU");
-}
 void launch_hopper_wgmma(const GemmArgs&, cudaStream_t) {
-  fail("GEMM rung 09_hopper_wgmma is inline PTX (wgmma, TMA) and does not run on the emulated GPU");
+  fail("GEMM rung 09_hopper_wgmma is wgmma and TMA, which the emulated GPU does not have (a real sm_90 GPU runs it)");
 }
 }  // namespace gemm::detail
 

@@ -359,8 +359,14 @@ int syncthreads_reduce(int predicate, int kind, Site s) {
   return kind == 0 ? count : kind == 1 ? count == total : count > 0;
 }
 
-uint64_t warp_op(unsigned mask, uint64_t value, WarpOp op, int arg, int width, Site s) {
-  Worker& w = *t_worker;
+namespace {
+
+// A lane arriving at a warp operation: synccheck's checks, then its operand
+// is deposited. Returns true when the caller is the last lane of `mask` to
+// arrive: it then computes every lane's result and calls release_lanes.
+// Otherwise the lane has waited and been resumed with its result in
+// f->result (or, on a finding, is never resumed: the grid is aborted).
+bool last_to_arrive(Worker& w, unsigned mask, uint64_t value, int op, int arg, int width, Site s) {
   Fiber* f = w.current;
   WarpState& ws = w.warps[f->warp];
   const unsigned bit = 1u << f->lane;
@@ -369,7 +375,7 @@ uint64_t warp_op(unsigned mask, uint64_t value, WarpOp op, int arg, int width, S
     std::snprintf(buf, sizeof buf, fmt, xs...);
     sync_failure(w, s, buf);
     yield_to_scheduler(w);  // never resumed: the grid is aborted
-    return uint64_t{0};
+    return false;
   };
   if (!(mask & bit))
     return fail("lane %u of warp %u calls a warp operation with mask 0x%08x that does not name it", f->lane, f->warp,
@@ -398,10 +404,29 @@ uint64_t warp_op(unsigned mask, uint64_t value, WarpOp op, int arg, int width, S
     f->state = FiberState::AtWarp;
     f->site = s;
     yield_to_scheduler(w);
-    return f->result;
+    return false;
   }
-  // The last lane to arrive computes every lane's result and wakes the others.
   profile_warp_op();
+  return true;
+}
+
+// The last lane has completed the operation: the others run on.
+void release_lanes(Worker& w, unsigned mask) {
+  Fiber* f = w.current;
+  Fiber* lanes = &w.fibers[f->warp * 32];
+  for (int l = 0; l < 32; ++l)
+    if ((mask >> l & 1) && &lanes[l] != f) push_ready(w, static_cast<int>(&lanes[l] - w.fibers.data()));
+  w.warps[f->warp].arrived = 0;
+  if (w.aborted) yield_to_scheduler(w);
+}
+
+}  // namespace
+
+uint64_t warp_op(unsigned mask, uint64_t value, WarpOp op, int arg, int width, Site s) {
+  Worker& w = *t_worker;
+  Fiber* f = w.current;
+  if (!last_to_arrive(w, mask, value, op, arg, width, s)) return f->result;
+  // The last lane to arrive computes every lane's result.
   Fiber* lanes = &w.fibers[f->warp * 32];
   unsigned ballot = 0;
   if (op == kBallot)
@@ -420,15 +445,24 @@ uint64_t warp_op(unsigned mask, uint64_t value, WarpOp op, int arg, int width, S
       default: break;
     }
     if (op <= kShflXor && !(mask >> src & 1)) {
+      char buf[160];
       std::snprintf(buf, sizeof buf, "shuffle: lane %d reads lane %d, which is not in the mask 0x%08x", l, src, mask);
       sync_failure(w, s, buf);
     }
     me.result = op == kBallot ? ballot : op == kSyncwarp ? 0 : lanes[src].value;
-    if (&me != f) push_ready(w, static_cast<int>(&me - w.fibers.data()));
   }
-  ws.arrived = 0;
-  if (w.aborted) yield_to_scheduler(w);
+  release_lanes(w, mask);
   return f->result;
+}
+
+void warp_collective(void* lane_data, WarpCompute compute, int op, int arg, Site s) {
+  Worker& w = *t_worker;
+  if (!last_to_arrive(w, 0xffffffffu, reinterpret_cast<uintptr_t>(lane_data), op, arg, 32, s)) return;
+  Fiber* lanes = &w.fibers[w.current->warp * 32];
+  void* data[32];
+  for (int l = 0; l < 32; ++l) data[l] = reinterpret_cast<void*>(lanes[l].value);
+  compute(data, arg);
+  release_lanes(w, 0xffffffffu);
 }
 
 }  // namespace anvil::emulator

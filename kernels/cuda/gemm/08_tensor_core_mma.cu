@@ -26,10 +26,15 @@
 //
 // Needs: sm_80+, A and B 16-byte aligned, lda % 8 == 0, ldb % 8 == 0 (each
 // cp.async moves 8 aligned elements). Any M, N, K.
+//
+// The instructions are ../device/tensor_core.cuh's wrappers (fragment
+// layouts documented there): inline PTX under nvcc, and warp collectives on
+// the emulated GPU, where this rung runs under every checker too.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/tensor_core.cuh"
 #include "kernels/cuda/gemm/gemm_common.cuh"
 #include "kernels/cuda/launch.cuh"
 
@@ -53,47 +58,6 @@ template <> __device__ __forceinline__ float to_float(__half v) { return __half2
 template <typename T> __device__ __forceinline__ T from_float(float v);
 template <> __device__ __forceinline__ __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte async copy; bytes < 16 copies that many and zero-fills the rest.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
-// d += a (16 x 16, row) * b (16 x 8, col), float32 accumulators.
-template <typename T>
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-}
 
 template <typename T>
 struct MmaArgs {
@@ -125,7 +89,7 @@ __global__ void __launch_bounds__(kThreads) gemm_tensor_core_mma(MmaArgs<T> p) {
       const int gr = bm + r, gk = k0 + c;
       const bool ok = gr < p.M && gk < p.K;
       const int bytes = ok ? min(kChunk, p.K - gk) * 2 : 0;
-      cp_async_16(smem_addr(&As[buf][r][c]), ok ? p.A + gr * p.lda + gk : p.A, bytes);
+      dev::cp_async_16(&As[buf][r][c], ok ? p.A + gr * p.lda + gk : p.A, bytes);
     }
 #pragma unroll
     for (int i = 0; i < kBChunks; ++i) {
@@ -134,30 +98,30 @@ __global__ void __launch_bounds__(kThreads) gemm_tensor_core_mma(MmaArgs<T> p) {
       const int gk = k0 + r, gc = bn + c;
       const bool ok = gk < p.K && gc < p.N;
       const int bytes = ok ? min(kChunk, p.N - gc) * 2 : 0;
-      cp_async_16(smem_addr(&Bs[buf][r][c]), ok ? p.B + gk * p.ldb + gc : p.B, bytes);
+      dev::cp_async_16(&Bs[buf][r][c], ok ? p.B + gk * p.ldb + gc : p.B, bytes);
     }
   };
 
   float acc[MI][NI][4] = {};
   const int k_tiles = (p.K + BK - 1) / BK;
   if (k_tiles > 0) load_tile(0, 0);
-  cp_async_commit();
+  dev::cp_async_commit();
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int buf = kt & 1;
     if (kt + 1 < k_tiles) load_tile(buf ^ 1, (kt + 1) * BK);
-    cp_async_commit();   // possibly empty: keeps "all but the newest group" meaning tile kt
-    cp_async_wait<1>();
+    dev::cp_async_commit();  // possibly empty: keeps "all but the newest group" meaning tile kt
+    dev::cp_async_wait<1>();
     __syncthreads();     // tile kt is visible to every warp
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
       uint32_t a[MI][4], b[NI][2];
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)  // lanes 0-15: rows at k, lanes 16-31: rows at k + 8
-        ldmatrix_x4(a[mi], smem_addr(&As[buf][wm + mi * 16 + lane % 16][kk + (lane / 16) * 8]));
+        dev::ldmatrix_x4(a[mi], &As[buf][wm + mi * 16 + lane % 16][kk + (lane / 16) * 8]);
 #pragma unroll
       for (int np = 0; np < NI / 2; ++np) {  // one x4.trans = k16 x n16 = two n8 B fragments
         uint32_t r[4];
-        ldmatrix_x4_trans(r, smem_addr(&Bs[buf][kk + lane % 16][wn + np * 16 + (lane / 16) * 8]));
+        dev::ldmatrix_x4_trans(r, &Bs[buf][kk + lane % 16][wn + np * 16 + (lane / 16) * 8]);
         b[2 * np][0] = r[0];
         b[2 * np][1] = r[1];
         b[2 * np + 1][0] = r[2];
@@ -166,7 +130,7 @@ __global__ void __launch_bounds__(kThreads) gemm_tensor_core_mma(MmaArgs<T> p) {
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < NI; ++ni) mma_16816<T>(acc[mi][ni], a[mi], b[ni]);
+        for (int ni = 0; ni < NI; ++ni) dev::mma_m16n8k16<T>(acc[mi][ni], a[mi], b[ni]);
     }
     __syncthreads();  // every warp is done with `buf` before it is refilled
   }

@@ -110,7 +110,8 @@ std::string gemm_unsupported_reason(GemmRung rung, const GemmArgs& a) {
              str(arch.minor);
     if (rung == GemmRung::HopperWgmma) {
       if (!detail::hopper_wgmma_built())
-        return "09_hopper_wgmma was not built (needs CMAKE_CUDA_ARCHITECTURES containing 90 or 90a)";
+        return "09_hopper_wgmma was not built (needs CMAKE_CUDA_ARCHITECTURES containing 90 or 90a; the emulated GPU "
+               "has no wgmma or TMA)";
       if (arch.major != 9 || arch.minor != 0)
         return "09_hopper_wgmma needs an sm_90 (Hopper) device; this device is " + str(arch.major) + "." +
                str(arch.minor);

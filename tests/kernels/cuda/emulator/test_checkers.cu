@@ -11,12 +11,12 @@
 #include "kernels/cuda/device/dynamic_shared.cuh"
 #include "kernels/cuda/emulator/emulator.h"
 #include "kernels/cuda/launch.cuh"
+#include "tests/kernels/cuda/emulator/checker_test_util.h"
 
 namespace anvil::cuda {
 namespace {
 
-using emulator::Checker;
-using emulator::Finding;
+using emulator::Checker, emulator::Finding;
 
 // --- kernels, broken and correct ---
 
@@ -80,50 +80,9 @@ __global__ void neighbour_sum_dynamic(const float* in, float* out) {
   out[t] = smem[t] + smem[(t + 1) % n];
 }
 
-// --- helpers ---
+// --- helpers (and checker_test_util.h) ---
 
-template <typename T>
-T* device_alloc(size_t n) {
-  void* p = nullptr;
-  ANVIL_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
-  return static_cast<T*>(p);
-}
-
-template <typename T>
-void upload(T* dst, const std::vector<T>& src) {
-  ANVIL_CUDA_CHECK(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice));
-}
-
-// Synchronizes, expecting the launch to have failed, and returns what the
-// checkers found.
-std::vector<Finding> findings_after_failed_sync() {
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
-  cudaGetLastError();
-  return emulator::take_findings();
-}
-
-void expect_found(const std::vector<Finding>& found, Checker checker, const std::vector<std::string>& words) {
-  ASSERT_FALSE(found.empty()) << "no finding";
-  bool matched = false;
-  for (const Finding& f : found) {
-    if (f.checker != checker) continue;
-    bool all = true;
-    for (const std::string& w : words) all &= f.text.find(w) != std::string::npos;
-    matched |= all;
-  }
-  std::string texts;
-  for (const Finding& f : found) texts += std::string(emulator::checker_name(f.checker)) + ": " + f.text + "\n";
-  EXPECT_TRUE(matched) << "want a " << emulator::checker_name(checker) << " finding mentioning every one of the "
-                       << words.size() << " expected words; got:\n"
-                       << texts;
-}
-
-void expect_clean() {
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<Finding> found = emulator::take_findings();
-  EXPECT_TRUE(found.empty()) << found.size() << " unexpected finding(s), first: "
-                             << (found.empty() ? "" : found[0].text);
-}
+using namespace checker_test;
 
 const std::vector<float> kInput = [] {
   std::vector<float> v(64);

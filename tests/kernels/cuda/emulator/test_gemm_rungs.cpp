@@ -1,22 +1,34 @@
-// The GEMM ladder's float32 rungs 01-07 on the emulated GPU, against a
-// double-precision reference computed here (test_gemm_ladder.cpp checks them
-// against cuBLAS on a real GPU; cuBLAS is absent on the emulated one), and
-// anvil's matmul, which runs on the ladder there, against the CPU backend.
+// The GEMM ladder on the emulated GPU: the float32 rungs 01-07 and the
+// tensor-core rung 08 (bfloat16, float16: mma.sync, ldmatrix and cp.async as
+// the emulator's collectives) against the exact product computed here in
+// double (test_gemm_ladder.cpp checks every rung against it and beside cuBLAS
+// on a real GPU; cuBLAS is absent on the emulated one), and anvil's matmul,
+// which runs on the ladder there, against the CPU backend. Rung 09 (wgmma,
+// TMA) runs on a real sm_90 GPU only.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/base/half.h"
 #include "core/ops.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/emulator/emulator.h"
 #include "kernels/cuda/gemm/gemm.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
+#include "tests/kernels/cuda/gemm_tolerance.h"
 
 namespace anvil {
+namespace cuda::gemm {
+void PrintTo(GemmDType t, std::ostream* os) { *os << dtype_name(t); }  // gtest's names for the parameters
+}  // namespace cuda::gemm
 namespace {
 
 using cuda::gemm::GemmArgs;
@@ -84,6 +96,121 @@ TEST_P(GemmRungOnEmulator, MatchesDoubleReference) {
 
 INSTANTIATE_TEST_SUITE_P(Rungs01To07, GemmRungOnEmulator, ::testing::Range(1, 8),
                          [](const auto& info) { return std::string(cuda::gemm::rung_name(GemmRung(info.param))); });
+
+// --- rung 08: tensor cores ---
+
+using cuda::gemm::GemmDType;
+
+struct TensorCoreCase {
+  Shape3 s;
+  float alpha, beta;
+  int64_t pad = 0;  // extra elements per row of every matrix (a multiple of 8 keeps alignment)
+};
+
+uint16_t to_bits(float v, GemmDType t) { return t == GemmDType::BFloat16 ? BFloat16(v).bits : Half(v).bits; }
+double from_bits(uint16_t b, GemmDType t) {
+  return t == GemmDType::BFloat16 ? bits_float(uint32_t{b} << 16) : Half::to_float(b);
+}
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// One launch of rung 08 on random N(0, 1) inputs rounded to `t`; every
+// element of C judged against the exact product of the rounded inputs with
+// test_gemm_ladder.cpp's tolerance; C's padding must stay as it was (NaN
+// where beta == 0, which must not be read either).
+void run_tensor_core_case(const TensorCoreCase& c, GemmDType t, uint64_t seed) {
+  const int64_t M = c.s.M, N = c.s.N, K = c.s.K;
+  GemmArgs g;
+  g.dtype = t;
+  g.M = M, g.N = N, g.K = K;
+  g.lda = round_up(K > 0 ? K : 1, 8) + c.pad, g.ldb = round_up(N, 8) + c.pad, g.ldc = N + c.pad;
+  g.alpha = c.alpha, g.beta = c.beta;
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<uint16_t> a(size_t(M * g.lda)), b(size_t(K * g.ldb)), cin(size_t(M * g.ldc));
+  for (uint16_t& v : a) v = to_bits(normal(gen), t);
+  for (uint16_t& v : b) v = to_bits(normal(gen), t);
+  for (uint16_t& v : cin) v = c.beta == 0.0f ? to_bits(std::nanf(""), t) : to_bits(normal(gen), t);
+  void *da = nullptr, *db = nullptr, *dc = nullptr;
+  ANVIL_CUDA_CHECK(cudaMalloc(&da, std::max<size_t>(a.size(), 8) * 2));
+  ANVIL_CUDA_CHECK(cudaMalloc(&db, std::max<size_t>(b.size(), 8) * 2));
+  ANVIL_CUDA_CHECK(cudaMalloc(&dc, cin.size() * 2));
+  ANVIL_CUDA_CHECK(cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice));
+  ANVIL_CUDA_CHECK(cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
+  ANVIL_CUDA_CHECK(cudaMemcpy(dc, cin.data(), cin.size() * 2, cudaMemcpyHostToDevice));
+  g.A = da, g.B = db, g.C = dc;
+  const std::string why = cuda::gemm::gemm_unsupported_reason(GemmRung::TensorCoreMma, g);
+  ASSERT_TRUE(why.empty()) << why;
+  cuda::gemm::launch_gemm(GemmRung::TensorCoreMma, g, nullptr);
+  std::vector<uint16_t> got(cin.size());
+  ASSERT_EQ(cudaMemcpy(got.data(), dc, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  const std::vector<emulator::Finding> found = emulator::take_findings();
+  EXPECT_TRUE(found.empty()) << found.size() << " finding(s), first: " << found[0].text;
+  const cuda::gemm::Tol tol = cuda::gemm::tolerance(t, K);
+  int64_t bad = 0, untouched = 0;
+  double worst = 0, worst_got = 0, worst_want = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < g.ldc; ++j) {
+      const size_t at = size_t(i * g.ldc + j);
+      if (j >= N) {  // padding past N: left alone, bit for bit
+        untouched += got[at] != cin[at];
+        continue;
+      }
+      double dot = 0;
+      for (int64_t k = 0; k < K; ++k)
+        dot += from_bits(a[size_t(i * g.lda + k)], t) * from_bits(b[size_t(k * g.ldb + j)], t);
+      const double want = double(c.alpha) * dot + (c.beta == 0.0f ? 0.0 : double(c.beta) * from_bits(cin[at], t));
+      const double now = from_bits(got[at], t), err = std::fabs(now - want);
+      if (!(err <= tol.atol + tol.rtol * std::fabs(want))) {  // NaN is never within
+        ++bad;
+        if (!(err <= worst)) worst = err, worst_got = now, worst_want = want;
+      }
+    }
+  EXPECT_EQ(bad, 0) << "08_tensor_core_mma " << cuda::gemm::dtype_name(t) << " M=" << M << " N=" << N << " K=" << K
+                    << " alpha=" << c.alpha << " beta=" << c.beta << " pad=" << c.pad << ": worst got " << worst_got
+                    << ", exact " << worst_want;
+  EXPECT_EQ(untouched, 0) << "08_tensor_core_mma wrote C's padding";
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+}
+
+class TensorCoreRungOnEmulator : public ::testing::TestWithParam<GemmDType> {};
+
+// test_gemm_ladder.cpp's shapes and cases but its 1000^3 (minutes here):
+// one element, ragged edges everywhere (K % 8 != 0: cp.async's partial
+// zero-filled chunks), exactly one block tile, K = 8 (half a k-step), a
+// one-row grid with many k-tiles, a 3 x 2 grid with ten, padded leading
+// dimensions, K = 0.
+TEST_P(TensorCoreRungOnEmulator, MatchesExactProduct) {
+  const GemmDType t = GetParam();
+  uint64_t seed = t == GemmDType::BFloat16 ? 100 : 200;
+  for (const Shape3 s : {Shape3{1, 1, 1}, Shape3{17, 33, 65}, Shape3{128, 128, 128}, Shape3{64, 200, 8},
+                         Shape3{130, 257, 31}, Shape3{3, 300, 1000},
+                         Shape3{260, 200, 300}}) {
+    run_tensor_core_case({s, 1.0f, 0.0f}, t, seed++);
+    run_tensor_core_case({s, 1.5f, -0.5f}, t, seed++);
+  }
+  run_tensor_core_case({{45, 70, 129}, 0.75f, 2.0f, /*pad=*/8}, t, seed++);
+  run_tensor_core_case({{19, 23, 0}, 1.0f, 0.5f}, t, seed++);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rung08, TensorCoreRungOnEmulator,
+                         ::testing::Values(GemmDType::BFloat16, GemmDType::Float16),
+                         [](const auto& info) { return std::string(cuda::gemm::dtype_name(info.param)); });
+
+// Rung 09 is wgmma and TMA, which the emulator does not implement: refused
+// with the reason, never picked by best_rung, and judged on a real GPU only.
+TEST(GemmRung09OnEmulator, HopperWgmmaIsRealGpuOnly) {
+  EXPECT_FALSE(cuda::gemm::detail::hopper_wgmma_built());
+  alignas(16) static uint16_t dummy[64];
+  GemmArgs g;
+  g.dtype = GemmDType::BFloat16;
+  g.M = g.N = g.K = 8, g.lda = g.ldb = g.ldc = 8, g.A = g.B = g.C = dummy;
+  const std::string why = cuda::gemm::gemm_unsupported_reason(GemmRung::HopperWgmma, g);
+  EXPECT_NE(why.find("emulated GPU"), std::string::npos) << why;
+  EXPECT_EQ(cuda::gemm::best_rung(g), GemmRung::TensorCoreMma);
+  GTEST_SKIP() << "09_hopper_wgmma (wgmma, TMA) runs on a real sm_90 GPU only: test_gemm_ladder.cpp judges it there";
+}
 
 TEST(EmulatorMatmul, MatchesCpuForEveryLadderDtypeAndLayout) {
   for (DType dt : {kFloat32, kBFloat16, kFloat16}) {
