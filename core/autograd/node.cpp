@@ -31,11 +31,26 @@ std::shared_ptr<Node> current_backward_node() { return running_node; }
 Node::Node() : sequence_nr(next_sequence_nr.fetch_add(1)) {}
 
 std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
-  ANVIL_CHECK(!released_, "backward: trying to backward through the graph a second time (node ", name_,
+  std::shared_ptr<const Backward> backward;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    backward = backward_;
+  }
+  ANVIL_CHECK(backward != nullptr, "backward: trying to backward through the graph a second time (node ", name_,
               "); its saved tensors were freed after the first backward. Pass retain_graph=true to the "
               "first backward to keep them.");
   RunningNode running(shared_from_this());
-  return backward_(grads.at(0));
+  return (*backward)(grads.at(0));
+}
+
+void FunctionNode::release_saved() {
+  std::shared_ptr<const Backward> released;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released = std::move(backward_);
+  }
+  // Destroyed here, outside the lock, unless a pass on another thread still
+  // holds it (then its saved tensors go when that call returns).
 }
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,15 +43,20 @@ class Node : public std::enable_shared_from_this<Node> {
 class FunctionNode : public Node {
  public:
   using Backward = std::function<std::vector<Tensor>(const Tensor& grad)>;
-  FunctionNode(std::string name, Backward backward) : name_(std::move(name)), backward_(std::move(backward)) {}
+  FunctionNode(std::string name, Backward backward)
+      : name_(std::move(name)), backward_(std::make_shared<const Backward>(std::move(backward))) {}
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
   std::string name() const override { return name_; }
-  void release_saved() override { backward_ = nullptr; released_ = true; }
+  void release_saved() override;
 
  private:
   std::string name_;
-  Backward backward_;
-  bool released_ = false;
+  // Several threads may walk one graph (backward() on a shared graph): one
+  // releases the function, and what it saved, while another is about to call
+  // it. So a pass takes its own reference under the lock and the function
+  // lives until the last call returns. Null once released.
+  std::mutex mutex_;
+  std::shared_ptr<const Backward> backward_;
 };
 
 // Sink of a leaf tensor: runs its hooks, adds into .grad(), runs
