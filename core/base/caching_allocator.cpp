@@ -52,8 +52,14 @@ CachingAllocator::CachingAllocator(std::unique_ptr<DeviceMemory> device,
 }
 
 CachingAllocator::~CachingAllocator() {
-  // The device memory goes away with us, so every segment is returned, even
-  // one a careless owner still points into: it could not be freed later.
+  // Every segment with nothing handed out goes back to the device. A segment
+  // that still holds an allocated block stays: someone still points into it
+  // (a tensor that outlives the allocator at exit, or a receive buffer that
+  // GlooProcessGroup leaks on purpose because Gloo's thread may still write
+  // into it), and freeing it would turn that leak into a use after free.
+  // ThreadSanitizer caught exactly that: Gloo's event loop writing into an
+  // abandoned receive while the backend registry's allocator freed it at
+  // exit. The memory goes with the process.
   try {
     device_->synchronize();
   } catch (...) {
@@ -66,8 +72,12 @@ CachingAllocator::~CachingAllocator() {
     device_->release_event(pe.event);
     blocks.insert(pe.block);
   }
-  for (Block* block : blocks)
-    if (block->prev == nullptr) device_->raw_free(block->ptr);  // a segment's first block
+  for (Block* first : blocks) {
+    if (first->prev != nullptr) continue;  // segments are walked from their first block
+    bool in_use = false;
+    for (Block* b = first; b != nullptr && !in_use; b = b->next) in_use = b->state == BlockState::Allocated;
+    if (!in_use) device_->raw_free(first->ptr);
+  }
   for (Block* block : blocks) delete block;
 }
 
