@@ -81,9 +81,13 @@ void TCPStoreServer::drop(int fd) {
   std::erase_if(waiters_, [fd](const Waiter& w) { return w.fd == fd; });
 }
 
-void TCPStoreServer::refuse(int fd, const std::string& why) {
+void TCPStoreServer::refuse(int fd, const std::string& why, const std::optional<Bytes>& answer) {
+  // Counted before the answer goes out: a client that has read its refusal
+  // must see refusals() count it (it did not when the answer went first; the
+  // hostile-store test saw 0 under ThreadSanitizer's slower schedule).
   ++refusals_;
   std::fprintf(stderr, "[anvil TCPStore :%d] dropping connection %d: %s\n", port_, fd, why.c_str());
+  if (answer) reply(fd, *answer);
   drop(fd);
 }
 
@@ -106,9 +110,10 @@ void TCPStoreServer::handle(int fd, const uint8_t* payload, size_t n) {
   auto fits = [&](const std::string& key, size_t value_size) {
     size_t after = stored_bytes_after(key, value_size);
     if (after <= limits_.max_total_bytes) return true;
-    reply(fd, Bytes{0});  // tells the client why, before the drop
-    refuse(fd, "storing '" + key.substr(0, 64) + "' would hold " + std::to_string(after) +
-                   " bytes, over the store's limit of " + std::to_string(limits_.max_total_bytes));
+    refuse(fd,
+           "storing '" + key.substr(0, 64) + "' would hold " + std::to_string(after) +
+               " bytes, over the store's limit of " + std::to_string(limits_.max_total_bytes),
+           Bytes{0});  // tells the client why, before the drop
     return false;
   };
   auto store = [&](const std::string& key, Bytes value) {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -60,7 +61,8 @@ class TCPStoreServer {
   bool ready(const Waiter& w) const;
   void wake_waiters();
   void drop(int fd);
-  void refuse(int fd, const std::string& why);  // logs, counts, drops
+  // Counts, logs, sends `answer` when given (the client's reason), drops.
+  void refuse(int fd, const std::string& why, const std::optional<Bytes>& answer = std::nullopt);
   void expire_slow_clients();
   int poll_timeout_ms() const;
   size_t stored_bytes_after(const std::string& key, size_t value_size) const;
