@@ -12,6 +12,7 @@
 // The Trainer enables one for the optimizer steps [profile_steps.first,
 // profile_steps.last) and records "step", "data_wait", "training_step",
 // "backward", "optimizer_step" and "validation" ranges.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -35,9 +36,10 @@ class Profiler {
   using Clock = std::chrono::steady_clock;
   Profiler();
 
-  void enable(bool on = true) { enabled_ = on; }
-  void disable() { enabled_ = false; }
-  bool enabled() const { return enabled_; }
+  // Any thread may switch it while others open ranges.
+  void enable(bool on = true) { enabled_.store(on, std::memory_order_relaxed); }
+  void disable() { enabled_.store(false, std::memory_order_relaxed); }
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
 
   // Thread-safe: ranges may end on loader worker threads.
   void record(const std::string& name, const std::string& category, Clock::time_point start,
@@ -54,7 +56,11 @@ class Profiler {
  private:
   int thread_number(std::thread::id id);  // call with mutex_ held
   Clock::time_point origin_;
-  bool enabled_ = false;
+  // Atomic: ranges may open on any thread (record() is thread-safe) while
+  // another switches profiling on or off, and a plain bool read and written
+  // like that is a data race. Relaxed: a range needs only some recent value;
+  // its event goes in under mutex_.
+  std::atomic<bool> enabled_{false};
   mutable std::mutex mutex_;
   std::vector<TraceEvent> events_;
   std::map<std::thread::id, int> threads_;

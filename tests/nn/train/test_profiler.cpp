@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -66,6 +68,34 @@ TEST(Profiler, ClearForgetsEvents) {
   prof.clear();
   EXPECT_TRUE(prof.events().empty());
   EXPECT_EQ(nlohmann::json::parse(prof.chrome_trace_json())["traceEvents"].size(), 0u);
+}
+
+// Profiling is switched on and off by one thread while others open ranges
+// (the Trainer's profile_steps, with loader workers running). Under
+// ./test.sh --tsan this fails if the switch is a plain bool.
+TEST(Profiler, SwitchingWhileOtherThreadsRecordRanges) {
+  train::Profiler prof;
+  std::atomic<bool> stop{false};
+  std::atomic<int> ranges{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 2; ++w)
+    workers.emplace_back([&] {
+      while (!stop.load()) {
+        train::ProfileRange r(prof, "worker");
+        ++ranges;
+      }
+    });
+  for (int i = 0; i < 200; ++i) {
+    prof.enable();
+    prof.disable();
+  }
+  prof.enable();
+  // Until a worker has recorded while enabled (no sleep: the workers spin).
+  while (prof.events().empty()) std::this_thread::yield();
+  stop = true;
+  for (auto& t : workers) t.join();
+  EXPECT_GT(ranges.load(), 0);
+  for (const auto& e : prof.events()) EXPECT_EQ(e.name, "worker");
 }
 
 }  // namespace
