@@ -25,7 +25,7 @@ inline Vec values(const Tensor& t) { return t.detach().to_vector<double>(); }
 
 // Sets a fresh random gradient on `p` and returns its values.
 inline Vec set_random_grad(const Tensor& p) {
-  Tensor g = randn(p.shape(), TensorOptions().dtype(p.dtype()));
+  Tensor g = randn(p.shape(), TensorOptions().dtype(p.dtype())).to(p.device());
   p.set_grad(g);
   return values(g);
 }
