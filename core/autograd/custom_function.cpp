@@ -96,7 +96,7 @@ std::vector<Tensor> CustomFunctionNode::apply(std::vector<Tensor>&& grads) {
   grads.resize(outputs_.size());
   if (ctx_.materialize_grads_)
     for (size_t i = 0; i < grads.size(); ++i)
-      if (!grads[i].defined())
+      if (!grads[i].defined() && outputs_[i].defined)  // an undefined output stays undefined
         grads[i] = zeros(outputs_[i].shape, TensorOptions().dtype(outputs_[i].dtype).device(outputs_[i].device));
 
   variable_list results = backward_(&ctx_, std::move(grads));

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <tuple>
 
 #include "core/base/error.h"
 #include "nn/train/lr_callbacks.h"
@@ -81,6 +83,7 @@ std::string ModelCheckpoint::format_checkpoint_name(const Metrics& values) const
 }
 
 bool ModelCheckpoint::better(double a, double b) const {
+  if (options_.monitor.empty()) return a > b;  // scores are step numbers: the latest ranks first
   return options_.mode == MonitorMode::Min ? a < b : a > b;
 }
 
@@ -105,7 +108,7 @@ void ModelCheckpoint::on_train_epoch_end(Trainer& trainer, Task&, const Metrics&
                                                 : -std::numeric_limits<double>::infinity();
   }
   const std::string path = format_checkpoint_name(values);
-  auto ranks = [&](double a, double b) { return monitored ? better(a, b) : a > b; };
+  auto ranks = [&](double a, double b) { return better(a, b); };
 
   const int64_t k = options_.save_top_k;
   bool keep = false;
@@ -113,19 +116,30 @@ void ModelCheckpoint::on_train_epoch_end(Trainer& trainer, Task&, const Metrics&
   if (k == -1 || (static_cast<int64_t>(best_k_.size()) < k && !best_k_.count(path))) keep = k != 0;
   else if (k > 0) keep = ranks(score, best_k_.at(worst_path()));
   if (keep) {
-    trainer.save_checkpoint(path);
-    best_k_[path] = score;
-    while (k > 0 && static_cast<int64_t>(best_k_.size()) > k) {
+    // The new ranking first: the checkpoint written now carries it (a resumed run ranks against it).
+    std::map<std::string, double> kept = best_k_;
+    kept[path] = score;
+    std::vector<std::string> dropped;
+    while (k > 0 && static_cast<int64_t>(kept.size()) > k) {
       std::string drop;
-      for (const auto& [p, s] : best_k_)
-        if (drop.empty() || ranks(best_k_.at(drop), s)) drop = p;
-      best_k_.erase(drop);
-      if (drop != path) std::filesystem::remove(drop);
+      for (const auto& [p, s] : kept)
+        if (drop.empty() || ranks(kept.at(drop), s)) drop = p;
+      kept.erase(drop);
+      if (drop != path) dropped.push_back(drop);
     }
+    const auto previous = std::make_tuple(best_k_, best_model_path_, best_model_score_);
+    best_k_ = std::move(kept);
     best_model_path_.clear();
     for (const auto& [p, s] : best_k_)
       if (best_model_path_.empty() || ranks(s, best_k_.at(best_model_path_))) best_model_path_ = p;
     if (monitored) best_model_score_ = best_k_.at(best_model_path_);
+    try {
+      trainer.save_checkpoint(path);
+    } catch (...) {
+      std::tie(best_k_, best_model_path_, best_model_score_) = previous;
+      throw;
+    }
+    for (const std::string& d : dropped) std::filesystem::remove(d);
   }
   if (options_.save_last) {
     last_model_path_ = (std::filesystem::path(options_.dirpath) / "last.safetensors").string();
@@ -137,6 +151,34 @@ Metrics ModelCheckpoint::state_dict() const { return {{"best_model_score", best_
 
 void ModelCheckpoint::load_state_dict(const Metrics& state) {
   if (auto it = state.find("best_model_score"); it != state.end()) best_model_score_ = it->second;
+}
+
+std::map<std::string, std::string> ModelCheckpoint::text_state() const {
+  std::string kept;  // one "score<TAB>path" line per file
+  for (const auto& [path, score] : best_k_) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", score);
+    kept += std::string(buf) + "\t" + path + "\n";
+  }
+  return {{"best_k_models", kept}, {"best_model_path", best_model_path_}, {"last_model_path", last_model_path_}};
+}
+
+void ModelCheckpoint::load_text_state(const std::map<std::string, std::string>& state) {
+  best_k_.clear();
+  if (auto it = state.find("best_k_models"); it != state.end()) {
+    size_t at = 0;
+    while (at < it->second.size()) {
+      const size_t end = it->second.find('\n', at);
+      const std::string line = it->second.substr(at, end - at);
+      at = end == std::string::npos ? it->second.size() : end + 1;
+      const size_t tab = line.find('\t');
+      if (tab == std::string::npos) continue;
+      const std::string path = line.substr(tab + 1);
+      if (std::filesystem::exists(path)) best_k_[path] = std::strtod(line.c_str(), nullptr);  // a deleted file is gone
+    }
+  }
+  if (auto it = state.find("best_model_path"); it != state.end()) best_model_path_ = it->second;
+  if (auto it = state.find("last_model_path"); it != state.end()) last_model_path_ = it->second;
 }
 
 }  // namespace anvil::nn::train

@@ -55,11 +55,15 @@ class ModelCheckpoint : public Callback {
   // The path a checkpoint with these values would get.
   std::string format_checkpoint_name(const Metrics& values) const;
 
+  // The kept files and their scores travel in the checkpoint (its metadata),
+  // so a resumed run goes on ranking against them.
   Metrics state_dict() const override;
   void load_state_dict(const Metrics& state) override;
+  std::map<std::string, std::string> text_state() const override;
+  void load_text_state(const std::map<std::string, std::string>& state) override;
 
  private:
-  bool better(double a, double b) const;  // a ranks before b
+  bool better(double a, double b) const;  // score a ranks before score b
   std::string worst_path() const;
   ModelCheckpointOptions options_;
   std::map<std::string, double> best_k_;

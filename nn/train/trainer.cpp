@@ -545,6 +545,8 @@ serialize::Checkpoint Trainer::make_checkpoint(Run& r, int64_t epochs_completed)
   for (const auto& cb : callbacks_)
     for (const auto& [k, v] : cb->state_dict())
       c.extra.emplace_back(kCallbackPrefix + cb->name() + "." + k, scalar_tensor(v, kFloat64));
+  for (const auto& cb : callbacks_)
+    for (const auto& [k, v] : cb->text_state()) c.metadata[kCallbackPrefix + cb->name() + "." + k] = v;
   c.metadata["precision"] = precision_name(options_.precision);
   c.metadata["grad_accumulation_steps"] = std::to_string(options_.grad_accumulation_steps);
   return c;
@@ -572,6 +574,10 @@ void Trainer::load_checkpoint(Run& r, const std::string& path) {
     for (const auto& [n, t] : c.extra)
       if (n.rfind(prefix, 0) == 0) state[n.substr(prefix.size())] = t.item<double>();
     if (!state.empty()) cb->load_state_dict(state);
+    std::map<std::string, std::string> text;
+    for (const auto& [n, v] : c.metadata)
+      if (n.rfind(prefix, 0) == 0) text[n.substr(prefix.size())] = v;
+    if (!text.empty()) cb->load_text_state(text);
   }
   current_epoch_ = c.epoch;
   global_step_ = c.step;

@@ -210,6 +210,42 @@ TEST(ModelCheckpoint, KeepsTheTopKByTheMonitoredMetricAndTheLast) {
   EXPECT_TRUE(resumed.step_losses.empty());  // nothing left to train
 }
 
+TEST(ModelCheckpoint, AResumedRunGoesOnRankingAgainstTheKeptFiles) {
+  TempDir dir("anvil-model-checkpoint-resume");
+  const train::ModelCheckpointOptions options{.dirpath = dir.file("ckpt"), .filename = "{epoch}",
+                                              .monitor = "val_loss", .save_top_k = 2, .save_last = true};
+  std::vector<double> losses;
+  {
+    Problem p;
+    optim::SGD opt(p.model->parameters(), optim::SGDOptions(0.05));
+    train::Trainer trainer(quiet(3));
+    trainer.add_callback(std::make_shared<train::ModelCheckpoint>(options));
+    for (const auto& m : trainer.fit(*p.task, p.train_loader, &p.val_loader, opt).epoch_metrics)
+      losses.push_back(m.at("val_loss"));
+  }
+  Problem q;
+  optim::SGD opt(q.model->parameters(), optim::SGDOptions(0.05));
+  auto o = quiet(6);
+  o.resume_from = dir.file("ckpt/last.safetensors");
+  train::Trainer trainer(o);
+  auto ckpt = std::make_shared<train::ModelCheckpoint>(options);
+  trainer.add_callback(ckpt);
+  for (const auto& m : trainer.fit(*q.task, q.train_loader, &q.val_loader, opt).epoch_metrics)
+    losses.push_back(m.at("val_loss"));
+  ASSERT_EQ(losses.size(), 6u);
+  std::vector<std::pair<double, int>> ranked;
+  for (int e = 0; e < 6; ++e) ranked.emplace_back(losses[e], e);
+  std::sort(ranked.begin(), ranked.end());
+  std::set<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir.file("ckpt"))) files.insert(entry.path().filename().string());
+  const std::set<std::string> expected = {"epoch=" + std::to_string(ranked[0].second) + ".safetensors",
+                                          "epoch=" + std::to_string(ranked[1].second) + ".safetensors",
+                                          "last.safetensors"};
+  EXPECT_EQ(files, expected);
+  EXPECT_EQ(ckpt->best_k_models().size(), 2u);
+  EXPECT_DOUBLE_EQ(ckpt->best_model_score(), ranked[0].first);
+}
+
 TEST(ModelCheckpoint, ModeMaxAndNoMonitorKeepTheRightFiles) {
   TempDir dir("anvil-model-checkpoint-max");
   Problem p;
