@@ -10,6 +10,7 @@
 #include "kernels/backend.h"
 #include "kernels/cuda_info.h"
 #include "nn/optim/clip_grad.h"
+#include "nn/optim/lbfgs.h"
 #include "nn/serialize/checkpoint.h"
 #include "nn/train/metrics_log.h"
 #include "nn/train/output_file.h"
@@ -88,6 +89,7 @@ struct Trainer::Run {
   int64_t window_samples = 0;
   Clock::time_point window_start = Clock::now();
   int64_t last_checkpoint_epoch = -1;
+  data::Example batch;  // the latest batch: LBFGS's closure runs it again
 };
 
 Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
@@ -180,6 +182,11 @@ FitResult Trainer::fit(Task& task, data::DataLoader& train, optim::Optimizer& op
 FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* val, optim::Optimizer& optimizer,
                        optim::LRScheduler* scheduler) {
   check_output_paths();  // before anything trains: a bad folder fails now, not after an epoch
+  ANVIL_CHECK(dynamic_cast<optim::LBFGS*>(&optimizer) == nullptr ||
+                  (options_.grad_accumulation_steps == 1 && options_.precision == Precision::FP32),
+              "Trainer: LBFGS re-runs training_step on each step's batch, which needs grad_accumulation_steps = 1 "
+              "and precision FP32 (got ", options_.grad_accumulation_steps, " and ", precision_name(options_.precision),
+              ")");
   prepare(task);
   // Restores the previous mode however fit ends.
   std::optional<autograd::DetectAnomalyGuard> anomaly;
@@ -310,6 +317,7 @@ void Trainer::train_epoch(Run& r) {
   while (it != end) {
     const auto host_start = Clock::now();
     data::Example batch = to_device(*it);
+    r.batch = batch;
     if (masters_) masters_->cast_down();
     StepOutput out;
     {
@@ -379,6 +387,18 @@ void Trainer::optimizer_step(Run& r) {
     if (masters_) masters_->restore();
     stepped = false;
     if (r.scheduler) r.scheduler->step();  // the schedule follows the step count, as for fp16 skips
+    r.optimizer.zero_grad();
+  } else if (auto* lbfgs = dynamic_cast<optim::LBFGS*>(&r.optimizer)) {
+    // As Lightning: L-BFGS re-evaluates the step's batch through a closure
+    // (fit checked: FP32, no accumulation). Clipping does not apply.
+    ProfileRange range(profiler_, "optimizer_step");
+    lbfgs->step([&] {
+      r.optimizer.zero_grad();
+      Tensor loss = r.task.training_step(r.batch).loss;
+      loss.backward();
+      return loss;
+    });
+    if (r.scheduler) r.scheduler->step();
     r.optimizer.zero_grad();
   } else {
     ProfileRange range(profiler_, "optimizer_step");

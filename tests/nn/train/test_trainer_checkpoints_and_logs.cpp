@@ -102,6 +102,44 @@ TEST(TrainerClipGradValue, ClampsEveryGradientElement) {
   EXPECT_NEAR(largest, 1e-4, 1e-7);
 }
 
+// Counts training_step calls (the Trainer's own and LBFGS's closure's).
+struct CountingTask : train::Task {
+  train::ClassificationTask inner;
+  int calls = 0;
+  explicit CountingTask(std::shared_ptr<Module> m) : inner(std::move(m)) {}
+  std::shared_ptr<Module> model() override { return inner.model(); }
+  train::StepOutput training_step(const data::Example& b) override {
+    ++calls;
+    return inner.training_step(b);
+  }
+  train::Metrics validation_step(const data::Example& b) override { return inner.validation_step(b); }
+};
+
+TEST(TrainerLBFGS, EachStepRunsTheBatchThroughTheClosure) {
+  Problem p;
+  CountingTask task(p.model);
+  optim::LBFGS opt(p.model->parameters(), optim::LBFGSOptions(0.5).max_iter(3));
+  auto o = quiet(2);
+  train::Trainer trainer(o);
+  train::FitResult r = trainer.fit(task, p.train_loader, &p.val_loader, opt);
+  EXPECT_EQ(r.global_step, 12);
+  const optim::ParamState* st = opt.state_of(p.model->parameters()[0]);
+  ASSERT_NE(st, nullptr);
+  // One call per batch by the Trainer, plus every loss evaluation of L-BFGS.
+  EXPECT_EQ(task.calls, 12 + static_cast<int>(st->scalars.at("func_evals")));
+  EXPECT_LT(r.epoch_metrics.back().at("train_loss_epoch"), r.step_losses.front());
+  // Accumulation or low precision cannot re-run one batch: refused before training.
+  Problem q;
+  optim::LBFGS opt2(q.model->parameters());
+  o.grad_accumulation_steps = 2;
+  try {
+    train::Trainer(o).fit(*q.task, q.train_loader, opt2);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LBFGS"), std::string::npos) << e.what();
+  }
+}
+
 // ---------------------------------------------------------- output folders
 
 TEST(TrainerOutputs, MissingFoldersAreCreatedBeforeTraining) {
