@@ -1,13 +1,12 @@
 // L-BFGS against PyTorch's algorithm written out in plain doubles (no line
 // search), the strong Wolfe line search on Rosenbrock's function, its state
-// and its bad uses.
+// and its bad uses (on CUDA: tests/nn/cuda/test_cuda_optimizers.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 
-#include "kernels/cuda_info.h"
 #include "nn/optim/lbfgs.h"
 #include "optim_test_util.h"
 
@@ -201,28 +200,6 @@ TEST(LBFGS, BadUsesGiveClearErrors) {
   EXPECT_THROW(LBFGS({LBFGS::Group{{a}}, LBFGS::Group{{b}}}), Error);  // one group only, as PyTorch
   EXPECT_THROW(LBFGS({b}, LBFGSOptions().line_search_fn("backtracking")), Error);
   EXPECT_THROW(LBFGS({b}, LBFGSOptions().history_size(0)), Error);
-}
-
-TEST(LBFGSCuda, MatchesCpuOnCuda) {
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device (no GPU, and not the emulated-GPU build)";
-  const Tensor target = from_vector(std::vector<float>{0.5f, -1.0f, 2.0f}, {3}, kFloat32);
-  auto run = [&](Device dev) {
-    Tensor w = zeros({3}, TensorOptions().dtype(kFloat32).device(dev)).requires_grad_(true);
-    const Tensor tg = target.to(dev);
-    LBFGS opt({w}, LBFGSOptions(1).line_search_fn("strong_wolfe").max_iter(10));
-    auto closure = [&] {
-      opt.zero_grad();
-      Tensor d = w - tg;
-      Tensor loss = (d * d).sum() + (d * d * d * d).sum();
-      loss.backward();
-      return loss;
-    };
-    opt.step(closure);
-    return values(w);
-  };
-  const Vec cpu = run(Device::cpu()), gpu = run(Device::cuda(0));
-  expect_near(gpu, cpu, 1e-4, "cuda vs cpu");
-  expect_near(cpu, values(target), 1e-3, "solved");
 }
 
 }  // namespace
