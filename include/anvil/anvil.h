@@ -1,7 +1,7 @@
 #pragma once
 // The one header a user includes: #include <anvil/anvil.h>
 // Tensors, every op family, factories, random numbers and autograd (with
-// gradient checkpointing), the deterministic-algorithms switch, what the
+// gradient checkpointing and custom Function<T>s), the deterministic-algorithms switch, what the
 // machine offers (anvil::cpu_capability(), anvil::cuda::is_available()), the
 // nn layer and the distributed layer. Like torch/torch.h it brings
 // <iostream>, so `std::cout << x` and `std::cout << *model` need nothing else.
@@ -13,6 +13,7 @@
 
 #include "core/autograd/anomaly_mode.h"
 #include "core/autograd/checkpoint.h"
+#include "core/autograd/custom_function.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/base/determinism.h"

@@ -13,8 +13,16 @@
 //   for (...) { ...; opt.step(); sched.step(); }
 //
 // A scheduler holds a reference to its optimizer, which must outlive it.
-// "Base lr" below is each group's lr when the scheduler was made.
+// "Base lr" below is each group's lr when the first scheduler over that
+// optimizer was made (Optimizer::initial_lrs, PyTorch's "initial_lr"), so
+// schedulers combined by SequentialLR or ChainedScheduler share it.
+//
+// ReduceLROnPlateau is not a function of t: it follows a metric, stepped
+// once per epoch with the metric's value (train::PlateauScheduler does that
+// inside the Trainer).
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "nn/optim/optimizer.h"
@@ -51,6 +59,9 @@ class LRScheduler {
   // Derived constructors call this last (lr_at is virtual): applies t = 0.
   void start() { apply_at(0); }
   Optimizer& optimizer() const { return optimizer_; }
+
+ public:
+  bool uses(const Optimizer& o) const { return &optimizer_ == &o; }
 
  private:
   void apply_at(int64_t t);  // sets the lrs for t and makes t current
@@ -130,6 +141,121 @@ class OneCycleLR : public LRScheduler {
   struct Phase { double end_step, start_lr, end_lr; };
   OneCycleLROptions o_;
   std::vector<Phase> phases_;
+};
+
+// lr = base * lr_lambda(t), one function for every group or one per group
+// (PyTorch's LambdaLR).
+class LambdaLR : public LRScheduler {
+ public:
+  using Lambda = std::function<double(int64_t)>;
+  LambdaLR(Optimizer& optimizer, Lambda lr_lambda);
+  LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas);
+  double lr_at(int64_t t, size_t group) const override;
+ private:
+  std::vector<Lambda> lambdas_;
+};
+
+// lr = base * gamma^(number of milestones <= t) (PyTorch's MultiStepLR; a
+// milestone listed twice decays twice).
+struct MultiStepLROptions {
+  std::vector<int64_t> milestones;
+  double gamma = 0.1;
+};
+class MultiStepLR : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& optimizer, MultiStepLROptions options);
+  double lr_at(int64_t t, size_t group) const override;
+ private:
+  MultiStepLROptions o_;
+};
+
+// lr = base * gamma^t (PyTorch's ExponentialLR).
+struct ExponentialLROptions {
+  double gamma = 0.1;
+};
+class ExponentialLR : public LRScheduler {
+ public:
+  ExponentialLR(Optimizer& optimizer, ExponentialLROptions options);
+  double lr_at(int64_t t, size_t group) const override;
+ private:
+  ExponentialLROptions o_;
+};
+
+// One schedule after another (PyTorch's SequentialLR): schedulers[i] runs
+// from milestones[i-1], restarted there at its own t = 0:
+//   lr = schedulers[i].lr_at(t - milestones[i-1]), i = number of milestones <= t.
+// The schedulers are made over the same optimizer and only read (never
+// stepped on their own).
+//
+//   auto warmup = std::make_shared<optim::LinearWarmupLR>(opt, optim::LinearWarmupLROptions{.warmup_steps = 5});
+//   auto decay = std::make_shared<optim::ExponentialLR>(opt, optim::ExponentialLROptions{.gamma = 0.9});
+//   optim::SequentialLR sched(opt, {warmup, decay}, {5});
+class SequentialLR : public LRScheduler {
+ public:
+  SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
+               std::vector<int64_t> milestones);
+  double lr_at(int64_t t, size_t group) const override;
+ private:
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+  std::vector<int64_t> milestones_;
+};
+
+// Several schedules at once (PyTorch's ChainedScheduler): their factors
+// multiply, lr = base * prod_i schedulers[i].lr_at(t) / base_i, which is what
+// stepping PyTorch's chainable schedulers (StepLR, MultiStepLR,
+// ExponentialLR, LinearLR, LambdaLR-style factors) one after another gives.
+class ChainedScheduler : public LRScheduler {
+ public:
+  ChainedScheduler(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers);
+  double lr_at(int64_t t, size_t group) const override;
+ private:
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+};
+
+// PyTorch's ReduceLROnPlateau: step(metric) once per epoch; when the metric
+// has not improved for more than `patience` steps, every group's lr is
+// multiplied by `factor` (not below min_lr; changes smaller than eps are
+// skipped), then `cooldown` steps pass before counting again. Improvement:
+// mode Min, threshold_mode Rel: metric < best * (1 - threshold); Abs:
+// metric < best - threshold (Max mirrored). A NaN metric never improves.
+struct ReduceLROnPlateauOptions {
+  enum class Mode { Min, Max };
+  enum class ThresholdMode { Rel, Abs };
+  Mode mode = Mode::Min;
+  double factor = 0.1;
+  int64_t patience = 10;
+  double threshold = 1e-4;
+  ThresholdMode threshold_mode = ThresholdMode::Rel;
+  int64_t cooldown = 0;
+  std::vector<double> min_lr = {0.0};  // one for every group, or one per group
+  double eps = 1e-8;
+};
+struct PlateauState {
+  double best = 0;
+  int64_t num_bad_epochs = 0, cooldown_counter = 0, last_epoch = 0;
+};
+class ReduceLROnPlateau {
+ public:
+  ReduceLROnPlateau(Optimizer& optimizer, ReduceLROnPlateauOptions options = {});
+  ReduceLROnPlateau(const ReduceLROnPlateau&) = delete;
+  ReduceLROnPlateau& operator=(const ReduceLROnPlateau&) = delete;
+
+  void step(double metric);
+  const std::vector<double>& get_last_lr() const { return last_lrs_; }
+  double best() const { return s_.best; }
+  int64_t num_bad_epochs() const { return s_.num_bad_epochs; }
+  bool in_cooldown() const { return s_.cooldown_counter > 0; }
+  const ReduceLROnPlateauOptions& options() const { return o_; }
+
+  PlateauState state_dict() const { return s_; }
+  void load_state_dict(const PlateauState& state);
+
+ private:
+  bool is_better(double a) const;
+  Optimizer& optimizer_;
+  ReduceLROnPlateauOptions o_;
+  PlateauState s_;
+  std::vector<double> last_lrs_;
 };
 
 }  // namespace anvil::nn::optim

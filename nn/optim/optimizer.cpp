@@ -46,6 +46,12 @@ void Optimizer::set_lr(double lr) {
   for (size_t g = 0; g < num_param_groups(); ++g) set_lr(g, lr);
 }
 
+void Optimizer::set_initial_lrs(std::vector<double> lrs) {
+  ANVIL_CHECK(lrs.size() == num_param_groups(), name_, ".set_initial_lrs: got ", lrs.size(), " lrs for ",
+              num_param_groups(), " parameter groups");
+  initial_lrs_ = std::move(lrs);
+}
+
 void Optimizer::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
   for (const auto& group : group_params_)
@@ -70,7 +76,7 @@ OptimizerState Optimizer::state_dict() const {
     for (const Tensor& p : group_params_[g]) {
       group.params.push_back(index);
       if (const ParamState* s = state_of(p)) {
-        ParamState copy{s->step, {}};
+        ParamState copy{s->step, {}, s->scalars};
         for (const auto& [key, t] : s->buffers) copy.buffers[key] = t.detach().clone();
         out.state[index] = std::move(copy);
       }
@@ -103,7 +109,7 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
     ANVIL_CHECK(s.step >= 0, name_, op, ": parameter ", index, " has a negative step count ", s.step);
     for (const auto& [key, t] : s.buffers) {
       ANVIL_CHECK(t.defined(), name_, op, ": state '", key, "' of parameter ", index, " is undefined");
-      ANVIL_CHECK(t.shape() == it->second.shape(), name_, op, ": state '", key, "' of parameter ", index,
+      ANVIL_CHECK(!buffer_shaped_like_param(key) || t.shape() == it->second.shape(), name_, op, ": state '", key, "' of parameter ", index,
                   " has shape ", t.shape_str(), " but the parameter has shape ", it->second.shape_str());
     }
   }
@@ -113,7 +119,7 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
   state_.clear();
   for (const auto& [index, s] : state.state) {
     const Tensor& p = by_index.at(index);
-    ParamState copy{s.step, {}};
+    ParamState copy{s.step, {}, s.scalars};
     // clone: training on must not write into the caller's state.
     for (const auto& [key, t] : s.buffers) copy.buffers[key] = t.detach().to(p.device(), p.dtype()).clone().contiguous();
     state_[p.impl()] = std::move(copy);
@@ -128,6 +134,7 @@ StateDict flatten(const OptimizerState& state) {
     const std::string prefix = "state." + std::to_string(index) + ".";
     out.emplace_back(prefix + "step", scalar_tensor(Scalar(s.step), kInt64));
     for (const auto& [key, t] : s.buffers) out.emplace_back(prefix + key, t);
+    for (const auto& [key, v] : s.scalars) out.emplace_back(prefix + "scalars." + key, scalar_tensor(Scalar(v), kFloat64));
   }
   for (size_t g = 0; g < state.param_groups.size(); ++g) {
     const auto& group = state.param_groups[g];
@@ -168,6 +175,9 @@ OptimizerState unflatten(const StateDict& flat) {
       if (name == "step") {
         ANVIL_CHECK(t.numel() == 1, "optim::unflatten: '", key, "' must hold one value, has shape ", t.shape_str());
         s.step = t.item<int64_t>();
+      } else if (name.rfind("scalars.", 0) == 0) {
+        ANVIL_CHECK(t.numel() == 1, "optim::unflatten: '", key, "' must hold one value, has shape ", t.shape_str());
+        s.scalars[name.substr(8)] = t.item<double>();
       } else {
         s.buffers[name] = t;
       }

@@ -36,6 +36,9 @@ using HyperParams = std::vector<std::pair<std::string, double>>;
 struct ParamState {
   int64_t step = 0;                      // updates applied so far
   std::map<std::string, Tensor> buffers;  // "exp_avg", "exp_avg_sq", "momentum_buffer"
+  // Host-side numbers (NAdam's mu_product, LBFGS's counters), kept in double
+  // as PyTorch keeps them in CPU scalars: reading them needs no device sync.
+  std::map<std::string, double> scalars;
 };
 
 // A snapshot of an optimizer (tensors are copies, so training on does not
@@ -50,7 +53,7 @@ struct OptimizerState {
 };
 
 // The snapshot as flat name -> tensor pairs, ready for a checkpoint file:
-//   state.<i>.step (int64 scalar), state.<i>.<buffer>,
+//   state.<i>.step (int64 scalar), state.<i>.<buffer>, state.<i>.scalars.<name> (float64 scalar),
 //   param_groups.<g>.params (int64 [n]), param_groups.<g>.<name> (float64 scalar).
 StateDict flatten(const OptimizerState& state);
 OptimizerState unflatten(const StateDict& flat);  // errors name the bad key
@@ -79,6 +82,13 @@ class Optimizer {
 
   virtual HyperParams hyper_params(size_t group) const = 0;
 
+  // Each group's lr before any LR scheduler changed it (PyTorch's
+  // group["initial_lr"]): set by the first scheduler made over this
+  // optimizer, read by every later one as its base lr, so several schedulers
+  // (SequentialLR, ChainedScheduler) start from the same values.
+  const std::vector<double>& initial_lrs() const { return initial_lrs_; }
+  void set_initial_lrs(std::vector<double> lrs);
+
   // The state of one parameter (nullptr if it has not been stepped yet).
   const ParamState* state_of(const Tensor& param) const;
   // The same, created empty on first use (as PyTorch's optimizer.state[p]).
@@ -93,6 +103,12 @@ class Optimizer {
 
  protected:
   explicit Optimizer(std::string name) : name_(std::move(name)) {}
+  // Whether state buffer `key` has its parameter's shape (checked on load).
+  // LBFGS keeps flat vectors over all parameters instead.
+  virtual bool buffer_shaped_like_param(const std::string& key) const {
+    (void)key;
+    return true;
+  }
   // Checks the parameters (defined, leaves, require grad, in no other group)
   // and appends them as a new group.
   void add_group_params(std::vector<Tensor> params);
@@ -105,6 +121,7 @@ class Optimizer {
   std::string name_;
   std::vector<std::vector<Tensor>> group_params_;
   std::unordered_map<const TensorImpl*, ParamState> state_;
+  std::vector<double> initial_lrs_;
 };
 
 // A group of parameters with optional settings of its own.

@@ -14,6 +14,7 @@
 // is saved in checkpoints and handed back on resume.
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 
 #include "nn/train/task.h"
@@ -41,6 +42,9 @@ class Callback {
 
   virtual Metrics state_dict() const { return {}; }
   virtual void load_state_dict(const Metrics&) {}
+  // State that is text (file paths), saved in the checkpoint's metadata.
+  virtual std::map<std::string, std::string> text_state() const { return {}; }
+  virtual void load_text_state(const std::map<std::string, std::string>&) {}
 };
 
 enum class MonitorMode { Min, Max };

@@ -3,15 +3,19 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <limits>
 
 #include "core/autograd/anomaly_mode.h"
 #include "core/ops.h"
 #include "kernels/backend.h"
 #include "kernels/cuda_info.h"
 #include "nn/optim/clip_grad.h"
+#include "nn/optim/lbfgs.h"
 #include "nn/serialize/checkpoint.h"
 #include "nn/train/metrics_log.h"
+#include "nn/train/output_file.h"
 #include "nn/train/plot.h"
+#include "nn/train/tensorboard.h"
 
 namespace anvil::nn::train {
 
@@ -62,6 +66,7 @@ struct Trainer::Run {
   optim::Optimizer& optimizer;
   optim::LRScheduler* scheduler;
   std::unique_ptr<MetricsLog> log;
+  std::unique_ptr<TensorBoardWriter> tensorboard;
   std::unique_ptr<ProgressReporter> progress;
   std::unique_ptr<Monitor> monitor;
   Clock::time_point fit_start = Clock::now();
@@ -84,14 +89,17 @@ struct Trainer::Run {
   int64_t window_samples = 0;
   Clock::time_point window_start = Clock::now();
   int64_t last_checkpoint_epoch = -1;
+  data::Example batch;  // the latest batch: LBFGS's closure runs it again
 };
 
 Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   const TrainerOptions& o = options_;
-  ANVIL_CHECK(o.max_epochs >= 0, "Trainer: max_epochs must be >= 0, got ", o.max_epochs);
+  ANVIL_CHECK(!o.max_epochs || *o.max_epochs >= 0, "Trainer: max_epochs must be >= 0, got ", o.max_epochs.value_or(0));
+  ANVIL_CHECK(o.max_steps >= -1, "Trainer: max_steps must be >= 0, or -1 for no limit, got ", o.max_steps);
   ANVIL_CHECK(o.grad_accumulation_steps >= 1, "Trainer: grad_accumulation_steps must be >= 1, got ",
               o.grad_accumulation_steps);
   ANVIL_CHECK(o.clip_grad_norm >= 0, "Trainer: clip_grad_norm must be >= 0 (0 = off), got ", o.clip_grad_norm);
+  ANVIL_CHECK(o.clip_grad_value >= 0, "Trainer: clip_grad_value must be >= 0 (0 = off), got ", o.clip_grad_value);
   ANVIL_CHECK(o.checkpoint_every_n_epochs >= 1, "Trainer: checkpoint_every_n_epochs must be >= 1, got ",
               o.checkpoint_every_n_epochs);
   ANVIL_CHECK(o.log_every_n_steps >= 1, "Trainer: log_every_n_steps must be >= 1, got ", o.log_every_n_steps);
@@ -133,12 +141,52 @@ data::Example Trainer::to_device(const data::Example& batch) const {
   return b;
 }
 
+int64_t Trainer::max_epochs() const {
+  if (options_.max_epochs) return *options_.max_epochs;
+  return options_.max_steps >= 0 ? std::numeric_limits<int64_t>::max() : 1;
+}
+
+int64_t Trainer::displayed_max_epochs(const Run& r) const {
+  if (options_.max_epochs || options_.max_steps < 0) return max_epochs();
+  const int64_t k = options_.grad_accumulation_steps;
+  const int64_t steps_per_epoch = std::max<int64_t>(1, (r.num_batches + k - 1) / k);
+  return std::max<int64_t>(1, (options_.max_steps + steps_per_epoch - 1) / steps_per_epoch);
+}
+
+const optim::Optimizer* Trainer::optimizer() const { return run_ ? &run_->optimizer : nullptr; }
+
+void Trainer::check_output_paths() const {
+  const TrainerOptions& o = options_;
+  if (!o.checkpoint_path.empty()) ensure_parent_directory(o.checkpoint_path, "checkpoint directory");
+  if (!o.metrics_path.empty()) ensure_parent_directory(o.metrics_path, "metrics log directory");
+  if (!o.plot_path.empty()) ensure_parent_directory(o.plot_path, "plot directory");
+  if (!o.profile_path.empty()) ensure_parent_directory(o.profile_path, "profile trace directory");
+  if (!o.tensorboard_dir.empty()) ensure_writable_directory(o.tensorboard_dir, "TensorBoard log directory");
+}
+
+void Trainer::write_row(Run& r, MetricsRow row) {
+  for (const auto& [k, v] : pending_log_) row.emplace(k, v);
+  pending_log_.clear();
+  if (r.tensorboard) {
+    const auto step = static_cast<int64_t>(row.count("step") ? row.at("step") : static_cast<double>(global_step_));
+    for (const auto& [k, v] : row)
+      if (k != "step" && k != "time") r.tensorboard->add_scalar(k, v, step);
+  }
+  if (r.log) r.log->append(row);
+}
+
 FitResult Trainer::fit(Task& task, data::DataLoader& train, optim::Optimizer& optimizer) {
   return fit(task, train, nullptr, optimizer, nullptr);
 }
 
 FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* val, optim::Optimizer& optimizer,
                        optim::LRScheduler* scheduler) {
+  check_output_paths();  // before anything trains: a bad folder fails now, not after an epoch
+  ANVIL_CHECK(dynamic_cast<optim::LBFGS*>(&optimizer) == nullptr ||
+                  (options_.grad_accumulation_steps == 1 && options_.precision == Precision::FP32),
+              "Trainer: LBFGS re-runs training_step on each step's batch, which needs grad_accumulation_steps = 1 "
+              "and precision FP32 (got ", options_.grad_accumulation_steps, " and ", precision_name(options_.precision),
+              ")");
   prepare(task);
   // Restores the previous mode however fit ends.
   std::optional<autograd::DetectAnomalyGuard> anomaly;
@@ -156,6 +204,11 @@ FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* va
   RestoreMasters restore_on_exit{masters_.get()};
 
   Run run(task, train, val, optimizer, scheduler);
+  struct RunScope {
+    Run*& slot;
+    ~RunScope() { slot = nullptr; }
+  } run_scope{run_ = &run};
+  pending_log_.clear();
   current_epoch_ = 0;
   global_step_ = 0;
   if (!options_.resume_from.empty()) load_checkpoint(run, options_.resume_from);
@@ -163,6 +216,8 @@ FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* va
   result_.epochs_completed = start_epoch;
   result_.global_step = global_step_;
   last_lr_ = optimizer.lr(0);
+  last_lrs_.clear();
+  for (size_t g = 0; g < optimizer.num_param_groups(); ++g) last_lrs_.push_back(optimizer.lr(g));
 
   if (!options_.metrics_path.empty()) {
     // A resumed run continues the file, minus rows logged after the checkpoint.
@@ -171,6 +226,7 @@ FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* va
                                            resuming ? MetricsLog::OpenMode::Append : MetricsLog::OpenMode::Truncate);
     if (resuming) run.log->drop_rows_after_step(static_cast<double>(global_step_));
   }
+  if (!options_.tensorboard_dir.empty()) run.tensorboard = std::make_unique<TensorBoardWriter>(options_.tensorboard_dir);
   run.progress = std::make_unique<ProgressReporter>(options_.progress, options_.log_every_n_steps, options_.out);
   const data::DataLoaderOptions& lo = train.options();
   run.monitor = std::make_unique<Monitor>(
@@ -181,7 +237,8 @@ FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* va
   for (auto& c : callbacks_) c->on_fit_start(*this, task);
   update_profiling();
 
-  for (int64_t epoch = start_epoch; epoch < options_.max_epochs && !should_stop_; ++epoch) {
+  const int64_t epoch_limit = max_epochs();
+  for (int64_t epoch = start_epoch; epoch < epoch_limit && !should_stop_ && !reached_max_steps(); ++epoch) {
     current_epoch_ = epoch;
     for (auto& c : callbacks_) c->on_train_epoch_start(*this, task);
     train_epoch(run);
@@ -198,22 +255,23 @@ FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* va
       for (auto& c : callbacks_) c->on_validation_end(*this, task, vm);
       epoch_metrics.insert(vm.begin(), vm.end());
     }
-    if (run.log) {
+    result_.epochs_completed = epoch + 1;  // a checkpoint a callback saves now resumes after this epoch
+    for (auto& c : callbacks_) c->on_train_epoch_end(*this, task, epoch_metrics);
+    if (run.log || run.tensorboard) {
       MetricsRow row = epoch_metrics;
       row["epoch"] = static_cast<double>(epoch);
       row["step"] = static_cast<double>(global_step_);
       row["time"] = seconds_since(run.fit_start);
       row["epoch_time"] = seconds_since(run.epoch_start);
-      run.log->append(row);
+      write_row(run, std::move(row));
     }
+    pending_log_.clear();
     run.progress->end_epoch(epoch, epoch_metrics);
     result_.epoch_metrics.push_back(epoch_metrics);
     plot_epoch_steps_.push_back(static_cast<double>(global_step_));
     plot_epoch_metrics_.push_back(epoch_metrics);
     write_plot();
-    for (auto& c : callbacks_) c->on_train_epoch_end(*this, task, epoch_metrics);
 
-    result_.epochs_completed = epoch + 1;
     if (!options_.checkpoint_path.empty() && (epoch + 1) % options_.checkpoint_every_n_epochs == 0)
       save_checkpoint(run, epoch + 1);
   }
@@ -246,7 +304,7 @@ void Trainer::train_epoch(Run& r) {
   r.epoch_steps = r.epoch_micro_batches = r.epoch_samples = 0;
   r.epoch_metric_sums.clear();
   r.epoch_start = r.step_start = Clock::now();
-  r.progress->start_epoch(current_epoch_, options_.max_epochs, r.num_batches);
+  r.progress->start_epoch(current_epoch_, displayed_max_epochs(r), r.num_batches);
 
   const int64_t k = options_.grad_accumulation_steps;
   auto wait_start = Clock::now();
@@ -259,6 +317,7 @@ void Trainer::train_epoch(Run& r) {
   while (it != end) {
     const auto host_start = Clock::now();
     data::Example batch = to_device(*it);
+    r.batch = batch;
     if (masters_) masters_->cast_down();
     StepOutput out;
     {
@@ -292,7 +351,10 @@ void Trainer::train_epoch(Run& r) {
     r.window_samples += samples;
     r.step_times.host_s += seconds_since(host_start);
 
-    if (r.micro_batches == k || r.batch_in_epoch == r.num_batches) optimizer_step(r);
+    if (r.micro_batches == k || r.batch_in_epoch == r.num_batches) {
+      optimizer_step(r);
+      if (reached_max_steps()) break;  // the epoch ends here (validation, logs and callbacks still run)
+    }
 
     wait_start = Clock::now();
     {
@@ -306,6 +368,8 @@ void Trainer::train_epoch(Run& r) {
 void Trainer::optimizer_step(Run& r) {
   const auto host_start = Clock::now();
   const double lr = r.optimizer.lr(0);
+  std::vector<double> lrs;
+  for (size_t g = 0; g < r.optimizer.num_param_groups(); ++g) lrs.push_back(r.optimizer.lr(g));
   bool stepped = true;
   bool nonfinite = false;
   if (options_.on_nonfinite_loss != NonFiniteLoss::Ignore) {
@@ -324,10 +388,23 @@ void Trainer::optimizer_step(Run& r) {
     stepped = false;
     if (r.scheduler) r.scheduler->step();  // the schedule follows the step count, as for fp16 skips
     r.optimizer.zero_grad();
+  } else if (auto* lbfgs = dynamic_cast<optim::LBFGS*>(&r.optimizer)) {
+    // As Lightning: L-BFGS re-evaluates the step's batch through a closure
+    // (fit checked: FP32, no accumulation). Clipping does not apply.
+    ProfileRange range(profiler_, "optimizer_step");
+    lbfgs->step([&] {
+      r.optimizer.zero_grad();
+      Tensor loss = r.task.training_step(r.batch).loss;
+      loss.backward();
+      return loss;
+    });
+    if (r.scheduler) r.scheduler->step();
+    r.optimizer.zero_grad();
   } else {
     ProfileRange range(profiler_, "optimizer_step");
     if (masters_) masters_->restore();  // float32 weights and gradients again
     if (scaler_) scaler_->unscale_(r.optimizer);  // before clipping: clip the true gradients
+    if (options_.clip_grad_value > 0) optim::clip_grad_value_(r.optimizer.parameters(), options_.clip_grad_value);
     if (options_.clip_grad_norm > 0) optim::clip_grad_norm_(r.optimizer.parameters(), options_.clip_grad_norm);
     if (scaler_) {
       stepped = scaler_->step(r.optimizer);
@@ -349,6 +426,7 @@ void Trainer::optimizer_step(Run& r) {
 
   ++global_step_;
   last_lr_ = lr;
+  last_lrs_ = std::move(lrs);
   if (!stepped) ++result_.skipped_steps;
   result_.step_losses.push_back(loss);
   result_.step_lrs.push_back(lr);
@@ -361,7 +439,7 @@ void Trainer::optimizer_step(Run& r) {
 
   for (auto& c : callbacks_) c->on_train_batch_end(*this, r.task, loss);
 
-  if (r.log && global_step_ % options_.log_every_n_steps == 0) {
+  if ((r.log || r.tensorboard) && global_step_ % options_.log_every_n_steps == 0) {
     MetricsRow row{{"epoch", static_cast<double>(current_epoch_)},
                    {"step", static_cast<double>(global_step_)},
                    {"train_loss", loss},
@@ -370,14 +448,15 @@ void Trainer::optimizer_step(Run& r) {
     const double window = seconds_since(r.window_start);
     if (window > 0) row["samples_per_s"] = static_cast<double>(r.window_samples) / window;
     for (const auto& [k, v] : r.step_metric_sums) row["train_" + k] = v / static_cast<double>(r.micro_batches);
-    r.log->append(row);
+    write_row(r, std::move(row));
     r.window_samples = 0;
     r.window_start = Clock::now();
   }
+  pending_log_.clear();  // values logged at a step without a row are dropped
 
   ProgressUpdate u;
   u.epoch = current_epoch_;
-  u.max_epochs = options_.max_epochs;
+  u.max_epochs = displayed_max_epochs(r);
   u.batch = r.batch_in_epoch;
   u.num_batches = r.num_batches;
   u.global_step = global_step_;
@@ -459,7 +538,18 @@ const Tensor* find_tensor(const StateDict& d, const std::string& name) {
 }
 }  // namespace
 
+void Trainer::save_checkpoint(const std::string& path) {
+  ANVIL_CHECK(run_ != nullptr, "Trainer::save_checkpoint('", path, "'): only during fit (from a callback)");
+  serialize::save_checkpoint(path, make_checkpoint(*run_, result_.epochs_completed));
+}
+
 void Trainer::save_checkpoint(Run& r, int64_t epochs_completed) {
+  const std::string path = replace_all(options_.checkpoint_path, "{epoch}", std::to_string(epochs_completed));
+  serialize::save_checkpoint(path, make_checkpoint(r, epochs_completed));
+  r.last_checkpoint_epoch = epochs_completed;
+}
+
+serialize::Checkpoint Trainer::make_checkpoint(Run& r, int64_t epochs_completed) const {
   serialize::Checkpoint c;
   c.model = r.model->state_dict();
   c.optimizer = r.optimizer.state_dict();
@@ -475,11 +565,11 @@ void Trainer::save_checkpoint(Run& r, int64_t epochs_completed) {
   for (const auto& cb : callbacks_)
     for (const auto& [k, v] : cb->state_dict())
       c.extra.emplace_back(kCallbackPrefix + cb->name() + "." + k, scalar_tensor(v, kFloat64));
+  for (const auto& cb : callbacks_)
+    for (const auto& [k, v] : cb->text_state()) c.metadata[kCallbackPrefix + cb->name() + "." + k] = v;
   c.metadata["precision"] = precision_name(options_.precision);
   c.metadata["grad_accumulation_steps"] = std::to_string(options_.grad_accumulation_steps);
-  const std::string path = replace_all(options_.checkpoint_path, "{epoch}", std::to_string(epochs_completed));
-  serialize::save_checkpoint(path, c);
-  r.last_checkpoint_epoch = epochs_completed;
+  return c;
 }
 
 void Trainer::load_checkpoint(Run& r, const std::string& path) {
@@ -504,6 +594,10 @@ void Trainer::load_checkpoint(Run& r, const std::string& path) {
     for (const auto& [n, t] : c.extra)
       if (n.rfind(prefix, 0) == 0) state[n.substr(prefix.size())] = t.item<double>();
     if (!state.empty()) cb->load_state_dict(state);
+    std::map<std::string, std::string> text;
+    for (const auto& [n, v] : c.metadata)
+      if (n.rfind(prefix, 0) == 0) text[n.substr(prefix.size())] = v;
+    if (!text.empty()) cb->load_text_state(text);
   }
   current_epoch_ = c.epoch;
   global_step_ = c.step;

@@ -32,8 +32,10 @@
 #include "nn/data/dataloader.h"
 #include "nn/optim/lr_scheduler.h"
 #include "nn/optim/optimizer.h"
+#include "nn/serialize/checkpoint.h"
 #include "nn/train/amp.h"
 #include "nn/train/callbacks.h"
+#include "nn/train/metrics_log.h"
 #include "nn/train/monitor.h"
 #include "nn/train/profiler.h"
 #include "nn/train/progress.h"
@@ -56,22 +58,32 @@ struct StepRange {
 };
 
 struct TrainerOptions {
-  int64_t max_epochs = 1;
+  // Training stops at whichever limit comes first. Unset max_epochs: 1, or
+  // no epoch limit when max_steps is set (Lightning's Trainer(max_steps=N)).
+  std::optional<int64_t> max_epochs;
+  int64_t max_steps = -1;  // optimizer steps in all (counting a resumed run's); -1: no limit
   // Unset: the best available, cuda:0 when a GPU and anvil's CUDA backend are
   // present, else cpu (see best_device()).
   std::optional<Device> device;
   int64_t grad_accumulation_steps = 1;  // batches per optimizer step; the loss is divided by it
   double clip_grad_norm = 0.0;          // max global L2 norm of the gradients; 0: no clipping
+  double clip_grad_value = 0.0;         // clamp every gradient element into [-v, v] (after unscaling); 0: off
   Precision precision = Precision::FP32;
   AmpMode amp_mode = AmpMode::Autocast;  // how BF16/FP16 is applied (amp.h)
   // Where checkpoints go; "{epoch}" in the path is replaced by the number of
   // epochs completed ("run/epoch{epoch}.safetensors"); otherwise one file is
   // replaced each time. Empty: no checkpoints.
+  // Missing folders of checkpoint_path, metrics_path, plot_path,
+  // profile_path and tensorboard_dir are created at fit start, which fails
+  // there, before any training, when one cannot be written.
   std::string checkpoint_path;
   int64_t checkpoint_every_n_epochs = 1;
   std::string resume_from;  // a checkpoint to continue from
   int64_t log_every_n_steps = 50;  // metrics-file rows and plain progress lines
   std::string metrics_path;        // .csv or .jsonl; empty: none
+  // TensorBoard event files (tfevents) of the same rows as the metrics log,
+  // written into this folder; empty: none. `tensorboard --logdir` reads it.
+  std::string tensorboard_dir;
   std::string plot_path;           // .svg or .png; empty: none
   ProgressMode progress = ProgressMode::Auto;
   std::optional<uint64_t> seed;    // seeds the global generator at fit start
@@ -124,6 +136,22 @@ class Trainer {
   int64_t current_epoch() const { return current_epoch_; }  // 0-based
   int64_t global_step() const { return global_step_; }      // optimizer steps done
   double last_lr() const { return last_lr_; }
+  // The lr of every parameter group that the last optimizer step used.
+  const std::vector<double>& last_lrs() const { return last_lrs_; }
+  // The optimizer of the running fit (null outside fit).
+  const optim::Optimizer* optimizer() const;
+  // The epoch limit in effect (see TrainerOptions::max_epochs); INT64_MAX: none.
+  int64_t max_epochs() const;
+  // Adds a value to the next row of the metrics log (and TensorBoard): the
+  // row of the current step when it is a logging step (a callback's
+  // on_train_batch_end), else the epoch's row (on_train_epoch_start/end);
+  // values not written by then are dropped, as Lightning's log with
+  // log_every_n_steps.
+  void log(const std::string& name, double value) { pending_log_[name] = value; }
+  // Writes a full checkpoint of the running fit (model, optimizer,
+  // scheduler, RNG, callbacks' state) to `path`, as the epoch-end
+  // checkpoints; for callbacks such as ModelCheckpoint.
+  void save_checkpoint(const std::string& path);
   void request_stop() { should_stop_ = true; }
   bool should_stop() const { return should_stop_; }
   const FitResult& history() const { return result_; }
@@ -138,6 +166,11 @@ class Trainer {
   Metrics evaluate(Task& task, data::DataLoader& loader, const std::string& prefix, bool test);
   data::Example to_device(const data::Example& batch) const;
   void save_checkpoint(Run& run, int64_t epochs_completed);
+  serialize::Checkpoint make_checkpoint(Run& run, int64_t epochs_completed) const;
+  void check_output_paths() const;
+  int64_t displayed_max_epochs(const Run& run) const;  // for the progress bar
+  bool reached_max_steps() const { return options_.max_steps >= 0 && global_step_ >= options_.max_steps; }
+  void write_row(Run& run, MetricsRow row);  // metrics log and TensorBoard
   void load_checkpoint(Run& run, const std::string& path);
   void write_plot() const;
   void update_profiling();  // enables the profiler inside profile_steps; writes the trace after
@@ -148,6 +181,9 @@ class Trainer {
   std::vector<std::shared_ptr<Callback>> callbacks_;
   int64_t current_epoch_ = 0, global_step_ = 0;
   double last_lr_ = 0;
+  std::vector<double> last_lrs_;
+  MetricsRow pending_log_;
+  Run* run_ = nullptr;  // during fit
   bool should_stop_ = false;
   FitResult result_;
   Profiler profiler_;

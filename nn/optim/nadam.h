@@ -1,0 +1,48 @@
+#pragma once
+// NAdam (Adam with Nesterov momentum), torch.optim.NAdam's update (t from 1):
+//   g = grad (or -grad when maximize)
+//   L2: g += weight_decay * p;  decoupled_weight_decay: p *= 1 - lr * weight_decay
+//   mu_t = beta1 * (1 - 0.5 * 0.96^(t * momentum_decay)), mu_{t+1} likewise
+//   mu_product *= mu_t
+//   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+//   denom = sqrt(v / (1 - beta2^t)) + eps
+//   p -= lr * (1 - mu_t) / (1 - mu_product) * g / denom
+//   p -= lr * mu_{t+1} / (1 - mu_product * mu_{t+1}) * m / denom
+// State per parameter: "exp_avg", "exp_avg_sq", the scalar "mu_product" and the step count.
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "core/base/option_field.h"
+#include "nn/optim/optimizer.h"
+
+namespace anvil::nn::optim {
+
+struct NAdamOptions {
+  ANVIL_OPTION(NAdamOptions, double, lr) = 2e-3;
+  ANVIL_OPTION(NAdamOptions, double, beta1) = 0.9;
+  ANVIL_OPTION(NAdamOptions, double, beta2) = 0.999;
+  ANVIL_OPTION(NAdamOptions, double, eps) = 1e-8;
+  ANVIL_OPTION(NAdamOptions, double, weight_decay) = 0.0;
+  ANVIL_OPTION(NAdamOptions, double, momentum_decay) = 4e-3;
+  ANVIL_OPTION(NAdamOptions, bool, decoupled_weight_decay) = false;
+  ANVIL_OPTION(NAdamOptions, bool, maximize) = false;
+  NAdamOptions& betas(std::tuple<double, double> b) {
+    std::tie(beta1, beta2) = b;
+    return *this;
+  }
+
+  void validate(const std::string& optimizer) const;
+  HyperParams named() const;
+  bool set_named(std::string_view name, double value);
+};
+
+class NAdam : public OptimizerWith<NAdamOptions> {
+ public:
+  explicit NAdam(std::vector<Tensor> params, NAdamOptions options = {});
+  explicit NAdam(std::vector<Group> groups, NAdamOptions defaults = {});
+  void step() override;
+};
+
+}  // namespace anvil::nn::optim

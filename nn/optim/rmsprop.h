@@ -1,0 +1,41 @@
+#pragma once
+// RMSprop, torch.optim.RMSprop's update:
+//   g = grad (or -grad when maximize) + weight_decay * p
+//   v = alpha * v + (1 - alpha) * g^2
+//   centered: g_avg = alpha * g_avg + (1 - alpha) * g;  avg = sqrt(v - g_avg^2) + eps
+//   else:     avg = sqrt(v) + eps
+//   momentum > 0: buf = momentum * buf + g / avg;  p -= lr * buf
+//   else:         p -= lr * g / avg
+// State per parameter: "square_avg", "momentum_buffer" (momentum > 0),
+// "grad_avg" (centered) and the step count.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/option_field.h"
+#include "nn/optim/optimizer.h"
+
+namespace anvil::nn::optim {
+
+struct RMSpropOptions {
+  ANVIL_OPTION(RMSpropOptions, double, lr) = 1e-2;
+  ANVIL_OPTION(RMSpropOptions, double, alpha) = 0.99;
+  ANVIL_OPTION(RMSpropOptions, double, eps) = 1e-8;
+  ANVIL_OPTION(RMSpropOptions, double, weight_decay) = 0.0;
+  ANVIL_OPTION(RMSpropOptions, double, momentum) = 0.0;
+  ANVIL_OPTION(RMSpropOptions, bool, centered) = false;
+  ANVIL_OPTION(RMSpropOptions, bool, maximize) = false;
+
+  void validate(const std::string& optimizer) const;
+  HyperParams named() const;
+  bool set_named(std::string_view name, double value);
+};
+
+class RMSprop : public OptimizerWith<RMSpropOptions> {
+ public:
+  explicit RMSprop(std::vector<Tensor> params, RMSpropOptions options = {});
+  explicit RMSprop(std::vector<Group> groups, RMSpropOptions defaults = {});
+  void step() override;
+};
+
+}  // namespace anvil::nn::optim
