@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("float32_gemm", cpu.float32_gemm.library + " " + cpu.float32_gemm.kernel);
   benchmark::AddCustomContext("float64_gemm", cpu.float64_gemm.library + " " + cpu.float64_gemm.kernel);
   benchmark::AddCustomContext("conv2d", cpu.conv2d);
+  benchmark::AddCustomContext("vector_math", cpu.vector_math);
   // On stderr: stdout may be --benchmark_format=json.
   std::fprintf(stderr, "anvil CPU: %s\n", anvil::to_string(cpu).c_str());
   benchmark::RunSpecifiedBenchmarks();

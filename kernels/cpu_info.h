@@ -19,10 +19,12 @@ struct CpuCapability {
   GemmKernel float32_gemm;  // matmul, linear, attention, conv's GEMMs in float32 (and float16/bfloat16)
   GemmKernel float64_gemm;
   std::string conv2d;       // how float32 conv2d runs: "oneDNN convolution" or "im2col + GEMM"
+  std::string vector_math;  // the Highway target the float32 math, softmax, norms and reductions run on:
+                            // "AVX3 (Highway 1.0.3, runtime dispatch)"; or why they are scalar
 };
 
 CpuCapability cpu_capability();
-// One line: "AMD EPYC (avx512_core): float32 GEMM oneDNN 2.6.3 avx512_core, ..."
+// One line: "AMD EPYC (avx512_core): float32 GEMM oneDNN 2.6.3 avx512_core, ..., vector math AVX3 (...)"
 std::string to_string(const CpuCapability& c);
 
 }  // namespace anvil

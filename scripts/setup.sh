@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ccache
-  libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev libgloo-dev zlib1g-dev nlohmann-json3-dev
+  libopenblas-openmp-dev libdnnl-dev libhwy-dev ocl-icd-opencl-dev libgloo-dev zlib1g-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libicu-dev
   clang libclang-rt-14-dev libomp-14-dev
   dataset-fashion-mnist fortunes fortunes-min

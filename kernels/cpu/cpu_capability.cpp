@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/cpu_info.h"
 
 namespace anvil {
@@ -31,12 +32,13 @@ CpuCapability cpu_capability() {
   c.float32_gemm = cpu::float32_gemm_kernel();
   c.float64_gemm = cpu::float64_gemm_kernel();
   c.conv2d = cpu::onednn::conv2d_implementation();
+  c.vector_math = cpu::vec::target();
   return c;
 }
 
 std::string to_string(const CpuCapability& c) {
   return c.cpu_model + " (" + c.isa + "): float32 GEMM " + describe(c.float32_gemm) + ", float64 GEMM " +
-         describe(c.float64_gemm) + ", conv2d " + c.conv2d;
+         describe(c.float64_gemm) + ", conv2d " + c.conv2d + ", vector math " + c.vector_math;
 }
 
 }  // namespace anvil

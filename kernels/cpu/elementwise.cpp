@@ -3,6 +3,8 @@
 // compute in compute_t<T>: float for float16/bfloat16, the type itself
 // otherwise. A dtype outside a row's domain is an error that names the op and
 // the dtype.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -10,6 +12,7 @@
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/strided_loop.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/ops/binary_ops.h"
 #include "kernels/ops/unary_ops.h"
 #include "kernels/shapes/elementwise_checks.h"
@@ -60,11 +63,48 @@ void integer_div_kernel(const View& out, const View& a, const View& b) {
   });
 }
 
+// float32 through a vector kernel f(out, ins, n) (vector_math.h): contiguous
+// runs in one call each, strided or broadcast ones gathered into a small
+// buffer first. The transcendental kernels cost several element-operations
+// each, which the parallel threshold counts.
+template <size_t N, typename F>
+void vector_map(const View& out, const std::array<const View*, N>& ins, F f) {
+  std::array<const View*, N + 1> views{&out};
+  typename StridedLoop<N + 1>::Ptrs base{static_cast<char*>(out.data)};
+  for (size_t k = 0; k < N; ++k) views[k + 1] = ins[k], base[k + 1] = static_cast<char*>(ins[k]->data);
+  const StridedLoop<N + 1> loop(views);
+  constexpr int64_t kCost = 8, kChunk = 256, kUnit = sizeof(float);
+  loop.run_parallel(base, [&](const typename StridedLoop<N + 1>::Run& r) {
+    bool contiguous = true;
+    for (int64_t s : r.stride) contiguous &= s == kUnit;
+    std::array<const float*, N> in;
+    if (contiguous) {
+      for (size_t k = 0; k < N; ++k) in[k] = reinterpret_cast<const float*>(r.ptr[k + 1]);
+      return f(reinterpret_cast<float*>(r.ptr[0]), in, r.n);
+    }
+    float buf[N + 1][kChunk];
+    for (int64_t i0 = 0; i0 < r.n; i0 += kChunk) {
+      const int64_t m = std::min(kChunk, r.n - i0);
+      for (size_t k = 0; k < N; ++k) {
+        for (int64_t i = 0; i < m; ++i) buf[k + 1][i] = *reinterpret_cast<const float*>(r.ptr[k + 1] + (i0 + i) * r.stride[k + 1]);
+        in[k] = buf[k + 1];
+      }
+      f(buf[0], in, m);
+      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(r.ptr[0] + (i0 + i) * r.stride[0]) = buf[0][i];
+    }
+  }, kCost);
+}
+
 }  // namespace
 
 void CpuBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) {
   shapes::check_unary(op, out, in);
   const char* name = op_name(op);
+  if (in.dtype == kFloat32 && out.dtype == kFloat32 && vec::enabled() && vec::has_unary(op)) {
+    return vector_map<1>(out, {&in}, [&](float* o, const std::array<const float*, 1>& i, int64_t n) {
+      vec::unary(op, p, o, i[0], n);
+    });
+  }
   visit_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     switch (op) {
@@ -82,6 +122,11 @@ void CpuBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryP
 void CpuBackend::binary(BinaryOp op, const View& out, const View& a, const View& b) {
   const char* name = op_name(op);
   shapes::check_binary(op, out, a, b);
+  if (a.dtype == kFloat32 && out.dtype == kFloat32 && vec::enabled() && vec::has_binary(op)) {
+    return vector_map<2>(out, {&a, &b}, [&](float* o, const std::array<const float*, 2>& i, int64_t n) {
+      vec::binary(op, o, i[0], i[1], n);
+    });
+  }
   visit_dtype(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {

@@ -3,13 +3,17 @@
 // mean/variance, so float32 inputs with a large mean stay accurate. The saved
 // statistics (mean, invstd/rstd) may be float32 or float64 views: float64 ones
 // keep float64 gradient checks exact. float16/bfloat16 compute in float.
+// float32 layer norm rows take the vector kernels (vector_math.h): the same
+// two passes in float lanes, each row's lanes added in double.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/shapes/layouts.h"
 
 namespace anvil::cpu {
@@ -163,10 +167,35 @@ void batch_norm_backward_typed(const View& grad_in_view, const View* grad_weight
 
 // --- layer norm ---
 
+std::vector<float> floats_or_empty(const View* v) { return v ? dense_copy<float>(*v) : std::vector<float>{}; }
+const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
+void layer_norm_vector(const View& out_view, const View& mean_view, const View& rstd_view, const View& in_view,
+                       const View* weight, const View* bias, double eps, const RowLayout& l) {
+  const DenseIn<float> x(in_view);
+  const std::vector<float> w = floats_or_empty(weight), b = floats_or_empty(bias);
+  std::vector<double> mean(l.rows), rstd(l.rows);
+  DenseOut<float> out(out_view);
+#pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
+  for (int64_t i = 0; i < l.rows; ++i) {
+    const vec::RowStats s =
+        vec::layer_norm_row(out.get() + i * l.cols, x.get() + i * l.cols, data_or_null(w), data_or_null(b), l.cols, eps);
+    mean[i] = s.mean;
+    rstd[i] = s.rstd;
+  }
+  out.commit();
+  scatter_dense(mean_view, mean.data());
+  scatter_dense(rstd_view, rstd.data());
+}
+
 template <typename T>
 void layer_norm_typed(const View& out_view, const View& mean_view, const View& rstd_view, const View& in_view,
                       const View* weight, const View* bias, double eps) {
   const RowLayout l = row_layout("layer_norm", in_view.shape);  // checked by CpuBackend::layer_norm
+  if constexpr (std::is_same_v<T, float>) {
+    if (vec::enabled() && l.cols > 0)
+      return layer_norm_vector(out_view, mean_view, rstd_view, in_view, weight, bias, eps, l);
+  }
   const DenseIn<T> x(in_view);
   const std::vector<double> w = values_or(weight, l.cols, 1.0), b = values_or(bias, l.cols, 0.0);
   std::vector<double> mean(l.rows), rstd(l.rows);
@@ -227,6 +256,19 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
     if (grad_bias) scatter_dense(*grad_bias, gb.data());
   }
   if (!grad_in_view.data) return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (vec::enabled() && l.cols > 0) {
+      const std::vector<float> wf = floats_or_empty(weight);
+      DenseOut<float> grad_in(grad_in_view);
+#pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
+      for (int64_t i = 0; i < l.rows; ++i)
+        vec::layer_norm_backward_row(grad_in.get() + i * l.cols, g.get() + i * l.cols, x.get() + i * l.cols,
+                                     data_or_null(wf), l.cols, static_cast<float>(mean[i]),
+                                     static_cast<float>(rstd[i]));
+      grad_in.commit();
+      return;
+    }
+  }
   const std::vector<double> w = values_or(weight, l.cols, 1.0);
   DenseOut<T> grad_in(grad_in_view);
 #pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)

@@ -8,7 +8,9 @@
 //    neighbouring outputs accumulates one input row after another, which is
 //    again a unit-stride loop over memory.
 // Floating inputs accumulate in double (this backend is the reference others
-// are tested against), integers and bool in int64.
+// are tested against), integers and bool in int64; except contiguous float32
+// runs of sum, mean, max, min and var, which take the vector kernels
+// (vector_math.h: float lanes in blocks, the blocks added in double).
 #include <omp.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/shapes/reduce_plan.h"
 #include "kernels/cpu/strided_loop.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace anvil::cpu {
 namespace {
@@ -47,6 +50,11 @@ struct OnStorage : R {
 template <typename T, SumMode M>
 struct Additive : OnStorage<T, red::Sum<acc_t<T>, M>> {
   static constexpr bool kAdditive = true;  // folded by an OpenMP simd sum
+  double vector_fold(const float* p, int64_t n) const
+    requires(M == SumMode::Sum || M == SumMode::Mean)
+  {
+    return vec::sum(p, n);
+  }
 };
 
 template <typename T>
@@ -70,6 +78,11 @@ struct Extreme : OnStorage<T, red::Extreme<acc_t<T>, kMax>> {
     this->lowest = Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
     this->highest = Limits::has_infinity ? Limits::infinity() : Limits::max();
     this->abs = kAbs;
+  }
+  Acc vector_fold(const float* p, int64_t n) const
+    requires(!kAbs)
+  {
+    return kMax ? vec::max(p, n) : vec::min(p, n);
   }
   // Unit-stride runs use eight independent accumulators (NaNs counted on the
   // side): the compiler turns that into vector max/min without a dependency chain.
@@ -108,6 +121,10 @@ struct Variance : OnStorage<T, red::Variance<double>> {
   using Acc = red::Moments<double>;
   static constexpr bool kAdditive = false;
   explicit Variance(int64_t correction) { this->correction = correction; }
+  Acc vector_fold(const float* p, int64_t n) const {
+    const vec::Moments m = vec::moments(p, n);
+    return {m.mean, m.m2, n};
+  }
   // A run in two passes: exact mean first, then squared deviations from it.
   Acc fold(const T* p, int64_t n, int64_t stride) const {
     double sum = 0;
@@ -135,6 +152,9 @@ template <typename A> requires std::is_integral_v<A> struct WrappingSum<A> { usi
 template <typename T, typename Op>
 typename Op::Acc fold_run(const Op& op, const T* p, int64_t n, int64_t stride, int64_t first) {
   using Acc = typename Op::Acc;
+  if constexpr (std::is_same_v<T, float> && requires { op.vector_fold(p, n); }) {
+    if (stride == 1 && vec::enabled()) return op.vector_fold(p, n);
+  }
   if constexpr (Op::kAdditive) {
     using Sum = typename WrappingSum<Acc>::type;
     Sum s = 0;

@@ -1,11 +1,14 @@
 // RMS norm over the last dim of [rows, cols] (the forward; its gradient is
 // composed from elementwise ops and reductions in core/ops/nn/norm_more.cpp).
-// Accumulates in double, as layer_norm; rstd is saved as float32 per row.
+// Accumulates in double, as layer_norm (float32: the vector kernel's float
+// lanes, vector_math.h); rstd is saved as float32 per row.
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/shapes/layouts.h"
 
 namespace anvil::cpu {
@@ -17,6 +20,20 @@ template <typename T>
 void rms_norm_typed(const View& out_view, const View& rstd_view, const View& in_view, const View* weight,
                     const shapes::RowLayout& l, double eps) {
   const DenseIn<T> x(in_view);
+  if constexpr (std::is_same_v<T, float>) {
+    if (vec::enabled() && l.cols > 0) {
+      const std::vector<float> wf = weight ? dense_copy<float>(*weight) : std::vector<float>{};
+      std::vector<float> rstd(static_cast<size_t>(l.rows));
+      DenseOut<float> out(out_view);
+#pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelRmsNormElems)
+      for (int64_t i = 0; i < l.rows; ++i)
+        rstd[i] = static_cast<float>(vec::rms_norm_row(out.get() + i * l.cols, x.get() + i * l.cols,
+                                                       weight ? wf.data() : nullptr, l.cols, eps));
+      out.commit();
+      scatter_dense(rstd_view, rstd.data());
+      return;
+    }
+  }
   const std::vector<double> w = weight ? dense_copy<double>(*weight) : std::vector<double>(l.cols, 1.0);
   std::vector<float> rstd(static_cast<size_t>(l.rows));
   DenseOut<T> out(out_view);

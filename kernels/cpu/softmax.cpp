@@ -1,8 +1,9 @@
 // Softmax and log-softmax over any dim. The softmax dim becomes a "row" read
 // with its own stride; a StridedLoop walks the other dims, one row per element.
 // Rows with unit stride (the last dim of a contiguous tensor) take a
-// compile-time unit-stride path. Math is in float (double for float64) with
-// the row sums accumulated in double.
+// compile-time unit-stride path; float32 ones the vector kernels
+// (vector_math.h: float lanes, the exp vectorised). Otherwise math is in float
+// (double for float64) with the row sums accumulated in double.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -10,6 +11,7 @@
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/strided_loop.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace anvil::cpu {
 namespace {
@@ -105,11 +107,18 @@ void CpuBackend::softmax(const View& out, const View& in, int64_t dim, bool log)
     if constexpr (!is_float_v<T>) {
       fail(name, ": not supported for dtype ", in.dtype, " (floating dtypes only)");
     } else {
+      const bool vector = std::is_same_v<T, float> && sy == 1 && sx == 1 && vec::enabled();
       StridedLoop<2> rows({&out_rows, &in_rows});
       rows.run_parallel({static_cast<char*>(out.data), static_cast<char*>(in.data)}, [&](const StridedLoop<2>::Run& r) {
         for (int64_t j = 0; j < r.n; ++j) {
           T* y = reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]);
           const T* x = reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1]);
+          if constexpr (std::is_same_v<T, float>) {
+            if (vector) {
+              vec::softmax_row(y, x, n, log);
+              continue;
+            }
+          }
           if (sy == 1 && sx == 1) softmax_row<T, true>(y, 1, x, 1, n, log);
           else softmax_row<T, false>(y, sy, x, sx, n, log);
         }
@@ -137,6 +146,7 @@ void CpuBackend::softmax_backward(const View& grad_in, const View& grad_out, con
     if constexpr (!is_float_v<T>) {
       fail(name, ": not supported for dtype ", out.dtype, " (floating dtypes only)");
     } else {
+      const bool vector = std::is_same_v<T, float> && sgi == 1 && sg == 1 && sy == 1 && vec::enabled();
       StridedLoop<3> rows({&gi_rows, &g_rows, &y_rows});
       rows.run_parallel({static_cast<char*>(grad_in.data), static_cast<char*>(grad_out.data), static_cast<char*>(out.data)},
                         [&](const StridedLoop<3>::Run& r) {
@@ -144,6 +154,12 @@ void CpuBackend::softmax_backward(const View& grad_in, const View& grad_out, con
           T* gi = reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]);
           const T* g = reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1]);
           const T* y = reinterpret_cast<const T*>(r.ptr[2] + j * r.stride[2]);
+          if constexpr (std::is_same_v<T, float>) {
+            if (vector) {
+              vec::softmax_backward_row(gi, g, y, n, log);
+              continue;
+            }
+          }
           if (sgi == 1 && sg == 1 && sy == 1) softmax_backward_row<T, true>(gi, 1, g, 1, y, 1, n, log);
           else softmax_backward_row<T, false>(gi, sgi, g, sg, y, sy, n, log);
         }

@@ -70,6 +70,7 @@ TEST(Monitor, CpuReportNamesTheGemmAndConvKernelsInUse) {
   EXPECT_TRUE(has(r, "CPU: " + c.cpu_model)) << r;
   EXPECT_TRUE(has(r, "float32 GEMM " + c.float32_gemm.library + " " + c.float32_gemm.kernel)) << r;
   EXPECT_TRUE(has(r, "conv2d " + c.conv2d)) << r;
+  EXPECT_TRUE(has(r, "vector math " + c.vector_math)) << r;
   const train::MonitorContext gpu{.device = Device::cuda(0), .num_workers = 0, .batch_size = 32};
   EXPECT_FALSE(has(train::format_report(made_up(0.1, 5.0, 0.5, 25.0), gpu), "float32 GEMM")) << "GPU report";
 }

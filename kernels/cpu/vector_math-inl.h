@@ -1,0 +1,89 @@
+// Per-target float32 math for the Highway kernels (vector_math.cpp,
+// vector_rows.cpp): Highway's contrib math with the special values its valid
+// ranges leave out put back (NaN in, NaN out; log of 0, of a negative, of
+// inf; log1p at and below -1), and erf, which Highway lacks. Included once
+// per target by hwy/foreach_target.h, hence the toggling guard (Highway's
+// convention for -inl.h files) instead of #pragma once.
+#if defined(ANVIL_KERNELS_CPU_VECTOR_MATH_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ANVIL_KERNELS_CPU_VECTOR_MATH_INL_H_
+#undef ANVIL_KERNELS_CPU_VECTOR_MATH_INL_H_
+#else
+#define ANVIL_KERNELS_CPU_VECTOR_MATH_INL_H_
+#endif
+
+#include <limits>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace anvil::cpu::vec::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+
+inline V Inf(D d) { return hn::Set(d, std::numeric_limits<float>::infinity()); }
+inline V NaN(D d) { return hn::Set(d, std::numeric_limits<float>::quiet_NaN()); }
+
+// e^x; Highway's Exp turns NaN into 0 and is valid up to x = 104 (e^x is
+// already inf in float past 88.73): larger x are clamped to 100 first. 1 ulp.
+HWY_INLINE V ExpF(D d, V x) {
+  return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(d, hn::Min(x, hn::Set(d, 100.0f))));
+}
+
+HWY_INLINE V Expm1F(D d, V x) {
+  return hn::IfThenElse(hn::IsNaN(x), x, hn::Expm1(d, hn::Min(x, hn::Set(d, 100.0f))));
+}
+
+// Highway's Log is valid on (0, FLT_MAX] (subnormals included).
+HWY_INLINE V LogF(D d, V x) {
+  V r = hn::Log(d, x);
+  r = hn::IfThenElse(hn::Eq(x, Inf(d)), x, r);
+  r = hn::IfThenElse(hn::Eq(x, hn::Zero(d)), hn::Neg(Inf(d)), r);  // +-0
+  return hn::IfThenElse(hn::Or(hn::Lt(x, hn::Zero(d)), hn::IsNaN(x)), NaN(d), r);
+}
+
+// Highway's Log1p is documented on [0, FLT_MAX] and measured right on (-1, 0) too.
+HWY_INLINE V Log1pF(D d, V x) {
+  const V minus_one = hn::Set(d, -1.0f);
+  V r = hn::Log1p(d, x);
+  r = hn::IfThenElse(hn::Eq(x, Inf(d)), x, r);
+  r = hn::IfThenElse(hn::Eq(x, minus_one), hn::Neg(Inf(d)), r);
+  return hn::IfThenElse(hn::Or(hn::Lt(x, minus_one), hn::IsNaN(x)), NaN(d), r);
+}
+
+HWY_INLINE V TanhF(D d, V x) { return hn::Tanh(d, x); }
+
+// 1 / (1 + e^-x): 0 at -inf, 1 at +inf.
+HWY_INLINE V SigmoidF(D d, V x) {
+  const V one = hn::Set(d, 1.0f);
+  return hn::Div(one, hn::Add(one, ExpF(d, hn::Neg(x))));
+}
+
+// erf(x): Eigen's float32 rational approximation (generic_fast_erf_float,
+// Eigen/src/Core/MathFunctionsImpl-era SpecialFunctionsImpl.h): x P(x^2) /
+// Q(x^2) with x clamped to [-4, 4], where erf is +-1 in float.
+HWY_INLINE V ErfF(D d, V a) {
+  const V x = hn::Min(hn::Max(a, hn::Set(d, -4.0f)), hn::Set(d, 4.0f));
+  const V x2 = hn::Mul(x, x);
+  V p = hn::Set(d, -2.72614225801306e-10f);
+  p = hn::MulAdd(p, x2, hn::Set(d, 2.77068142495902e-08f));
+  p = hn::MulAdd(p, x2, hn::Set(d, -2.10102402082508e-06f));
+  p = hn::MulAdd(p, x2, hn::Set(d, -5.69250639462346e-05f));
+  p = hn::MulAdd(p, x2, hn::Set(d, -7.34990630326855e-04f));
+  p = hn::MulAdd(p, x2, hn::Set(d, -2.95459980854025e-03f));
+  p = hn::MulAdd(p, x2, hn::Set(d, -1.60960333262415e-02f));
+  p = hn::Mul(p, x);
+  V q = hn::Set(d, -1.45660718464996e-05f);
+  q = hn::MulAdd(q, x2, hn::Set(d, -2.13374055278905e-04f));
+  q = hn::MulAdd(q, x2, hn::Set(d, -1.68282697438203e-03f));
+  q = hn::MulAdd(q, x2, hn::Set(d, -7.37332916720468e-03f));
+  q = hn::MulAdd(q, x2, hn::Set(d, -1.42647390514189e-02f));
+  return hn::IfThenElse(hn::IsNaN(a), a, hn::Div(p, q));
+}
+
+}  // namespace anvil::cpu::vec::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard

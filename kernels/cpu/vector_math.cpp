@@ -1,0 +1,200 @@
+// The elementwise half of vector_math.h: activations and their fused
+// gradients over contiguous floats, compiled once per Highway target
+// (hwy/foreach_target.h re-includes this file) and called through
+// HWY_DYNAMIC_DISPATCH, which picks the best target the CPU supports on the
+// first call.
+#include "kernels/cpu/vector_math.h"
+
+#if ANVIL_HAVE_HIGHWAY
+
+#include "kernels/cpu/highway_targets.h"  // before any Highway header
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/vector_math.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+#include "kernels/cpu/vector_math-inl.h"
+#include "kernels/ops/math.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace anvil::cpu::vec::HWY_NAMESPACE {
+
+// out[i] = f(in[i]); the tail goes through a buffer of one vector, so no load
+// or store reaches past the arrays.
+template <class F>
+HWY_INLINE void Map1(float* HWY_RESTRICT out, const float* HWY_RESTRICT in, int64_t n, F f) {
+  const D d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + L <= n; i += L) hn::StoreU(f(d, hn::LoadU(d, in + i)), d, out + i);
+  if (i < n) {
+    HWY_ALIGN float buf[hn::MaxLanes(d)] = {};
+    for (int64_t k = 0; k < n - i; ++k) buf[k] = in[i + k];
+    hn::Store(f(d, hn::Load(d, buf)), d, buf);
+    for (int64_t k = 0; k < n - i; ++k) out[i + k] = buf[k];
+  }
+}
+
+template <class F>
+HWY_INLINE void Map2(float* HWY_RESTRICT out, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n,
+                     F f) {
+  const D d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + L <= n; i += L) hn::StoreU(f(d, hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, out + i);
+  if (i < n) {
+    HWY_ALIGN float ba[hn::MaxLanes(d)] = {};
+    HWY_ALIGN float bb[hn::MaxLanes(d)] = {};
+    for (int64_t k = 0; k < n - i; ++k) ba[k] = a[i + k], bb[k] = b[i + k];
+    hn::Store(f(d, hn::Load(d, ba), hn::Load(d, bb)), d, ba);
+    for (int64_t k = 0; k < n - i; ++k) out[i + k] = ba[k];
+  }
+}
+
+namespace m = ops::math;
+
+// The op tables' formulas (kernels/ops/unary_ops.h, binary_ops.h), term for term.
+// gelu_tanh(x) = 0.5 x (1 + tanh(u)) = x s with s = sigmoid(2u) = 1 / (1 + e^-2u):
+// one exp, and no 1 + tanh(u) that cancels where tanh is near -1 (x < -3).
+// u = sqrt(2 / pi) (x + 0.044715 x^3).
+HWY_INLINE V GeluInner(D d, V x) {
+  return hn::Mul(hn::Set(d, float(m::kSqrt2OverPi)),
+                 hn::MulAdd(hn::Mul(hn::Set(d, float(m::kGeluCoeff)), hn::Mul(x, x)), x, x));
+}
+HWY_INLINE V GeluTanhF(D d, V x) {
+  const V one = hn::Set(d, 1.0f);
+  return hn::Mul(x, hn::Div(one, hn::Add(one, ExpF(d, hn::Mul(hn::Set(d, -2.0f), GeluInner(d, x))))));
+}
+HWY_INLINE V GeluErfF(D d, V x) {
+  const V cdf = hn::Add(hn::Set(d, 1.0f), ErfF(d, hn::Mul(x, hn::Set(d, float(m::kInvSqrt2)))));
+  return hn::Mul(hn::Mul(hn::Set(d, 0.5f), x), cdf);
+}
+HWY_INLINE V SiluF(D d, V x) { return hn::Div(x, hn::Add(hn::Set(d, 1.0f), ExpF(d, hn::Neg(x)))); }
+
+// d/dx = s + 2 x s (1 - s) u', with s as in GeluTanhF (0.5 (1 + t) = s and
+// 0.5 (1 - t^2) = 2 s (1 - s)), 1 - s = e s taken from the same exp e = e^-2u.
+HWY_INLINE V GeluTanhBackwardF(D d, V g, V x) {
+  const V one = hn::Set(d, 1.0f);
+  const V e = ExpF(d, hn::Mul(hn::Set(d, -2.0f), GeluInner(d, x)));
+  const V s = hn::Div(one, hn::Add(one, e));
+  const V one_minus_s = hn::IfThenElse(hn::Eq(e, Inf(d)), one, hn::Mul(e, s));
+  const V du = hn::Mul(hn::Set(d, float(m::kSqrt2OverPi)),
+                       hn::MulAdd(hn::Set(d, float(3 * m::kGeluCoeff)), hn::Mul(x, x), one));
+  const V slope = hn::Mul(hn::Mul(hn::Set(d, 2.0f), s), one_minus_s);
+  // Where the sigmoid has saturated the second term is 0, though x u' may be infinite there.
+  const V second = hn::IfThenZeroElse(hn::Eq(slope, hn::Zero(d)), hn::Mul(hn::Mul(x, slope), du));
+  return hn::Mul(g, hn::Add(s, second));
+}
+HWY_INLINE V GeluErfBackwardF(D d, V g, V x) {
+  const V cdf = hn::Mul(hn::Set(d, 0.5f),
+                        hn::Add(hn::Set(d, 1.0f), ErfF(d, hn::Mul(x, hn::Set(d, float(m::kInvSqrt2))))));
+  const V pdf = hn::Mul(hn::Set(d, float(m::kInvSqrt2Pi)), ExpF(d, hn::Mul(hn::Set(d, -0.5f), hn::Mul(x, x))));
+  return hn::Mul(g, hn::MulAdd(x, pdf, cdf));
+}
+HWY_INLINE V SiluBackwardF(D d, V g, V x) {
+  const V one = hn::Set(d, 1.0f);
+  const V s = hn::Div(one, hn::Add(one, ExpF(d, hn::Neg(x))));
+  return hn::Mul(hn::Mul(g, s), hn::MulAdd(x, hn::Sub(one, s), one));
+}
+
+// false: no vector kernel for op.
+bool Unary(UnaryOp op, float beta, float threshold, float* out, const float* in, int64_t n) {
+  switch (op) {
+    case UnaryOp::Exp: Map1(out, in, n, ExpF); return true;
+    case UnaryOp::Expm1: Map1(out, in, n, Expm1F); return true;
+    case UnaryOp::Log: Map1(out, in, n, LogF); return true;
+    case UnaryOp::Log1p: Map1(out, in, n, Log1pF); return true;
+    case UnaryOp::Tanh: Map1(out, in, n, TanhF); return true;
+    case UnaryOp::Sigmoid: Map1(out, in, n, SigmoidF); return true;
+    case UnaryOp::Erf: Map1(out, in, n, ErfF); return true;
+    case UnaryOp::GeluTanh: Map1(out, in, n, GeluTanhF); return true;
+    case UnaryOp::GeluErf: Map1(out, in, n, GeluErfF); return true;
+    case UnaryOp::Silu: Map1(out, in, n, SiluF); return true;
+    case UnaryOp::Softplus:
+      // x where beta x > threshold, else log1p(e^(beta x)) / beta (NaN fails the test: NaN).
+      Map1(out, in, n, [beta, threshold](D d, V x) {
+        const V bx = hn::Mul(x, hn::Set(d, beta));
+        const V soft = hn::Div(Log1pF(d, ExpF(d, bx)), hn::Set(d, beta));
+        return hn::IfThenElse(hn::Gt(bx, hn::Set(d, threshold)), x, soft);
+      });
+      return true;
+    default: return false;
+  }
+}
+
+bool Binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n) {
+  switch (op) {
+    case BinaryOp::GeluTanhBackward: Map2(out, g, x, n, GeluTanhBackwardF); return true;
+    case BinaryOp::GeluErfBackward: Map2(out, g, x, n, GeluErfBackwardF); return true;
+    case BinaryOp::SiluBackward: Map2(out, g, x, n, SiluBackwardF); return true;
+    default: return false;
+  }
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace anvil::cpu::vec::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <cstdlib>
+#include <string>
+
+namespace anvil::cpu::vec {
+
+HWY_EXPORT(Unary);
+HWY_EXPORT(Binary);
+HWY_EXPORT(TargetName);
+
+bool enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("ANVIL_CPU_VECTOR");
+    return !(e && std::string(e) == "off");
+  }();
+  return on;
+}
+
+std::string target() {
+  const std::string version =
+      std::to_string(HWY_MAJOR) + "." + std::to_string(HWY_MINOR) + "." + std::to_string(HWY_PATCH);
+  if (!enabled()) return "off (ANVIL_CPU_VECTOR=off: scalar loops; Highway " + version + " built in)";
+  return std::string(HWY_DYNAMIC_DISPATCH(TargetName)()) + " (Highway " + version + ", runtime dispatch)";
+}
+
+bool unary(UnaryOp op, const UnaryParams& p, float* out, const float* in, int64_t n) {
+  if (!enabled()) return false;
+  return HWY_DYNAMIC_DISPATCH(Unary)(op, static_cast<float>(p.beta), static_cast<float>(p.threshold), out, in, n);
+}
+bool has_unary(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Exp: case UnaryOp::Expm1: case UnaryOp::Log: case UnaryOp::Log1p: case UnaryOp::Tanh:
+    case UnaryOp::Sigmoid: case UnaryOp::Erf: case UnaryOp::GeluTanh: case UnaryOp::GeluErf: case UnaryOp::Silu:
+    case UnaryOp::Softplus:
+      return true;
+    default: return false;
+  }
+}
+bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n) {
+  if (!enabled()) return false;
+  return HWY_DYNAMIC_DISPATCH(Binary)(op, out, g, x, n);
+}
+bool has_binary(BinaryOp op) {
+  return op == BinaryOp::GeluTanhBackward || op == BinaryOp::GeluErfBackward || op == BinaryOp::SiluBackward;
+}
+
+}  // namespace anvil::cpu::vec
+#endif  // HWY_ONCE
+
+#else  // !ANVIL_HAVE_HIGHWAY
+
+namespace anvil::cpu::vec {
+std::string target() { return "none (built without Highway: scalar loops)"; }
+bool enabled() { return false; }
+bool unary(UnaryOp, const UnaryParams&, float*, const float*, int64_t) { return false; }
+bool has_unary(UnaryOp) { return false; }
+bool binary(BinaryOp, float*, const float*, const float*, int64_t) { return false; }
+bool has_binary(BinaryOp) { return false; }
+}  // namespace anvil::cpu::vec
+
+#endif  // ANVIL_HAVE_HIGHWAY

@@ -1,0 +1,65 @@
+#pragma once
+// float32 kernels on contiguous arrays, vectorised with Google Highway and
+// dispatched at run time to the best instruction set the CPU has (AVX-512,
+// AVX2, SSE4 on x86; the portable EMU128 target elsewhere), from one
+// portable binary. The README of this folder says why Highway and how
+// accurate each function is.
+//
+// Built without Highway (libhwy-dev absent, or -DANVIL_WITH_HIGHWAY=OFF)
+// enabled() is false, and the callers
+// run their scalar loops: the op tables' functors, double accumulators.
+#include <cstdint>
+#include <string>
+
+#include "kernels/ops/binary_ops.h"
+#include "kernels/ops/unary_ops.h"
+
+namespace anvil::cpu::vec {
+
+// The instruction set the kernels below run on here ("AVX3", "AVX2", "SSE4",
+// "EMU128"), with the library's version; says so when they are off.
+std::string target();
+// Whether the callers use these kernels: built with Highway and not switched
+// off with ANVIL_CPU_VECTOR=off (the scalar loops, for measuring against).
+bool enabled();
+
+// out[i] = op(in[i]) over n contiguous floats for exp, expm1, log, log1p,
+// tanh, sigmoid, erf, gelu (both forms), silu and softplus. false for other
+// ops (the caller runs the op table's functor). out may equal in.
+bool unary(UnaryOp op, const UnaryParams& p, float* out, const float* in, int64_t n);
+bool has_unary(UnaryOp op);
+
+// out[i] = op(g[i], x[i]) for gelu_tanh_backward, gelu_erf_backward and
+// silu_backward; false for other ops.
+bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n);
+bool has_binary(BinaryOp op);
+
+// Rows of n contiguous floats (n >= 1). Float accumulators in several
+// independent vector lanes; results combined in double.
+void softmax_row(float* y, const float* x, int64_t n, bool log);
+// softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g).
+void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log);
+
+// y = (x - mean) * rstd * w + b (w, b may be null: 1 and 0); returns mean and rstd.
+struct RowStats {
+  double mean, rstd;
+};
+RowStats layer_norm_row(float* y, const float* x, const float* w, const float* b, int64_t n, double eps);
+// gi = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) * rstd.
+void layer_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, float mean,
+                             float rstd);
+// y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps); returns rstd.
+double rms_norm_row(float* y, const float* x, const float* w, int64_t n, double eps);
+
+// Reductions of n contiguous floats (n >= 1): the sum, in float lanes over
+// blocks and in double across blocks; the max or min (NaN if any is NaN);
+// the mean and the sum of squared deviations from it (two passes).
+double sum(const float* x, int64_t n);
+float max(const float* x, int64_t n);
+float min(const float* x, int64_t n);
+struct Moments {
+  double mean, m2;
+};
+Moments moments(const float* x, int64_t n);
+
+}  // namespace anvil::cpu::vec

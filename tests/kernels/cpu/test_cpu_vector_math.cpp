@@ -1,0 +1,274 @@
+// The float32 vector kernels (kernels/cpu/vector_math.h) at the edges: the
+// special values (inf, NaN, subnormals, |x| past every overflow), lengths
+// that are not a multiple of any vector width, rows long enough to cross the
+// float-accumulation blocks; against float64 references. Built without
+// Highway these run the scalar paths and must pass all the same.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/vector_math.h"
+#include "kernels/cpu_info.h"
+#include "kernels/shapes/matmul_checks.h"
+#include "tests/kernels/cpu/nn_kernel_test_util.h"
+
+namespace anvil::test {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Special and large values, then random ones: n elements.
+std::vector<double> edge_inputs(int64_t n, double lo, double hi, uint32_t seed) {
+  std::vector<double> v = {0.0,    -0.0,   kInf,  -kInf, kNaN,   1.4e-45, -1.4e-45, 1e-40, -1e-40, 3.4e38, -3.4e38,
+                           1e30,   -1e30,  100.0, -100.0, 88.7,  -88.7,   89.0,     -89.0, 104.0,  -104.0, 20.0,
+                           -20.0,  9.0,    -9.0,  5.0,   -5.0,   1e-7,    -1e-7,    0.5,   -0.5,   -0.999, -1.0,
+                           -2.0,   1.0,    4.0,   -4.0,  3.9,    -3.9};
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  while (static_cast<int64_t>(v.size()) < n) v.push_back(static_cast<float>(u(rng)));
+  v.resize(static_cast<size_t>(n));
+  for (double& x : v) x = static_cast<float>(x);
+  return v;
+}
+
+// got (float) against the float64 reference: NaN where it is NaN, the same
+// infinity where the float rounding of it is infinite, else within tolerance.
+void expect_float_close(const std::vector<double>& got, const std::vector<double>& want, const std::vector<double>& in,
+                        double atol, double rtol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  int reported = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double w = want[i];
+    const float wf = static_cast<float>(w);
+    bool ok;
+    if (std::isnan(w)) ok = std::isnan(got[i]);
+    else if (std::isinf(wf)) ok = got[i] == wf;
+    else ok = std::abs(got[i] - w) <= atol + rtol * std::abs(w);
+    if (!ok && reported++ < 5)
+      ADD_FAILURE() << what << ": x = " << in[i] << " gives " << got[i] << ", expected " << w << " (element " << i << ")";
+  }
+}
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+struct UnaryEdgeCase {
+  UnaryOp op;
+  double (*ref)(double);
+};
+
+// The float64 formulas of the op table (kernels/ops/unary_ops.h), which the
+// float64 kernels run.
+const UnaryEdgeCase kVectorUnary[] = {
+    {UnaryOp::Exp, [](double x) { return std::exp(x); }},
+    {UnaryOp::Expm1, [](double x) { return std::expm1(x); }},
+    {UnaryOp::Log, [](double x) { return std::log(x); }},
+    {UnaryOp::Log1p, [](double x) { return std::log1p(x); }},
+    {UnaryOp::Tanh, [](double x) { return std::tanh(x); }},
+    {UnaryOp::Sigmoid, sigmoid},
+    {UnaryOp::Erf, [](double x) { return std::erf(x); }},
+    {UnaryOp::GeluErf, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
+    {UnaryOp::GeluTanh,
+     [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }},
+    {UnaryOp::Silu, [](double x) { return x / (1 + std::exp(-x)); }},
+    {UnaryOp::Softplus, [](double x) { return x > 20 ? x : std::log1p(std::exp(x)); }},
+};
+
+TEST(CpuVectorMath, UnaryOpsAtSpecialValuesAndOddLengths) {
+  for (int64_t n : {1, 7, 67, 1000}) {
+    for (const UnaryEdgeCase& c : kVectorUnary) {
+      auto in = tensor_of<float>({n}, edge_inputs(n, -12, 12, 7));
+      auto out = filled_tensor<float>({n});
+      cpu().unary(c.op, out.view, in.view, UnaryParams{});
+      const std::vector<double> x = values(in.view);
+      std::vector<double> want;
+      for (double v : x) want.push_back(c.ref(v));
+      // 1e-6 absolute: the GELU forms' 1 + erf / 1 + tanh cancel near x = -5
+      // (a few ulp of 1, times x), as the scalar float formulas do.
+      expect_float_close(values(out.view), want, x, 1e-6, 1e-6,
+                         std::string(ops::unary_info(c.op).name) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+TEST(CpuVectorMath, UnaryOnStridedAndInPlaceViews) {
+  std::mt19937 rng(3);
+  auto in = random_tensor<float>({13, 11}, rng, -6, 6);
+  const View t = shapes::transposed(in.view);
+  auto out = filled_tensor<float>(t.shape);
+  cpu().unary(UnaryOp::GeluTanh, out.view, t, UnaryParams{});
+  const std::vector<double> x = values(t);
+  std::vector<double> want;
+  for (double v : x) want.push_back(kVectorUnary[8].ref(v));
+  expect_float_close(values(out.view), want, x, 1e-6, 1e-6, "gelu_tanh on a transposed view");
+  const std::vector<double> before = values(in.view);
+  cpu().unary(UnaryOp::Exp, in.view, in.view, UnaryParams{});  // out == in
+  std::vector<double> want_exp;
+  for (double v : before) want_exp.push_back(std::exp(v));
+  expect_float_close(values(in.view), want_exp, before, 0, 2e-7, "exp in place");
+}
+
+// The fused gradients at the special values, against the float64 kernels.
+TEST(CpuVectorMath, ActivationBackwardsMatchFloat64) {
+  for (BinaryOp op : {BinaryOp::GeluTanhBackward, BinaryOp::GeluErfBackward, BinaryOp::SiluBackward}) {
+    for (int64_t n : {5, 67, 515}) {
+      const std::vector<double> xs = edge_inputs(n, -10, 10, 11);
+      std::mt19937 rng(12);
+      std::uniform_real_distribution<double> u(-2, 2);
+      std::vector<double> gs;
+      for (int64_t i = 0; i < n; ++i) gs.push_back(static_cast<float>(u(rng)));
+      auto g = tensor_of<float>({n}, gs), x = tensor_of<float>({n}, xs);
+      auto g64 = tensor_of<double>({n}, gs), x64 = tensor_of<double>({n}, xs);
+      auto out = filled_tensor<float>({n});
+      auto want = filled_tensor<double>({n});
+      cpu().binary(op, out.view, g.view, x.view);
+      cpu().binary(op, want.view, g64.view, x64.view);
+      expect_float_close(values(out.view), values(want.view), xs, 2e-6, 2e-6,
+                         std::string(ops::binary_info(op).name) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+// Rows of every length from 1 past two vector widths, and long ones crossing
+// the float-accumulation blocks (8192), with one special value per row.
+const int64_t kRowLengths[] = {1, 2, 3, 15, 16, 17, 31, 33, 63, 65, 100, 1000, 8193, 20011};
+
+std::vector<double> softmax_ref(const std::vector<double>& x, bool log) {
+  double mx = -kInf;
+  for (double v : x) mx = std::max(mx, v);
+  double s = 0;
+  for (double v : x) s += std::exp(v - mx);
+  std::vector<double> y;
+  for (double v : x) y.push_back(log ? v - mx - std::log(s) : std::exp(v - mx) / s);
+  return y;
+}
+
+TEST(CpuVectorMath, SoftmaxRowsOfEveryLength) {
+  std::mt19937 rng(5);
+  for (int64_t n : kRowLengths) {
+    for (bool log : {false, true}) {
+      auto x = random_tensor<float>({3, n}, rng, -30, 30);
+      auto y = filled_tensor<float>({3, n});
+      x.storage[static_cast<size_t>(n) + n / 2] = -std::numeric_limits<float>::infinity();  // row 1: one -inf logit
+      x.storage[2 * static_cast<size_t>(n)] = std::numeric_limits<float>::quiet_NaN();    // row 2: NaN
+      cpu().softmax(y.view, x.view, -1, log);
+      for (int64_t r = 0; r < 3; ++r) {
+        const std::vector<double> all = values(x.view);
+        const std::vector<double> row(all.begin() + r * n, all.begin() + (r + 1) * n);
+        const std::vector<double> got_all = values(y.view);
+        const std::vector<double> got(got_all.begin() + r * n, got_all.begin() + (r + 1) * n);
+        std::vector<double> want = softmax_ref(row, log);
+        if (r == 1 && n == 1) continue;  // a row of only -inf: NaN, checked by the softmax tests
+        expect_float_close(got, want, row, log ? 2e-5 : 1e-7, 1e-5,
+                           std::string(log ? "log_softmax" : "softmax") + " n=" + std::to_string(n) + " row " +
+                               std::to_string(r));
+      }
+      // backward: softmax gi = y (g - sum g y); log_softmax gi = g - exp(y) sum g
+      auto g = random_tensor<float>({1, n}, rng, -1, 1);
+      auto yr = filled_tensor<float>({1, n});
+      View x0 = x.view;
+      x0.shape = {1, n};
+      cpu().softmax(yr.view, x0, -1, log);
+      auto gi = filled_tensor<float>({1, n});
+      cpu().softmax_backward(gi.view, g.view, yr.view, -1, log);
+      const std::vector<double> gv = values(g.view), yv = values(yr.view);
+      double s = 0;
+      for (int64_t i = 0; i < n; ++i) s += log ? gv[i] : gv[i] * yv[i];
+      std::vector<double> want;
+      for (int64_t i = 0; i < n; ++i) want.push_back(log ? gv[i] - std::exp(yv[i]) * s : yv[i] * (gv[i] - s));
+      expect_float_close(values(gi.view), want, gv, 1e-6, 1e-5, "softmax backward n=" + std::to_string(n));
+    }
+  }
+}
+
+TEST(CpuVectorMath, LayerNormAndRmsNormRowsOfEveryLength) {
+  std::mt19937 rng(6);
+  for (int64_t n : kRowLengths) {
+    const int64_t rows = 2;
+    auto x = random_tensor<float>({rows, n}, rng, -3, 3);
+    for (float& v : x.storage) v += 1000.0f;  // a large mean: the two-pass variance keeps it exact
+    auto w = random_tensor<float>({n}, rng, 0.5, 2);
+    auto b = random_tensor<float>({n}, rng, -1, 1);
+    auto y = filled_tensor<float>({rows, n});
+    auto mean = filled_tensor<float>({rows}), rstd = filled_tensor<float>({rows});
+    cpu().layer_norm(y.view, mean.view, rstd.view, x.view, &w.view, &b.view, 1e-5);
+    auto ry = filled_tensor<float>({rows, n});
+    auto rr = filled_tensor<float>({rows});
+    cpu().rms_norm(ry.view, rr.view, x.view, &w.view, 1e-5);
+    const std::vector<double> xv = values(x.view), wv = values(w.view), bv = values(b.view);
+    std::vector<double> want_ln, want_rms;
+    for (int64_t r = 0; r < rows; ++r) {
+      double m = 0, sq = 0, ss = 0;
+      for (int64_t j = 0; j < n; ++j) m += xv[r * n + j], ss += xv[r * n + j] * xv[r * n + j];
+      m /= n;
+      for (int64_t j = 0; j < n; ++j) sq += (xv[r * n + j] - m) * (xv[r * n + j] - m);
+      const double rs = 1 / std::sqrt(sq / n + 1e-5), rms = 1 / std::sqrt(ss / n + 1e-5);
+      EXPECT_NEAR(mean.storage[r], m, 1e-6 * std::abs(m)) << n;
+      EXPECT_NEAR(rstd.storage[r], rs, 1e-4 * rs) << n;
+      for (int64_t j = 0; j < n; ++j) {
+        want_ln.push_back((xv[r * n + j] - m) * rs * wv[j] + bv[j]);
+        want_rms.push_back(xv[r * n + j] * rms * wv[j]);
+      }
+    }
+    // x is stored in float around 1000: (x - mean) carries ~6e-5 of rounding.
+    expect_float_close(values(y.view), want_ln, xv, 2e-3, 1e-4, "layer_norm n=" + std::to_string(n));
+    expect_float_close(values(ry.view), want_rms, xv, 1e-6, 1e-5, "rms_norm n=" + std::to_string(n));
+
+    // layer_norm backward (x's gradient) against the float64 kernel on the same values.
+    auto g = random_tensor<float>({rows, n}, rng, -1, 1);
+    auto gi = filled_tensor<float>({rows, n});
+    cpu().layer_norm_backward(gi.view, nullptr, nullptr, g.view, x.view, mean.view, rstd.view, &w.view);
+    auto x64 = tensor_of<double>({rows, n}, xv), g64 = tensor_of<double>({rows, n}, values(g.view));
+    auto w64 = tensor_of<double>({n}, wv);
+    auto mean64 = tensor_of<double>({rows}, values(mean.view)), rstd64 = tensor_of<double>({rows}, values(rstd.view));
+    auto gi64 = filled_tensor<double>({rows, n});
+    cpu().layer_norm_backward(gi64.view, nullptr, nullptr, g64.view, x64.view, mean64.view, rstd64.view, &w64.view);
+    expect_float_close(values(gi.view), values(gi64.view), xv, 1e-3, 1e-3, "layer_norm backward n=" + std::to_string(n));
+  }
+}
+
+TEST(CpuVectorMath, ReductionsOfEveryLengthWithSpecialValues) {
+  std::mt19937 rng(8);
+  for (int64_t n : kRowLengths) {
+    auto x = random_tensor<float>({4, n}, rng, -2, 2);
+    x.storage[static_cast<size_t>(n) + n - 1] = std::numeric_limits<float>::quiet_NaN();  // row 1: NaN last
+    x.storage[2 * static_cast<size_t>(n)] = std::numeric_limits<float>::infinity();        // row 2: +inf first
+    x.storage[3 * static_cast<size_t>(n) + n / 2] = -3e38f;                                 // row 3: large
+    const std::vector<double> xv = values(x.view);
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::Var}) {
+      if (op == ReduceOp::Var && n == 1) continue;
+      auto out = filled_tensor<float>({4, 1});
+      cpu().reduce(op, out.view, x.view, ReduceParams{});
+      std::vector<double> want;
+      for (int64_t r = 0; r < 4; ++r) {
+        const double* p = xv.data() + r * n;
+        double s = 0, mx = -kInf, mn = kInf;
+        bool nan = false;
+        for (int64_t j = 0; j < n; ++j) s += p[j], mx = std::max(mx, p[j]), mn = std::min(mn, p[j]), nan |= std::isnan(p[j]);
+        double m2 = 0;
+        for (int64_t j = 0; j < n; ++j) m2 += (p[j] - s / n) * (p[j] - s / n);
+        double v = op == ReduceOp::Sum ? s : op == ReduceOp::Mean ? s / n : op == ReduceOp::Max ? mx
+                 : op == ReduceOp::Min ? mn : m2 / (n - 1);
+        if (nan) v = kNaN;
+        if (op == ReduceOp::Var && std::isinf(s)) v = kNaN;
+        want.push_back(v);
+      }
+      expect_float_close(values(out.view), want, {0, 0, 0, 0}, 1e-5, 1e-5,
+                         std::string(ops::reduce_info(op).name) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+TEST(CpuVectorMath, CapabilityNamesTheVectorTarget) {
+  const CpuCapability c = cpu_capability();
+  EXPECT_FALSE(c.vector_math.empty());
+  EXPECT_NE(to_string(c).find("vector math " + c.vector_math), std::string::npos) << to_string(c);
+  if (!cpu::vec::enabled()) GTEST_SKIP() << "vector kernels off: " << c.vector_math;
+  // A CPU with AVX-512 or AVX2 must not run the vector math on a narrower target.
+  if (c.isa == "avx512_core") EXPECT_EQ(c.vector_math.rfind("AVX3", 0), 0u) << c.vector_math;
+  if (c.isa == "avx2") EXPECT_EQ(c.vector_math.rfind("AVX2", 0), 0u) << c.vector_math;
+}
+
+}  // namespace
+}  // namespace anvil::test
