@@ -277,6 +277,8 @@ int main(int argc, char** argv) {
     nn::train::TrainerOptions options{.max_epochs = epochs, .device = device, .clip_grad_norm = 1.0,
                                       .checkpoint_path = checkpoint, .resume_from = resume,
                                       .log_every_n_steps = 10, .seed = seed};
+    if (!checkpoint.empty() && std::filesystem::path(checkpoint).has_parent_path())
+      std::filesystem::create_directories(std::filesystem::path(checkpoint).parent_path());
     nn::train::Trainer trainer(options);
     start = std::chrono::steady_clock::now();
     const nn::train::FitResult fit = trainer.fit(task, train_loader, &val_loader, optimizer, &schedule);
