@@ -9,6 +9,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/factory.h"
 #include "core/ops.h"
+#include "nn/serialize/safetensors.h"
 
 namespace anvil::nn {
 
@@ -29,7 +30,9 @@ nlohmann::json read_optional_json(const std::filesystem::path& path) {
 }  // namespace
 
 SentenceEmbedder::SentenceEmbedder(const std::filesystem::path& dir)
-    : tokenizer_(text::BertTokenizer::from_file(dir / "tokenizer.json")), model_(BertModel::from_pretrained(dir)) {
+    : source_dir_(dir),
+      tokenizer_(text::BertTokenizer::from_file(dir / "tokenizer.json")),
+      model_(BertModel::from_pretrained(dir)) {
   // sentence-transformers truncates at max_seq_length, not at the
   // tokenizer.json's own truncation setting.
   nlohmann::json st = read_optional_json(dir / "sentence_bert_config.json");
@@ -37,7 +40,7 @@ SentenceEmbedder::SentenceEmbedder(const std::filesystem::path& dir)
   if (st.is_object() && st.contains("max_seq_length")) max_length = st["max_seq_length"].get<int64_t>();
   ANVIL_CHECK(max_length >= 2 && max_length <= model_->config.max_position_embeddings, "SentenceEmbedder: ",
               dir.string(), ": max_seq_length ", max_length, " is outside 2..", model_->config.max_position_embeddings);
-  tokenizer_.options().max_length = max_length;
+  set_max_seq_length(max_length);
 
   nlohmann::json pooling = read_optional_json(dir / "1_Pooling" / "config.json");
   if (pooling.is_object()) {
@@ -50,6 +53,43 @@ SentenceEmbedder::SentenceEmbedder(const std::filesystem::path& dir)
   if (modules.is_array())
     for (const auto& m : modules)
       normalize_ = normalize_ || m.value("type", "") == "sentence_transformers.models.Normalize";
+}
+
+void SentenceEmbedder::set_max_seq_length(int64_t tokens) {
+  ANVIL_CHECK(tokens >= 2 && tokens <= model_->config.max_position_embeddings,
+              "SentenceEmbedder::set_max_seq_length: expected 2..", model_->config.max_position_embeddings,
+              " tokens (the model's positions), got ", tokens);
+  tokenizer_.options().max_length = tokens;
+}
+
+void SentenceEmbedder::save(const std::filesystem::path& dir) const {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  ANVIL_CHECK(!fs::exists(dir) || !fs::equivalent(dir, source_dir_, ec), "SentenceEmbedder::save: '", dir.string(),
+              "' is the folder the model was loaded from; save to another one");
+  fs::create_directories(dir);
+  // The weights first: a folder with new config files and no weights would
+  // load as the wrong model.
+  serialize::save_safetensors(dir / "model.safetensors", model_->state_dict(), {{"format", "pt"}});
+  for (const auto& entry : fs::directory_iterator(source_dir_)) {
+    const auto ext = entry.path().extension();
+    if (entry.is_regular_file() && (ext == ".json" || ext == ".txt"))
+      fs::copy_file(entry.path(), dir / entry.path().filename(), fs::copy_options::overwrite_existing);
+  }
+  // The modules' own folders (1_Pooling/config.json, ...), as modules.json lists them.
+  nlohmann::json modules = read_optional_json(source_dir_ / "modules.json");
+  if (!modules.is_array()) return;
+  for (const auto& m : modules) {
+    const std::string path = m.value("path", "");
+    const fs::path from = source_dir_ / path;
+    if (path.empty() || !fs::is_directory(from)) continue;  // Normalize has no folder of its own
+    bool inside = fs::path(path).is_relative();
+    for (const auto& part : fs::path(path)) inside = inside && part != "..";
+    ANVIL_CHECK(inside, "SentenceEmbedder::save: ", (source_dir_ / "modules.json").string(), " names module path '",
+                path, "', outside the model folder");
+    fs::create_directories(dir / path);
+    fs::copy(from, dir / path, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  }
 }
 
 Tensor SentenceEmbedder::encode_batch(const text::BatchEncoding& batch) const {

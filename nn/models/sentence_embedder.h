@@ -7,6 +7,10 @@
 //   model.to(Device::cuda(0));
 //   Tensor e = model.encode({"A man is eating food.", "Someone eats."});  // [2, 384] float32
 //   Tensor cos = matmul(e, e.t());     // normalized: dot products are cosines
+//
+// Its BertModel (model()) can be trained in place (samples/finetune_minilm.cpp);
+// save(dir) then writes a folder that this class and SentenceTransformer(dir)
+// both load.
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -37,6 +41,16 @@ class SentenceEmbedder {
   // One batch as given: the tokenizer's ids and mask, then the model and pooling.
   Tensor encode_batch(const text::BatchEncoding& batch) const;
 
+  // A sentence-transformers folder holding the model as it is now:
+  // model.safetensors (the BertModel's state_dict by PyTorch's key names,
+  // metadata {"format": "pt"}), and the source folder's other files copied
+  // unchanged: its top-level .json and .txt files (config, tokenizer,
+  // modules.json, sentence_bert_config.json) and the module folders that
+  // modules.json names (1_Pooling/...). Other weight files (pytorch_model.bin,
+  // onnx/) are not copied: they would hold the old weights. `dir` is created;
+  // it must not be the source folder.
+  void save(const std::filesystem::path& dir) const;
+
   void to(Device device) { model_->to(device); }
   // The model's floating parameters (bfloat16 for faster inference); the
   // embeddings come back in float32 either way.
@@ -44,11 +58,17 @@ class SentenceEmbedder {
   Device device() const { return model_->device(); }
   int64_t dimension() const { return model_->config.hidden_size; }
   int64_t max_seq_length() const { return tokenizer_.options().max_length; }
+  // Truncate encodings at `tokens` (special tokens included), as setting
+  // SentenceTransformer.max_seq_length; 2..max_position_embeddings. save()
+  // keeps the source folder's sentence_bert_config.json.
+  void set_max_seq_length(int64_t tokens);
+  const std::filesystem::path& source_dir() const { return source_dir_; }
   bool normalizes() const { return normalize_; }
   const text::BertTokenizer& tokenizer() const { return tokenizer_; }
   const std::shared_ptr<BertModel>& model() const { return model_; }
 
  private:
+  std::filesystem::path source_dir_;
   text::BertTokenizer tokenizer_;
   std::shared_ptr<BertModel> model_;
   bool normalize_ = false;

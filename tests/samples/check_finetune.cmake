@@ -1,0 +1,43 @@
+# Runs finetune_minilm on a tiny configuration and checks its JSON line:
+# well-formed, with the metrics it promises in range, the training-set loss
+# lower after the fine-tune than before, and the saved folder loaded back
+# giving the in-memory model's embeddings.
+#   cmake -DCOMMAND="bin;args" -P check_finetune.cmake
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "finetune_minilm failed (exit ${rc}):\n${out}\n${err}")
+endif()
+string(STRIP "${out}" out)
+string(REGEX MATCH "[^\n]*$" last "${out}")
+string(JSON sample ERROR_VARIABLE json_error GET "${last}" sample)
+if(json_error OR NOT sample STREQUAL "finetune_minilm")
+  message(FATAL_ERROR "the last line is not finetune_minilm's JSON object: ${last}\n${json_error}")
+endif()
+function(get key)
+  string(JSON value ERROR_VARIABLE json_error GET "${last}" ${key})
+  if(json_error)
+    message(FATAL_ERROR "the JSON line has no '${key}': ${last}")
+  endif()
+  set(${key} ${value} PARENT_SCOPE)
+endfunction()
+foreach(key accuracy_centroid accuracy_before accuracy_after macro_f1_before macro_f1_after)
+  get(${key})
+  if(${key} LESS 0 OR ${key} GREATER 1)
+    message(FATAL_ERROR "${key} = ${${key}} is not in [0, 1]: ${last}")
+  endif()
+endforeach()
+foreach(key steps train_loss_before train_loss_after loss_decreased reload_max_abs_diff)
+  get(${key})
+endforeach()
+if(steps LESS 1)
+  message(FATAL_ERROR "no optimizer step was taken: ${last}")
+endif()
+if(NOT train_loss_after LESS train_loss_before OR NOT loss_decreased)
+  message(FATAL_ERROR "the training-set loss did not decrease (${train_loss_before} -> ${train_loss_after})\n${out}")
+endif()
+# The same weights through the same code: equal, up to a last-bit slack.
+if(reload_max_abs_diff LESS 0 OR reload_max_abs_diff GREATER 1e-6)
+  message(FATAL_ERROR "the saved folder, loaded back, embeds differently: ${reload_max_abs_diff}\n${out}")
+endif()
+message(STATUS "loss ${train_loss_before} -> ${train_loss_after}; held-out accuracy ${accuracy_before} -> "
+               "${accuracy_after}; reloaded ${reload_max_abs_diff}")
