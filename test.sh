@@ -88,7 +88,7 @@ elif [ "$mode" = fuzz ]; then
   harnesses=$(sed -n 's/^set(ANVIL_FUZZ_HARNESSES \(.*\))$/\1/p' fuzz/CMakeLists.txt)
   targets="fuzz_seeds"
   for h in $harnesses; do targets="$targets fuzz_$h"; done
-  CC=clang CXX=clang++ ANVIL_BUILD_TARGETS="$targets" \
+  CC=clang-16 CXX=clang++-16 ANVIL_BUILD_TARGETS="$targets" \
     scripts/build.sh build-fuzz -DANVIL_FUZZ=ON -DANVIL_CUDA=OFF -DANVIL_BUILD_TESTS=OFF \
     -DANVIL_BUILD_BENCH=OFF -DANVIL_BUILD_SAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"

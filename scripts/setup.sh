@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ccache
   libopenblas-openmp-dev libdnnl-dev libhwy-dev ocl-icd-opencl-dev libgloo-dev zlib1g-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libicu-dev
-  clang libclang-rt-14-dev libomp-14-dev
+  clang-16 libclang-rt-16-dev libomp-16-dev  # the fuzz tree: clang 16 is the first with C++20's Options(3, 4) aggregate init
   dataset-fashion-mnist fortunes fortunes-min
 )
 
