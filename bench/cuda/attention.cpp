@@ -8,9 +8,12 @@
 // backward is 3.5x. Only the useful work is counted: a kernel that computes
 // masked scores and throws them away gets no credit for them.
 //
-// Names: attn/<fwd|fwdbwd>/<dtype>/b<B>h<H>s<S>d<E>[/causal].
+// Names: attn/<fwd|fwdbwd>/<dtype>/b<B>h<H>s<S>d<E>[/causal][/no_tensor_cores]:
+// 16-bit forwards run on tensor cores (attention_tensor_core.cu); the
+// no_tensor_cores rows time the same call with ANVIL_ATTENTION_TENSOR_CORES=0.
 #include <anvil/anvil.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "bench/cuda/bench_cuda_util.h"
@@ -46,6 +49,19 @@ void register_shape(const AttentionShape& s, DType dtype, const char* dtype_name
         time_on_gpu(state, [&] { benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, options)); }, 3);
     report_tflops(state, forward_flops(s, causal), t);
   })->MinTime(0.1);
+  if (dtype != kFloat32) {
+    // The same forward on the kernel without tensor cores, to show what they bring.
+    register_gpu(name("fwd", dtype_name, s, causal) + "/no_tensor_cores", [=](benchmark::State& state) {
+      const Tensor q = randn(shape).to(Device::cuda(0), dtype), k = randn(shape).to(Device::cuda(0), dtype),
+                   v = randn(shape).to(Device::cuda(0), dtype);
+      NoGradGuard no_grad;
+      setenv("ANVIL_ATTENTION_TENSOR_CORES", "0", 1);
+      const GpuTiming t =
+          time_on_gpu(state, [&] { benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, options)); }, 3);
+      unsetenv("ANVIL_ATTENTION_TENSOR_CORES");
+      report_tflops(state, forward_flops(s, causal), t);
+    })->MinTime(0.1);
+  }
   register_gpu(name("fwdbwd", dtype_name, s, causal), [=](benchmark::State& state) {
     Tensor q = randn(shape).to(Device::cuda(0), dtype), k = randn(shape).to(Device::cuda(0), dtype),
            v = randn(shape).to(Device::cuda(0), dtype);

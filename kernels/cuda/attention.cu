@@ -1,5 +1,6 @@
 // Fused attention on CUDA, flash-attention style (FlashAttention-2's
-// recurrences in plain CUDA C++, no tensor cores, so the emulated GPU runs it):
+// recurrences in plain CUDA C++, no tensor cores; bfloat16 and float16 go to
+// attention_tensor_core*.cu instead when those kernels take the shapes):
 //
 // forward   one block per (problem, tile of kRows queries); a warp owns
 //           kRowsPerWarp query rows. K/V tiles of kKeys rows are staged in
@@ -29,8 +30,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/base/error.h"
+#include "kernels/cuda/attention_tensor_core.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device/attention_tile.cuh"
@@ -375,7 +378,10 @@ void CudaBackend::attention_forward(const View& out, const View& lse, const View
     DenseArg qd(*this, q, q.dtype, DenseArg::In), kd(*this, k, q.dtype, DenseArg::In),
         vd(*this, v, q.dtype, DenseArg::In), od(*this, out, q.dtype, DenseArg::Out),
         ld(*this, lse, kFloat32, DenseArg::Out);
-    launch_forward(od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), args, sh.rows(), s);
+    // 16-bit operands go to the tensor cores when that kernel takes the shapes.
+    if (!attention_forward_tensor_core(q.dtype, od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(),
+                                       args, sh.rows(), s))
+      launch_forward(od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), args, sh.rows(), s);
     od.commit();
     ld.commit();
   });
@@ -413,6 +419,17 @@ void CudaBackend::attention_backward(const View& grad_q, const View& grad_k, con
       launch_kernel(attention_row_dot_kernel<T>, grid_of(ceil_div(rows, kWarps), 1), kThreads, 0, s)(
           row_d.as<C>(), god.ptr<T>(), od.ptr<T>(), rows, args.dim_v);
       ANVIL_CUDA_CHECK_LAUNCH("attention_row_dot_kernel");
+    }
+    if constexpr (std::is_same_v<C, float>) {  // 16-bit operands: tensor cores when that kernel takes the shapes
+      if (attention_backward_tensor_core(q.dtype, gqd.ptr<T>(), gkd.ptr<T>(), gvd.ptr<T>(), qd.ptr<T>(), kd.ptr<T>(),
+                                         vd.ptr<T>(), god.ptr<T>(), lse_c, row_d.as<C>(), args, sh.rows(), s)) {
+        gqd.commit();
+        gkd.commit();
+        gvd.commit();
+        return;
+      }
+    }
+    if (rows > 0) {
       const int64_t q_tiles = ceil_div(sh.len_q, kRows);
       const size_t dq_bytes = sizeof(C) * (kRows * (sh.dim_qk + sh.dim_v) + kKeys * (sh.dim_qk + 1) +
                                            kKeys * (sh.dim_v + 1) + kRows * kKeys);

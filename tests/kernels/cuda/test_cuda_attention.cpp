@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,69 @@ TEST(CudaAttention, FullyMaskedRows) {
                                                     AttentionOptions{.attn_mask = mask.cuda()});
     EXPECT_EQ(out.select(2, 2).abs().sum().cpu().item<double>(), 0.0);
     EXPECT_TRUE(out.isfinite().all().cpu().item<bool>());
+  }
+}
+
+// bfloat16 and float16 run on tensor cores (attention_tensor_core*.cu) for
+// head dims up to 128 in multiples of 8; ANVIL_ATTENTION_TENSOR_CORES=0
+// selects the other kernels. Both against the CPU, over 64-row and 64-key
+// tile edges, the two padded head dims (64, 128), causal and bool masks, a
+// fully masked row and dropout, forward and backward; and the two kernels'
+// results must differ in some bits (P and dS are rounded to 16 bits on the
+// tensor cores), which shows the tensor-core kernels are the ones that ran.
+TEST(CudaAttention, TensorCoresMatchCpuAndTheOtherKernels) {
+  ANVIL_SKIP_WITHOUT_GPU();
+  struct Case {
+    Dims d;
+    bool causal;
+    bool masked;
+    double dropout_p;
+  };
+  const std::vector<Case> cases = {
+      {{1, 2, 70, 130, 64, 64}, false, false, 0.0},  // partial query and key tiles, kDim 64
+      {{2, 1, 65, 65, 72, 40}, true, false, 0.0},    // kDim 128, E != Ev, causal
+      {{1, 1, 33, 97, 128, 128}, false, true, 0.0},  // bool mask with an empty row
+      {{1, 2, 40, 70, 16, 8}, false, true, 0.3},     // dropout beside the mask
+  };
+  uint64_t seed = 300;
+  for (DType dt : {kBFloat16, kFloat16}) {
+    for (const Case& c : cases) {
+      const Dims& d = c.d;
+      Tensor mask;
+      if (c.masked) {
+        std::vector<uint8_t> bits(static_cast<size_t>(d.l * d.s));
+        uint64_t state = seed;
+        for (auto& b : bits) b = ((state = state * 6364136223846793005ull + 1442695040888963407ull) >> 33) % 4 != 0;
+        for (int64_t j = 0; j < d.s; ++j) bits[static_cast<size_t>(5 * d.s + j)] = 0;  // row 5: no key allowed
+        mask = from_vector(bits, {d.l, d.s}).to(kBool);
+      }
+      expect_matches_cpu(d, dt, c.masked ? "random bool" : "none", mask, c.causal, seed, c.dropout_p);
+      SCOPED_TRACE(text(d, dt, c.masked ? "random bool" : "none", c.causal));
+      const Tensor q = random_tensor({d.b, d.h, d.l, d.e}, dt, seed).cuda(),
+                   k = random_tensor({d.b, d.h, d.s, d.e}, dt, seed + 1).cuda(),
+                   v = random_tensor({d.b, d.h, d.s, d.ev}, dt, seed + 2).cuda(),
+                   g = random_tensor({d.b, d.h, d.l, d.ev}, dt, seed + 3).cuda();
+      AttentionOptions o{.attn_mask = mask.defined() ? mask.cuda() : Tensor(), .is_causal = c.causal};
+      const Result tensor_cores = run(q, k, v, g, o);
+      setenv("ANVIL_ATTENTION_TENSOR_CORES", "0", 1);
+      const Result other = run(q, k, v, g, o);
+      unsetenv("ANVIL_ATTENTION_TENSOR_CORES");
+      const Tensor pairs[4][2] = {{tensor_cores.out, other.out},
+                                  {tensor_cores.gq, other.gq},
+                                  {tensor_cores.gk, other.gk},
+                                  {tensor_cores.gv, other.gv}};
+      for (int which = 0; which < 4; ++which) {
+        SCOPED_TRACE(which == 0 ? "output" : which == 1 ? "grad q" : which == 2 ? "grad k" : "grad v");
+        const Tensor a = pairs[which][0].cpu(), b = pairs[which][1].cpu();
+        EXPECT_TRUE(all_close(a, b, which == 0 ? out_tolerance(dt) : grad_tolerance(dt)));
+        EXPECT_GT((a != b).sum().item<double>(), 0.0) << "the tensor-core kernel did not run";
+      }
+      const Tensor tensor_cores_out = tensor_cores.out.cpu();
+      if (c.masked) {
+        EXPECT_EQ(tensor_cores_out.select(2, 5).abs().sum().item<double>(), 0.0);
+      }
+      seed += 10;
+    }
   }
 }
 
