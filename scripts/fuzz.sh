@@ -6,7 +6,9 @@
 # (inputs that once found a bug: replayed first, on every run). Stops at the
 # first harness that finds a crash, leak, timeout or sanitizer report, with
 # the input saved under BUILD_DIR/fuzz-crashes/. Prints each harness's
-# executions and coverage.
+# executions and coverage. FUZZ_RUNS=N also stops a harness after N
+# executions (the long campaign: FUZZ_RUNS=10000000 with SECONDS=3600 stops
+# at whichever comes first).
 set -euo pipefail
 build=$1
 seconds=$2
@@ -25,7 +27,7 @@ for name in "$@"; do
   echo "fuzz: $name for ${seconds}s"
   # -rss_limit_mb: an input that makes a reader allocate gigabytes is a bug
   # (a length field trusted before it is checked against the data).
-  if ! "$build/bin/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  if ! "$build/bin/fuzz_$name" -max_total_time="$seconds" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$build/fuzz-crashes/$name-" \
       "$work" "$seeds/$name" "$root/fuzz/corpus/$name" >"$log" 2>&1; then
     tail -60 "$log"
