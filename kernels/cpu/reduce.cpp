@@ -264,7 +264,11 @@ void reduce_rows(const Op& op, const ReducePlan& plan, const View& out, const Vi
 template <typename T, typename Op, typename R>
 void reduce_columns(const Op& op, const ReducePlan& plan, const View& out, const View& in, StoreFn<R> store) {
   using Acc = typename Op::Acc;
-  constexpr int64_t kBlock = 256;  // outputs accumulated together: their accumulators stay in L1
+  // Outputs accumulated together. Wide enough that a first-dim reduction of
+  // rows up to 1024 long is one block whose rows the threads split (each
+  // streams whole contiguous rows), small enough that the accumulators
+  // (8 KiB of doubles, 24 KiB of variance moments) stay in L1.
+  constexpr int64_t kBlock = 1024;
   const Dim col = plan.kept[0];
   const StridedLoop<2> rest = plan.kept_loop(1);
   const StridedLoop<1> red = plan.reduced_loop();
