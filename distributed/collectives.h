@@ -11,6 +11,8 @@
 //
 // Tensors are handles: the collective writes into the tensor's memory, so
 // they are taken by const reference (like torch, which mutates in place).
+#include <vector>
+
 #include "distributed/init.h"
 #include "distributed/process_group.h"
 
@@ -31,5 +33,15 @@ WorkHandle reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op
 WorkHandle send(const Tensor& tensor, int dst, int tag = 0, const CallOptions& call = {});
 WorkHandle recv(const Tensor& tensor, int src, int tag = 0, const CallOptions& call = {});
 WorkHandle barrier(const CallOptions& call = {});
+// input's first dimension cut into blocks of input_split_sizes[i] rows, block
+// i to rank i; output gets rank j's block as its j-th (output_split_sizes[j]
+// rows). Empty split lists: equal blocks. ProcessGroup::all_to_all_single.
+WorkHandle all_to_all_single(const Tensor& output, const Tensor& input,
+                             const std::vector<int64_t>& output_split_sizes = {},
+                             const std::vector<int64_t>& input_split_sizes = {}, const CallOptions& call = {});
+// inputs[i] to rank i; outputs[j] gets rank j's inputs[rank]. With async_op
+// the outputs are written by the Work's wait().
+WorkHandle all_to_all(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                      const CallOptions& call = {});
 
 }  // namespace anvil::distributed

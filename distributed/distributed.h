@@ -1,11 +1,12 @@
 #pragma once
 // Everything a training program needs from distributed/: joining a job,
-// the default group and collectives, stores, process groups, and the
-// parallelism built on them (DDP, DataParallel, ZeRO-1, ring all-reduce,
-// layer split, pipelines).
+// the default group and collectives, stores, process groups, subgroups and
+// device meshes, and the parallelism built on them (DDP, DataParallel,
+// ZeRO-1, ring all-reduce, layer split, pipelines).
 #include "distributed/collectives.h"
 #include "distributed/data_parallel.h"
 #include "distributed/ddp.h"
+#include "distributed/device_mesh.h"
 #include "distributed/file_store.h"
 #include "distributed/gloo_process_group.h"
 #include "distributed/init.h"
@@ -17,5 +18,6 @@
 #include "distributed/process_group_factory.h"
 #include "distributed/ring_all_reduce.h"
 #include "distributed/store.h"
+#include "distributed/subgroup.h"
 #include "distributed/tcp_store.h"
 #include "distributed/zero.h"

@@ -7,6 +7,7 @@
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -29,7 +30,7 @@ using gloo_detail::reduce_func;
 // What each rank says it is about to do; compared across ranks before a
 // collective when options.check_consistency is on.
 struct GlooProcessGroup::Header {
-  enum Op : int64_t { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kBarrier, kSend };
+  enum Op : int64_t { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kBarrier, kSend, kAllToAll };
   std::array<int64_t, 4> v{};  // op, dtype, numel, extra (ReduceOp or root)
 };
 
@@ -56,6 +57,7 @@ const char* op_name(int64_t op) {
     case 4: return "reduce_scatter";
     case 5: return "barrier";
     case 6: return "send";
+    case 7: return "all_to_all";
   }
   return "unknown op";
 }
@@ -63,7 +65,9 @@ const char* op_name(int64_t op) {
 std::string describe(const std::array<int64_t, 4>& h) {
   std::string s = op_name(h[0]);
   if (h[0] == 5) return s;
-  s += std::string(" of ") + dtype_name(static_cast<DType>(h[1])) + " numel " + std::to_string(h[2]);
+  s += std::string(" of ") + dtype_name(static_cast<DType>(h[1]));
+  if (h[0] == 7) return s;  // sizes differ per rank; checked separately
+  s += " numel " + std::to_string(h[2]);
   if (h[0] == 1 || h[0] == 4) s += std::string(" op ") + to_string(static_cast<ReduceOp>(h[3]));
   if (h[0] == 2) s += " root " + std::to_string(h[3]);
   return s;
@@ -330,7 +334,7 @@ void GlooProcessGroup::worker_loop() {
       continue;
     }
     uint32_t tag = next_tag_;
-    next_tag_ += 2;  // one for the header exchange, one for the data
+    next_tag_ += 4;  // tag: the header exchange, tag + 1: the data, tag + 2 and 3: extra checks
     try {
       body(tag);
       work->finish(nullptr);
@@ -499,6 +503,63 @@ WorkHandle GlooProcessGroup::reduce_scatter(Tensor& output, const Tensor& input,
     if (op == ReduceOp::Avg) divide_in_place(out.data_ptr(), out.dtype(), static_cast<size_t>(out.numel()), size());
     out.bump_version();
   });
+}
+
+WorkHandle GlooProcessGroup::all_to_all_single(Tensor& output, const Tensor& input,
+                                               const std::vector<int64_t>& output_split_sizes,
+                                               const std::vector<int64_t>& input_split_sizes) {
+  std::string what = prefix("all_to_all");
+  check_cpu_tensor(what, output, "output");
+  check_cpu_tensor(what, input, "input");
+  AllToAllPlan plan = plan_all_to_all(what, output, input, output_split_sizes, input_split_sizes, rank(), size());
+  Tensor out = output, in = input;
+  return enqueue("all_to_all", [this, out, in, plan](uint32_t tag) {
+    Header h;
+    h.v = {Header::kAllToAll, static_cast<int64_t>(in.dtype()), 0, 0};
+    check_consistent("all_to_all", h, tag);
+    check_all_to_all_counts(plan, tag + 2);
+    // Gloo wants real buffers even where nothing moves.
+    int64_t dummy = 0;
+    void* in_ptr = in.nbytes() > 0 ? in.data_ptr() : &dummy;
+    void* out_ptr = out.nbytes() > 0 ? out.data_ptr() : &dummy;
+    with_raw_type(in.itemsize(), [&](auto raw) {
+      using R = decltype(raw);
+      gloo::AlltoallvOptions opts(context_);
+      opts.setInput(static_cast<R*>(in_ptr), plan.send_counts);
+      opts.setOutput(static_cast<R*>(out_ptr), plan.recv_counts);
+      opts.setTag(tag + 1);
+      opts.setTimeout(options_.timeout);
+      gloo::alltoallv(opts);
+    });
+    out.bump_version();
+  });
+}
+
+// Every rank learns every rank's counts, so a send that does not match its
+// receive fails on every rank alike instead of hanging or reading short.
+void GlooProcessGroup::check_all_to_all_counts(const AllToAllPlan& plan, uint32_t tag) {
+  if (!options_.check_consistency) return;
+  const size_t n = static_cast<size_t>(size());
+  std::vector<int64_t> mine(plan.send_counts);
+  mine.insert(mine.end(), plan.recv_counts.begin(), plan.recv_counts.end());
+  std::vector<int64_t> all(2 * n * n);
+  gloo::AllgatherOptions opts(context_);
+  opts.setInput(mine.data(), mine.size());
+  opts.setOutput(all.data(), all.size());
+  opts.setTag(tag);
+  opts.setTimeout(options_.timeout);
+  gloo::allgather(opts);
+  auto sends = [&](size_t from, size_t to) { return all[from * 2 * n + to]; };
+  auto recvs = [&](size_t at, size_t from) { return all[at * 2 * n + n + from]; };
+  std::string msg;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j)
+      if (sends(i, j) != recvs(j, i))
+        msg += "\n  rank " + std::to_string(i) + " sends " + std::to_string(sends(i, j)) + " elements to rank " +
+               std::to_string(j) + ", which expects " + std::to_string(recvs(j, i));
+  if (!msg.empty())
+    fail(prefix("all_to_all"), ": the split sizes do not match (rank i's input_split_sizes[j] must equal rank j's "
+                               "output_split_sizes[i]):", msg);
 }
 
 WorkHandle GlooProcessGroup::barrier() {

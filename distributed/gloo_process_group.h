@@ -43,6 +43,8 @@ class GlooProcessGroup : public ProcessGroup {
   WorkHandle send(const Tensor& tensor, int dst, int tag = 0) override;
   WorkHandle recv(Tensor& tensor, int src, int tag = 0) override;
   WorkHandle barrier() override;
+  WorkHandle all_to_all_single(Tensor& output, const Tensor& input, const std::vector<int64_t>& output_split_sizes = {},
+                               const std::vector<int64_t>& input_split_sizes = {}) override;
 
   // Why the group stopped working ("" while it works).
   std::string broken_reason() const;
@@ -58,6 +60,7 @@ class GlooProcessGroup : public ProcessGroup {
   void worker_loop();
   // Runs on the worker: exchanges headers and throws when ranks disagree.
   void check_consistent(const std::string& name, const Header& mine, uint32_t tag);
+  void check_all_to_all_counts(const AllToAllPlan& plan, uint32_t tag);
   void mark_broken(const std::string& reason);
   std::string prefix(const std::string& op) const;
 

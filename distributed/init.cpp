@@ -7,6 +7,7 @@
 #include "distributed/collectives.h"
 #include "distributed/file_store.h"
 #include "distributed/process_group_factory.h"
+#include "distributed/subgroup.h"
 #include "distributed/tcp_store.h"
 
 namespace anvil::distributed {
@@ -42,6 +43,7 @@ struct DefaultState {
   std::mutex mu;
   std::shared_ptr<Store> store;
   std::shared_ptr<ProcessGroup> group;
+  std::shared_ptr<World> world;
 };
 DefaultState& state() {
   static DefaultState s;
@@ -120,17 +122,20 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
   mo.store_prefix = "default/";
   s.group = make_process_group(store, rank, world, mo);
   s.store = store;
+  s.world = std::make_shared<World>(store, rank, world, mo);
   return s.group;
 }
 
 void destroy_process_group() {
   std::shared_ptr<ProcessGroup> group;
   std::shared_ptr<Store> store;
+  std::shared_ptr<World> world;
   {
     auto& s = state();
     std::lock_guard<std::mutex> lock(s.mu);
     group = std::move(s.group);
     store = std::move(s.store);
+    world = std::move(s.world);
   }
   // Destroyed outside the lock: the Gloo worker may still be finishing.
   group.reset();
@@ -157,6 +162,13 @@ std::shared_ptr<Store> default_store() {
   std::lock_guard<std::mutex> lock(s.mu);
   ANVIL_CHECK(s.store != nullptr, "distributed: no default process group; call init_process_group() first");
   return s.store;
+}
+
+World& default_world() {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  ANVIL_CHECK(s.world != nullptr, "distributed: no default process group; call init_process_group() first");
+  return *s.world;
 }
 
 int get_rank() { return default_group().rank(); }
@@ -204,5 +216,15 @@ WorkHandle recv(const Tensor& tensor, int src, int tag, const CallOptions& call)
   return finish(group_of(call).recv(t, src, tag), call);
 }
 WorkHandle barrier(const CallOptions& call) { return finish(group_of(call).barrier(), call); }
+WorkHandle all_to_all_single(const Tensor& output, const Tensor& input, const std::vector<int64_t>& output_split_sizes,
+                             const std::vector<int64_t>& input_split_sizes, const CallOptions& call) {
+  Tensor out = output;
+  return finish(group_of(call).all_to_all_single(out, input, output_split_sizes, input_split_sizes), call);
+}
+WorkHandle all_to_all(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                      const CallOptions& call) {
+  std::vector<Tensor> outs = outputs;
+  return finish(group_of(call).all_to_all(outs, inputs), call);
+}
 
 }  // namespace anvil::distributed

@@ -20,6 +20,8 @@
 
 namespace anvil::distributed {
 
+class World;
+
 // What a launcher tells each process (environment variables).
 struct LaunchEnv {
   int rank = 0;              // RANK: 0 .. world_size-1
@@ -62,6 +64,9 @@ ProcessGroup& default_group();
 std::shared_ptr<ProcessGroup> default_group_ptr();
 // The default group's store (for agreeing on small things outside collectives).
 std::shared_ptr<Store> default_store();
+// The default group's world: new_group and init_device_mesh make their
+// subgroups from it (subgroup.h).
+World& default_world();
 
 int get_rank();        // in the default group
 int get_world_size();  // of the default group

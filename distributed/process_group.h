@@ -14,6 +14,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -79,9 +80,39 @@ class ProcessGroup {
   virtual WorkHandle recv(Tensor& tensor, int src, int tag = 0) = 0;
   virtual WorkHandle barrier() = 0;
 
+  // PyTorch's all_to_all_single: the input's first dimension is cut into
+  // size() consecutive blocks of input_split_sizes[i] rows, and block i goes
+  // to rank i; the output receives rank j's block for this rank as its j-th
+  // block, output_split_sizes[j] rows. An empty list means equal blocks (the
+  // first dimension must then divide by size()). Output and input have the
+  // same dtype and the same number of elements per row; rank i's
+  // input_split_sizes[j] must equal rank j's output_split_sizes[i].
+  // The base class has none; Gloo and NCCL implement it.
+  virtual WorkHandle all_to_all_single(Tensor& output, const Tensor& input,
+                                       const std::vector<int64_t>& output_split_sizes = {},
+                                       const std::vector<int64_t>& input_split_sizes = {});
+  // PyTorch's all_to_all: inputs[i] goes to rank i, and outputs[j] receives
+  // rank j's inputs[rank()]. One tensor per rank in each list, any shapes,
+  // one dtype and device; outputs[j] must have rank j's inputs[rank()]'s
+  // number of elements. Runs as one all_to_all_single over packed copies;
+  // the outputs are written in wait() (so is_completed() is false until
+  // then, as for send/recv).
+  virtual WorkHandle all_to_all(std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs);
+
  private:
   int rank_;
   int size_;
 };
+
+// Element counts and offsets of one all_to_all_single on one rank, checked
+// against the tensors (every backend plans with this, so the rules and
+// messages are the same everywhere). `what` prefixes the errors.
+struct AllToAllPlan {
+  std::vector<int64_t> send_counts, send_offsets;  // elements of the input, per destination rank
+  std::vector<int64_t> recv_counts, recv_offsets;  // elements of the output, per source rank
+};
+AllToAllPlan plan_all_to_all(const std::string& what, const Tensor& output, const Tensor& input,
+                             const std::vector<int64_t>& output_split_sizes,
+                             const std::vector<int64_t>& input_split_sizes, int rank, int size);
 
 }  // namespace anvil::distributed

@@ -51,6 +51,11 @@ class DeviceDispatchProcessGroup : public ProcessGroup {
     same_device(out, in, "reduce_scatter");
     return pick(in, "reduce_scatter").reduce_scatter(out, in, op);
   }
+  WorkHandle all_to_all_single(Tensor& out, const Tensor& in, const std::vector<int64_t>& out_splits,
+                               const std::vector<int64_t>& in_splits) override {
+    same_device(out, in, "all_to_all");
+    return pick(in, "all_to_all").all_to_all_single(out, in, out_splits, in_splits);
+  }
   WorkHandle send(const Tensor& t, int dst, int tag) override { return pick(t, "send").send(t, dst, tag); }
   WorkHandle recv(Tensor& t, int src, int tag) override { return pick(t, "recv").recv(t, src, tag); }
   // On Gloo: it needs no device, and every rank has that group.

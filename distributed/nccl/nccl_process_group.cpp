@@ -416,6 +416,46 @@ WorkHandle NcclProcessGroup::recv(Tensor& tensor, int src, int /*tag*/) {
   });
 }
 
+WorkHandle NcclProcessGroup::all_to_all_single(Tensor& output, const Tensor& input,
+                                               const std::vector<int64_t>& output_split_sizes,
+                                               const std::vector<int64_t>& input_split_sizes) {
+  auto& s = *state_;
+  std::string what = s.prefix("all_to_all");
+  check_cuda_tensor(s, what, output, "output");
+  check_cuda_tensor(s, what, input, "input");
+  AllToAllPlan plan = plan_all_to_all(what, output, input, output_split_sizes, input_split_sizes, rank(), size());
+  ncclDataType_t dt = nccl_dtype(input.dtype(), what);
+  Tensor out = output, in = input;
+  out.bump_version();
+  const size_t item = in.itemsize();
+  auto* src = static_cast<char*>(in.data_ptr());
+  auto* dst = static_cast<char*>(out.data_ptr());
+  const int me = rank();
+  return s.run("all_to_all", {out, in}, [&] {
+    const auto mine = static_cast<size_t>(me);
+    if (plan.send_counts[mine] > 0)
+      ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst + plan.recv_offsets[mine] * item, src + plan.send_offsets[mine] * item,
+                                       static_cast<size_t>(plan.send_counts[mine]) * item, cudaMemcpyDeviceToDevice,
+                                       s.comm_cuda));
+    // Inside one group every send and recv progresses together, so the
+    // exchange cannot deadlock whatever order the peers post in.
+    ANVIL_NCCL_CHECK(ncclGroupStart(), what);
+    for (int peer = 0; peer < size(); ++peer) {
+      const auto p = static_cast<size_t>(peer);
+      if (peer == me) continue;
+      if (plan.send_counts[p] > 0)
+        ANVIL_NCCL_CHECK(ncclSend(src + plan.send_offsets[p] * item, static_cast<size_t>(plan.send_counts[p]), dt,
+                                  peer, s.comm, s.comm_cuda),
+                         what);
+      if (plan.recv_counts[p] > 0)
+        ANVIL_NCCL_CHECK(ncclRecv(dst + plan.recv_offsets[p] * item, static_cast<size_t>(plan.recv_counts[p]), dt,
+                                  peer, s.comm, s.comm_cuda),
+                         what);
+    }
+    ANVIL_NCCL_CHECK(ncclGroupEnd(), what);
+  });
+}
+
 WorkHandle NcclProcessGroup::barrier() {
   auto& s = *state_;
   std::string what = s.prefix("barrier");

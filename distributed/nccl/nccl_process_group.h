@@ -45,6 +45,10 @@ class NcclProcessGroup : public ProcessGroup {
   WorkHandle send(const Tensor& tensor, int dst, int tag = 0) override;
   WorkHandle recv(Tensor& tensor, int src, int tag = 0) override;
   WorkHandle barrier() override;
+  // Grouped ncclSend/ncclRecv to and from every peer (NCCL has no
+  // all-to-all of its own); copies this rank's own block on the stream.
+  WorkHandle all_to_all_single(Tensor& output, const Tensor& input, const std::vector<int64_t>& output_split_sizes = {},
+                               const std::vector<int64_t>& input_split_sizes = {}) override;
 
   struct State;  // nccl_process_group.cpp
 

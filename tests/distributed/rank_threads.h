@@ -3,6 +3,8 @@
 // with its own GlooProcessGroup (real Gloo over loopback TCP) meeting through
 // a FileStore in a fresh temporary file. Lighter than N processes, and the
 // collectives and send/recv are exactly the ones a multi-process job runs.
+// run_world_ranks also gives each rank a World on that store, for new_group
+// and DeviceMesh.
 // A rank that fails makes its peers fail too (the group timeout bounds any
 // wait), and the first error is rethrown on the calling thread.
 #include <gtest/gtest.h>
@@ -22,11 +24,14 @@
 #include "core/autograd/grad_mode.h"
 #include "distributed/file_store.h"
 #include "distributed/gloo_process_group.h"
+#include "distributed/subgroup.h"
 
 namespace anvil::distributed::testing {
 
-inline void run_ranks(int n, const std::function<void(std::shared_ptr<ProcessGroup>)>& body,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+// The same with a World per rank too (new_group, DeviceMesh): its groups
+// meet through the same store ("gloo" backend, the same timeout).
+inline void run_world_ranks(int n, const std::function<void(World&, std::shared_ptr<ProcessGroup>)>& body,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   static std::atomic<int> job{0};
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("anvil_rank_threads_" + std::to_string(::getpid()) + "_" + std::to_string(job++)))
@@ -41,7 +46,8 @@ inline void run_ranks(int n, const std::function<void(std::shared_ptr<ProcessGro
         ProcessGroupOptions options;
         options.timeout = timeout;
         auto group = std::make_shared<GlooProcessGroup>(store, r, n, options);
-        body(group);
+        World world(store, r, n, {.backend = "gloo", .group = options});
+        body(world, group);
         group->barrier()->wait();  // no rank tears down its connections while a peer still uses them
       } catch (...) {
         errors[static_cast<size_t>(r)] = std::current_exception();
@@ -51,6 +57,11 @@ inline void run_ranks(int n, const std::function<void(std::shared_ptr<ProcessGro
   std::filesystem::remove(path);
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+inline void run_ranks(int n, const std::function<void(std::shared_ptr<ProcessGroup>)>& body,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  run_world_ranks(n, [&](World&, std::shared_ptr<ProcessGroup> group) { body(std::move(group)); }, timeout);
 }
 
 }  // namespace anvil::distributed::testing
