@@ -164,6 +164,14 @@ class Backend {
   // Solves A x = b from lu_factor's factors (getrs): b [B, n, k], column-major
   // {n*k, 1, n}, is overwritten with x. lu and pivots as lu_factor wrote them.
   virtual void lu_solve(const View& lu, const View& pivots, const View& b) = 0;
+  // Reduced singular value decomposition A = U diag(S) V^T (gesdd on the CPU,
+  // gesvdj on CUDA) of a [B, m, n], whose contents it destroys; k = min(m, n).
+  // s [B, k] contiguous gets the singular values, descending. u [B, m, k] and
+  // v [B, n, k], column-major, get the singular vectors, or are both null for
+  // the values alone. V rather than V^T: cuSOLVER's gesvdj and a one-sided
+  // Jacobi produce it, and V column-major is V^T row-major, what the op returns.
+  // info [B] int32 is 0, or > 0 where the iteration did not converge.
+  virtual void svd(const View& a, const View& s, const View* u, const View* v, const View& info) = 0;
 
   // --- nn ops (NCHW; weight [Cout, Cin/groups, kH, kW]) ---
   virtual void conv2d(const View& out, const View& in, const View& weight, const View* bias,

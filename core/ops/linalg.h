@@ -1,6 +1,7 @@
 #pragma once
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "core/tensor.h"
@@ -31,12 +32,26 @@ Tensor inv(const Tensor& A);  // [*, n, n]; a singular A is an error, as solve
 Tensor det(const Tensor& A);
 std::pair<Tensor, Tensor> slogdet(const Tensor& A);
 
+// Singular values of A [*, m, n] (float32 or float64), [*, k] with
+// k = min(m, n), descending. `driver` is PyTorch's CUDA hint ("gesvd",
+// "gesvdj", "gesvda"): accepted, and anvil picks its own (LAPACK gesdd on the
+// CPU, cuSOLVER gesvdj on CUDA). Gradient U diag(g) V^T.
+Tensor svdvals(const Tensor& A, std::optional<std::string_view> driver = std::nullopt);
+// The reduced SVD A = U diag(S) Vh: U [*, m, k], S [*, k], Vh [*, k, n], as
+// torch.linalg.svd(A, full_matrices=False). full_matrices=true (PyTorch's
+// default) is the same for square matrices; for others it is an error, since
+// anvil does not complete U or Vh. Gradients flow through all three (PyTorch's
+// formula; it needs distinct, nonzero singular values).
+std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& A, bool full_matrices = true,
+                                       std::optional<std::string_view> driver = std::nullopt);
+
 // sum(|x|^ord)^(1/ord) over `dim` (empty: every dim); ord may be inf
 // (max |x|), -inf (min |x|), 0 (count of nonzeros) or any other number.
 Tensor vector_norm(const Tensor& x, double ord = 2, const Shape& dim = {}, bool keepdim = false);
 // Norms of the matrices over the two dims of `dim`: ord 1 / -1 (max / min
-// column sum of |x|), inf / -inf (max / min row sum), "fro" (Frobenius).
-// "nuc" and ord 2 / -2 need singular values, which anvil has not yet: an error.
+// column sum of |x|), inf / -inf (max / min row sum), 2 / -2 (largest /
+// smallest singular value), "fro" (Frobenius), "nuc" (sum of the singular
+// values). The singular-value norms need float32 or float64.
 Tensor matrix_norm(const Tensor& x, double ord, const Shape& dim = {-2, -1}, bool keepdim = false);
 Tensor matrix_norm(const Tensor& x, std::string_view ord = "fro", const Shape& dim = {-2, -1},
                    bool keepdim = false);

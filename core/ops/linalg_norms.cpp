@@ -1,7 +1,9 @@
 // torch.linalg's norms, composed of anvil's reductions (norm, sum, amax,
-// amin), so their gradients are those ops' own.
+// amin) and, for ord 2, -2 and "nuc", of svdvals (linalg_svd.cpp), so their
+// gradients are those ops' own: u1 v1^T, u_k v_k^T and U V^T.
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/autocast.h"
 #include "core/dispatch.h"
@@ -35,6 +37,24 @@ Tensor extreme_of_abs_sums(const Tensor& x, int64_t inner, int64_t outer, bool l
   return r.squeeze(std::max(inner, outer)).squeeze(std::min(inner, outer));
 }
 
+// The singular values of the matrices of x over (row, col): [*rest, k].
+Tensor singular_values(const char* op, const Tensor& x, int64_t row, int64_t col) {
+  ANVIL_CHECK(x.dtype() == kFloat32 || x.dtype() == kFloat64, op,
+              ": the singular-value norms (ord 2, -2, \"nuc\") need float32 or float64, got ", detail::describe(x));
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != row && d != col) order.push_back(d);
+  order.push_back(row);
+  order.push_back(col);
+  return svdvals(x.permute(Shape(order.begin(), order.end())));
+}
+
+// A reduction of the matrix dims, with them kept as size 1 when asked.
+Tensor keep_matrix_dims(Tensor r, int64_t row, int64_t col, bool keepdim) {
+  if (!keepdim) return r;
+  return r.unsqueeze(std::min(row, col)).unsqueeze(std::max(row, col));
+}
+
 }  // namespace
 
 Tensor vector_norm(const Tensor& x, double ord, const Shape& dim, bool keepdim) {
@@ -52,10 +72,13 @@ Tensor matrix_norm(const Tensor& x, double ord, const Shape& dim, bool keepdim) 
   auto [row, col] = matrix_dims(op, x, dim);
   if (std::fabs(ord) == 1.0) return extreme_of_abs_sums(x, row, col, ord > 0, keepdim);  // column sums
   if (std::isinf(ord)) return extreme_of_abs_sums(x, col, row, ord > 0, keepdim);          // row sums
-  ANVIL_CHECK(std::fabs(ord) != 2.0, op, ": ord ", ord,
-              " (the largest or smallest singular value) is not supported yet: anvil has no SVD");
-  fail(op, ": order ", ord, " is not supported; expected one of 1, -1, inf, -inf, \"fro\" (2, -2 and \"nuc\" ",
-       "need an SVD, not in anvil yet)");
+  ANVIL_CHECK(std::fabs(ord) == 2.0, op, ": order ", ord,
+              " is not supported; expected one of 1, -1, 2, -2, inf, -inf, \"fro\", \"nuc\"");
+  ANVIL_CHECK(x.size(row) > 0 && x.size(col) > 0, op, ": ord ", ord, " (the ",
+              ord > 0 ? "largest" : "smallest", " singular value) needs non-empty matrices, got ",
+              detail::describe(x), " with dim (", row, ", ", col, ")");
+  const Tensor s = singular_values(op, x, row, col);
+  return keep_matrix_dims(ord > 0 ? amax(s, Shape{-1}) : amin(s, Shape{-1}), row, col, keepdim);
 }
 
 Tensor matrix_norm(const Tensor& x, std::string_view ord, const Shape& dim, bool keepdim) {
@@ -63,8 +86,9 @@ Tensor matrix_norm(const Tensor& x, std::string_view ord, const Shape& dim, bool
   check_norm_input(op, x);
   auto [row, col] = matrix_dims(op, x, dim);
   if (ord == "fro") return anvil::norm(x, 2.0, Shape{row, col}, keepdim);
-  ANVIL_CHECK(ord != "nuc", op, ": ord \"nuc\" (the sum of singular values) is not supported yet: anvil has no SVD");
-  fail(op, ": order \"", std::string(ord), "\" is not supported; expected \"fro\" or a number");
+  if (ord == "nuc") return keep_matrix_dims(sum(singular_values(op, x, row, col), Shape{-1}), row, col, keepdim);
+  fail(op, ": order \"", std::string(ord), "\" is not supported; expected \"fro\", \"nuc\" or a number (1, -1, 2, ",
+       "-2, inf, -inf)");
 }
 
 Tensor norm(const Tensor& x, std::optional<double> ord, const Shape& dim, bool keepdim) {

@@ -12,6 +12,7 @@
 #include "core/factory.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/linalg.h"
+#include "core/ops/linalg_lapack.h"
 #include "core/ops/reduce.h"
 #include "core/ops/shape.h"
 
@@ -19,17 +20,9 @@ namespace anvil::linalg {
 
 using autograd::SavedTensor;
 using Grads = std::vector<Tensor>;
+using namespace detail_lapack;
 
 namespace {
-
-Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
-
-Shape with_tail(Shape s, std::initializer_list<int64_t> tail) {
-  s.insert(s.end(), tail);
-  return s;
-}
-
-Tensor transpose_matrices(const Tensor& t) { return t.transpose(-1, -2); }
 
 // A [*, n, n] of float32 or float64: what every op here needs.
 void check_square(const char* op, const Tensor& A) {
@@ -39,24 +32,6 @@ void check_square(const char* op, const Tensor& A) {
               " by ", A.size(-1), " matrices (", detail::describe(A), ")");
   ANVIL_CHECK(A.dtype() == kFloat32 || A.dtype() == kFloat64, op, ": expected A of dtype float32 or float64, got ",
               detail::describe(A));
-}
-
-// Column-major [B, rows, cols] copy of t [*batch, rows, cols] expanded to
-// `batch`: the layout LAPACK and cuSOLVER work in, and their scratch (both
-// overwrite it). Returns the row-major [*batch, cols, rows] storage tensor.
-// Always a fresh copy: contiguous() would return the caller's own tensor when
-// its transpose is already dense (a vector B, a transposed A), and LAPACK
-// would overwrite it.
-Tensor column_major_copy(const Tensor& t, const Shape& batch) {
-  const int64_t rows = t.size(-2), cols = t.size(-1);
-  Tensor storage = empty(with_tail(batch, {cols, rows}), t.options());
-  if (storage.numel() > 0) storage.copy_(transpose_matrices(t.detach().expand(with_tail(batch, {rows, cols}))));
-  return storage;
-}
-
-View lapack_view(const Tensor& storage, int64_t batch, int64_t rows, int64_t cols) {
-  View v = storage.view_of();
-  return View{v.data, v.dtype, {batch, rows, cols}, {rows * cols, 1, rows}, v.device_index};
 }
 
 // The LU factors of A broadcast to `batch`, kept for lu_solve and det.

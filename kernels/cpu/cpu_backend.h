@@ -53,6 +53,7 @@ class CpuBackend final : public Backend {
   // lapack.cpp
   void lu_factor(const View& a, const View& pivots, const View& info) override;
   void lu_solve(const View& lu, const View& pivots, const View& b) override;
+  void svd(const View& a, const View& s, const View* u, const View* v, const View& info) override;
 
   // conv.cpp, pool.cpp
   void conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) override;

@@ -26,6 +26,7 @@
 //   ../cudnn/pooling.cpp         pool2d, pool2d_backward
 //   ../cudnn/batch_norm.cpp      batch_norm, batch_norm_backward
 //   ../cusolver/lu.cpp           lu_factor, lu_solve (cuSOLVER getrf/getrs)
+//   ../cusolver/svd.cpp          svd (cuSOLVER gesvdj)
 #include <cuda_runtime_api.h>
 
 #include <memory>
@@ -95,6 +96,7 @@ class CudaBackend final : public Backend {
   //     kernels of ../cusolver/lu_kernels.cu) ---
   void lu_factor(const View& a, const View& pivots, const View& info) override;
   void lu_solve(const View& lu, const View& pivots, const View& b) override;
+  void svd(const View& a, const View& s, const View* u, const View* v, const View& info) override;
 
   // --- ../cudnn/ ---
   void conv2d(const View& out, const View& in, const View& weight, const View* bias,

@@ -2,43 +2,16 @@
 // one call per matrix of the batch on the current stream. The emulated GPU
 // has no cuSOLVER: kernels/cuda/emulator/lu_paths.cu serves it with the
 // hand-written kernels of lu_kernels.cu instead.
-#include <cusolverDn.h>
-
-#include <vector>
-
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/scratch.h"
+#include "kernels/cusolver/cusolver_handles.h"
 #include "kernels/shapes/linalg_checks.h"
-
-#define ANVIL_CUSOLVER_CHECK(call)                                                                         \
-  do {                                                                                                     \
-    cusolverStatus_t anvil_cusolver_status_ = (call);                                                      \
-    if (anvil_cusolver_status_ != CUSOLVER_STATUS_SUCCESS)                                                 \
-      ::anvil::fail(#call, " failed with cusolverStatus_t ", static_cast<int>(anvil_cusolver_status_), " at ", \
-                    __FILE__, ":", __LINE__);                                                              \
-  } while (0)
 
 namespace anvil::cuda {
 namespace {
-
-// One handle per (device, thread), made on first use and kept for the
-// process's life, as the cuBLASLt handles (kernels/cublas/cublas_handles.cpp).
-cusolverDnHandle_t cusolver_handle(int device, cudaStream_t stream) {
-  thread_local std::vector<cusolverDnHandle_t> handles;
-  if (device >= static_cast<int>(handles.size())) handles.resize(static_cast<size_t>(device) + 1, nullptr);
-  cusolverDnHandle_t& h = handles[static_cast<size_t>(device)];
-  if (h == nullptr) ANVIL_CUSOLVER_CHECK(cusolverDnCreate(&h));
-  ANVIL_CUSOLVER_CHECK(cusolverDnSetStream(h, stream));
-  return h;
-}
-
-int solver_int(const char* op, int64_t v) {
-  ANVIL_CHECK(v <= (int64_t{1} << 31) - 1, op, ": a dim of ", v, " exceeds cuSOLVER's 32-bit int");
-  return static_cast<int>(v);
-}
 
 int getrf_buffer_size(cusolverDnHandle_t h, int n, float* a) {
   int lwork = 0;

@@ -1,7 +1,7 @@
 #pragma once
-// lu_factor / lu_solve arguments (kernels/backend.h), checked the same way on
-// every backend: float32/float64 column-major batches of square matrices,
-// int32 pivots and info.
+// lu_factor / lu_solve / svd arguments (kernels/backend.h), checked the same
+// way on every backend: float32/float64 column-major batches of matrices
+// (square for LU), int32 pivots and info.
 #include "kernels/backend.h"
 
 namespace anvil::shapes {
@@ -12,5 +12,12 @@ struct LuShape {
 
 LuShape check_lu_factor(const View& a, const View& pivots, const View& info);
 LuShape check_lu_solve(const View& lu, const View& pivots, const View& b);
+
+struct SvdShape {
+  int64_t batch = 0, m = 0, n = 0, k = 0;  // a is [batch, m, n]; k = min(m, n)
+  bool vectors = false;                    // u and v given
+};
+
+SvdShape check_svd(const View& a, const View& s, const View* u, const View* v, const View& info);
 
 }  // namespace anvil::shapes

@@ -538,7 +538,7 @@ TEST(LibtorchHabits, FunctionalNamespace) {
   expect_values(F::cross_entropy(logits, target, per_target), {0, std::log(4.0)});  // target 1 ignored
 }
 
-// ---- torch::linalg: solve, inv, det, slogdet and the norms ----
+// ---- torch::linalg: solve, inv, det, slogdet, svd and the norms ----
 
 TEST(LibtorchHabits, LinalgAsTorchLinalg) {
   // [[2, 1], [1, 3]] x = [3, 5] has x = [0.8, 1.4]; det 5.
@@ -559,6 +559,12 @@ TEST(LibtorchHabits, LinalgAsTorchLinalg) {
   EXPECT_NEAR(anvil::linalg::norm(x, 1).item<double>(), 7.0, 0);  // max column sum of |x|
   EXPECT_NEAR(anvil::linalg::matrix_norm(x, INFINITY).item<double>(), 12.0, 0);  // max row sum
   EXPECT_NEAR(values(x.norm(2, 1))[1], std::sqrt(50.0), 1e-5);  // the method, as x.norm(p, dim)
+  // A is symmetric positive definite: its singular values are its eigenvalues (5 +- sqrt 5) / 2.
+  EXPECT_NEAR(anvil::linalg::matrix_norm(A, 2, {-2, -1}, false, {}).item<double>(), (5 + std::sqrt(5.0)) / 2, 1e-5);
+  EXPECT_NEAR(anvil::linalg::matrix_norm(A, "nuc").item<double>(), 5.0, 1e-5);  // the trace
+  expect_values(anvil::linalg::svdvals(A, {}), {(5 + std::sqrt(5.0)) / 2, (5 - std::sqrt(5.0)) / 2});
+  auto [U, S, Vh] = anvil::linalg::svd(A, /*full_matrices=*/false, {});
+  expect_values(anvil::matmul(U * S.unsqueeze(0), Vh), {2, 1, 1, 3});
   expect_error_naming([&] { anvil::linalg::solve(x, b); }, {"linalg.solve", "square"});
   expect_error_naming([] { anvil::linalg::inv(anvil::zeros({2, 2})); }, {"linalg.inv", "singular"});
 }
