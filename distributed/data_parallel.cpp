@@ -87,20 +87,43 @@ void DataParallel::bind_replica(size_t i) {
 
 Tensor DataParallel::forward(const Tensor& x) {
   if (devices_.size() == 1) return module_->forward(x);
-  ANVIL_CHECK(x.dim() >= 1, "DataParallel: the input must have a batch dimension, got ", x.shape_str());
-  ANVIL_CHECK(x.device() == devices_.front(), "DataParallel: the input is on ", x.device().str(),
-              " but must be on the first device ", devices_.front().str());
-  const int64_t batch = x.size(0);
+  return run_replicas({x}, false);
+}
+
+Tensor DataParallel::forward_inputs(const std::vector<Tensor>& inputs) {
+  if (devices_.size() == 1) return module_->forward_inputs(inputs);
+  return run_replicas(inputs, true);
+}
+
+Tensor DataParallel::run_replicas(const std::vector<Tensor>& in, bool several) {
+  ANVIL_CHECK(!in.empty() && in.front().defined(), "DataParallel: the first input must be defined");
+  ANVIL_CHECK(in.front().dim() >= 1, "DataParallel: the input must have a batch dimension, got ",
+              in.front().shape_str());
+  const int64_t batch = in.front().size(0);
+  for (size_t j = 0; j < in.size(); ++j) {
+    const Tensor& x = in[j];
+    if (!x.defined()) continue;
+    ANVIL_CHECK(x.dim() >= 1 && x.size(0) == batch, "DataParallel: every input is split along dim 0, so each needs ",
+                "the first input's batch size ", batch, ", but input ", j, " is ", x.shape_str(),
+                " (first input ", in.front().shape_str(), ")");
+    ANVIL_CHECK(x.device() == devices_.front(), "DataParallel: input ", j, " is on ", x.device().str(),
+                " but must be on the first device ", devices_.front().str());
+  }
   // As torch.chunk: equal pieces of ceil(batch / devices); fewer replicas run
   // when the batch is smaller than the device count.
   const int64_t piece = (batch + static_cast<int64_t>(devices_.size()) - 1) / static_cast<int64_t>(devices_.size());
   const size_t used = piece == 0 ? 1 : static_cast<size_t>((batch + piece - 1) / piece);
-  std::vector<Tensor> inputs(used), outputs(used);
+  std::vector<std::vector<Tensor>> inputs(used, std::vector<Tensor>(in.size()));
+  std::vector<Tensor> outputs(used);
   for (size_t i = 0; i < used; ++i) {
     const int64_t begin = static_cast<int64_t>(i) * piece;
-    inputs[i] = x.narrow(0, begin, std::min(piece, batch - begin)).to(devices_[i]);
+    for (size_t j = 0; j < in.size(); ++j)
+      if (in[j].defined()) inputs[i][j] = in[j].narrow(0, begin, std::min(piece, batch - begin)).to(devices_[i]);
     if (i > 0) bind_replica(i);
   }
+  auto run = [&](nn::Module& m, const std::vector<Tensor>& x) {
+    return several ? m.forward_inputs(x) : m.forward(x.front());
+  };
   // Threads inherit nothing thread-local: pass the caller's grad mode on.
   const bool grad = autograd::GradMode::is_enabled();
   std::vector<std::exception_ptr> errors(used);
@@ -109,13 +132,13 @@ Tensor DataParallel::forward(const Tensor& x) {
     threads.emplace_back([&, i] {
       try {
         EnableGradGuard mode(grad);
-        outputs[i] = replicas_[i]->forward(inputs[i]);
+        outputs[i] = run(*replicas_[i], inputs[i]);
       } catch (...) {
         errors[i] = std::current_exception();
       }
     });
   try {
-    outputs[0] = module_->forward(inputs[0]);
+    outputs[0] = run(*module_, inputs[0]);
   } catch (...) {
     errors[0] = std::current_exception();
   }

@@ -8,6 +8,7 @@
 //   auto dp = std::make_shared<distributed::DataParallel>(
 //       model, [] { return samples::make_mlp(); }, distributed::DataParallelOptions{.devices = {...}});
 //   Tensor logits = dp->forward(x);  // x on devices[0]
+//   Tensor out = (*dp)(ids, mask);     // several inputs: forward_inputs, each split along dim 0
 //
 // Prefer DistributedDataParallel almost always. C++ has no GIL, so DP's
 // threads do run in parallel, but every step still copies all parameters
@@ -49,12 +50,18 @@ class DataParallel : public nn::Module {
   DataParallel(std::shared_ptr<nn::Module> module, ReplicaFactory make_replica, DataParallelOptions options = {});
 
   Tensor forward(const Tensor& x) override;
+  // A module with several inputs (nn::Module::forward_inputs): every defined
+  // input is split along dim 0, as torch's scatter does, so all of them must
+  // share the batch size; undefined ones (absent optional inputs) stay so.
+  Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
 
   nn::Module& module() const { return *module_; }
   const std::vector<Device>& devices() const { return devices_; }
 
  private:
   void bind_replica(size_t i);
+  // Splits the inputs over the devices, runs the replicas, gathers on devices[0].
+  Tensor run_replicas(const std::vector<Tensor>& inputs, bool several);
 
   std::shared_ptr<nn::Module> module_;
   std::vector<Device> devices_;

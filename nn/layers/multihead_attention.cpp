@@ -38,6 +38,17 @@ Tensor combine(const Tensor& a, const Tensor& b, DType dtype) {
   return add(additive(a), additive(b));
 }
 
+// `m` (SDPA's convention) with `extra` more key columns that every query may
+// attend: the keys add_bias_kv and add_zero_attn append (PyTorch pads its
+// masks with zeros, "may attend" in its convention too).
+Tensor pad_keys(const Tensor& m, int64_t extra) {
+  if (!m.defined() || extra == 0) return m;
+  Shape shape = m.shape();
+  shape.back() = extra;
+  Tensor open = m.dtype() == kBool ? ones(shape, m.options()) : zeros(shape, m.options());
+  return cat({m, open}, -1);
+}
+
 }  // namespace
 
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o) : Module(kName), options(o) {
@@ -60,6 +71,10 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o) : Mod
     v_proj_weight = register_parameter("v_proj_weight", empty({e, options.vdim}));
   }
   if (o.bias) in_proj_bias = register_parameter("in_proj_bias", empty({3 * e}));
+  if (o.add_bias_kv) {
+    bias_k = register_parameter("bias_k", empty({1, 1, e}));
+    bias_v = register_parameter("bias_v", empty({1, 1, e}));
+  }
   out_proj = register_module("out_proj", std::make_shared<Linear>(e, e, o.bias));
   reset_parameters();
 }
@@ -74,6 +89,10 @@ void MultiheadAttention::reset_parameters() {
   }
   if (in_proj_bias.defined()) init::zeros_(in_proj_bias);
   if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
+  if (bias_k.defined()) {
+    init::xavier_normal_(bias_k);
+    init::xavier_normal_(bias_v);
+  }
 }
 
 std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
@@ -114,8 +133,23 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     return t.reshape({n, len, heads, head_dim}).transpose(1, 2);
   };
   q = split_heads(linear(q, wq, bq), len_q);
-  k = split_heads(linear(k, wk, bk), len_k);
-  v = split_heads(linear(v, wv, bv), len_k);
+  k = linear(k, wk, bk);
+  v = linear(v, wv, bv);
+  // As PyTorch: bias_k/bias_v after the projected keys, then a zero key per head.
+  int64_t extra = 0;
+  if (bias_k.defined()) {
+    detail::check_same_device(kName, {k, bias_k});
+    k = cat({k, bias_k.expand({n, 1, e})}, 1);
+    v = cat({v, bias_v.expand({n, 1, e})}, 1);
+    ++extra;
+  }
+  k = split_heads(k, len_k + extra);
+  v = split_heads(v, len_k + extra);
+  if (options.add_zero_attn) {
+    k = cat({k, zeros({n, heads, 1, head_dim}, k.options())}, 2);
+    v = cat({v, zeros({n, heads, 1, head_dim}, v.options())}, 2);
+    ++extra;
+  }
   const DType dtype = q.dtype();
 
   // Masks, in SDPA's convention, broadcasting to [N, H, L, S].
@@ -142,6 +176,14 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                 n * heads, ", ", len_q, ", ", len_k, "], got ", am.shape_str());
     mask = combine(mask, as_sdpa_mask(m, dtype), dtype);
   }
+  // The causal mask covers the given keys; the appended ones stay open to all.
+  bool is_causal = fo.is_causal;
+  if (extra > 0 && is_causal) {
+    mask = combine(mask, logical_not(triu(ones({len_q, len_k}, q.options().dtype(kBool)), 1)), dtype);
+    is_causal = false;
+  }
+  mask = pad_keys(mask, extra);
+  const int64_t len_kv = len_k + extra;
   if (mask.defined()) detail::check_same_device(kName, {q, mask});
   const double p = is_training() ? options.dropout() : 0.0;
 
@@ -150,13 +192,13 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     AttentionOptions ao;
     ao.attn_mask = mask;
     ao.dropout_p = p;
-    ao.is_causal = fo.is_causal;
+    ao.is_causal = is_causal;
     out = scaled_dot_product_attention(q, k, v, ao);
   } else {
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
     Tensor scores = mul(matmul(q, k.transpose(-1, -2)), Scalar(scale));
-    if (fo.is_causal) {
-      Tensor causal = logical_not(triu(ones({len_q, len_k}, q.options().dtype(kBool)), 1));
+    if (is_causal) {
+      Tensor causal = logical_not(triu(ones({len_q, len_kv}, q.options().dtype(kBool)), 1));
       mask = combine(mask, causal, dtype);
     }
     if (mask.defined()) {
@@ -197,6 +239,8 @@ std::string MultiheadAttention::extra_repr() const {
   if (options.dropout > 0) os << ", dropout=" << options.dropout;
   if (!same_embed_dim()) os << ", kdim=" << options.kdim << ", vdim=" << options.vdim;
   if (options.batch_first) os << ", batch_first=True";
+  if (options.add_bias_kv) os << ", add_bias_kv=True";
+  if (options.add_zero_attn) os << ", add_zero_attn=True";
   return os.str();
 }
 

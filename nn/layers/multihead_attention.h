@@ -17,7 +17,13 @@
 // computes the weights it returns (averaged over the heads by default).
 // Differences from PyTorch: is_causal builds the causal mask itself (PyTorch
 // asks for attn_mask too), and on the fused path a query whose keys are all
-// masked gives 0, not NaN. add_bias_kv and add_zero_attn are not supported.
+// masked gives 0, not NaN.
+//
+// add_bias_kv appends the learned bias_k and bias_v ([1, 1, E], PyTorch's
+// names) to the projected keys and values, and add_zero_attn a zero key and
+// value after them (per head), as PyTorch does: the key sequence grows by one
+// or two, the masks are padded with "may attend" for the new keys, and the
+// returned weights have S + 1 (or S + 2) columns.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +43,8 @@ struct MultiheadAttentionOptions {
   ANVIL_OPTION(MultiheadAttentionOptions, int64_t, kdim) = 0;      // 0: embed_dim
   ANVIL_OPTION(MultiheadAttentionOptions, int64_t, vdim) = 0;      // 0: embed_dim
   ANVIL_OPTION(MultiheadAttentionOptions, bool, batch_first) = false;  // [N, L, E] instead of [L, N, E]
+  ANVIL_OPTION(MultiheadAttentionOptions, bool, add_bias_kv) = false;  // bias_k, bias_v appended to the keys
+  ANVIL_OPTION(MultiheadAttentionOptions, bool, add_zero_attn) = false;  // a zero key and value appended
 };
 
 // The per-call arguments of forward, as PyTorch's keyword arguments.
@@ -57,6 +65,13 @@ class MultiheadAttention : public Module {
   // (attn_output, attn_weights); the weights are undefined without need_weights.
   std::pair<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const MHAForwardOptions& o = {});
+  // libtorch's positional form: forward(q, k, v, key_padding_mask, need_weights, attn_mask, average_attn_weights).
+  std::pair<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& key_padding_mask, bool need_weights = true,
+                                    const Tensor& attn_mask = {}, bool average_attn_weights = true) {
+    return forward(query, key, value,
+                   MHAForwardOptions{key_padding_mask, need_weights, attn_mask, average_attn_weights, false});
+  }
   // Self-attention without weights: forward(x, x, x).first.
   Tensor forward(const Tensor& x) override;
   // {query, key, value[, key_padding_mask[, attn_mask]]} (undefined = absent), without weights.
@@ -70,6 +85,7 @@ class MultiheadAttention : public Module {
   Tensor q_proj_weight, k_proj_weight, v_proj_weight;  // [E, E], [E, kdim], [E, vdim] otherwise
   Tensor in_proj_bias;                                 // [3E], when bias
   std::shared_ptr<Linear> out_proj;
+  Tensor bias_k, bias_v;                               // [1, 1, E], when add_bias_kv
 
  private:
   bool same_embed_dim() const { return options.kdim == options.embed_dim && options.vdim == options.embed_dim; }

@@ -38,9 +38,14 @@ class Upsample : public Module {
   UpsampleOptions options;
 };
 
+struct PixelShuffleOptions {
+  ANVIL_OPTION(PixelShuffleOptions, int64_t, upscale_factor) = 1;
+};
+
 class PixelShuffle : public Module {
  public:
   explicit PixelShuffle(int64_t upscale_factor);
+  explicit PixelShuffle(const PixelShuffleOptions& options) : PixelShuffle(options.upscale_factor) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override { return "upscale_factor=" + std::to_string(upscale_factor); }
 

@@ -17,6 +17,8 @@ void validate_adam(const Options& o, const std::string& optimizer) {
   ANVIL_CHECK(o.beta2 >= 0 && o.beta2 < 1, optimizer, ": invalid beta2 ", o.beta2, " (expected in [0, 1))");
   ANVIL_CHECK(o.eps >= 0, optimizer, ": invalid eps ", o.eps, " (expected >= 0)");
   ANVIL_CHECK(o.weight_decay >= 0, optimizer, ": invalid weight_decay ", o.weight_decay, " (expected >= 0)");
+  ANVIL_CHECK(!o.amsgrad, optimizer, ": amsgrad=true is not supported (the maximum of the second moments is not ",
+              "kept); amsgrad=false is the default");
 }
 
 template <class Options>

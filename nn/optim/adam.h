@@ -23,6 +23,8 @@ struct AdamOptions {
   ANVIL_OPTION(AdamOptions, double, eps) = 1e-8;
   ANVIL_OPTION(AdamOptions, double, weight_decay) = 0.0;
   ANVIL_OPTION(AdamOptions, bool, maximize) = false;
+  // libtorch's amsgrad: only false (plain Adam) is implemented; true is refused by name.
+  ANVIL_OPTION(AdamOptions, bool, amsgrad) = false;
   // libtorch's spelling of beta1 and beta2: AdamOptions(1e-3).betas({0.9, 0.98}).
   AdamOptions& betas(std::tuple<double, double> b) {
     std::tie(beta1, beta2) = b;
@@ -42,6 +44,8 @@ struct AdamWOptions {
   ANVIL_OPTION(AdamWOptions, double, eps) = 1e-8;
   ANVIL_OPTION(AdamWOptions, double, weight_decay) = 1e-2;
   ANVIL_OPTION(AdamWOptions, bool, maximize) = false;
+  // libtorch's amsgrad: only false (plain Adam) is implemented; true is refused by name.
+  ANVIL_OPTION(AdamWOptions, bool, amsgrad) = false;
   AdamWOptions& betas(std::tuple<double, double> b) {
     std::tie(beta1, beta2) = b;
     return *this;

@@ -19,3 +19,10 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value);
 
 }  // namespace anvil::nn::optim
+
+// Where libtorch has them: torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0).
+namespace anvil::nn::utils {
+using optim::clip_grad_norm_;
+using optim::clip_grad_value_;
+
+}  // namespace anvil::nn::optim

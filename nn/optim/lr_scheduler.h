@@ -78,6 +78,9 @@ struct StepLROptions {
 class StepLR : public LRScheduler {
  public:
   StepLR(Optimizer& optimizer, StepLROptions options);
+  // libtorch's StepLR(optimizer, step_size, gamma).
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1)
+      : StepLR(optimizer, StepLROptions{step_size, gamma}) {}
   double lr_at(int64_t t, size_t group) const override;
  private:
   StepLROptions o_;
@@ -164,6 +167,9 @@ struct MultiStepLROptions {
 class MultiStepLR : public LRScheduler {
  public:
   MultiStepLR(Optimizer& optimizer, MultiStepLROptions options);
+  // PyTorch's MultiStepLR(optimizer, milestones, gamma).
+  MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1)
+      : MultiStepLR(optimizer, MultiStepLROptions{std::move(milestones), gamma}) {}
   double lr_at(int64_t t, size_t group) const override;
  private:
   MultiStepLROptions o_;
@@ -176,6 +182,8 @@ struct ExponentialLROptions {
 class ExponentialLR : public LRScheduler {
  public:
   ExponentialLR(Optimizer& optimizer, ExponentialLROptions options);
+  // PyTorch's ExponentialLR(optimizer, gamma).
+  ExponentialLR(Optimizer& optimizer, double gamma) : ExponentialLR(optimizer, ExponentialLROptions{gamma}) {}
   double lr_at(int64_t t, size_t group) const override;
  private:
   ExponentialLROptions o_;
@@ -256,6 +264,38 @@ class ReduceLROnPlateau {
   ReduceLROnPlateauOptions o_;
   PlateauState s_;
   std::vector<double> last_lrs_;
+};
+
+// libtorch's name and positional constructor for the same scheduler:
+//   ReduceLROnPlateauScheduler sched(opt, ReduceLROnPlateauScheduler::SchedulerMode::min, 0.5, 2);
+class ReduceLROnPlateauScheduler : public ReduceLROnPlateau {
+ public:
+  enum SchedulerMode { min, max };
+  enum ThresholdMode { rel, abs };
+  explicit ReduceLROnPlateauScheduler(Optimizer& optimizer, SchedulerMode mode = min, float factor = 0.1f,
+                                      int patience = 10, double threshold = 1e-4, ThresholdMode threshold_mode = rel,
+                                      int cooldown = 0, const std::vector<float>& min_lr = {}, double eps = 1e-8,
+                                      bool verbose = false)
+      : ReduceLROnPlateau(optimizer, options(mode, factor, patience, threshold, threshold_mode, cooldown, min_lr, eps)) {
+    (void)verbose;  // nothing is printed either way
+  }
+
+ private:
+  static ReduceLROnPlateauOptions options(SchedulerMode mode, float factor, int patience, double threshold,
+                                          ThresholdMode threshold_mode, int cooldown, const std::vector<float>& min_lr,
+                                          double eps) {
+    ReduceLROnPlateauOptions o;
+    o.mode = mode == max ? ReduceLROnPlateauOptions::Mode::Max : ReduceLROnPlateauOptions::Mode::Min;
+    o.factor = factor;
+    o.patience = patience;
+    o.threshold = threshold;
+    o.threshold_mode = threshold_mode == abs ? ReduceLROnPlateauOptions::ThresholdMode::Abs
+                                             : ReduceLROnPlateauOptions::ThresholdMode::Rel;
+    o.cooldown = cooldown;
+    if (!min_lr.empty()) o.min_lr.assign(min_lr.begin(), min_lr.end());
+    o.eps = eps;
+    return o;
+  }
 };
 
 }  // namespace anvil::nn::optim

@@ -82,6 +82,37 @@ class Optimizer {
 
   virtual HyperParams hyper_params(size_t group) const = 0;
 
+  // libtorch's opt.param_groups()[g].options().get_lr() / .set_lr(lr) and
+  // .params(): a view of group g that reads and writes this optimizer.
+  class ParamGroupView {
+   public:
+    class Options {
+     public:
+      double get_lr() const { return opt_->lr(group_); }
+      Options& set_lr(double lr) {
+        opt_->set_lr(group_, lr);
+        return *this;
+      }
+     private:
+      friend class ParamGroupView;
+      Options(Optimizer* opt, size_t group) : opt_(opt), group_(group) {}
+      Optimizer* opt_;
+      size_t group_;
+    };
+    Options options() const { return {opt_, group_}; }
+    const std::vector<Tensor>& params() const { return opt_->params(group_); }
+   private:
+    friend class Optimizer;
+    ParamGroupView(Optimizer* opt, size_t group) : opt_(opt), group_(group) {}
+    Optimizer* opt_;
+    size_t group_;
+  };
+  std::vector<ParamGroupView> param_groups() {
+    std::vector<ParamGroupView> out;
+    for (size_t g = 0; g < num_param_groups(); ++g) out.push_back(ParamGroupView(this, g));
+    return out;
+  }
+
   // Each group's lr before any LR scheduler changed it (PyTorch's
   // group["initial_lr"]): set by the first scheduler made over this
   // optimizer, read by every later one as its base lr, so several schedulers

@@ -7,6 +7,7 @@
 //   p -= lr * d
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/base/option_field.h"
@@ -30,6 +31,11 @@ struct SGDOptions {
 class SGD : public OptimizerWith<SGDOptions> {
  public:
   explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
+  // libtorch's SGD(params, /*lr=*/0.01). A template, so SGD(params, {}) still
+  // means the default options rather than lr 0.
+  template <typename Lr>
+    requires std::is_arithmetic_v<Lr>
+  SGD(std::vector<Tensor> params, Lr lr) : SGD(std::move(params), SGDOptions().lr(static_cast<double>(lr))) {}
   explicit SGD(std::vector<Group> groups, SGDOptions defaults = {});
   void step() override;
 };

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/autograd/grad_mode.h"
@@ -78,6 +79,55 @@ TEST(DataParallel, ReplicatedPathMatchesTheModule) {
   Tensor x = randn({6, 5}, kFloat64);
   NoGradGuard no_grad;
   EXPECT_LT(max_abs_diff(dp->forward(x), model->forward(x)), 1e-14);
+}
+
+// A module whose forward takes (x, mask): x [N, T, 5] averaged over the
+// positions mask [N, T] keeps (1 = keep), then a linear layer.
+class MaskedPool : public nn::Module {
+ public:
+  MaskedPool() : nn::Module("MaskedPool"), proj(std::make_shared<nn::Linear>(5, 3)) {
+    register_module("proj", proj);
+    to(kFloat64);
+  }
+  Tensor forward_inputs(const std::vector<Tensor>& in) override {
+    ANVIL_CHECK(in.size() == 2, "MaskedPool: takes (x, mask), got ", in.size(), " inputs");
+    const Tensor keep = in[1].unsqueeze(-1);
+    return proj->forward(sum(in[0] * keep, {1}) / sum(keep, {1}));
+  }
+  std::shared_ptr<nn::Linear> proj;
+};
+
+TEST(DataParallel, SeveralInputsAreEachSplitAlongTheBatch) {
+  auto model = std::make_shared<MaskedPool>();
+  auto dp = std::make_shared<DataParallel>(model, [] { return std::make_shared<MaskedPool>(); },
+                                           DataParallelOptions{.devices = {Device::cpu(), Device::cpu(), Device::cpu()}});
+  for (int64_t batch : {9, 7, 2}) {
+    Tensor x = randn({batch, 4, 5}, kFloat64), y = randn({batch, 3}, kFloat64);
+    // Random masks with position 0 always kept, so no row divides by zero.
+    Tensor mask = (rand({batch, 4}, kFloat64) < 0.5).to(kFloat64);
+    mask.narrow(1, 0, 1).fill_(1.0);
+    auto [out_ref, grads_ref] = outputs_and_grads(*model, [&](const Tensor& t) { return (*model)(t, mask); }, x, y);
+    auto [out, grads] = outputs_and_grads(*model, [&](const Tensor& t) { return (*dp)(t, mask); }, x, y);
+    ASSERT_EQ(out.shape(), (Shape{batch, 3}));
+    EXPECT_LT(max_abs_diff(out, out_ref), 1e-14) << "batch " << batch;
+    ASSERT_EQ(grads.size(), grads_ref.size());
+    for (size_t i = 0; i < grads.size(); ++i) EXPECT_LT(max_abs_diff(grads[i], grads_ref[i]), 1e-13) << "batch " << batch;
+    // The mask matters: all-ones gives another output.
+    NoGradGuard no_grad;
+    if (batch > 2) EXPECT_GT(max_abs_diff((*dp)(x, ones({batch, 4}, kFloat64)), out), 1e-6);
+  }
+  // Every input must share the batch size, or the error says which does not.
+  Tensor x = randn({6, 4, 5}, kFloat64);
+  try {
+    (*dp)(x, ones({5, 4}, kFloat64));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("DataParallel"), std::string::npos) << m;
+    EXPECT_NE(m.find("input 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("[5, 4]"), std::string::npos) << m;
+    EXPECT_NE(m.find("[6, 4, 5]"), std::string::npos) << m;
+  }
 }
 
 TEST(DataParallel, ChecksReplicaArchitecture) {

@@ -215,6 +215,50 @@ TEST(MultiheadAttention, DropoutOnlyInTrainingAndSeveralInputsThroughContainers)
   EXPECT_LT((inner->in_proj_weight.grad() - w_plain).abs().max().item<double>(), 1e-5);
 }
 
+TEST(MultiheadAttention, AddBiasKvAndZeroAttnAppendKeysOpenToEveryQuery) {
+  manual_seed(6);
+  nn::MultiheadAttention m(
+      nn::MultiheadAttentionOptions(4, 2).batch_first(true).add_bias_kv(true).add_zero_attn(true));
+  m.to(kFloat64);
+  ASSERT_TRUE(m.bias_k.defined() && m.bias_v.defined());
+  EXPECT_EQ(m.bias_k.shape(), (Shape{1, 1, 4}));
+  int named = 0;
+  for (const auto& [name, t] : m.named_parameters()) named += name == "bias_k" || name == "bias_v";
+  EXPECT_EQ(named, 2);
+  EXPECT_NE(m.bias_k.abs().sum().item<double>(), 0.0);  // xavier_normal_, as PyTorch
+  // Causal: query 0 sees key 0 and the two appended keys; the rest of its row is 0.
+  Tensor x = randn({2, 3, 4}, kFloat64);
+  auto [out, w] = m.forward(x, x, x, {.need_weights = true, .is_causal = true});
+  ASSERT_EQ(w.shape(), (Shape{2, 3, 5}));
+  Vec row0 = w.select(1, 0).select(0, 0).to_vector<double>();
+  EXPECT_GT(row0[0], 0.0);
+  EXPECT_EQ(row0[1], 0.0);
+  EXPECT_EQ(row0[2], 0.0);
+  EXPECT_GT(row0[3], 0.0);
+  EXPECT_GT(row0[4], 0.0);
+  Tensor fused = m.forward(x, x, x, {.need_weights = false, .is_causal = true}).first;
+  EXPECT_LT((fused - out).abs().max().item<double>(), 1e-12);
+  // A fully padded sequence still attends the appended keys (PyTorch's result, not NaN).
+  Tensor all_padded = ones({2, 3}, kBool);
+  Tensor y = m.forward(x, x, x, {.key_padding_mask = all_padded, .need_weights = false}).first;
+  EXPECT_TRUE(isfinite(y).all().item<bool>());
+  // Gradients reach bias_k and bias_v, and match finite differences.
+  m.forward(x, x, x, {.need_weights = false}).first.sum().backward();
+  EXPECT_GT(m.bias_v.grad().abs().sum().item<double>(), 0.0);
+  Tensor kpm = bool_mask({0, 0, 1, 0, 0, 0}, {2, 3});
+  EXPECT_TRUE(testing::module_gradcheck(
+      m,
+      [&](const std::vector<Tensor>& in) {
+        auto [o, wt] = m.forward(in[0], in[1], in[2], {.key_padding_mask = kpm, .need_weights = true});
+        return cat({o.flatten(), wt.flatten()});
+      },
+      {randn({2, 3, 4}, kFloat64), randn({2, 3, 4}, kFloat64), randn({2, 3, 4}, kFloat64)}));
+  // Masks are checked against the given keys, not the appended ones.
+  expect_error([&] { m.forward(x, x, x, {.attn_mask = zeros({3, 5}, kBool)}); },
+               {"MultiheadAttention", "attn_mask", "[L, S] = [3, 3]", "[3, 5]"});
+  EXPECT_NE(m.repr().find("add_bias_kv=True"), std::string::npos);
+}
+
 TEST(MultiheadAttention, BadInputNamesTheModuleAndShapes) {
   nn::MultiheadAttention m(nn::MultiheadAttentionOptions(8, 2).batch_first(true));
   Tensor x = randn({2, 3, 8});

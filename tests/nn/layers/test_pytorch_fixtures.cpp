@@ -66,6 +66,49 @@ TEST(PyTorchFixtures, MultiheadAttentionGivesPyTorchsOutputs) {
   EXPECT_TRUE(close(causal_out, f.get("mha.causal_out")));
 }
 
+TEST(PyTorchFixtures, MultiheadAttentionAddBiasKvGivesPyTorchsOutputs) {
+  const Fixture& f = fixture();
+  MultiheadAttention mha(MultiheadAttentionOptions().embed_dim(16).num_heads(4).add_bias_kv(true));
+  mha.load_state_dict(f.weights_for("mha_bias_kv", mha));
+  mha.eval();
+  ASSERT_EQ(mha.bias_k.shape(), (Shape{1, 1, 16}));
+  auto [out, weights] = mha.forward(f.get("mha_bias_kv.query"), f.get("mha_bias_kv.key"), f.get("mha_bias_kv.value"),
+                                    MHAForwardOptions().attn_mask(f.get("mha_bias_kv.attn_mask")));
+  EXPECT_TRUE(close(out, f.get("mha_bias_kv.out")));
+  EXPECT_TRUE(close(weights, f.get("mha_bias_kv.weights")));  // [N, L, S + 1]
+}
+
+TEST(PyTorchFixtures, MultiheadAttentionAddBiasKvAndZeroAttnWithMasksGivesPyTorchsOutputs) {
+  const Fixture& f = fixture();
+  MultiheadAttention mha(
+      MultiheadAttentionOptions().embed_dim(16).num_heads(4).batch_first(true).add_bias_kv(true).add_zero_attn(true));
+  mha.load_state_dict(f.weights_for("mha_both", mha));
+  mha.eval();
+  const Tensor q = f.get("mha_both.query"), k = f.get("mha_both.key"), v = f.get("mha_both.value");
+  const auto masks = MHAForwardOptions()
+                         .key_padding_mask(f.get("mha_both.key_padding_mask").to(kBool))
+                         .attn_mask(f.get("mha_both.attn_mask").to(kBool));
+  auto [out, weights] = mha.forward(q, k, v, MHAForwardOptions(masks).average_attn_weights(false));
+  EXPECT_TRUE(close(out, f.get("mha_both.out")));
+  EXPECT_TRUE(close(weights, f.get("mha_both.weights")));  // [N, H, L, S + 2]
+  auto [fused, none] = mha.forward(q, k, v, MHAForwardOptions(masks).need_weights(false));
+  EXPECT_FALSE(none.defined());
+  EXPECT_TRUE(close(fused, f.get("mha_both.fused_out")));
+}
+
+TEST(PyTorchFixtures, MultiheadAttentionAddZeroAttnWithOtherKvDimsGivesPyTorchsOutputs) {
+  const Fixture& f = fixture();
+  MultiheadAttention mha(
+      MultiheadAttentionOptions().embed_dim(16).num_heads(4).batch_first(true).add_zero_attn(true).kdim(10).vdim(12));
+  mha.load_state_dict(f.weights_for("mha_zero", mha));
+  mha.eval();
+  auto [out, weights] =
+      mha.forward(f.get("mha_zero.query"), f.get("mha_zero.key"), f.get("mha_zero.value"),
+                  MHAForwardOptions().key_padding_mask(f.get("mha_zero.key_padding_mask").to(kBool)));
+  EXPECT_TRUE(close(out, f.get("mha_zero.out")));
+  EXPECT_TRUE(close(weights, f.get("mha_zero.weights")));  // [N, L, S + 1]
+}
+
 TEST(PyTorchFixtures, LstmGivesPyTorchsOutputs) {
   const Fixture& f = fixture();
   LSTM lstm(LSTMOptions(6, 8).num_layers(2).bidirectional(true).batch_first(true));
