@@ -17,6 +17,7 @@ struct MemoryStats {
   int64_t device_mallocs = 0;         // calls to the device's raw allocator
   int64_t device_frees = 0;
   int64_t num_ooms = 0;               // device out-of-memory events (before retry)
+  int64_t limit_bytes = 0;            // set_memory_limit's cap on reserved bytes; 0: none
 };
 
 // Where tensor memory comes from. One per device; the CUDA one caches.
@@ -33,6 +34,14 @@ class Allocator {
   // The block at ptr is also used on another stream: do not hand it out again
   // until that stream's work, queued so far, has finished.
   virtual void record_stream(void* /*ptr*/, uint64_t /*stream_id*/) {}
+  // A cap on the bytes this allocator holds (reserved), as PyTorch's
+  // set_per_process_memory_fraction: a request that would pass it fails as if
+  // the device were full (cache freed, one retry, then an out-of-memory error
+  // with the stats). 0 removes the cap. It lets a job share a device, and
+  // makes out-of-memory reachable where the device never reports it (host
+  // memory is overcommitted). Returns false where the allocator has no cap.
+  virtual bool set_memory_limit(size_t /*bytes*/) { return false; }
+  virtual size_t memory_limit() const { return 0; }
 };
 
 // What the caching allocator needs from a device: raw memory and stream events.

@@ -158,6 +158,9 @@ CachingAllocator::Block* CachingAllocator::find_free_block(size_t size, uint64_t
 CachingAllocator::Block* CachingAllocator::allocate_segment(size_t size, uint64_t stream,
                                                             bool small_pool) {
   size_t segment_size = segment_size_for(size);
+  if (stats_.limit_bytes > 0 &&
+      static_cast<size_t>(stats_.reserved_bytes) + segment_size > static_cast<size_t>(stats_.limit_bytes))
+    return nullptr;  // as a full device: the caller frees the cache and retries
   void* ptr = device_->raw_alloc(segment_size);
   if (ptr == nullptr) return nullptr;
   stats_.device_mallocs++;
@@ -324,12 +327,26 @@ void CachingAllocator::throw_out_of_memory(size_t nbytes, size_t size, uint64_t 
       << format_bytes(s.allocated_bytes) << ", reserved " << format_bytes(s.reserved_bytes)
       << ", cached " << format_bytes(s.reserved_bytes - s.allocated_bytes) << ", peak allocated "
       << format_bytes(s.peak_allocated_bytes) << ", peak reserved "
-      << format_bytes(s.peak_reserved_bytes)
-      << ".";
+      << format_bytes(s.peak_reserved_bytes);
+  if (s.limit_bytes > 0) msg << ", limit " << format_bytes(s.limit_bytes) << " (set_memory_limit)";
+  msg << ".";
   std::string device = device_->describe_memory();
   if (!device.empty()) msg << " " << device << ".";
   msg << " The cache was already emptied; free tensors or use smaller batches.";
   throw Error(msg.str());
+}
+
+bool CachingAllocator::set_memory_limit(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ANVIL_CHECK(bytes <= static_cast<size_t>(std::numeric_limits<int64_t>::max()),
+              "set_memory_limit: ", bytes, " bytes is more than any device holds");
+  stats_.limit_bytes = static_cast<int64_t>(bytes);
+  return true;
+}
+
+size_t CachingAllocator::memory_limit() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<size_t>(stats_.limit_bytes);
 }
 
 MemoryStats CachingAllocator::stats() const {

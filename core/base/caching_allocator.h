@@ -70,6 +70,10 @@ class CachingAllocator : public Allocator {
   // to the device.
   void empty_cache() override;
   void record_stream(void* ptr, uint64_t stream_id) override;
+  // Segments are not taken from the device past `bytes` reserved; lowering it
+  // below what is reserved now frees nothing by itself (empty_cache does).
+  bool set_memory_limit(size_t bytes) override;
+  size_t memory_limit() const override;
 
   // The size of the block a request of nbytes gets (before any rest is kept).
   size_t round_size(size_t nbytes) const;

@@ -33,9 +33,23 @@ class CpuAllocator final : public Allocator {
                 "cpu allocator: cannot allocate ", nbytes, " bytes (size too large)");
     size_t rounded = nbytes == 0 ? kCpuAlignment
                                  : (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    {
+      // Counted before malloc, so two threads cannot both pass the cap.
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stats_.limit_bytes > 0 &&
+          static_cast<size_t>(stats_.allocated_bytes) + rounded > static_cast<size_t>(stats_.limit_bytes)) {
+        stats_.num_ooms++;  // nothing is cached, so nothing to free before failing
+        fail("cpu allocator: out of memory: tried to allocate ", nbytes, " bytes. Memory stats: allocated ",
+             stats_.allocated_bytes, " bytes, reserved ", stats_.allocated_bytes, " bytes, peak allocated ",
+             stats_.peak_allocated_bytes, " bytes, limit ", stats_.limit_bytes,
+             " bytes (set_memory_limit); free tensors or use smaller batches.");
+      }
+      stats_.allocated_bytes += static_cast<int64_t>(rounded);
+    }
     void* ptr = std::aligned_alloc(kCpuAlignment, rounded);
     std::lock_guard<std::mutex> lock(mutex_);
     if (ptr == nullptr) {
+      stats_.allocated_bytes -= static_cast<int64_t>(rounded);
       stats_.num_ooms++;
       fail("cpu allocator: out of memory allocating ", nbytes, " bytes (", stats_.allocated_bytes,
            " bytes already allocated, peak ", stats_.peak_allocated_bytes, ")");
@@ -43,7 +57,6 @@ class CpuAllocator final : public Allocator {
     sizes_.emplace(ptr, rounded);
     stats_.num_allocs++;
     stats_.device_mallocs++;
-    stats_.allocated_bytes += static_cast<int64_t>(rounded);
     if (stats_.allocated_bytes > stats_.peak_allocated_bytes)
       stats_.peak_allocated_bytes = stats_.allocated_bytes;
     return ptr;
@@ -71,6 +84,18 @@ class CpuAllocator final : public Allocator {
     s.reserved_bytes = s.allocated_bytes;
     s.peak_reserved_bytes = s.peak_allocated_bytes;
     return s;
+  }
+
+  bool set_memory_limit(size_t bytes) override {
+    ANVIL_CHECK(bytes <= static_cast<size_t>(std::numeric_limits<int64_t>::max()), "set_memory_limit: ", bytes,
+                " bytes is more than the host holds");
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.limit_bytes = static_cast<int64_t>(bytes);
+    return true;
+  }
+  size_t memory_limit() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<size_t>(stats_.limit_bytes);
   }
 
   void reset_peak_stats() override {

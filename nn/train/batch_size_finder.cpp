@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "core/memory.h"
 #include "core/ops.h"
 
 namespace anvil::nn::train {
@@ -48,7 +49,8 @@ int64_t search_max_batch_size(const TryBatch& try_batch, BatchSizeSearchOptions 
 int64_t find_max_batch_size(const TryBatch& try_batch, Device device, BatchSizeSearchOptions options) {
   ANVIL_CHECK(options.start >= 1 && options.max >= options.start,
               "find_max_batch_size: need 1 <= start <= max, got start ", options.start, " and max ", options.max);
-  if (device.is_cpu()) return options.max;  // see the header: a host OOM cannot be caught
+  // See the header: without a cap a host OOM cannot be caught.
+  if (device.is_cpu() && memory_limit(device) == 0) return options.max;
   auto release = [&] {
     synchronize(device);
     empty_cache(device);

@@ -11,6 +11,11 @@
 // On CPU it returns `max` without trying: host memory is virtual and
 // overcommitted, so running out of it kills the process (the OOM killer) or
 // swaps rather than throwing an error that could be caught and retried.
+// Under a cap (set_memory_limit(Device::cpu(), bytes)) the CPU allocator
+// throws at the cap, and the search runs there as on a GPU.
+//
+// After an out-of-memory error in training, the allocator has already freed
+// its cache; lower the batch to what this returns and fit again.
 //
 // Leave headroom: the optimizer's state and the allocator's fragmentation in
 // a long run take more than one forward + backward; a common choice is to

@@ -66,6 +66,8 @@ class CheckedAllocator final : public Allocator {
   MemoryStats stats() const override { return inner_->stats(); }
   void reset_peak_stats() override { inner_->reset_peak_stats(); }
   void empty_cache() override { inner_->empty_cache(); }
+  bool set_memory_limit(size_t bytes) override { return inner_->set_memory_limit(bytes); }
+  size_t memory_limit() const override { return inner_->memory_limit(); }
 
  private:
   struct Block {

@@ -1,5 +1,5 @@
 // Faults while checkpointing: a writer SIGKILLed at random points, a full
-// disk, a flipped byte. Each must leave a loadable checkpoint under the final
+// disk (a file size limit, and a really full tmpfs), a flipped byte. Each must leave a loadable checkpoint under the final
 // name (the old or the new one, never a partial file) or a clear error naming
 // the file.
 #include <gtest/gtest.h>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "nn/serialize/checkpoint.h"
+#include "private_tmpfs.h"
 #include "serialize_test_util.h"
 
 namespace anvil::nn::serialize::test {
@@ -134,6 +135,26 @@ TEST(CheckpointFaults, FullDiskIsAClearErrorAndKeepsThePreviousCheckpoint) {
   for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file() ? 1 : 0;
   EXPECT_EQ(files, 1) << "the failed write left its temporary file";
   fs::remove_all(dir);
+}
+
+// A really full file system: the kernel's ENOSPC, on a 256 KiB tmpfs that a
+// 1 MiB checkpoint cannot fit in.
+TEST(CheckpointFaults, ATmpfsThatFillsUpIsAClearErrorAndKeepsThePreviousCheckpoint) {
+  anvil::testing::PrivateTmpfs disk(256 * 1024);
+  if (!disk.ok()) GTEST_SKIP() << disk.why_not();
+  const fs::path path = disk.path() / "run.ckpt";
+  save_checkpoint(path, version(1, 1024));  // ~4 KiB
+  const std::string message = error_of([&] { save_checkpoint(path, version(2, 256 * 1024)); });
+  EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+  EXPECT_NE(message.find("No space left on device"), std::string::npos) << message;
+  EXPECT_NE(message.find("'" + path.string() + "' is unchanged"), std::string::npos) << message;
+  EXPECT_EQ(version_of(load_checkpoint(path)), 1);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(disk.path())) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"run.ckpt"}) << "the failed write left its temporary file";
+  // The temporary's blocks went back: a checkpoint that fits is saved again.
+  save_checkpoint(path, version(3, 16 * 1024));  // 64 KiB
+  EXPECT_EQ(version_of(load_checkpoint(path)), 3);
 }
 
 TEST(CheckpointFaults, AFlippedByteIsDetectedNamingTheFile) {
