@@ -4,6 +4,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/factory.h"
+#include "core/ops.h"
 #include "nn/optim/multi_tensor.h"
 
 namespace anvil::nn::optim {
@@ -17,15 +18,14 @@ void validate_adam(const Options& o, const std::string& optimizer) {
   ANVIL_CHECK(o.beta2 >= 0 && o.beta2 < 1, optimizer, ": invalid beta2 ", o.beta2, " (expected in [0, 1))");
   ANVIL_CHECK(o.eps >= 0, optimizer, ": invalid eps ", o.eps, " (expected >= 0)");
   ANVIL_CHECK(o.weight_decay >= 0, optimizer, ": invalid weight_decay ", o.weight_decay, " (expected >= 0)");
-  ANVIL_CHECK(!o.amsgrad, optimizer, ": amsgrad=true is not supported (the maximum of the second moments is not ",
-              "kept); amsgrad=false is the default");
 }
 
 template <class Options>
 HyperParams named_adam(const Options& o) {
   return {{"lr", o.lr},     {"beta1", o.beta1},
           {"beta2", o.beta2}, {"eps", o.eps},
-          {"weight_decay", o.weight_decay}, {"maximize", o.maximize ? 1.0 : 0.0}};
+          {"weight_decay", o.weight_decay}, {"maximize", o.maximize ? 1.0 : 0.0},
+          {"amsgrad", o.amsgrad ? 1.0 : 0.0}};
 }
 
 template <class Options>
@@ -36,8 +36,37 @@ bool set_named_adam(Options& o, std::string_view name, double value) {
   else if (name == "eps") o.eps = value;
   else if (name == "weight_decay") o.weight_decay = value;
   else if (name == "maximize") o.maximize = value != 0;
+  else if (name == "amsgrad") o.amsgrad = value != 0;
   else return false;
   return true;
+}
+
+// AMSGrad (amsgrad=true): Adam with the denominator taken from the running
+// maximum of the second moments ("max_exp_avg_sq"), as torch.optim's:
+//   v_max = max(v_max, v);  p -= lr / (1 - beta1^t) * m / (sqrt(v_max) / sqrt(1 - beta2^t) + eps)
+// One parameter at a time in tensor ops (either backend), not the fused
+// adamw kernel, whose contract has no third state tensor.
+template <class Options>
+void amsgrad_update(Tensor p, const Tensor& grad, ParamState& s, const Options& o, bool decoupled) {
+  if (s.buffers.empty()) {
+    for (const char* name : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}) s.buffers.emplace(name, zeros(p.shape(), p.options()));
+  }
+  ++s.step;
+  const double lr = o.lr, beta1 = o.beta1, beta2 = o.beta2, eps = o.eps, weight_decay = o.weight_decay;
+  Tensor g = o.maximize ? -grad : grad;
+  if (weight_decay != 0) {
+    if (decoupled) p.mul_(1 - lr * weight_decay);
+    else g = g + p * weight_decay;
+  }
+  Tensor& m = s.buffers.at("exp_avg");
+  Tensor& v = s.buffers.at("exp_avg_sq");
+  Tensor& v_max = s.buffers.at("max_exp_avg_sq");
+  m.mul_(beta1).add_(g, 1 - beta1);
+  v.mul_(beta2).addcmul_(g, g, 1 - beta2);
+  v_max.copy_(maximum(v_max, v));
+  const double t = static_cast<double>(s.step);
+  const double bias1 = 1 - std::pow(beta1, t), bias2 = 1 - std::pow(beta2, t);
+  p.sub_(m / (sqrt(v_max) / std::sqrt(bias2) + eps), lr / bias1);
 }
 
 template <class Optim>
@@ -46,6 +75,11 @@ void adam_step(Optim& opt, bool decoupled) {
   const char* op = decoupled ? "AdamW.step" : "Adam.step";
   for (size_t g = 0; g < opt.num_param_groups(); ++g) {
     const auto& o = opt.options(g);
+    if (o.amsgrad) {
+      for (const Tensor& p : opt.params(g))
+        if (p.grad().defined()) amsgrad_update(p, p.grad(), opt.state_for(p), o, decoupled);
+      continue;
+    }
     // Keyed by step count: parameters that missed a step have their own bias correction.
     internal::Batches batches;
     for (const Tensor& p : opt.params(g)) {

@@ -1,5 +1,5 @@
 // The optimizers written with tensor ops (RMSprop, Adagrad, Adamax, NAdam,
-// RAdam, Lion, LBFGS) on CUDA parameters: the same double-precision
+// RAdam, Lion, LBFGS, Adam/AdamW's amsgrad) on CUDA parameters: the same double-precision
 // references as on the CPU (float32 tolerance), LBFGS against the CPU run.
 #include <gtest/gtest.h>
 
@@ -23,6 +23,8 @@ TEST(CudaOptimizers, TensorOpOptimizersMatchTheReferencesOnCuda) {
   check_steps<RAdam>(RAdamOptions(0.01).betas({0.9, 0.9}), RefRAdam{0.01, 0.9, 0.9, 1e-8, 0, false}, 7, 1e-5, kFloat32,
                      dev);
   check_steps<Lion>(LionOptions(0.01), RefLion{0.01, 0.9, 0.99, 0, false}, 3, 1e-5, kFloat32, dev);
+  check_steps<AdamW>(AdamWOptions(0.01).betas({0.8, 0.5}).amsgrad(true),
+                     RefAMSGrad{0.01, 0.8, 0.5, 1e-8, 1e-2, true, false}, 4, 1e-5, kFloat32, dev);
 }
 
 TEST(CudaOptimizers, LbfgsWithLineSearchMatchesTheCpu) {

@@ -1,6 +1,6 @@
 #pragma once
-// The documented updates of RMSprop, Adagrad, Adamax, NAdam, RAdam
-// (torch.optim's pseudo-code) and Lion (the paper's), in plain doubles:
+// The documented updates of RMSprop, Adagrad, Adamax, NAdam, RAdam, Adam and
+// AdamW with amsgrad (torch.optim's pseudo-code) and Lion (the paper's), in plain doubles:
 // step(p, grad) applies one update to the values p. Shared by the CPU tests
 // (tests/nn/optim) and the CUDA ones (tests/nn/cuda).
 #include <algorithm>
@@ -51,6 +51,28 @@ struct RefAdagrad {
       const double g = (maximize ? -grad[i] : grad[i]) + wd * p[i];
       sum[i] += g * g;
       p[i] -= clr * g / (std::sqrt(sum[i]) + eps);
+    }
+  }
+};
+
+// torch.optim.Adam / AdamW with amsgrad=True: the denominator from the
+// running maximum of the (uncorrected) second moments.
+struct RefAMSGrad {
+  double lr, b1, b2, eps, wd;
+  bool decoupled, maximize;
+  Vec m, v, v_max;
+  int t = 0;
+  void step(Vec& p, const Vec& grad) {
+    if (m.empty()) m.assign(p.size(), 0), v.assign(p.size(), 0), v_max.assign(p.size(), 0);
+    ++t;
+    for (size_t i = 0; i < p.size(); ++i) {
+      double g = maximize ? -grad[i] : grad[i];
+      if (decoupled) p[i] *= 1 - lr * wd;
+      else g += wd * p[i];
+      m[i] = b1 * m[i] + (1 - b1) * g;
+      v[i] = b2 * v[i] + (1 - b2) * g * g;
+      v_max[i] = std::max(v_max[i], v[i]);
+      p[i] -= lr / (1 - std::pow(b1, t)) * m[i] / (std::sqrt(v_max[i]) / std::sqrt(1 - std::pow(b2, t)) + eps);
     }
   }
 };

@@ -5,6 +5,7 @@
 
 #include "nn/optim/adam.h"
 #include "optim_test_util.h"
+#include "optimizer_references.h"
 
 namespace anvil::nn::optim::test {
 namespace {
@@ -124,6 +125,35 @@ TEST(Adam, ParametersWithFewerStepsUseTheirOwnBiasCorrection) {
   expect_near(values(b), pb, 1e-12, "b");
   EXPECT_EQ(opt.state_of(w)->step, 3);
   EXPECT_EQ(opt.state_of(b)->step, 2);
+}
+
+// beta2 0.5 lets v fall quickly after the large first gradients, so v_max
+// and v part ways within a few steps and the maximum decides the update.
+TEST(Adam, AmsgradMatchesReference) {
+  check_steps<Adam>(AdamOptions(0.01).betas({0.9, 0.5}).amsgrad(true),
+                    RefAMSGrad{0.01, 0.9, 0.5, 1e-8, 0, false, false}, 6, 1e-12);
+  check_steps<Adam>(AdamOptions(0.01).weight_decay(0.1).maximize(true).amsgrad(true),
+                    RefAMSGrad{0.01, 0.9, 0.999, 1e-8, 0.1, false, true}, 4, 1e-12);
+  check_steps<AdamW>(AdamWOptions(0.01).betas({0.8, 0.5}).amsgrad(true),
+                     RefAMSGrad{0.01, 0.8, 0.5, 1e-8, 1e-2, true, false}, 6, 1e-12);
+}
+
+TEST(Adam, AmsgradKeepsTheMaximumOfTheSecondMoments) {
+  Tensor p = random_param({5});
+  Adam opt({p}, AdamOptions(0.01).betas({0.9, 0.5}).amsgrad(true));
+  Tensor grad = p.detach().clone().fill_(4.0);
+  p.set_grad(grad);
+  opt.step();
+  p.set_grad(grad.clone().fill_(0.1));  // v shrinks, its maximum must not
+  opt.step();
+  const ParamState* s = opt.state_of(p);
+  ASSERT_NE(s, nullptr);
+  const Vec v = values(s->buffers.at("exp_avg_sq")), v_max = values(s->buffers.at("max_exp_avg_sq"));
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_NEAR(v_max[i], 0.5 * 16.0, 1e-12);          // (1 - beta2) * 4^2 after the first step
+    EXPECT_NEAR(v[i], 0.5 * 8.0 + 0.5 * 0.01, 1e-12);  // then beta2 * v + (1 - beta2) * 0.1^2
+  }
+  check_state_round_trip<Adam>(AdamOptions(0.01).amsgrad(true));
 }
 
 TEST(Adam, InvalidHyperParametersAreRejected) {
