@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/autograd/grad_mode.h"
+#include "core/factory.h"
 #include "distributed/file_store.h"
 #include "distributed/gloo_process_group.h"
 #include "distributed/subgroup.h"
@@ -62,6 +63,14 @@ inline void run_world_ranks(int n, const std::function<void(World&, std::shared_
 inline void run_ranks(int n, const std::function<void(std::shared_ptr<ProcessGroup>)>& body,
                       std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   run_world_ranks(n, [&](World&, std::shared_ptr<ProcessGroup> group) { body(std::move(group)); }, timeout);
+}
+
+// Random float64 inputs of `numel` elements, one per rank, made on the calling
+// thread (rank threads do not share the global generator).
+inline std::vector<Tensor> random_rank_inputs(int n, int64_t numel) {
+  std::vector<Tensor> xs;
+  for (int r = 0; r < n; ++r) xs.push_back(randn({numel}, kFloat64));
+  return xs;
 }
 
 }  // namespace anvil::distributed::testing

@@ -22,17 +22,13 @@ namespace {
 
 using anvil::test::contains;
 using anvil::test::error_of;
+using testing::random_rank_inputs;
 using testing::run_world_ranks;
 using namespace std::chrono_literals;
 
-std::vector<Tensor> rank_inputs(int n, int64_t numel) {
-  std::vector<Tensor> xs;
-  for (int r = 0; r < n; ++r) xs.push_back(randn({numel}, kFloat64));
-  return xs;
-}
 
 TEST(DeviceMesh, TwoByTwoReducesRowsAlongTpAndColumnsAlongDp) {
-  std::vector<Tensor> x = rank_inputs(4, 29);
+  std::vector<Tensor> x = random_rank_inputs(4, 29);
   run_world_ranks(4, [&](World& world, std::shared_ptr<ProcessGroup>) {
     const int me = world.rank(), row = me / 2, col = me % 2;
     DeviceMesh mesh(world, "cpu", {2, 2}, {"dp", "tp"});
@@ -90,7 +86,7 @@ TEST(DeviceMesh, TwoByTwoReducesRowsAlongTpAndColumnsAlongDp) {
 }
 
 TEST(DeviceMesh, ThreeDimensionsWithASizeOneDimension) {
-  std::vector<Tensor> x = rank_inputs(4, 8);
+  std::vector<Tensor> x = random_rank_inputs(4, 8);
   run_world_ranks(4, [&](World& world, std::shared_ptr<ProcessGroup>) {
     const int me = world.rank();
     DeviceMesh mesh(world, "cpu", {2, 1, 2}, {"dp", "pp", "tp"});

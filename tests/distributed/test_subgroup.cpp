@@ -19,16 +19,10 @@ namespace {
 
 using anvil::test::contains;
 using anvil::test::error_of;
+using testing::random_rank_inputs;
 using testing::run_world_ranks;
 using namespace std::chrono_literals;
 
-// Random inputs for every rank, made on the main thread (rank threads do not
-// share the global generator).
-std::vector<Tensor> rank_inputs(int n, int64_t numel) {
-  std::vector<Tensor> xs;
-  for (int r = 0; r < n; ++r) xs.push_back(randn({numel}, kFloat64));
-  return xs;
-}
 
 void expect_equal(const Tensor& got, const Tensor& want, const std::string& what) {
   ASSERT_EQ(got.numel(), want.numel()) << what;
@@ -38,7 +32,7 @@ void expect_equal(const Tensor& got, const Tensor& want, const std::string& what
 
 TEST(Subgroup, CollectivesOnMembersWhileTheOthersRunTheirOwn) {
   const int64_t n = 37;
-  std::vector<Tensor> x = rank_inputs(4, n), y = rank_inputs(4, 2 * n), z = rank_inputs(4, 5);
+  std::vector<Tensor> x = random_rank_inputs(4, n), y = random_rank_inputs(4, 2 * n), z = random_rank_inputs(4, 5);
   // {0, 2}: a sum of two doubles is exact in either order.
   Tensor sum02 = x[0].add(x[2]);
   Tensor gathered02 = cat({x[0], x[2]});
@@ -117,7 +111,7 @@ TEST(Subgroup, CollectivesOnMembersWhileTheOthersRunTheirOwn) {
 }
 
 TEST(Subgroup, OverlappingGroupsTheWorldAndASingleRank) {
-  std::vector<Tensor> x = rank_inputs(4, 11);
+  std::vector<Tensor> x = random_rank_inputs(4, 11);
   Tensor world_sum = x[0].add(x[1]).add(x[2]).add(x[3]);
   run_world_ranks(4, [&](World& world, std::shared_ptr<ProcessGroup>) {
     const int me = world.rank();
