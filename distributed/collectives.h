@@ -33,6 +33,11 @@ WorkHandle reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op
 WorkHandle send(const Tensor& tensor, int dst, int tag = 0, const CallOptions& call = {});
 WorkHandle recv(const Tensor& tensor, int src, int tag = 0, const CallOptions& call = {});
 WorkHandle barrier(const CallOptions& call = {});
+// Starts every send and recv of `ops` together (ProcessGroup::batch_isend_irecv:
+// the safe way to send and receive in one step on NCCL) and returns a Work
+// per op; synchronous unless call.async_op, as the functions above.
+//   batch_isend_irecv({P2POp::isend(mine, next), P2POp::irecv(theirs, prev)});
+std::vector<WorkHandle> batch_isend_irecv(const std::vector<P2POp>& ops, const CallOptions& call = {});
 // input's first dimension cut into blocks of input_split_sizes[i] rows, block
 // i to rank i; output gets rank j's block as its j-th (output_split_sizes[j]
 // rows). Empty split lists: equal blocks. ProcessGroup::all_to_all_single.

@@ -216,6 +216,11 @@ WorkHandle recv(const Tensor& tensor, int src, int tag, const CallOptions& call)
   return finish(group_of(call).recv(t, src, tag), call);
 }
 WorkHandle barrier(const CallOptions& call) { return finish(group_of(call).barrier(), call); }
+std::vector<WorkHandle> batch_isend_irecv(const std::vector<P2POp>& ops, const CallOptions& call) {
+  std::vector<WorkHandle> works = group_of(call).batch_isend_irecv(ops);
+  for (WorkHandle& w : works) w = finish(w, call);
+  return works;
+}
 WorkHandle all_to_all_single(const Tensor& output, const Tensor& input, const std::vector<int64_t>& output_split_sizes,
                              const std::vector<int64_t>& input_split_sizes, const CallOptions& call) {
   Tensor out = output;

@@ -35,6 +35,16 @@ class CompletedWork : public Work {
 
 WorkHandle completed_work(std::exception_ptr error) { return std::make_shared<CompletedWork>(std::move(error)); }
 
+std::vector<WorkHandle> ProcessGroup::batch_isend_irecv(const std::vector<P2POp>& ops) {
+  std::vector<WorkHandle> works;
+  works.reserve(ops.size());
+  for (const P2POp& op : ops) {
+    Tensor t = op.tensor;
+    works.push_back(op.kind == P2POp::Kind::Send ? send(t, op.peer, op.tag) : recv(t, op.peer, op.tag));
+  }
+  return works;
+}
+
 namespace {
 
 std::string list_str(const std::vector<int64_t>& v) {

@@ -34,6 +34,18 @@ class Work {
 };
 using WorkHandle = std::shared_ptr<Work>;
 
+// One send or receive of batch_isend_irecv (PyTorch's dist.P2POp).
+struct P2POp {
+  enum class Kind { Send, Recv };
+  Kind kind = Kind::Send;
+  Tensor tensor;  // read by a send, written by a recv
+  int peer = 0;   // the destination of a send, the source of a recv
+  int tag = 0;
+
+  static P2POp isend(const Tensor& tensor, int dst, int tag = 0) { return {Kind::Send, tensor, dst, tag}; }
+  static P2POp irecv(const Tensor& tensor, int src, int tag = 0) { return {Kind::Recv, tensor, src, tag}; }
+};
+
 // A Work that already finished (successfully, or with `error` when non-null).
 WorkHandle completed_work(std::exception_ptr error = nullptr);
 
@@ -79,6 +91,15 @@ class ProcessGroup {
   virtual WorkHandle send(const Tensor& tensor, int dst, int tag = 0) = 0;
   virtual WorkHandle recv(Tensor& tensor, int src, int tag = 0) = 0;
   virtual WorkHandle barrier() = 0;
+  // PyTorch's batch_isend_irecv: starts every send and recv of `ops` at once
+  // and returns one Work per op, in order. Use it whenever a rank both sends
+  // and receives in one step (a ring, a pipeline stage passing activations
+  // one way and gradients the other): NCCL's send and recv each hold their
+  // stream until the peer arrives, so a recv issued alone before a send can
+  // wait forever on a peer that does the same; in one batch (one NCCL group)
+  // they progress together. Backends whose sends and recvs are independent
+  // anyway (Gloo) keep this default, which posts them one by one.
+  virtual std::vector<WorkHandle> batch_isend_irecv(const std::vector<P2POp>& ops);
 
   // PyTorch's all_to_all_single: the input's first dimension is cut into
   // size() consecutive blocks of input_split_sizes[i] rows, and block i goes

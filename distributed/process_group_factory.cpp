@@ -58,6 +58,17 @@ class DeviceDispatchProcessGroup : public ProcessGroup {
   }
   WorkHandle send(const Tensor& t, int dst, int tag) override { return pick(t, "send").send(t, dst, tag); }
   WorkHandle recv(Tensor& t, int src, int tag) override { return pick(t, "recv").recv(t, src, tag); }
+  // One backend for the whole batch: mixing devices cannot be one NCCL group.
+  std::vector<WorkHandle> batch_isend_irecv(const std::vector<P2POp>& ops) override {
+    if (ops.empty()) return {};
+    for (size_t i = 0; i < ops.size(); ++i) {
+      ANVIL_CHECK(ops[i].tensor.defined(), "batch_isend_irecv: op ", i, " has an undefined tensor");
+      ANVIL_CHECK(ops[i].tensor.device() == ops.front().tensor.device(), "batch_isend_irecv: op ", i, "'s tensor is on ",
+                  ops[i].tensor.device().str(), " but op 0's on ", ops.front().tensor.device().str(),
+                  "; one batch runs on one backend (split it by device)");
+    }
+    return pick(ops.front().tensor, "batch_isend_irecv").batch_isend_irecv(ops);
+  }
   // On Gloo: it needs no device, and every rank has that group.
   WorkHandle barrier() override { return gloo_->barrier(); }
 

@@ -95,26 +95,30 @@ class RingSchedule {
   WorkHandle& send_work(int64_t t, int64_t k) { return sends_[static_cast<size_t>(t * chunks_ + k)]; }
   WorkHandle& recv_work(int64_t t, int64_t k) { return recvs_[static_cast<size_t>(t * chunks_ + k)]; }
 
-  // Posts step t's receive and send of chunk k (empty chunks are skipped on
-  // both ends alike, since every rank computes the same ranges).
+  // Posts step t's receive and send of chunk k as one batch (empty chunks
+  // are skipped on both ends alike, since every rank computes the same
+  // ranges). One batch, because on NCCL a lone recv from the previous rank
+  // would hold the stream while that rank, doing the same, never sends.
   void post(int64_t t, int64_t k) {
     const int next = static_cast<int>(mod(rank_ + 1)), prev = static_cast<int>(mod(rank_ - 1));
+    std::vector<P2POp> ops;
     Range in = chunk_range(recv_segment(t), k);
     if (in.size() > 0) {
       if (is_reduce_step(t)) {
-        Tensor dst = scratch(k, in.size());
-        recv_work(t, k) = group_.recv(dst, prev, tag(t, k));
+        ops.push_back(P2POp::irecv(scratch(k, in.size()), prev, tag(t, k)));
       } else {
         // All-gather overwrites segment r-s, which reduce-scatter step s sent:
         // that send must have left the buffer first.
         const int64_t s = t - (n_ - 1);
         if (WorkHandle& w = send_work(s, k)) w->wait();
-        Tensor dst = slice(in);
-        recv_work(t, k) = group_.recv(dst, prev, tag(t, k));
+        ops.push_back(P2POp::irecv(slice(in), prev, tag(t, k)));
       }
     }
     Range out = chunk_range(send_segment(t), k);
-    if (out.size() > 0) send_work(t, k) = group_.send(slice(out), next, tag(t, k));
+    if (out.size() > 0) ops.push_back(P2POp::isend(slice(out), next, tag(t, k)));
+    std::vector<WorkHandle> works = group_.batch_isend_irecv(ops);
+    for (size_t i = 0; i < ops.size(); ++i)
+      (ops[i].kind == P2POp::Kind::Recv ? recv_work(t, k) : send_work(t, k)) = works[i];
   }
 
   void combine(int64_t t, int64_t k) {

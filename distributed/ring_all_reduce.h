@@ -13,6 +13,10 @@
 // soon as chunk k of a step is received and reduced it is sent on for the
 // next step, so sending chunk k overlaps receiving and reducing chunk k+1.
 //
+// Each step's recv and send go out as one batch_isend_irecv, which makes the
+// ring safe on NCCL (CUDA tensors) too: there a lone recv holds the stream
+// until its peer sends, and every rank receiving first would wait forever.
+//
 //   ring_all_reduce(group, grads, ReduceOp::Avg);
 #include <cstdint>
 

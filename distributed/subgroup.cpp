@@ -61,6 +61,9 @@ WorkHandle SubGroup::reduce_scatter(Tensor& output, const Tensor& input, ReduceO
 WorkHandle SubGroup::send(const Tensor& tensor, int dst, int tag) { return member("send").send(tensor, dst, tag); }
 WorkHandle SubGroup::recv(Tensor& tensor, int src, int tag) { return member("recv").recv(tensor, src, tag); }
 WorkHandle SubGroup::barrier() { return member("barrier").barrier(); }
+std::vector<WorkHandle> SubGroup::batch_isend_irecv(const std::vector<P2POp>& ops) {
+  return member("batch_isend_irecv").batch_isend_irecv(ops);
+}
 WorkHandle SubGroup::all_to_all_single(Tensor& output, const Tensor& input,
                                        const std::vector<int64_t>& output_split_sizes,
                                        const std::vector<int64_t>& input_split_sizes) {

@@ -66,6 +66,7 @@ class SubGroup : public ProcessGroup {
   WorkHandle send(const Tensor& tensor, int dst, int tag = 0) override;
   WorkHandle recv(Tensor& tensor, int src, int tag = 0) override;
   WorkHandle barrier() override;
+  std::vector<WorkHandle> batch_isend_irecv(const std::vector<P2POp>& ops) override;
   WorkHandle all_to_all_single(Tensor& output, const Tensor& input, const std::vector<int64_t>& output_split_sizes = {},
                                const std::vector<int64_t>& input_split_sizes = {}) override;
   WorkHandle all_to_all(std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) override;

@@ -416,6 +416,38 @@ WorkHandle NcclProcessGroup::recv(Tensor& tensor, int src, int /*tag*/) {
   });
 }
 
+std::vector<WorkHandle> NcclProcessGroup::batch_isend_irecv(const std::vector<P2POp>& ops) {
+  auto& s = *state_;
+  if (ops.empty()) return {};
+  std::string what = s.prefix("batch_isend_irecv of " + std::to_string(ops.size()) + " ops");
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const P2POp& op = ops[i];
+    const bool is_send = op.kind == P2POp::Kind::Send;
+    std::string which = " (op " + std::to_string(i) + ", " + (is_send ? "send to" : "recv from") + " rank " +
+                        std::to_string(op.peer) + ")";
+    check_cuda_tensor(s, what + which, op.tensor, "");
+    ANVIL_CHECK(op.peer >= 0 && op.peer < size() && op.peer != rank(), what, which, ": the peer must be another rank in [0, ",
+                size(), ")");
+    nccl_dtype(op.tensor.dtype(), what + which);
+    tensors.push_back(op.tensor);
+    if (!is_send) tensors.back().bump_version();
+  }
+  WorkHandle work = s.run("batch_isend_irecv", tensors, [&] {
+    ANVIL_NCCL_CHECK(ncclGroupStart(), what);
+    for (const P2POp& op : ops) {
+      const auto count = static_cast<size_t>(op.tensor.numel());
+      const ncclDataType_t dt = nccl_dtype(op.tensor.dtype(), what);
+      if (op.kind == P2POp::Kind::Send)
+        ANVIL_NCCL_CHECK(ncclSend(op.tensor.data_ptr(), count, dt, op.peer, s.comm, s.comm_cuda), what);
+      else
+        ANVIL_NCCL_CHECK(ncclRecv(op.tensor.data_ptr(), count, dt, op.peer, s.comm, s.comm_cuda), what);
+    }
+    ANVIL_NCCL_CHECK(ncclGroupEnd(), what);
+  });
+  return std::vector<WorkHandle>(ops.size(), work);
+}
+
 WorkHandle NcclProcessGroup::all_to_all_single(Tensor& output, const Tensor& input,
                                                const std::vector<int64_t>& output_split_sizes,
                                                const std::vector<int64_t>& input_split_sizes) {

@@ -42,9 +42,15 @@ class NcclProcessGroup : public ProcessGroup {
   WorkHandle all_gather(Tensor& output, const Tensor& input) override;
   WorkHandle reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::Sum) override;
   // NCCL has no tags: sends and recvs between two ranks match in call order.
+  // Each holds the communication stream until its peer arrives: a rank that
+  // must both send and receive uses batch_isend_irecv.
   WorkHandle send(const Tensor& tensor, int dst, int tag = 0) override;
   WorkHandle recv(Tensor& tensor, int src, int tag = 0) override;
   WorkHandle barrier() override;
+  // Every op in one ncclGroupStart/End, so paired sends and recvs cannot
+  // block each other (see ProcessGroup::batch_isend_irecv); one Work, shared
+  // by all the ops, completes when the whole group has.
+  std::vector<WorkHandle> batch_isend_irecv(const std::vector<P2POp>& ops) override;
   // Grouped ncclSend/ncclRecv to and from every peer (NCCL has no
   // all-to-all of its own); copies this rank's own block on the stream.
   WorkHandle all_to_all_single(Tensor& output, const Tensor& input, const std::vector<int64_t>& output_split_sizes = {},
