@@ -208,8 +208,14 @@ class Backend {
                               double eps) = 0;
   // RMS norm over the cols of in [rows, cols]: out = in * rstd * weight with
   // rstd [rows] float32 = 1 / sqrt(mean(in^2) + eps); weight [cols] or null.
-  // (Its gradient is composed from ops in core/ops/nn/norm_more.cpp.)
   virtual void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) = 0;
+  // Its gradient in one pass over each row: with r recomputed from the row
+  // in the accumulation precision (not the forward's float32 rstd, so float64
+  // stays exact), grad_in = r * (g w - in * r^2 * mean(g w in)) [rows, cols]
+  // (null data: not wanted) and grad_weight [cols] = sum over rows of
+  // g * in * r (null: not wanted). grad_out, in, grad_in: one dtype.
+  virtual void rms_norm_backward(const View& grad_in, const View* grad_weight, const View& grad_out, const View& in,
+                                 const View* weight, double eps) = 0;
   // logits [N, C], targets int64 [N]; writes per-row loss [N] (0 for ignored
   // rows) and logsumexp [N] float32 for the backward pass.
   virtual void cross_entropy(const View& losses, const View& logsumexp, const View& logits,

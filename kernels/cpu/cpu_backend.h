@@ -79,6 +79,8 @@ class CpuBackend final : public Backend {
                       const View& residual, const View* weight, const View* bias, double eps) override;
   // rms_norm.cpp
   void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) override;
+  void rms_norm_backward(const View& grad_in, const View* grad_weight, const View& grad_out, const View& in,
+                         const View* weight, double eps) override;
 
   // attention.cpp, attention_backward.cpp
   void attention_forward(const View& out, const View& lse, const View& q, const View& k, const View& v,

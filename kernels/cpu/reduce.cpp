@@ -55,6 +55,11 @@ struct Additive : OnStorage<T, red::Sum<acc_t<T>, M>> {
   {
     return vec::sum(p, n);
   }
+  void vector_fold_row_into(double* acc, const float* row, int64_t n) const
+    requires(M == SumMode::Sum || M == SumMode::Mean)
+  {
+    vec::add_row_into(acc, row, n);
+  }
 };
 
 template <typename T>
@@ -83,6 +88,11 @@ struct Extreme : OnStorage<T, red::Extreme<acc_t<T>, kMax>> {
     requires(!kAbs)
   {
     return kMax ? vec::max(p, n) : vec::min(p, n);
+  }
+  void vector_fold_row_into(double* acc, const float* row, int64_t n) const
+    requires(!kAbs)
+  {
+    kMax ? vec::max_row_into(acc, row, n) : vec::min_row_into(acc, row, n);
   }
   // Unit-stride runs use eight independent accumulators (NaNs counted on the
   // side): the compiler turns that into vector max/min without a dependency chain.
@@ -283,12 +293,25 @@ void reduce_columns(const Op& op, const ReducePlan& plan, const View& out, const
     return Item{in_base + off[0] + j0 * col.in_stride * plan.in_item, out_base + off[1] + j0 * col.out_stride * plan.out_item,
                 std::min(kBlock, col.size - j0)};
   };
+  // Contiguous float32 columns of sum, mean, max and min fold each row with
+  // the vector kernels (the same double accumulators, the same order).
+  bool vector_rows = false;
+  if constexpr (std::is_same_v<T, float> &&
+                requires(const Op& o, Acc* a, const float* p) { o.vector_fold_row_into(a, p, int64_t{1}); })
+    vector_rows = col.in_stride == 1 && vec::enabled();
   // acc[j] folds the reduced elements [begin, end) of output column j of the item.
   auto accumulate = [&](const Item& it, int64_t begin, int64_t end, Acc* acc) {
     red.run({it.in}, begin, end, [&](const StridedLoop<1>::Run& r) {
       for (int64_t e = 0; e < r.n; ++e) {
         const T* row = reinterpret_cast<const T*>(r.ptr[0] + e * r.stride[0]);
         const int64_t index = r.first + e;
+        if constexpr (std::is_same_v<T, float> &&
+                      requires(const Op& o, Acc* a, const float* p) { o.vector_fold_row_into(a, p, int64_t{1}); }) {
+          if (vector_rows) {
+            op.vector_fold_row_into(acc, row, it.len);
+            continue;
+          }
+        }
         if (col.in_stride == 1) {
           for (int64_t j = 0; j < it.len; ++j) acc[j] = op.combine(acc[j], op.lift(row[j], index));
         } else {

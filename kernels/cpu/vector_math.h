@@ -50,6 +50,9 @@ void layer_norm_backward_row(float* gi, const float* g, const float* x, const fl
                              float rstd);
 // y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps); returns rstd.
 double rms_norm_row(float* y, const float* x, const float* w, int64_t n, double eps);
+// rms_norm's gradient for one row: returns rstd (recomputed as rms_norm_row
+// does) and, when gi is not null, writes gi = rstd * (g w - x rstd^2 mean(g w x)).
+double rms_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps);
 
 // Reductions of n contiguous floats (n >= 1): the sum, in float lanes over
 // blocks and in double across blocks; the max or min (NaN if any is NaN);
@@ -61,5 +64,13 @@ struct Moments {
   double mean, m2;
 };
 Moments moments(const float* x, int64_t n);
+
+// One row of a column reduction (over the first dim): acc[j] += x[j], or
+// acc[j] = max/min(acc[j], x[j]) with NaN sticking, for j < n; the floats
+// promoted to the double accumulators, so each column's result is the
+// scalar loop's exactly.
+void add_row_into(double* acc, const float* x, int64_t n);
+void max_row_into(double* acc, const float* x, int64_t n);
+void min_row_into(double* acc, const float* x, int64_t n);
 
 }  // namespace anvil::cpu::vec

@@ -131,6 +131,41 @@ Moments MomentsOf(const float* x, int64_t n) {
   return {mean, m2};
 }
 
+// One input row of a column reduction (a sum or max over the first dim):
+// acc[j] = fold(acc[j], x[j]), the floats promoted to the double
+// accumulators. Each column still folds its rows in order, so the result is
+// the scalar loop's, bit for bit; only the columns go side by side.
+template <class F>
+HWY_INLINE void FoldRowInto(double* acc, const float* x, int64_t n, F fold) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(dd));
+  int64_t j = 0;
+  for (; j + 2 * L <= n; j += 2 * L) {
+    const auto a = fold(dd, hn::LoadU(dd, acc + j), hn::PromoteTo(dd, hn::LoadU(df, x + j)));
+    const auto b = fold(dd, hn::LoadU(dd, acc + j + L), hn::PromoteTo(dd, hn::LoadU(df, x + j + L)));
+    hn::StoreU(a, dd, acc + j);
+    hn::StoreU(b, dd, acc + j + L);
+  }
+  for (; j + L <= n; j += L)
+    hn::StoreU(fold(dd, hn::LoadU(dd, acc + j), hn::PromoteTo(dd, hn::LoadU(df, x + j))), dd, acc + j);
+  for (; j < n; ++j)
+    acc[j] = hn::GetLane(fold(dd, hn::Set(dd, acc[j]), hn::Set(dd, static_cast<double>(x[j]))));
+}
+
+void AddRowInto(double* acc, const float* x, int64_t n) {
+  FoldRowInto(acc, x, n, [](auto, auto a, auto v) { return hn::Add(a, v); });
+}
+// A NaN sticks: once acc is NaN no comparison is true; a NaN input is taken.
+template <bool kMax>
+void ExtremeRowInto(double* acc, const float* x, int64_t n) {
+  FoldRowInto(acc, x, n, [](auto, auto a, auto v) {
+    return hn::IfThenElse(hn::Or(kMax ? hn::Gt(v, a) : hn::Lt(v, a), hn::IsNaN(v)), v, a);
+  });
+}
+void MaxRowInto(double* acc, const float* x, int64_t n) { ExtremeRowInto<true>(acc, x, n); }
+void MinRowInto(double* acc, const float* x, int64_t n) { ExtremeRowInto<false>(acc, x, n); }
+
 // Row statistics (layer_norm): float lanes, added in double per row or block.
 Moments RowMoments(const float* x, int64_t n) {
   const D d;
@@ -253,6 +288,22 @@ double RmsNormRow(float* y, const float* x, const float* w, int64_t n, double ep
   return rstd;
 }
 
+// r recomputed exactly as RmsNormRow computes it, then (gi non-null)
+// gi = r * g w - x * (r^3 * mean(g w x)).
+double RmsNormBackwardRow(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps) {
+  const D d;
+  const double sq = SumOver(d, n, 0.0f, x, [](V v, int64_t) { return hn::Mul(v, v); });
+  const double r = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
+  if (!gi) return r;
+  auto gw = [&](V gv, int64_t i) { return w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv; };
+  // Padding lanes of g are 0, so the sum ignores them.
+  const double dot = SumOver(d, n, 0.0f, g, [&](V gv, int64_t i) { return hn::Mul(gw(gv, i), At(d, x, i, n, 0.0f)); });
+  const V rv = hn::Set(d, static_cast<float>(r));
+  const V c = hn::Set(d, static_cast<float>(r * r * r * dot / static_cast<double>(n)));
+  MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::Sub(hn::Mul(rv, gw(gv, i)), hn::Mul(At(d, x, i, n, 0.0f), c)); });
+  return r;
+}
+
 }  // namespace anvil::cpu::vec::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -264,10 +315,14 @@ HWY_EXPORT(SoftmaxBackwardRow);
 HWY_EXPORT(LayerNormRow);
 HWY_EXPORT(LayerNormBackwardRow);
 HWY_EXPORT(RmsNormRow);
+HWY_EXPORT(RmsNormBackwardRow);
 HWY_EXPORT(Sum);
 HWY_EXPORT(Max);
 HWY_EXPORT(Min);
 HWY_EXPORT(MomentsOf);
+HWY_EXPORT(AddRowInto);
+HWY_EXPORT(MaxRowInto);
+HWY_EXPORT(MinRowInto);
 
 void softmax_row(float* y, const float* x, int64_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRow)(y, x, n, log); }
 void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log) {
@@ -283,10 +338,16 @@ void layer_norm_backward_row(float* gi, const float* g, const float* x, const fl
 double rms_norm_row(float* y, const float* x, const float* w, int64_t n, double eps) {
   return HWY_DYNAMIC_DISPATCH(RmsNormRow)(y, x, w, n, eps);
 }
+double rms_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps) {
+  return HWY_DYNAMIC_DISPATCH(RmsNormBackwardRow)(gi, g, x, w, n, eps);
+}
 double sum(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Sum)(x, n); }
 float max(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Max)(x, n); }
 float min(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Min)(x, n); }
 Moments moments(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MomentsOf)(x, n); }
+void add_row_into(double* acc, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(AddRowInto)(acc, x, n); }
+void max_row_into(double* acc, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(MaxRowInto)(acc, x, n); }
+void min_row_into(double* acc, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(MinRowInto)(acc, x, n); }
 
 }  // namespace anvil::cpu::vec
 #endif  // HWY_ONCE
@@ -304,10 +365,14 @@ void softmax_backward_row(float*, const float*, const float*, int64_t, bool) { a
 RowStats layer_norm_row(float*, const float*, const float*, const float*, int64_t, double) { absent(); }
 void layer_norm_backward_row(float*, const float*, const float*, const float*, int64_t, float, float) { absent(); }
 double rms_norm_row(float*, const float*, const float*, int64_t, double) { absent(); }
+double rms_norm_backward_row(float*, const float*, const float*, const float*, int64_t, double) { absent(); }
 double sum(const float*, int64_t) { absent(); }
 float max(const float*, int64_t) { absent(); }
 float min(const float*, int64_t) { absent(); }
 Moments moments(const float*, int64_t) { absent(); }
+void add_row_into(double*, const float*, int64_t) { absent(); }
+void max_row_into(double*, const float*, int64_t) { absent(); }
+void min_row_into(double*, const float*, int64_t) { absent(); }
 }  // namespace anvil::cpu::vec
 
 #endif  // ANVIL_HAVE_HIGHWAY

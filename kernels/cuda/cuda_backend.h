@@ -13,7 +13,7 @@
 //   reduce.cu                    reduce
 //   softmax.cu                   softmax, softmax_backward
 //   layer_norm.cu                layer_norm, layer_norm_backward
-//   rms_norm.cu                  rms_norm (forward; its gradient is composed in core)
+//   rms_norm.cu                  rms_norm, rms_norm_backward
 //   cross_entropy.cu             cross_entropy, cross_entropy_backward
 //   attention.cu                 attention_forward, attention_backward (flash-style tiles)
 //   random.cu                    random, dropout (Philox, same numbers as the CPU)
@@ -127,6 +127,8 @@ class CudaBackend final : public Backend {
                       double eps) override;
   // rms_norm.cu
   void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) override;
+  void rms_norm_backward(const View& grad_in, const View* grad_weight, const View& grad_out, const View& in,
+                         const View* weight, double eps) override;
   // attention.cu
   void attention_forward(const View& out, const View& lse, const View& q, const View& k, const View& v,
                          const View* mask, const AttentionParams& p) override;

@@ -1,9 +1,17 @@
-// RMS norm over the last dim of [rows, cols]: one warp per row, two strided
-// passes (sum of squares, then scale) so any row length works; the second
-// pass re-reads the row from L1/L2. Math in acc_t (float, double for
-// float64); rstd saved as float32 per row. Gradient: composed in core.
+// RMS norm over the last dim of [rows, cols], forward and backward: one warp
+// per row, two strided passes (sums, then the output) so any row length
+// works; the second pass re-reads the row from L1/L2. Math in acc_t (float,
+// double for float64); rstd saved as float32 per row.
+//
+// The backward recomputes each row's r = 1/sqrt(mean(x^2) + eps) exactly as
+// the forward did (float64 stays exact), sums g w x in the same pass, and
+// writes grad_in = r g w - x (r^3 mean(g w x)). grad_weight = sum over rows
+// of g x r: r per row goes to a scratch array, then blocks of 32 columns x 8
+// row lanes sum chunks of rows into partial sums that a last kernel adds in
+// a fixed order (deterministic, no atomics).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -49,7 +57,120 @@ __global__ void rms_norm_warp_kernel(T* y, const T* x, const acc_t<T>* w, float*
   if (lane == 0) rstd[row] = static_cast<float>(r);
 }
 
+template <typename T>
+__global__ void rms_norm_backward_warp_kernel(T* gi, acc_t<T>* row_rstd, const T* g, const T* x, const acc_t<T>* w,
+                                              int64_t rows, int64_t cols, acc_t<T> eps) {
+  using C = acc_t<T>;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= rows) return;  // uniform over the warp
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const T* xr = x + row * cols;
+  const T* gr = g + row * cols;
+  C sq = 0, dot = 0;
+  for (int64_t i = lane; i < cols; i += 32) {
+    const C v = dev::cast<C>(xr[i]);
+    const C gw = w ? dev::cast<C>(gr[i]) * w[i] : dev::cast<C>(gr[i]);
+    sq += v * v;
+    dot += gw * v;
+  }
+  sq = dev::warp_reduce_sum(sq);
+  dot = dev::warp_reduce_sum(dot);
+  const C n = static_cast<C>(cols);
+  const C r = C(1) / sqrt(sq / n + eps);
+  if (lane == 0 && row_rstd) row_rstd[row] = r;
+  if (!gi) return;
+  const C c = r * r * r * dot / n;
+  T* gir = gi + row * cols;
+  for (int64_t i = lane; i < cols; i += 32) {
+    const C gw = w ? dev::cast<C>(gr[i]) * w[i] : dev::cast<C>(gr[i]);
+    gir[i] = dev::cast<T>(r * gw - dev::cast<C>(xr[i]) * c);
+  }
+}
+
+constexpr int kColTile = 32, kRowLanes = 8;
+
+// partial[chunk, col] = sum over the chunk's rows of g * x * r.
+template <typename T>
+__global__ void rms_norm_weight_grad_partial_kernel(acc_t<T>* partial, const T* g, const T* x,
+                                                    const acc_t<T>* row_rstd, int64_t rows, int64_t cols,
+                                                    int64_t rows_per_chunk) {
+  using C = acc_t<T>;
+  __shared__ C lanes[kRowLanes][kColTile + 1];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kColTile + threadIdx.x;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
+  const int64_t r1 = min(rows, r0 + rows_per_chunk);
+  C acc = 0;
+  if (col < cols)
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kRowLanes)
+      acc += dev::cast<C>(g[r * cols + col]) * dev::cast<C>(x[r * cols + col]) * row_rstd[r];
+  lanes[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < cols) {
+    for (int k = 1; k < kRowLanes; ++k) acc += lanes[k][threadIdx.x];
+    partial[blockIdx.y * cols + col] = acc;
+  }
+}
+
+template <typename C>
+__global__ void sum_chunks_kernel(C* out, const C* partial, int64_t chunks, int64_t cols) {
+  for (int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; col < cols;
+       col += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    C acc = 0;
+    for (int64_t k = 0; k < chunks; ++k) acc += partial[k * cols + col];
+    out[col] = acc;
+  }
+}
+
+unsigned row_grid(int64_t rows) {
+  const int64_t blocks = ceil_div(rows, kRmsRowsPerBlock);
+  ANVIL_CHECK(blocks < (int64_t(1) << 31), "rms_norm: too many rows for one launch: ", rows);
+  return static_cast<unsigned>(blocks);
+}
+
 }  // namespace
+
+void CudaBackend::rms_norm_backward(const View& grad_in, const View* grad_weight, const View& grad_out, const View& in,
+                                    const View* weight, double eps) {
+  ANVIL_NVTX_RANGE("rms_norm_backward");
+  const shapes::RowLayout l = shapes::check_rms_norm_backward(grad_in, grad_weight, grad_out, in, weight);
+  DeviceGuard guard(in.device_index);
+  const cudaStream_t s = stream(in.device_index);
+  visit_floating_device_dtype("rms_norm_backward", in.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = acc_t<T>;
+    const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
+    std::optional<DenseArg> gw;
+    if (grad_weight) gw.emplace(*this, *grad_weight, acc_dtype, DenseArg::Out);
+    if (l.rows == 0 || l.cols == 0) {  // no rows: a zero weight gradient; no columns: nothing to write
+      if (gw) fill(gw->view(), Scalar(0.0));
+      if (gw) gw->commit();
+      return;
+    }
+    DenseArg x(*this, in, in.dtype, DenseArg::In), g(*this, grad_out, in.dtype, DenseArg::In);
+    std::optional<DenseArg> gi, w;
+    if (grad_in.data) gi.emplace(*this, grad_in, in.dtype, DenseArg::Out);
+    if (weight) w.emplace(*this, *weight, acc_dtype, DenseArg::In);
+    std::optional<Scratch> row_rstd;
+    if (gw) row_rstd.emplace(*this, in.device_index, l.rows * sizeof(C));
+    launch_kernel(rms_norm_backward_warp_kernel<T>, row_grid(l.rows), 32 * kRmsRowsPerBlock, 0, s)(
+        gi ? gi->ptr<T>() : nullptr, row_rstd ? row_rstd->as<C>() : nullptr, g.ptr<T>(), x.ptr<T>(),
+        w ? w->ptr<C>() : nullptr, l.rows, l.cols, C(eps));
+    ANVIL_CUDA_CHECK_LAUNCH("rms_norm_backward_warp_kernel");
+    if (gi) gi->commit();
+    if (!gw) return;
+    const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(ceil_div(l.rows, 64), 256));
+    const int64_t rows_per_chunk = std::max<int64_t>(1, ceil_div(l.rows, chunks));
+    Scratch partial(*this, in.device_index, chunks * l.cols * sizeof(C));
+    const dim3 grid(static_cast<unsigned>(ceil_div(l.cols, kColTile)), static_cast<unsigned>(chunks));
+    launch_kernel(rms_norm_weight_grad_partial_kernel<T>, grid, dim3(kColTile, kRowLanes), 0, s)(
+        partial.as<C>(), g.ptr<T>(), x.ptr<T>(), row_rstd->as<C>(), l.rows, l.cols, rows_per_chunk);
+    ANVIL_CUDA_CHECK_LAUNCH("rms_norm_weight_grad_partial_kernel");
+    launch_kernel(sum_chunks_kernel<C>, capped_blocks(l.cols, 256), 256, 0, s)(gw->ptr<C>(), partial.as<C>(), chunks,
+                                                                               l.cols);
+    ANVIL_CUDA_CHECK_LAUNCH("sum_chunks_kernel");
+    gw->commit();
+  });
+}
 
 void CudaBackend::rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) {
   ANVIL_NVTX_RANGE("rms_norm");
@@ -68,9 +189,7 @@ void CudaBackend::rms_norm(const View& out, const View& rstd, const View& in, co
     if (l.cols == 0) {  // as the CPU: rstd 1/sqrt(eps), nothing to write in out
       fill(r.view(), Scalar(1.0 / std::sqrt(eps)));
     } else {
-      const int64_t blocks = ceil_div(l.rows, kRmsRowsPerBlock);
-      ANVIL_CHECK(blocks < (int64_t(1) << 31), "rms_norm: too many rows for one launch: ", l.rows);
-      launch_kernel(rms_norm_warp_kernel<T>, static_cast<unsigned>(blocks), 32 * kRmsRowsPerBlock, 0, s)(
+      launch_kernel(rms_norm_warp_kernel<T>, row_grid(l.rows), 32 * kRmsRowsPerBlock, 0, s)(
           y.ptr<T>(), x.ptr<T>(), w ? w->ptr<C>() : nullptr, r.ptr<float>(), l.rows, l.cols, C(eps));
       ANVIL_CUDA_CHECK_LAUNCH("rms_norm_warp_kernel");
     }

@@ -85,6 +85,21 @@ RowLayout check_rms_norm(const View& out, const View& rstd, const View& in, cons
   return l;
 }
 
+RowLayout check_rms_norm_backward(const View& grad_in, const View* grad_weight, const View& grad_out, const View& in,
+                                  const View* weight) {
+  const RowLayout l = row_layout("rms_norm_backward", in.shape);
+  ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
+              "rms_norm_backward: grad_out ", grad_out.shape, " and grad_in ", grad_in.shape,
+              " must have the input's shape ", in.shape);
+  ANVIL_CHECK(grad_out.dtype == in.dtype && (!grad_in.data || grad_in.dtype == in.dtype), "rms_norm_backward: grad_out ",
+              dtype_name(grad_out.dtype), " and grad_in ", dtype_name(grad_in.dtype), " must have the input's dtype ",
+              dtype_name(in.dtype));
+  ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!grad_weight || grad_weight->numel() == l.cols),
+              "rms_norm_backward: weight and grad_weight must have ", l.cols, " elements (the input's last dim ",
+              in.shape, "), got ", weight ? weight->shape : Shape{}, " and ", grad_weight ? grad_weight->shape : Shape{});
+  return l;
+}
+
 RowLayout check_layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
                                     const View& grad_out, const View& in, const View& mean, const View& rstd,
                                     const View* weight) {

@@ -40,6 +40,8 @@ RowLayout check_layer_norm(const View& out, const View& mean, const View& rstd, 
                            const View* bias);
 // Shapes of rms_norm's operands; returns the input's layout.
 RowLayout check_rms_norm(const View& out, const View& rstd, const View& in, const View* weight);
+RowLayout check_rms_norm_backward(const View& grad_in, const View* grad_weight, const View& grad_out, const View& in,
+                                  const View* weight);
 RowLayout check_layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
                                     const View& grad_out, const View& in, const View& mean, const View& rstd,
                                     const View* weight);

@@ -10,6 +10,7 @@
 #include "core/ops.h"
 #include "nn/functional.h"
 #include "nn/layers/activation.h"
+#include "nn/serialize/json_fields.h"
 #include "nn/serialize/safetensors.h"
 
 namespace anvil::nn {
@@ -34,6 +35,7 @@ BertConfig BertConfig::from_json_file(const std::filesystem::path& path) {
   BertConfig c;
   try {
     nlohmann::json j = nlohmann::json::parse(in);
+    const std::string where = std::string(op) + ": " + path.string();
     ANVIL_CHECK(j.value("model_type", "bert") == "bert", op, ": ", path.string(), " is a '", j.value("model_type", ""),
                 "' config; expected 'bert'");
     ANVIL_CHECK(j.value("hidden_act", "gelu") == "gelu", op, ": ", path.string(), " asks for hidden_act '",
@@ -41,17 +43,17 @@ BertConfig BertConfig::from_json_file(const std::filesystem::path& path) {
     ANVIL_CHECK(j.value("position_embedding_type", "absolute") == "absolute", op, ": ", path.string(),
                 " asks for position_embedding_type '", j.value("position_embedding_type", ""),
                 "'; BertModel implements 'absolute'");
-    c.vocab_size = j.value("vocab_size", c.vocab_size);
-    c.hidden_size = j.value("hidden_size", c.hidden_size);
-    c.num_hidden_layers = j.value("num_hidden_layers", c.num_hidden_layers);
-    c.num_attention_heads = j.value("num_attention_heads", c.num_attention_heads);
-    c.intermediate_size = j.value("intermediate_size", c.intermediate_size);
-    c.max_position_embeddings = j.value("max_position_embeddings", c.max_position_embeddings);
-    c.type_vocab_size = j.value("type_vocab_size", c.type_vocab_size);
-    c.layer_norm_eps = j.value("layer_norm_eps", c.layer_norm_eps);
-    c.hidden_dropout_prob = j.value("hidden_dropout_prob", c.hidden_dropout_prob);
-    c.attention_probs_dropout_prob = j.value("attention_probs_dropout_prob", c.attention_probs_dropout_prob);
-    c.pad_token_id = j.value("pad_token_id", c.pad_token_id);
+    c.vocab_size = json_integer_field(j, "vocab_size", c.vocab_size, where);
+    c.hidden_size = json_integer_field(j, "hidden_size", c.hidden_size, where);
+    c.num_hidden_layers = json_integer_field(j, "num_hidden_layers", c.num_hidden_layers, where);
+    c.num_attention_heads = json_integer_field(j, "num_attention_heads", c.num_attention_heads, where);
+    c.intermediate_size = json_integer_field(j, "intermediate_size", c.intermediate_size, where);
+    c.max_position_embeddings = json_integer_field(j, "max_position_embeddings", c.max_position_embeddings, where);
+    c.type_vocab_size = json_integer_field(j, "type_vocab_size", c.type_vocab_size, where);
+    c.layer_norm_eps = json_number_field(j, "layer_norm_eps", c.layer_norm_eps, where);
+    c.hidden_dropout_prob = json_number_field(j, "hidden_dropout_prob", c.hidden_dropout_prob, where);
+    c.attention_probs_dropout_prob = json_number_field(j, "attention_probs_dropout_prob", c.attention_probs_dropout_prob, where);
+    c.pad_token_id = json_integer_field(j, "pad_token_id", c.pad_token_id, where);
   } catch (const nlohmann::json::exception& e) {
     ANVIL_CHECK(false, op, ": ", path.string(), " is not a BERT config.json: ", e.what());
   }

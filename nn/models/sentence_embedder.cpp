@@ -9,6 +9,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/factory.h"
 #include "core/ops.h"
+#include "nn/serialize/json_fields.h"
 #include "nn/serialize/safetensors.h"
 
 namespace anvil::nn {
@@ -37,7 +38,8 @@ SentenceEmbedder::SentenceEmbedder(const std::filesystem::path& dir)
   // tokenizer.json's own truncation setting.
   nlohmann::json st = read_optional_json(dir / "sentence_bert_config.json");
   int64_t max_length = std::min<int64_t>(tokenizer_.options().max_length, model_->config.max_position_embeddings);
-  if (st.is_object() && st.contains("max_seq_length")) max_length = st["max_seq_length"].get<int64_t>();
+  max_length = json_integer_field(st, "max_seq_length", max_length,
+                                  "SentenceEmbedder: " + (dir / "sentence_bert_config.json").string());
   ANVIL_CHECK(max_length >= 2 && max_length <= model_->config.max_position_embeddings, "SentenceEmbedder: ",
               dir.string(), ": max_seq_length ", max_length, " is outside 2..", model_->config.max_position_embeddings);
   set_max_seq_length(max_length);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/factory.h"
+#include "nn/serialize/json_fields.h"
 #include "nn/text/unicode.h"
 
 namespace anvil::nn::text {
@@ -89,7 +90,8 @@ BertTokenizer BertTokenizer::from_file(const std::filesystem::path& tokenizer_js
     BertTokenizerOptions o;
     o.unk_token = model.value("unk_token", o.unk_token);
     o.continuing_subword_prefix = model.value("continuing_subword_prefix", o.continuing_subword_prefix);
-    o.max_input_chars_per_word = model.value("max_input_chars_per_word", o.max_input_chars_per_word);
+    const std::string where = std::string(op) + ": " + tokenizer_json.string();
+    o.max_input_chars_per_word = nn::json_integer_field(model, "max_input_chars_per_word", o.max_input_chars_per_word, where);
     const auto& norm = j.at("normalizer");
     ANVIL_CHECK(norm.is_object() && norm.value("type", "") == "BertNormalizer", op, ": ", tokenizer_json.string(),
                 " has no BertNormalizer; expected a BERT tokenizer");
@@ -101,7 +103,7 @@ BertTokenizer BertTokenizer::from_file(const std::filesystem::path& tokenizer_js
     const auto& map = model.at("vocab");
     std::vector<std::string> vocab(map.size());
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const auto id = it.value().get<int64_t>();
+      const int64_t id = nn::json_integer(it.value(), where + ": the id of '" + it.key() + "'");
       ANVIL_CHECK(id >= 0 && id < static_cast<int64_t>(vocab.size()), op, ": ", tokenizer_json.string(),
                   ": the id ", id, " of '", it.key(), "' is outside 0..", vocab.size() - 1);
       vocab[static_cast<size_t>(id)] = it.key();
@@ -110,7 +112,7 @@ BertTokenizer BertTokenizer::from_file(const std::filesystem::path& tokenizer_js
     if (j.contains("added_tokens"))
       for (const auto& t : j["added_tokens"]) specials.push_back(t.at("content").get<std::string>());
     if (j.contains("truncation") && j["truncation"].is_object())
-      o.max_length = j["truncation"].value("max_length", o.max_length);
+      o.max_length = nn::json_integer_field(j["truncation"], "max_length", o.max_length, where);
     BertTokenizer tok(std::move(vocab), std::move(o));
     tok.add_special_tokens(specials);
     return tok;

@@ -51,9 +51,36 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   return y;
 }
 
-// One kernel pass forward (kernels/*/rms_norm); the backward recomputes the
-// row scale with ops, so it is exact in float64 (the kernel saves rstd as
-// float32) and itself differentiable (double backward).
+namespace {
+
+// grad_in and grad_weight of rms_norm from the backend's one-pass kernel.
+nn_detail::Grads rms_norm_fused_backward(const Tensor& g, const Tensor& x, const Tensor& weight, double eps,
+                                         bool need_x, bool need_w, int64_t rows, int64_t cols) {
+  nn_detail::Grads grads(2);
+  Tensor grad_in = need_x ? empty({rows, cols}, x.options()) : Tensor();
+  Tensor grad_w = need_w ? empty({cols}, weight.options()) : Tensor();
+  if (rows > 0) {
+    View w_slot, gw_slot;
+    Tensor w1 = weight.defined() ? weight.reshape({cols}) : Tensor();
+    const Tensor g2 = g.to(x.dtype()).reshape({rows, cols});
+    detail::backend_of(x).rms_norm_backward(grad_in.defined() ? grad_in.view_of() : View{},
+                                            nn_detail::optional_view(grad_w, gw_slot), g2.view_of(),
+                                            x.reshape({rows, cols}).view_of(), nn_detail::optional_view(w1, w_slot),
+                                            eps);
+  } else if (grad_w.defined()) {
+    grad_w.zero_();
+  }
+  if (need_x) grads[0] = grad_in.view(x.shape());
+  if (need_w) grads[1] = grad_w.view(weight.shape());
+  return grads;
+}
+
+}  // namespace
+
+// One kernel pass forward (kernels/*/rms_norm) and one backward
+// (rms_norm_backward, which recomputes the row scale from x, so float64 stays
+// exact). Under create_graph the backward is composed from ops instead, so
+// it is itself differentiable (double backward).
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
   if (auto cast = autocast::full_precision_inputs(x, weight)) return rms_norm(cast[0], normalized_shape, cast[1], eps);
   detail::check_floating("rms_norm", x, "input");
@@ -91,8 +118,10 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
     autograd::record("rms_norm", {x, weight}, out,
                      [sx = autograd::SavedTensor(x, "rms_norm"),
                       sw = weight.defined() ? autograd::SavedTensor(weight, "rms_norm") : autograd::SavedTensor(),
-                      has_w = weight.defined(), dims, e, need_x, need_w](const Tensor& g) {
+                      has_w = weight.defined(), dims, e, need_x, need_w, row_count, cols](const Tensor& g) {
                        Tensor xv = sx.get();
+                       if (!autograd::GradMode::is_enabled())
+                         return rms_norm_fused_backward(g, xv, sw.get(), e, need_x, need_w, row_count, cols);
                        Tensor r = rsqrt(mean(xv * xv, dims, true) + e);
                        nn_detail::Grads grads(2);
                        if (need_x) {

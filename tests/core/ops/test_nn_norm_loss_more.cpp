@@ -66,7 +66,7 @@ TEST(NnRmsNorm, MatchesLoops) {
   EXPECT_NEAR((unit * unit).mean({-1}).to_vector<double>()[0], 1.0, 1e-12);
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return rms_norm(t[0], {3}, t[1], 1e-5); },
                         {randn64({2, 3}), randn64({3})}));
-  // The backward is composed from ops, so second derivatives are right too.
+  // Under create_graph the backward is composed from ops, so second derivatives are right too.
   EXPECT_TRUE(testing::gradgradcheck([](const std::vector<Tensor>& t) { return rms_norm(t[0], {3}, {}, 1e-5); },
                                      {randn64({2, 3})}));
   Tensor wconst = randn64({3});
@@ -79,6 +79,42 @@ TEST(NnRmsNorm, MatchesLoops) {
   EXPECT_EQ(rms_norm(randn64({0, 4}), {4}).shape(), (Shape{0, 4}));
   expect_error([&] { rms_norm(x, {3}); }, {"rms_norm", "normalized_shape", "suffix"});
   expect_error([&] { rms_norm(x, {4}, randn64({3})); }, {"rms_norm", "weight"});
+}
+
+// The backend's one-pass backward (plain backward) against the composed one
+// (create_graph records the backward, so it takes the op path): float64 to
+// rounding, float32 (the vector kernels) to float rounding, odd row lengths,
+// a strided input, with and without a weight, and each gradient alone.
+TEST(NnRmsNorm, FusedBackwardMatchesTheComposedOne) {
+  manual_seed(29);
+  for (DType dt : {kFloat64, kFloat32})
+    for (int64_t cols : {1, 7, 64, 1000}) {
+      for (bool with_weight : {true, false}) {
+        Tensor x = (randn64({5, 3, cols}) * 1.5 + 0.25).to(dt).requires_grad_();
+        Tensor w = with_weight ? randn64({cols}).to(dt).requires_grad_() : Tensor();
+        Tensor g = randn64({5, 3, cols}).to(dt);
+        std::vector<Tensor> inputs = {x};
+        if (with_weight) inputs.push_back(w);
+        auto grads = [&](bool composed) {
+          Tensor y = rms_norm(x, {cols}, w, 1e-5);
+          return autograd::grad({y}, inputs, {g}, {.retain_graph = false, .create_graph = composed});
+        };
+        const std::vector<Tensor> fused = grads(false), composed = grads(true);
+        const double tol = dt == kFloat64 ? 1e-12 : 2e-5 * std::sqrt(static_cast<double>(cols));
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          EXPECT_EQ(fused[i].dtype(), dt);
+          EXPECT_EQ(fused[i].shape(), inputs[i].shape());
+          EXPECT_LT(testing::max_abs_diff(fused[i].detach(), composed[i].detach()), tol)
+              << dtype_name(dt) << " cols " << cols << (i ? " grad_weight" : " grad_input");
+        }
+      }
+    }
+  // Only the weight's gradient, and a transposed (strided) input.
+  Tensor x = randn64({6, 9}), w = randn64({6}).requires_grad_(), g = randn64({9, 6});
+  Tensor y = rms_norm(x.t(), {6}, w, 1e-5);
+  const Tensor gw = autograd::grad({y}, {w}, {g})[0];
+  Tensor r = rsqrt(mean(x.t() * x.t(), {1}, true) + 1e-5);
+  expect_near_vec(gw.to_vector<double>(), sum(g * x.t() * r, {0}).to_vector<double>(), 1e-12);
 }
 
 TEST(NnInstanceNorm, NormalisesEachInstanceAndUpdatesRunningStats) {

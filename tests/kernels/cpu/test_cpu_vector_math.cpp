@@ -265,6 +265,69 @@ TEST(CpuVectorMath, ReductionsOfEveryLengthWithSpecialValues) {
   }
 }
 
+// rms_norm's one-pass backward in float32 (the vector rows) against the
+// float64 kernel on the same values: grad_in and grad_weight, with and
+// without a weight, each gradient alone.
+TEST(CpuVectorMath, RmsNormBackwardRowsOfEveryLength) {
+  std::mt19937 rng(7);
+  for (int64_t n : kRowLengths) {
+    const int64_t rows = 3;
+    auto x = random_tensor<float>({rows, n}, rng, -3, 3);
+    auto w = random_tensor<float>({n}, rng, 0.5, 2);
+    auto g = random_tensor<float>({rows, n}, rng, -1, 1);
+    const std::vector<double> xv = values(x.view), wv = values(w.view), gv = values(g.view);
+    auto x64 = tensor_of<double>({rows, n}, xv), g64 = tensor_of<double>({rows, n}, gv);
+    auto w64 = tensor_of<double>({n}, wv);
+    for (bool with_weight : {true, false}) {
+      auto gi = filled_tensor<float>({rows, n}), gw = filled_tensor<float>({n});
+      auto gi64 = filled_tensor<double>({rows, n}), gw64 = filled_tensor<double>({n});
+      cpu().rms_norm_backward(gi.view, &gw.view, g.view, x.view, with_weight ? &w.view : nullptr, 1e-5);
+      cpu().rms_norm_backward(gi64.view, &gw64.view, g64.view, x64.view, with_weight ? &w64.view : nullptr, 1e-5);
+      const std::string what = std::string(with_weight ? "weighted" : "plain") + " n=" + std::to_string(n);
+      expect_float_close(values(gi.view), values(gi64.view), xv, 1e-5, 1e-4, "rms_norm backward grad_in " + what);
+      expect_float_close(values(gw.view), values(gw64.view), wv, 1e-5, 1e-5, "rms_norm backward grad_weight " + what);
+      // One gradient at a time gives the same values.
+      auto gi_alone = filled_tensor<float>({rows, n}), gw_alone = filled_tensor<float>({n});
+      cpu().rms_norm_backward(gi_alone.view, nullptr, g.view, x.view, with_weight ? &w.view : nullptr, 1e-5);
+      cpu().rms_norm_backward(View{}, &gw_alone.view, g.view, x.view, with_weight ? &w.view : nullptr, 1e-5);
+      EXPECT_EQ(values(gi_alone.view), values(gi.view)) << what;
+      EXPECT_EQ(values(gw_alone.view), values(gw.view)) << what;
+    }
+  }
+}
+
+// Sum, mean, max and min over the first dim (column reductions) of float32:
+// each column folds its rows in order in double on either path, so the
+// vector rows give the float64 loop's result exactly, NaN and inf included.
+TEST(CpuVectorMath, FirstDimReductionsOfEveryWidthWithSpecialValues) {
+  std::mt19937 rng(9);
+  for (int64_t n : kRowLengths) {
+    const int64_t rows = 6;
+    auto x = random_tensor<float>({rows, n}, rng, -2, 2);
+    x.storage[static_cast<size_t>(n) - 1] = std::numeric_limits<float>::quiet_NaN();   // last column, row 0
+    x.storage[3 * static_cast<size_t>(n)] = std::numeric_limits<float>::infinity();      // first column, row 3
+    x.storage[5 * static_cast<size_t>(n) + n / 2] = -3e38f;                              // a middle column, row 5
+    const std::vector<double> xv = values(x.view);
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min}) {
+      auto out = filled_tensor<float>({1, n});
+      cpu().reduce(op, out.view, x.view, ReduceParams{});
+      std::vector<double> want;
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0, mx = -kInf, mn = kInf;
+        bool nan = false;
+        for (int64_t r = 0; r < rows; ++r) {
+          const double v = xv[r * n + j];
+          s += v, mx = std::max(mx, v), mn = std::min(mn, v), nan |= std::isnan(v);
+        }
+        double v = op == ReduceOp::Sum ? s : op == ReduceOp::Mean ? s / rows : op == ReduceOp::Max ? mx : mn;
+        want.push_back(nan ? kNaN : static_cast<double>(static_cast<float>(v)));  // the output is float
+      }
+      expect_float_close(values(out.view), want, std::vector<double>(static_cast<size_t>(n), 0.0), 0, 0,
+                         std::string(ops::reduce_info(op).name) + " over rows, n=" + std::to_string(n));
+    }
+  }
+}
+
 TEST(CpuVectorMath, CapabilityNamesTheVectorTarget) {
   const CpuCapability c = cpu_capability();
   EXPECT_FALSE(c.vector_math.empty());

@@ -49,10 +49,20 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   return (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
 }
 
-fs::path scratch(const std::string& name) {
+// One folder per test process, removed when the process exits (a static's
+// destructor), so repeated runs leave nothing behind in /tmp.
+struct ScratchFolder {
   fs::path dir = fs::temp_directory_path() / ("anvil_test_bert_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
+  ~ScratchFolder() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+};
+
+fs::path scratch(const std::string& name) {
+  static ScratchFolder folder;
+  fs::create_directories(folder.dir);
+  return folder.dir / name;
 }
 
 TEST(BertModel, StateDictKeysArePyTorchs) {

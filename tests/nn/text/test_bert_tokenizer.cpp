@@ -4,6 +4,10 @@
 // bench/pytorch/minilm_reference.py).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -119,6 +123,30 @@ TEST(BertTokenizer, BadVocabulariesAndIdsAreClearErrors) {
   EXPECT_EQ(tok.token_to_id("nope"), 1);
   EXPECT_NE(error_of([] { BertTokenizer::from_file("/nonexistent/tokenizer.json"); }).find("cannot open"),
             std::string::npos);
+}
+
+// Numbers of the wrong JSON type: nlohmann would cast a float id of 3e29 to
+// int64 (undefined behaviour; fuzz_tokenizer's first find, now in
+// fuzz/corpus/tokenizer/), so the reader checks the type and names the field.
+TEST(BertTokenizer, NonIntegerNumbersInTokenizerJsonAreClearErrors) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("anvil_tokenizer_numbers_" + std::to_string(::getpid()) + ".json");
+  auto from_text = [&](const std::string& vocab_sep, const std::string& max_length) {
+    std::ofstream(path) << R"({"model": {"type": "WordPiece", "unk_token": "[UNK]", "vocab": {"[PAD]": 0, "[UNK]": 1,)"
+                        << R"("[CLS]": 2, "[SEP]": )" << vocab_sep << R"(, "hello": 4}},)"
+                        << R"("normalizer": {"type": "BertNormalizer", "lowercase": true},)"
+                        << R"("truncation": {"max_length": )" << max_length << "}}";
+    return error_of([&] { BertTokenizer::from_file(path); });
+  };
+  EXPECT_EQ(from_text("3", "16"), "");
+  std::string e = from_text("344444444444444444444444444444", "16");
+  EXPECT_NE(e.find("the id of '[SEP]' must be an integer"), std::string::npos) << e;
+  e = from_text("3.5", "16");
+  EXPECT_NE(e.find("must be an integer, got 3.5"), std::string::npos) << e;
+  e = from_text("3", "1e300");
+  EXPECT_NE(e.find("'max_length' must be an integer"), std::string::npos) << e;
+  EXPECT_NE(e.find(path.string()), std::string::npos) << e;
+  std::filesystem::remove(path);
 }
 
 // The model's own files against HuggingFace's tokenizer.
