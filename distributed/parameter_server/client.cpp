@@ -126,8 +126,12 @@ PushResult ParameterServerClient::push() {
     const Frame f = expect_reply(fds_[s], where(options_.servers[s], s), FrameType::Push, 0, options_.reply_timeout);
     ANVIL_CHECK(f.type == FrameType::Applied || f.type == FrameType::Stale, "parameter server client: ",
                 where(options_.servers[s], s), " answered PUSH with ", frame_type_name(f.type));
-    if (f.type == FrameType::Applied) ++result.applied;
-    else ++result.refused;
+    if (f.type == FrameType::Applied) {
+      ++result.applied;
+      result.max_applied_staleness = std::max(result.max_applied_staleness, static_cast<int64_t>(f.arg));
+    } else {
+      ++result.refused;
+    }
     result.max_staleness = std::max(result.max_staleness, static_cast<int64_t>(f.arg));
   }
   return result;

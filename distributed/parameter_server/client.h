@@ -37,7 +37,8 @@ struct ClientOptions {
 struct PushResult {
   int applied = 0;  // PS ranks that applied the gradient
   int refused = 0;  // async: PS ranks that found it too stale (pull and compute again)
-  int64_t max_staleness = 0;  // the largest staleness any PS reported
+  int64_t max_staleness = 0;          // the largest staleness any PS reported
+  int64_t max_applied_staleness = 0;  // the same over the PS ranks that applied it
 };
 
 class ParameterServerClient {
