@@ -44,6 +44,8 @@ void command_line(const std::vector<std::string>& args) {
     require(c.master_port >= 0 && c.master_port <= 65535);
     require(c.kill_grace_s >= 0 && c.kill_grace_s <= 3600);
     require(c.max_restarts >= 0);
+    // A PS job keeps at least one worker.
+    require(c.num_ps >= 0 && (c.num_ps == 0 || static_cast<long long>(c.num_ps) < static_cast<long long>(c.nnodes) * c.nproc_per_node));
   } catch (const launcher::UsageError&) {
   }
 }

@@ -118,6 +118,11 @@ void launcher_seeds(const fs::path& dir) {
                              "--master_port=29500", "--max-restarts", "3", "--kill-grace", "0.5", "--no-prefix",
                              "prog"}));
   write_bytes(dir / "help", nul_joined(0, {"--help"}));
+  write_bytes(dir / "parameter_server", nul_joined(0, {"--nproc-per-node", "4", "--ps", "1", "--max-restarts", "2",
+                                                        "worker", "--mode", "async"}));
+  write_bytes(dir / "parameter_server_multinode",
+              nul_joined(0, {"--nproc_per_node=2", "--nnodes=2", "--node_rank=1", "--master_addr=10.0.0.1",
+                             "--master_port=29500", "--ps=3", "prog"}));
   write_bytes(dir / "env", nul_joined(1, {"RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
                                            "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500"}));
 }

@@ -162,15 +162,20 @@ void ParameterServer::serve(int fd) {
         open = on_push(fd, worker, f);
         if (!open) lost = "push refused or reply not delivered";
       } else if (f.type == FrameType::Bye) {
+        // The reply goes out before the slot counts as finished: the last
+        // BYE may end the job, and the process with it.
         uint64_t v;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          v = static_cast<uint64_t>(version_);
+        }
+        send_frame(fd, FrameType::Applied, v, 0, nullptr, 0, Clock::now() + options_.message_timeout);
         {
           std::lock_guard<std::mutex> lock(mu_);
           slots_[static_cast<size_t>(worker)] = Slot::Finished;
           if (options_.mode == Mode::Sync) maybe_finish_sync_step_locked();
-          v = static_cast<uint64_t>(version_);
         }
         changed_.notify_all();
-        send_frame(fd, FrameType::Applied, v, 0, nullptr, 0, Clock::now() + options_.message_timeout);
         break;
       } else {
         lost = std::string("unexpected ") + frame_type_name(f.type) + " frame";
