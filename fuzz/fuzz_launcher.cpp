@@ -3,7 +3,8 @@
 //   even: anvil-run's command line (distributed/launcher/arguments.h), the
 //         strings as argv[1..];
 //   odd:  the torchrun-style environment a rank reads (distributed/init.h's
-//         launch_env_from), the strings as NAME=VALUE.
+//         launch_env_from, SLURM's and Open MPI's variables included:
+//         distributed/cluster_env.h), the strings as NAME=VALUE.
 // A refusal (UsageError, anvil::Error) is the right answer to bad input; an
 // accepted input must give a configuration the launcher can run, which is
 // checked here (a violation aborts, and libFuzzer reports it).
