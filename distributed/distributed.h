@@ -2,7 +2,7 @@
 // Everything a training program needs from distributed/: joining a job,
 // the default group and collectives, stores, process groups, subgroups and
 // device meshes, and the parallelism built on them (DDP, DataParallel,
-// ZeRO-1, ring all-reduce, layer split, pipelines).
+// ZeRO-1, ring all-reduce, layer split, pipelines, parameter servers).
 #include "distributed/collectives.h"
 #include "distributed/data_parallel.h"
 #include "distributed/ddp.h"
@@ -11,6 +11,7 @@
 #include "distributed/gloo_process_group.h"
 #include "distributed/init.h"
 #include "distributed/model_parallel.h"
+#include "distributed/parameter_server/parameter_server.h"
 #include "distributed/pipeline/executor.h"
 #include "distributed/pipeline/schedule.h"
 #include "distributed/pipeline/stage.h"

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "core/base/error.h"
+#include "distributed/cluster_env.h"
 #include "distributed/collectives.h"
 #include "distributed/file_store.h"
 #include "distributed/process_group_factory.h"
@@ -16,7 +17,8 @@ namespace {
 
 constexpr const char* kLauncherHint =
     " (start the program with build/bin/anvil-run --nproc-per-node N program ..., which sets RANK, "
-    "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT)";
+    "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT; under srun or mpirun they come "
+    "from SLURM's or Open MPI's variables)";
 
 // An unset and an empty variable are the same: neither names anything.
 std::optional<std::string> env(const char* name) {
@@ -61,28 +63,44 @@ LaunchEnv launch_env_from(const EnvLookup& lookup) {
     std::optional<std::string> v = lookup(name);
     return v && !v->empty() ? v : std::nullopt;
   };
-  auto required_int = [&](const char* name) {
-    auto v = get(name);
-    ANVIL_CHECK(v.has_value(), "init_process_group: the environment variable ", name, " is not set", kLauncherHint);
-    return parse_int(name, *v);
+  // Each value: its torchrun variable when set, else the scheduler's
+  // (cluster_env.h); errors name the variable the value came from.
+  const SchedulerEnv sched = scheduler_env_from(lookup);
+  auto value = [&](const char* name, const std::optional<EnvValue>& from_scheduler) -> std::optional<EnvValue> {
+    if (auto v = get(name)) return EnvValue{name, *v};
+    return from_scheduler;
   };
+  auto required = [&](const char* name, const std::optional<EnvValue>& from_scheduler) {
+    auto v = value(name, from_scheduler);
+    if (!v.has_value()) {
+      if (sched.scheduler.empty())
+        fail("init_process_group: the environment variable ", name, " is not set", kLauncherHint);
+      fail("init_process_group: the environment variable ", name, " is not set and ", sched.scheduler,
+           "'s variables do not give it (set it, e.g. mpirun -x ", name, "=...)");
+    }
+    return *v;
+  };
+  auto as_int = [](const EnvValue& v) { return parse_int(v.name.c_str(), v.text); };
   LaunchEnv e;
-  e.world_size = required_int("WORLD_SIZE");
-  e.rank = required_int("RANK");
-  ANVIL_CHECK(e.world_size >= 1, "init_process_group: WORLD_SIZE must be at least 1, got ", e.world_size);
-  ANVIL_CHECK(e.rank < e.world_size, "init_process_group: RANK=", e.rank, " is not below WORLD_SIZE=", e.world_size);
-  auto lr = get("LOCAL_RANK");
-  auto lws = get("LOCAL_WORLD_SIZE");
-  e.local_rank = lr ? parse_int("LOCAL_RANK", *lr) : e.rank;
-  e.local_world_size = lws ? parse_int("LOCAL_WORLD_SIZE", *lws) : e.world_size;
-  ANVIL_CHECK(e.local_rank < e.local_world_size, "init_process_group: LOCAL_RANK=", e.local_rank,
-              " is not below LOCAL_WORLD_SIZE=", e.local_world_size);
-  auto addr = get("MASTER_ADDR");
-  ANVIL_CHECK(addr.has_value(), "init_process_group: the environment variable MASTER_ADDR is not set", kLauncherHint);
-  e.master_addr = *addr;
-  e.master_port = required_int("MASTER_PORT");
-  ANVIL_CHECK(e.master_port >= 1 && e.master_port <= 65535, "init_process_group: MASTER_PORT=", e.master_port,
+  const EnvValue world = required("WORLD_SIZE", sched.world_size);
+  const EnvValue rank = required("RANK", sched.rank);
+  e.world_size = as_int(world);
+  e.rank = as_int(rank);
+  ANVIL_CHECK(e.world_size >= 1, "init_process_group: ", world.name, " must be at least 1, got ", e.world_size);
+  ANVIL_CHECK(e.rank < e.world_size, "init_process_group: ", rank.name, "=", e.rank, " is not below ", world.name, "=",
+              e.world_size);
+  const auto lr = value("LOCAL_RANK", sched.local_rank);
+  const auto lws = value("LOCAL_WORLD_SIZE", sched.local_world_size);
+  e.local_rank = lr ? as_int(*lr) : e.rank;
+  e.local_world_size = lws ? as_int(*lws) : e.world_size;
+  ANVIL_CHECK(e.local_rank < e.local_world_size, "init_process_group: ", lr ? lr->name : "LOCAL_RANK", "=",
+              e.local_rank, " is not below ", lws ? lws->name : "LOCAL_WORLD_SIZE", "=", e.local_world_size);
+  e.master_addr = required("MASTER_ADDR", sched.master_addr).text;
+  const EnvValue port = required("MASTER_PORT", sched.master_port);
+  e.master_port = as_int(port);
+  ANVIL_CHECK(e.master_port >= 1 && e.master_port <= 65535, "init_process_group: ", port.name, "=", e.master_port,
               " is not a TCP port (1..65535)");
+  e.source = sched.scheduler.empty() ? "torchrun" : sched.scheduler;
   return e;
 }
 

@@ -30,9 +30,14 @@ struct LaunchEnv {
   int local_world_size = 1;  // LOCAL_WORLD_SIZE: processes on this machine
   std::string master_addr;   // MASTER_ADDR: where rank 0 serves the store
   int master_port = 0;       // MASTER_PORT
+  // "torchrun" when only torchrun variables were read, else the scheduler
+  // ("SLURM", "Open MPI") that gave the values the torchrun variables did not.
+  std::string source = "torchrun";
 };
 // Reads and validates the variables; an anvil::Error names a missing or
 // invalid one. LOCAL_RANK / LOCAL_WORLD_SIZE default to RANK / WORLD_SIZE.
+// Under srun or mpirun, a value whose torchrun variable is unset comes from
+// SLURM's or Open MPI's variables (cluster_env.h has which and the order).
 LaunchEnv launch_env_from_environment();
 // The same from any lookup (tests, the fuzzer): a variable the lookup does not
 // have is std::nullopt; an empty one counts as unset.

@@ -3,7 +3,8 @@
 //   even: anvil-run's command line (distributed/launcher/arguments.h), the
 //         strings as argv[1..];
 //   odd:  the torchrun-style environment a rank reads (distributed/init.h's
-//         launch_env_from), the strings as NAME=VALUE.
+//         launch_env_from, SLURM's and Open MPI's variables included:
+//         distributed/cluster_env.h), the strings as NAME=VALUE.
 // A refusal (UsageError, anvil::Error) is the right answer to bad input; an
 // accepted input must give a configuration the launcher can run, which is
 // checked here (a violation aborts, and libFuzzer reports it).
@@ -44,6 +45,8 @@ void command_line(const std::vector<std::string>& args) {
     require(c.master_port >= 0 && c.master_port <= 65535);
     require(c.kill_grace_s >= 0 && c.kill_grace_s <= 3600);
     require(c.max_restarts >= 0);
+    // A PS job keeps at least one worker.
+    require(c.num_ps >= 0 && (c.num_ps == 0 || static_cast<long long>(c.num_ps) < static_cast<long long>(c.nnodes) * c.nproc_per_node));
   } catch (const launcher::UsageError&) {
   }
 }

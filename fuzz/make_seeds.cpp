@@ -118,8 +118,20 @@ void launcher_seeds(const fs::path& dir) {
                              "--master_port=29500", "--max-restarts", "3", "--kill-grace", "0.5", "--no-prefix",
                              "prog"}));
   write_bytes(dir / "help", nul_joined(0, {"--help"}));
+  write_bytes(dir / "parameter_server", nul_joined(0, {"--nproc-per-node", "4", "--ps", "1", "--max-restarts", "2",
+                                                        "worker", "--mode", "async"}));
+  write_bytes(dir / "parameter_server_multinode",
+              nul_joined(0, {"--nproc_per_node=2", "--nnodes=2", "--node_rank=1", "--master_addr=10.0.0.1",
+                             "--master_port=29500", "--ps=3", "prog"}));
   write_bytes(dir / "env", nul_joined(1, {"RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
                                            "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500"}));
+  write_bytes(dir / "env_slurm",
+              nul_joined(1, {"SLURM_PROCID=5", "SLURM_NTASKS=8", "SLURM_LOCALID=1", "SLURM_NODEID=2",
+                             "SLURM_NNODES=3", "SLURM_TASKS_PER_NODE=2(x2),4", "SLURM_STEP_NODELIST=gpu[08-09,11]",
+                             "SLURM_JOB_NODELIST=rack[1-2]-n[01-03],login1", "SLURM_JOB_ID=4242123"}));
+  write_bytes(dir / "env_openmpi",
+              nul_joined(1, {"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_LOCAL_RANK=0",
+                             "OMPI_COMM_WORLD_LOCAL_SIZE=2", "MASTER_ADDR=head", "MASTER_PORT=29600"}));
 }
 
 // One wire frame (distributed/tcp_store_protocol.h): u32 length, then payload.

@@ -2,7 +2,9 @@
 // in arguments.h, what it does in launcher.h).
 //
 // Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,
-// MASTER_ADDR and MASTER_PORT.
+// MASTER_ADDR and MASTER_PORT; with --ps N also its parameter-server role
+// (ANVIL_PS_ROLE, ANVIL_PS_INDEX / ANVIL_WORKER_INDEX, ANVIL_NUM_PS,
+// ANVIL_NUM_WORKERS).
 //
 // Port: on one node without --master-port, a free port is picked (so
 // concurrent jobs, e.g. tests, never collide); with --nnodes > 1 the port

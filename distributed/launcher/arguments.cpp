@@ -8,13 +8,16 @@ namespace anvil::distributed::launcher {
 
 const char* const kUsage =
     "usage: anvil-run --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A] [--master-port P]\n"
-    "                 [--kill-grace SECONDS] [--no-prefix] [--keep-going] [--max-restarts N]\n"
+    "                 [--kill-grace SECONDS] [--no-prefix] [--keep-going] [--max-restarts N] [--ps N]\n"
     "                 [--] program [args...]\n"
     "  --kill-grace S  seconds between SIGTERM and SIGKILL when stopping ranks (default 5)\n"
     "  --no-prefix     relay output without the \"[rank N] \" prefix\n"
     "  --keep-going    when a rank fails, let the others run on (exit status: the first failure's)\n"
     "  --max-restarts N  when a rank fails, restart every rank up to N times (default 0); ranks see\n"
-    "                  TORCHELASTIC_RESTART_COUNT\n";
+    "                  TORCHELASTIC_RESTART_COUNT\n"
+    "  --ps N          parameter-server job: ranks 0..N-1 are PS ranks, the others workers (ANVIL_PS_ROLE,\n"
+    "                  ANVIL_PS_INDEX / ANVIL_WORKER_INDEX, ANVIL_NUM_PS, ANVIL_NUM_WORKERS); a failed worker\n"
+    "                  does not stop the job, and --max-restarts restarts that worker alone\n";
 
 namespace {
 
@@ -53,6 +56,10 @@ void validate(const LaunchConfig& c, bool addr_given) {
   if (static_cast<long long>(c.nnodes) * c.nproc_per_node > 1'000'000)
     throw UsageError("--nnodes times --nproc-per-node must be at most 1000000");
   if (c.max_restarts < 0) throw UsageError("--max-restarts must be at least 0");
+  const long long world = static_cast<long long>(c.nnodes) * c.nproc_per_node;
+  if (c.num_ps < 0 || (c.num_ps > 0 && c.num_ps >= world))
+    throw UsageError("--ps must be from 1 to the number of ranks - 1 (" + std::to_string(world - 1) +
+                     ": at least one worker), got " + std::to_string(c.num_ps));
   if (c.nnodes > 1 && (!addr_given || c.master_port == 0))
     throw UsageError("with --nnodes > 1, give --master-addr and --master-port (the same on every node)");
   if (c.master_port < 0 || c.master_port > 65535) throw UsageError("--master-port must be in 1..65535");
@@ -105,6 +112,10 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
     else if (name == "--no-prefix") no_value(), cfg.prefix_output = false;
     else if (name == "--keep-going") no_value(), cfg.keep_going = true;
     else if (name == "--max-restarts") cfg.max_restarts = parse_int(name, take());
+    else if (name == "--ps") {
+      cfg.num_ps = parse_int(name, take());
+      if (cfg.num_ps < 1) throw UsageError("--ps must be at least 1, got " + std::to_string(cfg.num_ps));
+    }
     else throw UsageError("unknown option " + a);
   }
   for (; i < args.size(); ++i) cfg.command.push_back(args[i]);

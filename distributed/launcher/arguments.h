@@ -5,7 +5,7 @@
 //
 //   anvil-run --nproc-per-node N [--nnodes M --node-rank R]
 //             [--master-addr A] [--master-port P] [--kill-grace S] [--no-prefix] [--keep-going]
-//             [--max-restarts N]
+//             [--max-restarts N] [--ps N]
 //             [--] program args...
 //
 // Options stop at the first argument that is not one of ours (or after

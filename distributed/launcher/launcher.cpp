@@ -179,8 +179,9 @@ int run(const LaunchConfig& cfg) {
   for (int restart = 0;; ++restart) {
     bool interrupted = false;
     const int result = run_attempt(cfg, port, restart, omp_threads, &interrupted);
-    if (result == 0 || interrupted || restart >= cfg.max_restarts) {
-      if (result != 0 && cfg.max_restarts > 0 && !interrupted)
+    // A PS job restarts workers one by one (run_attempt), never the whole job.
+    if (result == 0 || interrupted || restart >= cfg.max_restarts || cfg.num_ps > 0) {
+      if (result != 0 && cfg.max_restarts > 0 && !interrupted && cfg.num_ps == 0)
         say("giving up after " + std::to_string(restart) + " restart(s) (--max-restarts " +
             std::to_string(cfg.max_restarts) + ")");
       return result;
@@ -197,7 +198,9 @@ int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::strin
   const int world = cfg.nnodes * cfg.nproc_per_node;
   std::vector<Child> children(static_cast<size_t>(cfg.nproc_per_node));
   std::vector<Stream> streams;
-  for (int local = 0; local < cfg.nproc_per_node; ++local) {
+  // Parameter-server jobs restart one worker at a time: its own count.
+  std::vector<int> rank_restarts(static_cast<size_t>(cfg.nproc_per_node), 0);
+  auto spawn = [&](int local, int restart_count) {
     int rank = cfg.node_rank * cfg.nproc_per_node + local;
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
@@ -232,8 +235,15 @@ int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::strin
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       if (!omp_threads.empty()) setenv("OMP_NUM_THREADS", omp_threads.c_str(), 1);
       // torchrun's names, so scripts written for it work unchanged.
-      setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(restart).c_str(), 1);
+      setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(restart_count).c_str(), 1);
       setenv("TORCHELASTIC_MAX_RESTARTS", std::to_string(cfg.max_restarts).c_str(), 1);
+      if (cfg.num_ps > 0) {
+        const bool is_ps = rank < cfg.num_ps;
+        setenv("ANVIL_PS_ROLE", is_ps ? "ps" : "worker", 1);
+        setenv(is_ps ? "ANVIL_PS_INDEX" : "ANVIL_WORKER_INDEX", std::to_string(is_ps ? rank : rank - cfg.num_ps).c_str(), 1);
+        setenv("ANVIL_NUM_PS", std::to_string(cfg.num_ps).c_str(), 1);
+        setenv("ANVIL_NUM_WORKERS", std::to_string(world - cfg.num_ps).c_str(), 1);
+      }
       std::vector<char*> argv;
       for (const auto& a : cfg.command) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
@@ -248,7 +258,8 @@ int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::strin
     std::string prefix = cfg.prefix_output ? "[rank " + std::to_string(rank) + "] " : "";
     streams.push_back(Stream{out[0], STDOUT_FILENO, prefix, {}});
     streams.push_back(Stream{err[0], STDERR_FILENO, prefix, {}});
-  }
+  };
+  for (int local = 0; local < cfg.nproc_per_node; ++local) spawn(local, restart);
 
   int result = 0;
   bool stopping = false;  // SIGTERM sent to the survivors
@@ -280,6 +291,22 @@ int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::strin
         c.running = false;
         c.status = status;
         bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        const bool ps_worker = cfg.num_ps > 0 && c.rank >= cfg.num_ps;
+        if (failed && ps_worker && !stopping) {
+          // A parameter-server job trains on without it; restarted, it rejoins.
+          const size_t local = static_cast<size_t>(c.rank - cfg.node_rank * cfg.nproc_per_node);
+          if (rank_restarts[local] < cfg.max_restarts) {
+            ++rank_restarts[local];
+            say("worker rank " + std::to_string(c.rank) + " " + status_text(status) + "; restarting it alone (restart " +
+                std::to_string(rank_restarts[local]) + " of " + std::to_string(cfg.max_restarts) + ")");
+            spawn(static_cast<int>(local), rank_restarts[local]);
+            break;  // children[local] now describes the new process
+          }
+          say("worker rank " + std::to_string(c.rank) + " " + status_text(status) +
+              "; the parameter-server job runs on without it");
+          if (result == 0) result = status_code(status);
+          continue;
+        }
         if (failed && result == 0 && !stopping) {  // the first failure
           result = status_code(status);
           if (cfg.keep_going) {

@@ -27,6 +27,13 @@ struct LaunchConfig {
   // TORCHELASTIC_RESTART_COUNT (0 on the first attempt) and
   // TORCHELASTIC_MAX_RESTARTS; a job resumes from its checkpoints.
   int max_restarts = 0;
+  // A parameter-server job (--ps N): global ranks 0..N-1 are PS ranks, the
+  // rest workers; each rank's environment says which (ANVIL_PS_ROLE,
+  // ANVIL_PS_INDEX or ANVIL_WORKER_INDEX, ANVIL_NUM_PS, ANVIL_NUM_WORKERS).
+  // A failed worker does not stop the job: the others run on, and with
+  // max_restarts that worker alone is started again (up to max_restarts times
+  // each), to rejoin. A failed PS stops the job. 0: an ordinary job.
+  int num_ps = 0;
   std::vector<std::string> command;  // program and its arguments
 };
 

@@ -50,6 +50,19 @@ TEST(LauncherArguments, TorchrunSpellingsAndTheProgramsOwnOptions) {
   EXPECT_TRUE(parse_command_line({"--nproc-per-node", "2", "-h"}).help);
 }
 
+TEST(LauncherArguments, ParameterServerJobs) {
+  const CommandLine a = parse_command_line({"--nproc-per-node", "4", "--ps", "1", "--max-restarts=2", "w"});
+  EXPECT_EQ(a.config.num_ps, 1);
+  EXPECT_EQ(a.config.max_restarts, 2);
+  EXPECT_EQ(parse_command_line({"--nproc-per-node=2", "--nnodes=2", "--node-rank=0", "--master-addr=h",
+                                "--master-port=9", "--ps=3", "w"}).config.num_ps, 3);  // PS ranks span nodes
+  EXPECT_EQ(parse_command_line({"--nproc-per-node", "2", "w"}).config.num_ps, 0);  // not a PS job
+  EXPECT_NE(refusal({"--nproc-per-node", "2", "--ps", "2", "w"}).find("at least one worker"), std::string::npos);
+  EXPECT_NE(refusal({"--nproc-per-node", "2", "--ps", "0", "w"}).find("--ps must be at least 1, got 0"), std::string::npos);
+  EXPECT_NE(refusal({"--nproc-per-node", "2", "--ps", "-3", "w"}).find("--ps must be at least 1"), std::string::npos);
+  EXPECT_NE(refusal({"--nproc-per-node", "2", "--ps", "one", "w"}).find("--ps expects an integer"), std::string::npos);
+}
+
 TEST(LauncherArguments, RefusalsSayWhatIsWrong) {
   EXPECT_NE(refusal({}).find("no program given"), std::string::npos);
   EXPECT_NE(refusal({"--nproc-per-node"}).find("--nproc-per-node needs a value"), std::string::npos);
