@@ -29,6 +29,7 @@
 #include <memory>
 #include <vector>
 
+#include "distributed/flat_shard.h"
 #include "distributed/process_group.h"
 #include "nn/optim/adam.h"
 
@@ -48,18 +49,15 @@ class ZeroAdamW : public nn::optim::OptimizerWith<nn::optim::AdamWOptions> {
   int64_t unsharded_optimizer_state_bytes() const;
 
   // This rank's slice of the flattened parameters: [shard_begin, shard_begin + shard_size).
-  int64_t shard_begin() const { return shard_size_ * group_->rank(); }
-  int64_t shard_size() const { return shard_size_; }
-  int64_t total_numel() const { return total_; }
+  int64_t shard_begin() const { return layout_.shard_begin(group_->rank()); }
+  int64_t shard_size() const { return layout_.shard_size(); }
+  int64_t total_numel() const { return layout_.total_numel(); }
   // The AdamW state of this rank's slice (step count, exp_avg, exp_avg_sq).
   nn::optim::OptimizerState shard_state_dict() const;
 
  private:
-  void flatten_grads_into(Tensor& flat) const;
-  void scatter_params_from(const Tensor& flat);
-
   std::shared_ptr<ProcessGroup> group_;
-  int64_t total_ = 0, shard_size_ = 0;
+  FlatShardLayout layout_;
   Tensor shard_param_;  // this rank's slice of the parameters, the one AdamW updates
   std::unique_ptr<nn::optim::AdamW> shard_optimizer_;
 };

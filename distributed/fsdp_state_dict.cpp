@@ -1,0 +1,51 @@
+// FullyShardedDataParallel's state dicts: full (gathered, the model's own
+// names, as an unsharded model would give) and sharded (this rank's flat
+// shards, for per-rank checkpoints).
+#include <algorithm>
+
+#include "core/autograd/grad_mode.h"
+#include "core/dispatch.h"
+#include "distributed/fsdp.h"
+#include "nn/serialize/safetensors.h"
+
+namespace anvil::distributed {
+
+nn::StateDict FullyShardedDataParallel::full_state_dict(bool rank0_only) const {
+  const bool keep = !rank0_only || group_->rank() == 0;
+  nn::StateDict out;
+  for (const auto& unit : units_) {
+    std::vector<Tensor> values = unit->gather_master_params();  // collective: every rank takes part
+    if (!keep) continue;
+    for (size_t k = 0; k < values.size(); ++k) out.emplace_back(unit->name() + "." + unit->param_names()[k], values[k]);
+  }
+  if (keep)
+    for (const auto& [name, b] : model_->named_buffers()) out.emplace_back(name, b.detach().clone());
+  return out;
+}
+
+void FullyShardedDataParallel::save_full_state_dict(const std::filesystem::path& path) const {
+  nn::StateDict state = full_state_dict(/*rank0_only=*/true);
+  if (group_->rank() == 0) nn::serialize::save_safetensors(path, state);
+}
+
+nn::StateDict FullyShardedDataParallel::sharded_state_dict() const {
+  nn::StateDict out;
+  for (const auto& unit : units_) out.emplace_back("flat_param_" + unit->name(), unit->shard().detach().clone());
+  return out;
+}
+
+void FullyShardedDataParallel::load_sharded_state_dict(const nn::StateDict& state) {
+  NoGradGuard no_grad;
+  for (const auto& unit : units_) {
+    const std::string key = "flat_param_" + unit->name();
+    auto it = std::find_if(state.begin(), state.end(), [&](const auto& e) { return e.first == key; });
+    ANVIL_CHECK(it != state.end(), "FullyShardedDataParallel::load_sharded_state_dict: missing key '", key, "'");
+    ANVIL_CHECK(it->second.shape() == unit->shard().shape(), "FullyShardedDataParallel::load_sharded_state_dict: '",
+                key, "' is ", detail::describe(it->second), ", expected this rank's shard ",
+                detail::describe(unit->shard()), " (a checkpoint of another world size or model?)");
+    // The copy changes the shard's version, so the next forward gathers anew.
+    unit->shard().detach().copy_(it->second);
+  }
+}
+
+}  // namespace anvil::distributed
