@@ -39,12 +39,14 @@ void FlatShardLayout::flatten_into(const std::vector<Tensor>& tensors, Tensor& f
 std::vector<Tensor> FlatShardLayout::views_of(const Tensor& flat) const {
   std::vector<Tensor> out;
   out.reserve(shapes_.size());
-  for (size_t i = 0; i < shapes_.size(); ++i) {
-    int64_t numel = 1;
-    for (int64_t d : shapes_[i]) numel *= d;
-    out.push_back(flat.narrow(0, offsets_[i], numel).view(shapes_[i]));
-  }
+  for (size_t i = 0; i < shapes_.size(); ++i) out.push_back(view_of(flat, i));
   return out;
+}
+
+Tensor FlatShardLayout::view_of(const Tensor& flat, size_t i) const {
+  int64_t numel = 1;
+  for (int64_t d : shapes_[i]) numel *= d;
+  return flat.narrow(0, offsets_[i], numel).view(shapes_[i]);
 }
 
 }  // namespace anvil::distributed

@@ -32,6 +32,7 @@ class FlatShardLayout {
   void flatten_into(const std::vector<Tensor>& tensors, Tensor& flat) const;
   // One view of `flat` per laid-out tensor, with its shape.
   std::vector<Tensor> views_of(const Tensor& flat) const;
+  Tensor view_of(const Tensor& flat, size_t i) const;
 
  private:
   int world_size_ = 1;

@@ -1,7 +1,6 @@
 #include "distributed/fsdp.h"
 
 #include <algorithm>
-#include <cmath>
 #include <set>
 
 #include "core/autograd/engine.h"
@@ -9,6 +8,7 @@
 #include "core/factory.h"
 #include "core/ops.h"
 #include "distributed/ddp.h"
+#include "distributed/sharded_grad_norm.h"
 
 namespace anvil::distributed {
 namespace {
@@ -159,24 +159,10 @@ void FullyShardedDataParallel::note_memory() {
 }
 
 double FullyShardedDataParallel::clip_grad_norm_(double max_norm) {
-  ANVIL_CHECK(max_norm >= 0, "FullyShardedDataParallel::clip_grad_norm_: max_norm must be >= 0, got ", max_norm);
-  NoGradGuard no_grad;
-  // Shards are disjoint and padding is zero, so the squares add up to the global sum.
-  double local = 0;
-  for (const auto& unit : units_)
-    if (Tensor g = unit->shard().grad(); g.defined()) {
-      const double n = norm(g.to(kFloat64)).item<double>();
-      local += n * n;
-    }
-  Tensor sum = full({1}, Scalar(local), TensorOptions().dtype(kFloat64).device(units_.front()->shard().device()));
-  if (group_->size() > 1) group_->all_reduce(sum, ReduceOp::Sum)->wait();
-  const double total = std::sqrt(sum.item<double>());
-  if (!std::isfinite(total)) return total;  // left to the caller, as nn::optim::clip_grad_norm_
-  const double coef = max_norm / (total + 1e-6);
-  if (coef < 1.0)
-    for (const auto& unit : units_)
-      if (Tensor g = unit->shard().grad(); g.defined()) g.mul_(Scalar(coef));
-  return total;
+  // Shards are disjoint and their padding is zero: their squares add up to the global sum.
+  std::vector<Tensor> shards;
+  for (const auto& unit : units_) shards.push_back(unit->shard());
+  return clip_sharded_grad_norm_(*group_, shards, max_norm, "FullyShardedDataParallel::clip_grad_norm_");
 }
 
 FSDPMemoryStats FullyShardedDataParallel::memory_stats() const {

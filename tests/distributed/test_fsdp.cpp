@@ -72,10 +72,11 @@ struct Reference {
   nn::StateDict state;
   std::vector<double> norms;
 };
-Reference train_unsharded(const nn::StateDict& init, const Batches& data, DType dtype) {
+Reference train_unsharded(const nn::StateDict& init, const Batches& data, DType dtype,
+                          const nn::optim::AdamWOptions& adamw = kAdamW) {
   auto model = make_model(dtype);
   model->load_state_dict(init);
-  nn::optim::AdamW opt(model->parameters(), kAdamW);
+  nn::optim::AdamW opt(model->parameters(), adamw);
   Reference ref;
   for (int s = 0; s < kSteps; ++s) {
     opt.zero_grad();
@@ -91,8 +92,9 @@ Reference train_unsharded(const nn::StateDict& init, const Batches& data, DType 
 }
 
 // Each rank trains on its rows of every batch and returns its full state dict.
-void train_sharded(FullyShardedDataParallel& fsdp, int rank, int n, const Batches& data, std::vector<double>* norms) {
-  nn::optim::AdamW opt(fsdp.parameters(), kAdamW);
+void train_sharded(FullyShardedDataParallel& fsdp, int rank, int n, const Batches& data, std::vector<double>* norms,
+                   const nn::optim::AdamWOptions& adamw = kAdamW) {
+  nn::optim::AdamW opt(fsdp.parameters(), adamw);
   const int64_t per = kRows / n;
   for (int s = 0; s < kSteps; ++s) {
     opt.zero_grad();
@@ -151,7 +153,11 @@ TEST(FSDP, MixedPrecisionComputesInBfloat16WithFloat32Masters) {
   const int n = 2;
   auto init = make_model(kFloat32);
   const Batches data = random_batches(kSteps * kAccumulation, kRows, kFloat32);
-  const Reference ref = train_unsharded(init->state_dict(), data, kFloat32);
+  // A large eps keeps Adam's step proportional to small gradients: with the
+  // default, bf16 rounding flips the sign of near-zero gradients and with it
+  // a whole lr-sized step.
+  const nn::optim::AdamWOptions adamw{.lr = 0.05, .eps = 0.1, .weight_decay = 0.1};
+  const Reference ref = train_unsharded(init->state_dict(), data, kFloat32, adamw);
   std::vector<std::shared_ptr<nn::Sequential>> models{init, make_model(kFloat32)};
   std::vector<nn::StateDict> got(n);
   std::vector<DType> gathered_dtype(n, kFloat32), shard_dtype(n, kFloat64);
@@ -159,7 +165,7 @@ TEST(FSDP, MixedPrecisionComputesInBfloat16WithFloat32Masters) {
     const int r = group->rank();
     FullyShardedDataParallel fsdp(models[r], group, {.param_dtype = kBFloat16});
     std::vector<double> norms;
-    train_sharded(fsdp, r, n, data, &norms);
+    train_sharded(fsdp, r, n, data, &norms, adamw);
     // After a forward the last unit stays gathered: its parameters are the compute copies.
     fsdp.forward(data.xs[0].narrow(0, r * 4, 4));
     gathered_dtype[r] = models[r]->at<nn::Linear>(4)->weight.dtype();
@@ -172,7 +178,7 @@ TEST(FSDP, MixedPrecisionComputesInBfloat16WithFloat32Masters) {
     EXPECT_EQ(got[r].front().second.dtype(), kFloat32);
     // bf16 has 8 bits of mantissa: close to the float32 run, not equal.
     const double diff = max_diff(got[r], ref.state);
-    EXPECT_LT(diff, 3e-2) << "rank " << r;
+    EXPECT_LT(diff, 1e-2) << "rank " << r;
     EXPECT_GT(diff, 0.0) << "rank " << r << ": the computation should have run in bfloat16";
   }
 }
