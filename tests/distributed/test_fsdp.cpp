@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "core/autograd/grad_mode.h"
 #include "core/factory.h"
 #include "core/ops.h"
 #include "distributed/fsdp.h"
@@ -233,6 +234,33 @@ TEST(FSDP, ShardedStateDictRestoresTheShards) {
     EXPECT_GT(moved_diff[r], 1e-3) << "training should have changed the weights";
     EXPECT_EQ(restored_diff[r], 0.0) << "rank " << r;
     EXPECT_EQ(shard_numel[r], 11);  // ceil(42 / 4)
+  }
+}
+
+TEST(FSDP, ForwardWithoutGradMatchesTheUnshardedModelAndFreesEveryUnitButTheLast) {
+  for (int n : {1, 2}) {
+    std::vector<std::shared_ptr<nn::Sequential>> models;
+    for (int r = 0; r < n; ++r) models.push_back(make_model());
+    Tensor x = randn({3, 5}, kFloat64);
+    const std::vector<double> expected = models[0]->forward(x).to_vector<double>();  // rank 0's, before sharding
+    std::vector<std::vector<double>> got(n), after_second(n);
+    std::vector<std::vector<bool>> gathered(n);
+    run_ranks(n, [&](std::shared_ptr<ProcessGroup> group) {
+      const int r = group->rank();
+      FullyShardedDataParallel fsdp(models[r], group);
+      NoGradGuard no_grad;
+      got[r] = fsdp.forward(x).to_vector<double>();
+      for (size_t u = 0; u < fsdp.num_units(); ++u) gathered[r].push_back(fsdp.unit(u).is_gathered());
+      after_second[r] = fsdp.forward(x).to_vector<double>();
+    });
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(got[r].size(), expected.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(got[r][i], expected[i]) << "n=" << n << " rank " << r;
+        EXPECT_EQ(after_second[r][i], expected[i]) << "n=" << n << " rank " << r;
+      }
+      EXPECT_EQ(gathered[r], (std::vector<bool>{false, false, true})) << "n=" << n << " rank " << r;
+    }
   }
 }
 
