@@ -13,41 +13,86 @@
 namespace anvil::distributed {
 namespace {
 
-void check_no_parameter_shared_across_children(const nn::Sequential& model) {
+// Parameters shared by two units (or, with FsdpWrapped, left outside every
+// unit) cannot be sharded: each unit flattens its own.
+void check_units_cover_each_parameter_once(const nn::Module& model,
+                                           const std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>>& units) {
   std::set<const TensorImpl*> seen;
-  for (const auto& [cname, child] : model.named_children()) {
+  for (const auto& [uname, unit] : units) {
     std::set<const TensorImpl*> own;
-    for (const auto& [pname, p] : child->named_parameters()) {
-      if (!own.insert(p.impl()).second) continue;  // tied inside one unit: fine, flattened once each
-      ANVIL_CHECK(seen.insert(p.impl()).second, "FullyShardedDataParallel: parameter '", cname, ".", pname,
+    for (const auto& [pname, p] : unit->named_parameters()) {
+      if (!own.insert(p.impl()).second) continue;  // tied inside one unit: flattened once each
+      ANVIL_CHECK(seen.insert(p.impl()).second, "FullyShardedDataParallel: parameter '", uname, ".", pname,
                   "' is shared with another unit; weights tied across units are not supported");
     }
   }
+  for (const auto& [pname, p] : model.named_parameters())
+    ANVIL_CHECK(seen.count(p.impl()) == 1, "FullyShardedDataParallel: parameter '", pname,
+                "' lies outside every FsdpWrapped unit; wrap the module that holds it too");
+}
+
+std::string flat_param_name(std::string unit_name) {
+  for (char& c : unit_name)
+    if (c == '.') c = '_';  // parameter names cannot hold dots
+  return "flat_param_" + unit_name;
 }
 
 }  // namespace
 
-FullyShardedDataParallel::FullyShardedDataParallel(std::shared_ptr<nn::Sequential> model,
+FsdpWrapped::FsdpWrapped(std::shared_ptr<nn::Module> m) : nn::Module("FsdpWrapped"), module(std::move(m)) {
+  ANVIL_CHECK(module != nullptr, "FsdpWrapped: got a null module");
+  register_module("module", module);
+}
+
+Tensor FsdpWrapped::forward(const Tensor& x) {
+  if (!owner_) return module->forward(x);
+  return owner_->run_unit(unit_index_, [&] { return module->forward(x); });
+}
+
+Tensor FsdpWrapped::forward_inputs(const std::vector<Tensor>& inputs) {
+  if (!owner_) return module->forward_inputs(inputs);
+  return owner_->run_unit(unit_index_, [&] { return module->forward_inputs(inputs); });
+}
+
+FullyShardedDataParallel::FullyShardedDataParallel(std::shared_ptr<nn::Module> model,
                                                    std::shared_ptr<ProcessGroup> group, FSDPOptions options)
     : nn::Module("FullyShardedDataParallel"), model_(std::move(model)), group_(std::move(group)),
       options_(options), alive_(std::make_shared<bool>(true)) {
   ANVIL_CHECK(model_ != nullptr, "FullyShardedDataParallel: got a null model");
   ANVIL_CHECK(group_ != nullptr, "FullyShardedDataParallel: got a null process group");
-  check_no_parameter_shared_across_children(*model_);
+  std::vector<std::pair<std::string, std::shared_ptr<FsdpWrapped>>> wrapped;
+  for (const auto& [name, m] : model_->named_modules())
+    if (auto w = std::dynamic_pointer_cast<FsdpWrapped>(m)) {
+      ANVIL_CHECK(w->owner_ == nullptr, "FullyShardedDataParallel: unit '", name,
+                  "' already belongs to another FullyShardedDataParallel");
+      for (const auto& [outer, _] : wrapped)
+        ANVIL_CHECK(name.rfind(outer + ".", 0) != 0, "FullyShardedDataParallel: unit '", name,
+                    "' is nested inside unit '", outer, "'; units cannot nest");
+      wrapped.emplace_back(name, w);
+    }
+  sequential_ = wrapped.empty() ? std::dynamic_pointer_cast<nn::Sequential>(model_) : nullptr;
+  ANVIL_CHECK(!wrapped.empty() || sequential_, "FullyShardedDataParallel: the model (", model_->type_name(),
+              ") is not an nn::Sequential and holds no FsdpWrapped units; wrap its layers in distributed::FsdpWrapped");
+
+  std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>> units;
+  if (sequential_) {
+    for (const auto& [cname, child] : sequential_->named_children()) {
+      const bool has_params = !child->parameters().empty();
+      unit_of_child_.push_back(has_params ? static_cast<int>(units.size()) : -1);
+      if (has_params) units.emplace_back(cname, child);
+    }
+  } else {
+    for (const auto& [name, w] : wrapped) units.emplace_back(name + ".module", w->module);
+  }
+  ANVIL_CHECK(!units.empty(), "FullyShardedDataParallel: the model has no parameters to shard");
+  check_units_cover_each_parameter_once(*model_, units);
   broadcast_tensors(*group_, model_->parameters(), 0);
   broadcast_tensors(*group_, model_->buffers(), 0);
-
-  for (const auto& [cname, child] : model_->named_children()) {
-    if (child->parameters().empty()) {
-      unit_of_child_.push_back(-1);
-      continue;
-    }
-    const DType compute = options_.param_dtype.value_or(child->parameters().front().dtype());
-    unit_of_child_.push_back(static_cast<int>(units_.size()));
-    units_.push_back(std::make_unique<FsdpUnit>(cname, child, *group_, compute));
-    register_parameter("flat_param_" + cname, units_.back()->shard());
+  for (const auto& [name, m] : units) add_unit(name, m);
+  for (size_t i = 0; i < wrapped.size(); ++i) {
+    wrapped[i].second->owner_ = this;
+    wrapped[i].second->unit_index_ = i;
   }
-  ANVIL_CHECK(!units_.empty(), "FullyShardedDataParallel: the model has no parameters to shard");
 
   std::weak_ptr<bool> alive = alive_;
   for (size_t u = 0; u < units_.size(); ++u)
@@ -57,8 +102,17 @@ FullyShardedDataParallel::FullyShardedDataParallel(std::shared_ptr<nn::Sequentia
       });
 }
 
+void FullyShardedDataParallel::add_unit(const std::string& name, std::shared_ptr<nn::Module> module) {
+  const DType compute = options_.param_dtype.value_or(module->parameters().front().dtype());
+  units_.push_back(std::make_unique<FsdpUnit>(name, std::move(module), *group_, compute));
+  register_parameter(flat_param_name(name), units_.back()->shard());
+}
+
 // The hooks check `alive_` first, so they do nothing once this is gone.
-FullyShardedDataParallel::~FullyShardedDataParallel() = default;
+FullyShardedDataParallel::~FullyShardedDataParallel() {
+  for (const auto& [name, m] : model_->named_modules())
+    if (auto w = std::dynamic_pointer_cast<FsdpWrapped>(m); w && w->owner_ == this) w->owner_ = nullptr;
+}
 
 void FullyShardedDataParallel::train(bool on) {
   nn::Module::train(on);
@@ -67,32 +121,33 @@ void FullyShardedDataParallel::train(bool on) {
 
 Tensor FullyShardedDataParallel::forward(const Tensor& x) {
   ANVIL_CHECK(x.defined(), "FullyShardedDataParallel::forward: got an undefined input tensor");
-  const bool recording = autograd::GradMode::is_enabled();
-  std::weak_ptr<bool> alive = alive_;
   // Mixed precision: the input is cast to the compute dtype, as torch's
   // MixedPrecision(cast_forward_inputs) does; the output stays in it.
   Tensor out = options_.param_dtype && is_floating(x.dtype()) ? x.to(*options_.param_dtype) : x;
+  if (!sequential_) return model_->forward(out);  // its FsdpWrapped units call run_unit
   size_t child = 0;
-  for (const auto& m : *model_) {
+  for (const auto& m : *sequential_) {
     const int u = unit_of_child_[child++];
-    if (u < 0) {
-      out = m->forward(out);
-      continue;
-    }
-    const size_t index = static_cast<size_t>(u);
-    FsdpUnit& unit = *units_[index];
-    unit.wait_gather();
-    if (options_.forward_prefetch && index + 1 < units_.size()) units_[index + 1]->start_gather();
-    note_memory();
-    out = m->forward(out);
-    if (recording && out.requires_grad())
-      out.register_hook([this, alive, index](const Tensor&) {
-        if (alive.lock()) before_unit_backward(index);
-        return Tensor();
-      });
-    // The last unit stays: backward begins with it.
-    if (frees_after_use() && index + 1 < units_.size()) unit.free_full_params();
+    out = u < 0 ? m->forward(out) : run_unit(static_cast<size_t>(u), [&] { return m->forward(out); });
   }
+  return out;
+}
+
+Tensor FullyShardedDataParallel::run_unit(size_t index, const std::function<Tensor()>& compute) {
+  FsdpUnit& unit = *units_[index];
+  unit.wait_gather();
+  if (options_.forward_prefetch && index + 1 < units_.size()) units_[index + 1]->start_gather();
+  note_memory();
+  Tensor out = compute();
+  if (autograd::GradMode::is_enabled() && out.defined() && out.requires_grad()) {
+    std::weak_ptr<bool> alive = alive_;
+    out.register_hook([this, alive, index](const Tensor&) {
+      if (alive.lock()) before_unit_backward(index);
+      return Tensor();
+    });
+  }
+  // The last unit stays: backward begins with it.
+  if (frees_after_use() && index + 1 < units_.size()) unit.free_full_params();
   return out;
 }
 

@@ -15,8 +15,10 @@
 //   }
 //   fsdp->save_full_state_dict("model.safetensors");        // collective; rank 0 writes
 //
-// Units: every child of the Sequential that has parameters (a layer or a
-// block) is one unit with one flat parameter. forward() runs the children in
+// Units: for an nn::Sequential, every child that has parameters (a layer or
+// a block) is one unit with one flat parameter. Any other model marks its
+// units by holding them wrapped in FsdpWrapped (below), as PyTorch users wrap
+// their transformer blocks; every parameter must then lie inside one. forward() runs the children in
 // order: for a unit it waits for the unit's all-gather, starts the next
 // unit's (forward_prefetch: the transfer overlaps this unit's compute), runs
 // it, and frees its full parameters (FullShard; the last unit stays, as
@@ -37,13 +39,13 @@
 // weights) keep the module's dtype, typically float32. forward() casts its
 // input to param_dtype and returns the output in it.
 //
-// Limits: the model is an nn::Sequential (units are its children); a
-// parameter belongs to one unit (no weights tied across units); every rank
+// Limits: a parameter belongs to one unit (no weights tied across units); every rank
 // must run the same units in forward and backward; buffers are rank 0's at
 // construction and not synchronised afterwards; every parameter must take
 // part in every backward (one that gets no gradient is reduced as zeros).
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,11 +81,35 @@ struct FSDPMemoryStats {
   int64_t peak_full_grad_bytes = 0;       // most unreduced full gradients held at once
 };
 
+class FullyShardedDataParallel;
+
+// Marks a unit inside a model that is not a Sequential: hold the layer as
+// FsdpWrapped where the layer would go (its keys gain "module.", as with
+// nn::Checkpointed). Without a FullyShardedDataParallel over the model it just
+// runs the layer. Units are prefetched in the order the model lists them
+// (named_modules: depth first), which should be the order forward runs them.
+//
+//   blocks->push_back(std::make_shared<distributed::FsdpWrapped>(std::make_shared<Block>(opts)));
+class FsdpWrapped : public nn::Module {
+ public:
+  explicit FsdpWrapped(std::shared_ptr<nn::Module> module);
+  Tensor forward(const Tensor& x) override;
+  Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
+
+  std::shared_ptr<nn::Module> module;
+
+ private:
+  friend class FullyShardedDataParallel;
+  FullyShardedDataParallel* owner_ = nullptr;
+  size_t unit_index_ = 0;
+};
+
 class FullyShardedDataParallel : public nn::Module {
  public:
   // Broadcasts rank 0's parameters and buffers, then shards: from here on
-  // the model's parameters are empty at rest; use this wrapper's.
-  FullyShardedDataParallel(std::shared_ptr<nn::Sequential> model, std::shared_ptr<ProcessGroup> group,
+  // the model's parameters are empty at rest; use this wrapper's. The model
+  // is an nn::Sequential or holds FsdpWrapped units.
+  FullyShardedDataParallel(std::shared_ptr<nn::Module> model, std::shared_ptr<ProcessGroup> group,
                            FSDPOptions options = {});
   ~FullyShardedDataParallel() override;
 
@@ -113,10 +139,15 @@ class FullyShardedDataParallel : public nn::Module {
 
   size_t num_units() const { return units_.size(); }
   const FsdpUnit& unit(size_t i) const { return *units_[i]; }
-  nn::Sequential& module() const { return *model_; }
+  nn::Module& module() const { return *model_; }
   const FSDPOptions& options() const { return options_; }
 
  private:
+  friend class FsdpWrapped;
+  // Gathers unit `index`, prefetches the next, runs `compute`, arms the
+  // unit's backward and frees it again.
+  Tensor run_unit(size_t index, const std::function<Tensor()>& compute);
+  void add_unit(const std::string& name, std::shared_ptr<nn::Module> module);
   void before_unit_backward(size_t index);
   void on_param_grad(size_t unit_index, size_t param_index);
   void finish_backward();
@@ -125,7 +156,8 @@ class FullyShardedDataParallel : public nn::Module {
   void note_memory();
   bool frees_after_use() const { return options_.sharding_strategy == ShardingStrategy::FullShard; }
 
-  std::shared_ptr<nn::Sequential> model_;
+  std::shared_ptr<nn::Module> model_;
+  std::shared_ptr<nn::Sequential> sequential_;  // when the units are its children
   std::shared_ptr<ProcessGroup> group_;
   FSDPOptions options_;
   std::vector<std::unique_ptr<FsdpUnit>> units_;

@@ -30,14 +30,16 @@ void FullyShardedDataParallel::save_full_state_dict(const std::filesystem::path&
 
 nn::StateDict FullyShardedDataParallel::sharded_state_dict() const {
   nn::StateDict out;
-  for (const auto& unit : units_) out.emplace_back("flat_param_" + unit->name(), unit->shard().detach().clone());
+  for (const auto& [name, p] : named_parameters(/*recurse=*/false)) out.emplace_back(name, p.detach().clone());
   return out;
 }
 
 void FullyShardedDataParallel::load_sharded_state_dict(const nn::StateDict& state) {
   NoGradGuard no_grad;
-  for (const auto& unit : units_) {
-    const std::string key = "flat_param_" + unit->name();
+  const nn::NamedTensors mine = named_parameters(/*recurse=*/false);  // one flat shard per unit, in unit order
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const auto& unit = units_[u];
+    const std::string& key = mine[u].first;
     auto it = std::find_if(state.begin(), state.end(), [&](const auto& e) { return e.first == key; });
     ANVIL_CHECK(it != state.end(), "FullyShardedDataParallel::load_sharded_state_dict: missing key '", key, "'");
     ANVIL_CHECK(it->second.shape() == unit->shard().shape(), "FullyShardedDataParallel::load_sharded_state_dict: '",

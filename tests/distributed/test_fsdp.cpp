@@ -264,6 +264,100 @@ TEST(FSDP, ForwardWithoutGradMatchesTheUnshardedModelAndFreesEveryUnitButTheLast
   }
 }
 
+// A model that is not a Sequential: residual blocks called by its own
+// forward, its units marked with FsdpWrapped.
+struct ResidualBlock : nn::Module {
+  std::shared_ptr<nn::Linear> a, b;
+  ResidualBlock() : nn::Module("ResidualBlock") {
+    a = register_module("a", std::make_shared<nn::Linear>(6, 6));
+    b = register_module("b", std::make_shared<nn::Linear>(6, 6));
+  }
+  Tensor forward(const Tensor& x) override { return x + b->forward(a->forward(x).tanh()); }
+};
+
+struct ResidualNet : nn::Module {
+  std::shared_ptr<FsdpWrapped> in, block1, block2, out;
+  ResidualNet() : nn::Module("ResidualNet") {
+    in = register_module("in", std::make_shared<FsdpWrapped>(std::make_shared<nn::Linear>(5, 6)));
+    block1 = register_module("block1", std::make_shared<FsdpWrapped>(std::make_shared<ResidualBlock>()));
+    block2 = register_module("block2", std::make_shared<FsdpWrapped>(std::make_shared<ResidualBlock>()));
+    out = register_module("out", std::make_shared<FsdpWrapped>(std::make_shared<nn::Linear>(6, 3)));
+    to(kFloat64);
+  }
+  Tensor forward(const Tensor& x) override {
+    return out->forward(block2->forward(block1->forward(in->forward(x).tanh())));
+  }
+};
+
+TEST(FSDP, WrappedUnitsOfAnyModelMatchAdamWOnOneProcess) {
+  for (int n : {2, 4}) {
+    std::vector<std::shared_ptr<ResidualNet>> models;
+    for (int r = 0; r < n; ++r) models.push_back(std::make_shared<ResidualNet>());
+    const Batches data = random_batches(kSteps * kAccumulation, kRows, kFloat64);
+    // The reference: the same model unsharded (FsdpWrapped then just runs its module).
+    auto ref = std::make_shared<ResidualNet>();
+    ref->load_state_dict(models[0]->state_dict());
+    nn::optim::AdamW ref_opt(ref->parameters(), kAdamW);
+    std::vector<double> ref_norms;
+    for (int s = 0; s < kSteps; ++s) {
+      ref_opt.zero_grad();
+      for (int a = 0; a < kAccumulation; ++a) {
+        const int i = s * kAccumulation + a;
+        (mse_loss(ref->forward(data.xs[i]), data.ys[i]) / Scalar(double(kAccumulation))).backward();
+      }
+      ref_norms.push_back(nn::optim::clip_grad_norm_(ref->parameters(), kMaxNorm));
+      ref_opt.step();
+    }
+    ASSERT_GT(ref_norms.front(), kMaxNorm);
+    std::vector<nn::StateDict> got(n);
+    std::vector<std::vector<double>> norms(n);
+    std::vector<size_t> units(n);
+    run_ranks(n, [&](std::shared_ptr<ProcessGroup> group) {
+      const int r = group->rank();
+      FullyShardedDataParallel fsdp(models[r], group);
+      units[r] = fsdp.num_units();
+      train_sharded(fsdp, r, n, data, &norms[r]);
+      got[r] = fsdp.full_state_dict();
+    });
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(units[r], 4u);
+      EXPECT_LT(max_diff(got[r], ref->state_dict()), 1e-10) << "n=" << n << ", rank " << r;
+      for (size_t s = 0; s < ref_norms.size(); ++s) EXPECT_NEAR(norms[r][s], ref_norms[s], 1e-10);
+    }
+  }
+}
+
+TEST(FSDP, ParametersOutsideEveryWrappedUnitAreRefused) {
+  struct Partly : nn::Module {
+    std::shared_ptr<FsdpWrapped> wrapped;
+    std::shared_ptr<nn::Linear> bare;
+    Partly() : nn::Module("Partly") {
+      wrapped = register_module("wrapped", std::make_shared<FsdpWrapped>(std::make_shared<nn::Linear>(2, 2)));
+      bare = register_module("bare", std::make_shared<nn::Linear>(2, 2));
+    }
+  };
+  auto model = std::make_shared<Partly>();
+  auto plain = std::make_shared<ResidualBlock>();
+  run_ranks(1, [&](std::shared_ptr<ProcessGroup> group) {
+    try {
+      FullyShardedDataParallel fsdp(model, group);
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("parameter 'bare.weight' lies outside every FsdpWrapped unit"),
+                std::string::npos)
+          << e.what();
+    }
+    try {
+      FullyShardedDataParallel fsdp(plain, group);
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("(ResidualBlock) is not an nn::Sequential and holds no FsdpWrapped units"),
+                std::string::npos)
+          << e.what();
+    }
+  });
+}
+
 // A model big enough that padding is noise: 4 layers of 32x32 + 32.
 std::shared_ptr<nn::Sequential> make_wide_model() {
   auto m = std::make_shared<nn::Sequential>();
