@@ -17,9 +17,9 @@
 //
 // Units: for an nn::Sequential, every child that has parameters (a layer or
 // a block) is one unit with one flat parameter. Any other model marks its
-// units by holding them wrapped in FsdpWrapped (below), as PyTorch users wrap
-// their transformer blocks; every parameter must then lie inside one. forward() runs the children in
-// order: for a unit it waits for the unit's all-gather, starts the next
+// units by holding them wrapped in FsdpWrapped (below), as PyTorch users
+// wrap their transformer blocks; every parameter must then lie inside one.
+// Running a unit in forward waits for the unit's all-gather, starts the next
 // unit's (forward_prefetch: the transfer overlaps this unit's compute), runs
 // it, and frees its full parameters (FullShard; the last unit stays, as
 // backward starts with it). A tensor hook on each unit's output runs just
@@ -39,8 +39,8 @@
 // weights) keep the module's dtype, typically float32. forward() casts its
 // input to param_dtype and returns the output in it.
 //
-// Limits: a parameter belongs to one unit (no weights tied across units); every rank
-// must run the same units in forward and backward; buffers are rank 0's at
+// Limits: a parameter belongs to one unit (no weights tied across units, no
+// nested units); every rank must run the same units in forward and backward; buffers are rank 0's at
 // construction and not synchronised afterwards; every parameter must take
 // part in every backward (one that gets no gradient is reduced as zeros).
 #include <cstdint>
