@@ -133,6 +133,11 @@ class FullyShardedDataParallel : public nn::Module {
   // order: what parameters() holds, for per-rank checkpoints.
   nn::StateDict sharded_state_dict() const;
   void load_sharded_state_dict(const nn::StateDict& state);
+  // The same as one safetensors file per rank: `prefix` + "rank<r>-of-<n>.safetensors",
+  // with the world size and rank in its metadata (a checkpoint of another
+  // world size is refused by name). Not collective.
+  std::filesystem::path save_sharded_state_dict(const std::string& prefix) const;
+  void load_sharded_state_dict_file(const std::string& prefix);
 
   FSDPMemoryStats memory_stats() const;
   void reset_peak_memory_stats();

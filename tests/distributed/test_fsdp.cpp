@@ -216,15 +216,19 @@ TEST(FSDP, ShardedStateDictRestoresTheShards) {
   const Batches data = random_batches(kSteps * kAccumulation, kRows, kFloat64);
   std::vector<double> restored_diff(n, -1), moved_diff(n, -1);
   std::vector<int64_t> shard_numel(n);
+  const std::string prefix =
+      (std::filesystem::temp_directory_path() / ("anvil_fsdp_shards_" + std::to_string(::getpid()) + "_")).string();
   run_ranks(n, [&](std::shared_ptr<ProcessGroup> group) {
     const int r = group->rank();
     FullyShardedDataParallel fsdp(models[r], group);
     const nn::StateDict saved = fsdp.sharded_state_dict();
     const nn::StateDict saved_full = fsdp.full_state_dict();
+    const std::filesystem::path file = fsdp.save_sharded_state_dict(prefix);
     std::vector<double> norms;
     train_sharded(fsdp, r, n, data, &norms);
     moved_diff[r] = max_diff(fsdp.full_state_dict(), saved_full);
-    fsdp.load_sharded_state_dict(saved);
+    fsdp.load_sharded_state_dict_file(prefix);
+    std::filesystem::remove(file);
     // Forward must gather the restored shards, not reuse what it held.
     fsdp.forward(data.xs[0].narrow(0, 0, 2));
     restored_diff[r] = max_diff(fsdp.full_state_dict(), saved_full);
@@ -457,6 +461,17 @@ TEST(FSDP, BadInputGivesClearErrors) {
     wrong[1].second = zeros({3}, TensorOptions().dtype(kFloat64));
     expect_error([&] { fsdp.load_sharded_state_dict(wrong); }, {"load_sharded_state_dict", "flat_param_2", "expected"});
     expect_error([&] { fsdp.load_sharded_state_dict({}); }, {"load_sharded_state_dict", "missing key 'flat_param_0'"});
+    // Shards written by a world of 1 do not load into a world of 2.
+    const std::string prefix = (std::filesystem::temp_directory_path() /
+                                ("anvil_fsdp_bad_" + std::to_string(::getpid()) + "_" + std::to_string(group->rank()) + "_"))
+                                   .string();
+    nn::serialize::save_safetensors(prefix + "rank" + std::to_string(group->rank()) + "-of-2.safetensors",
+                                    fsdp.sharded_state_dict(), {{"fsdp_world_size", "1"}});
+    expect_error([&] { fsdp.load_sharded_state_dict_file(prefix); },
+                 {"load_sharded_state_dict_file", "holds shards for world size 1, expected 2"});
+    std::filesystem::remove(prefix + "rank" + std::to_string(group->rank()) + "-of-2.safetensors");
+    expect_error([&] { fsdp.load_sharded_state_dict_file(prefix + "missing_"); },
+                 {"load_sharded_state_dict_file", "no file"});
     // The model's own parameters are empty at rest: calling it directly fails on shapes, not on freed memory.
     EXPECT_EQ(model->at<nn::Linear>(0)->weight.numel(), 0);
   });
