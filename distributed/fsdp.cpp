@@ -121,6 +121,8 @@ void FullyShardedDataParallel::train(bool on) {
 
 Tensor FullyShardedDataParallel::forward(const Tensor& x) {
   ANVIL_CHECK(x.defined(), "FullyShardedDataParallel::forward: got an undefined input tensor");
+  // A backward that failed part-way never ran its callback; the next one must queue its own.
+  if (!autograd::in_backward_pass()) callback_queued_ = false;
   // Mixed precision: the input is cast to the compute dtype, as torch's
   // MixedPrecision(cast_forward_inputs) does; the output stays in it.
   Tensor out = options_.param_dtype && is_floating(x.dtype()) ? x.to(*options_.param_dtype) : x;
