@@ -8,6 +8,7 @@
 #include "distributed/ddp.h"
 #include "distributed/device_mesh.h"
 #include "distributed/file_store.h"
+#include "distributed/fsdp.h"
 #include "distributed/gloo_process_group.h"
 #include "distributed/init.h"
 #include "distributed/model_parallel.h"
