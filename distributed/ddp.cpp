@@ -52,7 +52,7 @@ void broadcast_tensors(ProcessGroup& group, const std::vector<Tensor>& tensors, 
 class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Reducer> {
  public:
   Reducer(ProcessGroup& group, const nn::NamedTensors& named_params, const DDPOptions& options)
-      : group_(group), counting_group_(group), options_(options), hook_(allreduce_hook) {
+      : counting_group_(group), options_(options), hook_(allreduce_hook) {
     // Reverse registration order approximates the order backward produces
     // gradients, so the first bucket completes first.
     for (auto it = named_params.rbegin(); it != named_params.rend(); ++it) {
@@ -266,8 +266,7 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
     finalize_queued_ = false;
   }
 
-  ProcessGroup& group_;
-  CountingProcessGroup counting_group_;  // what the hooks communicate through
+  CountingProcessGroup counting_group_;  // DDP's group, counting what the hooks send through it
   DDPOptions options_;
   CommHook hook_;
   bool hook_registered_ = false;
