@@ -160,9 +160,24 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
       --buckets_[s.bucket].pending;
     }
     launch_ready_buckets();
+    try {
+      write_back_results();
+    } catch (const Error&) {
+      abandon();  // the other buckets' collectives finish; the next step starts clean
+      throw;
+    }
+    record_step();
+    reset();
+  }
+
+ private:
+  // Waits for each bucket's future in index order and writes its result
+  // (the averaged gradients) into the parameters' .grad().
+  void write_back_results() {
     for (size_t k = 0; k < buckets_.size(); ++k) {
       Bucket& b = buckets_[k];
-      Tensor result = b.future->wait();
+      BucketFutureHandle future = std::move(b.future);  // waited on once, even if this throws
+      Tensor result = future->wait();
       ANVIL_CHECK(result.defined() && result.numel() == b.numel && result.dtype() == b.dtype &&
                       result.device() == b.device,
                   "DistributedDataParallel: the comm hook's result for bucket ", k, " must be a flat tensor of ", b.numel,
@@ -179,11 +194,8 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
         }
       }
     }
-    record_step();
-    reset();
   }
 
- private:
   struct Slot {
     Tensor param;
     std::string name;

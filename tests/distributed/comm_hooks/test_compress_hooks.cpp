@@ -115,22 +115,33 @@ TEST(DDPCommHooks, UserHookIsCalledOncePerBucketPerStepInOrder) {
   }
 }
 
-TEST(DDPCommHooks, HookResultOfTheWrongSizeIsAnError) {
+// A hook returning the wrong size fails the step on every rank with a clear
+// error; the next step (here the hook behaves) runs normally.
+TEST(DDPCommHooks, HookResultOfTheWrongSizeIsAnErrorAndTheNextStepRecovers) {
   const int ranks = 2;
   std::vector<std::string> messages(ranks);
+  std::vector<int64_t> steps_done(ranks);
   auto models = std::vector<std::shared_ptr<nn::Module>>{make_mlp(kFloat32), make_mlp(kFloat32)};
-  Batches data = random_batches(ranks, 1, kFloat32);
+  Batches data = random_batches(ranks, 2, kFloat32);
   testing::run_ranks(ranks, [&](std::shared_ptr<ProcessGroup> group) {
     const int r = group->rank();
-    DistributedDataParallel ddp(models[r], group);
-    ddp.register_comm_hook([](GradBucket& bucket) { return BucketFuture::ready(bucket.buffer().narrow(0, 0, 1)); });
+    DistributedDataParallel ddp(models[r], group, {.bucket_cap_bytes = 1024});
+    auto calls = std::make_shared<int>(0);
+    ddp.register_comm_hook([calls](GradBucket& bucket) {
+      if ((*calls)++ == 0) return BucketFuture::ready(bucket.buffer().narrow(0, 0, 1));
+      return allreduce_hook(bucket);
+    });
     try {
       mse_loss(ddp.forward(data.x[r][0]), data.y[r][0]).backward();
     } catch (const Error& e) {
       messages[r] = e.what();
     }
+    ddp.zero_grad();
+    mse_loss(ddp.forward(data.x[r][1]), data.y[r][1]).backward();
+    steps_done[r] = ddp.comm_stats().steps;
   });
   for (const std::string& m : messages) EXPECT_NE(m.find("comm hook's result for bucket 0"), std::string::npos) << m;
+  for (int64_t s : steps_done) EXPECT_EQ(s, 1);
 }
 
 TEST(DDPCommHooks, RegisteringTwiceOrAfterTrainingStartedIsAnError) {
