@@ -1,5 +1,6 @@
 #include "distributed/ddp.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -8,6 +9,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/dispatch.h"
 #include "core/factory.h"
+#include "distributed/comm_hooks/counting_process_group.h"
 
 namespace anvil::distributed {
 
@@ -50,7 +52,7 @@ void broadcast_tensors(ProcessGroup& group, const std::vector<Tensor>& tensors, 
 class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Reducer> {
  public:
   Reducer(ProcessGroup& group, const nn::NamedTensors& named_params, const DDPOptions& options)
-      : group_(group), options_(options) {
+      : counting_group_(group), options_(options), hook_(allreduce_hook) {
     // Reverse registration order approximates the order backward produces
     // gradients, so the first bucket completes first.
     for (auto it = named_params.rbegin(); it != named_params.rend(); ++it) {
@@ -63,8 +65,10 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
     int64_t open_bytes = 0;
     for (size_t i = 0; i < slots_.size(); ++i) {
       const Tensor& p = slots_[i].param;
+      const int64_t cap = buckets_.size() == 1 ? std::min(options_.first_bucket_cap_bytes, options_.bucket_cap_bytes)
+                                               : options_.bucket_cap_bytes;
       const bool fits = open && open->dtype == p.dtype() && open->device == p.device() &&
-                        (open_bytes == 0 || open_bytes + static_cast<int64_t>(p.nbytes()) <= options_.bucket_cap_bytes);
+                        (open_bytes == 0 || open_bytes + static_cast<int64_t>(p.nbytes()) <= cap);
       if (!fits) {
         buckets_.push_back({});
         open = &buckets_.back();
@@ -93,6 +97,19 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
     }
     return out;
   }
+
+  void set_hook(CommHook hook) {
+    ANVIL_CHECK(!hook_registered_, "DistributedDataParallel::register_comm_hook: a hook is already registered; "
+                                   "register one hook, once");
+    ANVIL_CHECK(hook != nullptr, "DistributedDataParallel::register_comm_hook: got an empty hook");
+    ANVIL_CHECK(stats_.steps == 0 && !expect_sync_,
+                "DistributedDataParallel::register_comm_hook: register the hook before the first forward/backward, "
+                "so every step uses the same one on every rank");
+    hook_ = std::move(hook);
+    hook_registered_ = true;
+  }
+
+  const DistributedDataParallel::CommStats& stats() const { return stats_; }
 
   // From forward: whether the backward of this forward averages gradients.
   void prepare(bool sync) { expect_sync_ = sync; }
@@ -143,13 +160,32 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
       --buckets_[s.bucket].pending;
     }
     launch_ready_buckets();
-    const Scalar world(static_cast<int64_t>(group_.size()));
-    for (Bucket& b : buckets_) {
-      b.work->wait();
-      b.buffer.div_(world);
+    try {
+      write_back_results();
+    } catch (const Error&) {
+      abandon();  // the other buckets' collectives finish; the next step starts clean
+      throw;
+    }
+    record_step();
+    reset();
+  }
+
+ private:
+  // Waits for each bucket's future in index order and writes its result
+  // (the averaged gradients) into the parameters' .grad().
+  void write_back_results() {
+    for (size_t k = 0; k < buckets_.size(); ++k) {
+      Bucket& b = buckets_[k];
+      BucketFutureHandle future = std::move(b.future);  // waited on once, even if this throws
+      Tensor result = future->wait();
+      ANVIL_CHECK(result.defined() && result.numel() == b.numel && result.dtype() == b.dtype &&
+                      result.device() == b.device,
+                  "DistributedDataParallel: the comm hook's result for bucket ", k, " must be a flat tensor of ", b.numel,
+                  " elements, ", b.dtype, ", on ", b.device, " (the bucket's buffer); got ",
+                  result.defined() ? std::to_string(result.numel()) + " elements" : std::string("an undefined tensor"));
       for (size_t i : b.slots) {
         Slot& s = slots_[i];
-        Tensor avg = slice(s);
+        Tensor avg = result.narrow(0, s.offset, s.param.numel()).view(s.param.shape());
         Tensor g = s.param.grad();
         if (g.defined()) {
           g.copy_(avg);
@@ -158,10 +194,8 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
         }
       }
     }
-    reset();
   }
 
- private:
   struct Slot {
     Tensor param;
     std::string name;
@@ -176,7 +210,8 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
     int64_t numel = 0;
     Tensor buffer;
     int64_t pending = 0;
-    WorkHandle work;
+    std::unique_ptr<GradBucket> view;  // what the hook got; alive until its future is waited on
+    BucketFutureHandle future;
   };
 
   Tensor slice(const Slot& s) const {
@@ -191,36 +226,64 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
   // sequence of collectives even if its hooks fire in another order.
   void launch_ready_buckets() {
     while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
-      Bucket& b = buckets_[next_bucket_++];
-      Tensor flat = b.buffer.narrow(0, 0, b.numel);
-      b.work = group_.all_reduce(flat, ReduceOp::Sum);
+      const size_t index = next_bucket_++;
+      Bucket& b = buckets_[index];
+      std::vector<Tensor> params;
+      std::vector<std::string> names;
+      std::vector<int64_t> offsets;
+      for (size_t i : b.slots) {
+        params.push_back(slots_[i].param);
+        names.push_back(slots_[i].name);
+        offsets.push_back(slots_[i].offset);
+      }
+      b.view = std::make_unique<GradBucket>(index, index + 1 == buckets_.size(), b.buffer.narrow(0, 0, b.numel),
+                                            std::move(params), std::move(names), std::move(offsets),
+                                            counting_group_);
+      b.future = hook_(*b.view);
+      ANVIL_CHECK(b.future != nullptr, "DistributedDataParallel: the comm hook returned no future for bucket ", index);
     }
+  }
+  void record_step() {
+    stats_.last_step_bytes = counting_group_.bytes() - bytes_before_step_;
+    stats_.last_step_collectives = counting_group_.collectives() - collectives_before_step_;
+    bytes_before_step_ = counting_group_.bytes();
+    collectives_before_step_ = counting_group_.collectives();
+    stats_.total_bytes = counting_group_.bytes();
+    ++stats_.steps;
   }
   // After an error: let launched collectives finish so their buffers are not
   // in use, then start over.
   void abandon() {
     for (Bucket& b : buckets_) {
-      if (!b.work) continue;
+      if (!b.future) continue;
       try {
-        b.work->wait();
+        b.future->wait();
       } catch (const Error&) {
       }
     }
+    // What was sent is not a step; the next step counts from here.
+    bytes_before_step_ = counting_group_.bytes();
+    collectives_before_step_ = counting_group_.collectives();
     reset();
   }
   void reset() {
     for (Slot& s : slots_) s.ready = false;
     for (Bucket& b : buckets_) {
       b.pending = static_cast<int64_t>(b.slots.size());
-      b.work = nullptr;
+      b.future = nullptr;
+      b.view.reset();
     }
     next_bucket_ = 0;
     expect_sync_ = false;
     finalize_queued_ = false;
   }
 
-  ProcessGroup& group_;
+  CountingProcessGroup counting_group_;  // DDP's group, counting what the hooks send through it
   DDPOptions options_;
+  CommHook hook_;
+  bool hook_registered_ = false;
+  DistributedDataParallel::CommStats stats_;
+  int64_t bytes_before_step_ = 0, collectives_before_step_ = 0;
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
   size_t next_bucket_ = 0;
@@ -239,6 +302,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   ANVIL_CHECK(group_ != nullptr, "DistributedDataParallel: got a null process group");
   ANVIL_CHECK(options_.bucket_cap_bytes > 0, "DistributedDataParallel: bucket_cap_bytes must be positive, got ",
               options_.bucket_cap_bytes);
+  ANVIL_CHECK(options_.first_bucket_cap_bytes > 0,
+              "DistributedDataParallel: first_bucket_cap_bytes must be positive, got ", options_.first_bucket_cap_bytes,
+              " (the first bucket's size limit; it is capped at bucket_cap_bytes, default 1 MiB)");
   register_module("module", module_);
   // Every replica starts from rank 0's state.
   broadcast_tensors(*group_, module_->parameters(), 0);
@@ -277,6 +343,10 @@ void DistributedDataParallel::finish_gradient_synchronization() { reducer_->fina
 std::vector<std::vector<std::string>> DistributedDataParallel::bucket_parameter_names() const {
   return reducer_->bucket_names();
 }
+
+void DistributedDataParallel::register_comm_hook(CommHook hook) { reducer_->set_hook(std::move(hook)); }
+
+DistributedDataParallel::CommStats DistributedDataParallel::comm_stats() const { return reducer_->stats(); }
 
 DistributedDataParallel::NoSyncGuard::NoSyncGuard(DistributedDataParallel& ddp)
     : ddp_(ddp), previous_(ddp.sync_enabled_) {

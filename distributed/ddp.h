@@ -26,11 +26,17 @@
 //   backward after it averages the accumulated gradients.
 // - A parameter that got no gradient in a synced backward is an error naming
 //   it, unless find_unused_parameters, which averages it as a zero gradient.
+// - register_comm_hook replaces the bucket all-reduce with a hook (16-bit or
+//   PowerSGD compression, or your own; comm_hooks/comm_hook.h).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "core/base/error.h"
+#include "distributed/comm_hooks/comm_hook.h"
 #include "distributed/process_group.h"
 #include "nn/module.h"
 
@@ -38,6 +44,11 @@ namespace anvil::distributed {
 
 struct DDPOptions {
   int64_t bucket_cap_bytes = 25 * 1024 * 1024;
+  // The first bucket (the last parameters, whose gradients come first) is
+  // kept small so communication starts early in backward, as PyTorch does
+  // (its default too). Capped at bucket_cap_bytes: a first bucket larger
+  // than the others would start later, not earlier.
+  int64_t first_bucket_cap_bytes = 1024 * 1024;
   // Treat parameters that got no gradient in a backward pass as zero
   // gradients instead of failing (costs overlap: their buckets wait for the
   // end of backward).
@@ -88,6 +99,33 @@ class DistributedDataParallel : public nn::Module {
 
   // The buckets: parameter names per bucket, in all-reduce order.
   std::vector<std::vector<std::string>> bucket_parameter_names() const;
+
+  // Replaces how each bucket is averaged (default: allreduce_hook, a sum
+  // all-reduce divided by the world size). Register once, before the first
+  // backward; the hook is called once per bucket per synced backward, buckets
+  // in index order. With one rank nothing is communicated and no hook runs.
+  void register_comm_hook(CommHook hook);
+  // PyTorch's form: the state (kept alive by DDP) is passed to every call.
+  //   ddp->register_comm_hook(std::make_shared<PowerSGDState>(), powersgd_hook);
+  template <class State>
+  void register_comm_hook(std::shared_ptr<State> state,
+                          std::type_identity_t<std::function<BucketFutureHandle(State&, GradBucket&)>> hook) {
+    ANVIL_CHECK(state != nullptr, "DistributedDataParallel::register_comm_hook: got a null state");
+    register_comm_hook([state, hook](GradBucket& bucket) { return hook(*state, bucket); });
+  }
+
+  // What the buckets sent: the bytes of every tensor this rank handed to a
+  // collective from the bucket path (the hook's all-reduces), per synced
+  // backward. Payload, not wire bytes: a ring all-reduce of B bytes moves
+  // about 2 (n - 1) / n * B per rank whatever the hook. Buffer broadcasts
+  // and the start-up broadcast are not counted.
+  struct CommStats {
+    int64_t last_step_bytes = 0;
+    int64_t last_step_collectives = 0;
+    int64_t total_bytes = 0;
+    int64_t steps = 0;  // synced backward passes
+  };
+  CommStats comm_stats() const;
 
   class Reducer;  // the bucket state the gradient hooks share
 

@@ -4,6 +4,10 @@
 // device meshes, and the parallelism built on them (DDP, DataParallel,
 // ZeRO-1, ring all-reduce, layer split, pipelines, parameter servers).
 #include "distributed/collectives.h"
+#include "distributed/comm_hooks/comm_hook.h"
+#include "distributed/comm_hooks/compress_hooks.h"
+#include "distributed/comm_hooks/counting_process_group.h"
+#include "distributed/comm_hooks/powersgd.h"
 #include "distributed/data_parallel.h"
 #include "distributed/ddp.h"
 #include "distributed/device_mesh.h"

@@ -4,12 +4,16 @@
 //   build/bin/fashion_mnist --model cnn            # the CNN, 5 epochs
 //   build/bin/fashion_mnist --model mlp --epochs 5 --batch-size 128
 //   build/bin/anvil-run --nproc-per-node 2 build/bin/fashion_mnist --model mlp
+//   build/bin/anvil-run --nproc-per-node 2 build/bin/fashion_mnist --model mlp --comm-hook powersgd
 //
 // Started by anvil-run with WORLD_SIZE > 1 it trains data-parallel: the
 // model is wrapped in DistributedDataParallel, each rank reads its own shard
 // of every epoch (DistributedSampler) and takes batch-size / WORLD_SIZE
 // examples per step, so the ranks together take the same steps as one
 // process would. Every rank evaluates the whole test set; only rank 0 prints.
+// --comm-hook compresses DDP's gradient buckets (fp16, bf16, or PowerSGD at
+// --powersgd-rank after --powersgd-start plain steps); the JSON line then
+// reports the bytes each rank sent per step.
 //
 // The last line printed is one JSON object with the results.
 #include <CLI/CLI.hpp>
@@ -21,6 +25,8 @@
 
 #include <anvil/anvil.h>
 
+#include "distributed/comm_hooks/compress_hooks.h"
+#include "distributed/comm_hooks/powersgd.h"
 #include "distributed/ddp.h"
 
 #include "samples/models.h"
@@ -42,11 +48,20 @@ train::Precision parse_precision(const std::string& amp) {
   fail("fashion_mnist: --amp must be none, bf16 or fp16, got '", amp, "'");
 }
 
+void register_comm_hook(distributed::DistributedDataParallel& ddp, const std::string& hook,
+                        const distributed::PowerSGDOptions& powersgd) {
+  if (hook == "fp16") ddp.register_comm_hook(distributed::fp16_compress_hook);
+  else if (hook == "bf16") ddp.register_comm_hook(distributed::bf16_compress_hook);
+  else if (hook == "powersgd")
+    ddp.register_comm_hook(std::make_shared<distributed::PowerSGDState>(powersgd), distributed::powersgd_hook);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Fashion-MNIST with anvil"};
-  std::string model_name = "cnn", device_name, amp = "none", checkpoint, resume, metrics, plot;
+  std::string model_name = "cnn", device_name, amp = "none", checkpoint, resume, metrics, plot, comm_hook = "none";
+  distributed::PowerSGDOptions powersgd{.matrix_approximation_rank = 2, .start_powerSGD_iter = 100};
   std::string data_dir = data::kFashionMnistDir;
   int64_t epochs = 5, batch_size = 64, limit_train = 0, limit_test = 0, workers = 2;
   double lr = 1e-3;
@@ -66,6 +81,10 @@ int main(int argc, char** argv) {
   app.add_option("--limit-test", limit_test, "evaluate on only the first N test images (0: all)");
   app.add_option("--data-dir", data_dir);
   app.add_option("--seed", seed);
+  app.add_option("--comm-hook", comm_hook, "DDP gradient compression: none, fp16, bf16 or powersgd")
+      ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}));
+  app.add_option("--powersgd-rank", powersgd.matrix_approximation_rank, "PowerSGD approximation rank");
+  app.add_option("--powersgd-start", powersgd.start_powerSGD_iter, "plain all-reduce steps before PowerSGD starts");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -105,12 +124,16 @@ int main(int argc, char** argv) {
                                             .transform = normalize});
 
     std::shared_ptr<nn::Module> model = model_name == "cnn" ? samples::make_cnn() : samples::make_mlp();
+    std::shared_ptr<distributed::DistributedDataParallel> ddp_model;
     Device device = device_name.empty() ? train::best_device() : Device(device_name);
     if (group && device.type == DeviceType::CUDA) device = Device::cuda(env_int("LOCAL_RANK", 0));
     if (group) {
       // DDP's buckets live on the parameters' device: place the model first.
       model->to(device);
-      model = std::make_shared<distributed::DistributedDataParallel>(model, group);
+      auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, group);
+      register_comm_hook(*ddp, comm_hook, powersgd);
+      ddp_model = ddp;
+      model = ddp;
     }
     train::ClassificationTask task(model);
     optim::AdamW optimizer(model->parameters(), {.lr = lr, .weight_decay = 1e-4});
@@ -134,6 +157,8 @@ int main(int argc, char** argv) {
     // Samples trained in this run by all ranks (a resumed run skips the epochs already done).
     int64_t trained = static_cast<int64_t>(fit.step_losses.size()) * batch_size;
     auto peak = memory_stats(trainer.device()).peak_allocated_bytes;
+    const int64_t bytes_per_step = ddp_model ? ddp_model->comm_stats().last_step_bytes : 0;
+    ddp_model.reset();
     if (group) {
       group->barrier()->wait();  // no rank exits while another still needs it
       group.reset();
@@ -142,10 +167,12 @@ int main(int argc, char** argv) {
     if (!lead) return 0;
     std::printf("{\"sample\": \"fashion_mnist\", \"model\": \"%s\", \"device\": \"%s\", \"epochs\": %lld, "
                 "\"amp\": \"%s\", \"ranks\": %d, \"test_accuracy\": %.4f, \"test_loss\": %.4f, "
-                "\"samples_per_sec\": %.1f, \"peak_memory_bytes\": %lld}\n",
+                "\"samples_per_sec\": %.1f, \"peak_memory_bytes\": %lld, \"comm_hook\": \"%s\", "
+                "\"comm_bytes_per_step\": %lld}\n",
                 model_name.c_str(), trainer.device().str().c_str(), static_cast<long long>(fit.epochs_completed),
                 amp.c_str(), world, result["test_accuracy"], result["test_loss"], trained / seconds,
-                static_cast<long long>(peak));
+                static_cast<long long>(peak), world > 1 ? comm_hook.c_str() : "none",
+                static_cast<long long>(bytes_per_step));
     return 0;
   } catch (const Error& e) {
     std::cerr << "fashion_mnist: " << e.what() << "\n";

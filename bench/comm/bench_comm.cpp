@@ -4,6 +4,7 @@
 //   build/bin/anvil-run --nproc-per-node 2 build/bin/bench_comm                 # all-reduce sweep
 //   build/bin/anvil-run --nproc-per-node 2 build/bin/bench_comm --ddp           # DDP step times
 //   build/bin/anvil-run --nproc-per-node 1 build/bin/bench_comm --ddp           # the one-rank baseline
+//   build/bin/anvil-run --nproc-per-node 2 build/bin/bench_comm --comm-hooks    # DDP comm hooks side by side
 //
 // All-reduce: our ring (ring_all_reduce over send/recv) against the
 // backend's all_reduce on float32 tensors from --min-bytes to --max-bytes.
@@ -17,6 +18,12 @@
 // ranks computing at once), DDP overlapping bucket all-reduces with backward,
 // and DDP reducing every bucket after backward. With one rank the first is
 // the "one rank on 1/N of the work" baseline.
+//
+// Comm hooks: the same DDP step with each hook (none = the default
+// all-reduce, fp16, bf16, PowerSGD at ranks --powersgd-ranks, compressing
+// from the first step): step time and the bytes each rank handed to the
+// collectives per step (DDP's comm_stats), in alternating rounds so every
+// hook sees the same machine load; the best round is reported.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -31,6 +38,8 @@
 
 #include <anvil/anvil.h>
 
+#include "distributed/comm_hooks/compress_hooks.h"
+#include "distributed/comm_hooks/powersgd.h"
 #include "distributed/ddp.h"
 #include "distributed/ring_all_reduce.h"
 
@@ -112,6 +121,8 @@ void all_reduce_sweep(ProcessGroup& group, const SweepOptions& o) {
 struct DDPBenchOptions {
   int64_t rank_batch = 64, hidden = 1024, layers = 3, steps = 20, warmup = 3;
   double bucket_mb = 4;
+  int rounds = 3;                          // comm hooks: alternating rounds
+  std::vector<int64_t> powersgd_ranks = {1, 4};
 };
 
 std::shared_ptr<nn::Module> make_model(const DDPBenchOptions& o) {
@@ -166,13 +177,75 @@ void ddp_bench(std::shared_ptr<ProcessGroup> group, const DDPBenchOptions& o) {
   }
 }
 
+struct HookVariant {
+  std::string name;
+  std::function<void(DistributedDataParallel&)> install;
+};
+
+std::vector<HookVariant> hook_variants(const DDPBenchOptions& o) {
+  std::vector<HookVariant> v{{"none (all-reduce)", [](DistributedDataParallel&) {}},
+                             {"fp16", [](DistributedDataParallel& d) { d.register_comm_hook(fp16_compress_hook); }},
+                             {"bf16", [](DistributedDataParallel& d) { d.register_comm_hook(bf16_compress_hook); }}};
+  for (int64_t r : o.powersgd_ranks)
+    v.push_back({"powerSGD r=" + std::to_string(r), [r](DistributedDataParallel& d) {
+                   d.register_comm_hook(std::make_shared<PowerSGDState>(PowerSGDOptions{
+                                            .matrix_approximation_rank = r, .start_powerSGD_iter = 0}),
+                                        powersgd_hook);
+                 }});
+  return v;
+}
+
+void comm_hooks_bench(std::shared_ptr<ProcessGroup> group, const DDPBenchOptions& o) {
+  const bool lead = group->rank() == 0;
+  manual_seed(1234 + group->rank());
+  Tensor x = randn({o.rank_batch, 784});
+  Tensor y = randint(0, 10, {o.rank_batch}, TensorOptions().dtype(kInt64));
+  const int64_t cap = static_cast<int64_t>(o.bucket_mb * (1 << 20));
+  std::vector<HookVariant> variants = hook_variants(o);
+  std::vector<std::shared_ptr<DistributedDataParallel>> ddps;
+  std::vector<std::unique_ptr<nn::optim::SGD>> opts;
+  for (const HookVariant& v : variants) {
+    ddps.push_back(std::make_shared<DistributedDataParallel>(make_model(o), group, DDPOptions{.bucket_cap_bytes = cap}));
+    v.install(*ddps.back());
+    opts.push_back(std::make_unique<nn::optim::SGD>(ddps.back()->parameters(), nn::optim::SGDOptions{.lr = 1e-3}));
+  }
+  std::vector<double> best(variants.size(), 1e30);
+  for (int round = 0; round < o.rounds; ++round)
+    for (size_t i = 0; i < variants.size(); ++i)
+      best[i] = std::min(best[i], time_calls(*group, static_cast<int>(o.warmup), static_cast<int>(o.steps), [&] {
+                           opts[i]->zero_grad();
+                           cross_entropy(ddps[i]->forward(x), y).backward();
+                           opts[i]->step();
+                         }));
+  int64_t params = 0;
+  for (const Tensor& p : ddps[0]->parameters()) params += p.numel();
+  if (!lead) return;
+  std::printf("# DDP comm hooks: MLP 784-%lldx%lld-10 (%lld params), SGD, %lld examples per rank, %d ranks (%s), "
+              "%zu buckets of <= %.1f MB (first <= 1 MiB); best of %d rounds of %lld steps\n",
+              static_cast<long long>(o.hidden), static_cast<long long>(o.layers), static_cast<long long>(params),
+              static_cast<long long>(o.rank_batch), group->size(), group->backend_name().c_str(),
+              ddps[0]->bucket_parameter_names().size(), o.bucket_mb, o.rounds, static_cast<long long>(o.steps));
+  std::printf("%-20s %14s %12s %10s %10s\n", "hook", "bytes/step", "vs none", "step_ms", "vs none");
+  const double none_bytes = static_cast<double>(ddps[0]->comm_stats().last_step_bytes);
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const int64_t bytes = ddps[i]->comm_stats().last_step_bytes;
+    std::printf("%-20s %14lld %11.3fx %10.2f %9.2fx\n", variants[i].name.c_str(), static_cast<long long>(bytes),
+                bytes / none_bytes, best[i] * 1e3, best[i] / best[0]);
+  }
+  for (size_t i = 0; i < variants.size(); ++i)
+    std::printf("{\"bench\": \"ddp_comm_hook\", \"hook\": \"%s\", \"ranks\": %d, \"bytes_per_step\": %lld, "
+                "\"step_ms\": %.3f}\n",
+                variants[i].name.c_str(), group->size(), static_cast<long long>(ddps[i]->comm_stats().last_step_bytes),
+                best[i] * 1e3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"anvil collective and DDP benchmarks (run under anvil-run)"};
   SweepOptions sweep;
   DDPBenchOptions ddp;
-  bool run_ddp = false;
+  bool run_ddp = false, run_hooks = false;
   app.add_option("--min-bytes", sweep.min_bytes);
   app.add_option("--max-bytes", sweep.max_bytes);
   app.add_option("--factor", sweep.factor, "size multiplier between rows");
@@ -186,13 +259,17 @@ int main(int argc, char** argv) {
   app.add_option("--layers", ddp.layers);
   app.add_option("--steps", ddp.steps);
   app.add_option("--bucket-mb", ddp.bucket_mb);
+  app.add_flag("--comm-hooks", run_hooks, "benchmark DDP steps with each comm hook (bytes and time per step)");
+  app.add_option("--hook-rounds", ddp.rounds, "comm hooks: alternating rounds; the best is reported");
+  app.add_option("--powersgd-ranks", ddp.powersgd_ranks, "comm hooks: PowerSGD approximation ranks to run");
   CLI11_PARSE(app, argc, argv);
   try {
     ANVIL_CHECK(std::getenv("WORLD_SIZE") != nullptr,
                 "bench_comm: run it under the launcher, e.g. anvil-run --nproc-per-node 2 bench_comm");
     init_process_group();
     auto group = default_group_ptr();
-    if (run_ddp) ddp_bench(group, ddp);
+    if (run_hooks) comm_hooks_bench(group, ddp);
+    else if (run_ddp) ddp_bench(group, ddp);
     else all_reduce_sweep(*group, sweep);
     destroy_process_group();
     return 0;
