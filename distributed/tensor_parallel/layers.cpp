@@ -45,6 +45,7 @@ std::shared_ptr<ColumnParallelLinear> ColumnParallelLinear::from_full(const nn::
                                                                       ColumnParallelOptions options) {
   options.bias = full.bias.defined();
   auto layer = std::make_shared<ColumnParallelLinear>(full.in_features, full.out_features, group, options);
+  layer->to(full.weight.device(), full.weight.dtype());
   copy_into(layer->weight, shard_of(full.weight, 0, *group, "ColumnParallelLinear"));
   if (options.bias) copy_into(layer->bias, shard_of(full.bias, 0, *group, "ColumnParallelLinear"));
   return layer;
@@ -80,6 +81,7 @@ std::shared_ptr<RowParallelLinear> RowParallelLinear::from_full(const nn::Linear
                                                                 RowParallelOptions options) {
   options.bias = full.bias.defined();
   auto layer = std::make_shared<RowParallelLinear>(full.in_features, full.out_features, group, options);
+  layer->to(full.weight.device(), full.weight.dtype());
   copy_into(layer->weight, shard_of(full.weight, 1, *group, "RowParallelLinear"));
   if (options.bias) copy_into(layer->bias, full.bias.detach());
   return layer;
@@ -117,6 +119,7 @@ VocabParallelEmbedding::VocabParallelEmbedding(int64_t v, int64_t d, GroupPtr g)
 std::shared_ptr<VocabParallelEmbedding> VocabParallelEmbedding::from_full(const nn::Embedding& full, GroupPtr group) {
   ANVIL_CHECK(!full.padding_idx, "VocabParallelEmbedding::from_full: padding_idx is not supported");
   auto layer = std::make_shared<VocabParallelEmbedding>(full.num_embeddings, full.embedding_dim, group);
+  layer->to(full.weight.device(), full.weight.dtype());
   copy_into(layer->weight, shard_of(full.weight, 0, *group, "VocabParallelEmbedding"));
   return layer;
 }
