@@ -15,6 +15,8 @@
 // Megatron's --make-vocab-size-divisible-by), and dropout must be 0.
 // Data parallel on top: the same model on each "dp" row of a 2-D mesh, its
 // gradients averaged over the "dp" group after backward.
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -67,12 +69,36 @@ class TensorParallelGpt : public nn::Module {
   // the replicated LayerNorm and row-bias gradients; this adds them up.
   void finish_gradients() {
     if (!parallel_.sequence_parallel) return;
-    std::vector<Tensor> shared{ln->weight, ln->bias};
-    for (auto& child : blocks->children())
-      for (const Tensor& p :
-           dynamic_cast<distributed::tensor_parallel::ParallelTransformerBlock&>(*child).sequence_parallel_parameters())
-        shared.push_back(p);
+    std::vector<Tensor> shared = replicated_parameters();
+    shared.erase(shared.begin());  // the position embedding is added before the sequence is split: whole gradients
     distributed::tensor_parallel::all_reduce_sequence_parallel_grads(shared, *group_);
+  }
+
+  // Parameters every rank of the group holds whole (position embedding,
+  // LayerNorms, row-parallel biases); the others are slices. A global
+  // gradient norm counts these once, not once per rank.
+  std::vector<Tensor> replicated_parameters() const {
+    std::vector<Tensor> params{pos->weight, ln->weight, ln->bias};
+    for (auto& child : blocks->children()) {
+      auto& block = dynamic_cast<distributed::tensor_parallel::ParallelTransformerBlock&>(*child);
+      for (const Tensor& p : block.sequence_parallel_parameters()) params.push_back(p);
+    }
+    return params;
+  }
+
+  // The whole model's gradient norm (every rank gets the same value).
+  double grad_norm() const {
+    std::vector<const TensorImpl*> replicated;
+    for (const Tensor& p : replicated_parameters()) replicated.push_back(p.impl());
+    Tensor sq = zeros({1}, kFloat64);
+    for (const Tensor& p : parameters()) {
+      if (!p.grad().defined()) continue;
+      const bool whole = std::find(replicated.begin(), replicated.end(), p.impl()) != replicated.end();
+      Tensor s = p.grad().to(kFloat64).square().sum().cpu().reshape({1});
+      sq += whole ? s / static_cast<double>(group_->size()) : s;
+    }
+    group_->all_reduce(sq)->wait();
+    return std::sqrt(sq.item<double>());
   }
 
   std::shared_ptr<distributed::tensor_parallel::VocabParallelEmbedding> tok;
