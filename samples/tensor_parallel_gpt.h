@@ -26,6 +26,30 @@
 
 namespace anvil::samples {
 
+// The tensor-parallel GPT's token + position embeddings as one module, the
+// first layer of its Sequential form (as_sequential, for pipeline stages).
+class TensorParallelGptEmbedding : public nn::Module {
+ public:
+  TensorParallelGptEmbedding(std::shared_ptr<distributed::tensor_parallel::VocabParallelEmbedding> tok,
+                             std::shared_ptr<nn::Embedding> pos,
+                             const distributed::tensor_parallel::ParallelOptions& parallel)
+      : nn::Module("TensorParallelGptEmbedding"), parallel_(parallel) {
+    tok_ = register_module("tok", std::move(tok));
+    pos_ = register_module("pos", std::move(pos));
+  }
+  Tensor forward(const Tensor& tokens) override {
+    Tensor positions = arange(tokens.size(1), TensorOptions(kInt64).device(tokens.device()));
+    Tensor x = tok_->forward(tokens) + pos_->forward(positions);
+    if (!parallel_.sequence_parallel) return x;
+    return distributed::tensor_parallel::scatter_to_sequence_parallel_region(x, parallel_.sequence_dim, tok_->group);
+  }
+
+ private:
+  std::shared_ptr<distributed::tensor_parallel::VocabParallelEmbedding> tok_;
+  std::shared_ptr<nn::Embedding> pos_;
+  distributed::tensor_parallel::ParallelOptions parallel_;
+};
+
 class TensorParallelGpt : public nn::Module {
  public:
   TensorParallelGpt(const Gpt& full, std::shared_ptr<distributed::ProcessGroup> tp,
@@ -52,18 +76,32 @@ class TensorParallelGpt : public nn::Module {
     const int64_t t = tokens.size(1);
     ANVIL_CHECK(t <= block_size_, "TensorParallelGpt: sequence of ", t, " tokens is longer than the block size ",
                 block_size_);
-    Tensor positions = arange(t, TensorOptions(kInt64).device(tokens.device()));
-    Tensor x = tok->forward(tokens) + pos->forward(positions);
-    if (parallel_.sequence_parallel)
-      x = distributed::tensor_parallel::scatter_to_sequence_parallel_region(x, parallel_.sequence_dim, group_);
+    Tensor x = TensorParallelGptEmbedding(tok, pos, parallel_).forward(tokens);
     for (auto& block : blocks->children()) x = block->forward(x);
     return head->forward(ln->forward(x));
   }
 
-  // The mean next-token loss over every position, the same on every rank.
-  Tensor loss(const Tensor& tokens, const Tensor& targets) {
-    return distributed::tensor_parallel::vocab_parallel_cross_entropy(forward(tokens).to(kFloat32), targets, group_);
+  // forward as a Sequential of the same modules, [embeddings, block 0 ..
+  // block L-1, final LayerNorm, head], to cut into pipeline stages (3-D
+  // parallelism: each stage's layers split over its tensor-parallel group).
+  // Its output is this rank's logit slice: the pipeline's loss is
+  // loss_of_logits.
+  std::shared_ptr<nn::Sequential> as_sequential() const {
+    auto seq = std::make_shared<nn::Sequential>();
+    seq->push_back(std::make_shared<TensorParallelGptEmbedding>(tok, pos, parallel_));
+    for (auto& block : blocks->children()) seq->push_back(block);
+    seq->push_back(ln);
+    seq->push_back(head);
+    return seq;
   }
+
+  // The loss of this rank's logit slice (the last pipeline stage's output).
+  Tensor loss_of_logits(const Tensor& logits, const Tensor& targets) const {
+    return distributed::tensor_parallel::vocab_parallel_cross_entropy(logits.to(kFloat32), targets, group_);
+  }
+
+  // The mean next-token loss over every position, the same on every rank.
+  Tensor loss(const Tensor& tokens, const Tensor& targets) { return loss_of_logits(forward(tokens), targets); }
 
   // After backward: under sequence parallelism each rank holds a share of
   // the replicated LayerNorm and row-bias gradients; this adds them up.

@@ -2,7 +2,7 @@
 // gives the single-process loss curve: AdamW steps on random token batches
 // (one random batch, fitted step by step) with tp = 2, with tp = 2 and sequence parallelism, and with tp = 2 x dp = 2
 // on a 2-D DeviceMesh (4 ranks, each data-parallel row on half the batch,
-// gradients averaged over "dp"). float32 throughout, as the sample trains.
+// gradients averaged over "dp"), and with pp = 2 pipeline stages x tp = 2. float32 throughout, as the sample trains.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +13,8 @@
 #include "core/ops.h"
 #include "core/random.h"
 #include "distributed/device_mesh.h"
+#include "distributed/model_parallel.h"
+#include "distributed/pipeline/executor.h"
 #include "samples/tensor_parallel_gpt.h"
 #include "tests/distributed/rank_threads.h"
 
@@ -121,6 +123,36 @@ TEST(TensorParallelGptTraining, TwoByTwoMeshFollowsTheSingleProcessLossCurve) {
     expect_same_curve(parallel_losses(*full, batches, mesh.get_group("tp"), mesh.get_group("dp").get(), 2 * dp_rank,
                                       2, {}),
                       want, "tp=2 x dp=2");
+  });
+}
+
+// 3-D shape on 4 ranks: two pipeline stages ("pp"), each split over two
+// tensor-parallel ranks ("tp"); 1F1B over 2 micro-batches. The last
+// stage's ranks report the batch loss.
+TEST(TensorParallelGptTraining, PipelineOfTensorParallelStagesFollowsTheSingleProcessLossCurve) {
+  namespace pipe = distributed::pipeline;
+  const std::vector<Batch> batches = random_batches();
+  const std::vector<double> want = single_process_losses(batches, 13);
+  auto full = gpt_from_seed(13);
+  run_world_ranks(4, [&](World& world, std::shared_ptr<ProcessGroup>) {
+    DeviceMesh mesh(world, "cpu", {2, 2}, {"pp", "tp"});
+    TensorParallelGpt gpt(*full, mesh.get_group("tp"));
+    // [embeddings, block 0] on stage 0; [block 1, LayerNorm, head] on stage 1.
+    auto stage = distributed::stage_of_sequential(*gpt.as_sequential(), mesh.get_local_rank("pp"), 2, {2});
+    pipe::PipelineExecutor executor(
+        stage, mesh.get_group("pp"), [&](const Tensor& logits, const Tensor& targets) {
+          return gpt.loss_of_logits(logits, targets);
+        },
+        {.schedule = pipe::ScheduleKind::OneFOneB, .micro_batches = 2});
+    nn::optim::AdamW opt(stage->parameters(), kAdamW);
+    std::vector<double> losses;
+    for (const Batch& b : batches) {
+      opt.zero_grad();
+      pipe::PipelineStepResult r = executor.train_step(b.tokens, b.targets);
+      opt.step();
+      losses.push_back(r.loss);
+    }
+    if (executor.is_last()) expect_same_curve(losses, want, "pp=2 x tp=2");
   });
 }
 
