@@ -124,20 +124,25 @@ class TensorParallelGpt : public nn::Module {
     return params;
   }
 
-  // The whole model's gradient norm (every rank gets the same value).
-  double grad_norm() const {
+  // The sum of squares of `params`' gradients (some or all of this model's
+  // parameters: a pipeline stage's) over the tensor-parallel group, each
+  // replicated parameter counted once; the same on every rank of the group.
+  double grad_norm_squared(const std::vector<Tensor>& params) const {
     std::vector<const TensorImpl*> replicated;
     for (const Tensor& p : replicated_parameters()) replicated.push_back(p.impl());
     Tensor sq = zeros({1}, kFloat64);
-    for (const Tensor& p : parameters()) {
+    for (const Tensor& p : params) {
       if (!p.grad().defined()) continue;
       const bool whole = std::find(replicated.begin(), replicated.end(), p.impl()) != replicated.end();
       Tensor s = p.grad().to(kFloat64).square().sum().cpu().reshape({1});
       sq += whole ? s / static_cast<double>(group_->size()) : s;
     }
     group_->all_reduce(sq)->wait();
-    return std::sqrt(sq.item<double>());
+    return sq.item<double>();
   }
+
+  // The whole model's gradient norm (every rank gets the same value).
+  double grad_norm() const { return std::sqrt(grad_norm_squared(parameters())); }
 
   std::shared_ptr<distributed::tensor_parallel::VocabParallelEmbedding> tok;
   std::shared_ptr<nn::Embedding> pos;
