@@ -1,5 +1,7 @@
 #include "distributed/tensor_parallel/mappings.h"
 
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "core/autograd/function.h"

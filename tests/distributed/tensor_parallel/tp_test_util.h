@@ -1,6 +1,8 @@
 #pragma once
 // What the tensor-parallel tests share: comparing a rank's slice with the
 // matching slice of a single-process result.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 
 #include "core/ops.h"
