@@ -1,6 +1,7 @@
 # Runs a sample twice, once with each of two argument tails (e.g. "--device;cpu"
-# and "--device;cuda"), and checks that numbers in the JSON object each run
-# prints last agree within a tolerance:
+# and "--device;cuda"; or, after COMMAND=anvil-run, two launcher command lines:
+# one process against a tensor-parallel job), and checks that numbers in the
+# JSON object each run prints last agree within a tolerance:
 #   cmake -DCOMMAND="bin;args" -DFIRST="--device;cpu" -DSECOND="--device;cuda"
 #         -DKEYS="test_loss=0.01;test_accuracy=0.02" -P compare_devices.cmake
 # Each KEYS entry is name=largest allowed absolute difference. A build with
