@@ -343,18 +343,24 @@ void GlooProcessGroup::worker_loop() {
     }
     uint32_t tag = next_tag_;
     next_tag_ += 4;  // tag: the header exchange, tag + 1: the data, tag + 2 and 3: extra checks
+    std::exception_ptr error;
     try {
       body(tag);
-      work->finish(nullptr);
     } catch (const gloo::Exception& e) {
       std::string reason = prefix(work->name) + ": Gloo: " + e.what() + " (timeout " +
                            std::to_string(options_.timeout.count()) +
                            " ms; a peer rank died, or stopped calling collectives in the same order)";
       mark_broken(reason);
-      work->finish(std::make_exception_ptr(Error(reason)));
+      error = std::make_exception_ptr(Error(reason));
     } catch (...) {
-      work->finish(std::current_exception());
+      error = std::current_exception();
     }
+    // The operation's tensors go before the caller learns it finished: a
+    // program that ends as soon as a step fails (an error out of main) runs
+    // the static destructors, the allocator's among them, and this thread
+    // freeing a tensor after that crashed it (SIGSEGV instead of its status).
+    body = nullptr;
+    work->finish(error);
   }
 }
 
