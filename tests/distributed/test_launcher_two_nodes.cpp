@@ -42,14 +42,15 @@ class TwoNodes : public ::testing::Test {
 
   // anvil-run for `node` of 2, two ranks each, inside its namespace; the
   // master (the store, served by rank 0) is node 0's address on the link.
-  std::unique_ptr<Job> start_node(int node, const std::vector<std::string>& worker_args) {
+  std::unique_ptr<Job> start_node(int node, const std::vector<std::string>& worker_args,
+                                  std::chrono::seconds timeout = kJobTimeout) {
     std::vector<std::string> argv = {bin_path("anvil-run"), "--nnodes", "2", "--node-rank", std::to_string(node),
                                      "--nproc-per-node", "2", "--master-addr", hosts_->address(0),
                                      "--master-port", "29500", "--kill-grace", "2", "--",
                                      bin_path("dist_worker_collectives")};
     argv.insert(argv.end(), worker_args.begin(), worker_args.end());
     return std::make_unique<Job>(hosts_->inside(node, argv),
-                                 anvil::test::RunOptions{.env = {{"OMP_NUM_THREADS", "1"}}, .timeout = kJobTimeout});
+                                 anvil::test::RunOptions{.env = {{"OMP_NUM_THREADS", "1"}}, .timeout = timeout});
   }
 
   // Both nodes a few steps into the `steps` job (ranks 0 and 2 said so).
@@ -64,9 +65,12 @@ class TwoNodes : public ::testing::Test {
 
 TEST_F(TwoNodes, EveryCollectiveAcrossTheLinkAgreesOnAllFourRanks) {
   const std::string seed = std::to_string(std::random_device{}() % 100000);
-  const std::vector<std::string> args = {"collectives", "--seed", seed, "--timeout-ms", "20000"};
-  auto node0 = start_node(0, args);
-  auto node1 = start_node(1, args);
+  const std::vector<std::string> args = {"collectives", "--seed", seed, "--timeout-ms", "30000"};
+  // About 6 s here; the bound leaves room for a loaded machine (every op in
+  // every dtype, sync and async, on four ranks).
+  const auto bound = std::chrono::seconds(60);
+  auto node0 = start_node(0, args, bound);
+  auto node1 = start_node(1, args, bound);
   RunResult r0 = node0->finish(), r1 = node1->finish();
   ASSERT_FALSE(r0.timed_out) << r0.output;
   ASSERT_FALSE(r1.timed_out) << r1.output;
