@@ -123,8 +123,14 @@ RunResult Job::finish() {
   shared_->stop = true;
   shared_->reader.join();
   ::close(out_fd_);
+  // A job may close its output and live on: the deadline bounds that too.
   int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline_ && !result.timed_out) {
+      result.timed_out = true;
+      ::kill(-pid_, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   finished_ = true;
   result.output = shared_->output;
