@@ -347,9 +347,15 @@ void GlooProcessGroup::worker_loop() {
     try {
       body(tag);
     } catch (const gloo::Exception& e) {
-      std::string reason = prefix(work->name) + ": Gloo: " + e.what() + " (timeout " +
-                           std::to_string(options_.timeout.count()) +
-                           " ms; a peer rank died, or stopped calling collectives in the same order)";
+      // Gloo says which peer address failed; the hint says what it means.
+      const std::string what = e.what();
+      const std::string ms = std::to_string(options_.timeout.count()) + " ms";
+      const bool timed_out = what.find("Timed out") != std::string::npos;
+      std::string reason = prefix(work->name) + ": Gloo: " + what +
+                           (timed_out ? " (timeout " + ms + "; a peer rank died, hangs, became unreachable, or stopped "
+                                        "calling collectives in the same order)"
+                                      : " (a peer rank's process or its host died, or the network to it failed; "
+                                        "timeout " + ms + ")");
       mark_broken(reason);
       error = std::make_exception_ptr(Error(reason));
     } catch (...) {

@@ -112,8 +112,10 @@ TEST_P(TwoNodesOneKilled, TheOtherNodeFailsPromptlyNamingTheLostPeer) {
                                               std::to_string(rank) + " of 4)"))
         << survivor.output;
   }
-  // The error names the peer it lost (its address on the link).
+  // The error names the peer it lost (its address on the link) and says what
+  // a closed connection means.
   EXPECT_TRUE(contains(survivor.output, "[" + hosts_->address(dead) + "]")) << survivor.output;
+  EXPECT_TRUE(contains(survivor.output, "a peer rank's process or its host died")) << survivor.output;
   EXPECT_TRUE(contains(survivor.output, "; stopping the other ranks")) << survivor.output;
 }
 
