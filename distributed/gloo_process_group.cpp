@@ -20,6 +20,7 @@
 #include "core/base/error.h"
 #include "distributed/gloo_reduce.h"
 #include "distributed/gloo_store.h"
+#include "distributed/socket.h"
 
 namespace anvil::distributed {
 
@@ -77,12 +78,20 @@ bool is_loopback(const std::string& host) {
   return host.empty() || host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
 
+// Where this rank's Gloo transport listens when nobody said. Across machines
+// it is the address of the interface that reaches MASTER_ADDR: the peers
+// reach the master over that network, so they reach us there too. The
+// machine's hostname is no answer: it often resolves to 127.0.1.1 or
+// 127.0.0.1 (Debian's /etc/hosts), and it is the same in every network
+// namespace of a machine.
 std::string default_gloo_hostname() {
   const char* master = std::getenv("MASTER_ADDR");
   if (is_loopback(master ? master : "")) return "127.0.0.1";
-  char name[256] = {};
-  ANVIL_CHECK(gethostname(name, sizeof name - 1) == 0, "GlooProcessGroup: gethostname failed");
-  return name;
+  std::string why;
+  std::string local = net::local_address_towards(master, &why);
+  ANVIL_CHECK(!local.empty(), "GlooProcessGroup: cannot find the address this machine reaches MASTER_ADDR=", master,
+              " from: ", why, " (set ProcessGroupOptions::gloo_hostname or ANVIL_GLOO_IFNAME)");
+  return local;
 }
 
 // Element size of a dtype as the unsigned type Gloo copies it with (Gloo only
@@ -251,11 +260,10 @@ GlooProcessGroup::GlooProcessGroup(std::shared_ptr<Store> store, int rank, int s
   ANVIL_CHECK(options.timeout.count() > 0, "GlooProcessGroup: the timeout must be positive, got ",
               options.timeout.count(), " ms");
   gloo::transport::tcp::attr attr;
-  attr.hostname = options.gloo_hostname.empty() ? default_gloo_hostname() : options.gloo_hostname;
-  if (const char* iface = std::getenv("ANVIL_GLOO_IFNAME"); iface && *iface) {
-    attr.hostname.clear();
+  if (const char* iface = std::getenv("ANVIL_GLOO_IFNAME"); iface && *iface)
     attr.iface = iface;
-  }
+  else
+    attr.hostname = options.gloo_hostname.empty() ? default_gloo_hostname() : options.gloo_hostname;
   try {
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
@@ -335,18 +343,30 @@ void GlooProcessGroup::worker_loop() {
     }
     uint32_t tag = next_tag_;
     next_tag_ += 4;  // tag: the header exchange, tag + 1: the data, tag + 2 and 3: extra checks
+    std::exception_ptr error;
     try {
       body(tag);
-      work->finish(nullptr);
     } catch (const gloo::Exception& e) {
-      std::string reason = prefix(work->name) + ": Gloo: " + e.what() + " (timeout " +
-                           std::to_string(options_.timeout.count()) +
-                           " ms; a peer rank died, or stopped calling collectives in the same order)";
+      // Gloo says which peer address failed; the hint says what it means.
+      const std::string what = e.what();
+      const std::string ms = std::to_string(options_.timeout.count()) + " ms";
+      const bool timed_out = what.find("Timed out") != std::string::npos;
+      std::string reason = prefix(work->name) + ": Gloo: " + what +
+                           (timed_out ? " (timeout " + ms + "; a peer rank died, hangs, became unreachable, or stopped "
+                                        "calling collectives in the same order)"
+                                      : " (a peer rank's process or its host died, or the network to it failed; "
+                                        "timeout " + ms + ")");
       mark_broken(reason);
-      work->finish(std::make_exception_ptr(Error(reason)));
+      error = std::make_exception_ptr(Error(reason));
     } catch (...) {
-      work->finish(std::current_exception());
+      error = std::current_exception();
     }
+    // The operation's tensors go before the caller learns it finished: a
+    // program that ends as soon as a step fails (an error out of main) runs
+    // the static destructors, the allocator's among them, and this thread
+    // freeing a tensor after that crashed it (SIGSEGV instead of its status).
+    body = nullptr;
+    work->finish(error);
   }
 }
 

@@ -63,7 +63,9 @@ struct ProcessGroupOptions {
   bool check_consistency = true;
   // The address this rank's Gloo transport listens on (a hostname or IP the
   // peers can reach). Empty: 127.0.0.1 when MASTER_ADDR is a loopback
-  // address (one machine), else this machine's hostname.
+  // address (one machine), else the address of this machine's interface
+  // that routes to MASTER_ADDR. ANVIL_GLOO_IFNAME (an interface name)
+  // overrides both.
   std::string gloo_hostname;
 };
 

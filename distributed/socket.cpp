@@ -100,6 +100,36 @@ int connect_until(const std::string& host, int port, Clock::time_point deadline,
   return -1;
 }
 
+std::string local_address_towards(const std::string& host, std::string* error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  // Any port: a UDP connect only picks the route and the source address.
+  if (int gai = ::getaddrinfo(host.c_str(), "9", &hints, &res); gai != 0) {
+    *error = "cannot resolve '" + host + "': " + gai_strerror(gai);
+    return "";
+  }
+  std::string found;
+  *error = "no address of '" + host + "'";
+  for (addrinfo* a = res; a != nullptr && found.empty(); a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      *error = "no route to '" + host + "': " + errno_text(errno);
+    } else if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+      char text[NI_MAXHOST] = {};
+      if (::getnameinfo(reinterpret_cast<sockaddr*>(&local), len, text, sizeof text, nullptr, 0, NI_NUMERICHOST) == 0)
+        found = text;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return found;
+}
+
 int listen_on(int port, int backlog) {
   int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
   bool v6 = fd >= 0;

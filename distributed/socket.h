@@ -23,6 +23,11 @@ int local_port(int fd);
 bool send_all(int fd, const void* data, size_t n, Clock::time_point deadline, bool* timed_out = nullptr);
 bool recv_all(int fd, void* data, size_t n, Clock::time_point deadline, bool* timed_out = nullptr);
 void close_fd(int& fd);
+// The address of this machine's interface that the kernel routes traffic to
+// `host` from (a connected UDP socket's local end; nothing is sent), as text:
+// the address peers on that network reach this machine at. Empty when host
+// does not resolve or has no route (*error says why).
+std::string local_address_towards(const std::string& host, std::string* error);
 // "Connection refused" etc. for errno.
 std::string errno_text(int err);
 

@@ -1,6 +1,10 @@
 #include "harness.h"
 
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <csignal>
 #include <cstring>
 #include <stdexcept>
@@ -36,7 +40,17 @@ std::string bin_path(const std::string& name) {
   return self.substr(0, self.rfind('/') + 1) + name;
 }
 
-RunResult run_command(const std::vector<std::string>& argv, const RunOptions& options) {
+struct Job::Shared {
+  std::mutex mu;
+  std::condition_variable changed;
+  std::string output;
+  bool eof = false;
+  std::atomic<bool> stop{false};
+  std::thread reader;
+};
+
+Job::Job(const std::vector<std::string>& argv, const RunOptions& options)
+    : timeout_(options.timeout), shared_(std::make_unique<Shared>()) {
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error("harness: pipe failed");
   pid_t pid = ::fork();
@@ -57,38 +71,91 @@ RunResult run_command(const std::vector<std::string>& argv, const RunOptions& op
   }
   ::setpgid(pid, pid);
   ::close(pipefd[1]);
-  RunResult result;
-  auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  pid_ = pid;
+  out_fd_ = pipefd[0];
+  deadline_ = std::chrono::steady_clock::now() + options.timeout;
+  shared_->reader = std::thread([this] { read_output(); });
+}
+
+// Until every writer closed the pipe, or stop (a grandchild outside the
+// group may hold it open forever).
+void Job::read_output() {
   char buf[65536];
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      result.timed_out = true;
-      break;
-    }
-    pollfd p{pipefd[0], POLLIN, 0};
-    int n = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;  // the deadline check above ends the loop
-    ssize_t got = ::read(pipefd[0], buf, sizeof buf);
+  while (!shared_->stop) {
+    pollfd p{out_fd_, POLLIN, 0};
+    int n = ::poll(&p, 1, 100);
+    if (n <= 0) continue;
+    ssize_t got = ::read(out_fd_, buf, sizeof buf);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // every writer closed: the job is over
-    result.output.append(buf, static_cast<size_t>(got));
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (got <= 0) break;
+    shared_->output.append(buf, static_cast<size_t>(got));
+    shared_->changed.notify_all();
   }
-  ::close(pipefd[0]);
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->eof = true;
+  shared_->changed.notify_all();
+}
+
+bool Job::wait_for_output(const std::string& text, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(shared_->mu);
+  return shared_->changed.wait_until(lock, deadline, [&] { return contains(shared_->output, text) || shared_->eof; }) &&
+         contains(shared_->output, text);
+}
+
+void Job::signal_group(int sig) {
+  if (!finished_) ::kill(-pid_, sig);
+}
+
+std::string Job::output_so_far() {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->output;
+}
+
+RunResult Job::finish() {
+  RunResult result;
+  if (finished_) throw std::runtime_error("harness: Job::finish called twice");
+  {
+    std::unique_lock<std::mutex> lock(shared_->mu);
+    result.timed_out = !shared_->changed.wait_until(lock, deadline_, [&] { return shared_->eof; });
+  }
+  if (result.timed_out) ::kill(-pid_, SIGKILL);
+  shared_->stop = true;
+  shared_->reader.join();
+  ::close(out_fd_);
+  // A job may close its output and live on: the deadline bounds that too.
+  int status = 0;
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline_ && !result.timed_out) {
+      result.timed_out = true;
+      ::kill(-pid_, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  finished_ = true;
+  result.output = shared_->output;
   if (result.timed_out) {
-    ::kill(-pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    result.output += "\n[harness] timed out after " + std::to_string(options.timeout.count()) + " s; killed\n";
+    result.output += "\n[harness] timed out after " + std::to_string(timeout_.count()) + " s; killed\n";
     result.exit_code = -1;
     return result;
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+Job::~Job() {
+  if (finished_) return;
+  ::kill(-pid_, SIGKILL);
+  shared_->stop = true;
+  shared_->reader.join();
+  ::close(out_fd_);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+RunResult run_command(const std::vector<std::string>& argv, const RunOptions& options) {
+  return Job(argv, options).finish();
 }
 
 RunResult run_ranks(int nproc, const std::string& worker, const std::vector<std::string>& worker_args,

@@ -9,9 +9,11 @@
 //   EXPECT_EQ(r.exit_code, 0) << r.output;
 //
 // A job that runs past the timeout is killed (its whole process group) and
-// reported with timed_out = true and exit_code -1.
+// reported with timed_out = true and exit_code -1. Job (below) starts one
+// and leaves it running.
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,38 @@ RunResult run_ranks(int nproc, const std::string& worker, const std::vector<std:
 
 // Any command, same capture and time bound.
 RunResult run_command(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// A command started in its own process group and left running, for tests
+// that act on a job while it runs (wait for a line, then kill it).
+// run_command is Job(argv, options).finish().
+class Job {
+ public:
+  Job(const std::vector<std::string>& argv, const RunOptions& options = {});
+  ~Job();  // a job never finished is killed (its whole process group) and reaped
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  int pid() const { return pid_; }  // also its process group id
+  // True once `text` is in the output; false when the deadline passes or the
+  // job's output ended without it.
+  bool wait_for_output(const std::string& text, std::chrono::steady_clock::time_point deadline);
+  void signal_group(int sig);  // sig to every process of the job
+  std::string output_so_far();
+  // Waits for the end, at most until options.timeout after the start (then
+  // the group is killed and timed_out set).
+  RunResult finish();
+
+ private:
+  void read_output();
+
+  int pid_ = -1;
+  int out_fd_ = -1;
+  bool finished_ = false;
+  std::chrono::steady_clock::time_point deadline_;
+  std::chrono::seconds timeout_;
+  struct Shared;
+  std::unique_ptr<Shared> shared_;
+};
 
 // A TCP port free a moment ago (bound to port 0, then released).
 int free_port();

@@ -9,6 +9,8 @@
 //   die             rank 1 SIGKILLs itself mid-job; the others must fail cleanly
 //   silent          rank 1 stays alive but skips a collective; the others time out
 //   exit N R        rank R exits with status N; the others wait in a barrier
+//   steps           all-reduce steps until killed (each checked, "step N ok"
+//                   printed), paced 20 ms apart; for killing a node mid-job
 //   print           lines on stdout and stderr, for the prefix test
 //   latency         (not a test) time of a 1-element all_reduce with and without the header check
 #include <chrono>
@@ -242,6 +244,16 @@ int main(int argc, char** argv) {
       if (rank == 0) store->wait({"released"});  // keep serving the store until rank 1 read it
       std::cout << "OK timed out rank " << rank << std::endl;
       std::_Exit(0);
+    } else if (mode == "steps") {
+      // Bounded so a test that never kills us still ends (about 40 s).
+      for (int step = 0; step < 2000; ++step) {
+        Tensor t = make(DType::Float32, {double(rank + step)});
+        all_reduce(t);
+        const double want = double(world) * step + world * (world - 1) / 2.0;
+        expect_close("step " + std::to_string(step), DType::Float32, values_of(t), {want});
+        std::cout << "step " << step << " ok" << std::endl;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
     } else if (mode == "exit") {
       int code = std::stoi(argc > 2 ? argv[2] : "3");
       int who = std::stoi(argc > 3 ? argv[3] : "1");
