@@ -114,7 +114,9 @@ TEST(DataParallel, SeveralInputsAreEachSplitAlongTheBatch) {
     for (size_t i = 0; i < grads.size(); ++i) EXPECT_LT(max_abs_diff(grads[i], grads_ref[i]), 1e-13) << "batch " << batch;
     // The mask matters: all-ones gives another output.
     NoGradGuard no_grad;
-    if (batch > 2) EXPECT_GT(max_abs_diff((*dp)(x, ones({batch, 4}, kFloat64)), out), 1e-6);
+    if (batch > 2) {
+      EXPECT_GT(max_abs_diff((*dp)(x, ones({batch, 4}, kFloat64)), out), 1e-6);
+    }
   }
   // Every input must share the batch size, or the error says which does not.
   Tensor x = randn({6, 4, 5}, kFloat64);

@@ -46,7 +46,9 @@ void compare(const Tensor& x, const Tensor& w, const Tensor& g, bool want_gx = t
   const Grads d = run(x.cuda(), w.defined() ? w.cuda() : w, g.cuda(), DeviceType::CUDA, want_gx, want_gw);
   const DType dt = x.dtype();
   const std::string where = "dtype " + std::string(dtype_name(dt)) + ", shape " + x.shape_str();
-  if (want_gx) EXPECT_TRUE(all_close(d.gx, c.gx, tol(dt))) << "grad_in, " << where;
+  if (want_gx) {
+    EXPECT_TRUE(all_close(d.gx, c.gx, tol(dt))) << "grad_in, " << where;
+  }
   if (want_gw) {
     // Column sums over many rows: the bound grows with the row count.
     const int64_t rows = x.numel() / std::max<int64_t>(x.shape().back(), 1);
