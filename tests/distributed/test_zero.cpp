@@ -13,11 +13,14 @@
 #include "distributed/zero.h"
 #include "nn/layers/layers.h"
 #include "nn/optim/optim.h"
+#include "tests/distributed/flat_compare.h"
 #include "tests/distributed/rank_threads.h"
 
 namespace anvil::distributed {
 namespace {
 
+using testing::flat_values;
+using testing::max_diff;
 using testing::run_ranks;
 
 // 4*3+3 + 3*2+2 = 23 parameters: prime, so every rank count needs padding.
@@ -25,20 +28,6 @@ std::shared_ptr<nn::Module> make_model() {
   auto m = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::Tanh>(),
                                             std::make_shared<nn::Linear>(3, 2));
   m->to(kFloat64);
-  return m;
-}
-
-std::vector<double> flat_values(const std::vector<Tensor>& ts) {
-  std::vector<double> out;
-  for (const Tensor& t : ts)
-    for (double v : t.to_vector<double>()) out.push_back(v);
-  return out;
-}
-
-double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
   return m;
 }
 

@@ -14,11 +14,14 @@
 #include "distributed/zero.h"
 #include "nn/layers/layers.h"
 #include "nn/optim/optim.h"
+#include "tests/distributed/flat_compare.h"
 #include "tests/distributed/rank_threads.h"
 
 namespace anvil::distributed {
 namespace {
 
+using testing::flat_values;
+using testing::max_diff;
 using testing::run_ranks;
 
 // 5*8+8 + 8*3+3 = 75 parameters: no world size of 2 or 4 divides them.
@@ -29,20 +32,6 @@ std::shared_ptr<nn::Module> make_model() {
   return m;
 }
 constexpr int64_t kNumel = 75;
-
-std::vector<double> flat_values(const std::vector<Tensor>& ts) {
-  std::vector<double> out;
-  for (const Tensor& t : ts)
-    for (double v : t.to_vector<double>()) out.push_back(v);
-  return out;
-}
-
-double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
 
 constexpr int kSteps = 3, kAccumulation = 2;
 constexpr int64_t kRows = 8;
