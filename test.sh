@@ -72,7 +72,8 @@ elif [ "$mode" = tsan ]; then
   # hooks on several threads; data loader; profiler; Trainer, monitor and
   # resume; DDP (overlap on and off), DataParallel, ZeRO; pipeline executor
   # and launches; FileStore, TCPStore, the store contract and hostile
-  # clients; Gloo groups, collectives, failures, ring all-reduce; launcher.
+  # clients; Gloo groups, collectives, failures, ring all-reduce; launcher;
+  # and the newer strategies listed below.
   suites="CachingAllocator|CachingAllocatorOomMessage|CpuAllocator|CpuCachingAllocator"
   suites+="|Autograd|AutogradCallbacks|AutogradRegressions|AutogradThreads|AnomalyMode"
   suites+="|DataLoader|DataLoaderPinMemory|Profiler|Trainer|TrainerNumericalGuards|TrainerResume|Monitor"
@@ -80,6 +81,13 @@ elif [ "$mode" = tsan ]; then
   suites+="|PipelineExecutor|PipelineLaunch|PipelineEquivalence"
   suites+="|FileStore|TCPStore|TCPStoreHostile|StoreContract"
   suites+="|GlooGroup|InitProcessGroup|Collectives|Failures|RingAllReduce|Launcher|LauncherRestarts"
+  # ZeRO-2 and FSDP (post-accumulate hooks, prefetching collectives), comm
+  # hooks, the parameter server's connection threads (in-process and
+  # launched), grouped send/recv, tensor-parallel mappings and layers, and
+  # two nodes in network namespaces (one killed).
+  suites+="|FSDP|ZeroStage2|DDPCommHooks|PowerSGD|BatchIsendIrecv|Mappings|ParallelLayers"
+  suites+="|ParameterServerSync|ParameterServerAsync|ParameterServerHostile|ParameterServerLaunch"
+  suites+="|TwoNodes|TwoNodesOneKilled"
   ctest --test-dir build-tsan --output-on-failure -j2 \
     -R "${ANVIL_TSAN_TESTS:-^[a-z_]+\.([A-Za-z0-9_]+/)?($suites)\.}" "$@"
 elif [ "$mode" = fuzz ]; then
