@@ -5,6 +5,9 @@
 //   build/bin/anvil-run --nproc-per-node 2 build/bin/bench_comm --ddp           # DDP step times
 //   build/bin/anvil-run --nproc-per-node 1 build/bin/bench_comm --ddp           # the one-rank baseline
 //   build/bin/anvil-run --nproc-per-node 2 build/bin/bench_comm --comm-hooks    # DDP comm hooks side by side
+//   build/bin/anvil-run --nproc-per-node 2 build/bin/bench_comm --gather-scatter # all-gather, reduce-scatter sweep
+//   build/bin/anvil-run --nproc-per-node 2 build/bin/bench_comm --strategies    # DDP, ZeRO, FSDP, TP (strategies.cpp)
+//   build/bin/anvil-run --nproc-per-node 3 --ps 1 build/bin/bench_comm --ps-strategy sync   # or async
 //
 // All-reduce: our ring (ring_all_reduce over send/recv) against the
 // backend's all_reduce on float32 tensors from --min-bytes to --max-bytes.
@@ -12,6 +15,9 @@
 // alternating rounds). nccl-tests' definitions:
 //   algbw = bytes / time,   busbw = algbw * 2 (n - 1) / n
 // busbw is what each rank's link carries, comparable across rank counts.
+// --gather-scatter: the backend's all_gather and reduce_scatter, bytes = the
+// whole buffer (all-gather's output, reduce-scatter's input), as nccl-tests:
+//   busbw = algbw * (n - 1) / n
 //
 // DDP: an MLP trained with SGD, --rank-batch examples per rank per step.
 // Reported per step (slowest rank): the model alone (no communication, all
@@ -42,6 +48,7 @@
 #include "distributed/comm_hooks/powersgd.h"
 #include "distributed/ddp.h"
 #include "distributed/ring_all_reduce.h"
+#include "strategies.h"
 
 using namespace anvil;
 using namespace anvil::distributed;
@@ -113,6 +120,45 @@ void all_reduce_sweep(ProcessGroup& group, const SweepOptions& o) {
       std::printf("%10s %10lld | %12.1f %9.3f %9.3f | %12.1f %9.3f %9.3f | %9.3f %s\n", human_bytes(bytes).c_str(),
                   static_cast<long long>(count), backend * 1e6, gb / backend, gb / backend * bus_factor, ring * 1e6,
                   gb / ring, gb / ring * bus_factor, ring / backend, ok ? "ok" : "MISMATCH");
+      std::fflush(stdout);
+    }
+  }
+}
+
+// The backend's all_gather and reduce_scatter (there is no ring of our own
+// for these; the ring all-reduce above is a reduce-scatter then an all-gather).
+void gather_scatter_sweep(ProcessGroup& group, const SweepOptions& o) {
+  const int n = group.size();
+  const double bus_factor = (n - 1.0) / n;
+  const bool lead = group.rank() == 0;
+  if (lead) {
+    std::printf("# all_gather and reduce_scatter float32 (sum), %d ranks (%s); bytes = the whole buffer\n", n,
+                group.backend_name().c_str());
+    std::printf("%10s %10s | %12s %9s %9s | %12s %9s %9s | %s\n", "bytes", "count", "allgather_us", "algbw", "busbw",
+                "redscat_us", "algbw", "busbw", "check");
+  }
+  for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
+    const int64_t shard = std::max<int64_t>(1, bytes / 4 / n), count = shard * n;
+    Tensor mine = full({shard}, static_cast<double>(group.rank() + 1));
+    Tensor gathered = empty({count});
+    group.all_gather(gathered, mine)->wait();
+    Tensor reduced = empty({shard});
+    group.reduce_scatter(reduced, gathered)->wait();
+    // Chunk r of gathered holds r + 1 on every rank, so rank r's reduced chunk holds n (r + 1).
+    const double want = n * (group.rank() + 1.0), want_sum = shard * n * (n + 1) / 2.0;
+    const double err = std::abs(reduced.max().item<double>() - want) + std::abs(reduced.min().item<double>() - want) +
+                       std::abs(gathered.sum().item<double>() - want_sum) / want_sum;
+    const bool ok = max_over_ranks(group, err) < 1e-5;
+    double ag = 1e30, rs = 1e30;
+    for (int r = 0; r < o.rounds; ++r) {
+      ag = std::min(ag, time_calls(group, o.warmup, o.iters, [&] { group.all_gather(gathered, mine)->wait(); }));
+      rs = std::min(rs, time_calls(group, o.warmup, o.iters, [&] { group.reduce_scatter(reduced, gathered)->wait(); }));
+    }
+    if (lead) {
+      const double gb = static_cast<double>(count * 4) / 1e9;
+      std::printf("%10s %10lld | %12.1f %9.3f %9.3f | %12.1f %9.3f %9.3f | %s\n", human_bytes(count * 4).c_str(),
+                  static_cast<long long>(count), ag * 1e6, gb / ag, gb / ag * bus_factor, rs * 1e6, gb / rs,
+                  gb / rs * bus_factor, ok ? "ok" : "MISMATCH");
       std::fflush(stdout);
     }
   }
@@ -245,7 +291,9 @@ int main(int argc, char** argv) {
   CLI::App app{"anvil collective and DDP benchmarks (run under anvil-run)"};
   SweepOptions sweep;
   DDPBenchOptions ddp;
-  bool run_ddp = false, run_hooks = false;
+  bench::StrategyBenchOptions strat;
+  bool run_ddp = false, run_hooks = false, run_gather_scatter = false, run_strategies = false;
+  std::string ps_mode;
   app.add_option("--min-bytes", sweep.min_bytes);
   app.add_option("--max-bytes", sweep.max_bytes);
   app.add_option("--factor", sweep.factor, "size multiplier between rows");
@@ -262,13 +310,26 @@ int main(int argc, char** argv) {
   app.add_flag("--comm-hooks", run_hooks, "benchmark DDP steps with each comm hook (bytes and time per step)");
   app.add_option("--hook-rounds", ddp.rounds, "comm hooks: alternating rounds; the best is reported");
   app.add_option("--powersgd-ranks", ddp.powersgd_ranks, "comm hooks: PowerSGD approximation ranks to run");
+  app.add_flag("--gather-scatter", run_gather_scatter, "sweep the backend's all_gather and reduce_scatter");
+  app.add_flag("--strategies", run_strategies, "DDP, ZeRO-1/2, FSDP and tensor parallel step time, bytes, memory");
+  app.add_option("--ps-strategy", ps_mode, "under anvil-run --ps S: parameter-server training, sync or async")
+      ->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--strategy-steps", strat.steps, "strategies: timed steps per round");
+  app.add_option("--strategy-rounds", strat.rounds, "strategies: alternating rounds");
   CLI11_PARSE(app, argc, argv);
+  strat.rank_batch = ddp.rank_batch;
+  strat.hidden = ddp.hidden;
+  strat.layers = ddp.layers;
+  strat.bucket_mb = ddp.bucket_mb;
   try {
     ANVIL_CHECK(std::getenv("WORLD_SIZE") != nullptr,
                 "bench_comm: run it under the launcher, e.g. anvil-run --nproc-per-node 2 bench_comm");
+    if (!ps_mode.empty()) return bench::ps_strategy_bench(strat, ps_mode == "sync");
     init_process_group();
     auto group = default_group_ptr();
-    if (run_hooks) comm_hooks_bench(group, ddp);
+    if (run_strategies) bench::strategies_bench(group, strat);
+    else if (run_gather_scatter) gather_scatter_sweep(*group, sweep);
+    else if (run_hooks) comm_hooks_bench(group, ddp);
     else if (run_ddp) ddp_bench(group, ddp);
     else all_reduce_sweep(*group, sweep);
     destroy_process_group();
