@@ -44,6 +44,7 @@
 
 #include <anvil/anvil.h>
 
+#include "bench_mlp.h"
 #include "distributed/comm_hooks/compress_hooks.h"
 #include "distributed/comm_hooks/powersgd.h"
 #include "distributed/ddp.h"
@@ -172,15 +173,7 @@ struct DDPBenchOptions {
 };
 
 std::shared_ptr<nn::Module> make_model(const DDPBenchOptions& o) {
-  auto seq = std::make_shared<nn::Sequential>();
-  int64_t in = 784;
-  for (int64_t i = 0; i < o.layers; ++i) {
-    seq->push_back(std::make_shared<nn::Linear>(in, o.hidden));
-    seq->push_back(std::make_shared<nn::ReLU>());
-    in = o.hidden;
-  }
-  seq->push_back(std::make_shared<nn::Linear>(in, 10));
-  return seq;
+  return bench::make_bench_mlp(o.layers, o.hidden);
 }
 
 void ddp_bench(std::shared_ptr<ProcessGroup> group, const DDPBenchOptions& o) {

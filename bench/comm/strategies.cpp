@@ -33,6 +33,7 @@
 
 #include <anvil/anvil.h>
 
+#include "bench_mlp.h"
 #include "distributed/comm_hooks/counting_process_group.h"
 #include "distributed/ddp.h"
 #include "distributed/fsdp.h"
@@ -96,15 +97,7 @@ class RingBytesGroup : public CountingProcessGroup {
 };
 
 std::shared_ptr<nn::Sequential> make_mlp(const StrategyBenchOptions& o) {
-  auto seq = std::make_shared<nn::Sequential>();
-  int64_t in = 784;
-  for (int64_t i = 0; i < o.layers; ++i) {
-    seq->push_back(std::make_shared<nn::Linear>(in, o.hidden));
-    seq->push_back(std::make_shared<nn::ReLU>());
-    in = o.hidden;
-  }
-  seq->push_back(std::make_shared<nn::Linear>(in, 10));
-  return seq;
+  return make_bench_mlp(o.layers, o.hidden);
 }
 
 // The same MLP with Linear layers alternating column- and row-parallel: one
