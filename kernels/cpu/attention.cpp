@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/attention_tiles.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/parallel_if.h"
 
 namespace anvil::cpu {
 namespace {
@@ -51,8 +52,7 @@ void forward_block(C* out, float* lse, const C* q, const C* k, const C* v, int64
         std::fill(row, row + cols, C(0));
         continue;
       }
-      C sum = 0;
-      for (int64_t c = 0; c < cols; ++c) sum += (row[c] = std::exp(row[c] - new_max));
+      const C sum = attention::exp_shifted(row, cols, new_max);
       const C rescale = std::exp(w.row_max[r] - new_max);  // 0 while the row had no allowed key
       if (rescale != C(1))
         for (int64_t d = 0; d < ev; ++d) w.acc[r * ev + d] *= rescale;
@@ -83,8 +83,7 @@ void attention_forward_typed(const View& out_view, const View& lse_view, const V
   DenseOut<float> lse(lse_view);
   const int64_t q_blocks = (sh.len_q + kBlockQ - 1) / kBlockQ;
   const int64_t tasks = sh.rows() * q_blocks;
-#pragma omp parallel if (tasks > 1)
-  {
+  parallel_if(tasks > 1, [&] {
     ForwardScratch<C> scratch(sh.dim_v);
 #pragma omp for schedule(dynamic)
     for (int64_t t = 0; t < tasks; ++t) {
@@ -94,7 +93,7 @@ void attention_forward_typed(const View& out_view, const View& lse_view, const V
                     k.get() + n * sh.len_k * sh.dim_qk, v.get() + n * sh.len_k * sh.dim_v, i0,
                     std::min(kBlockQ, sh.len_q - i0), p, scratch);
     }
-  }
+  });
   out.commit();
   lse.commit();
 }

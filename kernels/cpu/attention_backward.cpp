@@ -19,6 +19,7 @@
 
 #include "kernels/cpu/attention_tiles.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/parallel_if.h"
 
 namespace anvil::cpu {
 namespace {
@@ -96,7 +97,7 @@ void backward_problem(const ProblemData<C>& d, const float* saved_lse, const Pro
       const int64_t rows = std::min(kBlockQ, sh.len_q - i0);
       attention::score_tile(s, kBlockK, d.q, d.k, i0, rows, j0, cols, p);
       for (int64_t r = 0; r < rows; ++r)  // exp(-inf) = 0 for masked keys and for rows whose lse is +inf
-        for (int64_t c = 0; c < cols; ++c) s[r * kBlockK + c] = std::exp(s[r * kBlockK + c] - w.row_lse[i0 + r]);
+        attention::exp_shifted(s + r * kBlockK, cols, w.row_lse[i0 + r]);
       // dP = dO V^T is the gradient of the dropped weights; with dropout it
       // passes through the same mask (dropped tile: s as the forward used it).
       if (ev > 0) {
@@ -134,8 +135,7 @@ void attention_backward_typed(const View& gq_view, const View& gk_view, const Vi
   const int64_t problems = sh.rows();
   const int64_t qs = sh.len_q * sh.dim_qk, ks = sh.len_k * sh.dim_qk, vs = sh.len_k * sh.dim_v,
                 os = sh.len_q * sh.dim_v;
-#pragma omp parallel if (problems > 1)
-  {
+  parallel_if(problems > 1, [&] {
     BackwardScratch<C> scratch(sh.len_q);
 #pragma omp for schedule(dynamic)
     for (int64_t n = 0; n < problems; ++n) {
@@ -145,7 +145,7 @@ void attention_backward_typed(const View& gq_view, const View& gk_view, const Vi
                              grad_k.get() + n * ks, grad_v.get() + n * vs};
       backward_problem(d, lse.get() + n * sh.len_q, p, scratch);
     }
-  }
+  });
   grad_q.commit();
   grad_k.commit();
   grad_v.commit();

@@ -5,6 +5,7 @@
 // [B * H, rows, cols] arrays in the compute type C (float, or double for
 // float64); the mask stays a strided [B, H, L, S] view read row by row.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -12,6 +13,7 @@
 #include "core/base/philox.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/shapes/attention_checks.h"
 
 namespace anvil::cpu::attention {
@@ -56,11 +58,25 @@ void apply_masks(C* s, int64_t lds, int64_t rows, int64_t cols, int64_t i0, int6
       if constexpr (std::is_same_v<M, bool>) {
         for (int64_t c = 0; c < cols; ++c)
           if (!src[c * sc]) row[c] = kNegInf;
+      } else if (std::is_same_v<M, C> && sc == 1) {  // a contiguous mask row: a loop the compiler vectorises
+        for (int64_t c = 0; c < cols; ++c) row[c] += convert_value<C>(src[c]);
       } else {
         for (int64_t c = 0; c < cols; ++c) row[c] += convert_value<C>(src[c * sc]);
       }
     }
   });
+}
+
+// row[c] = exp(row[c] - shift); returns their sum. float rows on the vector
+// kernels (Highway), double (float64 inputs) and the scalar build as is.
+template <typename C>
+C exp_shifted(C* row, int64_t n, C shift) {
+  if constexpr (std::is_same_v<C, float>) {
+    if (vec::enabled()) return static_cast<float>(vec::exp_shifted_row(row, row, n, shift));
+  }
+  C sum = 0;
+  for (int64_t c = 0; c < n; ++c) sum += (row[c] = std::exp(row[c] - shift));
+  return sum;
 }
 
 // s = q[i0 : i0 + rows] @ k[j0 : j0 + cols]^T * scale, masked. q, k point at

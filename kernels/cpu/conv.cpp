@@ -28,6 +28,7 @@
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/parallel_if.h"
 #include "kernels/cpu/scratch.h"
 #include "kernels/shapes/geometry.h"
 
@@ -153,14 +154,13 @@ template <typename T, typename Body>
 void for_each_image_and_group(const ConvGeometry& g, const ImagePlan& plan, const Scratch<T>& cols_of_threads,
                               Body&& body) {
   const int64_t col_elems = g.col_rows() * g.col_cols();
-#pragma omp parallel num_threads(plan.threads) if (plan.parallel())
-  {
+  parallel_if(plan.parallel(), plan.threads, [&] {
     const int thread = omp_get_thread_num();
     T* col = cols_of_threads.get() + thread * col_elems;
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < g.n; ++n)
       for (int64_t gi = 0; gi < g.groups; ++gi) body(n, gi, col, thread);
-  }
+  });
 }
 
 template <typename T>

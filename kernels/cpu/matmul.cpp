@@ -12,6 +12,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/parallel_if.h"
 #include "kernels/shapes/matmul_checks.h"
 
 namespace anvil::cpu {
@@ -91,11 +92,13 @@ void batched_gemm(T* out, int64_t out_batch_stride, int64_t ldc, const View& a_v
   // threads, one single-threaded GEMM each: one call is too short for the
   // library to split it profitably. Large ones use the library's threads.
   const bool spread_batch = batch > 1 && m * n * k <= kSmallGemmMacs && use_openmp_beside_blas();
-#pragma omp parallel for schedule(static) if (spread_batch)
-  for (int64_t i = 0; i < batch; ++i) {
-    gemm(a.layout.trans, b.layout.trans, m, n, k, p.alpha, a.data + i * a.batch_stride, a.layout.ld,
-         b.data + i * b.batch_stride, b.layout.ld, p.beta, out + i * out_batch_stride, ldc);
-  }
+  parallel_if(spread_batch, [&] {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < batch; ++i) {
+      gemm(a.layout.trans, b.layout.trans, m, n, k, p.alpha, a.data + i * a.batch_stride, a.layout.ld,
+           b.data + i * b.batch_stride, b.layout.ld, p.beta, out + i * out_batch_stride, ldc);
+    }
+  });
 }
 
 // out = beta * out: the whole result when the inner dimension is empty.

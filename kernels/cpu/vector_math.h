@@ -37,6 +37,9 @@ bool has_binary(BinaryOp op);
 // Rows of n contiguous floats (n >= 1). Float accumulators in several
 // independent vector lanes; results combined in double.
 void softmax_row(float* y, const float* x, int64_t n, bool log);
+// y = exp(x - shift), returning sum(y) (y may equal x): softmax's numerator,
+// and the online softmax of the attention kernels.
+double exp_shifted_row(float* y, const float* x, int64_t n, float shift);
 // softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g).
 void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log);
 

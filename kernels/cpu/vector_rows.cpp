@@ -192,19 +192,11 @@ HWY_INLINE V At(D d, const float* p, int64_t i, int64_t n, float fill) {
   return i + static_cast<int64_t>(hn::Lanes(d)) <= n ? hn::LoadU(d, p + i) : LoadTail(d, p + i, n - i, fill);
 }
 
-void SoftmaxRow(float* y, const float* x, int64_t n, bool log) {
+// y[i] = exp(x[i] - shift) over a row (y may equal x); returns the sum of the
+// exps, in float lanes added in double every kBlock elements.
+double ExpShiftedRow(float* y, const float* x, int64_t n, float shift) {
   const D d;
-  const V mx = hn::Set(d, Max(x, n));  // NaN if the row has one: the row is NaN, as the scalar kernel's
-  if (log) {
-    // Padding lanes: exp(-inf - max) = 0.
-    const double sum = SumOver(d, n, -std::numeric_limits<float>::infinity(), x,
-                               [&](V v, int64_t) { return ExpF(d, hn::Sub(v, mx)); });
-    const V log_sum = hn::Set(d, static_cast<float>(std::log(sum)));
-    // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
-    MapRow(d, y, x, n, [&](V v, int64_t) { return hn::Sub(hn::Sub(v, mx), log_sum); });
-    return;
-  }
-  // Keep the exps in y, then scale.
+  const V mx = hn::Set(d, shift);
   V s0 = hn::Zero(d), s1 = hn::Zero(d);
   double sum = 0;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
@@ -226,8 +218,24 @@ void SoftmaxRow(float* y, const float* x, int64_t n, bool log) {
     StoreTail(d, e, y + i, count);
     s0 = hn::Add(s0, e);
   }
-  sum += LaneSum(d, hn::Add(s0, s1));
-  const V inv = hn::Set(d, static_cast<float>(1.0 / sum));
+  return sum + LaneSum(d, hn::Add(s0, s1));
+}
+
+void SoftmaxRow(float* y, const float* x, int64_t n, bool log) {
+  const D d;
+  const float max = Max(x, n);  // NaN if the row has one: the row is NaN, as the scalar kernel's
+  if (log) {
+    const V mx = hn::Set(d, max);
+    // Padding lanes: exp(-inf - max) = 0.
+    const double sum = SumOver(d, n, -std::numeric_limits<float>::infinity(), x,
+                               [&](V v, int64_t) { return ExpF(d, hn::Sub(v, mx)); });
+    const V log_sum = hn::Set(d, static_cast<float>(std::log(sum)));
+    // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
+    MapRow(d, y, x, n, [&](V v, int64_t) { return hn::Sub(hn::Sub(v, mx), log_sum); });
+    return;
+  }
+  // Keep the exps in y, then scale.
+  const V inv = hn::Set(d, static_cast<float>(1.0 / ExpShiftedRow(y, x, n, max)));
   MapRow(d, y, y, n, [&](V v, int64_t) { return hn::Mul(v, inv); });
 }
 
@@ -310,6 +318,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace anvil::cpu::vec {
 
+HWY_EXPORT(ExpShiftedRow);
 HWY_EXPORT(SoftmaxRow);
 HWY_EXPORT(SoftmaxBackwardRow);
 HWY_EXPORT(LayerNormRow);
@@ -324,6 +333,9 @@ HWY_EXPORT(AddRowInto);
 HWY_EXPORT(MaxRowInto);
 HWY_EXPORT(MinRowInto);
 
+double exp_shifted_row(float* y, const float* x, int64_t n, float shift) {
+  return HWY_DYNAMIC_DISPATCH(ExpShiftedRow)(y, x, n, shift);
+}
 void softmax_row(float* y, const float* x, int64_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRow)(y, x, n, log); }
 void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log) {
   HWY_DYNAMIC_DISPATCH(SoftmaxBackwardRow)(gi, g, y, n, log);
@@ -360,6 +372,7 @@ namespace anvil::cpu::vec {
 namespace {
 [[noreturn]] void absent() { fail("cpu vector kernels: built without Highway"); }
 }  // namespace
+double exp_shifted_row(float*, const float*, int64_t, float) { absent(); }
 void softmax_row(float*, const float*, int64_t, bool) { absent(); }
 void softmax_backward_row(float*, const float*, const float*, int64_t, bool) { absent(); }
 RowStats layer_norm_row(float*, const float*, const float*, const float*, int64_t, double) { absent(); }
