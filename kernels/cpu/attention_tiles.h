@@ -52,18 +52,21 @@ void apply_masks(C* s, int64_t lds, int64_t rows, int64_t cols, int64_t i0, int6
   const int64_t base = p.mask_base() + i0 * m.strides[2] + j0 * m.strides[3], sc = m.strides[3];
   visit_dtype(m.dtype, [&](auto tag) {
     using M = decltype(tag);
-    for (int64_t r = 0; r < rows; ++r) {
-      const M* src = m.ptr<M>() + base + r * m.strides[2];
-      C* row = s + r * lds;
-      if constexpr (std::is_same_v<M, bool>) {
-        for (int64_t c = 0; c < cols; ++c)
-          if (!src[c * sc]) row[c] = kNegInf;
-      } else if (std::is_same_v<M, C> && sc == 1) {  // a contiguous mask row: a loop the compiler vectorises
-        for (int64_t c = 0; c < cols; ++c) row[c] += convert_value<C>(src[c]);
-      } else {
-        for (int64_t c = 0; c < cols; ++c) row[c] += convert_value<C>(src[c * sc]);
+    // Called with the key stride as a constant 1 for contiguous mask rows (the
+    // usual [B, 1, 1, S] key-padding mask), so the compiler vectorises them.
+    auto mask_rows = [&](auto key_stride) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const M* src = m.ptr<M>() + base + r * m.strides[2];
+        C* row = s + r * lds;
+        if constexpr (std::is_same_v<M, bool>) {
+          for (int64_t c = 0; c < cols; ++c) row[c] = src[c * key_stride] ? row[c] : kNegInf;  // a select, not a branch
+        } else {
+          for (int64_t c = 0; c < cols; ++c) row[c] += convert_value<C>(src[c * key_stride]);
+        }
       }
-    }
+    };
+    if (sc == 1) mask_rows(std::integral_constant<int64_t, 1>{});
+    else mask_rows(sc);
   });
 }
 
