@@ -45,9 +45,10 @@ void forward_block(C* out, float* lse, const C* q, const C* k, const C* v, int64
     attention::score_tile(s, kBlockK, q, k, i0, rows, j0, cols, p);
     for (int64_t r = 0; r < rows; ++r) {
       C* row = s + r * kBlockK;
-      C tile_max = kNegInf;
-      for (int64_t c = 0; c < cols; ++c) tile_max = std::max(tile_max, row[c]);
-      const C new_max = std::max(w.row_max[r], tile_max);
+      // A NaN score makes the row's maximum NaN, so the whole row comes out
+      // NaN (as softmax's), rather than the NaN being skipped by std::max.
+      const C tile_max = attention::max_of(row, cols);
+      const C new_max = std::isnan(tile_max) ? tile_max : std::max(w.row_max[r], tile_max);
       if (new_max == kNegInf) {  // nothing allowed yet: these probabilities are 0
         std::fill(row, row + cols, C(0));
         continue;

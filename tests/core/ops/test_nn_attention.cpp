@@ -242,6 +242,25 @@ TEST(NnAttention, FullyMaskedRowsGiveZeroAndNoGradient) {
   EXPECT_EQ(out.abs().sum().item<double>(), 0.0);
 }
 
+// A NaN score makes its query's output row NaN, whether it falls in the first
+// key tile (where the running maximum is still -inf) or a later one (S > 128:
+// two tiles), as softmax of a row with a NaN is NaN; other heads are untouched.
+TEST(NnAttention, NaNScoreMakesItsRowNaN) {
+  manual_seed(11);
+  const int64_t L = 5, S = 200;
+  for (DType dt : {kFloat64, kFloat32}) {
+    for (int64_t nan_key : {50, 150}) {
+      Tensor q = randn({1, 2, L, 8}, dt), k = randn({1, 2, S, 8}, dt), v = randn({1, 2, S, 4}, dt);
+      Tensor k_nan = k.clone();
+      k_nan.select(1, 0).select(1, nan_key).fill_(NAN);  // head 0: a NaN score for every query
+      Tensor out = scaled_dot_product_attention(q, k_nan, v);
+      Tensor clean = scaled_dot_product_attention(q, k, v);
+      EXPECT_TRUE(out.select(1, 0).isnan().all().item<bool>()) << dt << " key " << nan_key;
+      EXPECT_TRUE(close(out.select(1, 1), clean.select(1, 1), 0, 0)) << dt << " key " << nan_key;
+    }
+  }
+}
+
 TEST(NnAttention, SixteenBitInputsAccumulateInFloat) {
   manual_seed(6);
   const Dims d{1, 2, 33, 70, 64, 32};
