@@ -436,6 +436,20 @@ constexpr size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 
 bool cudnn_sdpa_available() { return true; }
 
+std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem& p, bool backward) {
+  try {
+    Graph g(p.dtype == DType::Float16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16);
+    if (backward) {
+      build_backward(g, p);
+    } else {
+      build_forward(g, p);
+    }
+  } catch (const Declined& d) {
+    return d.why;
+  }
+  return "";
+}
+
 std::string cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
                                const CudnnSdpaForwardArgs& a) {
   if (std::string why = version_gate(false, p.len_k); !why.empty()) return why;

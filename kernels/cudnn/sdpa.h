@@ -42,6 +42,13 @@ struct CudnnSdpaBackwardArgs {
 // False on the emulated GPU (no cuDNN library there).
 bool cudnn_sdpa_available();
 
+// Builds and finalises every tensor and operation descriptor of the forward
+// or backward graph for `p` (cuDNN checks each op's shapes and types there),
+// stopping before the operation graph, which needs a GPU and a handle.
+// Returns "" or cuDNN's complaint. Needs no GPU: tests run it everywhere
+// cuDNN's library is present.
+std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem& p, bool backward);
+
 // Each runs on `s` and returns "", or returns why it declined having
 // launched nothing: cuDNN is absent or older than this path needs, an operand
 // is not 16-byte aligned, or cuDNN built no plan for the graph (its error

@@ -278,6 +278,8 @@ void launch_hopper_wgmma(const GemmArgs&, cudaStream_t) {
 
 bool cudnn_sdpa_available() { return false; }
 
+std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem&, bool) { return "cuDNN is not emulated"; }
+
 std::string cudnn_sdpa_forward(CudaBackend&, int, cudaStream_t, const CudnnSdpaProblem&, const CudnnSdpaForwardArgs&) {
   return "cuDNN is not emulated";
 }

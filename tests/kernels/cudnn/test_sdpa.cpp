@@ -6,6 +6,7 @@
 // on the CPU, in bfloat16 and float16, causal and not, odd lengths, several
 // head dims. The emulated GPU has no cuDNN: those tests skip there, and the
 // fallback test checks that every call runs the flash kernels with the reason.
+// Without any GPU, cuDNN's library still checks every op of the graphs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "core/autograd/engine.h"
 #include "core/ops.h"
 #include "kernels/cuda/attention_choice.h"
+#include "kernels/cudnn/sdpa.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -111,6 +113,26 @@ void expect_close(const Result& got, const Result& want, DType dt, const char* w
 
 // A backward the runtime cuDNN cannot take with this path (sdpa.cpp's version gate) is no failure.
 bool version_declined(const std::string& why) { return why.find("(< 9.16)") != std::string::npos; }
+
+// cuDNN's own checks of every op of the graphs (shapes, types, broadcasts),
+// run by the real library with no GPU: what can be verified before a GPU
+// builds a plan from them.
+TEST(CudnnSdpa, GraphOpsPassCudnnChecksWithoutAGpu) {
+  if (test::emulated_gpu()) GTEST_SKIP() << "cuDNN is not emulated: the emulated GPU has no cuDNN";
+  for (DType dt : {kBFloat16, kFloat16}) {
+    for (const Dims& d : {Dims{2, 3, 77, 131, 64, 64}, Dims{1, 1, 1, 1, 8, 8}, Dims{2, 4, 65, 33, 128, 128},
+                          Dims{1, 2, 40, 70, 64, 32}}) {
+      for (bool causal : {false, true}) {
+        const cuda::CudnnSdpaProblem p{.dtype = dt, .batch = d.b, .heads = d.h, .len_q = d.l, .len_k = d.s,
+                                       .dim_qk = d.e, .dim_v = d.ev, .causal = causal, .scale = 0.125f};
+        for (bool backward : {false, true}) {
+          EXPECT_EQ(cuda::cudnn_sdpa_check_ops(p, backward), "")
+              << text(d, dt, causal) << (backward ? " backward" : " forward");
+        }
+      }
+    }
+  }
+}
 
 TEST(CudnnSdpa, MatchesFlashAndComposed) {
   ANVIL_SKIP_WITHOUT_CUDNN();
