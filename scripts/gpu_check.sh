@@ -14,6 +14,13 @@
 #             binaries were carried (gpu-carry/, see `prepare`).
 #   tests     anvil_tests_cuda (the cuda-labelled tests) and the GPU-dependent
 #             core/nn tests (pinned memory, non_blocking, DataLoader pin_memory)
+#             (CudnnSdpa.* among them: cuDNN's fused attention forced on against the
+#             flash kernels and the composed path, and the auto choice's timing)
+#   sdpa      fused attention alone, for a short lease: CudnnSdpa.* and CudaAttention.*,
+#             then bench_kernels' attn/ rows (auto, /cudnn, /flash, /no_tensor_cores)
+#             -> bench_kernels.json; BENCH_FILTER becomes attn/ for the pytorch stage
+#             after it, so `scripts/gpu_check.sh build sdpa pytorch table` gives the
+#             cuDNN, flash and PyTorch SDPA rows side by side
 #   sanitize  anvil_tests_cuda under compute-sanitizer $SANITIZE_TOOLS (memcheck), $SANITIZE_FILTER
 #   bench     bench_kernels (or bench_cuda) -> bench_kernels.json
 #   pytorch   bench/pytorch/kernels.py (bench_kernels' shapes and names in PyTorch),
@@ -126,6 +133,11 @@ stage_info() {
       echo "nvidia-smi: not available"
     fi
     nvcc --version 2>/dev/null | tail -1 || echo "nvcc: not found"
+    # The cuDNN the binaries load decides what kernels/cudnn/sdpa.cpp can build.
+    ls "${LD_LIBRARY_PATH%%:*}"/libcudnn.so.* /usr/local/cuda/lib64/libcudnn.so.* 2>/dev/null | head -2 |
+      sed 's/^/cudnn library: /'
+    grep -hE '^#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ' /usr/local/cuda/include/cudnn_version.h 2>/dev/null |
+      awk '{printf "%s%s", (NR > 1 ? "." : "cudnn headers: "), $3} END {if (NR) print ""}'
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' 2>/dev/null || echo "torch: not importable"
     echo "binaries: $(bin_dir)"
     # The device machine's copy of .git may lag the working tree; prepare
@@ -197,6 +209,17 @@ run_gtest() {  # name binary [gtest args...]
   rm -f "$run_log"
   if [ "$rc" -eq 0 ]; then record "$name" "passed ($summary)"; else record "$name" "FAILED rc=$rc ($summary)"; fi
   return "$rc"
+}
+
+# Fused attention alone: the tests that compare cuDNN's SDPA with the flash
+# kernels (their auto decisions are printed), then the attention benchmarks.
+stage_sdpa() {
+  local bin rc=0
+  bin=$(bin_dir)
+  run_gtest tests.sdpa "$bin/anvil_tests_cuda" --gtest_filter='CudnnSdpa.*:CudaAttention.*' || rc=1
+  [ "$BENCH_FILTER" = . ] && BENCH_FILTER=attn/
+  stage_bench || rc=1
+  return $rc
 }
 
 stage_tests() {
@@ -438,9 +461,9 @@ fi
 
 for s in "${stages[@]}"; do
   case $s in
-    build | tests | sanitize | bench | ncu | pytorch | train | table) ;;
+    build | tests | sdpa | sanitize | bench | ncu | pytorch | train | table) ;;
     prepare) echo "prepare runs alone, on the development machine"; exit 2 ;;
-    *) echo "unknown stage '$s' (build tests sanitize bench ncu pytorch train table | prepare)"; exit 2 ;;
+    *) echo "unknown stage '$s' (build tests sdpa sanitize bench ncu pytorch train table | prepare)"; exit 2 ;;
   esac
 done
 
@@ -454,6 +477,7 @@ for s in "${stages[@]}"; do
   case $s in
     build) stage_build || { overall=1; break; } ;;  # nothing else can run without binaries
     tests) stage_tests || overall=1 ;;
+    sdpa) stage_sdpa || overall=1 ;;
     sanitize) stage_sanitize || overall=1 ;;
     bench) stage_bench || overall=1 ;;
     ncu) stage_ncu || overall=1 ;;

@@ -110,8 +110,18 @@ def fmt(v) -> str:
     return f"{v:.3g}"
 
 
+# Rows that time one path of an op (bench/cuda/attention.cpp: /cudnn, /flash,
+# /no_tensor_cores) sit beside PyTorch's row for the op.
+PATH_SUFFIXES = ("_cudnn", "_flash", "_no_tensor_cores")
+
+
 def match(anvil_key: str, pytorch: dict):
-    return pytorch.get(anvil_key)
+    if anvil_key in pytorch:
+        return pytorch[anvil_key]
+    for suffix in PATH_SUFFIXES:
+        if anvil_key.endswith(suffix):
+            return pytorch.get(anvil_key[: -len(suffix)])
+    return None
 
 
 def table(title: str, anvil: dict, pytorch: dict, used: set) -> list:

@@ -33,6 +33,7 @@
 #include <type_traits>
 
 #include "core/base/error.h"
+#include "kernels/cuda/attention_choice_run.h"
 #include "kernels/cuda/attention_tensor_core.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
@@ -337,6 +338,20 @@ AttentionArgs make_args(const shapes::AttentionShape& sh, const View* mask, cons
   return a;
 }
 
+// The call as attention_choice.h sees it (the cuDNN problem matters for bf16/f16 only).
+SdpaRequest sdpa_request(bool backward, const shapes::AttentionShape& sh, const View& q, const View* mask,
+                         const AttentionParams& p) {
+  SdpaRequest r;
+  r.backward = backward;
+  r.device = q.device_index;
+  r.dtype = q.dtype;
+  r.has_mask = mask != nullptr;
+  r.dropout = p.dropout_p > 0;
+  r.problem = {.dtype = q.dtype, .batch = sh.batch, .heads = sh.heads, .len_q = sh.len_q, .len_k = sh.len_k,
+               .dim_qk = sh.dim_qk, .dim_v = sh.dim_v, .causal = p.is_causal, .scale = static_cast<float>(p.scale)};
+  return r;
+}
+
 // Lets `kernel` take `bytes` of dynamic shared memory (over the 48 KiB default).
 template <typename Kernel>
 void allow_shared(Kernel kernel, size_t bytes) {
@@ -379,9 +394,19 @@ void CudaBackend::attention_forward(const View& out, const View& lse, const View
         vd(*this, v, q.dtype, DenseArg::In), od(*this, out, q.dtype, DenseArg::Out),
         ld(*this, lse, kFloat32, DenseArg::Out);
     // 16-bit operands go to the tensor cores when that kernel takes the shapes.
-    if (!attention_forward_tensor_core(q.dtype, od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(),
-                                       args, sh.rows(), s))
-      launch_forward(od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), args, sh.rows(), s);
+    auto flash = [&] {
+      if (!attention_forward_tensor_core(q.dtype, od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(),
+                                         vd.ptr<T>(), args, sh.rows(), s))
+        launch_forward(od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), args, sh.rows(), s);
+    };
+    // Or cuDNN's fused attention, when attention_choice.h's setting and timing pick it.
+    const SdpaRequest req = sdpa_request(false, sh, q, mask, p);
+    run_sdpa(req, s,
+             {[&] {
+                return cudnn_sdpa_forward(*this, q.device_index, s, req.problem,
+                                          {od.data(), ld.ptr<float>(), qd.data(), kd.data(), vd.data()});
+              },
+              flash});
     od.commit();
     ld.commit();
   });
@@ -405,49 +430,56 @@ void CudaBackend::attention_backward(const View& grad_q, const View& grad_k, con
         vd(*this, v, q.dtype, DenseArg::In), od(*this, out, q.dtype, DenseArg::In),
         god(*this, grad_out, q.dtype, DenseArg::In), gqd(*this, grad_q, q.dtype, DenseArg::Out),
         gkd(*this, grad_k, q.dtype, DenseArg::Out), gvd(*this, grad_v, q.dtype, DenseArg::Out);
-    const int64_t rows = sh.rows() * sh.len_q;
+    // The flash kernels; or cuDNN's fused attention when attention_choice.h picks it.
     // The log-sum-exp in C: float's is the saved one; double's is recomputed exactly.
     DenseArg lsed(*this, lse, acc_dtype, DenseArg::In);
-    Scratch exact_lse(*this, q.device_index, sizeof(C) * static_cast<size_t>(rows));
-    const C* lse_c = lsed.ptr<C>();
-    if (sizeof(C) == 8 && rows > 0) {
-      launch_forward<T, C>(nullptr, exact_lse.as<C>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), args, sh.rows(), s);
-      lse_c = exact_lse.as<C>();
-    }
-    Scratch row_d(*this, q.device_index, sizeof(C) * static_cast<size_t>(rows));
-    if (rows > 0) {
-      launch_kernel(attention_row_dot_kernel<T>, grid_of(ceil_div(rows, kWarps), 1), kThreads, 0, s)(
-          row_d.as<C>(), god.ptr<T>(), od.ptr<T>(), rows, args.dim_v);
-      ANVIL_CUDA_CHECK_LAUNCH("attention_row_dot_kernel");
-    }
-    if constexpr (std::is_same_v<C, float>) {  // 16-bit operands: tensor cores when that kernel takes the shapes
-      if (attention_backward_tensor_core(q.dtype, gqd.ptr<T>(), gkd.ptr<T>(), gvd.ptr<T>(), qd.ptr<T>(), kd.ptr<T>(),
-                                         vd.ptr<T>(), god.ptr<T>(), lse_c, row_d.as<C>(), args, sh.rows(), s)) {
-        gqd.commit();
-        gkd.commit();
-        gvd.commit();
-        return;
+    auto flash = [&] {
+      const int64_t rows = sh.rows() * sh.len_q;
+      Scratch exact_lse(*this, q.device_index, sizeof(C) * static_cast<size_t>(rows));
+      const C* lse_c = lsed.ptr<C>();
+      if (sizeof(C) == 8 && rows > 0) {
+        launch_forward<T, C>(nullptr, exact_lse.as<C>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), args, sh.rows(), s);
+        lse_c = exact_lse.as<C>();
       }
-    }
-    if (rows > 0) {
-      const int64_t q_tiles = ceil_div(sh.len_q, kRows);
-      const size_t dq_bytes = sizeof(C) * (kRows * (sh.dim_qk + sh.dim_v) + kKeys * (sh.dim_qk + 1) +
-                                           kKeys * (sh.dim_v + 1) + kRows * kKeys);
-      allow_shared(attention_dq_kernel<T>, dq_bytes);
-      launch_kernel(attention_dq_kernel<T>, grid_of(sh.rows(), q_tiles), kThreads, dq_bytes, s)(
-          gqd.ptr<T>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), god.ptr<T>(), lse_c, row_d.as<C>(), args, q_tiles);
-      ANVIL_CUDA_CHECK_LAUNCH("attention_dq_kernel");
-    }
-    if (sh.len_k > 0) {
-      const int64_t k_tiles = ceil_div(sh.len_k, kRows);
-      const size_t dkdv_bytes = sizeof(C) * (kRows * (sh.dim_qk + sh.dim_v) + kKeys * (sh.dim_qk + 1) +
-                                             kKeys * (sh.dim_v + 1) + 2 * kKeys + 2 * kRows * kKeys);
-      allow_shared(attention_dkdv_kernel<T>, dkdv_bytes);
-      launch_kernel(attention_dkdv_kernel<T>, grid_of(sh.rows(), k_tiles), kThreads, dkdv_bytes, s)(
-          gkd.ptr<T>(), gvd.ptr<T>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), god.ptr<T>(), lse_c, row_d.as<C>(), args,
-          k_tiles);
-      ANVIL_CUDA_CHECK_LAUNCH("attention_dkdv_kernel");
-    }
+      Scratch row_d(*this, q.device_index, sizeof(C) * static_cast<size_t>(rows));
+      if (rows > 0) {
+        launch_kernel(attention_row_dot_kernel<T>, grid_of(ceil_div(rows, kWarps), 1), kThreads, 0, s)(
+            row_d.as<C>(), god.ptr<T>(), od.ptr<T>(), rows, args.dim_v);
+        ANVIL_CUDA_CHECK_LAUNCH("attention_row_dot_kernel");
+      }
+      if constexpr (std::is_same_v<C, float>) {  // 16-bit operands: tensor cores when that kernel takes the shapes
+        if (attention_backward_tensor_core(q.dtype, gqd.ptr<T>(), gkd.ptr<T>(), gvd.ptr<T>(), qd.ptr<T>(), kd.ptr<T>(),
+                                           vd.ptr<T>(), god.ptr<T>(), lse_c, row_d.as<C>(), args, sh.rows(), s))
+          return;
+      }
+      if (rows > 0) {
+        const int64_t q_tiles = ceil_div(sh.len_q, kRows);
+        const size_t dq_bytes = sizeof(C) * (kRows * (sh.dim_qk + sh.dim_v) + kKeys * (sh.dim_qk + 1) +
+                                             kKeys * (sh.dim_v + 1) + kRows * kKeys);
+        allow_shared(attention_dq_kernel<T>, dq_bytes);
+        launch_kernel(attention_dq_kernel<T>, grid_of(sh.rows(), q_tiles), kThreads, dq_bytes, s)(
+            gqd.ptr<T>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), god.ptr<T>(), lse_c, row_d.as<C>(), args, q_tiles);
+        ANVIL_CUDA_CHECK_LAUNCH("attention_dq_kernel");
+      }
+      if (sh.len_k > 0) {
+        const int64_t k_tiles = ceil_div(sh.len_k, kRows);
+        const size_t dkdv_bytes = sizeof(C) * (kRows * (sh.dim_qk + sh.dim_v) + kKeys * (sh.dim_qk + 1) +
+                                               kKeys * (sh.dim_v + 1) + 2 * kKeys + 2 * kRows * kKeys);
+        allow_shared(attention_dkdv_kernel<T>, dkdv_bytes);
+        launch_kernel(attention_dkdv_kernel<T>, grid_of(sh.rows(), k_tiles), kThreads, dkdv_bytes, s)(
+            gkd.ptr<T>(), gvd.ptr<T>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), god.ptr<T>(), lse_c, row_d.as<C>(), args,
+            k_tiles);
+        ANVIL_CUDA_CHECK_LAUNCH("attention_dkdv_kernel");
+      }
+    };
+    const SdpaRequest req = sdpa_request(true, sh, q, mask, p);
+    run_sdpa(req, s,
+             {[&] {
+                return cudnn_sdpa_backward(*this, q.device_index, s, req.problem,
+                                           {gqd.data(), gkd.data(), gvd.data(), qd.data(), kd.data(), vd.data(),
+                                            od.data(), god.data(), lsed.ptr<float>()});
+              },
+              flash});
     gqd.commit();
     gkd.commit();
     gvd.commit();

@@ -15,7 +15,8 @@
 //   layer_norm.cu                layer_norm, layer_norm_backward
 //   rms_norm.cu                  rms_norm, rms_norm_backward
 //   cross_entropy.cu             cross_entropy, cross_entropy_backward
-//   attention.cu                 attention_forward, attention_backward (flash-style tiles)
+//   attention.cu                 attention_forward, attention_backward (flash-style tiles;
+//                                or ../cudnn/sdpa.cpp, as attention_choice.h picks)
 //   random.cu                    random, dropout (Philox, same numbers as the CPU)
 //   indexing.cu                  index_select, index_add, gather, scatter_add
 //   scatter.cu                   scatter (overwrite, multiply)

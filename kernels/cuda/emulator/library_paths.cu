@@ -4,8 +4,9 @@
 // ladder (kernels/cuda/gemm, the best rung that takes the shape; float64 on
 // a shared-tile kernel here), conv2d as
 // im2col + that matmul (kernels/cuda/conv2d_im2col.cpp), pooling and batch
-// norm on the hand-written kernels of kernels/cudnn/norm_pool_kernels.cu.
-// Only the emulated build compiles this file.
+// norm on the hand-written kernels of kernels/cudnn/norm_pool_kernels.cu;
+// cuDNN's fused attention (kernels/cudnn/sdpa.h) declines every call, so
+// attention runs the flash kernels. Only the emulated build compiles this file.
 #include <algorithm>
 #include <optional>
 
@@ -19,6 +20,7 @@
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/scratch.h"
 #include "kernels/cudnn/norm_pool_kernels.h"
+#include "kernels/cudnn/sdpa.h"
 #include "kernels/shapes/geometry.h"
 #include "kernels/shapes/layouts.h"
 #include "kernels/shapes/matmul_checks.h"
@@ -273,5 +275,18 @@ void launch_hopper_wgmma(const GemmArgs&, cudaStream_t) {
   fail("GEMM rung 09_hopper_wgmma is wgmma and TMA, which the emulated GPU does not have (a real sm_90 GPU runs it)");
 }
 }  // namespace gemm::detail
+
+bool cudnn_sdpa_available() { return false; }
+
+std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem&, bool) { return "cuDNN is not emulated"; }
+
+std::string cudnn_sdpa_forward(CudaBackend&, int, cudaStream_t, const CudnnSdpaProblem&, const CudnnSdpaForwardArgs&) {
+  return "cuDNN is not emulated";
+}
+
+std::string cudnn_sdpa_backward(CudaBackend&, int, cudaStream_t, const CudnnSdpaProblem&,
+                                const CudnnSdpaBackwardArgs&) {
+  return "cuDNN is not emulated";
+}
 
 }  // namespace anvil::cuda

@@ -426,6 +426,12 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   // error (callers clear it: cuda::query_without_residue in check.h).
   return s->completed >= s->enqueued ? cudaSuccess : fail(cudaErrorNotReady);
 }
+// No stream capture (CUDA graphs) on the emulated GPU: never capturing.
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  resolve(stream, t_device);
+  *status = cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* data) {
   enqueue(resolve(stream, t_device), [fn, data] { fn(data); });
   return cudaSuccess;
