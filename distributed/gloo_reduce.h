@@ -3,8 +3,10 @@
 // the in-place division that turns a sum into an average (internal).
 //
 // Half and BFloat16 are added in float and rounded back after every pairwise
-// step, as PyTorch's Gloo backend does. Integers wrap on overflow (two's
+// step, as PyTorch's Gloo backend does (their sums convert in blocks with the
+// CPU backend's vector conversions: the same bits, several times faster). Integers wrap on overflow (two's
 // complement), as PyTorch's integer tensors do.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -14,6 +16,8 @@
 #include "core/base/error.h"
 #include "core/base/half.h"
 #include "distributed/process_group.h"
+#include "kernels/cpu/vector_convert.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace anvil::distributed::gloo_detail {
 
@@ -65,11 +69,32 @@ T pick_min(T a, T b) {
   }
 }
 
+// c = a + b for float16/bfloat16: add<T> on blocks converted to float and
+// back. c may be a or b.
+template <typename T>
+void add_through_float(T* c, const T* a, const T* b, size_t n) {
+  constexpr size_t kBlock = 512;
+  float fa[kBlock], fb[kBlock];
+  for (size_t i = 0; i < n; i += kBlock) {
+    const auto m = static_cast<int64_t>(std::min(kBlock, n - i));
+    cpu::vec::convert(fa, a + i, m);
+    cpu::vec::convert(fb, b + i, m);
+    for (int64_t k = 0; k < m; ++k) fa[k] += fb[k];
+    cpu::vec::convert(c + i, fa, m);
+  }
+}
+
 template <typename T>
 ReduceFunc make_func(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Avg:  // summed here, divided afterwards
+      if constexpr (cpu::vec::converts<float, T>) {
+        if (cpu::vec::enabled())
+          return [](void* c, const void* a, const void* b, size_t n) {
+            add_through_float(static_cast<T*>(c), static_cast<const T*>(a), static_cast<const T*>(b), n);
+          };
+      }
       return [](void* c, const void* a, const void* b, size_t n) {
         auto* C = static_cast<T*>(c);
         auto* A = static_cast<const T*>(a);

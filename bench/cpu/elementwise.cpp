@@ -94,14 +94,33 @@ BENCHMARK_TEMPLATE(BM_unary, anvil::relu)->Name("BM_relu")->Apply(memory_bound_s
 BENCHMARK_TEMPLATE(BM_unary, gelu_erf)->Name("BM_gelu")->Apply(memory_bound_sizes);
 BENCHMARK_TEMPLATE(BM_unary, gelu_tanh)->Name("BM_gelu_tanh")->Apply(memory_bound_sizes);
 
-// float32 -> bfloat16: 4 bytes read and 2 written per element.
-void BM_cast_float32_to_bfloat16(benchmark::State& state) {
+// Casts between float32 and the 16-bit floats (the mixed-precision and
+// compressed-gradient paths): 4 bytes on one side and 2 on the other per element.
+template <DType From, DType To>
+void BM_cast(benchmark::State& state) {
   seed_inputs();
-  const Tensor x = randn({state.range(0)});
-  for (auto _ : state) benchmark::DoNotOptimize(cast(x, kBFloat16));
+  const Tensor x = cast(randn({state.range(0)}), From);
+  for (auto _ : state) benchmark::DoNotOptimize(cast(x, To));
   set_bytes_per_iteration(state, static_cast<double>(x.numel()) * (kFloatBytes + 2));
 }
-BENCHMARK(BM_cast_float32_to_bfloat16)->Apply(memory_bound_sizes);
+// The same into an output allocated once (copy_): the conversion alone,
+// without the page faults of a fresh 16M-element buffer.
+template <DType From, DType To>
+void BM_cast_into(benchmark::State& state) {
+  seed_inputs();
+  const Tensor x = cast(randn({state.range(0)}), From);
+  Tensor y = cast(x, To);
+  for (auto _ : state) benchmark::DoNotOptimize(y.copy_(x));
+  set_bytes_per_iteration(state, static_cast<double>(x.numel()) * (kFloatBytes + 2));
+}
+BENCHMARK_TEMPLATE(BM_cast, kFloat32, kBFloat16)->Name("BM_cast_float32_to_bfloat16")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_cast, kBFloat16, kFloat32)->Name("BM_cast_bfloat16_to_float32")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_cast, kFloat32, kFloat16)->Name("BM_cast_float32_to_float16")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_cast, kFloat16, kFloat32)->Name("BM_cast_float16_to_float32")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_cast_into, kFloat32, kBFloat16)->Name("BM_cast_into_float32_to_bfloat16")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_cast_into, kBFloat16, kFloat32)->Name("BM_cast_into_bfloat16_to_float32")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_cast_into, kFloat32, kFloat16)->Name("BM_cast_into_float32_to_float16")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_cast_into, kFloat16, kFloat32)->Name("BM_cast_into_float16_to_float32")->Apply(memory_bound_sizes);
 
 }  // namespace
 }  // namespace anvil::bench

@@ -4,7 +4,8 @@
 // DenseIn borrows the view's memory when it already is dense in that type and
 // otherwise gathers a converted copy; DenseOut does the same for outputs and
 // scatters the result back on commit(). This is also how float16/bfloat16 get
-// computed in float: the conversion happens in the gather and the scatter.
+// computed in float: the conversion happens in the gather and the scatter
+// (vectorised on contiguous rows, vector_convert.h).
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -13,6 +14,8 @@
 #include "core/base/dtype.h"
 #include "core/base/error.h"
 #include "kernels/cpu/blas_threads.h"
+#include "kernels/cpu/vector_convert.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/view.h"
 
 namespace anvil::cpu {
@@ -85,6 +88,9 @@ void gather_dense(To* dst, const View& v) {
     dense_detail::for_each_row(v, [&](int64_t off, int64_t doff, int64_t len, int64_t stride) {
       const From* s = src + off;
       To* d = dst + doff;
+      if constexpr (vec::converts<To, From>) {
+        if (stride == 1 && vec::enabled()) return vec::convert(d, s, len);
+      }
       for (int64_t j = 0; j < len; ++j) d[j] = convert_value<To>(s[j * stride]);
     });
   });
@@ -105,6 +111,9 @@ void scatter_dense(const View& v, const From* src) {
     dense_detail::for_each_row(v, [&](int64_t off, int64_t doff, int64_t len, int64_t stride) {
       To* d = dst + off;
       const From* s = src + doff;
+      if constexpr (vec::converts<To, From>) {
+        if (stride == 1 && vec::enabled()) return vec::convert(d, s, len);
+      }
       for (int64_t j = 0; j < len; ++j) d[j * stride] = convert_value<To>(s[j]);
     });
   });

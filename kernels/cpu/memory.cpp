@@ -8,6 +8,8 @@
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/strided_loop.h"
+#include "kernels/cpu/vector_convert.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/shapes/bits_of.h"
 
 namespace anvil::cpu {
@@ -56,6 +58,20 @@ bool copy_in_tiles(const StridedLoop<2>& loop, char* dst, char* src) {
   return true;
 }
 
+// float32 <-> float16/bfloat16: the vector conversion on every run that is
+// contiguous on both sides, the scalar one on the others (the same bits).
+template <typename To, typename From>
+void convert_runs(const View& dst, const View& src) {
+  StridedLoop<2> loop({&dst, &src});
+  loop.run_parallel({static_cast<char*>(dst.data), static_cast<char*>(src.data)}, [](const StridedLoop<2>::Run& r) {
+    if (r.stride[0] == sizeof(To) && r.stride[1] == sizeof(From))
+      return vec::convert(reinterpret_cast<To*>(r.ptr[0]), reinterpret_cast<const From*>(r.ptr[1]), r.n);
+    for (int64_t i = 0; i < r.n; ++i)
+      *reinterpret_cast<To*>(r.ptr[0] + i * r.stride[0]) =
+          cast_value<To>(*reinterpret_cast<const From*>(r.ptr[1] + i * r.stride[1]));
+  });
+}
+
 template <typename T>
 T scalar_as(const Scalar& value) {
   if constexpr (std::is_same_v<T, bool>) return value.to_double() != 0.0 || value.to_int() != 0;
@@ -94,6 +110,9 @@ void CpuBackend::copy(const View& dst, const View& src) {
     using To = decltype(dst_tag);
     visit_dtype(src.dtype, [&](auto src_tag) {
       using From = decltype(src_tag);
+      if constexpr (vec::converts<To, From>) {
+        if (vec::enabled()) return convert_runs<To, From>(dst, src);
+      }
       map_elements<To, From>(dst, {&src}, [](From x) { return cast_value<To>(x); });
     });
   });

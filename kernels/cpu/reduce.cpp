@@ -295,18 +295,18 @@ void reduce_columns(const Op& op, const ReducePlan& plan, const View& out, const
   };
   // Contiguous float32 columns of sum, mean, max and min fold each row with
   // the vector kernels (the same double accumulators, the same order).
+  constexpr bool kHasVectorRows =
+      std::is_same_v<T, float> &&
+      requires(const Op& o, Acc* a, const float* p) { o.vector_fold_row_into(a, p, int64_t{1}); };
   bool vector_rows = false;
-  if constexpr (std::is_same_v<T, float> &&
-                requires(const Op& o, Acc* a, const float* p) { o.vector_fold_row_into(a, p, int64_t{1}); })
-    vector_rows = col.in_stride == 1 && vec::enabled();
+  if constexpr (kHasVectorRows) vector_rows = col.in_stride == 1 && vec::enabled();
   // acc[j] folds the reduced elements [begin, end) of output column j of the item.
   auto accumulate = [&](const Item& it, int64_t begin, int64_t end, Acc* acc) {
     red.run({it.in}, begin, end, [&](const StridedLoop<1>::Run& r) {
       for (int64_t e = 0; e < r.n; ++e) {
         const T* row = reinterpret_cast<const T*>(r.ptr[0] + e * r.stride[0]);
         const int64_t index = r.first + e;
-        if constexpr (std::is_same_v<T, float> &&
-                      requires(const Op& o, Acc* a, const float* p) { o.vector_fold_row_into(a, p, int64_t{1}); }) {
+        if constexpr (kHasVectorRows) {
           if (vector_rows) {
             op.vector_fold_row_into(acc, row, it.len);
             continue;

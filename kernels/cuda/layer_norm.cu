@@ -21,6 +21,7 @@
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device/column_chunks.cuh"
 #include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/grid.h"
@@ -216,52 +217,18 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
-// Stage 1 of grad_weight/grad_bias: block (32, 8) sums rows [chunk * rows_per_chunk, ...)
-// of 32 columns; partial_w/partial_b are [chunks, cols].
-constexpr int kColTile = 32, kRowLanes = 8;
+// Stage 1 of grad_weight/grad_bias (device/column_chunks.cuh): partial sums
+// of g * xhat and of g over a chunk of rows of 32 columns.
 template <typename T>
-__global__ void param_grads_partial_kernel(acc_t<T>* partial_w, acc_t<T>* partial_b, const T* g, const T* x,
+__global__ void param_grads_partial_kernel(dev::ColumnChunkSums<acc_t<T>, 2> sums, const T* g, const T* x,
                                            const float* mean, const float* rstd, int64_t rows, int64_t cols,
                                            int64_t rows_per_chunk) {
   using C = acc_t<T>;
-  __shared__ C sw[kRowLanes][kColTile + 1], sb[kRowLanes][kColTile + 1];
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kColTile + threadIdx.x;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
-  const int64_t r1 = min(rows, r0 + rows_per_chunk);
-  C aw = 0, ab = 0;
-  if (col < cols) {
-    for (int64_t r = r0 + threadIdx.y; r < r1; r += kRowLanes) {
-      const C gv = dev::cast<C>(g[r * cols + col]);
-      aw += gv * ((dev::cast<C>(x[r * cols + col]) - C(mean[r])) * C(rstd[r]));
-      ab += gv;
-    }
-  }
-  sw[threadIdx.y][threadIdx.x] = aw;
-  sb[threadIdx.y][threadIdx.x] = ab;
-  __syncthreads();
-  if (threadIdx.y == 0 && col < cols) {
-    for (int k = 1; k < kRowLanes; ++k) {
-      aw += sw[k][threadIdx.x];
-      ab += sb[k][threadIdx.x];
-    }
-    partial_w[blockIdx.y * cols + col] = aw;
-    partial_b[blockIdx.y * cols + col] = ab;
-  }
-}
-
-template <typename C>
-__global__ void param_grads_final_kernel(C* gw, C* gb, const C* partial_w, const C* partial_b, int64_t chunks,
-                                         int64_t cols) {
-  for (int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; col < cols;
-       col += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    C aw = 0, ab = 0;
-    for (int64_t k = 0; k < chunks; ++k) {
-      aw += partial_w[k * cols + col];
-      ab += partial_b[k * cols + col];
-    }
-    if (gw) gw[col] = aw;
-    if (gb) gb[col] = ab;
-  }
+  dev::sum_column_chunk(sums, rows, cols, rows_per_chunk, [&](int64_t r, int64_t col, C (&acc)[2]) {
+    const C gv = dev::cast<C>(g[r * cols + col]);
+    acc[0] += gv * ((dev::cast<C>(x[r * cols + col]) - C(mean[r])) * C(rstd[r]));
+    acc[1] += gv;
+  });
 }
 
 template <typename F> void with_warp_per(int64_t n, F&& f) {
@@ -356,23 +323,23 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
       if (grad_weight) gw.emplace(*this, *grad_weight, acc_dtype, DenseArg::Out);
       if (grad_bias) gb.emplace(*this, *grad_bias, acc_dtype, DenseArg::Out);
       if (l.cols > 0) {
-        const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(ceil_div(l.rows, 64), 256));
-        const int64_t rows_per_chunk = std::max<int64_t>(1, ceil_div(l.rows, chunks));
-        Scratch pw(*this, in.device_index, chunks * l.cols * sizeof(C)),
-            pb(*this, in.device_index, chunks * l.cols * sizeof(C));
+        const dev::RowChunks rc = dev::row_chunks(l.rows);
+        Scratch pw(*this, in.device_index, rc.chunks * l.cols * sizeof(C)),
+            pb(*this, in.device_index, rc.chunks * l.cols * sizeof(C));
+        const dev::ColumnChunkSums<C, 2> sums{{pw.as<C>(), pb.as<C>()},
+                                              {gw ? gw->ptr<C>() : nullptr, gb ? gb->ptr<C>() : nullptr}};
         if (l.rows > 0) {
-          const dim3 grid(static_cast<unsigned>(ceil_div(l.cols, kColTile)), static_cast<unsigned>(chunks));
-          launch_kernel(param_grads_partial_kernel<T>, grid, dim3(kColTile, kRowLanes), 0, s)(
-              pw.as<C>(), pb.as<C>(), g.ptr<T>(), x.ptr<T>(), m.ptr<float>(), r.ptr<float>(), l.rows, l.cols,
-              rows_per_chunk);
+          const dim3 grid(static_cast<unsigned>(ceil_div(l.cols, dev::kColTile)), static_cast<unsigned>(rc.chunks));
+          launch_kernel(param_grads_partial_kernel<T>, grid, dim3(dev::kColTile, dev::kRowLanes), 0, s)(
+              sums, g.ptr<T>(), x.ptr<T>(), m.ptr<float>(), r.ptr<float>(), l.rows, l.cols, rc.rows_per_chunk);
           ANVIL_CUDA_CHECK_LAUNCH("param_grads_partial_kernel");
         } else {
-          ANVIL_CUDA_CHECK(cudaMemsetAsync(pw.get(), 0, chunks * l.cols * sizeof(C), s));
-          ANVIL_CUDA_CHECK(cudaMemsetAsync(pb.get(), 0, chunks * l.cols * sizeof(C), s));
+          ANVIL_CUDA_CHECK(cudaMemsetAsync(pw.get(), 0, rc.chunks * l.cols * sizeof(C), s));
+          ANVIL_CUDA_CHECK(cudaMemsetAsync(pb.get(), 0, rc.chunks * l.cols * sizeof(C), s));
         }
-        launch_kernel(param_grads_final_kernel<C>, capped_blocks(l.cols, 256), 256, 0, s)(
-            gw ? gw->ptr<C>() : nullptr, gb ? gb->ptr<C>() : nullptr, pw.as<C>(), pb.as<C>(), chunks, l.cols);
-        ANVIL_CUDA_CHECK_LAUNCH("param_grads_final_kernel");
+        launch_kernel(dev::sum_column_chunks_kernel<C, 2>, capped_blocks(l.cols, 256), 256, 0, s)(sums, rc.chunks,
+                                                                                                   l.cols);
+        ANVIL_CUDA_CHECK_LAUNCH("sum_column_chunks_kernel");
       }
       if (gw) gw->commit();
       if (gb) gb->commit();

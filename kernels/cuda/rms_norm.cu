@@ -8,7 +8,7 @@
 // writes grad_in = r g w - x (r^3 mean(g w x)). grad_weight = sum over rows
 // of g x r: r per row goes to a scratch array, then blocks of 32 columns x 8
 // row lanes sum chunks of rows into partial sums that a last kernel adds in
-// a fixed order (deterministic, no atomics).
+// a fixed order (deterministic, no atomics; device/column_chunks.cuh).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device/column_chunks.cuh"
 #include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/grid.h"
@@ -87,38 +88,15 @@ __global__ void rms_norm_backward_warp_kernel(T* gi, acc_t<T>* row_rstd, const T
   }
 }
 
-constexpr int kColTile = 32, kRowLanes = 8;
-
 // partial[chunk, col] = sum over the chunk's rows of g * x * r.
 template <typename T>
-__global__ void rms_norm_weight_grad_partial_kernel(acc_t<T>* partial, const T* g, const T* x,
+__global__ void rms_norm_weight_grad_partial_kernel(dev::ColumnChunkSums<acc_t<T>, 1> sums, const T* g, const T* x,
                                                     const acc_t<T>* row_rstd, int64_t rows, int64_t cols,
                                                     int64_t rows_per_chunk) {
   using C = acc_t<T>;
-  __shared__ C lanes[kRowLanes][kColTile + 1];
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kColTile + threadIdx.x;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
-  const int64_t r1 = min(rows, r0 + rows_per_chunk);
-  C acc = 0;
-  if (col < cols)
-    for (int64_t r = r0 + threadIdx.y; r < r1; r += kRowLanes)
-      acc += dev::cast<C>(g[r * cols + col]) * dev::cast<C>(x[r * cols + col]) * row_rstd[r];
-  lanes[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y == 0 && col < cols) {
-    for (int k = 1; k < kRowLanes; ++k) acc += lanes[k][threadIdx.x];
-    partial[blockIdx.y * cols + col] = acc;
-  }
-}
-
-template <typename C>
-__global__ void sum_chunks_kernel(C* out, const C* partial, int64_t chunks, int64_t cols) {
-  for (int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; col < cols;
-       col += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    C acc = 0;
-    for (int64_t k = 0; k < chunks; ++k) acc += partial[k * cols + col];
-    out[col] = acc;
-  }
+  dev::sum_column_chunk(sums, rows, cols, rows_per_chunk, [&](int64_t r, int64_t col, C (&acc)[1]) {
+    acc[0] += dev::cast<C>(g[r * cols + col]) * dev::cast<C>(x[r * cols + col]) * row_rstd[r];
+  });
 }
 
 unsigned row_grid(int64_t rows) {
@@ -158,16 +136,15 @@ void CudaBackend::rms_norm_backward(const View& grad_in, const View* grad_weight
     ANVIL_CUDA_CHECK_LAUNCH("rms_norm_backward_warp_kernel");
     if (gi) gi->commit();
     if (!gw) return;
-    const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(ceil_div(l.rows, 64), 256));
-    const int64_t rows_per_chunk = std::max<int64_t>(1, ceil_div(l.rows, chunks));
-    Scratch partial(*this, in.device_index, chunks * l.cols * sizeof(C));
-    const dim3 grid(static_cast<unsigned>(ceil_div(l.cols, kColTile)), static_cast<unsigned>(chunks));
-    launch_kernel(rms_norm_weight_grad_partial_kernel<T>, grid, dim3(kColTile, kRowLanes), 0, s)(
-        partial.as<C>(), g.ptr<T>(), x.ptr<T>(), row_rstd->as<C>(), l.rows, l.cols, rows_per_chunk);
+    const dev::RowChunks rc = dev::row_chunks(l.rows);
+    Scratch partial(*this, in.device_index, rc.chunks * l.cols * sizeof(C));
+    const dev::ColumnChunkSums<C, 1> sums{{partial.as<C>()}, {gw->ptr<C>()}};
+    const dim3 grid(static_cast<unsigned>(ceil_div(l.cols, dev::kColTile)), static_cast<unsigned>(rc.chunks));
+    launch_kernel(rms_norm_weight_grad_partial_kernel<T>, grid, dim3(dev::kColTile, dev::kRowLanes), 0, s)(
+        sums, g.ptr<T>(), x.ptr<T>(), row_rstd->as<C>(), l.rows, l.cols, rc.rows_per_chunk);
     ANVIL_CUDA_CHECK_LAUNCH("rms_norm_weight_grad_partial_kernel");
-    launch_kernel(sum_chunks_kernel<C>, capped_blocks(l.cols, 256), 256, 0, s)(gw->ptr<C>(), partial.as<C>(), chunks,
-                                                                               l.cols);
-    ANVIL_CUDA_CHECK_LAUNCH("sum_chunks_kernel");
+    launch_kernel(dev::sum_column_chunks_kernel<C, 1>, capped_blocks(l.cols, 256), 256, 0, s)(sums, rc.chunks, l.cols);
+    ANVIL_CUDA_CHECK_LAUNCH("sum_column_chunks_kernel");
     gw->commit();
   });
 }
