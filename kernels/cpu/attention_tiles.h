@@ -53,13 +53,21 @@ void apply_masks(C* s, int64_t lds, int64_t rows, int64_t cols, int64_t i0, int6
   visit_dtype(m.dtype, [&](auto tag) {
     using M = decltype(tag);
     // Called with the key stride as a constant 1 for contiguous mask rows (the
-    // usual [B, 1, 1, S] key-padding mask), so the compiler vectorises them.
+    // usual [B, 1, 1, S] key-padding mask): the compiler then vectorises the
+    // additive loop, and a bool row over float scores is one vector select.
     auto mask_rows = [&](auto key_stride) {
       for (int64_t r = 0; r < rows; ++r) {
         const M* src = m.ptr<M>() + base + r * m.strides[2];
         C* row = s + r * lds;
         if constexpr (std::is_same_v<M, bool>) {
-          for (int64_t c = 0; c < cols; ++c) row[c] = src[c * key_stride] ? row[c] : kNegInf;  // a select, not a branch
+          if constexpr (std::is_same_v<C, float> && std::is_same_v<decltype(key_stride), std::integral_constant<int64_t, 1>>) {
+            if (vec::enabled()) {
+              vec::select_row(row, reinterpret_cast<const uint8_t*>(src), cols, kNegInf);
+              continue;
+            }
+          }
+          for (int64_t c = 0; c < cols; ++c)
+            if (!src[c * key_stride]) row[c] = kNegInf;
         } else {
           for (int64_t c = 0; c < cols; ++c) row[c] += convert_value<C>(src[c * key_stride]);
         }

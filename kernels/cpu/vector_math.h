@@ -40,6 +40,9 @@ void softmax_row(float* y, const float* x, int64_t n, bool log);
 // y = exp(x - shift), returning sum(y) (y may equal x): softmax's numerator,
 // and the online softmax of the attention kernels.
 double exp_shifted_row(float* y, const float* x, int64_t n, float shift);
+// row[i] = keep[i] ? row[i] : fill for a row of bools (bytes 0 or 1): a
+// boolean attention mask on a row of scores.
+void select_row(float* row, const uint8_t* keep, int64_t n, float fill);
 // softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g).
 void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log);
 

@@ -192,6 +192,21 @@ HWY_INLINE V At(D d, const float* p, int64_t i, int64_t n, float fill) {
   return i + static_cast<int64_t>(hn::Lanes(d)) <= n ? hn::LoadU(d, p + i) : LoadTail(d, p + i, n - i, fill);
 }
 
+// row[i] = keep[i] ? row[i] : fill, keep holding bytes 0 or 1 (bool).
+void SelectRow(float* row, const uint8_t* keep, int64_t n, float fill) {
+  const D d;
+  const hn::RebindToUnsigned<D> du;
+  const hn::Rebind<uint8_t, D> d8;
+  const V f = hn::Set(d, fill);
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const auto dropped = hn::RebindMask(d, hn::Eq(hn::PromoteTo(du, hn::LoadU(d8, keep + i)), hn::Zero(du)));
+    hn::StoreU(hn::IfThenElse(dropped, f, hn::LoadU(d, row + i)), d, row + i);
+  }
+  for (; i < n; ++i) row[i] = keep[i] ? row[i] : fill;
+}
+
 // y[i] = exp(x[i] - shift) over a row (y may equal x); returns the sum of the
 // exps, in float lanes added in double every kBlock elements.
 double ExpShiftedRow(float* y, const float* x, int64_t n, float shift) {
@@ -318,6 +333,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace anvil::cpu::vec {
 
+HWY_EXPORT(SelectRow);
 HWY_EXPORT(ExpShiftedRow);
 HWY_EXPORT(SoftmaxRow);
 HWY_EXPORT(SoftmaxBackwardRow);
@@ -335,6 +351,9 @@ HWY_EXPORT(MinRowInto);
 
 double exp_shifted_row(float* y, const float* x, int64_t n, float shift) {
   return HWY_DYNAMIC_DISPATCH(ExpShiftedRow)(y, x, n, shift);
+}
+void select_row(float* row, const uint8_t* keep, int64_t n, float fill) {
+  HWY_DYNAMIC_DISPATCH(SelectRow)(row, keep, n, fill);
 }
 void softmax_row(float* y, const float* x, int64_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRow)(y, x, n, log); }
 void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log) {
@@ -373,6 +392,7 @@ namespace {
 [[noreturn]] void absent() { fail("cpu vector kernels: built without Highway"); }
 }  // namespace
 double exp_shifted_row(float*, const float*, int64_t, float) { absent(); }
+void select_row(float*, const uint8_t*, int64_t, float) { absent(); }
 void softmax_row(float*, const float*, int64_t, bool) { absent(); }
 void softmax_backward_row(float*, const float*, const float*, int64_t, bool) { absent(); }
 RowStats layer_norm_row(float*, const float*, const float*, const float*, int64_t, double) { absent(); }

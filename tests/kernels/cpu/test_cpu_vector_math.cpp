@@ -182,6 +182,39 @@ TEST(CpuVectorMath, SoftmaxRowsOfEveryLength) {
   }
 }
 
+// The attention kernels' row helpers: exp(x - shift) with its sum, and a
+// bool mask's select, on rows of every length (the vector tails), in place.
+TEST(CpuVectorMath, AttentionRowHelpersOfEveryLength) {
+  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-20, 5);
+  for (int64_t n : kRowLengths) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = u(rng);
+    x[0] = -std::numeric_limits<float>::infinity();  // a masked score: exp gives 0
+    const float shift = 1.5f;
+    std::vector<float> y = x;
+    const double sum = cpu::vec::exp_shifted_row(y.data(), y.data(), n, shift);
+    double want_sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double arg = static_cast<double>(x[i]) - shift, want = std::exp(arg);
+      want_sum += want;
+      // x - shift rounds to float first (half an ulp of |arg|, as the scalar
+      // loop's), then exp's own error.
+      if (std::isinf(arg)) EXPECT_EQ(y[i], 0.0f) << "exp_shifted_row of -inf, n=" << n;
+      else EXPECT_NEAR(y[i], want, (3e-7 + 1.2e-7 * std::abs(arg)) * want) << "exp_shifted_row n=" << n << " i=" << i;
+    }
+    EXPECT_NEAR(sum, want_sum, 1e-6 * want_sum) << "exp_shifted_row sum n=" << n;
+
+    std::vector<uint8_t> keep(static_cast<size_t>(n));
+    for (uint8_t& k : keep) k = static_cast<uint8_t>(rng() % 2);
+    std::vector<float> selected = x;
+    cpu::vec::select_row(selected.data(), keep.data(), n, -7.0f);
+    for (int64_t i = 0; i < n; ++i)
+      EXPECT_EQ(selected[i], keep[i] ? x[i] : -7.0f) << "select_row n=" << n << " i=" << i;
+  }
+}
+
 TEST(CpuVectorMath, LayerNormAndRmsNormRowsOfEveryLength) {
   std::mt19937 rng(6);
   for (int64_t n : kRowLengths) {
