@@ -13,15 +13,32 @@
 // per pass that way, one per two-dimensional matmul.
 //
 // Inside body, `#pragma omp for` and omp_get_thread_num() work either way (an
-// orphaned worksharing loop outside a region runs on the one thread).
+// orphaned worksharing loop outside a region runs on the one thread; inside a
+// caller's region, see on_this_thread_alone).
+#include <omp.h>
+
 #include <utility>
 
 namespace anvil::cpu {
 
+// body() with its worksharing loops bound to this thread alone. Outside every
+// region that is a plain call; inside a caller's parallel region a bare
+// `omp for` would bind to the caller's team (each thread running a share of
+// its own loop), so there it gets a team of one, as `if (false)` gave.
+template <typename Body>
+void on_this_thread_alone(Body&& body) {
+  if (!omp_in_parallel()) {
+    std::forward<Body>(body)();
+    return;
+  }
+#pragma omp parallel num_threads(1)
+  body();
+}
+
 template <typename Body>
 void parallel_if(bool parallel, Body&& body) {
   if (!parallel) {
-    std::forward<Body>(body)();
+    on_this_thread_alone(std::forward<Body>(body));
     return;
   }
 #pragma omp parallel
@@ -32,7 +49,7 @@ void parallel_if(bool parallel, Body&& body) {
 template <typename Body>
 void parallel_if(bool parallel, int threads, Body&& body) {
   if (!parallel) {
-    std::forward<Body>(body)();
+    on_this_thread_alone(std::forward<Body>(body));
     return;
   }
 #pragma omp parallel num_threads(threads)

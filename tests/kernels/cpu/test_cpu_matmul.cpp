@@ -1,6 +1,7 @@
 // CpuBackend::matmul against a naive triple loop over operands in every
 // layout BLAS may or may not read in place.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
 
@@ -100,6 +101,21 @@ TEST(CpuMatmul, Float32EveryLayoutCombination) {
 TEST(CpuMatmul, Float64EveryLayoutCombination) {
   std::mt19937 rng(2);
   for (const auto& c : all_layout_cases()) run_case<double>(c, 1e-12, rng);
+}
+
+// matmul called by the threads of a caller's parallel region (a user's own
+// OpenMP loop over requests): each call still computes its whole product, the
+// small batched ones spread over threads included (kernels/cpu/parallel_if.h).
+TEST(CpuMatmul, CalledFromInsideAParallelRegion) {
+  const MatmulCase cases[] = {{4, 5, 7, 6, Layout::Contiguous, Layout::Transposed, Layout::Contiguous, 1.0f, 0.0f},
+                              {1, 9, 8, 7, Layout::Contiguous, Layout::Contiguous, Layout::Contiguous, 1.0f, 0.0f},
+                              {3, 5, 7, 6, Layout::Strided, Layout::BroadcastBatch, Layout::Contiguous, 1.0f, 0.5f}};
+#pragma omp parallel num_threads(2)
+  {
+    std::mt19937 rng(static_cast<uint32_t>(41 + omp_get_thread_num()));
+    for (int repeat = 0; repeat < 3; ++repeat)
+      for (const MatmulCase& c : cases) run_case<float>(c, 1e-4, rng);
+  }
 }
 
 TEST(CpuMatmul, OddSizesAlphaBeta) {
