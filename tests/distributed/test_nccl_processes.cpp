@@ -65,6 +65,8 @@ TEST_P(NcclProcesses, ZeroOnCudaMatchesAdamW) { expect_ok(GetParam(), "zero"); }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclProcesses, ::testing::Values(2, 4));
 
+TEST(NcclSubgroups, EachSubgroupHasItsOwnCommunicator) { expect_ok(4, "subgroups"); }
+
 // The pattern issue 16 found: each rank sends, then receives, outside a
 // group. NCCL's send holds the stream until the peer's recv runs, which is
 // queued behind the peer's own send: a deadlock. It must end in an error

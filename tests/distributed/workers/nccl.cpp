@@ -11,6 +11,8 @@
 //   ring         ring_all_reduce on CUDA tensors against the backend's all_reduce
 //   ddp          DDP on CUDA parameters against one process
 //   zero         ZeroAdamW (stages 1 and 2) on CUDA parameters against AdamW
+//   subgroups    (4 ranks) collectives and send/recv on two subgroups, each
+//                with its own communicator, and on the world
 //   deadlock     ungrouped send then recv on both ranks (2 ranks): must fail with
 //                a clear error, not hang
 //   batched      the same exchange through batch_isend_irecv: completes
@@ -261,6 +263,30 @@ void zero(uint64_t seed) {
   }
 }
 
+// Subgroups on CUDA tensors: each has an NCCL communicator of its own (a
+// fresh unique id), beside the world's.
+void subgroups() {
+  const int rank = get_rank(), world = get_world_size();
+  check(world == 4, "the subgroup mode runs on 4 ranks");
+  const Device dev = my_device();
+  auto evens = new_group({0, 2});
+  auto odds = new_group({1, 3});
+  ProcessGroup* mine = rank % 2 == 0 ? evens.get() : odds.get();
+  Tensor t = full({5}, rank + 1.0, TensorOptions(kFloat32).device(dev));
+  all_reduce(t, ReduceOp::Sum, {.group = mine});
+  expect_close("all_reduce on a subgroup", kFloat32, values_of(t.cpu()),
+               std::vector<double>(5, rank % 2 == 0 ? 1.0 + 3.0 : 2.0 + 4.0));
+  Tensor w = full({3}, rank + 1.0, TensorOptions(kFloat32).device(dev));
+  all_reduce(w);  // the world's communicator, after the subgroups'
+  expect_close("all_reduce on the world", kFloat32, values_of(w.cpu()), std::vector<double>(3, 10.0));
+  // The pair exchanges within its subgroup (group ranks 0 and 1).
+  const int peer = 1 - mine->rank();
+  Tensor out = full({4}, rank * 1.0, TensorOptions(kFloat32).device(dev));
+  Tensor in = zeros({4}, TensorOptions(kFloat32).device(dev));
+  batch_isend_irecv({P2POp::irecv(in, peer), P2POp::isend(out, peer)}, {.group = mine});
+  expect_close("exchange on a subgroup", kFloat32, values_of(in.cpu()), std::vector<double>(4, (rank + 2) % 4));
+}
+
 // Each rank sends first, then receives, outside any group: on NCCL each call
 // holds the communication stream until its peer's matching call runs, and
 // the peer's recv is queued behind its own send.
@@ -310,6 +336,7 @@ int main(int argc, char** argv) {
     else if (mode == "ring") ring(seed);
     else if (mode == "ddp") ddp(seed);
     else if (mode == "zero") zero(seed);
+    else if (mode == "subgroups") subgroups();
     else if (mode == "deadlock") exchange(false);
     else if (mode == "batched") exchange(true);
     else throw std::runtime_error("unknown mode '" + mode + "'");
