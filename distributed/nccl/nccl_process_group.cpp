@@ -135,9 +135,15 @@ struct NcclProcessGroup::State : std::enable_shared_from_this<State> {
       std::this_thread::yield();
     }
     if (state != ncclSuccess) {
-      abort_locked(prefix(op) + ": NCCL error: " + ncclGetErrorString(state));
+      abort_locked(prefix(op) + ": NCCL error: " + ncclGetErrorString(state) + last_error_detail());
       throw_if_failed_locked(op);
     }
+  }
+
+  // NCCL's own account of the last error (before an abort clears it).
+  std::string last_error_detail() const {
+    const char* detail = comm ? ncclGetLastError(comm) : nullptr;
+    return detail && *detail ? std::string(": ") + detail : std::string();
   }
 
   void abort_locked(const std::string& reason) {
@@ -210,7 +216,7 @@ struct NcclProcessGroup::State : std::enable_shared_from_this<State> {
         ncclResult_t async = ncclSuccess;
         if (ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress)
           abort_locked(prefix("watchdog") + ": NCCL async error: " + ncclGetErrorString(async) +
-                       " (a peer likely died)");
+                       " (a peer likely died)" + last_error_detail());
       }
     }
   }
