@@ -199,10 +199,14 @@ class Graph {
 
   // Top-left causal mask on scores [dims]: keys past the query's row get -inf.
   cudnnBackendDescriptor_t causal(cudnnBackendDescriptor_t scores, const Dims& dims) {
-    cudnnBackendDescriptor_t row =
-        pointwise({.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .axis = 2}, virt(dims, CUDNN_DATA_INT32));
-    cudnnBackendDescriptor_t col =
-        pointwise({.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .axis = 3}, virt(dims, CUDNN_DATA_INT32));
+    // The indices are computed in int32, as cudnn_frontend sets them: the
+    // runtime fusion engines match the causal pattern on these types.
+    cudnnBackendDescriptor_t row = pointwise(
+        {.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .compute = CUDNN_DATA_INT32, .axis = 2},
+        virt(dims, CUDNN_DATA_INT32));
+    cudnnBackendDescriptor_t col = pointwise(
+        {.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .compute = CUDNN_DATA_INT32, .axis = 3},
+        virt(dims, CUDNN_DATA_INT32));
     cudnnBackendDescriptor_t keep_it =
         pointwise({.mode = CUDNN_POINTWISE_CMP_GE, .x = row, .b = col, .compute = CUDNN_DATA_BOOLEAN},
                   virt(dims, CUDNN_DATA_BOOLEAN));
