@@ -39,19 +39,23 @@
 namespace anvil::cuda {
 namespace {
 
-// A cuDNN call that failed while building a graph or plan: the problem is
-// declined (the flash kernels run) with this text.
+// A cuDNN call that failed while building a graph or plan, or executing:
+// declined (the flash kernels run) with this text. `transient` when cuDNN ran
+// out of memory: a later call may succeed, so it is not kept as the
+// problem's answer.
 struct Declined {
   std::string why;
+  bool transient = false;
 };
 
-void check(cudnnStatus_t st, const char* what) {
+void check(cudnnStatus_t st, const std::string& what) {
   if (st == CUDNN_STATUS_SUCCESS) return;
   char detail[512] = {0};
   cudnnGetLastErrorString(detail, sizeof(detail));
-  std::string why = std::string(what) + ": " + cudnnGetErrorString(st);
+  std::string why = what + ": " + cudnnGetErrorString(st);
   if (detail[0]) why += std::string(" (") + detail + ")";
-  throw Declined{why};
+  throw Declined{why, st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+                          st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED};
 }
 
 // One backend descriptor, destroyed with its owner.
@@ -365,6 +369,7 @@ struct Plan {
   std::unique_ptr<Desc> plan;
   int64_t workspace = 0;
   std::string declined;
+  bool transient = false;  // declined for want of memory: not kept in the cache
 };
 
 std::shared_ptr<Plan> make_plan(cudnnHandle_t handle, const CudnnSdpaProblem& p, bool backward) {
@@ -379,7 +384,8 @@ std::shared_ptr<Plan> make_plan(cudnnHandle_t handle, const CudnnSdpaProblem& p,
     out->plan = std::make_unique<Desc>(g->plan(handle, &out->workspace));
     out->graph = std::move(g);
   } catch (const Declined& d) {
-    out->declined = "cuDNN " + std::string(backward ? "backward" : "forward") + " graph: " + d.why;
+    out->declined = "cuDNN graph for " + cudnn_sdpa_text(p, backward) + ": " + d.why;
+    out->transient = d.transient;
   }
   return out;
 }
@@ -395,12 +401,14 @@ std::shared_ptr<Plan> cached_plan(cudnnHandle_t handle, const CudnnSdpaProblem& 
     if (it != plans.end()) return it->second;
   }
   std::shared_ptr<Plan> plan = make_plan(handle, p, backward);  // slow: outside the lock
+  if (plan->transient) return plan;
   std::lock_guard<std::mutex> lock(mu);
   return plans.emplace(key, plan).first->second;
 }
 
-std::string execute(cudnnHandle_t handle, const Plan& plan, std::vector<int64_t> uids, std::vector<void*> ptrs,
-                    void* workspace) {
+// Execution failures are call-level: the plan stays cached.
+CudnnSdpaOutcome execute(cudnnHandle_t handle, const Plan& plan, std::vector<int64_t> uids, std::vector<void*> ptrs,
+                         void* workspace) {
   try {
     Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
     pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
@@ -410,15 +418,19 @@ std::string execute(cudnnHandle_t handle, const Plan& plan, std::vector<int64_t>
     pack.finalize("variant pack");
     check(cudnnBackendExecute(handle, plan.plan->get(), pack.get()), "cudnnBackendExecute");
   } catch (const Declined& d) {
-    return "cuDNN attention: " + d.why;
+    return {"cuDNN attention: " + d.why, false};
   }
-  return "";
+  return {};
 }
 
-bool aligned(std::initializer_list<const void*> ptrs) {
-  for (const void* p : ptrs)
-    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
-  return true;
+// The workspace, or a call-level decline when the allocator has no room.
+CudnnSdpaOutcome allocate(CudaBackend& backend, int device, size_t bytes, Scratch* ws) {
+  try {
+    *ws = Scratch(backend, device, bytes);
+  } catch (const Error& e) {
+    return {"cuDNN attention workspace of " + std::to_string(bytes) + " bytes: " + e.what(), false};
+  }
+  return {};
 }
 
 // The runtime library's version, not the headers': the GPU machine may load
@@ -454,14 +466,15 @@ std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem& p, bool backward) {
   return "";
 }
 
-std::string cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
-                               const CudnnSdpaForwardArgs& a) {
-  if (std::string why = version_gate(false, p.len_k); !why.empty()) return why;
-  if (!aligned({a.out, a.lse, a.q, a.k, a.v})) return "an operand is not 16-byte aligned";
+CudnnSdpaOutcome cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
+                                    const CudnnSdpaForwardArgs& a) {
+  if (std::string why = version_gate(false, p.len_k); !why.empty()) return {why, true};
+  if (!cudnn_sdpa_aligned(a)) return {"an operand is not 16-byte aligned", false};
   cudnnHandle_t handle = cudnn_handle(device, s);
   const std::shared_ptr<Plan> plan = cached_plan(handle, p, false);
-  if (!plan->plan) return plan->declined;
-  Scratch ws(backend, device, static_cast<size_t>(plan->workspace));
+  if (!plan->plan) return {plan->declined, !plan->transient};
+  Scratch ws;
+  if (CudnnSdpaOutcome o = allocate(backend, device, static_cast<size_t>(plan->workspace), &ws); !o.ran()) return o;
   float scale = p.scale, neg_inf = -std::numeric_limits<float>::infinity();
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats, kScale};
   std::vector<void*> ptrs = {const_cast<void*>(a.q), const_cast<void*>(a.k), const_cast<void*>(a.v), a.out, a.lse,
@@ -473,20 +486,20 @@ std::string cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s,
   return execute(handle, *plan, std::move(uids), std::move(ptrs), ws.get());
 }
 
-std::string cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
-                                const CudnnSdpaBackwardArgs& a) {
-  if (std::string why = version_gate(true, p.len_k); !why.empty()) return why;
-  if (!aligned({a.grad_q, a.grad_k, a.grad_v, a.q, a.k, a.v, a.out, a.grad_out, a.lse}))
-    return "an operand is not 16-byte aligned";
+CudnnSdpaOutcome cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
+                                     const CudnnSdpaBackwardArgs& a) {
+  if (std::string why = version_gate(true, p.len_k); !why.empty()) return {why, true};
+  if (!cudnn_sdpa_aligned(a)) return {"an operand is not 16-byte aligned", false};
   cudnnHandle_t handle = cudnn_handle(device, s);
   const std::shared_ptr<Plan> plan = cached_plan(handle, p, true);
-  if (!plan->plan) return plan->declined;
+  if (!plan->plan) return {plan->declined, !plan->transient};
   // One allocation: cuDNN's workspace, then Dsum [B, H, L] and the dQ accumulator [B, H, L, E] in float32.
   const size_t rows = static_cast<size_t>(p.batch * p.heads * p.len_q);
   const size_t plan_bytes = align_up(static_cast<size_t>(plan->workspace));
   const size_t sum_bytes = align_up(rows * sizeof(float));
   const size_t accum_bytes = rows * static_cast<size_t>(p.dim_qk) * sizeof(float);
-  Scratch ws(backend, device, plan_bytes + sum_bytes + accum_bytes);
+  Scratch ws;
+  if (CudnnSdpaOutcome o = allocate(backend, device, plan_bytes + sum_bytes + accum_bytes, &ws); !o.ran()) return o;
   char* base = ws.as<char>();
   void* softmax_sum = base + plan_bytes;
   void* dq_accum = base + plan_bytes + sum_bytes;
