@@ -390,20 +390,40 @@ std::shared_ptr<Plan> make_plan(cudnnHandle_t handle, const CudnnSdpaProblem& p,
   return out;
 }
 
+// Plans and problem-level declines per (cuDNN handle, problem). The handle's
+// address is part of the key: cudnn_handles.h keeps every handle for the life
+// of the process and never frees one, so an address never comes back for
+// another handle and a plan is never used with a handle it was not built on.
+struct PlanCache {
+  // More distinct problems than this (a dynamic-shape workload) empties the
+  // cache rather than tracking use: plans are rebuilt on demand, and calls
+  // holding a plan keep it alive through the shared_ptr.
+  static constexpr size_t kMaxPlans = 512;
+  std::mutex mu;
+  std::map<std::vector<int64_t>, std::shared_ptr<Plan>> plans;
+};
+
+// Allocated once and never destroyed: destroying the descriptors at exit
+// would call into cuDNN after the CUDA runtime has been torn down.
+PlanCache& plan_cache() {
+  static PlanCache* cache = new PlanCache;
+  return *cache;
+}
+
 std::shared_ptr<Plan> cached_plan(cudnnHandle_t handle, const CudnnSdpaProblem& p, bool backward) {
-  static std::mutex mu;
-  static std::map<std::vector<int64_t>, std::shared_ptr<Plan>> plans;  // key: handle and problem
+  PlanCache& cache = plan_cache();
   const std::vector<int64_t> key = {reinterpret_cast<int64_t>(handle), backward, static_cast<int64_t>(p.dtype),
                                     p.batch, p.heads, p.len_q, p.len_k, p.dim_qk, p.dim_v, p.causal};
   {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = plans.find(key);
-    if (it != plans.end()) return it->second;
+    std::lock_guard<std::mutex> lock(cache.mu);
+    auto it = cache.plans.find(key);
+    if (it != cache.plans.end()) return it->second;
   }
   std::shared_ptr<Plan> plan = make_plan(handle, p, backward);  // slow: outside the lock
   if (plan->transient) return plan;
-  std::lock_guard<std::mutex> lock(mu);
-  return plans.emplace(key, plan).first->second;
+  std::lock_guard<std::mutex> lock(cache.mu);
+  if (cache.plans.size() >= PlanCache::kMaxPlans) cache.plans.clear();
+  return cache.plans.emplace(key, plan).first->second;
 }
 
 // Execution failures are call-level: the plan stays cached.
