@@ -363,6 +363,21 @@ void build_backward(Graph& g, const CudnnSdpaProblem& p) {
   g.pointwise({.mode = CUDNN_POINTWISE_IDENTITY, .x = dq_accum}, d_q);
 }
 
+// Every tensor and operation descriptor of the forward or backward graph.
+// cuDNN's fused attention takes float16 and bfloat16 operands only.
+std::unique_ptr<Graph> build_graph(const CudnnSdpaProblem& p, bool backward) {
+  if (p.dtype != DType::Float16 && p.dtype != DType::BFloat16)
+    throw Declined{std::string("cuDNN's fused attention takes float16 and bfloat16 operands, not ") +
+                   dtype_name(p.dtype)};
+  auto g = std::make_unique<Graph>(cudnn_type("cuDNN attention", p.dtype));
+  if (backward) {
+    build_backward(*g, p);
+  } else {
+    build_forward(*g, p);
+  }
+  return g;
+}
+
 // A finalised plan (with every descriptor it was built from), or why there is none.
 struct Plan {
   std::unique_ptr<Graph> graph;
@@ -375,12 +390,7 @@ struct Plan {
 std::shared_ptr<Plan> make_plan(cudnnHandle_t handle, const CudnnSdpaProblem& p, bool backward) {
   auto out = std::make_shared<Plan>();
   try {
-    auto g = std::make_unique<Graph>(p.dtype == DType::Float16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16);
-    if (backward) {
-      build_backward(*g, p);
-    } else {
-      build_forward(*g, p);
-    }
+    std::unique_ptr<Graph> g = build_graph(p, backward);
     out->plan = std::make_unique<Desc>(g->plan(handle, &out->workspace));
     out->graph = std::move(g);
   } catch (const Declined& d) {
@@ -474,12 +484,7 @@ bool cudnn_sdpa_available() { return true; }
 
 std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem& p, bool backward) {
   try {
-    Graph g(p.dtype == DType::Float16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16);
-    if (backward) {
-      build_backward(g, p);
-    } else {
-      build_forward(g, p);
-    }
+    build_graph(p, backward);
   } catch (const Declined& d) {
     return d.why;
   }
