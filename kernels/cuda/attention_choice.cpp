@@ -126,7 +126,7 @@ bool run_sdpa(const SdpaRequest& r, cudaStream_t s, const SdpaRunners& run) {
       return true;
     }
     run.flash();
-    log_once("cuDNN declined: " + o.why + problem);
+    log_once("cuDNN declined: " + o.why);  // sdpa.cpp names the problem
     decide(bwd, SdpaPath::Flash, "cuDNN declined: " + o.why);
     return false;
   }
@@ -157,7 +157,7 @@ bool run_sdpa(const SdpaRequest& r, cudaStream_t s, const SdpaRunners& run) {
   const CudnnSdpaOutcome first = run.cudnn();
   if (!first.ran()) {
     run.flash();
-    log_once("cuDNN declined: " + first.why + problem);
+    log_once("cuDNN declined: " + first.why);
     const SdpaDecision d{SdpaPath::Flash, "cuDNN declined: " + first.why};
     if (first.problem_level) choices().insert(key, d);
     decide(bwd, d.path, d.why);

@@ -15,8 +15,9 @@
 //
 // Every tensor is [B, H, rows, cols]; real ones are the dense operands, the
 // rest virtual. Any cuDNN error while building or finalising (no engine for
-// this configuration) is a decline with cuDNN's text, kept with the plan
-// cache so a problem is tried once.
+// this configuration) is a decline with cuDNN's text and the problem, kept
+// with the plan cache so a problem is tried once; cuDNN running out of
+// memory is not kept.
 #include "kernels/cudnn/sdpa.h"
 
 #include <cudnn.h>
@@ -26,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,19 +63,22 @@ void check(cudnnStatus_t st, const std::string& what) {
 // One backend descriptor, destroyed with its owner.
 class Desc {
  public:
-  explicit Desc(cudnnBackendDescriptorType_t type) {
-    check(cudnnBackendCreateDescriptor(type, &d_), "create descriptor");
+  explicit Desc(cudnnBackendDescriptorType_t type) : type_(type) {
+    check(cudnnBackendCreateDescriptor(type, &d_), "create descriptor of type " + std::to_string(type));
   }
   ~Desc() {
     if (d_) cudnnBackendDestroyDescriptor(d_);
   }
-  Desc(Desc&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+  Desc(Desc&& o) noexcept : type_(o.type_), d_(std::exchange(o.d_, nullptr)) {}
   Desc& operator=(Desc&&) = delete;
   Desc(const Desc&) = delete;
   Desc& operator=(const Desc&) = delete;
   cudnnBackendDescriptor_t get() const { return d_; }
   void set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count, const void* value) {
-    check(cudnnBackendSetAttribute(d_, name, type, count, value), "cudnnBackendSetAttribute");
+    // cuDNN has no names for its enums: the numbers are cudnn_graph.h's.
+    check(cudnnBackendSetAttribute(d_, name, type, count, value),
+          "cudnnBackendSetAttribute(attribute " + std::to_string(name) + " of descriptor type " +
+              std::to_string(type_) + ")");
   }
   void set_desc(cudnnBackendAttributeName_t name, cudnnBackendDescriptor_t value) {
     set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value);
@@ -81,6 +86,7 @@ class Desc {
   void finalize(const char* what) { check(cudnnBackendFinalize(d_), what); }
 
  private:
+  cudnnBackendDescriptorType_t type_;
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
@@ -248,27 +254,34 @@ class Graph {
                                    &count, raw.data()),
           "engine heuristics results");
     std::string last = "no engine configuration finalised";
+    bool transient = false;  // some configuration failed for want of memory
     for (int64_t i = 0; i < count; ++i) {
-      Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-      plan.set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, raw[static_cast<size_t>(i)]);
-      const cudnnStatus_t st = cudnnBackendFinalize(plan.get());
-      if (st != CUDNN_STATUS_SUCCESS) {
-        last = std::string("execution plan: ") + cudnnGetErrorString(st);
+      // Any error in one configuration moves on to the next.
+      std::optional<Desc> plan;
+      try {
+        plan.emplace(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+        plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+        plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, raw[static_cast<size_t>(i)]);
+        plan->finalize("execution plan");
+        int64_t got = 0;
+        check(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                       &got, workspace),
+              "plan workspace size");
+      } catch (const Declined& d) {
+        last = d.why;
+        transient = transient || d.transient;
         continue;
       }
-      int64_t got = 0;
-      check(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
-                                     workspace),
-            "plan workspace size");
       // The plan refers to the graph and its engine configuration: they live
       // as long as this Graph, which the plan cache keeps beside the plan.
       keep(std::move(graph));
       keep(std::move(heur));
       for (Desc& c : configs) keep(std::move(c));
-      return plan;
+      return std::move(*plan);
     }
-    throw Declined{"none of cuDNN's " + std::to_string(count) + " engine configurations took the graph (" + last + ")"};
+    throw Declined{"none of cuDNN's " + std::to_string(count) + " engine configurations took the graph (last: " +
+                       last + ")",
+                   transient};
   }
 
  private:
@@ -437,8 +450,8 @@ std::shared_ptr<Plan> cached_plan(cudnnHandle_t handle, const CudnnSdpaProblem& 
 }
 
 // Execution failures are call-level: the plan stays cached.
-CudnnSdpaOutcome execute(cudnnHandle_t handle, const Plan& plan, std::vector<int64_t> uids, std::vector<void*> ptrs,
-                         void* workspace) {
+CudnnSdpaOutcome execute(cudnnHandle_t handle, const Plan& plan, const std::string& problem,
+                         std::vector<int64_t> uids, std::vector<void*> ptrs, void* workspace) {
   try {
     Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
     pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
@@ -448,31 +461,32 @@ CudnnSdpaOutcome execute(cudnnHandle_t handle, const Plan& plan, std::vector<int
     pack.finalize("variant pack");
     check(cudnnBackendExecute(handle, plan.plan->get(), pack.get()), "cudnnBackendExecute");
   } catch (const Declined& d) {
-    return {"cuDNN attention: " + d.why, false};
+    return {"cuDNN attention for " + problem + ": " + d.why, false};
   }
   return {};
 }
 
 // The workspace, or a call-level decline when the allocator has no room.
-CudnnSdpaOutcome allocate(CudaBackend& backend, int device, size_t bytes, Scratch* ws) {
+CudnnSdpaOutcome allocate(CudaBackend& backend, int device, size_t bytes, const std::string& problem, Scratch* ws) {
   try {
     *ws = Scratch(backend, device, bytes);
   } catch (const Error& e) {
-    return {"cuDNN attention workspace of " + std::to_string(bytes) + " bytes: " + e.what(), false};
+    return {"cuDNN attention workspace of " + std::to_string(bytes) + " bytes for " + problem + ": " + e.what(), false};
   }
   return {};
 }
 
 // The runtime library's version, not the headers': the GPU machine may load
 // another cuDNN 9 (PyTorch's wheel).
-std::string version_gate(bool backward, int64_t len_k) {
+std::string version_gate(const CudnnSdpaProblem& p, bool backward) {
   const size_t v = cudnnGetVersion();
-  if (v < 90000) return "cuDNN " + std::to_string(v) + " is older than 9.0";
+  if (v < 90000) return "cuDNN " + std::to_string(v) + " is older than 9.0 (" + cudnn_sdpa_text(p, backward) + ")";
   // Before 9.16 cudnn_frontend adds a padding mask to the backward graph when
   // S is not a multiple of 128 (a cuDNN bug); this path does not.
-  if (backward && v < 91600 && len_k % 128 != 0)
+  if (backward && v < 91600 && p.len_k % 128 != 0)
     return "cuDNN " + std::to_string(v) +
-           " (< 9.16) needs a padding-mask workaround for the backward with S % 128 != 0";
+           " (< 9.16) needs a padding-mask workaround for the backward with S % 128 != 0 (" +
+           cudnn_sdpa_text(p, backward) + ")";
   return "";
 }
 
@@ -486,20 +500,20 @@ std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem& p, bool backward) {
   try {
     build_graph(p, backward);
   } catch (const Declined& d) {
-    return d.why;
+    return "cuDNN graph for " + cudnn_sdpa_text(p, backward) + ": " + d.why;
   }
   return "";
 }
 
 CudnnSdpaOutcome cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
                                     const CudnnSdpaForwardArgs& a) {
-  if (std::string why = version_gate(false, p.len_k); !why.empty()) return {why, true};
-  if (!cudnn_sdpa_aligned(a)) return {"an operand is not 16-byte aligned", false};
+  if (std::string why = version_gate(p, false); !why.empty()) return {why, true};
+  if (!cudnn_sdpa_aligned(a)) return {"an operand is not 16-byte aligned (" + cudnn_sdpa_text(p, false) + ")", false};
   cudnnHandle_t handle = cudnn_handle(device, s);
   const std::shared_ptr<Plan> plan = cached_plan(handle, p, false);
   if (!plan->plan) return {plan->declined, !plan->transient};
   Scratch ws;
-  if (CudnnSdpaOutcome o = allocate(backend, device, static_cast<size_t>(plan->workspace), &ws); !o.ran()) return o;
+  if (CudnnSdpaOutcome o = allocate(backend, device, static_cast<size_t>(plan->workspace), cudnn_sdpa_text(p, false), &ws); !o.ran()) return o;
   float scale = p.scale, neg_inf = -std::numeric_limits<float>::infinity();
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats, kScale};
   std::vector<void*> ptrs = {const_cast<void*>(a.q), const_cast<void*>(a.k), const_cast<void*>(a.v), a.out, a.lse,
@@ -508,13 +522,13 @@ CudnnSdpaOutcome cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream
     uids.push_back(kNegInf);
     ptrs.push_back(&neg_inf);
   }
-  return execute(handle, *plan, std::move(uids), std::move(ptrs), ws.get());
+  return execute(handle, *plan, cudnn_sdpa_text(p, false), std::move(uids), std::move(ptrs), ws.get());
 }
 
 CudnnSdpaOutcome cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
                                      const CudnnSdpaBackwardArgs& a) {
-  if (std::string why = version_gate(true, p.len_k); !why.empty()) return {why, true};
-  if (!cudnn_sdpa_aligned(a)) return {"an operand is not 16-byte aligned", false};
+  if (std::string why = version_gate(p, true); !why.empty()) return {why, true};
+  if (!cudnn_sdpa_aligned(a)) return {"an operand is not 16-byte aligned (" + cudnn_sdpa_text(p, true) + ")", false};
   cudnnHandle_t handle = cudnn_handle(device, s);
   const std::shared_ptr<Plan> plan = cached_plan(handle, p, true);
   if (!plan->plan) return {plan->declined, !plan->transient};
@@ -524,7 +538,7 @@ CudnnSdpaOutcome cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStrea
   const size_t sum_bytes = align_up(rows * sizeof(float));
   const size_t accum_bytes = rows * static_cast<size_t>(p.dim_qk) * sizeof(float);
   Scratch ws;
-  if (CudnnSdpaOutcome o = allocate(backend, device, plan_bytes + sum_bytes + accum_bytes, &ws); !o.ran()) return o;
+  if (CudnnSdpaOutcome o = allocate(backend, device, plan_bytes + sum_bytes + accum_bytes, cudnn_sdpa_text(p, true), &ws); !o.ran()) return o;
   char* base = ws.as<char>();
   void* softmax_sum = base + plan_bytes;
   void* dq_accum = base + plan_bytes + sum_bytes;
@@ -544,7 +558,7 @@ CudnnSdpaOutcome cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStrea
     uids.push_back(kNegInf);
     ptrs.push_back(&neg_inf);
   }
-  return execute(handle, *plan, std::move(uids), std::move(ptrs), base);
+  return execute(handle, *plan, cudnn_sdpa_text(p, true), std::move(uids), std::move(ptrs), base);
 }
 
 }  // namespace anvil::cuda
