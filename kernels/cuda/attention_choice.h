@@ -16,6 +16,8 @@
 // for (a cuDNN error while building is a decline, kept with its text). The
 // emulated GPU has no cuDNN: there every call runs the flash kernels.
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace anvil::cuda {
@@ -34,5 +36,31 @@ struct SdpaDecision {
   std::string why;
 };
 SdpaDecision last_sdpa_decision(bool backward);
+
+// Sets ANVIL_SDPA_BACKEND for a scope (tests, benchmarks), restoring what was
+// there before; a null value leaves it as it is. setenv is not thread-safe:
+// for single-threaded test and benchmark bodies.
+class ScopedSdpaBackend {
+ public:
+  explicit ScopedSdpaBackend(const char* value) : set_(value != nullptr) {
+    if (!set_) return;
+    if (const char* old = std::getenv("ANVIL_SDPA_BACKEND")) old_ = old;
+    setenv("ANVIL_SDPA_BACKEND", value, 1);
+  }
+  ~ScopedSdpaBackend() {
+    if (!set_) return;
+    if (old_) {
+      setenv("ANVIL_SDPA_BACKEND", old_->c_str(), 1);
+    } else {
+      unsetenv("ANVIL_SDPA_BACKEND");
+    }
+  }
+  ScopedSdpaBackend(const ScopedSdpaBackend&) = delete;
+  ScopedSdpaBackend& operator=(const ScopedSdpaBackend&) = delete;
+
+ private:
+  bool set_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace anvil::cuda
