@@ -7,7 +7,11 @@
 // ANVIL_SDPA_BACKEND (read on every call, so tests and benchmarks can switch):
 //   auto  (default) per (direction, device, dtype, B, H, L, S, E, Ev, causal):
 //         on first use, time both paths (a few runs each, CUDA events) and
-//         keep the faster; later calls reuse the choice.
+//         keep the faster; later calls reuse the choice. A cuDNN decline is
+//         kept only when it holds for the problem (no plan), not for one
+//         call (misaligned operands, no memory); while the stream is being
+//         captured into a CUDA graph an undecided problem runs the flash
+//         kernels and is decided on a later, uncaptured call.
 //   cudnn cuDNN whenever it takes the problem; otherwise the flash kernels,
 //         with the reason logged once to stderr.
 //   flash always the hand-written kernels.
