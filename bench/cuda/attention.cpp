@@ -43,22 +43,6 @@ std::string name(const char* pass, const char* dtype, const AttentionShape& s, b
          (causal ? "/causal" : "");
 }
 
-// Sets ANVIL_SDPA_BACKEND for one benchmark body; null leaves it as it is.
-class ForcedSdpaPath {
- public:
-  explicit ForcedSdpaPath(const char* path) : set_(path != nullptr) {
-    if (set_) setenv("ANVIL_SDPA_BACKEND", path, 1);
-  }
-  ~ForcedSdpaPath() {
-    if (set_) unsetenv("ANVIL_SDPA_BACKEND");
-  }
-  ForcedSdpaPath(const ForcedSdpaPath&) = delete;
-  ForcedSdpaPath& operator=(const ForcedSdpaPath&) = delete;
-
- private:
-  bool set_;
-};
-
 // After a warm-up call: false (and the row marked as an error) when a
 // forced cuDNN row would in fact time the flash kernels.
 bool ran_forced_path(benchmark::State& state, const char* path, bool backward) {
@@ -77,7 +61,7 @@ void register_forced(const AttentionShape& s, DType dtype, const char* dtype_nam
     const Tensor q = randn(shape).to(Device::cuda(0), dtype), k = randn(shape).to(Device::cuda(0), dtype),
                  v = randn(shape).to(Device::cuda(0), dtype);
     NoGradGuard no_grad;
-    ForcedSdpaPath forced(path);
+    anvil::cuda::ScopedSdpaBackend forced(path);
     benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, options));
     if (!ran_forced_path(state, path, false)) return;
     const GpuTiming t =
@@ -89,7 +73,7 @@ void register_forced(const AttentionShape& s, DType dtype, const char* dtype_nam
            v = randn(shape).to(Device::cuda(0), dtype);
     for (Tensor* t : {&q, &k, &v}) t->requires_grad_();
     const Tensor grad_out = randn(shape).to(Device::cuda(0), dtype);
-    ForcedSdpaPath forced(path);
+    anvil::cuda::ScopedSdpaBackend forced(path);
     auto step = [&] {
       scaled_dot_product_attention(q, k, v, options).backward(grad_out);
       for (Tensor* x : {&q, &k, &v}) x->set_grad({});  // no accumulation kernel in the timing
@@ -119,7 +103,7 @@ void register_shape(const AttentionShape& s, DType dtype, const char* dtype_name
                    v = randn(shape).to(Device::cuda(0), dtype);
       NoGradGuard no_grad;
       setenv("ANVIL_ATTENTION_TENSOR_CORES", "0", 1);
-      ForcedSdpaPath flash("flash");  // the hand-written kernels, not cuDNN
+      anvil::cuda::ScopedSdpaBackend flash("flash");  // the hand-written kernels, not cuDNN
       const GpuTiming t =
           time_on_gpu(state, [&] { benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, options)); }, 3);
       unsetenv("ANVIL_ATTENTION_TENSOR_CORES");

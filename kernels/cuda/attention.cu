@@ -400,13 +400,10 @@ void CudaBackend::attention_forward(const View& out, const View& lse, const View
         launch_forward(od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), args, sh.rows(), s);
     };
     // Or cuDNN's fused attention, when attention_choice.h's setting and timing pick it.
-    const SdpaRequest req = sdpa_request(false, sh, q, mask, p);
-    run_sdpa(req, s,
-             {[&] {
-                return cudnn_sdpa_forward(*this, q.device_index, s, req.problem,
-                                          {od.data(), ld.ptr<float>(), qd.data(), kd.data(), vd.data()});
-              },
-              flash});
+    SdpaRequest req = sdpa_request(false, sh, q, mask, p);
+    const CudnnSdpaForwardArgs cudnn_args{od.data(), ld.ptr<float>(), qd.data(), kd.data(), vd.data()};
+    req.aligned = cudnn_sdpa_aligned(cudnn_args);
+    run_sdpa(req, s, {[&] { return cudnn_sdpa_forward(*this, q.device_index, s, req.problem, cudnn_args); }, flash});
     od.commit();
     ld.commit();
   });
@@ -472,14 +469,11 @@ void CudaBackend::attention_backward(const View& grad_q, const View& grad_k, con
         ANVIL_CUDA_CHECK_LAUNCH("attention_dkdv_kernel");
       }
     };
-    const SdpaRequest req = sdpa_request(true, sh, q, mask, p);
-    run_sdpa(req, s,
-             {[&] {
-                return cudnn_sdpa_backward(*this, q.device_index, s, req.problem,
-                                           {gqd.data(), gkd.data(), gvd.data(), qd.data(), kd.data(), vd.data(),
-                                            od.data(), god.data(), lsed.ptr<float>()});
-              },
-              flash});
+    SdpaRequest req = sdpa_request(true, sh, q, mask, p);
+    const CudnnSdpaBackwardArgs cudnn_args{gqd.data(), gkd.data(), gvd.data(), qd.data(),        kd.data(),
+                                           vd.data(),  od.data(),  god.data(), lsed.ptr<float>()};
+    req.aligned = cudnn_sdpa_aligned(cudnn_args);
+    run_sdpa(req, s, {[&] { return cudnn_sdpa_backward(*this, q.device_index, s, req.problem, cudnn_args); }, flash});
     gqd.commit();
     gkd.commit();
     gvd.commit();

@@ -24,7 +24,8 @@ void decide(bool backward, SdpaPath path, std::string why) {
   last_decision[backward] = {path, std::move(why)};
 }
 
-// Each distinct reason once per process: a decline repeats on every call.
+// Each distinct message once per process: a decline repeats on every call.
+// Callers put the problem in the text, so another shape's decline still shows.
 void log_once(const std::string& why) {
   static std::mutex mu;
   static std::set<std::string> said;
@@ -38,20 +39,31 @@ AlgoCache<SdpaDecision>& choices() {
   return cache;
 }
 
+// One CUDA event, destroyed with its owner (also when a check throws).
+class Event {
+ public:
+  Event() { ANVIL_CUDA_CHECK(cudaEventCreate(&e_)); }
+  ~Event() {
+    if (e_) cudaEventDestroy(e_);
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
 // Milliseconds per run of `run`, over `reps` runs after one warm-up.
 float time_ms(cudaStream_t s, const std::function<void()>& run, int reps) {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ANVIL_CUDA_CHECK(cudaEventCreate(&start));
-  ANVIL_CUDA_CHECK(cudaEventCreate(&stop));
+  Event start, stop;
   run();
-  ANVIL_CUDA_CHECK(cudaEventRecord(start, s));
+  ANVIL_CUDA_CHECK(cudaEventRecord(start.get(), s));
   for (int i = 0; i < reps; ++i) run();
-  ANVIL_CUDA_CHECK(cudaEventRecord(stop, s));
-  ANVIL_CUDA_CHECK(cudaEventSynchronize(stop));
+  ANVIL_CUDA_CHECK(cudaEventRecord(stop.get(), s));
+  ANVIL_CUDA_CHECK(cudaEventSynchronize(stop.get()));
   float ms = 0;
-  ANVIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  ANVIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
   return ms / static_cast<float>(reps);
 }
 
@@ -83,6 +95,7 @@ std::string sdpa_cudnn_out_of_scope(const SdpaRequest& r) {
     if (d % 8 != 0 || d > 128 || d <= 0)
       return "head dim " + std::to_string(d) + " (the cuDNN path takes multiples of 8 up to 128)";
   if (p.len_k == 0) return "no keys";
+  if (p.batch * p.heads * p.len_q == 0) return "an empty problem (no query rows)";
   return "";
 }
 
@@ -94,23 +107,27 @@ bool run_sdpa(const SdpaRequest& r, cudaStream_t s, const SdpaRunners& run) {
     decide(bwd, SdpaPath::Flash, "forced by ANVIL_SDPA_BACKEND=flash");
     return false;
   }
+  const std::string problem = " (" + cudnn_sdpa_text(r.problem, bwd) + ")";
   std::string why = sdpa_cudnn_out_of_scope(r);
   if (why.empty() && !cudnn_sdpa_available()) why = "cuDNN is not emulated (the emulated GPU has no cuDNN)";
+  // This call's pointers, not the problem: checked before the cached choice
+  // so a misaligned call neither runs cuDNN nor is remembered.
+  if (why.empty() && !r.aligned) why = "an operand that is not 16-byte aligned";
   if (!why.empty()) {
     run.flash();
-    if (setting == SdpaSetting::Cudnn) log_once("ANVIL_SDPA_BACKEND=cudnn but " + why);
+    if (setting == SdpaSetting::Cudnn) log_once("ANVIL_SDPA_BACKEND=cudnn but " + why + problem);
     decide(bwd, SdpaPath::Flash, "cuDNN does not take " + why);
     return false;
   }
   if (setting == SdpaSetting::Cudnn) {
-    why = run.cudnn();
-    if (why.empty()) {
+    const CudnnSdpaOutcome o = run.cudnn();
+    if (o.ran()) {
       decide(bwd, SdpaPath::Cudnn, "forced by ANVIL_SDPA_BACKEND=cudnn");
       return true;
     }
     run.flash();
-    log_once("cuDNN declined: " + why);
-    decide(bwd, SdpaPath::Flash, "cuDNN declined: " + why);
+    log_once("cuDNN declined: " + o.why);  // sdpa.cpp names the problem
+    decide(bwd, SdpaPath::Flash, "cuDNN declined: " + o.why);
     return false;
   }
   // auto
@@ -118,7 +135,7 @@ bool run_sdpa(const SdpaRequest& r, cudaStream_t s, const SdpaRunners& run) {
   const std::vector<int64_t> key = {bwd,     r.device, static_cast<int64_t>(p.dtype), p.batch, p.heads, p.len_q,
                                     p.len_k, p.dim_qk, p.dim_v, p.causal};
   if (std::optional<SdpaDecision> known = choices().find(key)) {
-    if (known->path == SdpaPath::Cudnn && run.cudnn().empty()) {
+    if (known->path == SdpaPath::Cudnn && run.cudnn().ran()) {
       decide(bwd, SdpaPath::Cudnn, "auto (cached): " + known->why);
       return true;
     }
@@ -126,32 +143,41 @@ bool run_sdpa(const SdpaRequest& r, cudaStream_t s, const SdpaRunners& run) {
     decide(bwd, SdpaPath::Flash, "auto (cached): " + known->why);
     return false;
   }
-  why = run.cudnn();  // builds (or declines) the plan once
-  if (!why.empty()) {
-    run.flash();
-    log_once("cuDNN declined: " + why);
-    SdpaDecision d{SdpaPath::Flash, "cuDNN declined: " + why};
-    choices().insert(key, d);
-    decide(bwd, d.path, d.why);
-    return false;
-  }
-  // A stream being captured into a CUDA graph cannot be synchronized: keep
-  // cuDNN's result for this call and decide on a later, uncaptured one.
+  // A stream being captured into a CUDA graph cannot be synchronized for the
+  // timing, and a plan built mid-capture would put cuDNN's setup in the
+  // graph: the flash kernels run, and a later uncaptured call decides.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   ANVIL_CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
   if (capture != cudaStreamCaptureStatusNone) {
-    decide(bwd, SdpaPath::Cudnn, "auto: stream capture, not timed");
-    return true;
+    run.flash();
+    decide(bwd, SdpaPath::Flash, "auto: stream capture, undecided (timed on a later uncaptured call)");
+    return false;
+  }
+  // Builds (or declines) the plan once; only a problem-level decline is kept.
+  const CudnnSdpaOutcome first = run.cudnn();
+  if (!first.ran()) {
+    run.flash();
+    log_once("cuDNN declined: " + first.why);
+    const SdpaDecision d{SdpaPath::Flash, "cuDNN declined: " + first.why};
+    if (first.problem_level) choices().insert(key, d);
+    decide(bwd, d.path, d.why);
+    return false;
   }
   constexpr int kReps = 3;
-  std::string cudnn_error;
+  CudnnSdpaOutcome failed;
   const float flash_ms = time_ms(s, run.flash, kReps);
-  const float cudnn_ms = time_ms(s, [&] { if (std::string e = run.cudnn(); !e.empty()) cudnn_error = e; }, kReps);
-  const bool cudnn_wins = cudnn_error.empty() && cudnn_ms < flash_ms;
-  SdpaDecision d{cudnn_wins ? SdpaPath::Cudnn : SdpaPath::Flash,
-                 "cudnn " + (cudnn_error.empty() ? fmt_ms(cudnn_ms) : "failed (" + cudnn_error + ")") + " vs flash " +
-                     fmt_ms(flash_ms)};
-  choices().insert(key, d);
+  const float cudnn_ms = time_ms(
+      s,
+      [&] {
+        if (CudnnSdpaOutcome o = run.cudnn(); !o.ran()) failed = std::move(o);
+      },
+      kReps);
+  const bool cudnn_wins = failed.ran() && cudnn_ms < flash_ms;
+  const SdpaDecision d{cudnn_wins ? SdpaPath::Cudnn : SdpaPath::Flash,
+                       "cudnn " + (failed.ran() ? fmt_ms(cudnn_ms) : "failed (" + failed.why + ")") + " vs flash " +
+                           fmt_ms(flash_ms)};
+  // A call-level failure while timing leaves the problem undecided.
+  if (failed.ran() || failed.problem_level) choices().insert(key, d);
   if (!cudnn_wins) run.flash();  // the result the caller keeps comes from the chosen path
   decide(bwd, d.path, "auto: " + d.why);
   return cudnn_wins;

@@ -7,7 +7,11 @@
 // ANVIL_SDPA_BACKEND (read on every call, so tests and benchmarks can switch):
 //   auto  (default) per (direction, device, dtype, B, H, L, S, E, Ev, causal):
 //         on first use, time both paths (a few runs each, CUDA events) and
-//         keep the faster; later calls reuse the choice.
+//         keep the faster; later calls reuse the choice. A cuDNN decline is
+//         kept only when it holds for the problem (no plan), not for one
+//         call (misaligned operands, no memory); while the stream is being
+//         captured into a CUDA graph an undecided problem runs the flash
+//         kernels and is decided on a later, uncaptured call.
 //   cudnn cuDNN whenever it takes the problem; otherwise the flash kernels,
 //         with the reason logged once to stderr.
 //   flash always the hand-written kernels.
@@ -16,6 +20,8 @@
 // for (a cuDNN error while building is a decline, kept with its text). The
 // emulated GPU has no cuDNN: there every call runs the flash kernels.
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace anvil::cuda {
@@ -34,5 +40,31 @@ struct SdpaDecision {
   std::string why;
 };
 SdpaDecision last_sdpa_decision(bool backward);
+
+// Sets ANVIL_SDPA_BACKEND for a scope (tests, benchmarks), restoring what was
+// there before; a null value leaves it as it is. setenv is not thread-safe:
+// for single-threaded test and benchmark bodies.
+class ScopedSdpaBackend {
+ public:
+  explicit ScopedSdpaBackend(const char* value) : set_(value != nullptr) {
+    if (!set_) return;
+    if (const char* old = std::getenv("ANVIL_SDPA_BACKEND")) old_ = old;
+    setenv("ANVIL_SDPA_BACKEND", value, 1);
+  }
+  ~ScopedSdpaBackend() {
+    if (!set_) return;
+    if (old_) {
+      setenv("ANVIL_SDPA_BACKEND", old_->c_str(), 1);
+    } else {
+      unsetenv("ANVIL_SDPA_BACKEND");
+    }
+  }
+  ScopedSdpaBackend(const ScopedSdpaBackend&) = delete;
+  ScopedSdpaBackend& operator=(const ScopedSdpaBackend&) = delete;
+
+ private:
+  bool set_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace anvil::cuda

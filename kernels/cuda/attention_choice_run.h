@@ -17,16 +17,17 @@ struct SdpaRequest {
   int device = 0;
   DType dtype = DType::Float32;
   bool has_mask = false, dropout = false;
+  bool aligned = true;  // this call's operands are 16-byte aligned (cudnn_sdpa_aligned)
   CudnnSdpaProblem problem;  // meaningful when the dtype is bf16/f16
 };
 
 // Why the cuDNN path does not take the request ("" when it may try).
 std::string sdpa_cudnn_out_of_scope(const SdpaRequest& r);
 
-// cudnn returns "" having run, or why it declined having launched nothing;
-// flash always runs. Both write the whole result.
+// cudnn runs or declines (sdpa.h: CudnnSdpaOutcome); flash always runs.
+// Both write the whole result.
 struct SdpaRunners {
-  std::function<std::string()> cudnn;
+  std::function<CudnnSdpaOutcome()> cudnn;
   std::function<void()> flash;
 };
 

@@ -15,8 +15,9 @@
 //
 // Every tensor is [B, H, rows, cols]; real ones are the dense operands, the
 // rest virtual. Any cuDNN error while building or finalising (no engine for
-// this configuration) is a decline with cuDNN's text, kept with the plan
-// cache so a problem is tried once.
+// this configuration) is a decline with cuDNN's text and the problem, kept
+// with the plan cache so a problem is tried once; cuDNN running out of
+// memory is not kept.
 #include "kernels/cudnn/sdpa.h"
 
 #include <cudnn.h>
@@ -26,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,37 +41,44 @@
 namespace anvil::cuda {
 namespace {
 
-// A cuDNN call that failed while building a graph or plan: the problem is
-// declined (the flash kernels run) with this text.
+// A cuDNN call that failed while building a graph or plan, or executing:
+// declined (the flash kernels run) with this text. `transient` when cuDNN ran
+// out of memory: a later call may succeed, so it is not kept as the
+// problem's answer.
 struct Declined {
   std::string why;
+  bool transient = false;
 };
 
-void check(cudnnStatus_t st, const char* what) {
+void check(cudnnStatus_t st, const std::string& what) {
   if (st == CUDNN_STATUS_SUCCESS) return;
   char detail[512] = {0};
   cudnnGetLastErrorString(detail, sizeof(detail));
-  std::string why = std::string(what) + ": " + cudnnGetErrorString(st);
+  std::string why = what + ": " + cudnnGetErrorString(st);
   if (detail[0]) why += std::string(" (") + detail + ")";
-  throw Declined{why};
+  throw Declined{why, st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+                          st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED};
 }
 
 // One backend descriptor, destroyed with its owner.
 class Desc {
  public:
-  explicit Desc(cudnnBackendDescriptorType_t type) {
-    check(cudnnBackendCreateDescriptor(type, &d_), "create descriptor");
+  explicit Desc(cudnnBackendDescriptorType_t type) : type_(type) {
+    check(cudnnBackendCreateDescriptor(type, &d_), "create descriptor of type " + std::to_string(type));
   }
   ~Desc() {
     if (d_) cudnnBackendDestroyDescriptor(d_);
   }
-  Desc(Desc&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+  Desc(Desc&& o) noexcept : type_(o.type_), d_(std::exchange(o.d_, nullptr)) {}
   Desc& operator=(Desc&&) = delete;
   Desc(const Desc&) = delete;
   Desc& operator=(const Desc&) = delete;
   cudnnBackendDescriptor_t get() const { return d_; }
   void set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count, const void* value) {
-    check(cudnnBackendSetAttribute(d_, name, type, count, value), "cudnnBackendSetAttribute");
+    // cuDNN has no names for its enums: the numbers are cudnn_graph.h's.
+    check(cudnnBackendSetAttribute(d_, name, type, count, value),
+          "cudnnBackendSetAttribute(attribute " + std::to_string(name) + " of descriptor type " +
+              std::to_string(type_) + ")");
   }
   void set_desc(cudnnBackendAttributeName_t name, cudnnBackendDescriptor_t value) {
     set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value);
@@ -77,6 +86,7 @@ class Desc {
   void finalize(const char* what) { check(cudnnBackendFinalize(d_), what); }
 
  private:
+  cudnnBackendDescriptorType_t type_;
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
@@ -199,10 +209,14 @@ class Graph {
 
   // Top-left causal mask on scores [dims]: keys past the query's row get -inf.
   cudnnBackendDescriptor_t causal(cudnnBackendDescriptor_t scores, const Dims& dims) {
-    cudnnBackendDescriptor_t row =
-        pointwise({.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .axis = 2}, virt(dims, CUDNN_DATA_INT32));
-    cudnnBackendDescriptor_t col =
-        pointwise({.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .axis = 3}, virt(dims, CUDNN_DATA_INT32));
+    // The indices are computed in int32, as cudnn_frontend sets them: the
+    // runtime fusion engines match the causal pattern on these types.
+    cudnnBackendDescriptor_t row = pointwise(
+        {.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .compute = CUDNN_DATA_INT32, .axis = 2},
+        virt(dims, CUDNN_DATA_INT32));
+    cudnnBackendDescriptor_t col = pointwise(
+        {.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .compute = CUDNN_DATA_INT32, .axis = 3},
+        virt(dims, CUDNN_DATA_INT32));
     cudnnBackendDescriptor_t keep_it =
         pointwise({.mode = CUDNN_POINTWISE_CMP_GE, .x = row, .b = col, .compute = CUDNN_DATA_BOOLEAN},
                   virt(dims, CUDNN_DATA_BOOLEAN));
@@ -240,27 +254,34 @@ class Graph {
                                    &count, raw.data()),
           "engine heuristics results");
     std::string last = "no engine configuration finalised";
+    bool transient = false;  // some configuration failed for want of memory
     for (int64_t i = 0; i < count; ++i) {
-      Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-      plan.set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, raw[static_cast<size_t>(i)]);
-      const cudnnStatus_t st = cudnnBackendFinalize(plan.get());
-      if (st != CUDNN_STATUS_SUCCESS) {
-        last = std::string("execution plan: ") + cudnnGetErrorString(st);
+      // Any error in one configuration moves on to the next.
+      std::optional<Desc> plan;
+      try {
+        plan.emplace(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+        plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+        plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, raw[static_cast<size_t>(i)]);
+        plan->finalize("execution plan");
+        int64_t got = 0;
+        check(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                       &got, workspace),
+              "plan workspace size");
+      } catch (const Declined& d) {
+        last = d.why;
+        transient = transient || d.transient;
         continue;
       }
-      int64_t got = 0;
-      check(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
-                                     workspace),
-            "plan workspace size");
       // The plan refers to the graph and its engine configuration: they live
       // as long as this Graph, which the plan cache keeps beside the plan.
       keep(std::move(graph));
       keep(std::move(heur));
       for (Desc& c : configs) keep(std::move(c));
-      return plan;
+      return std::move(*plan);
     }
-    throw Declined{"none of cuDNN's " + std::to_string(count) + " engine configurations took the graph (" + last + ")"};
+    throw Declined{"none of cuDNN's " + std::to_string(count) + " engine configurations took the graph (last: " +
+                       last + ")",
+                   transient};
   }
 
  private:
@@ -355,48 +376,82 @@ void build_backward(Graph& g, const CudnnSdpaProblem& p) {
   g.pointwise({.mode = CUDNN_POINTWISE_IDENTITY, .x = dq_accum}, d_q);
 }
 
+// Every tensor and operation descriptor of the forward or backward graph.
+// cuDNN's fused attention takes float16 and bfloat16 operands only.
+std::unique_ptr<Graph> build_graph(const CudnnSdpaProblem& p, bool backward) {
+  if (p.dtype != DType::Float16 && p.dtype != DType::BFloat16)
+    throw Declined{std::string("cuDNN's fused attention takes float16 and bfloat16 operands, not ") +
+                   dtype_name(p.dtype)};
+  auto g = std::make_unique<Graph>(cudnn_type("cuDNN attention", p.dtype));
+  if (backward) {
+    build_backward(*g, p);
+  } else {
+    build_forward(*g, p);
+  }
+  return g;
+}
+
 // A finalised plan (with every descriptor it was built from), or why there is none.
 struct Plan {
   std::unique_ptr<Graph> graph;
   std::unique_ptr<Desc> plan;
   int64_t workspace = 0;
   std::string declined;
+  bool transient = false;  // declined for want of memory: not kept in the cache
 };
 
 std::shared_ptr<Plan> make_plan(cudnnHandle_t handle, const CudnnSdpaProblem& p, bool backward) {
   auto out = std::make_shared<Plan>();
   try {
-    auto g = std::make_unique<Graph>(p.dtype == DType::Float16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16);
-    if (backward) {
-      build_backward(*g, p);
-    } else {
-      build_forward(*g, p);
-    }
+    std::unique_ptr<Graph> g = build_graph(p, backward);
     out->plan = std::make_unique<Desc>(g->plan(handle, &out->workspace));
     out->graph = std::move(g);
   } catch (const Declined& d) {
-    out->declined = "cuDNN " + std::string(backward ? "backward" : "forward") + " graph: " + d.why;
+    out->declined = "cuDNN graph for " + cudnn_sdpa_text(p, backward) + ": " + d.why;
+    out->transient = d.transient;
   }
   return out;
 }
 
+// Plans and problem-level declines per (cuDNN handle, problem). The handle's
+// address is part of the key: cudnn_handles.h keeps every handle for the life
+// of the process and never frees one, so an address never comes back for
+// another handle and a plan is never used with a handle it was not built on.
+struct PlanCache {
+  // More distinct problems than this (a dynamic-shape workload) empties the
+  // cache rather than tracking use: plans are rebuilt on demand, and calls
+  // holding a plan keep it alive through the shared_ptr.
+  static constexpr size_t kMaxPlans = 512;
+  std::mutex mu;
+  std::map<std::vector<int64_t>, std::shared_ptr<Plan>> plans;
+};
+
+// Allocated once and never destroyed: destroying the descriptors at exit
+// would call into cuDNN after the CUDA runtime has been torn down.
+PlanCache& plan_cache() {
+  static PlanCache* cache = new PlanCache;
+  return *cache;
+}
+
 std::shared_ptr<Plan> cached_plan(cudnnHandle_t handle, const CudnnSdpaProblem& p, bool backward) {
-  static std::mutex mu;
-  static std::map<std::vector<int64_t>, std::shared_ptr<Plan>> plans;  // key: handle and problem
+  PlanCache& cache = plan_cache();
   const std::vector<int64_t> key = {reinterpret_cast<int64_t>(handle), backward, static_cast<int64_t>(p.dtype),
                                     p.batch, p.heads, p.len_q, p.len_k, p.dim_qk, p.dim_v, p.causal};
   {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = plans.find(key);
-    if (it != plans.end()) return it->second;
+    std::lock_guard<std::mutex> lock(cache.mu);
+    auto it = cache.plans.find(key);
+    if (it != cache.plans.end()) return it->second;
   }
   std::shared_ptr<Plan> plan = make_plan(handle, p, backward);  // slow: outside the lock
-  std::lock_guard<std::mutex> lock(mu);
-  return plans.emplace(key, plan).first->second;
+  if (plan->transient) return plan;
+  std::lock_guard<std::mutex> lock(cache.mu);
+  if (cache.plans.size() >= PlanCache::kMaxPlans) cache.plans.clear();
+  return cache.plans.emplace(key, plan).first->second;
 }
 
-std::string execute(cudnnHandle_t handle, const Plan& plan, std::vector<int64_t> uids, std::vector<void*> ptrs,
-                    void* workspace) {
+// Execution failures are call-level: the plan stays cached.
+CudnnSdpaOutcome execute(cudnnHandle_t handle, const Plan& plan, const std::string& problem,
+                         std::vector<int64_t> uids, std::vector<void*> ptrs, void* workspace) {
   try {
     Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
     pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
@@ -406,27 +461,32 @@ std::string execute(cudnnHandle_t handle, const Plan& plan, std::vector<int64_t>
     pack.finalize("variant pack");
     check(cudnnBackendExecute(handle, plan.plan->get(), pack.get()), "cudnnBackendExecute");
   } catch (const Declined& d) {
-    return "cuDNN attention: " + d.why;
+    return {"cuDNN attention for " + problem + ": " + d.why, false};
   }
-  return "";
+  return {};
 }
 
-bool aligned(std::initializer_list<const void*> ptrs) {
-  for (const void* p : ptrs)
-    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
-  return true;
+// The workspace, or a call-level decline when the allocator has no room.
+CudnnSdpaOutcome allocate(CudaBackend& backend, int device, size_t bytes, const std::string& problem, Scratch* ws) {
+  try {
+    *ws = Scratch(backend, device, bytes);
+  } catch (const Error& e) {
+    return {"cuDNN attention workspace of " + std::to_string(bytes) + " bytes for " + problem + ": " + e.what(), false};
+  }
+  return {};
 }
 
 // The runtime library's version, not the headers': the GPU machine may load
 // another cuDNN 9 (PyTorch's wheel).
-std::string version_gate(bool backward, int64_t len_k) {
+std::string version_gate(const CudnnSdpaProblem& p, bool backward) {
   const size_t v = cudnnGetVersion();
-  if (v < 90000) return "cuDNN " + std::to_string(v) + " is older than 9.0";
+  if (v < 90000) return "cuDNN " + std::to_string(v) + " is older than 9.0 (" + cudnn_sdpa_text(p, backward) + ")";
   // Before 9.16 cudnn_frontend adds a padding mask to the backward graph when
   // S is not a multiple of 128 (a cuDNN bug); this path does not.
-  if (backward && v < 91600 && len_k % 128 != 0)
+  if (backward && v < 91600 && p.len_k % 128 != 0)
     return "cuDNN " + std::to_string(v) +
-           " (< 9.16) needs a padding-mask workaround for the backward with S % 128 != 0";
+           " (< 9.16) needs a padding-mask workaround for the backward with S % 128 != 0 (" +
+           cudnn_sdpa_text(p, backward) + ")";
   return "";
 }
 
@@ -438,26 +498,22 @@ bool cudnn_sdpa_available() { return true; }
 
 std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem& p, bool backward) {
   try {
-    Graph g(p.dtype == DType::Float16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16);
-    if (backward) {
-      build_backward(g, p);
-    } else {
-      build_forward(g, p);
-    }
+    build_graph(p, backward);
   } catch (const Declined& d) {
-    return d.why;
+    return "cuDNN graph for " + cudnn_sdpa_text(p, backward) + ": " + d.why;
   }
   return "";
 }
 
-std::string cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
-                               const CudnnSdpaForwardArgs& a) {
-  if (std::string why = version_gate(false, p.len_k); !why.empty()) return why;
-  if (!aligned({a.out, a.lse, a.q, a.k, a.v})) return "an operand is not 16-byte aligned";
+CudnnSdpaOutcome cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
+                                    const CudnnSdpaForwardArgs& a) {
+  if (std::string why = version_gate(p, false); !why.empty()) return {why, true};
+  if (!cudnn_sdpa_aligned(a)) return {"an operand is not 16-byte aligned (" + cudnn_sdpa_text(p, false) + ")", false};
   cudnnHandle_t handle = cudnn_handle(device, s);
   const std::shared_ptr<Plan> plan = cached_plan(handle, p, false);
-  if (!plan->plan) return plan->declined;
-  Scratch ws(backend, device, static_cast<size_t>(plan->workspace));
+  if (!plan->plan) return {plan->declined, !plan->transient};
+  Scratch ws;
+  if (CudnnSdpaOutcome o = allocate(backend, device, static_cast<size_t>(plan->workspace), cudnn_sdpa_text(p, false), &ws); !o.ran()) return o;
   float scale = p.scale, neg_inf = -std::numeric_limits<float>::infinity();
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats, kScale};
   std::vector<void*> ptrs = {const_cast<void*>(a.q), const_cast<void*>(a.k), const_cast<void*>(a.v), a.out, a.lse,
@@ -466,23 +522,23 @@ std::string cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s,
     uids.push_back(kNegInf);
     ptrs.push_back(&neg_inf);
   }
-  return execute(handle, *plan, std::move(uids), std::move(ptrs), ws.get());
+  return execute(handle, *plan, cudnn_sdpa_text(p, false), std::move(uids), std::move(ptrs), ws.get());
 }
 
-std::string cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
-                                const CudnnSdpaBackwardArgs& a) {
-  if (std::string why = version_gate(true, p.len_k); !why.empty()) return why;
-  if (!aligned({a.grad_q, a.grad_k, a.grad_v, a.q, a.k, a.v, a.out, a.grad_out, a.lse}))
-    return "an operand is not 16-byte aligned";
+CudnnSdpaOutcome cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
+                                     const CudnnSdpaBackwardArgs& a) {
+  if (std::string why = version_gate(p, true); !why.empty()) return {why, true};
+  if (!cudnn_sdpa_aligned(a)) return {"an operand is not 16-byte aligned (" + cudnn_sdpa_text(p, true) + ")", false};
   cudnnHandle_t handle = cudnn_handle(device, s);
   const std::shared_ptr<Plan> plan = cached_plan(handle, p, true);
-  if (!plan->plan) return plan->declined;
+  if (!plan->plan) return {plan->declined, !plan->transient};
   // One allocation: cuDNN's workspace, then Dsum [B, H, L] and the dQ accumulator [B, H, L, E] in float32.
   const size_t rows = static_cast<size_t>(p.batch * p.heads * p.len_q);
   const size_t plan_bytes = align_up(static_cast<size_t>(plan->workspace));
   const size_t sum_bytes = align_up(rows * sizeof(float));
   const size_t accum_bytes = rows * static_cast<size_t>(p.dim_qk) * sizeof(float);
-  Scratch ws(backend, device, plan_bytes + sum_bytes + accum_bytes);
+  Scratch ws;
+  if (CudnnSdpaOutcome o = allocate(backend, device, plan_bytes + sum_bytes + accum_bytes, cudnn_sdpa_text(p, true), &ws); !o.ran()) return o;
   char* base = ws.as<char>();
   void* softmax_sum = base + plan_bytes;
   void* dq_accum = base + plan_bytes + sum_bytes;
@@ -502,7 +558,7 @@ std::string cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStream_t s
     uids.push_back(kNegInf);
     ptrs.push_back(&neg_inf);
   }
-  return execute(handle, *plan, std::move(uids), std::move(ptrs), base);
+  return execute(handle, *plan, cudnn_sdpa_text(p, true), std::move(uids), std::move(ptrs), base);
 }
 
 }  // namespace anvil::cuda

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "core/base/dtype.h"
@@ -49,15 +50,49 @@ bool cudnn_sdpa_available();
 // cuDNN's library is present.
 std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem& p, bool backward);
 
-// Each runs on `s` and returns "", or returns why it declined having
-// launched nothing: cuDNN is absent or older than this path needs, an operand
-// is not 16-byte aligned, or cuDNN built no plan for the graph (its error
-// text). Plans (and declines) are kept per (cuDNN handle, problem): building
-// one takes milliseconds to seconds. The problem must already be in scope
-// (attention_choice.cpp: sdpa_cudnn_out_of_scope).
-std::string cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
-                               const CudnnSdpaForwardArgs& a);
-std::string cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
-                                const CudnnSdpaBackwardArgs& a);
+// The problem in words, for decline messages and logs:
+// "bfloat16 B=2 H=4 L=65 S=33 E=32 Ev=32 causal backward".
+inline std::string cudnn_sdpa_text(const CudnnSdpaProblem& p, bool backward) {
+  return std::string(dtype_name(p.dtype)) + " B=" + std::to_string(p.batch) + " H=" + std::to_string(p.heads) +
+         " L=" + std::to_string(p.len_q) + " S=" + std::to_string(p.len_k) + " E=" + std::to_string(p.dim_qk) +
+         " Ev=" + std::to_string(p.dim_v) + (p.causal ? " causal" : "") + (backward ? " backward" : " forward");
+}
+
+// What one cuDNN call did: ran (`why` empty) or declined, with no attention
+// result written. A problem-level decline (cuDNN too old, no plan for the
+// graph) repeats for every call of the same problem, so a caller may keep
+// it; a call-level one (an operand not 16-byte aligned, a failed workspace
+// allocation or execution) says nothing about the next call.
+struct CudnnSdpaOutcome {
+  std::string why;
+  bool problem_level = false;
+  bool ran() const { return why.empty(); }
+};
+
+// cuDNN's tensors are declared 16-byte aligned: misaligned operands decline.
+inline bool cudnn_sdpa_aligned(std::initializer_list<const void*> ptrs) {
+  for (const void* p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+inline bool cudnn_sdpa_aligned(const CudnnSdpaForwardArgs& a) {
+  return cudnn_sdpa_aligned({a.out, a.lse, a.q, a.k, a.v});
+}
+inline bool cudnn_sdpa_aligned(const CudnnSdpaBackwardArgs& a) {
+  return cudnn_sdpa_aligned({a.grad_q, a.grad_k, a.grad_v, a.q, a.k, a.v, a.out, a.grad_out, a.lse});
+}
+
+// Each runs on `s`. A decline before execution leaves the outputs untouched;
+// the backward may have zeroed its own float32 dQ accumulator (workspace)
+// before cuDNN's execute fails, never an output. Declines: cuDNN is absent
+// or older than this path needs, an operand is not 16-byte aligned, the
+// workspace cannot be allocated, or cuDNN built no plan for the graph (its
+// error text). Plans (and problem-level declines) are kept per (cuDNN
+// handle, problem): building one takes milliseconds to seconds. The problem
+// must already be in scope (attention_choice.cpp: sdpa_cudnn_out_of_scope).
+CudnnSdpaOutcome cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
+                                    const CudnnSdpaForwardArgs& a);
+CudnnSdpaOutcome cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
+                                     const CudnnSdpaBackwardArgs& a);
 
 }  // namespace anvil::cuda

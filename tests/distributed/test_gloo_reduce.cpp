@@ -10,9 +10,14 @@
 #include <vector>
 
 #include "distributed/gloo_reduce.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace anvil::distributed {
 namespace {
+
+// Without the vector kernels (no Highway, or ANVIL_CPU_VECTOR=off) there is
+// nothing to compare: the sum is add<T> itself, scalar against scalar.
+constexpr const char* kNoVectorKernels = "vector kernels off: the sum is add<T> itself, scalar against scalar";
 
 template <typename T>
 void check_sum_matches_elementwise_add(DType dtype) {
@@ -37,8 +42,14 @@ void check_sum_matches_elementwise_add(DType dtype) {
   }
 }
 
-TEST(GlooReduce, Float16SumIsElementwiseAddBitForBit) { check_sum_matches_elementwise_add<Half>(kFloat16); }
-TEST(GlooReduce, BFloat16SumIsElementwiseAddBitForBit) { check_sum_matches_elementwise_add<BFloat16>(kBFloat16); }
+TEST(GlooReduce, Float16SumIsElementwiseAddBitForBit) {
+  if (!anvil::cpu::vec::enabled()) GTEST_SKIP() << kNoVectorKernels;
+  check_sum_matches_elementwise_add<Half>(kFloat16);
+}
+TEST(GlooReduce, BFloat16SumIsElementwiseAddBitForBit) {
+  if (!anvil::cpu::vec::enabled()) GTEST_SKIP() << kNoVectorKernels;
+  check_sum_matches_elementwise_add<BFloat16>(kBFloat16);
+}
 
 }  // namespace
 }  // namespace anvil::distributed

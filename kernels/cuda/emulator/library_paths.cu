@@ -280,13 +280,14 @@ bool cudnn_sdpa_available() { return false; }
 
 std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem&, bool) { return "cuDNN is not emulated"; }
 
-std::string cudnn_sdpa_forward(CudaBackend&, int, cudaStream_t, const CudnnSdpaProblem&, const CudnnSdpaForwardArgs&) {
-  return "cuDNN is not emulated";
+CudnnSdpaOutcome cudnn_sdpa_forward(CudaBackend&, int, cudaStream_t, const CudnnSdpaProblem&,
+                                    const CudnnSdpaForwardArgs&) {
+  return {"cuDNN is not emulated", true};
 }
 
-std::string cudnn_sdpa_backward(CudaBackend&, int, cudaStream_t, const CudnnSdpaProblem&,
-                                const CudnnSdpaBackwardArgs&) {
-  return "cuDNN is not emulated";
+CudnnSdpaOutcome cudnn_sdpa_backward(CudaBackend&, int, cudaStream_t, const CudnnSdpaProblem&,
+                                     const CudnnSdpaBackwardArgs&) {
+  return {"cuDNN is not emulated", true};
 }
 
 }  // namespace anvil::cuda

@@ -11,7 +11,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +24,7 @@ namespace anvil {
 namespace {
 
 using cuda::last_sdpa_decision;
+using cuda::ScopedSdpaBackend;
 using cuda::SdpaPath;
 using test::random_tensor;
 
@@ -33,27 +33,6 @@ using test::random_tensor;
     ANVIL_SKIP_WITHOUT_GPU();                                                                          \
     if (test::emulated_gpu()) GTEST_SKIP() << "cuDNN is not emulated: the emulated GPU has no cuDNN"; \
   } while (0)
-
-// Sets ANVIL_SDPA_BACKEND for a scope, restoring what was there.
-class ScopedSdpaBackend {
- public:
-  explicit ScopedSdpaBackend(const char* value) {
-    if (const char* old = std::getenv("ANVIL_SDPA_BACKEND")) old_ = old;
-    setenv("ANVIL_SDPA_BACKEND", value, 1);
-  }
-  ~ScopedSdpaBackend() {
-    if (old_) {
-      setenv("ANVIL_SDPA_BACKEND", old_->c_str(), 1);
-    } else {
-      unsetenv("ANVIL_SDPA_BACKEND");
-    }
-  }
-  ScopedSdpaBackend(const ScopedSdpaBackend&) = delete;
-  ScopedSdpaBackend& operator=(const ScopedSdpaBackend&) = delete;
-
- private:
-  std::optional<std::string> old_;
-};
 
 struct Dims {
   int64_t b, h, l, s, e, ev;
