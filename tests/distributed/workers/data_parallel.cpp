@@ -17,6 +17,7 @@
 #include "distributed/zero.h"
 #include "nn/layers/layers.h"
 #include "nn/optim/optim.h"
+#include "workers/one_process_reference.h"
 #include "workers/worker_util.h"
 
 using namespace anvil;
@@ -26,18 +27,6 @@ namespace {
 
 void check(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error(what);
-}
-
-double max_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, (a[i] - b[i]).abs().max().item<double>());
-  return m;
-}
-
-std::vector<Tensor> snapshot(const std::vector<Tensor>& ps) {
-  std::vector<Tensor> out;
-  for (const Tensor& p : ps) out.push_back(p.detach().clone());
-  return out;
 }
 
 void ring(ProcessGroup& g) {
@@ -60,78 +49,10 @@ void ring(ProcessGroup& g) {
   }
 }
 
-std::shared_ptr<nn::Module> mlp() {
-  auto m = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(6, 9), std::make_shared<nn::Tanh>(),
-                                            std::make_shared<nn::Linear>(9, 4));
-  m->to(kFloat64);
-  return m;
-}
-
-// kBatch rows per step, every rank size divides it (2, 3, 4 ranks).
-constexpr int64_t kBatch = 12;
-
-// Four steps of (input, target) batches for mlp().
-std::pair<std::vector<Tensor>, std::vector<Tensor>> random_steps() {
-  std::vector<Tensor> xs, ys;
-  for (int s = 0; s < 4; ++s) {
-    xs.push_back(randn({kBatch, 6}, kFloat64));
-    ys.push_back(randn({kBatch, 4}, kFloat64));
-  }
-  return {xs, ys};
-}
-
-void ddp(std::shared_ptr<ProcessGroup> g) {
-  const int n = g->size(), r = g->rank();
-  auto ref = mlp();
-  auto model = mlp();
-  model->load_state_dict(ref->state_dict());
-  const auto [xs, ys] = random_steps();
-  nn::optim::AdamW ref_opt(ref->parameters(), {.lr = 0.01});
-  for (size_t s = 0; s < xs.size(); ++s) {
-    ref_opt.zero_grad();
-    mse_loss(ref->forward(xs[s]), ys[s]).backward();
-    ref_opt.step();
-  }
-  auto wrapped = std::make_shared<DistributedDataParallel>(model, g, DDPOptions{.bucket_cap_bytes = 256});
-  nn::optim::AdamW opt(wrapped->parameters(), {.lr = 0.01});
-  const int64_t per = kBatch / n;
-  for (size_t s = 0; s < xs.size(); ++s) {
-    opt.zero_grad();
-    mse_loss(wrapped->forward(xs[s].narrow(0, r * per, per)), ys[s].narrow(0, r * per, per)).backward();
-    opt.step();
-  }
-  const double err = max_diff(snapshot(model->parameters()), snapshot(ref->parameters()));
-  check(err < 1e-10, "DDP parameters differ from one process by " + std::to_string(err));
-}
-
-void zero(std::shared_ptr<ProcessGroup> g) {
-  const int n = g->size(), r = g->rank();
-  auto ref = mlp();  // 6*9+9 + 9*4+4 = 103 parameters: prime
-  auto model = mlp();
-  model->load_state_dict(ref->state_dict());
-  const auto [xs, ys] = random_steps();
-  nn::optim::AdamW ref_opt(ref->parameters(), {.lr = 0.01, .weight_decay = 0.05});
-  ZeroAdamW opt(model->parameters(), g, {.lr = 0.01, .weight_decay = 0.05});
-  const int64_t per = kBatch / n;
-  for (size_t s = 0; s < xs.size(); ++s) {
-    ref_opt.zero_grad();
-    mse_loss(ref->forward(xs[s]), ys[s]).backward();
-    ref_opt.step();
-    opt.zero_grad();
-    mse_loss(model->forward(xs[s].narrow(0, r * per, per)), ys[s].narrow(0, r * per, per)).backward();
-    opt.step();
-  }
-  const double err = max_diff(snapshot(model->parameters()), snapshot(ref->parameters()));
-  std::ostringstream what;
-  what << "ZeRO parameters differ from AdamW by " << err;
-  // Each rank's gradient is a mean over its shard, averaged across ranks: the
-  // same sum in another order, so float64 rounding (seen: 2.2e-12 after four
-  // steps, Adam's normalisation amplifying it) is expected; a wrong shard or
-  // step is orders of magnitude larger. The DDP check uses the same bound.
-  check(err < 1e-10, what.str());
-  std::cout << "zero state bytes " << opt.optimizer_state_bytes() << " of " << opt.unsharded_optimizer_state_bytes()
-            << "\n";
-  check(opt.optimizer_state_bytes() == 2 * opt.shard_size() * 8, "unexpected ZeRO state size");
+void zero(const std::shared_ptr<ProcessGroup>& g) {
+  const anvil::test::worker::ZeroRun run = anvil::test::worker::check_zero_matches_adamw(g, Device::cpu(), 4, {});
+  std::cout << "zero state bytes " << run.optimizer_state_bytes << "\n";
+  check(run.optimizer_state_bytes == 2 * run.shard_size * 8, "unexpected ZeRO state size");
 }
 
 }  // namespace
@@ -144,7 +65,7 @@ int main(int argc, char** argv) {
     init_process_group();
     auto g = default_group_ptr();
     if (mode == "ring") ring(*g);
-    else if (mode == "ddp") ddp(g);
+    else if (mode == "ddp") anvil::test::worker::check_ddp_matches_one_process(g, Device::cpu(), 4);
     else if (mode == "zero") zero(g);
     else throw std::runtime_error("unknown mode '" + mode + "'");
     g->barrier()->wait();

@@ -29,6 +29,7 @@
 #include "kernels/cuda_info.h"
 #include "nn/layers/layers.h"
 #include "nn/optim/optim.h"
+#include "workers/one_process_reference.h"
 #include "workers/worker_util.h"
 
 using namespace anvil;
@@ -182,84 +183,15 @@ void ring(uint64_t seed) {
   }
 }
 
-std::shared_ptr<nn::Module> mlp(const Device& dev) {
-  auto m = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(6, 9), std::make_shared<nn::Tanh>(),
-                                            std::make_shared<nn::Linear>(9, 4));
-  m->to(kFloat64);
-  m->to(dev);
-  return m;
-}
-
-double max_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, (a[i] - b[i]).abs().max().item<double>());
-  return m;
-}
-
-constexpr int64_t kBatch = 12;
-
-// Steps of (input, target) on `dev`, the same on every rank (one seed).
-std::pair<std::vector<Tensor>, std::vector<Tensor>> random_steps(const Device& dev) {
-  std::vector<Tensor> xs, ys;
-  for (int s = 0; s < 3; ++s) {
-    xs.push_back(randn({kBatch, 6}, kFloat64).to(dev));
-    ys.push_back(randn({kBatch, 4}, kFloat64).to(dev));
-  }
-  return {xs, ys};
-}
-
 void ddp(uint64_t seed) {
-  auto g = default_group_ptr();
-  const int n = g->size(), r = g->rank();
-  const Device dev = my_device();
   manual_seed(seed);
-  auto ref = mlp(dev);
-  auto model = mlp(dev);
-  model->load_state_dict(ref->state_dict());
-  const auto [xs, ys] = random_steps(dev);
-  nn::optim::AdamW ref_opt(ref->parameters(), {.lr = 0.01});
-  for (size_t s = 0; s < xs.size(); ++s) {
-    ref_opt.zero_grad();
-    mse_loss(ref->forward(xs[s]), ys[s]).backward();
-    ref_opt.step();
-  }
-  auto wrapped = std::make_shared<DistributedDataParallel>(model, g, DDPOptions{.bucket_cap_bytes = 256});
-  nn::optim::AdamW opt(wrapped->parameters(), {.lr = 0.01});
-  const int64_t per = kBatch / n;
-  for (size_t s = 0; s < xs.size(); ++s) {
-    opt.zero_grad();
-    mse_loss(wrapped->forward(xs[s].narrow(0, r * per, per)), ys[s].narrow(0, r * per, per)).backward();
-    opt.step();
-  }
-  for (const Tensor& p : model->parameters()) check(p.device() == dev, "a DDP parameter left " + dev.str());
-  const double err = max_diff(model->parameters(), ref->parameters());
-  check(err < 1e-10, "DDP on cuda: parameters differ from one process by " + std::to_string(err));
+  check_ddp_matches_one_process(default_group_ptr(), my_device(), 3);
 }
 
 void zero(uint64_t seed) {
-  auto g = default_group_ptr();
-  const int n = g->size(), r = g->rank();
-  const Device dev = my_device();
   for (int stage : {1, 2}) {
     manual_seed(seed);
-    auto ref = mlp(dev);
-    auto model = mlp(dev);
-    model->load_state_dict(ref->state_dict());
-    const auto [xs, ys] = random_steps(dev);
-    nn::optim::AdamW ref_opt(ref->parameters(), {.lr = 0.01, .weight_decay = 0.05});
-    ZeroAdamW opt(model->parameters(), g, {.lr = 0.01, .weight_decay = 0.05}, {.stage = stage});
-    const int64_t per = kBatch / n;
-    for (size_t s = 0; s < xs.size(); ++s) {
-      ref_opt.zero_grad();
-      mse_loss(ref->forward(xs[s]), ys[s]).backward();
-      ref_opt.step();
-      opt.zero_grad();
-      mse_loss(model->forward(xs[s].narrow(0, r * per, per)), ys[s].narrow(0, r * per, per)).backward();
-      opt.step();
-    }
-    const double err = max_diff(model->parameters(), ref->parameters());
-    check(err < 1e-10, "ZeRO-" + std::to_string(stage) + " on cuda: parameters differ from AdamW by " +
-                           std::to_string(err));
+    check_zero_matches_adamw(default_group_ptr(), my_device(), 3, {.stage = stage});
   }
 }
 

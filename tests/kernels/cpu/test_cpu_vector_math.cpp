@@ -201,8 +201,11 @@ TEST(CpuVectorMath, AttentionRowHelpersOfEveryLength) {
       want_sum += want;
       // x - shift rounds to float first (half an ulp of |arg|, as the scalar
       // loop's), then exp's own error.
-      if (std::isinf(arg)) EXPECT_EQ(y[i], 0.0f) << "exp_shifted_row of -inf, n=" << n;
-      else EXPECT_NEAR(y[i], want, (3e-7 + 1.2e-7 * std::abs(arg)) * want) << "exp_shifted_row n=" << n << " i=" << i;
+      if (std::isinf(arg)) {
+        EXPECT_EQ(y[i], 0.0f) << "exp_shifted_row of -inf, n=" << n;
+      } else {
+        EXPECT_NEAR(y[i], want, (3e-7 + 1.2e-7 * std::abs(arg)) * want) << "exp_shifted_row n=" << n << " i=" << i;
+      }
     }
     EXPECT_NEAR(sum, want_sum, 1e-6 * want_sum) << "exp_shifted_row sum n=" << n;
 
@@ -262,7 +265,9 @@ TEST(CpuVectorMath, LayerNormAndRmsNormRowsOfEveryLength) {
     // must round the product the same way twice (an FMA that fused one of them left an ulp, times
     // rstd = 1/sqrt(eps), and disagreed with the CUDA kernel).
     if (n == 1)
-      for (float v : gi.storage) EXPECT_EQ(v, 0.0f) << "layer_norm backward of a one-element row";
+      for (float v : gi.storage) {
+        EXPECT_EQ(v, 0.0f) << "layer_norm backward of a one-element row";
+      }
   }
 }
 
@@ -367,8 +372,12 @@ TEST(CpuVectorMath, CapabilityNamesTheVectorTarget) {
   EXPECT_NE(to_string(c).find("vector math " + c.vector_math), std::string::npos) << to_string(c);
   if (!cpu::vec::enabled()) GTEST_SKIP() << "vector kernels off: " << c.vector_math;
   // A CPU with AVX-512 or AVX2 must not run the vector math on a narrower target.
-  if (c.isa == "avx512_core") EXPECT_EQ(c.vector_math.rfind("AVX3", 0), 0u) << c.vector_math;
-  if (c.isa == "avx2") EXPECT_EQ(c.vector_math.rfind("AVX2", 0), 0u) << c.vector_math;
+  if (c.isa == "avx512_core") {
+    EXPECT_EQ(c.vector_math.rfind("AVX3", 0), 0u) << c.vector_math;
+  }
+  if (c.isa == "avx2") {
+    EXPECT_EQ(c.vector_math.rfind("AVX2", 0), 0u) << c.vector_math;
+  }
 }
 
 }  // namespace
