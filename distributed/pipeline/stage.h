@@ -23,7 +23,9 @@
 // then receive gradient j" against its neighbour's "send gradient j, then
 // receive activation k" (1F1B's steady state) can block both streams; doing it
 // on the GPU needs the send and recv of one time step issued as one NCCL
-// group (PyTorch's batch_isend_irecv), which ProcessGroup does not offer yet.
+// group. ProcessGroup::batch_isend_irecv offers that now (and the emulated
+// NCCL reports the ungrouped pattern as a deadlock); the schedules do not yet
+// post their time steps as batches, so stages still exchange over Gloo.
 #include <chrono>
 #include <cstdint>
 #include <map>
