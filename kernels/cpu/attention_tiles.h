@@ -60,10 +60,15 @@ void apply_masks(C* s, int64_t lds, int64_t rows, int64_t cols, int64_t i0, int6
         const M* src = m.ptr<M>() + base + r * m.strides[2];
         C* row = s + r * lds;
         if constexpr (std::is_same_v<M, bool>) {
-          if constexpr (std::is_same_v<C, float> && std::is_same_v<decltype(key_stride), std::integral_constant<int64_t, 1>>) {
-            if (vec::enabled()) {
-              vec::select_row(row, reinterpret_cast<const uint8_t*>(src), cols, kNegInf);
-              continue;
+          // Two ifs, not one &&: clang checks a discarded branch whose
+          // condition still depends on the lambda's parameter, and row is a
+          // double* in the float64 instantiation.
+          if constexpr (std::is_same_v<C, float>) {
+            if constexpr (std::is_same_v<decltype(key_stride), std::integral_constant<int64_t, 1>>) {
+              if (vec::enabled()) {
+                vec::select_row(row, reinterpret_cast<const uint8_t*>(src), cols, kNegInf);
+                continue;
+              }
             }
           }
           for (int64_t c = 0; c < cols; ++c)
