@@ -13,6 +13,7 @@
 
 #include "core/autograd/engine.h"
 #include "core/ops.h"
+#include "tests/kernels/cuda/attention_with_grads.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -44,17 +45,8 @@ test::Tolerance out_tolerance(DType dt) {
   return test::tolerance_for(dt);
 }
 
-struct Result {
-  Tensor out, gq, gk, gv;
-};
-
-Result run(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const AttentionOptions& o) {
-  std::vector<Tensor> in = {q.detach().requires_grad_(true), k.detach().requires_grad_(true),
-                            v.detach().requires_grad_(true)};
-  Tensor out = scaled_dot_product_attention(in[0], in[1], in[2], o);
-  auto grads = autograd::grad({(out * g).sum()}, in);
-  return {out.detach(), grads[0], grads[1], grads[2]};
-}
+using Result = test::AttentionResult;
+using test::attention_with_grads;
 
 // With dropout_p > 0 both runs start from one generator state, so both
 // backends drop the same probabilities (each indexes Philox as the dropout op).
@@ -69,11 +61,11 @@ void expect_matches_cpu(const Dims& d, DType dt, const char* mask_name, const Te
   o.attn_mask = mask;
   o.dropout_p = dropout_p;
   manual_seed(seed);
-  const Result cpu = run(q, k, v, g, o);
+  const Result cpu = attention_with_grads(q, k, v, g, o);
   AttentionOptions og = o;
   if (mask.defined()) og.attn_mask = mask.cuda();
   manual_seed(seed);
-  const Result gpu = run(q.cuda(), k.cuda(), v.cuda(), g.cuda(), og);
+  const Result gpu = attention_with_grads(q.cuda(), k.cuda(), v.cuda(), g.cuda(), og);
   EXPECT_CUDA_CLOSE(gpu.out, cpu.out, out_tolerance(dt));
   EXPECT_CUDA_CLOSE(gpu.gq, cpu.gq, grad_tolerance(dt));
   EXPECT_CUDA_CLOSE(gpu.gk, cpu.gk, grad_tolerance(dt));
@@ -188,9 +180,9 @@ TEST(CudaAttention, TensorCoresMatchCpuAndTheOtherKernels) {
                    v = random_tensor({d.b, d.h, d.s, d.ev}, dt, seed + 2).cuda(),
                    g = random_tensor({d.b, d.h, d.l, d.ev}, dt, seed + 3).cuda();
       AttentionOptions o{.attn_mask = mask.defined() ? mask.cuda() : Tensor(), .is_causal = c.causal};
-      const Result tensor_cores = run(q, k, v, g, o);
+      const Result tensor_cores = attention_with_grads(q, k, v, g, o);
       setenv("ANVIL_ATTENTION_TENSOR_CORES", "0", 1);
-      const Result other = run(q, k, v, g, o);
+      const Result other = attention_with_grads(q, k, v, g, o);
       unsetenv("ANVIL_ATTENTION_TENSOR_CORES");
       const Tensor pairs[4][2] = {{tensor_cores.out, other.out},
                                   {tensor_cores.gq, other.gq},

@@ -18,6 +18,7 @@
 #include "core/ops.h"
 #include "kernels/cuda/attention_choice.h"
 #include "kernels/cudnn/sdpa.h"
+#include "tests/kernels/cuda/attention_with_grads.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -44,17 +45,8 @@ std::string text(const Dims& d, DType dt, bool causal) {
          " Ev=" + std::to_string(d.ev) + (causal ? " causal" : "");
 }
 
-struct Result {
-  Tensor out, gq, gk, gv;
-};
-
-Result run(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const AttentionOptions& o) {
-  std::vector<Tensor> in = {q.detach().requires_grad_(true), k.detach().requires_grad_(true),
-                            v.detach().requires_grad_(true)};
-  Tensor out = scaled_dot_product_attention(in[0], in[1], in[2], o);
-  auto grads = autograd::grad({(out * g).sum()}, in);
-  return {out.detach(), grads[0], grads[1], grads[2]};
-}
+using Result = test::AttentionResult;
+using test::attention_with_grads;
 
 // matmul, mask, softmax, matmul in float32 on the CPU, with autograd's gradients.
 Result composed(const Tensor& q16, const Tensor& k16, const Tensor& v16, const Tensor& g16, bool causal) {
@@ -137,7 +129,7 @@ TEST(CudnnSdpa, MatchesFlashAndComposed) {
         Result with_cudnn;
         {
           ScopedSdpaBackend forced("cudnn");
-          with_cudnn = run(q, k, v, g, o);
+          with_cudnn = attention_with_grads(q, k, v, g, o);
           const cuda::SdpaDecision fwd = last_sdpa_decision(false), bwd = last_sdpa_decision(true);
           EXPECT_EQ(fwd.path, SdpaPath::Cudnn) << "forward: " << fwd.why;
           if (!version_declined(bwd.why)) {
@@ -147,7 +139,7 @@ TEST(CudnnSdpa, MatchesFlashAndComposed) {
         Result with_flash;
         {
           ScopedSdpaBackend forced("flash");
-          with_flash = run(q, k, v, g, o);
+          with_flash = attention_with_grads(q, k, v, g, o);
           EXPECT_EQ(last_sdpa_decision(false).path, SdpaPath::Flash);
         }
         expect_close(with_cudnn, with_flash, dt, "cudnn vs flash");
@@ -168,14 +160,14 @@ TEST(CudnnSdpa, AutoTimesOnceAndKeepsTheFaster) {
                v = random_tensor({d.b, d.h, d.s, d.ev}, kBFloat16, 3).cuda(),
                g = random_tensor({d.b, d.h, d.l, d.ev}, kBFloat16, 4).cuda();
   const AttentionOptions o{.is_causal = true};
-  const Result first = run(q, k, v, g, o);
+  const Result first = attention_with_grads(q, k, v, g, o);
   const cuda::SdpaDecision fwd = last_sdpa_decision(false), bwd = last_sdpa_decision(true);
   EXPECT_NE(fwd.why.find("vs flash"), std::string::npos) << fwd.why;
   if (!version_declined(bwd.why)) {
     EXPECT_NE(bwd.why.find("vs flash"), std::string::npos) << bwd.why;
   }
   std::printf("auto forward: %s\nauto backward: %s\n", fwd.why.c_str(), bwd.why.c_str());
-  const Result again = run(q, k, v, g, o);
+  const Result again = attention_with_grads(q, k, v, g, o);
   EXPECT_NE(last_sdpa_decision(false).why.find("cached"), std::string::npos) << last_sdpa_decision(false).why;
   EXPECT_EQ(last_sdpa_decision(false).path, fwd.path);
   EXPECT_EQ(last_sdpa_decision(true).path, bwd.path);
@@ -207,9 +199,9 @@ TEST(CudnnSdpa, FallsBackToFlashWithTheReason) {
                  v = random_tensor({1, 2, 13, c.e}, c.dtype, 9), g = random_tensor({1, 2, 9, c.e}, c.dtype, 10);
     AttentionOptions o;
     if (c.mask) o.attn_mask = gt(random_tensor({9, 13}, kFloat32, 11), -1.0);
-    const Result cpu = run(q, k, v, g, o);
+    const Result cpu = attention_with_grads(q, k, v, g, o);
     if (c.mask) o.attn_mask = o.attn_mask.cuda();
-    const Result gpu = run(q.cuda(), k.cuda(), v.cuda(), g.cuda(), o);
+    const Result gpu = attention_with_grads(q.cuda(), k.cuda(), v.cuda(), g.cuda(), o);
     for (bool backward : {false, true}) {
       const cuda::SdpaDecision d = last_sdpa_decision(backward);
       if (c.reason == nullptr) {  // in scope on a real GPU
