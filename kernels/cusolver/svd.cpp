@@ -5,6 +5,11 @@
 // medium matrices norms are taken of. gesvdjBatched would save the launches
 // for matrices up to 32x32 but returns the full U and V. The emulated GPU has
 // no cuSOLVER: kernels/cuda/emulator/svd_paths.cu serves it instead.
+//
+// Singular values alone (jobz = NOVECTOR) still get real U and V buffers:
+// gesvdj writes through them anyway (seen on an H100 with CUDA 13.0: null U/V
+// gave CUSOLVER_STATUS_EXECUTION_FAILED and an illegal address that poisoned
+// the context; PyTorch allocates them for the same reason).
 #include <algorithm>
 
 #include "core/base/error.h"
@@ -66,9 +71,15 @@ void svd_batch(CudaBackend& backend, const View& a, const View& s, const View* u
   GesvdjParams params;  // default tolerance (machine epsilon), 100 sweeps, sorted descending
   const int lwork = gesvdj_buffer_size(h, args, a.ptr<T>(), s.ptr<T>(), params.p);
   Scratch work(backend, device, static_cast<size_t>(lwork) * sizeof(T));
+  // One matrix's unused U and V, overwritten by every matrix of the batch.
+  Scratch unused_u, unused_v;
+  if (!sh.vectors) {
+    unused_u = Scratch(backend, device, static_cast<size_t>(sh.m * sh.k) * sizeof(T));
+    unused_v = Scratch(backend, device, static_cast<size_t>(sh.n * sh.k) * sizeof(T));
+  }
   for (int64_t i = 0; i < sh.batch; ++i) {
-    T* ui = sh.vectors ? u->ptr<T>() + i * sh.m * sh.k : nullptr;
-    T* vi = sh.vectors ? v->ptr<T>() + i * sh.n * sh.k : nullptr;
+    T* ui = sh.vectors ? u->ptr<T>() + i * sh.m * sh.k : unused_u.as<T>();
+    T* vi = sh.vectors ? v->ptr<T>() + i * sh.n * sh.k : unused_v.as<T>();
     gesvdj(h, args, a.ptr<T>() + i * sh.m * sh.n, s.ptr<T>() + i * sh.k, ui, vi, work.as<T>(), lwork,
            info.ptr<int>() + i, params.p);
   }
