@@ -135,7 +135,9 @@ TEST(AutogradThreads, OneGraphWithoutRetainGraphEitherRunsOrFailsCleanly) {
     EXPECT_GE(ran.load(), 1);
     EXPECT_EQ(ran.load() + refused.load(), kThreads);
     for (const std::string& e : errors)
-      if (!e.empty()) EXPECT_NE(e.find("a second time"), std::string::npos) << e;
+      if (!e.empty()) {
+        EXPECT_NE(e.find("a second time"), std::string::npos) << e;
+      }
   }
 }
 

@@ -209,7 +209,9 @@ TEST(NnSmoothL1Huber, MatchLoops) {
     }
     EXPECT_NEAR(smooth_l1_loss(a, b, Reduction::Sum, beta).item<double>(), sl1, 1e-10) << beta;
     EXPECT_NEAR(smooth_l1_loss(a, b, Reduction::Mean, beta).item<double>(), sl1 / 20, 1e-10) << beta;
-    if (beta > 0) EXPECT_NEAR(huber_loss(a, b, Reduction::Sum, beta).item<double>(), hub, 1e-10) << beta;
+    if (beta > 0) {
+      EXPECT_NEAR(huber_loss(a, b, Reduction::Sum, beta).item<double>(), hub, 1e-10) << beta;
+    }
   }
   EXPECT_EQ(huber_loss(a, b, Reduction::None).shape(), (Shape{4, 5}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return smooth_l1_loss(t[0], t[1], Reduction::None, 0.7); },

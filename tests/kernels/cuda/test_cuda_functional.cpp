@@ -44,7 +44,9 @@ void expect_cuda_matches_cpu(const char* what, const Fn& f, const std::vector<Te
   EXPECT_CUDA_CLOSE(cuda.out, cpu.out, tol);
   for (size_t i = 0; i < inputs.size(); ++i) {
     ASSERT_EQ(cuda.grads[i].defined(), cpu.grads[i].defined()) << "input " << i;
-    if (cpu.grads[i].defined()) EXPECT_CUDA_CLOSE(cuda.grads[i], cpu.grads[i], tol) << "gradient of input " << i;
+    if (cpu.grads[i].defined()) {
+      EXPECT_CUDA_CLOSE(cuda.grads[i], cpu.grads[i], tol) << "gradient of input " << i;
+    }
   }
 }
 
