@@ -41,7 +41,8 @@ PipelineExecutor::PipelineExecutor(std::shared_ptr<nn::Module> stage_module, std
     : stage_(std::move(stage_module), std::move(group), {.device = options.device}),
       loss_(std::move(loss)),
       options_(options),
-      schedule_(make_schedule(options.schedule, stage_.num_stages(), options.micro_batches)) {
+      schedule_(make_schedule(options.schedule, stage_.num_stages(), options.micro_batches)),
+      time_steps_(time_steps(schedule_.stages[static_cast<size_t>(stage_.stage())])) {
   ANVIL_CHECK(!stage_.is_last() || loss_ != nullptr, "PipelineExecutor: the last stage needs a loss function");
 }
 
@@ -66,39 +67,36 @@ PipelineStepResult PipelineExecutor::train_step(const Tensor& input, const Tenso
   Tensor loss_sum;  // detached sum of the weighted micro-batch losses
 
   const int64_t step_start = now_us();
-  for (const Step& step : schedule_.stages[static_cast<size_t>(stage())]) {
-    const int mb = step.micro_batch;
+  for (const std::vector<Step>& now : time_steps_) {
     const int64_t start = now_us();
-    double waited = 0;
-    switch (step.kind) {
-      case StepKind::RecvActivation: waited = stage_.recv_activation(mb); break;
-      case StepKind::RecvGrad: waited = stage_.recv_grad(mb); break;
-      case StepKind::SendActivation: stage_.send_activation(mb); break;
-      case StepKind::SendGrad: stage_.send_grad(mb); break;
-      case StepKind::Forward: {
-        Tensor out = stage_.forward_micro_batch(mb, is_first() ? inputs[static_cast<size_t>(mb)] : Tensor());
-        if (is_last()) {
-          // Kept until this micro-batch's backward; weighted so the sum over
-          // micro-batches is the loss of the whole batch.
-          const Tensor& t = targets[static_cast<size_t>(mb)];
-          double weight = static_cast<double>(t.size(0)) / static_cast<double>(total);
-          Tensor loss = loss_(out, t.to(options_.device)) * weight;
-          loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
-          pending_losses_[mb] = loss;
-        }
-        break;
-      }
-      case StepKind::Backward: {
-        Tensor loss;
-        if (is_last()) {
-          loss = pending_losses_.at(mb);
-          pending_losses_.erase(mb);
-        }
-        stage_.backward_micro_batch(mb, loss);
-        break;
-      }
+    if (is_communication(now.front().kind)) {
+      // Every send and receive of this time step in one batch (stage.h, "Transport").
+      result.wait_seconds += stage_.exchange(now);
+      if (options_.record_timeline)
+        for (const Step& step : now) timeline_.push_back({step.kind, step.micro_batch, start, now_us()});
+      continue;
     }
-    result.wait_seconds += waited;
+    const Step& step = now.front();
+    const int mb = step.micro_batch;
+    if (step.kind == StepKind::Forward) {
+      Tensor out = stage_.forward_micro_batch(mb, is_first() ? inputs[static_cast<size_t>(mb)] : Tensor());
+      if (is_last()) {
+        // Kept until this micro-batch's backward; weighted so the sum over
+        // micro-batches is the loss of the whole batch.
+        const Tensor& t = targets[static_cast<size_t>(mb)];
+        double weight = static_cast<double>(t.size(0)) / static_cast<double>(total);
+        Tensor loss = loss_(out, t.to(options_.device)) * weight;
+        loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
+        pending_losses_[mb] = loss;
+      }
+    } else {
+      Tensor loss;
+      if (is_last()) {
+        loss = pending_losses_.at(mb);
+        pending_losses_.erase(mb);
+      }
+      stage_.backward_micro_batch(mb, loss);
+    }
     if (options_.record_timeline) timeline_.push_back({step.kind, mb, start, now_us()});
   }
   // Sends still in flight count as idle: the stage cannot start its next step's work.

@@ -15,6 +15,8 @@
 //
 // Every rank of the group is one stage (stage = rank), and every rank calls
 // train_step with a batch of the same size (data loaders with one seed).
+// Each run of consecutive sends and receives in the step list is posted as
+// one batch (one NCCL group on CUDA stages; stage.h, "Transport").
 //
 // The loss of micro-batch i (n_i of the batch's N samples) is weighted by
 // n_i / N before its backward, so for a loss that averages over samples the
@@ -77,6 +79,8 @@ class PipelineExecutor {
   int num_stages() const { return stage_.num_stages(); }
   const Schedule& schedule() const { return schedule_; }
   const PipelineOptions& options() const { return options_; }
+  // Where activations and gradients travel (stage.h, "Transport").
+  Device transport_device() const { return stage_.transport_device(); }
   // The last train_step's events on this stage (when record_timeline).
   const std::vector<TimelineEvent>& timeline() const { return timeline_; }
 
@@ -92,6 +96,7 @@ class PipelineExecutor {
   LossFn loss_;
   PipelineOptions options_;
   Schedule schedule_;
+  std::vector<std::vector<Step>> time_steps_;  // this stage's steps, each run of sends and receives together
   std::vector<TimelineEvent> timeline_;
   std::map<int, Tensor> pending_losses_;  // last stage: loss of each forwarded micro-batch until its backward
 };

@@ -195,8 +195,10 @@ void validate_schedule(const Schedule& schedule) {
     }
   }
   // Every send above is matched by its neighbour's recv; the simulation
-  // proves the order lets every recv find its send.
+  // proves the order lets every recv find its send, and the unbuffered check
+  // that it also does so on NCCL, one group per time step.
   simulate_schedule(schedule);
+  check_unbuffered_p2p(schedule);
 }
 
 double SimulatedRun::bubble_fraction() const {

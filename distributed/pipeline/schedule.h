@@ -61,7 +61,9 @@ int max_live_activations(const std::vector<Step>& steps);
 // receives an activation before each forward and sends a gradient after each
 // backward; a stage < p-1 sends each forward's output and receives its
 // gradient before the backward; every send has the matching recv on the
-// neighbour; and running all stages with buffered sends never deadlocks.
+// neighbour; running all stages with buffered sends never deadlocks; and
+// neither does running them unbuffered, one time step per NCCL group
+// (check_unbuffered_p2p).
 void validate_schedule(const Schedule& schedule);
 
 // A run of the schedule on an idealised machine (forward costs forward_cost,
@@ -76,6 +78,34 @@ struct SimulationCosts {
   double backward_cost = 2.0;
 };
 SimulatedRun simulate_schedule(const Schedule& schedule, const SimulationCosts& costs = {});
+
+// Sends and receives (the steps that talk to a neighbour), as opposed to
+// Forward and Backward.
+bool is_communication(StepKind kind);
+
+// A stage's steps cut into time steps: each Forward or Backward alone, and
+// each run of consecutive sends and receives as one time step. The executor
+// posts a run with one batch_isend_irecv (one NCCL group): 1F1B's "send
+// activation k, receive gradient j" against the neighbour's "send gradient
+// j, receive activation k" then progress together instead of each waiting
+// for the other (see check_unbuffered_p2p).
+std::vector<std::vector<Step>> time_steps(const std::vector<Step>& steps);
+
+// How check_unbuffered_p2p issues a stage's sends and receives.
+enum class P2PIssue {
+  PerTimeStep,  // each run of time_steps together (what the executor does)
+  PerStep,      // each send or receive alone (the pattern NCCL deadlocks on)
+};
+
+// Runs the schedule's communication with NCCL's point-to-point rules: no
+// tags (the messages from one stage to another match in issue order, so
+// both sides must name the same micro-batches in the same order), nothing
+// buffered (a send or receive completes only once the peer has issued the
+// matching call), and each stage issues its calls in order, the calls of one
+// batch together, the next batch once this one completed. Throws
+// anvil::Error naming the stages and steps on a mismatched order or a
+// deadlock. validate_schedule runs it with PerTimeStep.
+void check_unbuffered_p2p(const Schedule& schedule, P2PIssue issue = P2PIssue::PerTimeStep);
 
 // (p - 1) / (m + p - 1): the idle share of GPipe and 1F1B when every stage
 // takes the same time per micro-batch.

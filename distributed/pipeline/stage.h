@@ -15,17 +15,37 @@
 // Activations travel with a small header (dtype and shape), so a receiver
 // needs no shape in advance and micro-batches may differ in size. Sends are
 // asynchronous: they are waited for in wait_for_sends(), and a stage never
-// blocks on a send, only on a recv (which is what keeps 1F1B deadlock-free).
+// blocks on a send, only on a recv (which is what keeps 1F1B deadlock-free
+// on Gloo; on NCCL see below).
 //
-// Transport: activations and gradients cross between stages as CPU tensors
-// (Gloo), also when the stage computes on a GPU. NCCL matches point-to-point
-// operations in issue order on one stream, where a stage's "send activation k,
-// then receive gradient j" against its neighbour's "send gradient j, then
-// receive activation k" (1F1B's steady state) can block both streams; doing it
-// on the GPU needs the send and recv of one time step issued as one NCCL
-// group. ProcessGroup::batch_isend_irecv offers that now (and the emulated
-// NCCL reports the ungrouped pattern as a deadlock); the schedules do not yet
-// post their time steps as batches, so stages still exchange over Gloo.
+// Transport. Activations and gradients travel on the stage's device when the
+// group carries tensors of that device itself, as DDP's buckets do: a CUDA
+// stage on a group with NCCL (make_process_group's "auto" backend, or a
+// subgroup of it) sends and receives CUDA tensors over NCCL. Otherwise (a CPU
+// stage, or a Gloo-only group) they cross as CPU tensors over Gloo.
+// transport_device() says which.
+//
+// NCCL matches point-to-point calls in issue order on one stream and buffers
+// nothing, so 1F1B's "send activation k, then receive gradient j" against the
+// neighbour's "send gradient j, then receive activation k" blocks both
+// streams. exchange() therefore posts one time step's sends and receives (a
+// run of consecutive communication steps, schedule.h's time_steps) as one
+// batch_isend_irecv, one NCCL group; check_unbuffered_p2p proves every
+// schedule deadlock-free that way. Gloo gets the same batches (posted one by
+// one, which it does not mind).
+//
+// Shapes: the header is a CPU tensor and goes over the group's CPU side
+// (Gloo) ahead of the data, whatever the transport; the receiver reads it on
+// the host before it posts the data's receive. This keeps micro-batches of
+// different sizes (tensor_split's 3, 3, 2, 2) and stages whose output shape
+// is not known in advance working with no shapes declared, costs no GPU
+// synchronisation (the sender knows the shape on the host as soon as its
+// forward is enqueued), and cannot deadlock: headers only flow forward, and a
+// stage's host blocks only on its predecessor's headers, never on its
+// successor. The price: a group without a CPU side (backend "nccl" alone)
+// cannot carry a pipeline; the constructor says so. With a GPU transport the
+// constructor is collective (every stage builds its PipelineStage): one tiny
+// all-reduce creates the NCCL communicator on every rank at once.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -33,6 +53,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "distributed/pipeline/schedule.h"
 #include "distributed/process_group.h"
 #include "nn/module.h"
 
@@ -53,9 +74,18 @@ class PipelineStage {
   nn::Module& module() { return *module_; }
   ProcessGroup& group() { return *group_; }
   Device device() const { return options_.device; }
+  // Where activations and gradients travel (see "Transport" above).
+  Device transport_device() const { return transport_; }
 
   // --- per micro-batch steps (what a schedule's steps call) ---
-  // Blocks until the activation arrives; returns the seconds spent waiting.
+  // Posts one time step's sends and receives (SendActivation,
+  // RecvActivation, SendGrad, RecvGrad steps) together as one
+  // batch_isend_irecv, then waits for the receives; returns the seconds
+  // spent waiting (on NCCL the wait is the compute stream's, not the host's,
+  // so only the headers' count).
+  double exchange(const std::vector<Step>& steps);
+  // exchange() of one step. Blocks until the activation arrives; returns the
+  // seconds spent waiting.
   double recv_activation(int mb);
   // Runs the module on micro-batch mb: on stage 0 on `input` (moved to the
   // stage's device), elsewhere on the received activation. Returns the output.
@@ -89,10 +119,19 @@ class PipelineStage {
   };
   MicroBatch& state(int mb);
   double wait(const WorkHandle& work);
+  // The parts of exchange(): each returns the op that moves its data (a
+  // receive's tensor allocated on the transport device); arrived() stores a
+  // received tensor where its step says.
+  P2POp post_activation(int mb);
+  P2POp post_grad(int mb);
+  std::pair<P2POp, double> expect_activation(int mb);
+  P2POp expect_grad(int mb);
+  void arrived(const Step& step, const Tensor& wire);
 
   std::shared_ptr<nn::Module> module_;
   std::shared_ptr<ProcessGroup> group_;
   StageOptions options_;
+  Device transport_;
   int stage_, num_stages_;
   std::map<int, MicroBatch> micro_batches_;
   std::vector<std::pair<WorkHandle, std::vector<Tensor>>> pending_sends_;  // keep tensors alive until sent

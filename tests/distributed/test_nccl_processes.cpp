@@ -8,28 +8,18 @@
 #include <random>
 #include <string>
 
-#include "distributed/process_group_factory.h"
 #include "harness.h"
-#include "kernels/cuda_info.h"
+#include "nccl_ranks.h"
 
 namespace {
 
 using anvil::test::contains;
+using anvil::test::emulated_gpu;
 using anvil::test::run_ranks;
 using anvil::test::RunOptions;
 using anvil::test::RunResult;
 
-bool emulated_gpu() { return contains(anvil::cuda::device_properties(0).name, "emulated"); }
-
-// Empty when `nproc` ranks can run here, else why not.
-std::string cannot_run(int nproc) {
-  if (!anvil::distributed::nccl_available()) return "this build has no NCCL backend (no CUDA or no NCCL)";
-  if (!anvil::cuda::is_available()) return "no CUDA GPU visible";
-  if (!emulated_gpu() && anvil::cuda::device_count() < nproc)
-    return "NCCL needs one GPU per rank: " + std::to_string(nproc) + " ranks, " +
-           std::to_string(anvil::cuda::device_count()) + " GPUs";
-  return "";
-}
+std::string cannot_run(int nproc) { return anvil::test::why_nccl_ranks_cannot_run(nproc); }
 
 RunResult run(int nproc, const std::string& mode, RunOptions options = {}) {
   const std::string seed = std::to_string(std::random_device{}() % 100000);

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +33,10 @@ struct Case {
   std::string schedule;
   int micro_batches;
 };
+// Names the case in test listings (gtest would print the struct's bytes).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.stages << " stages, " << c.schedule << ", " << c.micro_batches << " micro-batches";
+}
 
 class PipelineEquivalence : public ::testing::TestWithParam<Case> {};
 
@@ -44,6 +49,10 @@ TEST_P(PipelineEquivalence, GradientsAndSgdStepMatchUnpipelinedModel) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (int rank = 0; rank < c.stages; ++rank) {
     EXPECT_GE(value_of(r, rank, "max_live"), 0) << "rank " << rank << " did not report OK\n" << r.output;
+    // CPU stages exchange CPU tensors (Gloo).
+    bool on_cpu = false;
+    for (const std::string& line : r.lines_of(rank)) on_cpu = on_cpu || line.find("transport=cpu") != std::string::npos;
+    EXPECT_TRUE(on_cpu) << "rank " << rank << "\n" << r.output;
     double bubble = value_of(r, rank, "bubble");
     EXPECT_GE(bubble, 0.0);
     EXPECT_LE(bubble, 1.0);
