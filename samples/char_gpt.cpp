@@ -139,7 +139,11 @@ int train_pipeline(const PipelineSettings& pp, GptOptions g, const std::string& 
                    int64_t epochs, int64_t steps, int64_t batch_size, double lr, uint64_t seed) {
   namespace dist = anvil::distributed;
   namespace pipe = anvil::distributed::pipeline;
-  dist::init_process_group();
+  // CUDA stages exchange over NCCL, which wants a GPU per rank: stages that
+  // share a GPU (more ranks here than GPUs) go through the host over Gloo.
+  const bool sharing_gpus =
+      cuda::is_available() && dist::launch_env_from_environment().local_world_size > cuda::device_count();
+  dist::init_process_group({.backend = sharing_gpus ? "gloo" : "auto"});
   auto group = dist::default_group_ptr();
   const int rank = group->rank();
   ANVIL_CHECK(group->size() == pp.stages, "char_gpt: --pipeline-stages ", pp.stages, " needs as many ranks; ",
