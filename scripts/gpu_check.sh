@@ -12,8 +12,9 @@
 #             only the targets used below; incremental, so a call cut off by the
 #             10-minute limit resumes where it stopped. Skipped when prebuilt
 #             binaries were carried (gpu-carry/, see `prepare`).
-#   tests     anvil_tests_cuda (the cuda-labelled tests) and the GPU-dependent
+#   tests     anvil_tests_cuda (the cuda-labelled tests), the GPU-dependent
 #             core/nn tests (pinned memory, non_blocking, DataLoader pin_memory)
+#             and the NCCL tests of anvil_tests_distributed (real NCCL)
 #             (CudnnSdpa.* among them: cuDNN's fused attention forced on against the
 #             flash kernels and the composed path, and the auto choice's timing)
 #   sdpa      fused attention alone, for a short lease: CudnnSdpa.* and CudaAttention.*,
@@ -170,7 +171,7 @@ stage_build() {
   # Only what the later stages run; whichever of these the tree defines.
   local available targets=()
   available=$(cmake --build "$BUILD" --target help 2>/dev/null)
-  for t in anvil_tests_cuda anvil_tests_nn_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_cuda bench_train kernel_report; do
+  for t in anvil_tests_cuda anvil_tests_nn_cuda anvil_tests_core anvil_tests_nn anvil_tests_distributed bench_kernels bench_cuda bench_train kernel_report; do
     grep -qE "(^|[ .:])$t([ :]|$)" <<<"$available" && targets+=("$t")
   done
   say "build ${targets[*]} (-j$JOBS, at most ${STAGE_LIMIT}s; a rerun resumes)"
@@ -233,6 +234,12 @@ stage_tests() {
   # the emulated GPU runs the same (./test.sh --emulated-gpu).
   run_gtest tests.core-gpu "$bin/anvil_tests_core" --gtest_filter="$CORE_NN_FILTER" || rc=1
   run_gtest tests.nn-gpu "$bin/anvil_tests_nn" --gtest_filter="$CORE_NN_FILTER" || rc=1
+  # Real NCCL: the one-rank group runs on one GPU; the multi-rank worker tests
+  # skip with their reason unless there is a GPU per rank (CI runs them all on
+  # the emulated NCCL).
+  if [ -x "$bin/anvil_tests_distributed" ]; then
+    run_gtest tests.nccl "$bin/anvil_tests_distributed" --gtest_filter='*Nccl*:*NCCL*' || rc=1
+  fi
   return $rc
 }
 
@@ -405,7 +412,7 @@ stage_prepare() {
   fi
   local available wanted=()
   available=$(cmake --build "$from" --target help 2>/dev/null)
-  for t in anvil_tests_cuda anvil_tests_nn_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train kernel_report; do
+  for t in anvil_tests_cuda anvil_tests_nn_cuda anvil_tests_core anvil_tests_nn anvil_tests_distributed bench_kernels bench_train kernel_report; do
     grep -qE "(^|[ .:])$t([ :]|$)" <<<"$available" && wanted+=("$t")
   done
   echo "== building ${wanted[*]} in $from under the build lock"
@@ -415,7 +422,7 @@ stage_prepare() {
   stage=$(mktemp -d)
   mkdir -p "$stage/bin" "$stage/lib"
   local b
-  for b in anvil_tests_cuda anvil_tests_nn_cuda anvil_tests_core anvil_tests_nn bench_kernels bench_train kernel_report; do
+  for b in anvil_tests_cuda anvil_tests_nn_cuda anvil_tests_core anvil_tests_nn anvil_tests_distributed bench_kernels bench_train kernel_report; do
     [ -x "$from/bin/$b" ] && strip -o "$stage/bin/$b" "$from/bin/$b"
   done
   # Libraries outside glibc/libstdc++/the CUDA toolkit, which a CUDA image may lack.
