@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "tests/distributed/pipeline/pipeline_case.h"
 
 namespace {
 
@@ -28,15 +29,7 @@ double value_of(const anvil::test::RunResult& r, int rank, const std::string& ke
   return -1;
 }
 
-struct Case {
-  int stages;
-  std::string schedule;
-  int micro_batches;
-};
-// Names the case in test listings (gtest would print the struct's bytes).
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.stages << " stages, " << c.schedule << ", " << c.micro_batches << " micro-batches";
-}
+using Case = anvil::test::PipelineCase;
 
 class PipelineEquivalence : public ::testing::TestWithParam<Case> {};
 

@@ -13,20 +13,13 @@
 
 #include "harness.h"
 #include "nccl_ranks.h"
+#include "tests/distributed/pipeline/pipeline_case.h"
 
 namespace {
 
 using anvil::test::contains;
 
-struct Case {
-  int stages;
-  std::string schedule;
-  int micro_batches;
-};
-// Names the case in test listings (gtest would print the struct's bytes).
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.stages << " stages, " << c.schedule << ", " << c.micro_batches << " micro-batches";
-}
+using Case = anvil::test::PipelineCase;
 
 class PipelineOverNccl : public ::testing::TestWithParam<Case> {};
 
