@@ -7,10 +7,10 @@
 //  - columns: a kept dim is fastest (column sums, bias gradients). A block of
 //    neighbouring outputs accumulates one input row after another, which is
 //    again a unit-stride loop over memory.
-// Floating inputs accumulate in double (this backend is the reference others
-// are tested against), integers and bool in int64; except contiguous float32
-// runs of sum, mean, max, min and var, which take the vector kernels
-// (vector_math.h: float lanes in blocks, the blocks added in double).
+// Floating inputs accumulate in double, integers and bool in int64; except
+// contiguous float32 runs of sum, mean, max, min and var, which take the
+// vector kernels (vector_math.h: float lanes in blocks, the blocks added in
+// double; the error stays within a few units of roundoff of sum |x|).
 #include <omp.h>
 
 #include <algorithm>
@@ -55,10 +55,10 @@ struct Additive : OnStorage<T, red::Sum<acc_t<T>, M>> {
   {
     return vec::sum(p, n);
   }
-  void vector_fold_row_into(double* acc, const float* row, int64_t n) const
+  void vector_fold_rows_into(double* acc, const float* rows, int64_t n_rows, int64_t row_stride, int64_t n) const
     requires(M == SumMode::Sum || M == SumMode::Mean)
   {
-    vec::add_row_into(acc, row, n);
+    vec::add_rows_into(acc, rows, n_rows, row_stride, n);
   }
 };
 
@@ -89,10 +89,10 @@ struct Extreme : OnStorage<T, red::Extreme<acc_t<T>, kMax>> {
   {
     return kMax ? vec::max(p, n) : vec::min(p, n);
   }
-  void vector_fold_row_into(double* acc, const float* row, int64_t n) const
+  void vector_fold_rows_into(double* acc, const float* rows, int64_t n_rows, int64_t row_stride, int64_t n) const
     requires(!kAbs)
   {
-    kMax ? vec::max_row_into(acc, row, n) : vec::min_row_into(acc, row, n);
+    kMax ? vec::max_rows_into(acc, rows, n_rows, row_stride, n) : vec::min_rows_into(acc, rows, n_rows, row_stride, n);
   }
   // Unit-stride runs use eight independent accumulators (NaNs counted on the
   // side): the compiler turns that into vector max/min without a dependency chain.
@@ -293,25 +293,26 @@ void reduce_columns(const Op& op, const ReducePlan& plan, const View& out, const
     return Item{in_base + off[0] + j0 * col.in_stride * plan.in_item, out_base + off[1] + j0 * col.out_stride * plan.out_item,
                 std::min(kBlock, col.size - j0)};
   };
-  // Contiguous float32 columns of sum, mean, max and min fold each row with
-  // the vector kernels (the same double accumulators, the same order).
+  // Contiguous float32 columns of sum, mean, max and min fold each run of
+  // rows with the vector kernels (float lanes, flushed to the double accumulators).
   constexpr bool kHasVectorRows =
       std::is_same_v<T, float> &&
-      requires(const Op& o, Acc* a, const float* p) { o.vector_fold_row_into(a, p, int64_t{1}); };
+      requires(const Op& o, Acc* a, const float* p, int64_t k) { o.vector_fold_rows_into(a, p, k, k, k); };
   bool vector_rows = false;
   if constexpr (kHasVectorRows) vector_rows = col.in_stride == 1 && vec::enabled();
   // acc[j] folds the reduced elements [begin, end) of output column j of the item.
   auto accumulate = [&](const Item& it, int64_t begin, int64_t end, Acc* acc) {
     red.run({it.in}, begin, end, [&](const StridedLoop<1>::Run& r) {
+      if constexpr (kHasVectorRows) {
+        if (vector_rows) {
+          op.vector_fold_rows_into(acc, reinterpret_cast<const float*>(r.ptr[0]), r.n,
+                                   r.stride[0] / static_cast<int64_t>(sizeof(float)), it.len);
+          return;
+        }
+      }
       for (int64_t e = 0; e < r.n; ++e) {
         const T* row = reinterpret_cast<const T*>(r.ptr[0] + e * r.stride[0]);
         const int64_t index = r.first + e;
-        if constexpr (kHasVectorRows) {
-          if (vector_rows) {
-            op.vector_fold_row_into(acc, row, it.len);
-            continue;
-          }
-        }
         if (col.in_stride == 1) {
           for (int64_t j = 0; j < it.len; ++j) acc[j] = op.combine(acc[j], op.lift(row[j], index));
         } else {

@@ -71,12 +71,12 @@ struct Moments {
 };
 Moments moments(const float* x, int64_t n);
 
-// One row of a column reduction (over the first dim): acc[j] += x[j], or
-// acc[j] = max/min(acc[j], x[j]) with NaN sticking, for j < n; the floats
-// promoted to the double accumulators, so each column's result is the
-// scalar loop's exactly.
-void add_row_into(double* acc, const float* x, int64_t n);
-void max_row_into(double* acc, const float* x, int64_t n);
-void min_row_into(double* acc, const float* x, int64_t n);
+// A run of `rows` rows of a column reduction (over the first dim), row r at
+// x + r * row_stride: acc[j] += the rows' x[j], or acc[j] = max/min(acc[j],
+// the rows' x[j]) with NaN sticking, for j < n. Sums add up to 16 rows in
+// float before each double accumulator; max and min are exact.
+void add_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n);
+void max_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n);
+void min_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n);
 
 }  // namespace anvil::cpu::vec

@@ -1,9 +1,9 @@
 // The row half of vector_math.h: softmax, layer_norm, rms_norm and the
 // reductions over contiguous floats. Every sum runs in four independent
 // vectors of lanes (no dependency chain between consecutive adds): float
-// lanes within a row of softmax or a norm, added in double at the end of the
-// row or of each kBlock elements; double lanes for the sum, mean and var
-// reductions, which are the reference for long sums.
+// lanes, added in double at the end of the row or of each kBlock elements
+// (softmax, the norms, the sum and mean reductions); double lanes for the
+// squared deviations of var.
 #include "kernels/cpu/vector_math.h"
 
 #if ANVIL_HAVE_HIGHWAY
@@ -14,6 +14,7 @@
 #define HWY_TARGET_INCLUDE "kernels/cpu/vector_rows.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include <algorithm>
 #include <cmath>
 
 #include "hwy/highway.h"
@@ -92,79 +93,95 @@ float Extreme(const float* x, int64_t n) {
   return hn::GetLane(kMax ? hn::MaxOfLanes(d, m) : hn::MinOfLanes(d, m));
 }
 
-// The reductions' sums accumulate in double lanes (four vectors of them, no
-// chain): float lanes lose 1e-5 of a cancelling 8000-element row sum, more
-// than the float64-reference tests allow, and the widening is free next to
-// the memory traffic. f maps the promoted values (in double) to the addends.
-template <class F>
-HWY_INLINE double SumPromoted(const float* x, int64_t n, F f) {
-  const hn::ScalableTag<double> dd;
-  const hn::Rebind<float, decltype(dd)> df;  // as many floats as dd has doubles
-  using VD = hn::Vec<decltype(dd)>;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(dd));
-  VD s0 = hn::Zero(dd), s1 = hn::Zero(dd), s2 = hn::Zero(dd), s3 = hn::Zero(dd);
-  int64_t i = 0;
-  for (; i + 4 * L <= n; i += 4 * L) {
-    s0 = hn::Add(s0, f(dd, hn::PromoteTo(dd, hn::LoadU(df, x + i))));
-    s1 = hn::Add(s1, f(dd, hn::PromoteTo(dd, hn::LoadU(df, x + i + L))));
-    s2 = hn::Add(s2, f(dd, hn::PromoteTo(dd, hn::LoadU(df, x + i + 2 * L))));
-    s3 = hn::Add(s3, f(dd, hn::PromoteTo(dd, hn::LoadU(df, x + i + 3 * L))));
-  }
-  for (; i + L <= n; i += L) s0 = hn::Add(s0, f(dd, hn::PromoteTo(dd, hn::LoadU(df, x + i))));
-  double total = hn::GetLane(hn::SumOfLanes(dd, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
-  for (; i < n; ++i) total += hn::GetLane(f(dd, hn::Set(dd, static_cast<double>(x[i]))));
-  return total;
-}
-
+// The sum reductions add float lanes over blocks of kBlock elements and the
+// blocks in double (SumOver), as softmax and the norms do: each lane adds
+// kBlock / 64 elements, so the error stays within a few units of roundoff
+// of sum |x| (the tests' bound), and the loop runs at max's speed; double
+// lanes were bound by their float-to-double conversions at half of it.
 double Sum(const float* x, int64_t n) {
-  return SumPromoted(x, n, [](auto, auto v) { return v; });
+  const D d;
+  return SumOver(d, n, 0.0f, x, [](V v, int64_t) { return v; });
 }
 float Max(const float* x, int64_t n) { return Extreme<true>(x, n); }
 float Min(const float* x, int64_t n) { return Extreme<false>(x, n); }
 
+// The mean, then the squared deviations from it in double lanes: the
+// variance of data with a large offset keeps its digits.
 Moments MomentsOf(const float* x, int64_t n) {
   const double mean = Sum(x, n) / static_cast<double>(n);
-  const double m2 = SumPromoted(x, n, [mean](auto dd, auto v) {
-    const auto dv = hn::Sub(v, hn::Set(dd, mean));
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;  // as many floats as dd has doubles
+  using VD = hn::Vec<decltype(dd)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(dd));
+  const VD m = hn::Set(dd, mean);
+  auto square_dev = [&](VD v) {
+    const VD dv = hn::Sub(v, m);
     return hn::Mul(dv, dv);
-  });
+  };
+  VD s0 = hn::Zero(dd), s1 = hn::Zero(dd), s2 = hn::Zero(dd), s3 = hn::Zero(dd);
+  int64_t i = 0;
+  for (; i + 4 * L <= n; i += 4 * L) {
+    s0 = hn::Add(s0, square_dev(hn::PromoteTo(dd, hn::LoadU(df, x + i))));
+    s1 = hn::Add(s1, square_dev(hn::PromoteTo(dd, hn::LoadU(df, x + i + L))));
+    s2 = hn::Add(s2, square_dev(hn::PromoteTo(dd, hn::LoadU(df, x + i + 2 * L))));
+    s3 = hn::Add(s3, square_dev(hn::PromoteTo(dd, hn::LoadU(df, x + i + 3 * L))));
+  }
+  for (; i + L <= n; i += L) s0 = hn::Add(s0, square_dev(hn::PromoteTo(dd, hn::LoadU(df, x + i))));
+  double m2 = hn::GetLane(hn::SumOfLanes(dd, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+  for (; i < n; ++i) {
+    const double dv = static_cast<double>(x[i]) - mean;
+    m2 += dv * dv;
+  }
   return {mean, m2};
 }
 
-// One input row of a column reduction (a sum or max over the first dim):
-// acc[j] = fold(acc[j], x[j]), the floats promoted to the double
-// accumulators. Each column still folds its rows in order, so the result is
-// the scalar loop's, bit for bit; only the columns go side by side.
-template <class F>
-HWY_INLINE void FoldRowInto(double* acc, const float* x, int64_t n, F fold) {
-  const hn::ScalableTag<double> dd;
-  const hn::Rebind<float, decltype(dd)> df;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(dd));
-  int64_t j = 0;
-  for (; j + 2 * L <= n; j += 2 * L) {
-    const auto a = fold(dd, hn::LoadU(dd, acc + j), hn::PromoteTo(dd, hn::LoadU(df, x + j)));
-    const auto b = fold(dd, hn::LoadU(dd, acc + j + L), hn::PromoteTo(dd, hn::LoadU(df, x + j + L)));
-    hn::StoreU(a, dd, acc + j);
-    hn::StoreU(b, dd, acc + j + L);
+// A run of rows of a column reduction (over the first dim), folded into the
+// double accumulators acc[0, n): the rows go into a float buffer (one vector
+// load, op and store per element, streaming each row), and the buffer into
+// acc every kRowsPerFlush rows. Sums thus add at most that many rows in
+// float; max and min are exact in float, so they flush once per run.
+constexpr int64_t kColumnTile = 1024;  // floats of the buffer: 4 KiB, in L1
+template <class FoldF, class FoldD>
+HWY_INLINE void FoldRowsInto(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n,
+                             int64_t rows_per_flush, FoldF fold, FoldD fold_double) {
+  const D d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  HWY_ALIGN float buf[kColumnTile];
+  for (int64_t c0 = 0; c0 < n; c0 += kColumnTile) {
+    const int64_t cn = std::min(kColumnTile, n - c0);
+    for (int64_t r0 = 0; r0 < rows; r0 += rows_per_flush) {
+      const int64_t r1 = std::min(rows, r0 + rows_per_flush);
+      std::copy_n(x + r0 * row_stride + c0, cn, buf);
+      for (int64_t r = r0 + 1; r < r1; ++r) {
+        const float* row = x + r * row_stride + c0;
+        int64_t j = 0;
+        for (; j + L <= cn; j += L) hn::Store(fold(hn::Load(d, buf + j), hn::LoadU(d, row + j)), d, buf + j);
+        for (; j < cn; ++j) buf[j] = hn::GetLane(fold(hn::Set(d, buf[j]), hn::Set(d, row[j])));
+      }
+      for (int64_t j = 0; j < cn; ++j) acc[c0 + j] = fold_double(acc[c0 + j], static_cast<double>(buf[j]));
+    }
   }
-  for (; j + L <= n; j += L)
-    hn::StoreU(fold(dd, hn::LoadU(dd, acc + j), hn::PromoteTo(dd, hn::LoadU(df, x + j))), dd, acc + j);
-  for (; j < n; ++j)
-    acc[j] = hn::GetLane(fold(dd, hn::Set(dd, acc[j]), hn::Set(dd, static_cast<double>(x[j]))));
 }
 
-void AddRowInto(double* acc, const float* x, int64_t n) {
-  FoldRowInto(acc, x, n, [](auto, auto a, auto v) { return hn::Add(a, v); });
+// Column sums add 16 rows in float before the double accumulators.
+void AddRowsInto(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
+  FoldRowsInto(acc, x, rows, row_stride, n, 16, [](V a, V v) { return hn::Add(a, v); },
+               [](double a, double v) { return a + v; });
 }
-// A NaN sticks: once acc is NaN no comparison is true; a NaN input is taken.
+// A NaN sticks: once the running value is NaN no comparison is true; a NaN input is taken.
 template <bool kMax>
-void ExtremeRowInto(double* acc, const float* x, int64_t n) {
-  FoldRowInto(acc, x, n, [](auto, auto a, auto v) {
-    return hn::IfThenElse(hn::Or(kMax ? hn::Gt(v, a) : hn::Lt(v, a), hn::IsNaN(v)), v, a);
-  });
+void ExtremeRowsInto(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
+  auto take = [](auto a, auto v) { return (kMax ? v > a : v < a) || v != v; };
+  FoldRowsInto(acc, x, rows, row_stride, n, rows,
+               [](V a, V v) { return hn::IfThenElse(hn::Or(kMax ? hn::Gt(v, a) : hn::Lt(v, a), hn::IsNaN(v)), v, a); },
+               [take](double a, double v) { return take(a, v) ? v : a; });
 }
-void MaxRowInto(double* acc, const float* x, int64_t n) { ExtremeRowInto<true>(acc, x, n); }
-void MinRowInto(double* acc, const float* x, int64_t n) { ExtremeRowInto<false>(acc, x, n); }
+void MaxRowsInto(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
+  ExtremeRowsInto<true>(acc, x, rows, row_stride, n);
+}
+void MinRowsInto(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
+  ExtremeRowsInto<false>(acc, x, rows, row_stride, n);
+}
 
 // Row statistics (layer_norm): float lanes, added in double per row or block.
 Moments RowMoments(const float* x, int64_t n) {
@@ -345,9 +362,9 @@ HWY_EXPORT(Sum);
 HWY_EXPORT(Max);
 HWY_EXPORT(Min);
 HWY_EXPORT(MomentsOf);
-HWY_EXPORT(AddRowInto);
-HWY_EXPORT(MaxRowInto);
-HWY_EXPORT(MinRowInto);
+HWY_EXPORT(AddRowsInto);
+HWY_EXPORT(MaxRowsInto);
+HWY_EXPORT(MinRowsInto);
 
 double exp_shifted_row(float* y, const float* x, int64_t n, float shift) {
   return HWY_DYNAMIC_DISPATCH(ExpShiftedRow)(y, x, n, shift);
@@ -376,9 +393,15 @@ double sum(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Sum)(x, n); 
 float max(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Max)(x, n); }
 float min(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Min)(x, n); }
 Moments moments(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MomentsOf)(x, n); }
-void add_row_into(double* acc, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(AddRowInto)(acc, x, n); }
-void max_row_into(double* acc, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(MaxRowInto)(acc, x, n); }
-void min_row_into(double* acc, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(MinRowInto)(acc, x, n); }
+void add_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(AddRowsInto)(acc, x, rows, row_stride, n);
+}
+void max_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(MaxRowsInto)(acc, x, rows, row_stride, n);
+}
+void min_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(MinRowsInto)(acc, x, rows, row_stride, n);
+}
 
 }  // namespace anvil::cpu::vec
 #endif  // HWY_ONCE
@@ -403,9 +426,9 @@ double sum(const float*, int64_t) { absent(); }
 float max(const float*, int64_t) { absent(); }
 float min(const float*, int64_t) { absent(); }
 Moments moments(const float*, int64_t) { absent(); }
-void add_row_into(double*, const float*, int64_t) { absent(); }
-void max_row_into(double*, const float*, int64_t) { absent(); }
-void min_row_into(double*, const float*, int64_t) { absent(); }
+void add_rows_into(double*, const float*, int64_t, int64_t, int64_t) { absent(); }
+void max_rows_into(double*, const float*, int64_t, int64_t, int64_t) { absent(); }
+void min_rows_into(double*, const float*, int64_t, int64_t, int64_t) { absent(); }
 }  // namespace anvil::cpu::vec
 
 #endif  // ANVIL_HAVE_HIGHWAY
