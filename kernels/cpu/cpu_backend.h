@@ -49,6 +49,7 @@ class CpuBackend final : public Backend {
 
   // matmul.cpp
   void matmul(const View& out, const View& a, const View& b, const MatmulParams& p) override;
+  void linear(const View& out, const View& in, const View& weight, const View* bias) override;
 
   // lapack.cpp
   void lu_factor(const View& a, const View& pivots, const View& info) override;

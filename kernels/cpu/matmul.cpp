@@ -13,6 +13,7 @@
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel_if.h"
+#include "kernels/cpu/strided_loop.h"
 #include "kernels/shapes/matmul_checks.h"
 
 namespace anvil::cpu {
@@ -136,7 +137,37 @@ void matmul_typed(const View& out, const View& a, const View& b, const MatmulPar
   dense.commit();
 }
 
+// out [rows, n] row-major (unit column stride) = bias in every row.
+template <typename T>
+void fill_rows_with(const View& out, const View& bias) {
+  const int64_t rows = out.shape[0], n = out.shape[1], ld = out.strides[0];
+  std::vector<T> row(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] = bias.ptr<T>()[j * bias.strides[0]];
+  T* o = out.ptr<T>();
+  parallel_for(rows, rows * n, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) std::copy(row.begin(), row.end(), o + r * ld);
+  });
+}
+
 }  // namespace
+
+// The bias goes into every row of out first and the GEMM adds the product
+// onto it (beta = 1), as BLAS-backed addmm does: one streaming write of out
+// instead of the default's broadcast add, which reads and writes out again
+// through the strided elementwise loop (6% of a MiniLM encode).
+void CpuBackend::linear(const View& out, const View& in, const View& weight, const View* bias) {
+  const bool prefill = bias != nullptr && (out.dtype == DType::Float32 || out.dtype == DType::Float64) &&
+                       out.dtype == bias->dtype && in.dtype == out.dtype && weight.dtype == out.dtype &&
+                       out.dim() == 2 && out.strides[1] == 1 && out.strides[0] >= out.shape[1] &&
+                       bias->dim() == 1 && bias->shape[0] == out.shape[1];
+  if (!prefill) return Backend::linear(out, in, weight, bias);
+  if (out.dtype == DType::Float32) fill_rows_with<float>(out, *bias);
+  else fill_rows_with<double>(out, *bias);
+  View weight_t = weight;
+  weight_t.shape = {weight.shape[1], weight.shape[0]};
+  weight_t.strides = {weight.strides[1], weight.strides[0]};
+  matmul(out, in, weight_t, MatmulParams{1.0f, 1.0f});
+}
 
 void CpuBackend::matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p) {
   const shapes::BatchedMatmul m = shapes::check_matmul(out_in, a_in, b_in);
