@@ -5,15 +5,22 @@
 // otherwise gathers a converted copy; DenseOut does the same for outputs and
 // scatters the result back on commit(). This is also how float16/bfloat16 get
 // computed in float: the conversion happens in the gather and the scatter
-// (vectorised on contiguous rows, vector_convert.h).
+// (vectorised on contiguous rows, vector_convert.h). Their copies are
+// Scratch from the CPU backend's caching allocator: uninitialised (the gather
+// writes every element) and handed back warm on the next call, where a
+// std::vector would zero them first and fault in fresh pages (a MiniLM
+// encode's attention gathered q, k and v this way: memset and page faults).
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "core/base/dtype.h"
 #include "core/base/error.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/blas_threads.h"
+#include "kernels/cpu/scratch.h"
 #include "kernels/cpu/vector_convert.h"
 #include "kernels/cpu/vector_math.h"
 #include "kernels/view.h"
@@ -126,6 +133,9 @@ std::vector<T> dense_copy(const View& v) {
   return out;
 }
 
+// Host scratch for the dense copies below.
+inline Allocator& dense_copy_memory() { return backend_for(DeviceType::CPU).allocator(0); }
+
 // Read-only dense data of `v` as T.
 template <typename T>
 class DenseIn {
@@ -134,15 +144,16 @@ class DenseIn {
     if (v.dtype == dtype_of<T>::value && v.is_contiguous()) {
       ptr_ = v.ptr<T>();
     } else {
-      copy_ = dense_copy<T>(v);
-      ptr_ = copy_.data();
+      copy_.emplace(dense_copy_memory(), v.numel());
+      gather_dense(copy_->get(), v);
+      ptr_ = copy_->get();
     }
   }
   const T* get() const { return ptr_; }
   const T& operator[](int64_t i) const { return ptr_[i]; }
 
  private:
-  std::vector<T> copy_;
+  std::optional<Scratch<T>> copy_;
   const T* ptr_ = nullptr;
 };
 
@@ -159,9 +170,9 @@ class DenseOut {
     if (v.dtype == dtype_of<T>::value && v.is_contiguous()) {
       ptr_ = v.ptr<T>();
     } else {
-      copy_.resize(static_cast<size_t>(v.numel()));
-      if (start == OutStart::CurrentValues) gather_dense(copy_.data(), v);
-      ptr_ = copy_.data();
+      copy_.emplace(dense_copy_memory(), v.numel());
+      if (start == OutStart::CurrentValues) gather_dense(copy_->get(), v);
+      ptr_ = copy_->get();
       staged_ = true;
     }
   }
@@ -173,7 +184,7 @@ class DenseOut {
 
  private:
   View view_;
-  std::vector<T> copy_;
+  std::optional<Scratch<T>> copy_;
   T* ptr_ = nullptr;
   bool staged_ = false;
 };

@@ -64,8 +64,10 @@ void integer_div_kernel(const View& out, const View& a, const View& b) {
 }
 
 // float32 through a vector kernel f(out, ins, n) (vector_math.h): contiguous
-// runs in one call each, strided or broadcast ones gathered into a small
-// buffer first. The transcendental kernels cost several element-operations
+// runs in one call each; otherwise in chunks, each operand read in place when
+// its stride is one float, a broadcast one (stride 0) as a buffer filled once
+// per run, a strided one gathered into a buffer (and a strided out scattered
+// from one). The transcendental kernels cost several element-operations
 // each, which the parallel threshold counts.
 template <size_t N, typename F>
 void vector_map(const View& out, const std::array<const View*, N>& ins, F f) {
@@ -83,14 +85,26 @@ void vector_map(const View& out, const std::array<const View*, N>& ins, F f) {
       return f(reinterpret_cast<float*>(r.ptr[0]), in, r.n);
     }
     float buf[N + 1][kChunk];
+    for (size_t k = 0; k < N; ++k)
+      if (r.stride[k + 1] == 0) std::fill_n(buf[k + 1], std::min(kChunk, r.n), *reinterpret_cast<const float*>(r.ptr[k + 1]));
+    const bool out_in_place = r.stride[0] == kUnit;
     for (int64_t i0 = 0; i0 < r.n; i0 += kChunk) {
       const int64_t m = std::min(kChunk, r.n - i0);
       for (size_t k = 0; k < N; ++k) {
-        for (int64_t i = 0; i < m; ++i) buf[k + 1][i] = *reinterpret_cast<const float*>(r.ptr[k + 1] + (i0 + i) * r.stride[k + 1]);
-        in[k] = buf[k + 1];
+        const char* p = r.ptr[k + 1];
+        const int64_t s = r.stride[k + 1];
+        if (s == kUnit) {
+          in[k] = reinterpret_cast<const float*>(p) + i0;
+        } else {
+          if (s != 0)
+            for (int64_t i = 0; i < m; ++i) buf[k + 1][i] = *reinterpret_cast<const float*>(p + (i0 + i) * s);
+          in[k] = buf[k + 1];
+        }
       }
-      f(buf[0], in, m);
-      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(r.ptr[0] + (i0 + i) * r.stride[0]) = buf[0][i];
+      float* o = out_in_place ? reinterpret_cast<float*>(r.ptr[0]) + i0 : buf[0];
+      f(o, in, m);
+      if (!out_in_place)
+        for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(r.ptr[0] + (i0 + i) * r.stride[0]) = buf[0][i];
     }
   }, kCost);
 }

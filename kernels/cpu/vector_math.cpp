@@ -128,6 +128,11 @@ bool Binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n) 
     case BinaryOp::GeluTanhBackward: Map2(out, g, x, n, GeluTanhBackwardF); return true;
     case BinaryOp::GeluErfBackward: Map2(out, g, x, n, GeluErfBackwardF); return true;
     case BinaryOp::SiluBackward: Map2(out, g, x, n, SiluBackwardF); return true;
+    // Arithmetic: one IEEE operation per element, the same result as the scalar loop.
+    case BinaryOp::Add: Map2(out, g, x, n, [](D, V a, V b) { return hn::Add(a, b); }); return true;
+    case BinaryOp::Sub: Map2(out, g, x, n, [](D, V a, V b) { return hn::Sub(a, b); }); return true;
+    case BinaryOp::Mul: Map2(out, g, x, n, [](D, V a, V b) { return hn::Mul(a, b); }); return true;
+    case BinaryOp::Div: Map2(out, g, x, n, [](D, V a, V b) { return hn::Div(a, b); }); return true;
     default: return false;
   }
 }
@@ -180,7 +185,12 @@ bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n) 
   return HWY_DYNAMIC_DISPATCH(Binary)(op, out, g, x, n);
 }
 bool has_binary(BinaryOp op) {
-  return op == BinaryOp::GeluTanhBackward || op == BinaryOp::GeluErfBackward || op == BinaryOp::SiluBackward;
+  switch (op) {
+    case BinaryOp::GeluTanhBackward: case BinaryOp::GeluErfBackward: case BinaryOp::SiluBackward:
+    case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
+      return true;
+    default: return false;
+  }
 }
 
 }  // namespace anvil::cpu::vec
