@@ -303,8 +303,8 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
   return unary_with_grad(
       "softplus", UnaryOp::Softplus, x,
       [beta, threshold](const Tensor& g, auto& sx, auto&) {
-        Tensor in = sx.get();
-        return where(gt(in * beta, threshold), g, g * sigmoid(in * beta));
+        Tensor scaled = sx.get() * beta;  // once, for both the test and the slope
+        return where(gt(scaled, threshold), g, g * sigmoid(scaled));
       },
       p);
 }
