@@ -41,7 +41,9 @@ BENCHMARK(BM_linear_with_bias)
     ->Apply(threaded_kernel)
     ->ArgNames({"batch", "in", "out"})
     ->Args({64, 3136, 128})  // Fashion-MNIST CNN head: 64 x 7 x 7 features -> 128
-    ->Args({1024, 1024, 1024});
+    ->Args({1024, 1024, 1024})
+    ->Args({3200, 384, 1536})   // MiniLM's intermediate dense: 64 sentences x 50 tokens
+    ->Args({3200, 1536, 384});  // and its output dense
 
 // A linear layer's training step: the forward GEMM and both backward GEMMs
 // (grad_x = grad_y @ W, grad_W = grad_y^T @ x), at the samples' shapes.

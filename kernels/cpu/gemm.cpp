@@ -41,9 +41,7 @@ bool use_openmp_beside_blas() {
   return use;
 }
 
-namespace {
-
-bool float32_on_onednn() {
+bool float32_gemm_on_onednn() {
 #if ANVIL_HAVE_ONEDNN
   static const bool use = [] {
     const char* forced = std::getenv("ANVIL_CPU_GEMM");
@@ -57,6 +55,8 @@ bool float32_on_onednn() {
   return false;
 #endif
 }
+
+namespace {
 
 // OpenBLAS's x86-64 cores by the widest ISA their kernels use.
 std::string openblas_core_isa(std::string_view core) {
@@ -114,7 +114,7 @@ blasint blas_int(int64_t v, const char* what) {
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
 #if ANVIL_HAVE_ONEDNN
-  if (float32_on_onednn()) {
+  if (float32_gemm_on_onednn()) {
     const dnnl_status_t status =
         dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     ANVIL_CHECK(status == dnnl_success, "gemm: oneDNN sgemm failed with status ", static_cast<int>(status), " for m=", m,
@@ -199,7 +199,7 @@ GemmKernel onednn_kernel() {
 
 GemmKernel float32_gemm_kernel() {
 #if ANVIL_HAVE_ONEDNN
-  if (float32_on_onednn()) return onednn_kernel();
+  if (float32_gemm_on_onednn()) return onednn_kernel();
 #endif
   return openblas_kernel();
 }

@@ -24,6 +24,9 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
+// Whether float32 GEMMs run on oneDNN (built with it, and not ANVIL_CPU_GEMM=openblas).
+bool float32_gemm_on_onednn();
+
 // Which library and kernel a GEMM of each precision runs on this CPU.
 GemmKernel float32_gemm_kernel();
 GemmKernel float64_gemm_kernel();

@@ -12,6 +12,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/onednn_linear.h"
 #include "kernels/cpu/parallel_if.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/shapes/matmul_checks.h"
@@ -151,11 +152,24 @@ void fill_rows_with(const View& out, const View& bias) {
 
 }  // namespace
 
-// The bias goes into every row of out first and the GEMM adds the product
-// onto it (beta = 1), as BLAS-backed addmm does: one streaming write of out
-// instead of the default's broadcast add, which reads and writes out again
-// through the strided elementwise loop (6% of a MiniLM encode).
+// float32 row-major operands go to oneDNN's matmul primitive, the bias in its
+// epilogue (onednn_linear.h). Otherwise the bias goes into every row of out
+// first and the GEMM adds the product onto it (beta = 1), as BLAS-backed addmm
+// does: one streaming write of out instead of the default's broadcast add,
+// which reads and writes out again through the strided elementwise loop.
 void CpuBackend::linear(const View& out, const View& in, const View& weight, const View* bias) {
+  const auto row_major = [](const View& v) {
+    return v.dim() == 2 && v.strides[1] == 1 && v.strides[0] >= v.shape[1];
+  };
+  if (out.dtype == DType::Float32 && in.dtype == out.dtype && weight.dtype == out.dtype &&
+      (bias == nullptr || (bias->dtype == out.dtype && bias->dim() == 1 && bias->strides[0] == 1)) &&
+      row_major(out) && row_major(in) && row_major(weight)) {
+    const onednn::LinearShape s{in.shape[0], in.shape[1], out.shape[1], in.strides[0], weight.strides[0],
+                                out.strides[0]};
+    if (onednn::linear_runs_on_onednn(s))
+      return onednn::linear_forward(out.ptr<float>(), in.ptr<float>(), weight.ptr<float>(),
+                                    bias ? bias->ptr<float>() : nullptr, s);
+  }
   const bool prefill = bias != nullptr && (out.dtype == DType::Float32 || out.dtype == DType::Float64) &&
                        out.dtype == bias->dtype && in.dtype == out.dtype && weight.dtype == out.dtype &&
                        out.dim() == 2 && out.strides[1] == 1 && out.strides[0] >= out.shape[1] &&

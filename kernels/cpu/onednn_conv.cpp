@@ -21,6 +21,8 @@
 #include <tuple>
 #include <unordered_map>
 #include <vector>
+
+#include "kernels/cpu/onednn_engine.h"
 #endif
 
 namespace anvil::cpu::onednn {
@@ -62,11 +64,6 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr memory::data_type kF32 = memory::data_type::f32;
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 // The descriptors of one geometry in the user's plain layouts, and in `any`
 // for the primitive to choose.
 struct ConvShapes {
@@ -100,12 +97,6 @@ struct ConvPlan {
   // Built once with their descriptors; executing one needs no lock (our scratchpads).
   dnnl::primitive forward_primitive, backward_input_primitive, backward_weight_primitive;
 };
-
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
 
 void make_forward(ConvPlan& plan, const ConvShapes& s) {
   const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
