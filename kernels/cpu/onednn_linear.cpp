@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <unordered_map>
 
 #include "kernels/backend.h"
 #include "kernels/cpu/onednn_engine.h"
