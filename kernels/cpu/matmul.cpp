@@ -172,8 +172,7 @@ void CpuBackend::linear(const View& out, const View& in, const View& weight, con
   }
   const bool prefill = bias != nullptr && (out.dtype == DType::Float32 || out.dtype == DType::Float64) &&
                        out.dtype == bias->dtype && in.dtype == out.dtype && weight.dtype == out.dtype &&
-                       out.dim() == 2 && out.strides[1] == 1 && out.strides[0] >= out.shape[1] &&
-                       bias->dim() == 1 && bias->shape[0] == out.shape[1];
+                       row_major(out) && bias->dim() == 1 && bias->shape[0] == out.shape[1];
   if (!prefill) return Backend::linear(out, in, weight, bias);
   if (out.dtype == DType::Float32) fill_rows_with<float>(out, *bias);
   else fill_rows_with<double>(out, *bias);

