@@ -111,6 +111,10 @@ bool Unary(UnaryOp op, float beta, float threshold, float* out, const float* in,
     case UnaryOp::GeluTanh: Map1(out, in, n, GeluTanhF); return true;
     case UnaryOp::GeluErf: Map1(out, in, n, GeluErfF); return true;
     case UnaryOp::Silu: Map1(out, in, n, SiluF); return true;
+    // x < 0 ? 0 : x, as the op table's Relu: NaN and -0 pass through.
+    case UnaryOp::Relu:
+      Map1(out, in, n, [](D d, V x) { return hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x); });
+      return true;
     case UnaryOp::Softplus:
       // x where beta x > threshold, else log1p(e^(beta x)) / beta (NaN fails the test: NaN).
       Map1(out, in, n, [beta, threshold](D d, V x) {
@@ -128,6 +132,10 @@ bool Binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n) 
     case BinaryOp::GeluTanhBackward: Map2(out, g, x, n, GeluTanhBackwardF); return true;
     case BinaryOp::GeluErfBackward: Map2(out, g, x, n, GeluErfBackwardF); return true;
     case BinaryOp::SiluBackward: Map2(out, g, x, n, SiluBackwardF); return true;
+    // x > 0 ? g : 0, as the op table's ReluBackward.
+    case BinaryOp::ReluBackward:
+      Map2(out, g, x, n, [](D d, V gv, V xv) { return hn::IfThenElseZero(hn::Gt(xv, hn::Zero(d)), gv); });
+      return true;
     // Arithmetic: one IEEE operation per element, the same result as the scalar loop.
     case BinaryOp::Add: Map2(out, g, x, n, [](D, V a, V b) { return hn::Add(a, b); }); return true;
     case BinaryOp::Sub: Map2(out, g, x, n, [](D, V a, V b) { return hn::Sub(a, b); }); return true;
@@ -175,7 +183,7 @@ bool has_unary(UnaryOp op) {
   switch (op) {
     case UnaryOp::Exp: case UnaryOp::Expm1: case UnaryOp::Log: case UnaryOp::Log1p: case UnaryOp::Tanh:
     case UnaryOp::Sigmoid: case UnaryOp::Erf: case UnaryOp::GeluTanh: case UnaryOp::GeluErf: case UnaryOp::Silu:
-    case UnaryOp::Softplus:
+    case UnaryOp::Softplus: case UnaryOp::Relu:
       return true;
     default: return false;
   }
@@ -187,7 +195,7 @@ bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n) 
 bool has_binary(BinaryOp op) {
   switch (op) {
     case BinaryOp::GeluTanhBackward: case BinaryOp::GeluErfBackward: case BinaryOp::SiluBackward:
-    case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
+    case BinaryOp::ReluBackward: case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
       return true;
     default: return false;
   }

@@ -73,6 +73,7 @@ const UnaryEdgeCase kVectorUnary[] = {
      [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }},
     {UnaryOp::Silu, [](double x) { return x / (1 + std::exp(-x)); }},
     {UnaryOp::Softplus, [](double x) { return x > 20 ? x : std::log1p(std::exp(x)); }},
+    {UnaryOp::Relu, [](double x) { return x < 0 ? 0.0 : x; }},  // NaN stays NaN
 };
 
 TEST(CpuVectorMath, UnaryOpsAtSpecialValuesAndOddLengths) {
@@ -111,7 +112,8 @@ TEST(CpuVectorMath, UnaryOnStridedAndInPlaceViews) {
 
 // The fused gradients at the special values, against the float64 kernels.
 TEST(CpuVectorMath, ActivationBackwardsMatchFloat64) {
-  for (BinaryOp op : {BinaryOp::GeluTanhBackward, BinaryOp::GeluErfBackward, BinaryOp::SiluBackward}) {
+  for (BinaryOp op : {BinaryOp::GeluTanhBackward, BinaryOp::GeluErfBackward, BinaryOp::SiluBackward,
+                      BinaryOp::ReluBackward}) {
     for (int64_t n : {5, 67, 515}) {
       const std::vector<double> xs = edge_inputs(n, -10, 10, 11);
       std::mt19937 rng(12);
