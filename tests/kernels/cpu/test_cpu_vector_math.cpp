@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "kernels/cpu/vector_math.h"
 #include "kernels/cpu_info.h"
@@ -108,6 +111,43 @@ TEST(CpuVectorMath, UnaryOnStridedAndInPlaceViews) {
   std::vector<double> want_exp;
   for (double v : before) want_exp.push_back(std::exp(v));
   expect_float_close(values(in.view), want_exp, before, 0, 2e-7, "exp in place");
+}
+
+// Maps of 16 MiB and more per call stream their output past the cache
+// (vector_math.cpp): at an output that is not vector-aligned the result is
+// the same, bit for bit, as the plain stores give on short pieces, and no
+// store lands outside it.
+TEST(CpuVectorMath, LargeMapsGiveTheSameResultAtAnyAlignment) {
+  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  const int64_t n = (int64_t{1} << 22) + 37;
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal;
+  std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+  for (float& v : a) v = normal(rng);
+  for (float& v : b) v = normal(rng);
+  constexpr float kSentinel = 12345.0f;
+  const UnaryParams p{};
+  for (int64_t offset : {0, 1, 3}) {
+    std::vector<float> big(static_cast<size_t>(n + 4), kSentinel), pieces(static_cast<size_t>(n));
+    float* out = big.data() + offset;
+    ASSERT_TRUE(cpu::vec::unary(UnaryOp::Exp, p, out, a.data(), n));
+    for (int64_t i = 0; i < n; i += 1000)
+      cpu::vec::unary(UnaryOp::Exp, p, pieces.data() + i, a.data() + i, std::min<int64_t>(1000, n - i));
+    EXPECT_EQ(0, std::memcmp(out, pieces.data(), static_cast<size_t>(n) * sizeof(float))) << "exp, offset " << offset;
+    for (int64_t i = 0; i < offset; ++i) EXPECT_EQ(big[static_cast<size_t>(i)], kSentinel);
+    for (int64_t i = n + offset; i < n + 4; ++i) EXPECT_EQ(big[static_cast<size_t>(i)], kSentinel);
+
+    ASSERT_TRUE(cpu::vec::binary(BinaryOp::Add, out, a.data(), b.data(), n));
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i) wrong += out[i] != a[static_cast<size_t>(i)] + b[static_cast<size_t>(i)];
+    EXPECT_EQ(wrong, 0) << "add, offset " << offset;
+  }
+  // In place: out == in.
+  std::vector<float> x = a;
+  ASSERT_TRUE(cpu::vec::unary(UnaryOp::Relu, p, x.data(), x.data(), n));
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) wrong += x[static_cast<size_t>(i)] != std::max(a[static_cast<size_t>(i)], 0.0f);
+  EXPECT_EQ(wrong, 0) << "relu in place";
 }
 
 // The fused gradients at the special values, against the float64 kernels.
