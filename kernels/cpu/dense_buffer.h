@@ -178,6 +178,9 @@ class DenseOut {
   }
   T* get() const { return ptr_; }
   T& operator[](int64_t i) const { return ptr_[i]; }
+  // Whether get() is a staging copy that commit() scatters (then worth
+  // keeping in the cache, not streaming past it).
+  bool staged() const { return staged_; }
   void commit() const {
     if (staged_) scatter_dense(view_, ptr_);
   }

@@ -116,7 +116,7 @@ void CpuBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryP
   const char* name = op_name(op);
   if (in.dtype == kFloat32 && out.dtype == kFloat32 && vec::enabled() && vec::has_unary(op)) {
     return vector_map<1>(out, {&in}, [&](float* o, const std::array<const float*, 1>& i, int64_t n) {
-      vec::unary(op, p, o, i[0], n);
+      vec::unary(op, p, o, i[0], n, vec::stream_output(out.numel(), n));
     });
   }
   visit_dtype(in.dtype, [&](auto tag) {
@@ -138,7 +138,7 @@ void CpuBackend::binary(BinaryOp op, const View& out, const View& a, const View&
   shapes::check_binary(op, out, a, b);
   if (a.dtype == kFloat32 && out.dtype == kFloat32 && vec::enabled() && vec::has_binary(op)) {
     return vector_map<2>(out, {&a, &b}, [&](float* o, const std::array<const float*, 2>& i, int64_t n) {
-      vec::binary(op, o, i[0], i[1], n);
+      vec::binary(op, o, i[0], i[1], n, vec::stream_output(out.numel(), n));
     });
   }
   visit_dtype(a.dtype, [&](auto tag) {

@@ -176,10 +176,11 @@ void layer_norm_vector(const View& out_view, const View& mean_view, const View& 
   const std::vector<float> w = floats_or_empty(weight), b = floats_or_empty(bias);
   std::vector<double> mean(l.rows), rstd(l.rows);
   DenseOut<float> out(out_view);
+  const bool stream = !out.staged() && vec::stream_output(l.rows * l.cols, l.cols);
 #pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
   for (int64_t i = 0; i < l.rows; ++i) {
-    const vec::RowStats s =
-        vec::layer_norm_row(out.get() + i * l.cols, x.get() + i * l.cols, data_or_null(w), data_or_null(b), l.cols, eps);
+    const vec::RowStats s = vec::layer_norm_row(out.get() + i * l.cols, x.get() + i * l.cols, data_or_null(w),
+                                                data_or_null(b), l.cols, eps, stream);
     mean[i] = s.mean;
     rstd[i] = s.rstd;
   }
@@ -260,11 +261,12 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
     if (vec::enabled() && l.cols > 0) {
       const std::vector<float> wf = floats_or_empty(weight);
       DenseOut<float> grad_in(grad_in_view);
+      const bool stream = !grad_in.staged() && vec::stream_output(l.rows * l.cols, l.cols);
 #pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
       for (int64_t i = 0; i < l.rows; ++i)
         vec::layer_norm_backward_row(grad_in.get() + i * l.cols, g.get() + i * l.cols, x.get() + i * l.cols,
                                      data_or_null(wf), l.cols, static_cast<float>(mean[i]),
-                                     static_cast<float>(rstd[i]));
+                                     static_cast<float>(rstd[i]), stream);
       grad_in.commit();
       return;
     }

@@ -108,6 +108,7 @@ void CpuBackend::softmax(const View& out, const View& in, int64_t dim, bool log)
       fail(name, ": not supported for dtype ", in.dtype, " (floating dtypes only)");
     } else {
       const bool vector = std::is_same_v<T, float> && sy == 1 && sx == 1 && vec::enabled();
+      const bool stream = vector && vec::stream_output(out.numel(), n);
       StridedLoop<2> rows({&out_rows, &in_rows});
       rows.run_parallel({static_cast<char*>(out.data), static_cast<char*>(in.data)}, [&](const StridedLoop<2>::Run& r) {
         for (int64_t j = 0; j < r.n; ++j) {
@@ -115,7 +116,7 @@ void CpuBackend::softmax(const View& out, const View& in, int64_t dim, bool log)
           const T* x = reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1]);
           if constexpr (std::is_same_v<T, float>) {
             if (vector) {
-              vec::softmax_row(y, x, n, log);
+              vec::softmax_row(y, x, n, log, stream);
               continue;
             }
           }
@@ -147,6 +148,7 @@ void CpuBackend::softmax_backward(const View& grad_in, const View& grad_out, con
       fail(name, ": not supported for dtype ", out.dtype, " (floating dtypes only)");
     } else {
       const bool vector = std::is_same_v<T, float> && sgi == 1 && sg == 1 && sy == 1 && vec::enabled();
+      const bool stream = vector && vec::stream_output(grad_in.numel(), n);
       StridedLoop<3> rows({&gi_rows, &g_rows, &y_rows});
       rows.run_parallel({static_cast<char*>(grad_in.data), static_cast<char*>(grad_out.data), static_cast<char*>(out.data)},
                         [&](const StridedLoop<3>::Run& r) {
@@ -156,7 +158,7 @@ void CpuBackend::softmax_backward(const View& grad_in, const View& grad_out, con
           const T* y = reinterpret_cast<const T*>(r.ptr[2] + j * r.stride[2]);
           if constexpr (std::is_same_v<T, float>) {
             if (vector) {
-              vec::softmax_backward_row(gi, g, y, n, log);
+              vec::softmax_backward_row(gi, g, y, n, log, stream);
               continue;
             }
           }

@@ -24,18 +24,6 @@
 HWY_BEFORE_NAMESPACE();
 namespace anvil::cpu::vec::HWY_NAMESPACE {
 
-// Outputs of at least this many floats per call (per thread) are written
-// with streaming (non-temporal) stores: they go to memory without first
-// reading each line into the cache, the read a plain store's write-allocate
-// costs: a third of the traffic of a map that reads one array and writes one
-// (memcpy's rep movsb skips that read too). Worth it only past what the caches
-// hold, where the next op reads the output from memory either way: on the
-// 2-core Xeon measured (bench/results/2026-11-27-streaming-stores.md) a
-// 2-thread memcpy of 4 MiB ran at L3 speed (40-44 GB/s) and one of 64 MiB at
-// memory speed (18-20), relu at 16M floats went from 25 to 39 GB/s, and the
-// transcendental maps, bound by arithmetic, did not move.
-constexpr int64_t kStreamingMinFloats = int64_t{1} << 22;  // 16 MiB
-
 // out[i] = f(in[k][i]) for fewer than one vector of elements, through buffers
 // of one vector, so no load or store reaches past the arrays.
 template <size_t N, class F>
@@ -51,9 +39,10 @@ HWY_INLINE void MapPartial(float* HWY_RESTRICT out, const std::array<const float
   for (int64_t i = 0; i < n; ++i) out[i] = buf[0][i];
 }
 
-// out[i] = f(in[0][i], ...) over n floats; out may equal an input.
+// out[i] = f(in[0][i], ...) over n floats; out may equal an input. stream:
+// out written with streaming stores (vector_math.h, stream_output).
 template <size_t N, class F>
-HWY_INLINE void MapN(float* out, std::array<const float*, N> in, int64_t n, F f) {
+HWY_INLINE void MapN(float* out, std::array<const float*, N> in, int64_t n, bool stream, F f) {
   const D d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const auto apply = [&](int64_t i) {
@@ -61,7 +50,7 @@ HWY_INLINE void MapN(float* out, std::array<const float*, N> in, int64_t n, F f)
     else return f(d, hn::LoadU(d, in[0] + i), hn::LoadU(d, in[1] + i));
   };
   int64_t i = 0;
-  if (n >= kStreamingMinFloats) {
+  if (stream) {
     // Streaming stores need an aligned address: the elements before the
     // first vector boundary of out go the partial way.
     const int64_t bytes = L * static_cast<int64_t>(sizeof(float));
@@ -81,12 +70,12 @@ HWY_INLINE void MapN(float* out, std::array<const float*, N> in, int64_t n, F f)
 }
 
 template <class F>
-HWY_INLINE void Map1(float* out, const float* in, int64_t n, F f) {
-  MapN<1>(out, {in}, n, f);
+HWY_INLINE void Map1(float* out, const float* in, int64_t n, bool stream, F f) {
+  MapN<1>(out, {in}, n, stream, f);
 }
 template <class F>
-HWY_INLINE void Map2(float* out, const float* a, const float* b, int64_t n, F f) {
-  MapN<2>(out, {a, b}, n, f);
+HWY_INLINE void Map2(float* out, const float* a, const float* b, int64_t n, bool stream, F f) {
+  MapN<2>(out, {a, b}, n, stream, f);
 }
 
 namespace m = ops::math;
@@ -136,25 +125,25 @@ HWY_INLINE V SiluBackwardF(D d, V g, V x) {
 }
 
 // false: no vector kernel for op.
-bool Unary(UnaryOp op, float beta, float threshold, float* out, const float* in, int64_t n) {
+bool Unary(UnaryOp op, float beta, float threshold, float* out, const float* in, int64_t n, bool stream) {
   switch (op) {
-    case UnaryOp::Exp: Map1(out, in, n, ExpF); return true;
-    case UnaryOp::Expm1: Map1(out, in, n, Expm1F); return true;
-    case UnaryOp::Log: Map1(out, in, n, LogF); return true;
-    case UnaryOp::Log1p: Map1(out, in, n, Log1pF); return true;
-    case UnaryOp::Tanh: Map1(out, in, n, TanhF); return true;
-    case UnaryOp::Sigmoid: Map1(out, in, n, SigmoidF); return true;
-    case UnaryOp::Erf: Map1(out, in, n, ErfF); return true;
-    case UnaryOp::GeluTanh: Map1(out, in, n, GeluTanhF); return true;
-    case UnaryOp::GeluErf: Map1(out, in, n, GeluErfF); return true;
-    case UnaryOp::Silu: Map1(out, in, n, SiluF); return true;
+    case UnaryOp::Exp: Map1(out, in, n, stream, ExpF); return true;
+    case UnaryOp::Expm1: Map1(out, in, n, stream, Expm1F); return true;
+    case UnaryOp::Log: Map1(out, in, n, stream, LogF); return true;
+    case UnaryOp::Log1p: Map1(out, in, n, stream, Log1pF); return true;
+    case UnaryOp::Tanh: Map1(out, in, n, stream, TanhF); return true;
+    case UnaryOp::Sigmoid: Map1(out, in, n, stream, SigmoidF); return true;
+    case UnaryOp::Erf: Map1(out, in, n, stream, ErfF); return true;
+    case UnaryOp::GeluTanh: Map1(out, in, n, stream, GeluTanhF); return true;
+    case UnaryOp::GeluErf: Map1(out, in, n, stream, GeluErfF); return true;
+    case UnaryOp::Silu: Map1(out, in, n, stream, SiluF); return true;
     // x < 0 ? 0 : x, as the op table's Relu: NaN and -0 pass through.
     case UnaryOp::Relu:
-      Map1(out, in, n, [](D d, V x) { return hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x); });
+      Map1(out, in, n, stream, [](D d, V x) { return hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x); });
       return true;
     case UnaryOp::Softplus:
       // x where beta x > threshold, else log1p(e^(beta x)) / beta (NaN fails the test: NaN).
-      Map1(out, in, n, [beta, threshold](D d, V x) {
+      Map1(out, in, n, stream, [beta, threshold](D d, V x) {
         const V bx = hn::Mul(x, hn::Set(d, beta));
         const V soft = hn::Div(Log1pF(d, ExpF(d, bx)), hn::Set(d, beta));
         return hn::IfThenElse(hn::Gt(bx, hn::Set(d, threshold)), x, soft);
@@ -164,20 +153,20 @@ bool Unary(UnaryOp op, float beta, float threshold, float* out, const float* in,
   }
 }
 
-bool Binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n) {
+bool Binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, bool stream) {
   switch (op) {
-    case BinaryOp::GeluTanhBackward: Map2(out, g, x, n, GeluTanhBackwardF); return true;
-    case BinaryOp::GeluErfBackward: Map2(out, g, x, n, GeluErfBackwardF); return true;
-    case BinaryOp::SiluBackward: Map2(out, g, x, n, SiluBackwardF); return true;
+    case BinaryOp::GeluTanhBackward: Map2(out, g, x, n, stream, GeluTanhBackwardF); return true;
+    case BinaryOp::GeluErfBackward: Map2(out, g, x, n, stream, GeluErfBackwardF); return true;
+    case BinaryOp::SiluBackward: Map2(out, g, x, n, stream, SiluBackwardF); return true;
     // x > 0 ? g : 0, as the op table's ReluBackward.
     case BinaryOp::ReluBackward:
-      Map2(out, g, x, n, [](D d, V gv, V xv) { return hn::IfThenElseZero(hn::Gt(xv, hn::Zero(d)), gv); });
+      Map2(out, g, x, n, stream, [](D d, V gv, V xv) { return hn::IfThenElseZero(hn::Gt(xv, hn::Zero(d)), gv); });
       return true;
     // Arithmetic: one IEEE operation per element, the same result as the scalar loop.
-    case BinaryOp::Add: Map2(out, g, x, n, [](D, V a, V b) { return hn::Add(a, b); }); return true;
-    case BinaryOp::Sub: Map2(out, g, x, n, [](D, V a, V b) { return hn::Sub(a, b); }); return true;
-    case BinaryOp::Mul: Map2(out, g, x, n, [](D, V a, V b) { return hn::Mul(a, b); }); return true;
-    case BinaryOp::Div: Map2(out, g, x, n, [](D, V a, V b) { return hn::Div(a, b); }); return true;
+    case BinaryOp::Add: Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Add(a, b); }); return true;
+    case BinaryOp::Sub: Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Sub(a, b); }); return true;
+    case BinaryOp::Mul: Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Mul(a, b); }); return true;
+    case BinaryOp::Div: Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Div(a, b); }); return true;
     default: return false;
   }
 }
@@ -212,9 +201,10 @@ std::string target() {
   return std::string(HWY_DYNAMIC_DISPATCH(TargetName)()) + " (Highway " + version + ", runtime dispatch)";
 }
 
-bool unary(UnaryOp op, const UnaryParams& p, float* out, const float* in, int64_t n) {
+bool unary(UnaryOp op, const UnaryParams& p, float* out, const float* in, int64_t n, bool stream) {
   if (!enabled()) return false;
-  return HWY_DYNAMIC_DISPATCH(Unary)(op, static_cast<float>(p.beta), static_cast<float>(p.threshold), out, in, n);
+  return HWY_DYNAMIC_DISPATCH(Unary)(op, static_cast<float>(p.beta), static_cast<float>(p.threshold), out, in, n,
+                                     stream);
 }
 bool has_unary(UnaryOp op) {
   switch (op) {
@@ -225,9 +215,9 @@ bool has_unary(UnaryOp op) {
     default: return false;
   }
 }
-bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n) {
+bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, bool stream) {
   if (!enabled()) return false;
-  return HWY_DYNAMIC_DISPATCH(Binary)(op, out, g, x, n);
+  return HWY_DYNAMIC_DISPATCH(Binary)(op, out, g, x, n, stream);
 }
 bool has_binary(BinaryOp op) {
   switch (op) {
@@ -246,9 +236,9 @@ bool has_binary(BinaryOp op) {
 namespace anvil::cpu::vec {
 std::string target() { return "none (built without Highway: scalar loops)"; }
 bool enabled() { return false; }
-bool unary(UnaryOp, const UnaryParams&, float*, const float*, int64_t) { return false; }
+bool unary(UnaryOp, const UnaryParams&, float*, const float*, int64_t, bool) { return false; }
 bool has_unary(UnaryOp) { return false; }
-bool binary(BinaryOp, float*, const float*, const float*, int64_t) { return false; }
+bool binary(BinaryOp, float*, const float*, const float*, int64_t, bool) { return false; }
 bool has_binary(BinaryOp) { return false; }
 }  // namespace anvil::cpu::vec
 

@@ -23,20 +23,38 @@ std::string target();
 // off with ANVIL_CPU_VECTOR=off (the scalar loops, for measuring against).
 bool enabled();
 
+// Whether a kernel writes its output with streaming (non-temporal) stores,
+// which go to memory without first reading each line into the cache (the
+// read a plain store's write-allocate costs: a third of the traffic of a map
+// that reads one array and writes one; memcpy's rep movsb skips it too). Only
+// past what the caches hold, where the next op reads the output from memory
+// either way, and in runs (a contiguous piece, a row) long enough to carry a
+// store fence each. On the 2-core Xeon measured a 2-thread memcpy of 4 MiB
+// ran at L3 speed and one of 64 MiB at memory speed; relu at 16M floats went
+// from 25 to 39 GB/s and layer_norm over rows of 1024 from 13 to 22
+// (bench/results/2026-11-27-streaming-stores.md).
+inline constexpr int64_t kStreamingMinFloats = int64_t{1} << 23;  // 32 MiB in all
+inline constexpr int64_t kStreamingMinRun = 1024;                 // floats per run
+inline bool stream_output(int64_t total_floats, int64_t run_floats) {
+  return total_floats >= kStreamingMinFloats && run_floats >= kStreamingMinRun;
+}
+
 // out[i] = op(in[i]) over n contiguous floats for exp, expm1, log, log1p,
-// tanh, sigmoid, erf, gelu (both forms), silu and softplus. false for other
-// ops (the caller runs the op table's functor). out may equal in.
-bool unary(UnaryOp op, const UnaryParams& p, float* out, const float* in, int64_t n);
+// tanh, sigmoid, erf, gelu (both forms), silu, softplus and relu. false for
+// other ops (the caller runs the op table's functor). out may equal in.
+// stream: write out with streaming stores (stream_output).
+bool unary(UnaryOp op, const UnaryParams& p, float* out, const float* in, int64_t n, bool stream = false);
 bool has_unary(UnaryOp op);
 
-// out[i] = op(g[i], x[i]) for gelu_tanh_backward, gelu_erf_backward and
-// silu_backward; false for other ops.
-bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n);
+// out[i] = op(g[i], x[i]) for gelu_tanh_backward, gelu_erf_backward,
+// silu_backward, relu_backward, add, sub, mul and div; false for other ops.
+bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, bool stream = false);
 bool has_binary(BinaryOp op);
 
 // Rows of n contiguous floats (n >= 1). Float accumulators in several
-// independent vector lanes; results combined in double.
-void softmax_row(float* y, const float* x, int64_t n, bool log);
+// independent vector lanes; results combined in double. stream: write the
+// output row (y, gi) with streaming stores (stream_output).
+void softmax_row(float* y, const float* x, int64_t n, bool log, bool stream = false);
 // y = exp(x - shift), returning sum(y) (y may equal x): softmax's numerator,
 // and the online softmax of the attention kernels.
 double exp_shifted_row(float* y, const float* x, int64_t n, float shift);
@@ -44,21 +62,23 @@ double exp_shifted_row(float* y, const float* x, int64_t n, float shift);
 // boolean attention mask on a row of scores.
 void select_row(float* row, const uint8_t* keep, int64_t n, float fill);
 // softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g).
-void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log);
+void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log, bool stream = false);
 
 // y = (x - mean) * rstd * w + b (w, b may be null: 1 and 0); returns mean and rstd.
 struct RowStats {
   double mean, rstd;
 };
-RowStats layer_norm_row(float* y, const float* x, const float* w, const float* b, int64_t n, double eps);
+RowStats layer_norm_row(float* y, const float* x, const float* w, const float* b, int64_t n, double eps,
+                        bool stream = false);
 // gi = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) * rstd.
 void layer_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, float mean,
-                             float rstd);
+                             float rstd, bool stream = false);
 // y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps); returns rstd.
-double rms_norm_row(float* y, const float* x, const float* w, int64_t n, double eps);
+double rms_norm_row(float* y, const float* x, const float* w, int64_t n, double eps, bool stream = false);
 // rms_norm's gradient for one row: returns rstd (recomputed as rms_norm_row
 // does) and, when gi is not null, writes gi = rstd * (g w - x rstd^2 mean(g w x)).
-double rms_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps);
+double rms_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps,
+                             bool stream = false);
 
 // Reductions of n contiguous floats (n >= 1): the sum, in float lanes over
 // blocks and in double across blocks; the max or min (NaN if any is NaN);

@@ -16,6 +16,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+
+#include "hwy/cache_control.h"
 
 #include "hwy/highway.h"
 #include "kernels/cpu/vector_math-inl.h"
@@ -196,12 +199,24 @@ Moments RowMoments(const float* x, int64_t n) {
   return {mean, m2};
 }
 
-// y[i] = f(x[i], i) over a row (f gets the element index of the vector's first lane).
+// y[i] = f(x[i], i) over a row (f gets the element index of the vector's
+// first lane). With stream, y is written with streaming stores past the
+// cache (vector_math.h, stream_output), from its first vector boundary on.
 template <class F>
-HWY_INLINE void MapRow(D d, float* y, const float* x, int64_t n, F f) {
+HWY_INLINE void MapRow(D d, float* y, const float* x, int64_t n, F f, bool stream = false) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
-  for (; i + L <= n; i += L) hn::StoreU(f(hn::LoadU(d, x + i), i), d, y + i);
+  if (stream) {
+    const int64_t bytes = L * static_cast<int64_t>(sizeof(float));
+    const int64_t head = std::min(
+        n, ((bytes - static_cast<int64_t>(reinterpret_cast<uintptr_t>(y) % bytes)) % bytes) /
+               static_cast<int64_t>(sizeof(float)));
+    if (head > 0) StoreTail(d, f(LoadTail(d, x, head, 0.0f), 0), y, head);
+    for (i = head; i + L <= n; i += L) hn::Stream(f(hn::LoadU(d, x + i), i), d, y + i);
+    hwy::FlushStream();  // the streamed lines reach memory before the threads join
+  } else {
+    for (; i + L <= n; i += L) hn::StoreU(f(hn::LoadU(d, x + i), i), d, y + i);
+  }
   if (i < n) StoreTail(d, f(LoadTail(d, x + i, n - i, 0.0f), i), y + i, n - i);
 }
 // Loads of a second row (weights, gradients) at the index MapRow passes.
@@ -253,7 +268,12 @@ double ExpShiftedRow(float* y, const float* x, int64_t n, float shift) {
   return sum + LaneSum(d, hn::Add(s0, s1));
 }
 
-void SoftmaxRow(float* y, const float* x, int64_t n, bool log) {
+// Streamed rows up to this long keep their exps in a stack buffer (in L1 or
+// L2) for the scaling pass, so y is written once, past the cache; longer
+// ones keep them in y, as the plain path does.
+constexpr int64_t kStreamedSoftmaxRow = 8192;
+
+void SoftmaxRow(float* y, const float* x, int64_t n, bool log, bool stream) {
   const D d;
   const float max = Max(x, n);  // NaN if the row has one: the row is NaN, as the scalar kernel's
   if (log) {
@@ -263,7 +283,13 @@ void SoftmaxRow(float* y, const float* x, int64_t n, bool log) {
                                [&](V v, int64_t) { return ExpF(d, hn::Sub(v, mx)); });
     const V log_sum = hn::Set(d, static_cast<float>(std::log(sum)));
     // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
-    MapRow(d, y, x, n, [&](V v, int64_t) { return hn::Sub(hn::Sub(v, mx), log_sum); });
+    MapRow(d, y, x, n, [&](V v, int64_t) { return hn::Sub(hn::Sub(v, mx), log_sum); }, stream);
+    return;
+  }
+  if (stream && n <= kStreamedSoftmaxRow) {
+    HWY_ALIGN float exps[kStreamedSoftmaxRow];
+    const V inv = hn::Set(d, static_cast<float>(1.0 / ExpShiftedRow(exps, x, n, max)));
+    MapRow(d, y, exps, n, [&](V v, int64_t) { return hn::Mul(v, inv); }, true);
     return;
   }
   // Keep the exps in y, then scale.
@@ -271,20 +297,20 @@ void SoftmaxRow(float* y, const float* x, int64_t n, bool log) {
   MapRow(d, y, y, n, [&](V v, int64_t) { return hn::Mul(v, inv); });
 }
 
-void SoftmaxBackwardRow(float* gi, const float* g, const float* y, int64_t n, bool log) {
+void SoftmaxBackwardRow(float* gi, const float* g, const float* y, int64_t n, bool log, bool stream) {
   const D d;
   if (log) {
     const V s = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, g, [](V v, int64_t) { return v; })));
-    MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::NegMulAdd(ExpF(d, At(d, y, i, n, 0.0f)), s, gv); });
+    MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::NegMulAdd(ExpF(d, At(d, y, i, n, 0.0f)), s, gv); }, stream);
     return;
   }
   const V dot = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, g, [&](V gv, int64_t i) {
                           return hn::Mul(gv, At(d, y, i, n, 0.0f));
                         })));
-  MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::Mul(At(d, y, i, n, 0.0f), hn::Sub(gv, dot)); });
+  MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::Mul(At(d, y, i, n, 0.0f), hn::Sub(gv, dot)); }, stream);
 }
 
-RowStats LayerNormRow(float* y, const float* x, const float* w, const float* b, int64_t n, double eps) {
+RowStats LayerNormRow(float* y, const float* x, const float* w, const float* b, int64_t n, double eps, bool stream) {
   const D d;
   const Moments mo = RowMoments(x, n);
   const double rstd = 1.0 / std::sqrt(mo.m2 / static_cast<double>(n) + eps);
@@ -294,12 +320,12 @@ RowStats LayerNormRow(float* y, const float* x, const float* w, const float* b, 
     if (w) o = hn::Mul(o, At(d, w, i, n, 0.0f));
     if (b) o = hn::Add(o, At(d, b, i, n, 0.0f));
     return o;
-  });
+  }, stream);
   return {mo.mean, rstd};
 }
 
 void LayerNormBackwardRow(float* gi, const float* g, const float* x, const float* w, int64_t n, float mean,
-                          float rstd) {
+                          float rstd, bool stream) {
   const D d;
   const V m = hn::Set(d, mean), r = hn::Set(d, rstd);
   auto gw = [&](V gv, int64_t i) { return w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv; };
@@ -313,10 +339,10 @@ void LayerNormBackwardRow(float* gi, const float* g, const float* x, const float
   MapRow(d, gi, g, n, [&](V gv, int64_t i) {
     const V xhat = hn::Mul(hn::Sub(At(d, x, i, n, mean), m), r);
     return hn::Mul(r, hn::Sub(hn::Sub(gw(gv, i), mean_gy), hn::Mul(xhat, mean_gy_xhat)));
-  });
+  }, stream);
 }
 
-double RmsNormRow(float* y, const float* x, const float* w, int64_t n, double eps) {
+double RmsNormRow(float* y, const float* x, const float* w, int64_t n, double eps, bool stream) {
   const D d;
   const double sq = SumOver(d, n, 0.0f, x, [](V v, int64_t) { return hn::Mul(v, v); });
   const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
@@ -324,13 +350,14 @@ double RmsNormRow(float* y, const float* x, const float* w, int64_t n, double ep
   MapRow(d, y, x, n, [&](V v, int64_t i) {
     const V o = hn::Mul(v, r);
     return w ? hn::Mul(o, At(d, w, i, n, 0.0f)) : o;
-  });
+  }, stream);
   return rstd;
 }
 
 // r recomputed exactly as RmsNormRow computes it, then (gi non-null)
 // gi = r * g w - x * (r^3 * mean(g w x)).
-double RmsNormBackwardRow(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps) {
+double RmsNormBackwardRow(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps,
+                          bool stream) {
   const D d;
   const double sq = SumOver(d, n, 0.0f, x, [](V v, int64_t) { return hn::Mul(v, v); });
   const double r = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
@@ -340,7 +367,8 @@ double RmsNormBackwardRow(float* gi, const float* g, const float* x, const float
   const double dot = SumOver(d, n, 0.0f, g, [&](V gv, int64_t i) { return hn::Mul(gw(gv, i), At(d, x, i, n, 0.0f)); });
   const V rv = hn::Set(d, static_cast<float>(r));
   const V c = hn::Set(d, static_cast<float>(r * r * r * dot / static_cast<double>(n)));
-  MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::Sub(hn::Mul(rv, gw(gv, i)), hn::Mul(At(d, x, i, n, 0.0f), c)); });
+  MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::Sub(hn::Mul(rv, gw(gv, i)), hn::Mul(At(d, x, i, n, 0.0f), c)); },
+         stream);
   return r;
 }
 
@@ -372,22 +400,26 @@ double exp_shifted_row(float* y, const float* x, int64_t n, float shift) {
 void select_row(float* row, const uint8_t* keep, int64_t n, float fill) {
   HWY_DYNAMIC_DISPATCH(SelectRow)(row, keep, n, fill);
 }
-void softmax_row(float* y, const float* x, int64_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRow)(y, x, n, log); }
-void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxBackwardRow)(gi, g, y, n, log);
+void softmax_row(float* y, const float* x, int64_t n, bool log, bool stream) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxRow)(y, x, n, log, stream);
 }
-RowStats layer_norm_row(float* y, const float* x, const float* w, const float* b, int64_t n, double eps) {
-  return HWY_DYNAMIC_DISPATCH(LayerNormRow)(y, x, w, b, n, eps);
+void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log, bool stream) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxBackwardRow)(gi, g, y, n, log, stream);
+}
+RowStats layer_norm_row(float* y, const float* x, const float* w, const float* b, int64_t n, double eps,
+                        bool stream) {
+  return HWY_DYNAMIC_DISPATCH(LayerNormRow)(y, x, w, b, n, eps, stream);
 }
 void layer_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, float mean,
-                             float rstd) {
-  HWY_DYNAMIC_DISPATCH(LayerNormBackwardRow)(gi, g, x, w, n, mean, rstd);
+                             float rstd, bool stream) {
+  HWY_DYNAMIC_DISPATCH(LayerNormBackwardRow)(gi, g, x, w, n, mean, rstd, stream);
 }
-double rms_norm_row(float* y, const float* x, const float* w, int64_t n, double eps) {
-  return HWY_DYNAMIC_DISPATCH(RmsNormRow)(y, x, w, n, eps);
+double rms_norm_row(float* y, const float* x, const float* w, int64_t n, double eps, bool stream) {
+  return HWY_DYNAMIC_DISPATCH(RmsNormRow)(y, x, w, n, eps, stream);
 }
-double rms_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps) {
-  return HWY_DYNAMIC_DISPATCH(RmsNormBackwardRow)(gi, g, x, w, n, eps);
+double rms_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps,
+                             bool stream) {
+  return HWY_DYNAMIC_DISPATCH(RmsNormBackwardRow)(gi, g, x, w, n, eps, stream);
 }
 double sum(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Sum)(x, n); }
 float max(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Max)(x, n); }
@@ -416,12 +448,14 @@ namespace {
 }  // namespace
 double exp_shifted_row(float*, const float*, int64_t, float) { absent(); }
 void select_row(float*, const uint8_t*, int64_t, float) { absent(); }
-void softmax_row(float*, const float*, int64_t, bool) { absent(); }
-void softmax_backward_row(float*, const float*, const float*, int64_t, bool) { absent(); }
-RowStats layer_norm_row(float*, const float*, const float*, const float*, int64_t, double) { absent(); }
-void layer_norm_backward_row(float*, const float*, const float*, const float*, int64_t, float, float) { absent(); }
-double rms_norm_row(float*, const float*, const float*, int64_t, double) { absent(); }
-double rms_norm_backward_row(float*, const float*, const float*, const float*, int64_t, double) { absent(); }
+void softmax_row(float*, const float*, int64_t, bool, bool) { absent(); }
+void softmax_backward_row(float*, const float*, const float*, int64_t, bool, bool) { absent(); }
+RowStats layer_norm_row(float*, const float*, const float*, const float*, int64_t, double, bool) { absent(); }
+void layer_norm_backward_row(float*, const float*, const float*, const float*, int64_t, float, float, bool) {
+  absent();
+}
+double rms_norm_row(float*, const float*, const float*, int64_t, double, bool) { absent(); }
+double rms_norm_backward_row(float*, const float*, const float*, const float*, int64_t, double, bool) { absent(); }
 double sum(const float*, int64_t) { absent(); }
 float max(const float*, int64_t) { absent(); }
 float min(const float*, int64_t) { absent(); }

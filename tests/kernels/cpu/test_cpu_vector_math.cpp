@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -113,13 +114,11 @@ TEST(CpuVectorMath, UnaryOnStridedAndInPlaceViews) {
   expect_float_close(values(in.view), want_exp, before, 0, 2e-7, "exp in place");
 }
 
-// Maps of 16 MiB and more per call stream their output past the cache
-// (vector_math.cpp): at an output that is not vector-aligned the result is
-// the same, bit for bit, as the plain stores give on short pieces, and no
-// store lands outside it.
-TEST(CpuVectorMath, LargeMapsGiveTheSameResultAtAnyAlignment) {
+// Streamed outputs (vector_math.h, stream_output) at an output that is not
+// vector-aligned: the same bits as plain stores give, and no store outside.
+TEST(CpuVectorMath, StreamedMapsGiveTheSameBitsAtAnyAlignment) {
   if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
-  const int64_t n = (int64_t{1} << 22) + 37;
+  const int64_t n = 100'003;
   std::mt19937 rng(21);
   std::normal_distribution<float> normal;
   std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
@@ -130,21 +129,21 @@ TEST(CpuVectorMath, LargeMapsGiveTheSameResultAtAnyAlignment) {
   for (int64_t offset : {0, 1, 3}) {
     std::vector<float> big(static_cast<size_t>(n + 4), kSentinel), pieces(static_cast<size_t>(n));
     float* out = big.data() + offset;
-    ASSERT_TRUE(cpu::vec::unary(UnaryOp::Exp, p, out, a.data(), n));
+    ASSERT_TRUE(cpu::vec::unary(UnaryOp::Exp, p, out, a.data(), n, /*stream=*/true));
     for (int64_t i = 0; i < n; i += 1000)
       cpu::vec::unary(UnaryOp::Exp, p, pieces.data() + i, a.data() + i, std::min<int64_t>(1000, n - i));
     EXPECT_EQ(0, std::memcmp(out, pieces.data(), static_cast<size_t>(n) * sizeof(float))) << "exp, offset " << offset;
     for (int64_t i = 0; i < offset; ++i) EXPECT_EQ(big[static_cast<size_t>(i)], kSentinel);
     for (int64_t i = n + offset; i < n + 4; ++i) EXPECT_EQ(big[static_cast<size_t>(i)], kSentinel);
 
-    ASSERT_TRUE(cpu::vec::binary(BinaryOp::Add, out, a.data(), b.data(), n));
+    ASSERT_TRUE(cpu::vec::binary(BinaryOp::Add, out, a.data(), b.data(), n, /*stream=*/true));
     int64_t wrong = 0;
     for (int64_t i = 0; i < n; ++i) wrong += out[i] != a[static_cast<size_t>(i)] + b[static_cast<size_t>(i)];
     EXPECT_EQ(wrong, 0) << "add, offset " << offset;
   }
   // In place: out == in.
   std::vector<float> x = a;
-  ASSERT_TRUE(cpu::vec::unary(UnaryOp::Relu, p, x.data(), x.data(), n));
+  ASSERT_TRUE(cpu::vec::unary(UnaryOp::Relu, p, x.data(), x.data(), n, /*stream=*/true));
   int64_t wrong = 0;
   for (int64_t i = 0; i < n; ++i) wrong += x[static_cast<size_t>(i)] != std::max(a[static_cast<size_t>(i)], 0.0f);
   EXPECT_EQ(wrong, 0) << "relu in place";
@@ -310,6 +309,58 @@ TEST(CpuVectorMath, LayerNormAndRmsNormRowsOfEveryLength) {
       for (float v : gi.storage) {
         EXPECT_EQ(v, 0.0f) << "layer_norm backward of a one-element row";
       }
+  }
+}
+
+// The row kernels with their output streamed, at rows of every length and
+// outputs off the vector alignment: the same bits as the plain stores give
+// (softmax's rows past its stack buffer included), nothing written outside.
+TEST(CpuVectorMath, StreamedRowsGiveTheSameBitsAtAnyAlignment) {
+  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  std::mt19937 rng(22);
+  std::normal_distribution<float> normal;
+  constexpr float kSentinel = -777.0f;
+  using RowKernel = std::function<void(float* out, const float* x, const float* g, const float* w, int64_t n, bool)>;
+  const std::pair<const char*, RowKernel> kernels[] = {
+      {"softmax", [](float* o, const float* x, const float*, const float*, int64_t n, bool s) {
+         cpu::vec::softmax_row(o, x, n, false, s);
+       }},
+      {"log_softmax", [](float* o, const float* x, const float*, const float*, int64_t n, bool s) {
+         cpu::vec::softmax_row(o, x, n, true, s);
+       }},
+      {"softmax_backward", [](float* o, const float* x, const float* g, const float*, int64_t n, bool s) {
+         cpu::vec::softmax_backward_row(o, g, x, n, false, s);
+       }},
+      {"layer_norm", [](float* o, const float* x, const float*, const float* w, int64_t n, bool s) {
+         cpu::vec::layer_norm_row(o, x, w, w, n, 1e-5, s);
+       }},
+      {"layer_norm_backward", [](float* o, const float* x, const float* g, const float* w, int64_t n, bool s) {
+         cpu::vec::layer_norm_backward_row(o, g, x, w, n, 0.1f, 1.3f, s);
+       }},
+      {"rms_norm", [](float* o, const float* x, const float*, const float* w, int64_t n, bool s) {
+         cpu::vec::rms_norm_row(o, x, w, n, 1e-5, s);
+       }},
+      {"rms_norm_backward", [](float* o, const float* x, const float* g, const float* w, int64_t n, bool s) {
+         cpu::vec::rms_norm_backward_row(o, g, x, w, n, 1e-5, s);
+       }},
+  };
+  for (int64_t n : kRowLengths) {
+    std::vector<float> x(static_cast<size_t>(n)), g(x.size()), w(x.size());
+    for (float& v : x) v = normal(rng);
+    for (float& v : g) v = normal(rng);
+    for (float& v : w) v = normal(rng);
+    for (const auto& [name, kernel] : kernels) {
+      std::vector<float> plain(x.size());
+      kernel(plain.data(), x.data(), g.data(), w.data(), n, false);
+      for (int64_t offset : {0, 1, 5}) {
+        std::vector<float> big(static_cast<size_t>(n + 8), kSentinel);
+        kernel(big.data() + offset, x.data(), g.data(), w.data(), n, true);
+        EXPECT_EQ(0, std::memcmp(big.data() + offset, plain.data(), plain.size() * sizeof(float)))
+            << name << " n=" << n << " offset " << offset;
+        for (int64_t i = 0; i < offset; ++i) EXPECT_EQ(big[static_cast<size_t>(i)], kSentinel) << name;
+        for (int64_t i = n + offset; i < n + 8; ++i) EXPECT_EQ(big[static_cast<size_t>(i)], kSentinel) << name;
+      }
+    }
   }
 }
 
