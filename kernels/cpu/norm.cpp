@@ -179,6 +179,8 @@ void layer_norm_vector(const View& out_view, const View& mean_view, const View& 
   const bool stream = !out.staged() && vec::stream_output(l.rows * l.cols, l.cols);
 #pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
   for (int64_t i = 0; i < l.rows; ++i) {
+    if (i + vec::kPrefetchRowsAhead < l.rows)
+      vec::prefetch_short_row(x.get() + (i + vec::kPrefetchRowsAhead) * l.cols, l.cols);
     const vec::RowStats s = vec::layer_norm_row(out.get() + i * l.cols, x.get() + i * l.cols, data_or_null(w),
                                                 data_or_null(b), l.cols, eps, stream);
     mean[i] = s.mean;
@@ -263,10 +265,15 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
       DenseOut<float> grad_in(grad_in_view);
       const bool stream = !grad_in.staged() && vec::stream_output(l.rows * l.cols, l.cols);
 #pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
-      for (int64_t i = 0; i < l.rows; ++i)
+      for (int64_t i = 0; i < l.rows; ++i) {
+        if (i + vec::kPrefetchRowsAhead < l.rows) {
+          vec::prefetch_short_row(x.get() + (i + vec::kPrefetchRowsAhead) * l.cols, l.cols);
+          vec::prefetch_short_row(g.get() + (i + vec::kPrefetchRowsAhead) * l.cols, l.cols);
+        }
         vec::layer_norm_backward_row(grad_in.get() + i * l.cols, g.get() + i * l.cols, x.get() + i * l.cols,
                                      data_or_null(wf), l.cols, static_cast<float>(mean[i]),
                                      static_cast<float>(rstd[i]), stream);
+      }
       grad_in.commit();
       return;
     }

@@ -31,9 +31,12 @@ void rms_norm_typed(const View& out_view, const View& rstd_view, const View& in_
       DenseOut<float> out(out_view);
       const bool stream = !out.staged() && vec::stream_output(l.rows * l.cols, l.cols);
 #pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelRmsNormElems)
-      for (int64_t i = 0; i < l.rows; ++i)
+      for (int64_t i = 0; i < l.rows; ++i) {
+        if (i + vec::kPrefetchRowsAhead < l.rows)
+          vec::prefetch_short_row(x.get() + (i + vec::kPrefetchRowsAhead) * l.cols, l.cols);
         rstd[i] = static_cast<float>(vec::rms_norm_row(out.get() + i * l.cols, x.get() + i * l.cols,
                                                        weight ? wf.data() : nullptr, l.cols, eps, stream));
+      }
       out.commit();
       scatter_dense(rstd_view, rstd.data());
       return;
@@ -71,9 +74,14 @@ void rms_norm_backward_typed(const View& grad_in_view, const View* grad_weight, 
       if (want_grad_in) grad_in.emplace(grad_in_view);
       const bool stream = grad_in && !grad_in->staged() && vec::stream_output(l.rows * cols, cols);
 #pragma omp parallel for schedule(static) if (l.rows * cols > kParallelRmsNormElems)
-      for (int64_t i = 0; i < l.rows; ++i)
+      for (int64_t i = 0; i < l.rows; ++i) {
+        if (i + vec::kPrefetchRowsAhead < l.rows) {
+          vec::prefetch_short_row(x.get() + (i + vec::kPrefetchRowsAhead) * cols, cols);
+          vec::prefetch_short_row(g.get() + (i + vec::kPrefetchRowsAhead) * cols, cols);
+        }
         rstd[i] = vec::rms_norm_backward_row(grad_in ? grad_in->get() + i * cols : nullptr, g.get() + i * cols,
                                              x.get() + i * cols, weight ? wf.data() : nullptr, cols, eps, stream);
+      }
       if (grad_in) grad_in->commit();
       done = true;
     }

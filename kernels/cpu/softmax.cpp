@@ -116,6 +116,8 @@ void CpuBackend::softmax(const View& out, const View& in, int64_t dim, bool log)
           const T* x = reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1]);
           if constexpr (std::is_same_v<T, float>) {
             if (vector) {
+              if (j + vec::kPrefetchRowsAhead < r.n)
+                vec::prefetch_short_row(reinterpret_cast<const float*>(r.ptr[1] + (j + vec::kPrefetchRowsAhead) * r.stride[1]), n);
               vec::softmax_row(y, x, n, log, stream);
               continue;
             }
@@ -158,6 +160,11 @@ void CpuBackend::softmax_backward(const View& grad_in, const View& grad_out, con
           const T* y = reinterpret_cast<const T*>(r.ptr[2] + j * r.stride[2]);
           if constexpr (std::is_same_v<T, float>) {
             if (vector) {
+              if (j + vec::kPrefetchRowsAhead < r.n) {
+                const int64_t ahead = j + vec::kPrefetchRowsAhead;
+                vec::prefetch_short_row(reinterpret_cast<const float*>(r.ptr[1] + ahead * r.stride[1]), n);
+                vec::prefetch_short_row(reinterpret_cast<const float*>(r.ptr[2] + ahead * r.stride[2]), n);
+              }
               vec::softmax_backward_row(gi, g, y, n, log, stream);
               continue;
             }
