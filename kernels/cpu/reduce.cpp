@@ -8,7 +8,7 @@
 //    neighbouring outputs accumulates one input row after another, which is
 //    again a unit-stride loop over memory.
 // Floating inputs accumulate in double, integers and bool in int64; except
-// contiguous float32 runs of sum, mean, max, min and var, which take the
+// contiguous float32 runs (and columns) of sum, mean, max, min and var, which take the
 // vector kernels (vector_math.h: float lanes in blocks, the blocks added in
 // double; the error stays within a few units of roundoff of sum |x|).
 #include <omp.h>
@@ -134,6 +134,19 @@ struct Variance : OnStorage<T, red::Variance<double>> {
   Acc vector_fold(const float* p, int64_t n) const {
     const vec::Moments m = vec::moments(p, n);
     return {m.mean, m.m2, n};
+  }
+  // Columns (var over the first dim): the moments of each 64 rows, two
+  // passes from L2, merged into acc, instead of a merge per element.
+  static constexpr int64_t kMaxColumns = 1024;  // reduce_columns' block
+  void vector_fold_rows_into(Acc* acc, const float* rows, int64_t n_rows, int64_t row_stride, int64_t n) const {
+    ANVIL_CHECK(n <= kMaxColumns, "var: a column block of ", n, " is wider than ", kMaxColumns);
+    constexpr int64_t kRowsPerRun = 64;
+    double mean[kMaxColumns], m2[kMaxColumns];
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kRowsPerRun) {
+      const int64_t k = std::min(kRowsPerRun, n_rows - r0);
+      vec::column_moments(mean, m2, rows + r0 * row_stride, k, row_stride, n);
+      for (int64_t j = 0; j < n; ++j) acc[j] = this->combine(acc[j], Acc{mean[j], m2[j], k});
+    }
   }
   // A run in two passes: exact mean first, then squared deviations from it.
   Acc fold(const T* p, int64_t n, int64_t stride) const {
@@ -293,8 +306,9 @@ void reduce_columns(const Op& op, const ReducePlan& plan, const View& out, const
     return Item{in_base + off[0] + j0 * col.in_stride * plan.in_item, out_base + off[1] + j0 * col.out_stride * plan.out_item,
                 std::min(kBlock, col.size - j0)};
   };
-  // Contiguous float32 columns of sum, mean, max and min fold each run of
-  // rows with the vector kernels (float lanes, flushed to the double accumulators).
+  // Contiguous float32 columns of sum, mean, max, min and var fold each run
+  // of rows with the vector kernels (float lanes, flushed to the double
+  // accumulators; var's moments merged every 64 rows).
   constexpr bool kHasVectorRows =
       std::is_same_v<T, float> &&
       requires(const Op& o, Acc* a, const float* p, int64_t k) { o.vector_fold_rows_into(a, p, k, k, k); };

@@ -1,9 +1,7 @@
 // The row half of vector_math.h: softmax, layer_norm, rms_norm and the
 // reductions over contiguous floats. Every sum runs in four independent
 // vectors of lanes (no dependency chain between consecutive adds): float
-// lanes, added in double at the end of the row or of each kBlock elements
-// (softmax, the norms, the sum and mean reductions); double lanes for the
-// squared deviations of var.
+// lanes, added in double at the end of the row or of each kBlock elements.
 #include "kernels/cpu/vector_math.h"
 
 #if ANVIL_HAVE_HIGHWAY
@@ -108,36 +106,6 @@ double Sum(const float* x, int64_t n) {
 float Max(const float* x, int64_t n) { return Extreme<true>(x, n); }
 float Min(const float* x, int64_t n) { return Extreme<false>(x, n); }
 
-// The mean, then the squared deviations from it in double lanes: the
-// variance of data with a large offset keeps its digits.
-Moments MomentsOf(const float* x, int64_t n) {
-  const double mean = Sum(x, n) / static_cast<double>(n);
-  const hn::ScalableTag<double> dd;
-  const hn::Rebind<float, decltype(dd)> df;  // as many floats as dd has doubles
-  using VD = hn::Vec<decltype(dd)>;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(dd));
-  const VD m = hn::Set(dd, mean);
-  auto square_dev = [&](VD v) {
-    const VD dv = hn::Sub(v, m);
-    return hn::Mul(dv, dv);
-  };
-  VD s0 = hn::Zero(dd), s1 = hn::Zero(dd), s2 = hn::Zero(dd), s3 = hn::Zero(dd);
-  int64_t i = 0;
-  for (; i + 4 * L <= n; i += 4 * L) {
-    s0 = hn::Add(s0, square_dev(hn::PromoteTo(dd, hn::LoadU(df, x + i))));
-    s1 = hn::Add(s1, square_dev(hn::PromoteTo(dd, hn::LoadU(df, x + i + L))));
-    s2 = hn::Add(s2, square_dev(hn::PromoteTo(dd, hn::LoadU(df, x + i + 2 * L))));
-    s3 = hn::Add(s3, square_dev(hn::PromoteTo(dd, hn::LoadU(df, x + i + 3 * L))));
-  }
-  for (; i + L <= n; i += L) s0 = hn::Add(s0, square_dev(hn::PromoteTo(dd, hn::LoadU(df, x + i))));
-  double m2 = hn::GetLane(hn::SumOfLanes(dd, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
-  for (; i < n; ++i) {
-    const double dv = static_cast<double>(x[i]) - mean;
-    m2 += dv * dv;
-  }
-  return {mean, m2};
-}
-
 // A run of rows of a column reduction (over the first dim), folded into the
 // double accumulators acc[0, n): the rows go into a float buffer (one vector
 // load, op and store per element, streaming each row), and the buffer into
@@ -186,17 +154,67 @@ void MinRowsInto(double* acc, const float* x, int64_t rows, int64_t row_stride, 
   ExtremeRowsInto<false>(acc, x, rows, row_stride, n);
 }
 
-// Row statistics (layer_norm): float lanes, added in double per row or block.
+// Two passes over the run in float tiles of columns. The first sums each
+// column's differences from its first row (sums of small numbers: data with
+// a large offset keeps the digits of its mean), the second the squared
+// deviations from the float-rounded mean; m2 is then corrected by
+// rows (mean - float mean)^2 to be the deviations from the exact mean.
+void ColumnMoments(double* mean, double* m2, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
+  const D d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  HWY_ALIGN float shift[kColumnTile], acc[kColumnTile];
+  const double inv_rows = 1.0 / static_cast<double>(rows);
+  for (int64_t c0 = 0; c0 < n; c0 += kColumnTile) {
+    const int64_t cn = std::min(kColumnTile, n - c0);
+    std::copy_n(x + c0, cn, shift);
+    std::fill_n(acc, cn, 0.0f);
+    for (int64_t r = 1; r < rows; ++r) {
+      const float* row = x + r * row_stride + c0;
+      int64_t j = 0;
+      for (; j + L <= cn; j += L)
+        hn::Store(hn::Add(hn::Load(d, acc + j), hn::Sub(hn::LoadU(d, row + j), hn::Load(d, shift + j))), d, acc + j);
+      for (; j < cn; ++j) acc[j] += row[j] - shift[j];
+    }
+    for (int64_t j = 0; j < cn; ++j) {
+      mean[c0 + j] = static_cast<double>(shift[j]) + static_cast<double>(acc[j]) * inv_rows;
+      shift[j] = static_cast<float>(mean[c0 + j]);  // now the float mean
+      acc[j] = 0.0f;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = x + r * row_stride + c0;
+      int64_t j = 0;
+      for (; j + L <= cn; j += L) {
+        const V dv = hn::Sub(hn::LoadU(d, row + j), hn::Load(d, shift + j));
+        hn::Store(hn::MulAdd(dv, dv, hn::Load(d, acc + j)), d, acc + j);
+      }
+      for (; j < cn; ++j) acc[j] += (row[j] - shift[j]) * (row[j] - shift[j]);
+    }
+    for (int64_t j = 0; j < cn; ++j) {
+      const double off = mean[c0 + j] - static_cast<double>(shift[j]);
+      const double corrected = static_cast<double>(acc[j]) - static_cast<double>(rows) * off * off;
+      m2[c0 + j] = corrected < 0 ? 0.0 : corrected;  // NaN stays NaN
+    }
+  }
+}
+
+// The mean, then the squared deviations from the float-rounded mean (of
+// data with a large offset they are small numbers, and keep its digits),
+// both in float lanes added in double per block, the second corrected by
+// n (mean - float mean)^2: layer_norm's row statistics and var's. (var's
+// second pass in double lanes was bound by the conversions.)
 Moments RowMoments(const float* x, int64_t n) {
   const D d;
   const double mean = SumOver(d, n, 0.0f, x, [](V v, int64_t) { return v; }) / static_cast<double>(n);
-  const V m = hn::Set(d, static_cast<float>(mean));
+  const float mean_f = static_cast<float>(mean);
+  const V m = hn::Set(d, mean_f);
   // Padding lanes hold the mean: their deviation is 0.
-  const double m2 = SumOver(d, n, static_cast<float>(mean), x, [m](V v, int64_t) {
+  const double m2 = SumOver(d, n, mean_f, x, [m](V v, int64_t) {
     const V dv = hn::Sub(v, m);
     return hn::Mul(dv, dv);
   });
-  return {mean, m2};
+  const double off = mean - static_cast<double>(mean_f);
+  const double corrected = m2 - static_cast<double>(n) * off * off;
+  return {mean, corrected < 0 ? 0.0 : corrected};  // NaN stays NaN
 }
 
 // y[i] = f(x[i], i) over a row (f gets the element index of the vector's
@@ -389,10 +407,11 @@ HWY_EXPORT(RmsNormBackwardRow);
 HWY_EXPORT(Sum);
 HWY_EXPORT(Max);
 HWY_EXPORT(Min);
-HWY_EXPORT(MomentsOf);
+HWY_EXPORT(RowMoments);
 HWY_EXPORT(AddRowsInto);
 HWY_EXPORT(MaxRowsInto);
 HWY_EXPORT(MinRowsInto);
+HWY_EXPORT(ColumnMoments);
 
 double exp_shifted_row(float* y, const float* x, int64_t n, float shift) {
   return HWY_DYNAMIC_DISPATCH(ExpShiftedRow)(y, x, n, shift);
@@ -424,7 +443,7 @@ double rms_norm_backward_row(float* gi, const float* g, const float* x, const fl
 double sum(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Sum)(x, n); }
 float max(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Max)(x, n); }
 float min(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Min)(x, n); }
-Moments moments(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MomentsOf)(x, n); }
+Moments moments(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(RowMoments)(x, n); }
 void add_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
   HWY_DYNAMIC_DISPATCH(AddRowsInto)(acc, x, rows, row_stride, n);
 }
@@ -433,6 +452,9 @@ void max_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride
 }
 void min_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
   HWY_DYNAMIC_DISPATCH(MinRowsInto)(acc, x, rows, row_stride, n);
+}
+void column_moments(double* mean, double* m2, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(ColumnMoments)(mean, m2, x, rows, row_stride, n);
 }
 
 }  // namespace anvil::cpu::vec
@@ -463,6 +485,7 @@ Moments moments(const float*, int64_t) { absent(); }
 void add_rows_into(double*, const float*, int64_t, int64_t, int64_t) { absent(); }
 void max_rows_into(double*, const float*, int64_t, int64_t, int64_t) { absent(); }
 void min_rows_into(double*, const float*, int64_t, int64_t, int64_t) { absent(); }
+void column_moments(double*, double*, const float*, int64_t, int64_t, int64_t) { absent(); }
 }  // namespace anvil::cpu::vec
 
 #endif  // ANVIL_HAVE_HIGHWAY

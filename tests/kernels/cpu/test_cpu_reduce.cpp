@@ -247,6 +247,32 @@ TEST(CpuReduce, LongFloat32SumIsAccurate) {
   EXPECT_NEAR(out.storage[0], naive(ReduceOp::Var, xs, {1, 2}), 1e-5);
 }
 
+// var over the first dim merges the moments of runs of 64 rows (float
+// lanes, two passes): data with a large offset keeps its variance, a NaN or
+// inf in a column makes that column's variance NaN (as PyTorch's), and the
+// other columns are unaffected.
+TEST(CpuReduce, ColumnVarianceOfOffsetDataIsAccurate) {
+  std::mt19937 rng(25);
+  std::normal_distribution<float> normal;
+  const int64_t rows = 1000, cols = 33;
+  auto in = filled_tensor<float>({rows, cols});
+  for (float& v : in.storage) v = 1000.0f + normal(rng);
+  in.storage[5 * cols + 3] = NAN;
+  in.storage[700 * cols + 4] = INFINITY;
+  auto out = filled_tensor<float>({1, cols});
+  cpu().reduce(ReduceOp::Var, out.view, in.view, {1, 2});
+  for (int64_t j = 0; j < cols; ++j) {
+    if (j == 3 || j == 4) {
+      EXPECT_TRUE(std::isnan(out.storage[j])) << "column " << j << " holds a NaN or inf: " << out.storage[j];
+      continue;
+    }
+    std::vector<double> column;
+    for (int64_t r = 0; r < rows; ++r) column.push_back(in.storage[r * cols + j]);
+    const double want = naive(ReduceOp::Var, column, {1, 2});
+    EXPECT_NEAR(out.storage[j], want, want * 1e-5) << "column " << j;
+  }
+}
+
 TEST(CpuReduce, IntegerAndHalfInputs) {
   auto ints = tensor_of<int32_t>({2, 3}, {1, 2, 3, 4, 5, 2000000000});
   auto sums = filled_tensor<int64_t>({2, 1}, 0.0);
