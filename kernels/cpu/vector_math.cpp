@@ -46,6 +46,7 @@ HWY_INLINE void MapN(float* out, std::array<const float*, N> in, int64_t n, bool
   const D d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const auto apply = [&](int64_t i) {
+    for (size_t k = 0; k < N; ++k) PrefetchAhead(in[k] + i, L);
     if constexpr (N == 1) return f(d, hn::LoadU(d, in[0] + i));
     else return f(d, hn::LoadU(d, in[0] + i), hn::LoadU(d, in[1] + i));
   };

@@ -40,17 +40,6 @@ HWY_INLINE void StoreTail(D d, V v, float* p, int64_t count) {
   for (int64_t k = 0; k < count; ++k) p[k] = buf[k];
 }
 
-// The reductions ask for the memory a page (4 KiB) ahead of what they read:
-// the hardware prefetcher stops at page boundaries, and a reduction over
-// rows of 1024 floats (one page each) started every row cold. sum over the
-// last dim of [16384, 1024] went from 21-30 to 34-37 GB/s (3 rounds each;
-// bench/results/2026-11-27-streaming-stores.md). Past the end of the array
-// the hint is dropped: a prefetch never faults.
-constexpr int64_t kPrefetchAheadFloats = 1024;
-HWY_INLINE void PrefetchAhead(const float* p, int64_t count) {
-  for (int64_t k = 0; k < count; k += 16) __builtin_prefetch(p + kPrefetchAheadFloats + k);  // one line each
-}
-
 // sum over i of f(i-th vector of the inputs), f returning zero for padding
 // lanes (each call site's f gives 0 for the fill values it passes).
 template <class F>
