@@ -41,9 +41,10 @@ HWY_INLINE void StoreTail(D d, V v, float* p, int64_t count) {
 }
 
 // sum over i of f(i-th vector of the inputs), f returning zero for padding
-// lanes (each call site's f gives 0 for the fill values it passes).
+// lanes (each call site's f gives 0 for the fill values it passes). Prefetches
+// a, and also_read (a second row f or the next pass reads) when given.
 template <class F>
-HWY_INLINE double SumOver(D d, int64_t n, float fill, const float* a, F f) {
+HWY_INLINE double SumOver(D d, int64_t n, float fill, const float* a, F f, const float* also_read = nullptr) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   double total = 0;
   for (int64_t b0 = 0; b0 < n; b0 += kBlock) {
@@ -52,6 +53,7 @@ HWY_INLINE double SumOver(D d, int64_t n, float fill, const float* a, F f) {
     int64_t i = b0;
     for (; i + 4 * L <= b1; i += 4 * L) {
       PrefetchAhead(a + i, 4 * L);
+      if (also_read) PrefetchAhead(also_read + i, 4 * L);
       s0 = hn::Add(s0, f(hn::LoadU(d, a + i), i));
       s1 = hn::Add(s1, f(hn::LoadU(d, a + i + L), i + L));
       s2 = hn::Add(s2, f(hn::LoadU(d, a + i + 2 * L), i + 2 * L));
@@ -320,13 +322,12 @@ void SoftmaxRow(float* y, const float* x, int64_t n, bool log, bool stream) {
 void SoftmaxBackwardRow(float* gi, const float* g, const float* y, int64_t n, bool log, bool stream) {
   const D d;
   if (log) {
-    const V s = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, g, [](V v, int64_t) { return v; })));
+    const V s = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, g, [](V v, int64_t) { return v; }, y)));
     MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::NegMulAdd(ExpF(d, At(d, y, i, n, 0.0f)), s, gv); }, stream);
     return;
   }
-  const V dot = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, g, [&](V gv, int64_t i) {
-                          return hn::Mul(gv, At(d, y, i, n, 0.0f));
-                        })));
+  const V dot = hn::Set(d, static_cast<float>(SumOver(
+                              d, n, 0.0f, g, [&](V gv, int64_t i) { return hn::Mul(gv, At(d, y, i, n, 0.0f)); }, y)));
   MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::Mul(At(d, y, i, n, 0.0f), hn::Sub(gv, dot)); }, stream);
 }
 
@@ -350,7 +351,7 @@ void LayerNormBackwardRow(float* gi, const float* g, const float* x, const float
   const V m = hn::Set(d, mean), r = hn::Set(d, rstd);
   auto gw = [&](V gv, int64_t i) { return w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv; };
   // Padding lanes of g are 0, so both sums ignore them.
-  const double sum_gy = SumOver(d, n, 0.0f, g, gw);
+  const double sum_gy = SumOver(d, n, 0.0f, g, gw, x);  // x is read next
   const double sum_gy_xhat = SumOver(d, n, 0.0f, g, [&](V gv, int64_t i) {
     return hn::Mul(gw(gv, i), hn::Mul(hn::Sub(At(d, x, i, n, mean), m), r));
   });
