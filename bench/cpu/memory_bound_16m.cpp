@@ -1,11 +1,13 @@
 // Issue 18's memory-bound op set at 16M float32 elements (64 MB per tensor),
 // to read against BM_memcpy_all_threads/elems:16777216 from the same run:
-// the activations and their backwards, the row-wise ops over rows of 64,
-// 1024 and 4096, and the reductions over the last dim, the first dim and all.
+// copy and the casts to and from the 16-bit types, add and mul, the
+// activations and their backwards, the row-wise ops over rows of 64, 1024
+// and 4096, and the reductions over the last dim, the first dim and all.
 // Bytes are the least each op must move (each input read once, each output
 // written once), whatever number of passes the kernel makes.
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/cpu/bench_util.h"
@@ -48,6 +50,29 @@ void unary_forward(benchmark::State& state, const NamedUnary& op) {
   const Tensor x = input_16m(op.positive_input);
   for (auto _ : state) benchmark::DoNotOptimize(op.fn(x));
   set_bytes_per_iteration(state, 2.0 * kLargeElems * kFloatBytes);
+}
+
+// clone, and casts between float32 and the 16-bit types: read the input,
+// write the output (4 + 4, or 4 + 2 bytes an element).
+void copy_16m(benchmark::State& state, DType from, DType to) {
+  seed_inputs();
+  const Tensor x = cast(randn({kLargeElems}), from);
+  for (auto _ : state) benchmark::DoNotOptimize(from == to ? x.clone() : cast(x, to));
+  set_bytes_per_iteration(state, static_cast<double>(kLargeElems) * (itemsize(from) + itemsize(to)));
+}
+
+// a op b into a new tensor, or into a (add_): two reads and a write.
+void binary_16m(benchmark::State& state, const char* op) {
+  seed_inputs();
+  Tensor a = randn({kLargeElems});
+  const Tensor b = randn({kLargeElems});
+  const std::string name = op;
+  for (auto _ : state) {
+    if (name == "add") benchmark::DoNotOptimize(anvil::add(a, b));
+    else if (name == "mul") benchmark::DoNotOptimize(anvil::mul(a, b));
+    else benchmark::DoNotOptimize(add_(a, b));
+  }
+  set_bytes_per_iteration(state, 3.0 * kLargeElems * kFloatBytes);
 }
 
 // Forward and backward as a training step runs them: y = f(x), then the
@@ -135,6 +160,21 @@ void reduce_16m(benchmark::State& state, const NamedReduce& op, Shape dims) {
 
 void register_16m() {
   const auto fixed = [](benchmark::internal::Benchmark* b) { threaded_kernel(b); };
+  const std::tuple<const char*, DType, DType> copies[] = {{"clone", kFloat32, kFloat32},
+                                                         {"float32_to_bfloat16", kFloat32, kBFloat16},
+                                                         {"bfloat16_to_float32", kBFloat16, kFloat32},
+                                                         {"float32_to_float16", kFloat32, kFloat16},
+                                                         {"float16_to_float32", kFloat16, kFloat32}};
+  for (const auto& [name, from, to] : copies) {
+    benchmark::RegisterBenchmark((std::string("BM16M_copy/") + name).c_str(),
+                                 [from = from, to = to](benchmark::State& s) { copy_16m(s, from, to); })
+        ->Apply(fixed);
+  }
+  for (const char* op : {"add", "mul", "add_"}) {
+    benchmark::RegisterBenchmark((std::string("BM16M_binary/") + op).c_str(),
+                                 [op](benchmark::State& s) { binary_16m(s, op); })
+        ->Apply(fixed);
+  }
   for (const NamedUnary& op : unary_ops()) {
     benchmark::RegisterBenchmark((std::string("BM16M_fwd/") + op.name).c_str(),
                                  [op](benchmark::State& s) { unary_forward(s, op); })

@@ -2,6 +2,8 @@
 the same names, shapes and byte counts at 16M float32 elements, beside a memcpy
 of the same size measured in the same process.
 
+  BM16M_copy/<clone|float32_to_bfloat16|...>  x.clone() and the casts to and from bfloat16, float16
+  BM16M_binary/<add|mul|add_>              a + b, a * b, a.add_(b)
   BM16M_fwd/<op>, BM16M_fwd_bwd/<op>       exp expm1 log log1p tanh sigmoid erf gelu_erf
                                            gelu_tanh silu softplus relu, on 16M elements
   BM16M_rows_fwd[_bwd]/<op>/cols:<n>       softmax log_softmax layer_norm rms_norm over rows of 64, 1024, 4096
@@ -104,11 +106,31 @@ def benchmarks():
             return lambda: fn(x, dim)
         return make
 
+    def copy(src_dtype, dst_dtype):
+        def make():
+            torch.manual_seed(0)
+            x = torch.randn(ELEMS).to(src_dtype)
+            return (lambda: x.clone()) if src_dtype == dst_dtype else (lambda: x.to(dst_dtype))
+        return make
+
+    def binary(name):
+        def make():
+            torch.manual_seed(0)
+            a, b = torch.randn(ELEMS), torch.randn(ELEMS)
+            return {"add": lambda: a + b, "mul": lambda: a * b, "add_": lambda: a.add_(b)}[name]
+        return make
+
     def memcpy():
         src, dst = torch.randn(ELEMS), torch.empty(ELEMS)
         return lambda: dst.copy_(src)
 
     yield "BM_memcpy_all_threads/elems:16777216", 2.0 * ELEMS * FLOAT_BYTES, memcpy
+    f32, bf16, f16 = torch.float32, torch.bfloat16, torch.float16
+    for name, src, dst in (("clone", f32, f32), ("float32_to_bfloat16", f32, bf16), ("bfloat16_to_float32", bf16, f32),
+                           ("float32_to_float16", f32, f16), ("float16_to_float32", f16, f32)):
+        yield f"BM16M_copy/{name}", 1.0 * ELEMS * (src.itemsize + dst.itemsize), copy(src, dst)
+    for name in ("add", "mul", "add_"):
+        yield f"BM16M_binary/{name}", 3.0 * ELEMS * FLOAT_BYTES, binary(name)
     for name, (fn, positive) in UNARY.items():
         yield f"BM16M_fwd/{name}", 2.0 * ELEMS * FLOAT_BYTES, unary(fn, positive, False)
         yield f"BM16M_fwd_bwd/{name}", 5.0 * ELEMS * FLOAT_BYTES, unary(fn, positive, True)

@@ -63,9 +63,11 @@ bool copy_in_tiles(const StridedLoop<2>& loop, char* dst, char* src) {
 template <typename To, typename From>
 void convert_runs(const View& dst, const View& src) {
   StridedLoop<2> loop({&dst, &src});
-  loop.run_parallel({static_cast<char*>(dst.data), static_cast<char*>(src.data)}, [](const StridedLoop<2>::Run& r) {
+  const int64_t out_floats = dst.numel() * static_cast<int64_t>(sizeof(To)) / static_cast<int64_t>(sizeof(float));
+  loop.run_parallel({static_cast<char*>(dst.data), static_cast<char*>(src.data)}, [&](const StridedLoop<2>::Run& r) {
     if (r.stride[0] == sizeof(To) && r.stride[1] == sizeof(From))
-      return vec::convert(reinterpret_cast<To*>(r.ptr[0]), reinterpret_cast<const From*>(r.ptr[1]), r.n);
+      return vec::convert(reinterpret_cast<To*>(r.ptr[0]), reinterpret_cast<const From*>(r.ptr[1]), r.n,
+                          vec::stream_output(out_floats, r.n));
     for (int64_t i = 0; i < r.n; ++i)
       *reinterpret_cast<To*>(r.ptr[0] + i * r.stride[0]) =
           cast_value<To>(*reinterpret_cast<const From*>(r.ptr[1] + i * r.stride[1]));

@@ -19,10 +19,11 @@
 
 namespace anvil::cpu::vec {
 
-void convert(Half* out, const float* in, int64_t n);
-void convert(float* out, const Half* in, int64_t n);
-void convert(BFloat16* out, const float* in, int64_t n);
-void convert(float* out, const BFloat16* in, int64_t n);
+// stream: write out with streaming stores (vector_math.h, stream_output).
+void convert(Half* out, const float* in, int64_t n, bool stream = false);
+void convert(float* out, const Half* in, int64_t n, bool stream = false);
+void convert(BFloat16* out, const float* in, int64_t n, bool stream = false);
+void convert(float* out, const BFloat16* in, int64_t n, bool stream = false);
 
 // Whether convert(To*, const From*, n) exists: float32 to or from a 16-bit float.
 template <typename To, typename From>

@@ -29,14 +29,15 @@ uint32_t bits32(float f) { return float_bits(f); }
 // tail length of every width runs and chunks start at every alignment.
 const std::vector<int64_t> kChunks = {1, 2, 3, 5, 7, 8, 9, 13, 15, 16, 17, 23, 31, 32, 33, 47, 63, 65, 127, 1001};
 
-// vec::convert over `in` in consecutive chunks of the lengths above.
+// vec::convert over `in` in consecutive chunks of the lengths above, with
+// plain or streaming stores (the chunks start at every alignment).
 template <typename To, typename From>
-std::vector<To> convert_in_chunks(const std::vector<From>& in) {
+std::vector<To> convert_in_chunks(const std::vector<From>& in, bool stream) {
   std::vector<To> out(in.size());
   const auto n = static_cast<int64_t>(in.size());
   for (int64_t i = 0, c = 0; i < n; ++c) {
     const int64_t len = std::min(kChunks[static_cast<size_t>(c) % kChunks.size()], n - i);
-    vec::convert(out.data() + i, in.data() + i, len);
+    vec::convert(out.data() + i, in.data() + i, len, stream);
     i += len;
   }
   return out;
@@ -99,11 +100,13 @@ void check_round_trips(const char* name) {
   std::string targets;
   vec::for_each_target([&](const char* target) {
     targets += std::string(targets.empty() ? "" : ", ") + target;
-    const std::string what = std::string(name) + " on " + target;
-    const std::vector<float> up = convert_in_chunks<float>(all);
-    expect_float_bits(up, all, what + ", every pattern to float");
-    expect_16_bits(convert_in_chunks<T>(up), up, what + ", back");
-    expect_16_bits(convert_in_chunks<T>(edges), edges, what + ", float edges and random bits");
+    for (bool stream : {false, true}) {
+      const std::string what = std::string(name) + " on " + target + (stream ? ", streamed" : "");
+      const std::vector<float> up = convert_in_chunks<float>(all, stream);
+      expect_float_bits(up, all, what + ", every pattern to float");
+      expect_16_bits(convert_in_chunks<T>(up, stream), up, what + ", back");
+      expect_16_bits(convert_in_chunks<T>(edges, stream), edges, what + ", float edges and random bits");
+    }
   });
   ASSERT_FALSE(targets.empty());
   testing::Test::RecordProperty("targets", targets);
