@@ -102,6 +102,10 @@ HWY_INLINE V16 FloatToBFloat16(VF f) {
 
 HWY_INLINE VF BFloat16ToFloat(V16 b) { return hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(DU(), b))); }
 
+// Asks for the input a page ahead (vector_math-inl.h, PrefetchAhead, says
+// why); a vector of the input is at most one cache line.
+HWY_INLINE void PrefetchPageAhead(const void* p) { __builtin_prefetch(static_cast<const char*>(p) + 4096); }
+
 // out[i] = f(in[i]) for fewer than one vector of elements, through buffers
 // of one vector, so that no load or store reaches past the arrays.
 template <class To, class From, class DTo, class DFrom, class F>
@@ -123,11 +127,6 @@ template <class To, class From, class DTo, class DFrom, class F>
 HWY_INLINE void Map(DTo dto, DFrom dfrom, To* HWY_RESTRICT out, const From* HWY_RESTRICT in, int64_t n, bool stream,
                     F f) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(dfrom));
-  constexpr int64_t kAheadBytes = 4096;
-  auto prefetch = [&](int64_t i) {
-    const char* p = reinterpret_cast<const char*>(in + i) + kAheadBytes;
-    for (int64_t b = 0; b < L * static_cast<int64_t>(sizeof(From)); b += 64) __builtin_prefetch(p + b);
-  };
   int64_t i = 0;
   if (stream && sizeof(To) == sizeof(float)) {
     const int64_t bytes = L * static_cast<int64_t>(sizeof(To));
@@ -136,13 +135,13 @@ HWY_INLINE void Map(DTo dto, DFrom dfrom, To* HWY_RESTRICT out, const From* HWY_
                static_cast<int64_t>(sizeof(To)));
     if (head > 0) MapPartial(dto, dfrom, out, in, head, f);
     for (i = head; i + L <= n; i += L) {
-      prefetch(i);
+      PrefetchPageAhead(in + i);
       hn::Stream(f(hn::LoadU(dfrom, in + i)), dto, out + i);
     }
     hwy::FlushStream();  // the streamed lines reach memory before the threads join
   } else {
     for (; i + L <= n; i += L) {
-      prefetch(i);
+      PrefetchPageAhead(in + i);
       hn::StoreU(f(hn::LoadU(dfrom, in + i)), dto, out + i);
     }
   }
