@@ -109,6 +109,17 @@ void vector_map(const View& out, const std::array<const View*, N>& ins, F f) {
   }, kCost);
 }
 
+// Whether a run of a large output goes out with streaming stores
+// (vector_math.h, stream_output). Not in place (relu_, add_): the read has
+// already brought each line into the cache, so a plain store costs no extra
+// traffic, and a streaming one would only send the line away first.
+template <size_t N>
+bool streams_into(const View& out, const float* o, const std::array<const float*, N>& in, int64_t n) {
+  for (const float* p : in)
+    if (p == o) return false;
+  return vec::stream_output(out.numel(), n);
+}
+
 }  // namespace
 
 void CpuBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) {
@@ -116,7 +127,7 @@ void CpuBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryP
   const char* name = op_name(op);
   if (in.dtype == kFloat32 && out.dtype == kFloat32 && vec::enabled() && vec::has_unary(op)) {
     return vector_map<1>(out, {&in}, [&](float* o, const std::array<const float*, 1>& i, int64_t n) {
-      vec::unary(op, p, o, i[0], n, vec::stream_output(out.numel(), n));
+      vec::unary(op, p, o, i[0], n, streams_into(out, o, i, n));
     });
   }
   visit_dtype(in.dtype, [&](auto tag) {
@@ -138,7 +149,7 @@ void CpuBackend::binary(BinaryOp op, const View& out, const View& a, const View&
   shapes::check_binary(op, out, a, b);
   if (a.dtype == kFloat32 && out.dtype == kFloat32 && vec::enabled() && vec::has_binary(op)) {
     return vector_map<2>(out, {&a, &b}, [&](float* o, const std::array<const float*, 2>& i, int64_t n) {
-      vec::binary(op, o, i[0], i[1], n, vec::stream_output(out.numel(), n));
+      vec::binary(op, o, i[0], i[1], n, streams_into(out, o, i, n));
     });
   }
   visit_dtype(a.dtype, [&](auto tag) {

@@ -176,7 +176,7 @@ void layer_norm_vector(const View& out_view, const View& mean_view, const View& 
   const std::vector<float> w = floats_or_empty(weight), b = floats_or_empty(bias);
   std::vector<double> mean(l.rows), rstd(l.rows);
   DenseOut<float> out(out_view);
-  const bool stream = !out.staged() && vec::stream_output(l.rows * l.cols, l.cols);
+  const bool stream = !out.staged() && out.get() != x.get() && vec::stream_output(l.rows * l.cols, l.cols);
 #pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
   for (int64_t i = 0; i < l.rows; ++i) {
     if (i + vec::kPrefetchRowsAhead < l.rows)
@@ -263,7 +263,8 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
     if (vec::enabled() && l.cols > 0) {
       const std::vector<float> wf = floats_or_empty(weight);
       DenseOut<float> grad_in(grad_in_view);
-      const bool stream = !grad_in.staged() && vec::stream_output(l.rows * l.cols, l.cols);
+      const bool stream =
+          !grad_in.staged() && grad_in.get() != g.get() && vec::stream_output(l.rows * l.cols, l.cols);
 #pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
       for (int64_t i = 0; i < l.rows; ++i) {
         if (i + vec::kPrefetchRowsAhead < l.rows) {

@@ -29,7 +29,7 @@ void rms_norm_typed(const View& out_view, const View& rstd_view, const View& in_
       const std::vector<float> wf = weight ? dense_copy<float>(*weight) : std::vector<float>{};
       std::vector<float> rstd(static_cast<size_t>(l.rows));
       DenseOut<float> out(out_view);
-      const bool stream = !out.staged() && vec::stream_output(l.rows * l.cols, l.cols);
+      const bool stream = !out.staged() && out.get() != x.get() && vec::stream_output(l.rows * l.cols, l.cols);
 #pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelRmsNormElems)
       for (int64_t i = 0; i < l.rows; ++i) {
         if (i + vec::kPrefetchRowsAhead < l.rows)
@@ -72,7 +72,8 @@ void rms_norm_backward_typed(const View& grad_in_view, const View* grad_weight, 
       const std::vector<float> wf = weight ? dense_copy<float>(*weight) : std::vector<float>{};
       std::optional<DenseOut<float>> grad_in;
       if (want_grad_in) grad_in.emplace(grad_in_view);
-      const bool stream = grad_in && !grad_in->staged() && vec::stream_output(l.rows * cols, cols);
+      const bool stream =
+          grad_in && !grad_in->staged() && grad_in->get() != g.get() && vec::stream_output(l.rows * cols, cols);
 #pragma omp parallel for schedule(static) if (l.rows * cols > kParallelRmsNormElems)
       for (int64_t i = 0; i < l.rows; ++i) {
         if (i + vec::kPrefetchRowsAhead < l.rows) {

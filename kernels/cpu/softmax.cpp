@@ -108,7 +108,7 @@ void CpuBackend::softmax(const View& out, const View& in, int64_t dim, bool log)
       fail(name, ": not supported for dtype ", in.dtype, " (floating dtypes only)");
     } else {
       const bool vector = std::is_same_v<T, float> && sy == 1 && sx == 1 && vec::enabled();
-      const bool stream = vector && vec::stream_output(out.numel(), n);
+      const bool stream = vector && out.data != in.data && vec::stream_output(out.numel(), n);  // not in place
       StridedLoop<2> rows({&out_rows, &in_rows});
       rows.run_parallel({static_cast<char*>(out.data), static_cast<char*>(in.data)}, [&](const StridedLoop<2>::Run& r) {
         for (int64_t j = 0; j < r.n; ++j) {
@@ -150,7 +150,7 @@ void CpuBackend::softmax_backward(const View& grad_in, const View& grad_out, con
       fail(name, ": not supported for dtype ", out.dtype, " (floating dtypes only)");
     } else {
       const bool vector = std::is_same_v<T, float> && sgi == 1 && sg == 1 && sy == 1 && vec::enabled();
-      const bool stream = vector && vec::stream_output(grad_in.numel(), n);
+      const bool stream = vector && grad_in.data != grad_out.data && vec::stream_output(grad_in.numel(), n);
       StridedLoop<3> rows({&gi_rows, &g_rows, &y_rows});
       rows.run_parallel({static_cast<char*>(grad_in.data), static_cast<char*>(grad_out.data), static_cast<char*>(out.data)},
                         [&](const StridedLoop<3>::Run& r) {

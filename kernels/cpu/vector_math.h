@@ -29,7 +29,8 @@ bool enabled();
 // that reads one array and writes one; memcpy's rep movsb skips it too). Only
 // past what the caches hold, where the next op reads the output from memory
 // either way, and in runs (a contiguous piece, a row) long enough to carry a
-// store fence each. On the 2-core Xeon measured a 2-thread memcpy of 4 MiB
+// store fence each. Callers do not stream in place: the read has already
+// brought the lines into the cache (add_ at 16M: 36 GB/s streamed, 70 not). On the 2-core Xeon measured a 2-thread memcpy of 4 MiB
 // ran at L3 speed and one of 64 MiB at memory speed; relu at 16M floats went
 // from 25 to 39 GB/s and layer_norm over rows of 1024 from 13 to 22
 // (bench/results/2026-11-27-streaming-stores.md).
