@@ -147,6 +147,15 @@ TEST(CpuVectorMath, StreamedMapsGiveTheSameBitsAtAnyAlignment) {
   int64_t wrong = 0;
   for (int64_t i = 0; i < n; ++i) wrong += x[static_cast<size_t>(i)] != std::max(a[static_cast<size_t>(i)], 0.0f);
   EXPECT_EQ(wrong, 0) << "relu in place";
+  // Shorter than the elements before out's first vector boundary.
+  for (int64_t short_n : {1, 2, 5, 15}) {
+    std::vector<float> plain(static_cast<size_t>(short_n)), big(static_cast<size_t>(short_n + 2), kSentinel);
+    cpu::vec::unary(UnaryOp::Exp, p, plain.data(), a.data(), short_n, /*stream=*/false);
+    cpu::vec::unary(UnaryOp::Exp, p, big.data() + 1, a.data(), short_n, /*stream=*/true);
+    EXPECT_EQ(0, std::memcmp(big.data() + 1, plain.data(), plain.size() * sizeof(float))) << "n=" << short_n;
+    EXPECT_EQ(big.front(), kSentinel);
+    EXPECT_EQ(big.back(), kSentinel);
+  }
 }
 
 // The fused gradients at the special values, against the float64 kernels.
