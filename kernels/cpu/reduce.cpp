@@ -126,6 +126,12 @@ struct Extreme : OnStorage<T, red::Extreme<acc_t<T>, kMax>> {
   }
 };
 
+// Outputs a column reduction accumulates together. Wide enough that a
+// first-dim reduction of rows up to 1024 long is one block whose rows the
+// threads split (each streams whole contiguous rows), small enough that the
+// accumulators (8 KiB of doubles, 24 KiB of variance moments) stay in L1.
+constexpr int64_t kColumnBlock = 1024;
+
 template <typename T>
 struct Variance : OnStorage<T, red::Variance<double>> {
   using Acc = red::Moments<double>;
@@ -137,11 +143,10 @@ struct Variance : OnStorage<T, red::Variance<double>> {
   }
   // Columns (var over the first dim): the moments of each 64 rows, two
   // passes from L2, merged into acc, instead of a merge per element.
-  static constexpr int64_t kMaxColumns = 1024;  // reduce_columns' block
+  // reduce_columns hands over at most kColumnBlock columns.
   void vector_fold_rows_into(Acc* acc, const float* rows, int64_t n_rows, int64_t row_stride, int64_t n) const {
-    ANVIL_CHECK(n <= kMaxColumns, "var: a column block of ", n, " is wider than ", kMaxColumns);
     constexpr int64_t kRowsPerRun = 64;
-    double mean[kMaxColumns], m2[kMaxColumns];
+    double mean[kColumnBlock], m2[kColumnBlock];
     for (int64_t r0 = 0; r0 < n_rows; r0 += kRowsPerRun) {
       const int64_t k = std::min(kRowsPerRun, n_rows - r0);
       vec::column_moments(mean, m2, rows + r0 * row_stride, k, row_stride, n);
@@ -287,24 +292,19 @@ void reduce_rows(const Op& op, const ReducePlan& plan, const View& out, const Vi
 template <typename T, typename Op, typename R>
 void reduce_columns(const Op& op, const ReducePlan& plan, const View& out, const View& in, StoreFn<R> store) {
   using Acc = typename Op::Acc;
-  // Outputs accumulated together. Wide enough that a first-dim reduction of
-  // rows up to 1024 long is one block whose rows the threads split (each
-  // streams whole contiguous rows), small enough that the accumulators
-  // (8 KiB of doubles, 24 KiB of variance moments) stay in L1.
-  constexpr int64_t kBlock = 1024;
   const Dim col = plan.kept[0];
   const StridedLoop<2> rest = plan.kept_loop(1);
   const StridedLoop<1> red = plan.reduced_loop();
-  const int64_t n_red = plan.n_red, blocks = (col.size + kBlock - 1) / kBlock, items = rest.numel() * blocks;
+  const int64_t n_red = plan.n_red, blocks = (col.size + kColumnBlock - 1) / kColumnBlock, items = rest.numel() * blocks;
   char* in_base = static_cast<char*>(in.data);
   char* out_base = static_cast<char*>(out.data);
 
   struct Item { char* in; char* out; int64_t len; };
   auto item_at = [&](int64_t item) {
     const auto off = rest.offsets_at(item / blocks);
-    const int64_t j0 = (item % blocks) * kBlock;
+    const int64_t j0 = (item % blocks) * kColumnBlock;
     return Item{in_base + off[0] + j0 * col.in_stride * plan.in_item, out_base + off[1] + j0 * col.out_stride * plan.out_item,
-                std::min(kBlock, col.size - j0)};
+                std::min(kColumnBlock, col.size - j0)};
   };
   // Contiguous float32 columns of sum, mean, max, min and var fold each run
   // of rows with the vector kernels (float lanes, flushed to the double
@@ -342,7 +342,7 @@ void reduce_columns(const Op& op, const ReducePlan& plan, const View& out, const
   const int threads = threads_for(n_red, plan.n_out * n_red);
   if (items >= threads) {
     parallel_for(items, plan.n_out * n_red, [&](int64_t begin, int64_t end) {
-      std::vector<Acc> acc(kBlock);
+      std::vector<Acc> acc(kColumnBlock);
       for (int64_t item = begin; item < end; ++item) {
         const Item it = item_at(item);
         std::fill(acc.begin(), acc.begin() + it.len, op.identity());
@@ -353,7 +353,7 @@ void reduce_columns(const Op& op, const ReducePlan& plan, const View& out, const
     return;
   }
   // Few column blocks with long reductions: each thread folds a range of rows.
-  std::vector<std::vector<Acc>> partial(static_cast<size_t>(threads), std::vector<Acc>(kBlock));
+  std::vector<std::vector<Acc>> partial(static_cast<size_t>(threads), std::vector<Acc>(kColumnBlock));
   for (int64_t item = 0; item < items; ++item) {
     const Item it = item_at(item);
     for (auto& p : partial) std::fill(p.begin(), p.end(), op.identity());

@@ -16,6 +16,7 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/cpu/vector_math-inl.h"  // PrefetchAhead, ElementsBeforeAlignment
 
 HWY_BEFORE_NAMESPACE();
 namespace anvil::cpu::vec::HWY_NAMESPACE {
@@ -102,10 +103,6 @@ HWY_INLINE V16 FloatToBFloat16(VF f) {
 
 HWY_INLINE VF BFloat16ToFloat(V16 b) { return hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(DU(), b))); }
 
-// Asks for the input a page ahead (vector_math-inl.h, PrefetchAhead, says
-// why); a vector of the input is at most one cache line.
-HWY_INLINE void PrefetchPageAhead(const void* p) { __builtin_prefetch(static_cast<const char*>(p) + 4096); }
-
 // out[i] = f(in[i]) for fewer than one vector of elements, through buffers
 // of one vector, so that no load or store reaches past the arrays.
 template <class To, class From, class DTo, class DFrom, class F>
@@ -129,19 +126,16 @@ HWY_INLINE void Map(DTo dto, DFrom dfrom, To* HWY_RESTRICT out, const From* HWY_
   const int64_t L = static_cast<int64_t>(hn::Lanes(dfrom));
   int64_t i = 0;
   if (stream && sizeof(To) == sizeof(float)) {
-    const int64_t bytes = L * static_cast<int64_t>(sizeof(To));
-    const int64_t head = std::min<int64_t>(
-        n, ((bytes - static_cast<int64_t>(reinterpret_cast<uintptr_t>(out) % bytes)) % bytes) /
-               static_cast<int64_t>(sizeof(To)));
+    const int64_t head = ElementsBeforeAlignment(out, L * static_cast<int64_t>(sizeof(To)), sizeof(To), n);
     if (head > 0) MapPartial(dto, dfrom, out, in, head, f);
     for (i = head; i + L <= n; i += L) {
-      PrefetchPageAhead(in + i);
+      PrefetchAhead(in + i, L);
       hn::Stream(f(hn::LoadU(dfrom, in + i)), dto, out + i);
     }
     hwy::FlushStream();  // the streamed lines reach memory before the threads join
   } else {
     for (; i + L <= n; i += L) {
-      PrefetchPageAhead(in + i);
+      PrefetchAhead(in + i, L);
       hn::StoreU(f(hn::LoadU(dfrom, in + i)), dto, out + i);
     }
   }

@@ -1,7 +1,8 @@
 // Per-target float32 math for the Highway kernels (vector_math.cpp,
 // vector_rows.cpp): Highway's contrib math with the special values its valid
 // ranges leave out put back (NaN in, NaN out; log of 0, of a negative, of
-// inf; log1p at and below -1), and erf, which Highway lacks. Included once
+// inf; log1p at and below -1), and erf, which Highway lacks; and the two
+// memory hints these and vector_convert.cpp share. Included once
 // per target by hwy/foreach_target.h, hence the toggling guard (Highway's
 // convention for -inl.h files) instead of #pragma once.
 #if defined(ANVIL_KERNELS_CPU_VECTOR_MATH_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -11,6 +12,8 @@
 #define ANVIL_KERNELS_CPU_VECTOR_MATH_INL_H_
 #endif
 
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "hwy/contrib/math/math-inl.h"
@@ -31,9 +34,22 @@ using V = hn::Vec<D>;
 // in L1), tanh 1.64 -> 1.28; sum over rows of 1024 floats (a page each) on
 // 2 threads 21-30 -> 34-37 GB/s (bench/results/2026-11-27-streaming-stores.md).
 // Past the end of an array the hint is dropped: a prefetch never faults.
-inline constexpr int64_t kPrefetchAheadFloats = 1024;
-HWY_INLINE void PrefetchAhead(const float* p, int64_t count) {
-  for (int64_t k = 0; k < count; k += 16) __builtin_prefetch(p + kPrefetchAheadFloats + k);  // a line each
+// (GCC 12 emitted no prefetch for the same call written in a lambda, nor
+// from a plain inline function outside the per-target namespace.)
+inline constexpr int64_t kPrefetchAheadBytes = 4096;
+template <class T>
+HWY_INLINE void PrefetchAhead(const T* p, int64_t count) {
+  const char* ahead = reinterpret_cast<const char*>(p) + kPrefetchAheadBytes;
+  const int64_t bytes = count * static_cast<int64_t>(sizeof(T));
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(ahead + b);  // a cache line each
+}
+
+// How many of the n elements (elem_bytes each) from p come before p's next
+// multiple of vector_bytes: a streaming store needs an aligned address, so
+// these go out with plain stores first.
+HWY_INLINE int64_t ElementsBeforeAlignment(const void* p, int64_t vector_bytes, int64_t elem_bytes, int64_t n) {
+  const auto misaligned = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(vector_bytes));
+  return std::min(n, (vector_bytes - misaligned) % vector_bytes / elem_bytes);
 }
 
 inline V Inf(D d) { return hn::Set(d, std::numeric_limits<float>::infinity()); }

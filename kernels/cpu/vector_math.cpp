@@ -13,7 +13,6 @@
 #define HWY_TARGET_INCLUDE "kernels/cpu/vector_math.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -53,12 +52,7 @@ HWY_INLINE void MapN(float* out, std::array<const float*, N> in, int64_t n, bool
   };
   int64_t i = 0;
   if (stream) {
-    // Streaming stores need an aligned address: the elements before the
-    // first vector boundary of out go the partial way.
-    const int64_t bytes = L * static_cast<int64_t>(sizeof(float));
-    const int64_t head = std::min(
-        n, ((bytes - static_cast<int64_t>(reinterpret_cast<uintptr_t>(out) % bytes)) % bytes) /
-               static_cast<int64_t>(sizeof(float)));
+    const int64_t head = ElementsBeforeAlignment(out, L * static_cast<int64_t>(sizeof(float)), sizeof(float), n);
     if (head > 0) MapPartial<N>(out, in, head, f);
     for (i = head; i + L <= n; i += L) hn::Stream(apply(i), d, out + i);
     hwy::FlushStream();  // the streamed lines reach memory before the threads join

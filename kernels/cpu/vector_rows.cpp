@@ -229,10 +229,7 @@ HWY_INLINE void MapRow(D d, float* y, const float* x, int64_t n, F f, bool strea
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
   if (stream) {
-    const int64_t bytes = L * static_cast<int64_t>(sizeof(float));
-    const int64_t head = std::min(
-        n, ((bytes - static_cast<int64_t>(reinterpret_cast<uintptr_t>(y) % bytes)) % bytes) /
-               static_cast<int64_t>(sizeof(float)));
+    const int64_t head = ElementsBeforeAlignment(y, L * static_cast<int64_t>(sizeof(float)), sizeof(float), n);
     if (head > 0) StoreTail(d, f(LoadTail(d, x, head, 0.0f), 0), y, head);
     for (i = head; i + L <= n; i += L) hn::Stream(f(hn::LoadU(d, x + i), i), d, y + i);
     hwy::FlushStream();  // the streamed lines reach memory before the threads join
