@@ -13,6 +13,7 @@
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
+#include "kernels/cpu/strided_loop.h"
 #include "kernels/cpu/vector_math.h"
 #include "kernels/shapes/layouts.h"
 
@@ -20,6 +21,8 @@ namespace anvil::cpu {
 namespace {
 
 constexpr int64_t kParallelNormElems = 1 << 14;
+// parallel_for's cost per element that puts its threshold at kParallelNormElems elements.
+constexpr int64_t kNormCostPerElement = kParallelGrain / kParallelNormElems;
 
 using shapes::ChannelLayout;
 using shapes::channel_layout;
@@ -176,16 +179,11 @@ void layer_norm_vector(const View& out_view, const View& mean_view, const View& 
   const std::vector<float> w = floats_or_empty(weight), b = floats_or_empty(bias);
   std::vector<double> mean(l.rows), rstd(l.rows);
   DenseOut<float> out(out_view);
-  const bool stream = !out.staged() && out.get() != x.get() && vec::stream_output(l.rows * l.cols, l.cols);
-#pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
-  for (int64_t i = 0; i < l.rows; ++i) {
-    if (i + vec::kPrefetchRowsAhead < l.rows)
-      vec::prefetch_short_row(x.get() + (i + vec::kPrefetchRowsAhead) * l.cols, l.cols);
-    const vec::RowStats s = vec::layer_norm_row(out.get() + i * l.cols, x.get() + i * l.cols, data_or_null(w),
-                                                data_or_null(b), l.cols, eps, stream);
-    mean[i] = s.mean;
-    rstd[i] = s.rstd;
-  }
+  const bool stream = !out.staged() && out.get() != x.get() && vec::stream_rows(l.rows * l.cols, l.cols);
+  parallel_for(l.rows, l.rows * l.cols * kNormCostPerElement, [&](int64_t begin, int64_t end) {
+    vec::layer_norm_rows(out.get() + begin * l.cols, x.get() + begin * l.cols, end - begin, l.cols, data_or_null(w),
+                         data_or_null(b), eps, mean.data() + begin, rstd.data() + begin, stream);
+  });
   out.commit();
   scatter_dense(mean_view, mean.data());
   scatter_dense(rstd_view, rstd.data());
@@ -264,17 +262,12 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
       const std::vector<float> wf = floats_or_empty(weight);
       DenseOut<float> grad_in(grad_in_view);
       const bool stream =
-          !grad_in.staged() && grad_in.get() != g.get() && vec::stream_output(l.rows * l.cols, l.cols);
-#pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
-      for (int64_t i = 0; i < l.rows; ++i) {
-        if (i + vec::kPrefetchRowsAhead < l.rows) {
-          vec::prefetch_short_row(x.get() + (i + vec::kPrefetchRowsAhead) * l.cols, l.cols);
-          vec::prefetch_short_row(g.get() + (i + vec::kPrefetchRowsAhead) * l.cols, l.cols);
-        }
-        vec::layer_norm_backward_row(grad_in.get() + i * l.cols, g.get() + i * l.cols, x.get() + i * l.cols,
-                                     data_or_null(wf), l.cols, static_cast<float>(mean[i]),
-                                     static_cast<float>(rstd[i]), stream);
-      }
+          !grad_in.staged() && grad_in.get() != g.get() && vec::stream_rows(l.rows * l.cols, l.cols);
+      parallel_for(l.rows, l.rows * l.cols * kNormCostPerElement, [&](int64_t begin, int64_t end) {
+        vec::layer_norm_backward_rows(grad_in.get() + begin * l.cols, g.get() + begin * l.cols, x.get() + begin * l.cols,
+                                      end - begin, l.cols, data_or_null(wf), mean.data() + begin, rstd.data() + begin,
+                                      stream);
+      });
       grad_in.commit();
       return;
     }

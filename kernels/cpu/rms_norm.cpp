@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/dense_buffer.h"
+#include "kernels/cpu/strided_loop.h"
 #include "kernels/cpu/vector_math.h"
 #include "kernels/shapes/layouts.h"
 
@@ -19,6 +20,8 @@ namespace anvil::cpu {
 namespace {
 
 constexpr int64_t kParallelRmsNormElems = 1 << 14;
+// parallel_for's cost per element that puts its threshold at kParallelRmsNormElems elements.
+constexpr int64_t kRmsNormCostPerElement = kParallelGrain / kParallelRmsNormElems;
 
 template <typename T>
 void rms_norm_typed(const View& out_view, const View& rstd_view, const View& in_view, const View* weight,
@@ -29,14 +32,11 @@ void rms_norm_typed(const View& out_view, const View& rstd_view, const View& in_
       const std::vector<float> wf = weight ? dense_copy<float>(*weight) : std::vector<float>{};
       std::vector<float> rstd(static_cast<size_t>(l.rows));
       DenseOut<float> out(out_view);
-      const bool stream = !out.staged() && out.get() != x.get() && vec::stream_output(l.rows * l.cols, l.cols);
-#pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelRmsNormElems)
-      for (int64_t i = 0; i < l.rows; ++i) {
-        if (i + vec::kPrefetchRowsAhead < l.rows)
-          vec::prefetch_short_row(x.get() + (i + vec::kPrefetchRowsAhead) * l.cols, l.cols);
-        rstd[i] = static_cast<float>(vec::rms_norm_row(out.get() + i * l.cols, x.get() + i * l.cols,
-                                                       weight ? wf.data() : nullptr, l.cols, eps, stream));
-      }
+      const bool stream = !out.staged() && out.get() != x.get() && vec::stream_rows(l.rows * l.cols, l.cols);
+      parallel_for(l.rows, l.rows * l.cols * kRmsNormCostPerElement, [&](int64_t begin, int64_t end) {
+        vec::rms_norm_rows(out.get() + begin * l.cols, x.get() + begin * l.cols, end - begin, l.cols,
+                           weight ? wf.data() : nullptr, eps, rstd.data() + begin, stream);
+      });
       out.commit();
       scatter_dense(rstd_view, rstd.data());
       return;
@@ -73,16 +73,12 @@ void rms_norm_backward_typed(const View& grad_in_view, const View* grad_weight, 
       std::optional<DenseOut<float>> grad_in;
       if (want_grad_in) grad_in.emplace(grad_in_view);
       const bool stream =
-          grad_in && !grad_in->staged() && grad_in->get() != g.get() && vec::stream_output(l.rows * cols, cols);
-#pragma omp parallel for schedule(static) if (l.rows * cols > kParallelRmsNormElems)
-      for (int64_t i = 0; i < l.rows; ++i) {
-        if (i + vec::kPrefetchRowsAhead < l.rows) {
-          vec::prefetch_short_row(x.get() + (i + vec::kPrefetchRowsAhead) * cols, cols);
-          vec::prefetch_short_row(g.get() + (i + vec::kPrefetchRowsAhead) * cols, cols);
-        }
-        rstd[i] = vec::rms_norm_backward_row(grad_in ? grad_in->get() + i * cols : nullptr, g.get() + i * cols,
-                                             x.get() + i * cols, weight ? wf.data() : nullptr, cols, eps, stream);
-      }
+          grad_in && !grad_in->staged() && grad_in->get() != g.get() && vec::stream_rows(l.rows * cols, cols);
+      parallel_for(l.rows, l.rows * cols * kRmsNormCostPerElement, [&](int64_t begin, int64_t end) {
+        vec::rms_norm_backward_rows(grad_in ? grad_in->get() + begin * cols : nullptr, g.get() + begin * cols,
+                                    x.get() + begin * cols, end - begin, cols, weight ? wf.data() : nullptr, eps,
+                                    rstd.data() + begin, stream);
+      });
       if (grad_in) grad_in->commit();
       done = true;
     }

@@ -86,6 +86,9 @@ int64_t checked_dim(const char* op, int64_t dim, const View& v) {
 template <typename T>
 constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
+// A loop's byte stride between float32 rows, in floats.
+int64_t floats(int64_t byte_stride) { return byte_stride / static_cast<int64_t>(sizeof(float)); }
+
 // Rough cost of one element (an exp and a few passes) for the parallel threshold.
 constexpr int64_t kCostPerElement = 8;
 
@@ -108,20 +111,19 @@ void CpuBackend::softmax(const View& out, const View& in, int64_t dim, bool log)
       fail(name, ": not supported for dtype ", in.dtype, " (floating dtypes only)");
     } else {
       const bool vector = std::is_same_v<T, float> && sy == 1 && sx == 1 && vec::enabled();
-      const bool stream = vector && out.data != in.data && vec::stream_output(out.numel(), n);  // not in place
+      const bool stream = vector && out.data != in.data && vec::stream_rows(out.numel(), n);  // not in place
       StridedLoop<2> rows({&out_rows, &in_rows});
       rows.run_parallel({static_cast<char*>(out.data), static_cast<char*>(in.data)}, [&](const StridedLoop<2>::Run& r) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (vector) {
+            vec::softmax_rows(reinterpret_cast<float*>(r.ptr[0]), floats(r.stride[0]),
+                              reinterpret_cast<const float*>(r.ptr[1]), floats(r.stride[1]), r.n, n, log, stream);
+            return;
+          }
+        }
         for (int64_t j = 0; j < r.n; ++j) {
           T* y = reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]);
           const T* x = reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1]);
-          if constexpr (std::is_same_v<T, float>) {
-            if (vector) {
-              if (j + vec::kPrefetchRowsAhead < r.n)
-                vec::prefetch_short_row(reinterpret_cast<const float*>(r.ptr[1] + (j + vec::kPrefetchRowsAhead) * r.stride[1]), n);
-              vec::softmax_row(y, x, n, log, stream);
-              continue;
-            }
-          }
           if (sy == 1 && sx == 1) softmax_row<T, true>(y, 1, x, 1, n, log);
           else softmax_row<T, false>(y, sy, x, sx, n, log);
         }
@@ -150,25 +152,22 @@ void CpuBackend::softmax_backward(const View& grad_in, const View& grad_out, con
       fail(name, ": not supported for dtype ", out.dtype, " (floating dtypes only)");
     } else {
       const bool vector = std::is_same_v<T, float> && sgi == 1 && sg == 1 && sy == 1 && vec::enabled();
-      const bool stream = vector && grad_in.data != grad_out.data && vec::stream_output(grad_in.numel(), n);
+      const bool stream = vector && grad_in.data != grad_out.data && vec::stream_rows(grad_in.numel(), n);
       StridedLoop<3> rows({&gi_rows, &g_rows, &y_rows});
       rows.run_parallel({static_cast<char*>(grad_in.data), static_cast<char*>(grad_out.data), static_cast<char*>(out.data)},
                         [&](const StridedLoop<3>::Run& r) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (vector) {
+            vec::softmax_backward_rows(reinterpret_cast<float*>(r.ptr[0]), floats(r.stride[0]),
+                                       reinterpret_cast<const float*>(r.ptr[1]), floats(r.stride[1]),
+                                       reinterpret_cast<const float*>(r.ptr[2]), floats(r.stride[2]), r.n, n, log, stream);
+            return;
+          }
+        }
         for (int64_t j = 0; j < r.n; ++j) {
           T* gi = reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]);
           const T* g = reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1]);
           const T* y = reinterpret_cast<const T*>(r.ptr[2] + j * r.stride[2]);
-          if constexpr (std::is_same_v<T, float>) {
-            if (vector) {
-              if (j + vec::kPrefetchRowsAhead < r.n) {
-                const int64_t ahead = j + vec::kPrefetchRowsAhead;
-                vec::prefetch_short_row(reinterpret_cast<const float*>(r.ptr[1] + ahead * r.stride[1]), n);
-                vec::prefetch_short_row(reinterpret_cast<const float*>(r.ptr[2] + ahead * r.stride[2]), n);
-              }
-              vec::softmax_backward_row(gi, g, y, n, log, stream);
-              continue;
-            }
-          }
           if (sgi == 1 && sg == 1 && sy == 1) softmax_backward_row<T, true>(gi, 1, g, 1, y, 1, n, log);
           else softmax_backward_row<T, false>(gi, sgi, g, sg, y, sy, n, log);
         }

@@ -39,6 +39,12 @@ inline constexpr int64_t kStreamingMinRun = 1024;                 // floats per 
 inline bool stream_output(int64_t total_floats, int64_t run_floats) {
   return total_floats >= kStreamingMinFloats && run_floats >= kStreamingMinRun;
 }
+// The row kernels fence once per call, not per row: their rows stream when
+// they are whole cache lines (n a multiple of 16 floats; each row then starts
+// on a line when the first does) or long.
+inline bool stream_rows(int64_t total_floats, int64_t n) {
+  return total_floats >= kStreamingMinFloats && (n % 16 == 0 || n >= kStreamingMinRun);
+}
 
 // out[i] = op(in[i]) over n contiguous floats for exp, expm1, log, log1p,
 // tanh, sigmoid, erf, gelu (both forms), silu, softplus and relu. false for
@@ -52,45 +58,38 @@ bool has_unary(UnaryOp op);
 bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, bool stream = false);
 bool has_binary(BinaryOp op);
 
-// Rows of n contiguous floats (n >= 1). Float accumulators in several
-// independent vector lanes; results combined in double. stream: write the
-// output row (y, gi) with streaming stores (stream_output).
-void softmax_row(float* y, const float* x, int64_t n, bool log, bool stream = false);
+// Rows of n floats (n >= 1), `rows` of them: row r of x at x + r * x_stride
+// (the norms: contiguous rows, stride n); a caller passes each thread's
+// share of rows in one call. Float accumulators in several independent
+// vector lanes; results combined in double. A row's result does not depend
+// on the other rows of the call. stream: write the output rows (y, gi) with
+// streaming stores (stream_rows), fenced once at the end of the call.
+void softmax_rows(float* y, int64_t y_stride, const float* x, int64_t x_stride, int64_t rows, int64_t n, bool log,
+                  bool stream = false);
+// softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g).
+void softmax_backward_rows(float* gi, int64_t gi_stride, const float* g, int64_t g_stride, const float* y,
+                           int64_t y_stride, int64_t rows, int64_t n, bool log, bool stream = false);
 // y = exp(x - shift), returning sum(y) (y may equal x): softmax's numerator,
 // and the online softmax of the attention kernels.
 double exp_shifted_row(float* y, const float* x, int64_t n, float shift);
 // row[i] = keep[i] ? row[i] : fill for a row of bools (bytes 0 or 1): a
 // boolean attention mask on a row of scores.
 void select_row(float* row, const uint8_t* keep, int64_t n, float fill);
-// softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g).
-void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log, bool stream = false);
 
-// Rows of up to 1 KiB: callers ask for the input rows kPrefetchRowsAhead
-// ahead. Each such row is a short dependent chain (a sum, then the mean,
-// then the row), and the core stalls on the first load of every row: with
-// this, layer_norm over rows of 64 went from 7.0 to 9.2 GB/s (5 alternating
-// rounds each, bench/results/2026-11-27-streaming-stores.md).
-inline constexpr int64_t kPrefetchRowsAhead = 2;
-inline void prefetch_short_row(const float* row, int64_t n) {
-  if (n > 256) return;
-  for (int64_t k = 0; k < n; k += 16) __builtin_prefetch(row + k);  // one cache line each
-}
-
-// y = (x - mean) * rstd * w + b (w, b may be null: 1 and 0); returns mean and rstd.
-struct RowStats {
-  double mean, rstd;
-};
-RowStats layer_norm_row(float* y, const float* x, const float* w, const float* b, int64_t n, double eps,
-                        bool stream = false);
-// gi = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) * rstd.
-void layer_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, float mean,
-                             float rstd, bool stream = false);
-// y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps); returns rstd.
-double rms_norm_row(float* y, const float* x, const float* w, int64_t n, double eps, bool stream = false);
-// rms_norm's gradient for one row: returns rstd (recomputed as rms_norm_row
-// does) and, when gi is not null, writes gi = rstd * (g w - x rstd^2 mean(g w x)).
-double rms_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps,
-                             bool stream = false);
+// y = (x - mean) * rstd * w + b (w, b may be null: 1 and 0); mean[r] and rstd[r] for each row.
+void layer_norm_rows(float* y, const float* x, int64_t rows, int64_t n, const float* w, const float* b, double eps,
+                     double* mean, double* rstd, bool stream = false);
+// gi = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) * rstd,
+// mean and rstd taken in float.
+void layer_norm_backward_rows(float* gi, const float* g, const float* x, int64_t rows, int64_t n, const float* w,
+                              const double* mean, const double* rstd, bool stream = false);
+// y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps), rstd[r] for each row.
+void rms_norm_rows(float* y, const float* x, int64_t rows, int64_t n, const float* w, double eps, float* rstd,
+                   bool stream = false);
+// rms_norm's gradient: rstd[r] (recomputed as rms_norm_rows does) and, when
+// gi is not null, gi = rstd * (g w - x rstd^2 mean(g w x)).
+void rms_norm_backward_rows(float* gi, const float* g, const float* x, int64_t rows, int64_t n, const float* w,
+                            double eps, double* rstd, bool stream = false);
 
 // Reductions of n contiguous floats (n >= 1): the sum, in float lanes over
 // blocks and in double across blocks; the max or min (NaN if any is NaN);

@@ -206,9 +206,10 @@ void ColumnMoments(double* mean, double* m2, const float* x, int64_t rows, int64
 // both in float lanes added in double per block, the second corrected by
 // n (mean - float mean)^2: layer_norm's row statistics and var's. (var's
 // second pass in double lanes was bound by the conversions.)
-Moments RowMoments(const float* x, int64_t n) {
-  const D d;
-  const double mean = SumOver(d, n, 0.0f, x, [](V v, int64_t) { return v; }) / static_cast<double>(n);
+HWY_INLINE double RowMean(D d, const float* x, int64_t n) {
+  return SumOver(d, n, 0.0f, x, [](V v, int64_t) { return v; }) / static_cast<double>(n);
+}
+HWY_INLINE double RowDeviations(D d, const float* x, int64_t n, double mean) {
   const float mean_f = static_cast<float>(mean);
   const V m = hn::Set(d, mean_f);
   // Padding lanes hold the mean: their deviation is 0.
@@ -218,12 +219,18 @@ Moments RowMoments(const float* x, int64_t n) {
   });
   const double off = mean - static_cast<double>(mean_f);
   const double corrected = m2 - static_cast<double>(n) * off * off;
-  return {mean, corrected < 0 ? 0.0 : corrected};  // NaN stays NaN
+  return corrected < 0 ? 0.0 : corrected;  // NaN stays NaN
+}
+Moments RowMoments(const float* x, int64_t n) {
+  const D d;
+  const double mean = RowMean(d, x, n);
+  return {mean, RowDeviations(d, x, n, mean)};
 }
 
 // y[i] = f(x[i], i) over a row (f gets the element index of the vector's
 // first lane). With stream, y is written with streaming stores past the
-// cache (vector_math.h, stream_output), from its first vector boundary on.
+// cache (vector_math.h, stream_output), from its first vector boundary on;
+// ForEachRow fences them once after the last row.
 template <class F>
 HWY_INLINE void MapRow(D d, float* y, const float* x, int64_t n, F f, bool stream = false) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
@@ -232,7 +239,6 @@ HWY_INLINE void MapRow(D d, float* y, const float* x, int64_t n, F f, bool strea
     const int64_t head = ElementsBeforeAlignment(y, L * static_cast<int64_t>(sizeof(float)), sizeof(float), n);
     if (head > 0) StoreTail(d, f(LoadTail(d, x, head, 0.0f), 0), y, head);
     for (i = head; i + L <= n; i += L) hn::Stream(f(hn::LoadU(d, x + i), i), d, y + i);
-    hwy::FlushStream();  // the streamed lines reach memory before the threads join
   } else {
     for (; i + L <= n; i += L) hn::StoreU(f(hn::LoadU(d, x + i), i), d, y + i);
   }
@@ -292,102 +298,188 @@ double ExpShiftedRow(float* y, const float* x, int64_t n, float shift) {
 // ones keep them in y, as the plain path does.
 constexpr int64_t kStreamedSoftmaxRow = 8192;
 
-void SoftmaxRow(float* y, const float* x, int64_t n, bool log, bool stream) {
+// --- Many rows per call ---
+//
+// Each kernel below takes a thread's whole share of rows: one dispatch per
+// call rather than per row, short rows' inputs asked for ahead, and one
+// store fence after the last streamed row instead of one per row, so rows
+// of 64 floats stream too (vector_math.h, stream_rows): at 16M floats on 2
+// threads rms_norm over rows of 64 went from 10.7 to 16.1 GB/s, softmax's
+// forward and backward 10.2 -> 12.6 (bench/results/2026-11-27-row-batches.md).
+// Running four short rows interleaved, stage by stage, to overlap their
+// dependent chains (sum, square root, second pass) gained 10-15% with the
+// data in cache but lost 5-20% at 16M, and was dropped (same file).
+
+// The rows of one input: row r at p + r * stride (p null: no such input).
+struct RowsOf {
+  const float* p;
+  int64_t stride;
+  const float* row(int64_t r) const { return p + r * stride; }
+};
+
+// Rows up to 1 KiB are asked for kPrefetchRowsAhead rows ahead, one
+// prefetch per cache line: each is a short dependent chain (a sum, then the
+// row), and the core stalled on the first load of every row; layer_norm
+// over rows of 64 gained 7.0 -> 9.2 GB/s (2026-11-27-streaming-stores.md).
+// Longer rows prefetch a page ahead inside SumOver.
+constexpr int64_t kPrefetchRowsAhead = 2;
+constexpr int64_t kPrefetchedRowMax = 256;
+HWY_INLINE void PrefetchRow(RowsOf in, int64_t r, int64_t n) {
+  if (!in.p) return;
+  for (int64_t k = 0; k < n; k += 16) __builtin_prefetch(in.row(r) + k);
+}
+
+// row(r) for every r < rows, prefetching a's and b's rows ahead (b.p may be
+// null). stream: the rows stream their output; fenced once at the end.
+template <class Row>
+HWY_INLINE void ForEachRow(int64_t rows, int64_t n, RowsOf a, RowsOf b, bool stream, Row row) {
+  const bool prefetch = n <= kPrefetchedRowMax;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (prefetch && r + kPrefetchRowsAhead < rows) {
+      PrefetchRow(a, r + kPrefetchRowsAhead, n);
+      PrefetchRow(b, r + kPrefetchRowsAhead, n);
+    }
+    row(r);
+  }
+  if (stream) hwy::FlushStream();  // the streamed lines reach memory before the threads join
+}
+
+void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, int64_t rows, int64_t n, bool log,
+                 bool stream) {
   const D d;
-  const float max = Max(x, n);  // NaN if the row has one: the row is NaN, as the scalar kernel's
+  const RowsOf in{x, x_stride};
   if (log) {
-    const V mx = hn::Set(d, max);
-    // Padding lanes: exp(-inf - max) = 0.
-    const double sum = SumOver(d, n, -std::numeric_limits<float>::infinity(), x,
-                               [&](V v, int64_t) { return ExpF(d, hn::Sub(v, mx)); });
-    const V log_sum = hn::Set(d, static_cast<float>(std::log(sum)));
-    // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
-    MapRow(d, y, x, n, [&](V v, int64_t) { return hn::Sub(hn::Sub(v, mx), log_sum); }, stream);
+    ForEachRow(rows, n, in, RowsOf{}, stream, [&](int64_t r) {
+      const float* xr = in.row(r);
+      const V mx = hn::Set(d, Max(xr, n));  // NaN if the row has one: the row is NaN, as the scalar kernel's
+      // Padding lanes: exp(-inf - max) = 0.
+      const double sum =
+          SumOver(d, n, -std::numeric_limits<float>::infinity(), xr, [&](V v, int64_t) { return ExpF(d, hn::Sub(v, mx)); });
+      const V log_sum = hn::Set(d, static_cast<float>(std::log(sum)));
+      // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
+      MapRow(d, y + r * y_stride, xr, n, [&](V v, int64_t) { return hn::Sub(hn::Sub(v, mx), log_sum); }, stream);
+    });
     return;
   }
+  // The exps go to exps_of(r), then y = exps / sum.
+  auto softmax_through = [&](auto exps_of, bool stream_y) {
+    ForEachRow(rows, n, in, RowsOf{}, stream_y, [&](int64_t r) {
+      const float* xr = in.row(r);
+      float* e = exps_of(r);
+      const V inv = hn::Set(d, static_cast<float>(1.0 / ExpShiftedRow(e, xr, n, Max(xr, n))));
+      MapRow(d, y + r * y_stride, e, n, [&](V v, int64_t) { return hn::Mul(v, inv); }, stream_y);
+    });
+  };
   if (stream && n <= kStreamedSoftmaxRow) {
     HWY_ALIGN float exps[kStreamedSoftmaxRow];
-    const V inv = hn::Set(d, static_cast<float>(1.0 / ExpShiftedRow(exps, x, n, max)));
-    MapRow(d, y, exps, n, [&](V v, int64_t) { return hn::Mul(v, inv); }, true);
-    return;
+    softmax_through([&](int64_t) { return exps; }, true);
+  } else {
+    softmax_through([&](int64_t r) { return y + r * y_stride; }, false);  // in y, then scaled in place
   }
-  // Keep the exps in y, then scale.
-  const V inv = hn::Set(d, static_cast<float>(1.0 / ExpShiftedRow(y, x, n, max)));
-  MapRow(d, y, y, n, [&](V v, int64_t) { return hn::Mul(v, inv); });
 }
 
-void SoftmaxBackwardRow(float* gi, const float* g, const float* y, int64_t n, bool log, bool stream) {
+// softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g).
+void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g_stride, const float* y,
+                         int64_t y_stride, int64_t rows, int64_t n, bool log, bool stream) {
   const D d;
-  if (log) {
-    const V s = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, g, [](V v, int64_t) { return v; }, y)));
-    MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::NegMulAdd(ExpF(d, At(d, y, i, n, 0.0f)), s, gv); }, stream);
-    return;
-  }
-  const V dot = hn::Set(d, static_cast<float>(SumOver(
-                              d, n, 0.0f, g, [&](V gv, int64_t i) { return hn::Mul(gv, At(d, y, i, n, 0.0f)); }, y)));
-  MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::Mul(At(d, y, i, n, 0.0f), hn::Sub(gv, dot)); }, stream);
-}
-
-RowStats LayerNormRow(float* y, const float* x, const float* w, const float* b, int64_t n, double eps, bool stream) {
-  const D d;
-  const Moments mo = RowMoments(x, n);
-  const double rstd = 1.0 / std::sqrt(mo.m2 / static_cast<double>(n) + eps);
-  const V m = hn::Set(d, static_cast<float>(mo.mean)), r = hn::Set(d, static_cast<float>(rstd));
-  MapRow(d, y, x, n, [&](V v, int64_t i) {
-    V o = hn::Mul(hn::Sub(v, m), r);
-    if (w) o = hn::Mul(o, At(d, w, i, n, 0.0f));
-    if (b) o = hn::Add(o, At(d, b, i, n, 0.0f));
-    return o;
-  }, stream);
-  return {mo.mean, rstd};
-}
-
-void LayerNormBackwardRow(float* gi, const float* g, const float* x, const float* w, int64_t n, float mean,
-                          float rstd, bool stream) {
-  const D d;
-  const V m = hn::Set(d, mean), r = hn::Set(d, rstd);
-  auto gw = [&](V gv, int64_t i) { return w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv; };
-  // Padding lanes of g are 0, so both sums ignore them.
-  const double sum_gy = SumOver(d, n, 0.0f, g, gw, x);  // x is read next
-  const double sum_gy_xhat = SumOver(d, n, 0.0f, g, [&](V gv, int64_t i) {
-    return hn::Mul(gw(gv, i), hn::Mul(hn::Sub(At(d, x, i, n, mean), m), r));
+  const RowsOf gin{g, g_stride}, yin{y, y_stride};
+  ForEachRow(rows, n, gin, yin, stream, [&](int64_t r) {
+    const float* gr = gin.row(r);
+    const float* yr = yin.row(r);
+    float* out = gi + r * gi_stride;
+    if (log) {
+      const V s = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, gr, [](V v, int64_t) { return v; }, yr)));
+      MapRow(d, out, gr, n, [&](V gv, int64_t i) { return hn::NegMulAdd(ExpF(d, At(d, yr, i, n, 0.0f)), s, gv); },
+             stream);
+      return;
+    }
+    const V dot = hn::Set(d, static_cast<float>(
+                                 SumOver(d, n, 0.0f, gr, [&](V gv, int64_t i) { return hn::Mul(gv, At(d, yr, i, n, 0.0f)); }, yr)));
+    MapRow(d, out, gr, n, [&](V gv, int64_t i) { return hn::Mul(At(d, yr, i, n, 0.0f), hn::Sub(gv, dot)); }, stream);
   });
-  const V mean_gy = hn::Set(d, static_cast<float>(sum_gy / static_cast<double>(n)));
-  const V mean_gy_xhat = hn::Set(d, static_cast<float>(sum_gy_xhat / static_cast<double>(n)));
-  MapRow(d, gi, g, n, [&](V gv, int64_t i) {
-    const V xhat = hn::Mul(hn::Sub(At(d, x, i, n, mean), m), r);
-    return hn::Mul(r, hn::Sub(hn::Sub(gw(gv, i), mean_gy), hn::Mul(xhat, mean_gy_xhat)));
-  }, stream);
 }
 
-double RmsNormRow(float* y, const float* x, const float* w, int64_t n, double eps, bool stream) {
+void LayerNormRows(float* y, const float* x, int64_t rows, int64_t n, const float* w, const float* b, double eps,
+                   double* mean, double* rstd, bool stream) {
   const D d;
-  const double sq = SumOver(d, n, 0.0f, x, [](V v, int64_t) { return hn::Mul(v, v); });
-  const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
-  const V r = hn::Set(d, static_cast<float>(rstd));
-  MapRow(d, y, x, n, [&](V v, int64_t i) {
-    const V o = hn::Mul(v, r);
-    return w ? hn::Mul(o, At(d, w, i, n, 0.0f)) : o;
-  }, stream);
-  return rstd;
+  const RowsOf in{x, n};
+  ForEachRow(rows, n, in, RowsOf{}, stream, [&](int64_t r) {
+    const float* xr = in.row(r);
+    mean[r] = RowMean(d, xr, n);
+    rstd[r] = 1.0 / std::sqrt(RowDeviations(d, xr, n, mean[r]) / static_cast<double>(n) + eps);
+    const V m = hn::Set(d, static_cast<float>(mean[r])), rs = hn::Set(d, static_cast<float>(rstd[r]));
+    MapRow(d, y + r * n, xr, n, [&](V v, int64_t i) {
+      V o = hn::Mul(hn::Sub(v, m), rs);
+      if (w) o = hn::Mul(o, At(d, w, i, n, 0.0f));
+      if (b) o = hn::Add(o, At(d, b, i, n, 0.0f));
+      return o;
+    }, stream);
+  });
 }
 
-// r recomputed exactly as RmsNormRow computes it, then (gi non-null)
+// gi = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) * rstd,
+// with mean and rstd rounded to float.
+void LayerNormBackwardRows(float* gi, const float* g, const float* x, int64_t rows, int64_t n, const float* w,
+                           const double* mean, const double* rstd, bool stream) {
+  const D d;
+  const RowsOf gin{g, n}, xin{x, n};
+  ForEachRow(rows, n, gin, xin, stream, [&](int64_t r) {
+    const float* gr = gin.row(r);
+    const float* xr = xin.row(r);
+    const float mean_f = static_cast<float>(mean[r]);
+    const V m = hn::Set(d, mean_f), rs = hn::Set(d, static_cast<float>(rstd[r]));
+    auto gw = [&](V gv, int64_t i) { return w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv; };
+    // Padding lanes hold the mean, so their xhat is 0; those of g are 0, so both sums ignore them.
+    auto xhat = [&](int64_t i) { return hn::Mul(hn::Sub(At(d, xr, i, n, mean_f), m), rs); };
+    const double sum_gy = SumOver(d, n, 0.0f, gr, gw, xr);  // x is read next
+    const double sum_gy_xhat = SumOver(d, n, 0.0f, gr, [&](V gv, int64_t i) { return hn::Mul(gw(gv, i), xhat(i)); });
+    const V mean_gy = hn::Set(d, static_cast<float>(sum_gy / static_cast<double>(n)));
+    const V mean_gy_xhat = hn::Set(d, static_cast<float>(sum_gy_xhat / static_cast<double>(n)));
+    MapRow(d, gi + r * n, gr, n, [&](V gv, int64_t i) {
+      return hn::Mul(rs, hn::Sub(hn::Sub(gw(gv, i), mean_gy), hn::Mul(xhat(i), mean_gy_xhat)));
+    }, stream);
+  });
+}
+
+HWY_INLINE double RmsNormRstd(D d, const float* x, int64_t n, double eps) {
+  const double sq = SumOver(d, n, 0.0f, x, [](V v, int64_t) { return hn::Mul(v, v); });
+  return 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
+}
+
+void RmsNormRows(float* y, const float* x, int64_t rows, int64_t n, const float* w, double eps, float* rstd,
+                 bool stream) {
+  const D d;
+  const RowsOf in{x, n};
+  ForEachRow(rows, n, in, RowsOf{}, stream, [&](int64_t r) {
+    const float* xr = in.row(r);
+    rstd[r] = static_cast<float>(RmsNormRstd(d, xr, n, eps));
+    const V rs = hn::Set(d, rstd[r]);
+    MapRow(d, y + r * n, xr, n, [&](V v, int64_t i) {
+      const V o = hn::Mul(v, rs);
+      return w ? hn::Mul(o, At(d, w, i, n, 0.0f)) : o;
+    }, stream);
+  });
+}
+
+// rstd recomputed exactly as RmsNormRows computes it, then (gi non-null)
 // gi = r * g w - x * (r^3 * mean(g w x)).
-double RmsNormBackwardRow(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps,
-                          bool stream) {
+void RmsNormBackwardRows(float* gi, const float* g, const float* x, int64_t rows, int64_t n, const float* w,
+                         double eps, double* rstd, bool stream) {
   const D d;
-  const double sq = SumOver(d, n, 0.0f, x, [](V v, int64_t) { return hn::Mul(v, v); });
-  const double r = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
-  if (!gi) return r;
+  const RowsOf gin{gi ? g : nullptr, n}, xin{x, n};
   auto gw = [&](V gv, int64_t i) { return w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv; };
-  // Padding lanes of g are 0, so the sum ignores them.
-  const double dot = SumOver(d, n, 0.0f, g, [&](V gv, int64_t i) { return hn::Mul(gw(gv, i), At(d, x, i, n, 0.0f)); });
-  const V rv = hn::Set(d, static_cast<float>(r));
-  const V c = hn::Set(d, static_cast<float>(r * r * r * dot / static_cast<double>(n)));
-  MapRow(d, gi, g, n, [&](V gv, int64_t i) { return hn::Sub(hn::Mul(rv, gw(gv, i)), hn::Mul(At(d, x, i, n, 0.0f), c)); },
-         stream);
-  return r;
+  ForEachRow(rows, n, xin, gin, stream && gi, [&](int64_t r) {
+    const float* xr = xin.row(r);
+    const double rr = rstd[r] = RmsNormRstd(d, xr, n, eps);
+    if (!gi) return;
+    const float* gr = gin.row(r);
+    // Padding lanes of g are 0, so the sum ignores them.
+    const double dot = SumOver(d, n, 0.0f, gr, [&](V gv, int64_t i) { return hn::Mul(gw(gv, i), At(d, xr, i, n, 0.0f)); });
+    const V rv = hn::Set(d, static_cast<float>(rr));
+    const V c = hn::Set(d, static_cast<float>(rr * rr * rr * dot / static_cast<double>(n)));
+    MapRow(d, gi + r * n, gr, n, [&](V gv, int64_t i) { return hn::Sub(hn::Mul(rv, gw(gv, i)), hn::Mul(At(d, xr, i, n, 0.0f), c)); },
+           stream);
+  });
 }
 
 }  // namespace anvil::cpu::vec::HWY_NAMESPACE
@@ -398,12 +490,12 @@ namespace anvil::cpu::vec {
 
 HWY_EXPORT(SelectRow);
 HWY_EXPORT(ExpShiftedRow);
-HWY_EXPORT(SoftmaxRow);
-HWY_EXPORT(SoftmaxBackwardRow);
-HWY_EXPORT(LayerNormRow);
-HWY_EXPORT(LayerNormBackwardRow);
-HWY_EXPORT(RmsNormRow);
-HWY_EXPORT(RmsNormBackwardRow);
+HWY_EXPORT(SoftmaxRows);
+HWY_EXPORT(SoftmaxBackwardRows);
+HWY_EXPORT(LayerNormRows);
+HWY_EXPORT(LayerNormBackwardRows);
+HWY_EXPORT(RmsNormRows);
+HWY_EXPORT(RmsNormBackwardRows);
 HWY_EXPORT(Sum);
 HWY_EXPORT(Max);
 HWY_EXPORT(Min);
@@ -419,26 +511,29 @@ double exp_shifted_row(float* y, const float* x, int64_t n, float shift) {
 void select_row(float* row, const uint8_t* keep, int64_t n, float fill) {
   HWY_DYNAMIC_DISPATCH(SelectRow)(row, keep, n, fill);
 }
-void softmax_row(float* y, const float* x, int64_t n, bool log, bool stream) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxRow)(y, x, n, log, stream);
+void softmax_rows(float* y, int64_t y_stride, const float* x, int64_t x_stride, int64_t rows, int64_t n, bool log,
+                  bool stream) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxRows)(y, y_stride, x, x_stride, rows, n, log, stream);
 }
-void softmax_backward_row(float* gi, const float* g, const float* y, int64_t n, bool log, bool stream) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxBackwardRow)(gi, g, y, n, log, stream);
+void softmax_backward_rows(float* gi, int64_t gi_stride, const float* g, int64_t g_stride, const float* y,
+                           int64_t y_stride, int64_t rows, int64_t n, bool log, bool stream) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxBackwardRows)(gi, gi_stride, g, g_stride, y, y_stride, rows, n, log, stream);
 }
-RowStats layer_norm_row(float* y, const float* x, const float* w, const float* b, int64_t n, double eps,
-                        bool stream) {
-  return HWY_DYNAMIC_DISPATCH(LayerNormRow)(y, x, w, b, n, eps, stream);
+void layer_norm_rows(float* y, const float* x, int64_t rows, int64_t n, const float* w, const float* b, double eps,
+                     double* mean, double* rstd, bool stream) {
+  HWY_DYNAMIC_DISPATCH(LayerNormRows)(y, x, rows, n, w, b, eps, mean, rstd, stream);
 }
-void layer_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, float mean,
-                             float rstd, bool stream) {
-  HWY_DYNAMIC_DISPATCH(LayerNormBackwardRow)(gi, g, x, w, n, mean, rstd, stream);
+void layer_norm_backward_rows(float* gi, const float* g, const float* x, int64_t rows, int64_t n, const float* w,
+                              const double* mean, const double* rstd, bool stream) {
+  HWY_DYNAMIC_DISPATCH(LayerNormBackwardRows)(gi, g, x, rows, n, w, mean, rstd, stream);
 }
-double rms_norm_row(float* y, const float* x, const float* w, int64_t n, double eps, bool stream) {
-  return HWY_DYNAMIC_DISPATCH(RmsNormRow)(y, x, w, n, eps, stream);
+void rms_norm_rows(float* y, const float* x, int64_t rows, int64_t n, const float* w, double eps, float* rstd,
+                   bool stream) {
+  HWY_DYNAMIC_DISPATCH(RmsNormRows)(y, x, rows, n, w, eps, rstd, stream);
 }
-double rms_norm_backward_row(float* gi, const float* g, const float* x, const float* w, int64_t n, double eps,
-                             bool stream) {
-  return HWY_DYNAMIC_DISPATCH(RmsNormBackwardRow)(gi, g, x, w, n, eps, stream);
+void rms_norm_backward_rows(float* gi, const float* g, const float* x, int64_t rows, int64_t n, const float* w,
+                            double eps, double* rstd, bool stream) {
+  HWY_DYNAMIC_DISPATCH(RmsNormBackwardRows)(gi, g, x, rows, n, w, eps, rstd, stream);
 }
 double sum(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Sum)(x, n); }
 float max(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Max)(x, n); }
@@ -470,14 +565,22 @@ namespace {
 }  // namespace
 double exp_shifted_row(float*, const float*, int64_t, float) { absent(); }
 void select_row(float*, const uint8_t*, int64_t, float) { absent(); }
-void softmax_row(float*, const float*, int64_t, bool, bool) { absent(); }
-void softmax_backward_row(float*, const float*, const float*, int64_t, bool, bool) { absent(); }
-RowStats layer_norm_row(float*, const float*, const float*, const float*, int64_t, double, bool) { absent(); }
-void layer_norm_backward_row(float*, const float*, const float*, const float*, int64_t, float, float, bool) {
+void softmax_rows(float*, int64_t, const float*, int64_t, int64_t, int64_t, bool, bool) { absent(); }
+void softmax_backward_rows(float*, int64_t, const float*, int64_t, const float*, int64_t, int64_t, int64_t, bool, bool) {
   absent();
 }
-double rms_norm_row(float*, const float*, const float*, int64_t, double, bool) { absent(); }
-double rms_norm_backward_row(float*, const float*, const float*, const float*, int64_t, double, bool) { absent(); }
+void layer_norm_rows(float*, const float*, int64_t, int64_t, const float*, const float*, double, double*, double*,
+                     bool) {
+  absent();
+}
+void layer_norm_backward_rows(float*, const float*, const float*, int64_t, int64_t, const float*, const double*,
+                              const double*, bool) {
+  absent();
+}
+void rms_norm_rows(float*, const float*, int64_t, int64_t, const float*, double, float*, bool) { absent(); }
+void rms_norm_backward_rows(float*, const float*, const float*, int64_t, int64_t, const float*, double, double*, bool) {
+  absent();
+}
 double sum(const float*, int64_t) { absent(); }
 float max(const float*, int64_t) { absent(); }
 float min(const float*, int64_t) { absent(); }

@@ -321,53 +321,133 @@ TEST(CpuVectorMath, LayerNormAndRmsNormRowsOfEveryLength) {
   }
 }
 
+// The vector row kernels as one signature: `rows` contiguous rows of n
+// floats from x (and g), the output to out; `first` is the index of x's
+// first row in the rows made-up statistics are given for (the backward
+// kernels' inputs).
+constexpr float kRowSentinel = -777.0f;
+using RowKernel =
+    std::function<void(float* out, const float* x, const float* g, const float* w, size_t first, int64_t rows, int64_t n,
+                       bool)>;
+std::vector<std::pair<const char*, RowKernel>> row_kernels() {
+  // Made-up statistics for the backward kernels, one per row.
+  static const std::vector<double> mean = {0.1, -0.2, 0.3, 0.05, 0.0, 1.0, -1.0, 0.2, 0.4, -0.3, 0.7};
+  static const std::vector<double> rstd = {1.3, 0.7, 2.0, 1.0, 0.5, 1.1, 3.0, 0.9, 1.2, 1.4, 0.8};
+  return {
+      {"softmax", [](float* o, const float* x, const float*, const float*, size_t, int64_t rows, int64_t n, bool s) {
+         cpu::vec::softmax_rows(o, n, x, n, rows, n, false, s);
+       }},
+      {"log_softmax", [](float* o, const float* x, const float*, const float*, size_t, int64_t rows, int64_t n, bool s) {
+         cpu::vec::softmax_rows(o, n, x, n, rows, n, true, s);
+       }},
+      {"softmax_backward", [](float* o, const float* x, const float* g, const float*, size_t, int64_t rows, int64_t n, bool s) {
+         cpu::vec::softmax_backward_rows(o, n, g, n, x, n, rows, n, false, s);
+       }},
+      {"log_softmax_backward",
+       [](float* o, const float* x, const float* g, const float*, size_t, int64_t rows, int64_t n, bool s) {
+         cpu::vec::softmax_backward_rows(o, n, g, n, x, n, rows, n, true, s);
+       }},
+      {"layer_norm", [](float* o, const float* x, const float*, const float* w, size_t, int64_t rows, int64_t n, bool s) {
+         std::vector<double> m(static_cast<size_t>(rows)), r(m.size());
+         cpu::vec::layer_norm_rows(o, x, rows, n, w, w, 1e-5, m.data(), r.data(), s);
+       }},
+      {"layer_norm_backward",
+       [](float* o, const float* x, const float* g, const float* w, size_t first, int64_t rows, int64_t n, bool s) {
+         cpu::vec::layer_norm_backward_rows(o, g, x, rows, n, w, mean.data() + first, rstd.data() + first, s);
+       }},
+      {"rms_norm", [](float* o, const float* x, const float*, const float* w, size_t, int64_t rows, int64_t n, bool s) {
+         std::vector<float> r(static_cast<size_t>(rows));
+         cpu::vec::rms_norm_rows(o, x, rows, n, w, 1e-5, r.data(), s);
+       }},
+      {"rms_norm_backward", [](float* o, const float* x, const float* g, const float* w, size_t, int64_t rows, int64_t n, bool s) {
+         std::vector<double> r(static_cast<size_t>(rows));
+         cpu::vec::rms_norm_backward_rows(o, g, x, rows, n, w, 1e-5, r.data(), s);
+       }},
+  };
+}
+
 // The row kernels with their output streamed, at rows of every length and
-// outputs off the vector alignment: the same bits as the plain stores give
-// (softmax's rows past its stack buffer included), nothing written outside.
+// outputs off the vector alignment, three rows per call (one fence after
+// them): the same bits as the plain stores give (softmax's rows past its
+// stack buffer included), nothing written outside.
 TEST(CpuVectorMath, StreamedRowsGiveTheSameBitsAtAnyAlignment) {
   if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
   std::mt19937 rng(22);
   std::normal_distribution<float> normal;
-  constexpr float kSentinel = -777.0f;
-  using RowKernel = std::function<void(float* out, const float* x, const float* g, const float* w, int64_t n, bool)>;
-  const std::pair<const char*, RowKernel> kernels[] = {
-      {"softmax", [](float* o, const float* x, const float*, const float*, int64_t n, bool s) {
-         cpu::vec::softmax_row(o, x, n, false, s);
-       }},
-      {"log_softmax", [](float* o, const float* x, const float*, const float*, int64_t n, bool s) {
-         cpu::vec::softmax_row(o, x, n, true, s);
-       }},
-      {"softmax_backward", [](float* o, const float* x, const float* g, const float*, int64_t n, bool s) {
-         cpu::vec::softmax_backward_row(o, g, x, n, false, s);
-       }},
-      {"layer_norm", [](float* o, const float* x, const float*, const float* w, int64_t n, bool s) {
-         cpu::vec::layer_norm_row(o, x, w, w, n, 1e-5, s);
-       }},
-      {"layer_norm_backward", [](float* o, const float* x, const float* g, const float* w, int64_t n, bool s) {
-         cpu::vec::layer_norm_backward_row(o, g, x, w, n, 0.1f, 1.3f, s);
-       }},
-      {"rms_norm", [](float* o, const float* x, const float*, const float* w, int64_t n, bool s) {
-         cpu::vec::rms_norm_row(o, x, w, n, 1e-5, s);
-       }},
-      {"rms_norm_backward", [](float* o, const float* x, const float* g, const float* w, int64_t n, bool s) {
-         cpu::vec::rms_norm_backward_row(o, g, x, w, n, 1e-5, s);
-       }},
-  };
+  const int64_t rows = 3;
   for (int64_t n : kRowLengths) {
-    std::vector<float> x(static_cast<size_t>(n)), g(x.size()), w(x.size());
+    const size_t size = static_cast<size_t>(rows * n);
+    std::vector<float> x(size), g(size), w(static_cast<size_t>(n));
     for (float& v : x) v = normal(rng);
     for (float& v : g) v = normal(rng);
     for (float& v : w) v = normal(rng);
-    for (const auto& [name, kernel] : kernels) {
-      std::vector<float> plain(x.size());
-      kernel(plain.data(), x.data(), g.data(), w.data(), n, false);
+    for (const auto& [name, kernel] : row_kernels()) {
+      std::vector<float> plain(size);
+      kernel(plain.data(), x.data(), g.data(), w.data(), 0, rows, n, false);
       for (int64_t offset : {0, 1, 5}) {
-        std::vector<float> big(static_cast<size_t>(n + 8), kSentinel);
-        kernel(big.data() + offset, x.data(), g.data(), w.data(), n, true);
-        EXPECT_EQ(0, std::memcmp(big.data() + offset, plain.data(), plain.size() * sizeof(float)))
+        std::vector<float> big(size + 8, kRowSentinel);
+        kernel(big.data() + offset, x.data(), g.data(), w.data(), 0, rows, n, true);
+        EXPECT_EQ(0, std::memcmp(big.data() + offset, plain.data(), size * sizeof(float)))
             << name << " n=" << n << " offset " << offset;
-        for (int64_t i = 0; i < offset; ++i) EXPECT_EQ(big[static_cast<size_t>(i)], kSentinel) << name;
-        for (int64_t i = n + offset; i < n + 8; ++i) EXPECT_EQ(big[static_cast<size_t>(i)], kSentinel) << name;
+        for (int64_t i = 0; i < offset; ++i) EXPECT_EQ(big[static_cast<size_t>(i)], kRowSentinel) << name;
+        for (size_t i = size + static_cast<size_t>(offset); i < size + 8; ++i) EXPECT_EQ(big[i], kRowSentinel) << name;
+      }
+    }
+  }
+}
+
+// Each thread's share of rows goes to a kernel in one call: every row gives
+// the bits it gives alone, special values included, and only its own
+// output changes.
+TEST(CpuVectorMath, RowsOfOneCallGiveTheBitsOfSingleRows) {
+  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const int64_t rows = 11;
+  for (int64_t n : kRowLengths) {
+    if (n > 1000) continue;  // the long rows: StreamedRowsGiveTheSameBitsAtAnyAlignment
+    std::vector<float> x(static_cast<size_t>(rows * n)), g(x.size()), w(static_cast<size_t>(n));
+    for (float& v : x) v = normal(rng);
+    for (float& v : g) v = normal(rng);
+    for (float& v : w) v = normal(rng);
+    x[static_cast<size_t>(2 * n + n / 2)] = std::numeric_limits<float>::quiet_NaN();
+    x[static_cast<size_t>(5 * n)] = std::numeric_limits<float>::infinity();
+    x[static_cast<size_t>(9 * n + n - 1)] = -std::numeric_limits<float>::infinity();
+    for (const auto& [name, kernel] : row_kernels()) {
+      std::vector<float> together(x.size(), kRowSentinel), alone(x.size(), kRowSentinel);
+      kernel(together.data(), x.data(), g.data(), w.data(), 0, rows, n, false);
+      for (int64_t r = 0; r < rows; ++r)
+        kernel(alone.data() + r * n, x.data() + r * n, g.data() + r * n, w.data(), static_cast<size_t>(r), 1, n, false);
+      EXPECT_EQ(0, std::memcmp(together.data(), alone.data(), x.size() * sizeof(float))) << name << " n=" << n;
+    }
+  }
+}
+
+// softmax_rows with rows apart (a row stride past n, as a StridedLoop run
+// over a non-contiguous tensor gives): the rows between are not touched.
+TEST(CpuVectorMath, SoftmaxRowsWithAStride) {
+  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  std::mt19937 rng(24);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int64_t n : {int64_t{3}, int64_t{64}, int64_t{100}}) {
+    const int64_t rows = 9, stride = n + 5;
+    std::vector<float> x(static_cast<size_t>(rows * stride)), g(x.size());
+    for (float& v : x) v = normal(rng);
+    for (float& v : g) v = normal(rng);
+    for (bool log : {false, true}) {
+      std::vector<float> y(x.size(), kRowSentinel), gi(x.size(), kRowSentinel);
+      cpu::vec::softmax_rows(y.data(), stride, x.data(), stride, rows, n, log);
+      cpu::vec::softmax_backward_rows(gi.data(), stride, g.data(), stride, y.data(), stride, rows, n, log);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<float> want(static_cast<size_t>(n)), want_gi(want.size());
+        cpu::vec::softmax_rows(want.data(), n, x.data() + r * stride, n, 1, n, log);
+        cpu::vec::softmax_backward_rows(want_gi.data(), n, g.data() + r * stride, n, want.data(), n, 1, n, log);
+        EXPECT_EQ(0, std::memcmp(y.data() + r * stride, want.data(), want.size() * sizeof(float))) << "row " << r;
+        EXPECT_EQ(0, std::memcmp(gi.data() + r * stride, want_gi.data(), want.size() * sizeof(float))) << "row " << r;
+        for (int64_t k = n; k < stride; ++k) {
+          EXPECT_EQ(y[static_cast<size_t>(r * stride + k)], kRowSentinel);
+          EXPECT_EQ(gi[static_cast<size_t>(r * stride + k)], kRowSentinel);
+        }
       }
     }
   }
