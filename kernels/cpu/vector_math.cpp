@@ -121,6 +121,12 @@ HWY_INLINE V SiluBackwardF(D d, V g, V x) {
   return hn::Mul(hn::Mul(g, s), hn::MulAdd(x, hn::Sub(one, s), one));
 }
 
+// g past 20, else g * sigmoid(x), as the op table's SoftplusBackward.
+HWY_INLINE V SoftplusBackwardF(D d, V g, V x) {
+  const V s = hn::Div(g, hn::Add(hn::Set(d, 1.0f), ExpF(d, hn::Neg(x))));
+  return hn::IfThenElse(hn::Gt(x, hn::Set(d, 20.0f)), g, s);
+}
+
 // false: no vector kernel for op.
 bool Unary(UnaryOp op, float beta, float threshold, float* out, const float* in, int64_t n, bool stream) {
   switch (op) {
@@ -155,6 +161,7 @@ bool Binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, 
     case BinaryOp::GeluTanhBackward: Map2(out, g, x, n, stream, GeluTanhBackwardF); return true;
     case BinaryOp::GeluErfBackward: Map2(out, g, x, n, stream, GeluErfBackwardF); return true;
     case BinaryOp::SiluBackward: Map2(out, g, x, n, stream, SiluBackwardF); return true;
+    case BinaryOp::SoftplusBackward: Map2(out, g, x, n, stream, SoftplusBackwardF); return true;
     // x > 0 ? g : 0, as the op table's ReluBackward.
     case BinaryOp::ReluBackward:
       Map2(out, g, x, n, stream, [](D d, V gv, V xv) { return hn::IfThenElseZero(hn::Gt(xv, hn::Zero(d)), gv); });
@@ -219,7 +226,7 @@ bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, 
 bool has_binary(BinaryOp op) {
   switch (op) {
     case BinaryOp::GeluTanhBackward: case BinaryOp::GeluErfBackward: case BinaryOp::SiluBackward:
-    case BinaryOp::ReluBackward: case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
+    case BinaryOp::SoftplusBackward: case BinaryOp::ReluBackward: case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
       return true;
     default: return false;
   }

@@ -50,6 +50,7 @@
   X(SiluBackward, silu_backward, Floating, Same, ActivationBackward)          \
   X(SigmoidBackward, sigmoid_backward, Floating, Same, ActivationBackward)    \
   X(TanhBackward, tanh_backward, Floating, Same, ActivationBackward)          \
+  X(SoftplusBackward, softplus_backward, Floating, Same, ActivationBackward)  \
   X(Fmod, fmod, Numeric, Same, Arithmetic)                                    \
   X(Remainder, remainder, Numeric, Same, Arithmetic)
 
@@ -175,6 +176,12 @@ template <class C> struct SigmoidBackward {  // b = y
 };
 template <class C> struct TanhBackward {  // b = y
   ANVIL_HD C operator()(C g, C y) const { return g * (C(1) - y * y); }
+};
+// softplus's gradient at its default parameters (beta 1, threshold 20, as
+// PyTorch's): g past the threshold, where softplus is x, else g * sigmoid(x).
+// core's softplus composes it from ops for other parameters.
+template <class C> struct SoftplusBackward {  // b = x
+  ANVIL_HD C operator()(C g, C x) const { return x > C(20) ? g : g / (C(1) + math::exp(-x)); }
 };
 // The remainders of a / b: fmod's takes the dividend's sign (C's %),
 // remainder's the divisor's (Python's %), as PyTorch's. An integer divisor of

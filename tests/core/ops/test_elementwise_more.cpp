@@ -93,6 +93,8 @@ TEST(ElementwiseMore, ActivationGradientsMatchFiniteDifferences) {
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return leaky_relu(in[0], 0.3); }, {x}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return elu(in[0], 0.7); }, {x}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return softplus(in[0], 1.5, 2.0); }, {x}));
+  // The default parameters take the fused kernel (softplus_backward).
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return softplus(in[0] * 4.0); }, {x}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return mish(in[0]); }, {x}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return hardswish(in[0] * 2.5); }, {x}));
 }

@@ -31,6 +31,7 @@ double gelu_tanh(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI)
 double gelu_erf(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 double silu(double x) { return x * sigmoid(x); }
+double softplus(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }  // beta 1, threshold 20
 
 struct UnaryCase {
   UnaryOp op;
@@ -260,6 +261,7 @@ TEST(CpuElementwise, BackwardOpsMatchFiniteDifferences) {
       {BinaryOp::GeluTanhBackward, gelu_tanh, false},
       {BinaryOp::GeluErfBackward, gelu_erf, false},
       {BinaryOp::SiluBackward, silu, false},
+      {BinaryOp::SoftplusBackward, softplus, false},
       {BinaryOp::SigmoidBackward, sigmoid, true},
       {BinaryOp::TanhBackward, [](double x) { return std::tanh(x); }, true},
   };

@@ -161,7 +161,7 @@ TEST(CpuVectorMath, StreamedMapsGiveTheSameBitsAtAnyAlignment) {
 // The fused gradients at the special values, against the float64 kernels.
 TEST(CpuVectorMath, ActivationBackwardsMatchFloat64) {
   for (BinaryOp op : {BinaryOp::GeluTanhBackward, BinaryOp::GeluErfBackward, BinaryOp::SiluBackward,
-                      BinaryOp::ReluBackward}) {
+                      BinaryOp::SoftplusBackward, BinaryOp::ReluBackward}) {
     for (int64_t n : {5, 67, 515}) {
       const std::vector<double> xs = edge_inputs(n, -10, 10, 11);
       std::mt19937 rng(12);
@@ -176,6 +176,26 @@ TEST(CpuVectorMath, ActivationBackwardsMatchFloat64) {
       cpu().binary(op, want.view, g64.view, x64.view);
       expect_float_close(values(out.view), values(want.view), xs, 2e-6, 2e-6,
                          std::string(ops::binary_info(op).name) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+// softplus's gradient is exactly g past its threshold (20), as the scalar
+// functor's, and g * sigmoid(x) up to it, in vector lanes and the tail.
+TEST(CpuVectorMath, SoftplusBackwardAtItsThreshold) {
+  const std::vector<double> xs = {19.0, 19.999998, 20.0, 20.000002, 21.0, 30.0, 1e30, -30.0, 0.5,
+                                  19.0, 20.0, 20.5, 25.0, -1.0, 3.0, 20.0, 40.0};
+  const int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<double> gs;
+  for (int64_t i = 0; i < n; ++i) gs.push_back(0.25 * static_cast<double>(i + 1));
+  auto g = tensor_of<float>({n}, gs), x = tensor_of<float>({n}, xs), out = filled_tensor<float>({n});
+  cpu().binary(BinaryOp::SoftplusBackward, out.view, g.view, x.view);
+  for (int64_t i = 0; i < n; ++i) {
+    const float xf = static_cast<float>(xs[static_cast<size_t>(i)]), gf = static_cast<float>(gs[static_cast<size_t>(i)]);
+    if (xf > 20.0f) {
+      EXPECT_EQ(out.storage[static_cast<size_t>(i)], gf) << "x=" << xf;
+    } else {
+      EXPECT_NEAR(out.storage[static_cast<size_t>(i)], gs[i] / (1 + std::exp(-static_cast<double>(xf))), 2e-6 * gs[i]) << "x=" << xf;
     }
   }
 }
