@@ -304,11 +304,11 @@ constexpr int64_t kStreamedSoftmaxRow = 8192;
 // call rather than per row, short rows' inputs asked for ahead, and one
 // store fence after the last streamed row instead of one per row, so rows
 // of 64 floats stream too (vector_math.h, stream_rows): at 16M floats on 2
-// threads rms_norm over rows of 64 went from 10.7 to 16.1 GB/s, softmax's
-// forward and backward 10.2 -> 12.6 (bench/results/2026-11-27-row-batches.md).
+// threads, rows of 64, layer_norm went from 6.7 to 12.6 GB/s, rms_norm 10.1
+// -> 18.6, softmax 7.8 -> 10.0 (bench/results/2026-11-27-row-batches.md).
 // Running four short rows interleaved, stage by stage, to overlap their
-// dependent chains (sum, square root, second pass) gained 10-15% with the
-// data in cache but lost 5-20% at 16M, and was dropped (same file).
+// dependent chains (sum, square root, second pass) gained up to 15% with the
+// data in cache but lost up to 20% from memory, and was dropped (same file).
 
 // The rows of one input: row r at p + r * stride (p null: no such input).
 struct RowsOf {
