@@ -226,7 +226,8 @@ bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, 
 bool has_binary(BinaryOp op) {
   switch (op) {
     case BinaryOp::GeluTanhBackward: case BinaryOp::GeluErfBackward: case BinaryOp::SiluBackward:
-    case BinaryOp::SoftplusBackward: case BinaryOp::ReluBackward: case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
+    case BinaryOp::SoftplusBackward: case BinaryOp::ReluBackward:
+    case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
       return true;
     default: return false;
   }
