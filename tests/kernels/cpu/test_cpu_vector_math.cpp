@@ -97,6 +97,58 @@ TEST(CpuVectorMath, UnaryOpsAtSpecialValuesAndOddLengths) {
   }
 }
 
+// The ulp bounds kernels/cpu/README.md states, over points spread evenly
+// across the float encodings of each range (so tiny, subnormal-producing
+// and large arguments all get their share): the distance, in floats, from
+// the float64 function rounded to float. sigmoid's bound holds where its
+// result is a normal float (below about -87 e^-x overflows and it gives 0).
+int64_t float_order(float f) {
+  int32_t i;
+  std::memcpy(&i, &f, sizeof i);
+  return i < 0 ? -static_cast<int64_t>(i & 0x7fffffff) : static_cast<int64_t>(i);
+}
+float float_at_order(int64_t k) {
+  const int32_t i = k < 0 ? static_cast<int32_t>(static_cast<uint32_t>(-k) | 0x80000000u) : static_cast<int32_t>(k);
+  float f;
+  std::memcpy(&f, &i, sizeof f);
+  return f;
+}
+
+TEST(CpuVectorMath, MathFunctionsWithinTheirUlpBounds) {
+  struct Bound {
+    UnaryOp op;
+    double lo, hi;
+    int64_t max_ulp;
+    double (*ref)(double);
+  };
+  const Bound bounds[] = {
+      {UnaryOp::Exp, -104, 89, 1, [](double x) { return std::exp(x); }},
+      {UnaryOp::Expm1, -90, 89, 3, [](double x) { return std::expm1(x); }},
+      {UnaryOp::Log, 1e-38, 3e38, 1, [](double x) { return std::log(x); }},
+      {UnaryOp::Log1p, -0.9999999, 3e38, 2, [](double x) { return std::log1p(x); }},
+      {UnaryOp::Tanh, -20, 20, 3, [](double x) { return std::tanh(x); }},
+      {UnaryOp::Sigmoid, -100, 100, 2, sigmoid},
+  };
+  constexpr int64_t kPoints = 1 << 17;
+  for (const Bound& b : bounds) {
+    const int64_t first = float_order(static_cast<float>(b.lo)), last = float_order(static_cast<float>(b.hi));
+    std::vector<double> xs;
+    for (int64_t k = 0; k < kPoints; ++k) xs.push_back(float_at_order(first + (last - first) * k / (kPoints - 1)));
+    auto in = tensor_of<float>({kPoints}, xs);
+    auto out = filled_tensor<float>({kPoints});
+    cpu().unary(b.op, out.view, in.view, UnaryParams{});
+    int64_t worst = 0;
+    double worst_x = 0;
+    for (int64_t k = 0; k < kPoints; ++k) {
+      const float want = static_cast<float>(b.ref(xs[static_cast<size_t>(k)]));
+      if (b.op == UnaryOp::Sigmoid && std::abs(want) < std::numeric_limits<float>::min()) continue;
+      const int64_t ulp = std::llabs(float_order(out.storage[static_cast<size_t>(k)]) - float_order(want));
+      if (ulp > worst) worst = ulp, worst_x = xs[static_cast<size_t>(k)];
+    }
+    EXPECT_LE(worst, b.max_ulp) << ops::unary_info(b.op).name << " is " << worst << " ulp off at x = " << worst_x;
+  }
+}
+
 TEST(CpuVectorMath, UnaryOnStridedAndInPlaceViews) {
   std::mt19937 rng(3);
   auto in = random_tensor<float>({13, 11}, rng, -6, 6);
