@@ -40,6 +40,11 @@ HWY_INLINE void StoreTail(D d, V v, float* p, int64_t count) {
   for (int64_t k = 0; k < count; ++k) p[k] = buf[k];
 }
 
+// Asks for the cache lines of p[0, count), one prefetch per line.
+HWY_INLINE void PrefetchLines(const float* p, int64_t count) {
+  for (int64_t k = 0; k < count; k += 16) __builtin_prefetch(p + k);
+}
+
 // sum over i of f(i-th vector of the inputs), f returning zero for padding
 // lanes (each call site's f gives 0 for the fill values it passes). Prefetches
 // a, and also_read (a second row f or the next pass reads) when given.
@@ -265,8 +270,9 @@ void SelectRow(float* row, const uint8_t* keep, int64_t n, float fill) {
 }
 
 // y[i] = exp(x[i] - shift) over a row (y may equal x); returns the sum of the
-// exps, in float lanes added in double every kBlock elements.
-double ExpShiftedRow(float* y, const float* x, int64_t n, float shift) {
+// exps, in float lanes added in double every kBlock elements. next (may be
+// null): a row to ask for meanwhile, a line per vector (see ForEachRow).
+HWY_INLINE double ExpShiftedRowPrefetching(float* y, const float* x, int64_t n, float shift, const float* next) {
   const D d;
   const V mx = hn::Set(d, shift);
   V s0 = hn::Zero(d), s1 = hn::Zero(d);
@@ -274,6 +280,7 @@ double ExpShiftedRow(float* y, const float* x, int64_t n, float shift) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
   for (; i + 2 * L <= n; i += 2 * L) {
+    if (next) PrefetchLines(next + i, 2 * L);
     const V e0 = ExpF(d, hn::Sub(hn::LoadU(d, x + i), mx));
     const V e1 = ExpF(d, hn::Sub(hn::LoadU(d, x + i + L), mx));
     hn::StoreU(e0, d, y + i);
@@ -291,6 +298,9 @@ double ExpShiftedRow(float* y, const float* x, int64_t n, float shift) {
     s0 = hn::Add(s0, e);
   }
   return sum + LaneSum(d, hn::Add(s0, s1));
+}
+double ExpShiftedRow(float* y, const float* x, int64_t n, float shift) {
+  return ExpShiftedRowPrefetching(y, x, n, shift, nullptr);
 }
 
 // Streamed rows up to this long keep their exps in a stack buffer (in L1 or
@@ -323,10 +333,27 @@ struct RowsOf {
 // over rows of 64 gained 7.0 -> 9.2 GB/s (2026-11-27-streaming-stores.md).
 // Longer rows prefetch a page ahead inside SumOver.
 constexpr int64_t kPrefetchRowsAhead = 2;
+// softmax over longer rows asks for the row this many bytes ahead (rounded
+// to rows, at least the next) while it computes a row's exps: at 16M floats
+// on 2 threads, softmax over rows of 1024 went 30 -> 39 GB/s (2 rows ahead;
+// 1 ahead gave nothing: the max pass already reads a page ahead), rows of
+// 4096 28 -> 34, log_softmax 28 -> 39 and 29 -> 36; the same in softmax's
+// backward gained nothing, nor did asking for rows of 64 8 rows ahead
+// instead of 2 (bench/results/2026-11-27-avx512-exp.md).
+constexpr int64_t kLongRowPrefetchBytes = 8192;
 constexpr int64_t kPrefetchedRowMax = 256;
 HWY_INLINE void PrefetchRow(RowsOf in, int64_t r, int64_t n) {
-  if (!in.p) return;
-  for (int64_t k = 0; k < n; k += 16) __builtin_prefetch(in.row(r) + k);
+  if (in.p) PrefetchLines(in.row(r), n);
+}
+
+// The row of `in` at least kLongRowPrefetchBytes after row r, for rows
+// longer than kPrefetchedRowMax (ForEachRow asks for shorter ones); null
+// past the last row. A kernel asks for it, a line per vector, in the pass
+// that computes most (softmax's exps).
+HWY_INLINE const float* LongRowAhead(RowsOf in, int64_t r, int64_t rows, int64_t n) {
+  if (!in.p || n <= kPrefetchedRowMax) return nullptr;
+  const int64_t ahead = std::max<int64_t>(1, kLongRowPrefetchBytes / (n * static_cast<int64_t>(sizeof(float))));
+  return r + ahead < rows ? in.row(r + ahead) : nullptr;
 }
 
 // row(r) for every r < rows, prefetching a's and b's rows ahead (b.p may be
@@ -348,13 +375,19 @@ void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, i
                  bool stream) {
   const D d;
   const RowsOf in{x, x_stride};
+  // Long rows: a row ahead is asked for during this one's exps, so its loads
+  // overlap the arithmetic instead of waiting for the max pass.
+  const auto next_row = [&](int64_t r) { return LongRowAhead(in, r, rows, n); };
   if (log) {
     ForEachRow(rows, n, in, RowsOf{}, stream, [&](int64_t r) {
       const float* xr = in.row(r);
+      const float* next = next_row(r);
       const V mx = hn::Set(d, Max(xr, n));  // NaN if the row has one: the row is NaN, as the scalar kernel's
       // Padding lanes: exp(-inf - max) = 0.
-      const double sum =
-          SumOver(d, n, -std::numeric_limits<float>::infinity(), xr, [&](V v, int64_t) { return ExpF(d, hn::Sub(v, mx)); });
+      const double sum = SumOver(d, n, -std::numeric_limits<float>::infinity(), xr, [&](V v, int64_t i) {
+        if (next && i + static_cast<int64_t>(hn::Lanes(d)) <= n) PrefetchLines(next + i, static_cast<int64_t>(hn::Lanes(d)));
+        return ExpF(d, hn::Sub(v, mx));
+      });
       const V log_sum = hn::Set(d, static_cast<float>(std::log(sum)));
       // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
       MapRow(d, y + r * y_stride, xr, n, [&](V v, int64_t) { return hn::Sub(hn::Sub(v, mx), log_sum); }, stream);
@@ -366,7 +399,7 @@ void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, i
     ForEachRow(rows, n, in, RowsOf{}, stream_y, [&](int64_t r) {
       const float* xr = in.row(r);
       float* e = exps_of(r);
-      const V inv = hn::Set(d, static_cast<float>(1.0 / ExpShiftedRow(e, xr, n, Max(xr, n))));
+      const V inv = hn::Set(d, static_cast<float>(1.0 / ExpShiftedRowPrefetching(e, xr, n, Max(xr, n), next_row(r))));
       MapRow(d, y + r * y_stride, e, n, [&](V v, int64_t) { return hn::Mul(v, inv); }, stream_y);
     });
   };
