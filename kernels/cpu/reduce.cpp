@@ -137,9 +137,22 @@ struct Variance : OnStorage<T, red::Variance<double>> {
   using Acc = red::Moments<double>;
   static constexpr bool kAdditive = false;
   explicit Variance(int64_t correction) { this->correction = correction; }
+  // A long run in chunks of kMomentsChunk floats: each chunk's second pass
+  // (the squared deviations) reads it from L1, and the chunks merge with
+  // Chan's formula, so the run is read from memory once instead of twice.
+  static constexpr int64_t kMomentsChunk = 4096;
   Acc vector_fold(const float* p, int64_t n) const {
-    const vec::Moments m = vec::moments(p, n);
-    return {m.mean, m.m2, n};
+    if (n <= kMomentsChunk) {
+      const vec::Moments m = vec::moments(p, n);
+      return {m.mean, m.m2, n};
+    }
+    Acc acc = Acc::empty();
+    for (int64_t i = 0; i < n; i += kMomentsChunk) {
+      const int64_t k = std::min(kMomentsChunk, n - i);
+      const vec::Moments m = vec::moments(p + i, k);
+      acc = this->combine(acc, Acc{m.mean, m.m2, k});
+    }
+    return acc;
   }
   // Columns (var over the first dim): the moments of each 64 rows, two
   // passes from L2, merged into acc, instead of a merge per element.

@@ -273,6 +273,37 @@ TEST(CpuReduce, ColumnVarianceOfOffsetDataIsAccurate) {
   }
 }
 
+// var over a run longer than 4096 floats merges the moments of 4096-float
+// chunks (kernels/cpu/reduce.cpp): rows of 3 chunks and a part, data with a
+// large offset, against float64; a NaN in one chunk or an inf in the last
+// makes the row's variance NaN, and the other rows are unaffected.
+TEST(CpuReduce, LongRunVarianceMergesChunks) {
+  std::mt19937 rng(26);
+  std::normal_distribution<float> normal;
+  const int64_t rows = 4, cols = 3 * 4096 + 123;
+  auto in = filled_tensor<float>({rows, cols});
+  for (float& v : in.storage) v = 10000.0f + 3.0f * normal(rng);
+  in.storage[1 * cols + 5000] = NAN;
+  in.storage[2 * cols + cols - 1] = INFINITY;
+  auto out = filled_tensor<float>({rows, 1});
+  cpu().reduce(ReduceOp::Var, out.view, in.view, {1, 2});
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r == 1 || r == 2) {
+      EXPECT_TRUE(std::isnan(out.storage[r])) << "row " << r << " holds a NaN or inf: " << out.storage[r];
+      continue;
+    }
+    const std::vector<double> row(in.storage.begin() + r * cols, in.storage.begin() + (r + 1) * cols);
+    const double want = naive(ReduceOp::Var, row, {1, 2});
+    EXPECT_NEAR(out.storage[r], want, want * 1e-5) << "row " << r;
+  }
+  auto all = filled_tensor<float>({1});
+  const std::vector<double> first(in.storage.begin(), in.storage.begin() + cols);
+  auto row0 = tensor_of<float>({cols}, first);
+  cpu().reduce(ReduceOp::Var, all.view, row0.view, {0, 2});
+  const double want = naive(ReduceOp::Var, first, {0, 2});
+  EXPECT_NEAR(all.storage[0], want, want * 1e-5) << "correction 0";
+}
+
 TEST(CpuReduce, IntegerAndHalfInputs) {
   auto ints = tensor_of<int32_t>({2, 3}, {1, 2, 3, 4, 5, 2000000000});
   auto sums = filled_tensor<int64_t>({2, 1}, 0.0);
