@@ -162,6 +162,14 @@ bool Binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, 
     case BinaryOp::GeluErfBackward: Map2(out, g, x, n, stream, GeluErfBackwardF); return true;
     case BinaryOp::SiluBackward: Map2(out, g, x, n, stream, SiluBackwardF); return true;
     case BinaryOp::SoftplusBackward: Map2(out, g, x, n, stream, SoftplusBackwardF); return true;
+    // From the forward's output y, operation for operation as the op table's
+    // functors (no fused multiply-add), so the same bits as the scalar loop.
+    case BinaryOp::TanhBackward:  // g (1 - y y)
+      Map2(out, g, x, n, stream, [](D d, V gv, V y) { return hn::Mul(gv, hn::Sub(hn::Set(d, 1.0f), hn::Mul(y, y))); });
+      return true;
+    case BinaryOp::SigmoidBackward:  // g y (1 - y)
+      Map2(out, g, x, n, stream, [](D d, V gv, V y) { return hn::Mul(hn::Mul(gv, y), hn::Sub(hn::Set(d, 1.0f), y)); });
+      return true;
     // x > 0 ? g : 0, as the op table's ReluBackward.
     case BinaryOp::ReluBackward:
       Map2(out, g, x, n, stream, [](D d, V gv, V xv) { return hn::IfThenElseZero(hn::Gt(xv, hn::Zero(d)), gv); });
@@ -226,8 +234,8 @@ bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, 
 bool has_binary(BinaryOp op) {
   switch (op) {
     case BinaryOp::GeluTanhBackward: case BinaryOp::GeluErfBackward: case BinaryOp::SiluBackward:
-    case BinaryOp::SoftplusBackward: case BinaryOp::ReluBackward:
-    case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
+    case BinaryOp::SoftplusBackward: case BinaryOp::ReluBackward: case BinaryOp::TanhBackward:
+    case BinaryOp::SigmoidBackward: case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
       return true;
     default: return false;
   }

@@ -213,7 +213,8 @@ TEST(CpuVectorMath, StreamedMapsGiveTheSameBitsAtAnyAlignment) {
 // The fused gradients at the special values, against the float64 kernels.
 TEST(CpuVectorMath, ActivationBackwardsMatchFloat64) {
   for (BinaryOp op : {BinaryOp::GeluTanhBackward, BinaryOp::GeluErfBackward, BinaryOp::SiluBackward,
-                      BinaryOp::SoftplusBackward, BinaryOp::ReluBackward}) {
+                      BinaryOp::SoftplusBackward, BinaryOp::ReluBackward, BinaryOp::TanhBackward,
+                      BinaryOp::SigmoidBackward}) {
     for (int64_t n : {5, 67, 515}) {
       const std::vector<double> xs = edge_inputs(n, -10, 10, 11);
       std::mt19937 rng(12);
@@ -228,6 +229,27 @@ TEST(CpuVectorMath, ActivationBackwardsMatchFloat64) {
       cpu().binary(op, want.view, g64.view, x64.view);
       expect_float_close(values(out.view), values(want.view), xs, 2e-6, 2e-6,
                          std::string(ops::binary_info(op).name) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+// tanh's and sigmoid's gradients from the output y are plain arithmetic:
+// the vector kernels give the op table functors' bits exactly (no fused
+// multiply-add), at every length and at the special values.
+TEST(CpuVectorMath, GradientsFromTheOutputGiveTheScalarBits) {
+  for (int64_t n : {1, 17, 67, 1000}) {
+    const std::vector<double> ys = edge_inputs(n, -1.5, 1.5, 13), gs = edge_inputs(n, -3, 3, 14);
+    auto g = tensor_of<float>({n}, gs), y = tensor_of<float>({n}, ys), out = filled_tensor<float>({n});
+    for (BinaryOp op : {BinaryOp::TanhBackward, BinaryOp::SigmoidBackward}) {
+      cpu().binary(op, out.view, g.view, y.view);
+      for (int64_t i = 0; i < n; ++i) {
+        const float gf = g.storage[static_cast<size_t>(i)], yf = y.storage[static_cast<size_t>(i)];
+        const float want = op == BinaryOp::TanhBackward ? ops::TanhBackward<float>{}(gf, yf)
+                                                        : ops::SigmoidBackward<float>{}(gf, yf);
+        const float got = out.storage[static_cast<size_t>(i)];
+        EXPECT_TRUE(std::memcmp(&got, &want, sizeof got) == 0 || (std::isnan(got) && std::isnan(want)))
+            << ops::binary_info(op).name << " n=" << n << " g=" << gf << " y=" << yf << ": " << got << " vs " << want;
+      }
     }
   }
 }
