@@ -76,7 +76,6 @@ inline V NaN(D d) { return hn::Set(d, std::numeric_limits<float>::quiet_NaN()); 
 // training ran 4-9% slower until this). Other targets use hn::Exp and
 // hn::Expm1 with the special values put back.
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-#define ANVIL_VECTOR_MATH_AVX512_EXP 1
 
 // k = round(x / ln 2) and r = x - k ln 2, ln 2 in two parts (the first with
 // trailing zero bits); below: the lanes whose x < -104, computed as x = 0.
