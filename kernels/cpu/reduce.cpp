@@ -142,11 +142,7 @@ struct Variance : OnStorage<T, red::Variance<double>> {
   // Chan's formula, so the run is read from memory once instead of twice.
   static constexpr int64_t kMomentsChunk = 4096;
   Acc vector_fold(const float* p, int64_t n) const {
-    if (n <= kMomentsChunk) {
-      const vec::Moments m = vec::moments(p, n);
-      return {m.mean, m.m2, n};
-    }
-    Acc acc = Acc::empty();
+    Acc acc = Acc::empty();  // merging into empty gives the first chunk's moments as they are
     for (int64_t i = 0; i < n; i += kMomentsChunk) {
       const int64_t k = std::min(kMomentsChunk, n - i);
       const vec::Moments m = vec::moments(p + i, k);
