@@ -111,9 +111,12 @@ void add_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride
 void max_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n);
 void min_rows_into(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n);
 // Column moments of a run of rows: mean[j] and m2[j] (the sum of squared
-// deviations from it) of x[r * row_stride + j] over r < rows, for j < n.
-// Two passes over the run in float lanes, the second from the cache: callers
-// keep runs short (var over the first dim: 64 rows) and merge them.
-void column_moments(double* mean, double* m2, const float* x, int64_t rows, int64_t row_stride, int64_t n);
+// deviations from it) of x[r * row_stride + j] over r < rows, for j < n,
+// summed in float lanes: callers keep runs short (var over the first dim:
+// 256 rows) and merge them. center[j], when given, is the mean of the rows
+// the caller merged before (the run is read once, its differences from
+// it summed); without it (a first run) two passes, the second from the cache.
+void column_moments(double* mean, double* m2, const float* x, int64_t rows, int64_t row_stride, int64_t n,
+                    const double* center);
 
 }  // namespace anvil::cpu::vec

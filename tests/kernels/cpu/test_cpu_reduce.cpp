@@ -247,8 +247,9 @@ TEST(CpuReduce, LongFloat32SumIsAccurate) {
   EXPECT_NEAR(out.storage[0], naive(ReduceOp::Var, xs, {1, 2}), 1e-5);
 }
 
-// var over the first dim merges the moments of runs of 64 rows (float
-// lanes, two passes): data with a large offset keeps its variance, a NaN or
+// var over the first dim merges the moments of runs of 256 rows (float
+// lanes, each run after the first summed as differences from the mean of
+// the runs before it): data with a large offset keeps its variance, a NaN or
 // inf in a column makes that column's variance NaN (as PyTorch's), and the
 // other columns are unaffected.
 TEST(CpuReduce, ColumnVarianceOfOffsetDataIsAccurate) {
@@ -266,6 +267,34 @@ TEST(CpuReduce, ColumnVarianceOfOffsetDataIsAccurate) {
       EXPECT_TRUE(std::isnan(out.storage[j])) << "column " << j << " holds a NaN or inf: " << out.storage[j];
       continue;
     }
+    std::vector<double> column;
+    for (int64_t r = 0; r < rows; ++r) column.push_back(in.storage[r * cols + j]);
+    const double want = naive(ReduceOp::Var, column, {1, 2});
+    EXPECT_NEAR(out.storage[j], want, want * 1e-5) << "column " << j;
+  }
+}
+
+// Later runs of a column variance are summed as differences from the mean
+// of the rows before them. Data that drifts (a ramp), that jumps by 1e4
+// after the first run, or that starts far from where it settles keeps its
+// variance against float64; 1100 rows are four runs and a part, 37 columns
+// two vectors and a tail.
+TEST(CpuReduce, ColumnVarianceOfDriftingDataIsAccurate) {
+  std::mt19937 rng(26);
+  std::normal_distribution<float> normal;
+  const int64_t rows = 1100, cols = 37;
+  auto in = filled_tensor<float>({rows, cols});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      float v = 100.0f + normal(rng);
+      if (j % 3 == 0) v += 0.5f * static_cast<float>(r);       // a ramp
+      if (j % 3 == 1 && r >= 300) v += 1e4f;                   // a jump after the first run
+      if (j % 3 == 2 && r < 10) v = -5e3f + normal(rng);        // a far start
+      in.storage[r * cols + j] = v;
+    }
+  auto out = filled_tensor<float>({1, cols});
+  cpu().reduce(ReduceOp::Var, out.view, in.view, {1, 2});
+  for (int64_t j = 0; j < cols; ++j) {
     std::vector<double> column;
     for (int64_t r = 0; r < rows; ++r) column.push_back(in.storage[r * cols + j]);
     const double want = naive(ReduceOp::Var, column, {1, 2});
