@@ -469,14 +469,49 @@ void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g
   });
 }
 
+// A short row's mean and m2 in one pass: the sums of d = x - x[0] and of d^2
+// (both in float lanes, independent), mean = x[0] + sum d / n and m2 =
+// sum d^2 - (sum d)^2 / n. Two passes put two horizontal sums and a second
+// read of the row on one chain per row, and rows of 64 stalled on it (the
+// scheduler fills with the row's waiting operations). The subtraction loses
+// about log2(sum d^2 / m2) bits: where x[0] lies far enough from the mean
+// that sum d^2 > 16 m2 (or the row holds NaN or inf) the row takes the two
+// passes, so the fast rows lose at most 4 bits of float's 24 before the
+// double arithmetic. Returns false for those rows.
+HWY_INLINE bool ShortRowMoments(D d, const float* x, int64_t n, double& mean, double& m2) {
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const float first = x[0];
+  const V shift = hn::Set(d, first);
+  V s1 = hn::Zero(d), s2 = hn::Zero(d), t1 = hn::Zero(d), t2 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    const V d0 = hn::Sub(hn::LoadU(d, x + i), shift), d1 = hn::Sub(hn::LoadU(d, x + i + L), shift);
+    s1 = hn::Add(s1, d0), s2 = hn::MulAdd(d0, d0, s2);
+    t1 = hn::Add(t1, d1), t2 = hn::MulAdd(d1, d1, t2);
+  }
+  for (; i < n; i += L) {
+    const V dv = hn::Sub(At(d, x, i, n, first), shift);  // padding lanes: x[0], a difference of 0
+    s1 = hn::Add(s1, dv), s2 = hn::MulAdd(dv, dv, s2);
+  }
+  const double sum = LaneSum(d, hn::Add(s1, t1)), sum_sq = LaneSum(d, hn::Add(s2, t2));
+  const double inv_n = 1.0 / static_cast<double>(n);
+  mean = static_cast<double>(first) + sum * inv_n;
+  m2 = sum_sq - sum * sum * inv_n;
+  return sum_sq <= 16.0 * m2;  // false for NaN
+}
+
 void LayerNormRows(float* y, const float* x, int64_t rows, int64_t n, const float* w, const float* b, double eps,
                    double* mean, double* rstd, bool stream) {
   const D d;
   const RowsOf in{x, n};
   ForEachRow(rows, n, in, RowsOf{}, stream, [&](int64_t r) {
     const float* xr = in.row(r);
-    mean[r] = RowMean(d, xr, n);
-    rstd[r] = 1.0 / std::sqrt(RowDeviations(d, xr, n, mean[r]) / static_cast<double>(n) + eps);
+    double m2;
+    if (n > kPrefetchedRowMax || !ShortRowMoments(d, xr, n, mean[r], m2)) {
+      mean[r] = RowMean(d, xr, n);
+      m2 = RowDeviations(d, xr, n, mean[r]);
+    }
+    rstd[r] = 1.0 / std::sqrt(m2 / static_cast<double>(n) + eps);
     const V m = hn::Set(d, static_cast<float>(mean[r])), rs = hn::Set(d, static_cast<float>(rstd[r]));
     MapRow(d, y + r * n, xr, n, [&](V v, int64_t i) {
       V o = hn::Mul(hn::Sub(v, m), rs);

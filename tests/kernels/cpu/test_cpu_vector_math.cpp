@@ -417,6 +417,42 @@ TEST(CpuVectorMath, LayerNormAndRmsNormRowsOfEveryLength) {
   }
 }
 
+// Rows up to 256 get their mean and variance in one pass of differences from
+// x[0] (vector_rows.cpp, ShortRowMoments); a row whose x[0] lies far from
+// its mean takes the two passes. Both kinds against float64, tight enough
+// that the one pass's lost bits on the far row would fail; a NaN, an inf
+// and a constant row as the scalar kernel has them.
+TEST(CpuVectorMath, LayerNormShortRowsInOnePassOrTwo) {
+  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  for (int64_t n : {64, 200, 256}) {
+    const int64_t rows = 5;
+    std::vector<float> x(static_cast<size_t>(rows * n));
+    for (float& v : x) v = 1000.0f + normal(rng);
+    x[static_cast<size_t>(n)] = 1300.0f;                             // row 1: x[0] far from the mean
+    x[static_cast<size_t>(2 * n + 7)] = NAN;                         // row 2
+    x[static_cast<size_t>(3 * n + 9)] = INFINITY;                    // row 3
+    std::fill_n(x.begin() + 4 * n, n, 3.5f);                         // row 4: constant
+    std::vector<float> y(x.size());
+    std::vector<double> mean(static_cast<size_t>(rows)), rstd(mean.size());
+    cpu::vec::layer_norm_rows(y.data(), x.data(), rows, n, nullptr, nullptr, 1e-5, mean.data(), rstd.data(), false);
+    for (int64_t r : {0, 1}) {
+      double m = 0, m2 = 0;
+      for (int64_t j = 0; j < n; ++j) m += x[static_cast<size_t>(r * n + j)];
+      m /= static_cast<double>(n);
+      for (int64_t j = 0; j < n; ++j) m2 += (x[static_cast<size_t>(r * n + j)] - m) * (x[static_cast<size_t>(r * n + j)] - m);
+      const double rs = 1 / std::sqrt(m2 / static_cast<double>(n) + 1e-5);
+      EXPECT_NEAR(mean[static_cast<size_t>(r)], m, 1e-7 * m) << "n=" << n << " row " << r;
+      EXPECT_NEAR(rstd[static_cast<size_t>(r)], rs, 1e-6 * rs) << "n=" << n << " row " << r;
+    }
+    EXPECT_TRUE(std::isnan(mean[2]) && std::isnan(y[static_cast<size_t>(2 * n)])) << "n=" << n << ": a NaN row";
+    EXPECT_TRUE(std::isnan(y[static_cast<size_t>(3 * n)])) << "n=" << n << ": a row with inf";
+    EXPECT_EQ(mean[4], 3.5) << "n=" << n;
+    EXPECT_EQ(y[static_cast<size_t>(4 * n + 1)], 0.0f) << "n=" << n << ": a constant row normalises to 0";
+  }
+}
+
 // The vector row kernels as one signature: `rows` contiguous rows of n
 // floats from x (and g), the output to out; `first` is the index of x's
 // first row in the rows made-up statistics are given for (the backward
