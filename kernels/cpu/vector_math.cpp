@@ -66,6 +66,12 @@ HWY_INLINE void MapN(float* out, std::array<const float*, N> in, int64_t n, bool
   }
 }
 
+// The math passed to Map1/Map2 as a lambda: a function's name passed as F
+// is a pointer, and GCC 12 called it once a vector (its constants loaded
+// again each call) where a lambda's body is inlined into the loop.
+template <auto kFn>
+inline constexpr auto Inlined = [](D d, auto... v) { return kFn(d, v...); };
+
 template <class F>
 HWY_INLINE void Map1(float* out, const float* in, int64_t n, bool stream, F f) {
   MapN<1>(out, {in}, n, stream, f);
@@ -97,16 +103,20 @@ HWY_INLINE V SiluF(D d, V x) { return hn::Div(x, hn::Add(hn::Set(d, 1.0f), ExpF(
 
 // d/dx = s + 2 x s (1 - s) u', with s as in GeluTanhF (0.5 (1 + t) = s and
 // 0.5 (1 - t^2) = 2 s (1 - s)), 1 - s = e s taken from the same exp e = e^-2u.
+// u = a x + b x^3 (a = sqrt(2 / pi), b = 0.044715 a): -2u = x (-2a - 2b x^2)
+// and 2 x u' = x (2a + 6b x^2), each an FMA and a multiply on x^2 (39 -> 34
+// operations).
 HWY_INLINE V GeluTanhBackwardF(D d, V g, V x) {
+  constexpr double a = m::kSqrt2OverPi, b = m::kGeluCoeff * m::kSqrt2OverPi;
   const V one = hn::Set(d, 1.0f);
-  const V e = ExpF(d, hn::Mul(hn::Set(d, -2.0f), GeluInner(d, x)));
+  const V x2 = hn::Mul(x, x);
+  const V e = ExpF(d, hn::Mul(x, hn::MulAdd(hn::Set(d, float(-2 * b)), x2, hn::Set(d, float(-2 * a)))));
   const V s = hn::Div(one, hn::Add(one, e));
   const V one_minus_s = hn::IfThenElse(hn::Eq(e, Inf(d)), one, hn::Mul(e, s));
-  const V du = hn::Mul(hn::Set(d, float(m::kSqrt2OverPi)),
-                       hn::MulAdd(hn::Set(d, float(3 * m::kGeluCoeff)), hn::Mul(x, x), one));
-  const V slope = hn::Mul(hn::Mul(hn::Set(d, 2.0f), s), one_minus_s);
+  const V two_x_du = hn::Mul(x, hn::MulAdd(hn::Set(d, float(6 * b)), x2, hn::Set(d, float(2 * a))));
+  const V slope = hn::Mul(s, one_minus_s);
   // Where the sigmoid has saturated the second term is 0, though x u' may be infinite there.
-  const V second = hn::IfThenZeroElse(hn::Eq(slope, hn::Zero(d)), hn::Mul(hn::Mul(x, slope), du));
+  const V second = hn::IfThenZeroElse(hn::Eq(slope, hn::Zero(d)), hn::Mul(two_x_du, slope));
   return hn::Mul(g, hn::Add(s, second));
 }
 HWY_INLINE V GeluErfBackwardF(D d, V g, V x) {
@@ -130,16 +140,16 @@ HWY_INLINE V SoftplusBackwardF(D d, V g, V x) {
 // false: no vector kernel for op.
 bool Unary(UnaryOp op, float beta, float threshold, float* out, const float* in, int64_t n, bool stream) {
   switch (op) {
-    case UnaryOp::Exp: Map1(out, in, n, stream, ExpF); return true;
-    case UnaryOp::Expm1: Map1(out, in, n, stream, Expm1F); return true;
-    case UnaryOp::Log: Map1(out, in, n, stream, LogF); return true;
-    case UnaryOp::Log1p: Map1(out, in, n, stream, Log1pF); return true;
-    case UnaryOp::Tanh: Map1(out, in, n, stream, TanhF); return true;
-    case UnaryOp::Sigmoid: Map1(out, in, n, stream, SigmoidF); return true;
-    case UnaryOp::Erf: Map1(out, in, n, stream, ErfF); return true;
-    case UnaryOp::GeluTanh: Map1(out, in, n, stream, GeluTanhF); return true;
-    case UnaryOp::GeluErf: Map1(out, in, n, stream, GeluErfF); return true;
-    case UnaryOp::Silu: Map1(out, in, n, stream, SiluF); return true;
+    case UnaryOp::Exp: Map1(out, in, n, stream, Inlined<ExpF>); return true;
+    case UnaryOp::Expm1: Map1(out, in, n, stream, Inlined<Expm1F>); return true;
+    case UnaryOp::Log: Map1(out, in, n, stream, Inlined<LogF>); return true;
+    case UnaryOp::Log1p: Map1(out, in, n, stream, Inlined<Log1pF>); return true;
+    case UnaryOp::Tanh: Map1(out, in, n, stream, Inlined<TanhF>); return true;
+    case UnaryOp::Sigmoid: Map1(out, in, n, stream, Inlined<SigmoidF>); return true;
+    case UnaryOp::Erf: Map1(out, in, n, stream, Inlined<ErfF>); return true;
+    case UnaryOp::GeluTanh: Map1(out, in, n, stream, Inlined<GeluTanhF>); return true;
+    case UnaryOp::GeluErf: Map1(out, in, n, stream, Inlined<GeluErfF>); return true;
+    case UnaryOp::Silu: Map1(out, in, n, stream, Inlined<SiluF>); return true;
     // x < 0 ? 0 : x, as the op table's Relu: NaN and -0 pass through.
     case UnaryOp::Relu:
       Map1(out, in, n, stream, [](D d, V x) { return hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x); });
@@ -158,10 +168,10 @@ bool Unary(UnaryOp op, float beta, float threshold, float* out, const float* in,
 
 bool Binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, bool stream) {
   switch (op) {
-    case BinaryOp::GeluTanhBackward: Map2(out, g, x, n, stream, GeluTanhBackwardF); return true;
-    case BinaryOp::GeluErfBackward: Map2(out, g, x, n, stream, GeluErfBackwardF); return true;
-    case BinaryOp::SiluBackward: Map2(out, g, x, n, stream, SiluBackwardF); return true;
-    case BinaryOp::SoftplusBackward: Map2(out, g, x, n, stream, SoftplusBackwardF); return true;
+    case BinaryOp::GeluTanhBackward: Map2(out, g, x, n, stream, Inlined<GeluTanhBackwardF>); return true;
+    case BinaryOp::GeluErfBackward: Map2(out, g, x, n, stream, Inlined<GeluErfBackwardF>); return true;
+    case BinaryOp::SiluBackward: Map2(out, g, x, n, stream, Inlined<SiluBackwardF>); return true;
+    case BinaryOp::SoftplusBackward: Map2(out, g, x, n, stream, Inlined<SoftplusBackwardF>); return true;
     // From the forward's output y, operation for operation as the op table's
     // functors (no fused multiply-add), so the same bits as the scalar loop.
     case BinaryOp::TanhBackward:  // g (1 - y y)
