@@ -425,7 +425,10 @@ void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, i
         if (next) PrefetchLines(next + i, static_cast<int64_t>(hn::Lanes(d)));  // never faults, even past the end
         return ExpF(d, hn::Sub(v, mx));
       });
-      const V log_sum = hn::Set(d, static_cast<float>(std::log(sum)));
+      // logf of the float sum, not log in double: a short row's chain runs
+      // through it (rows of 64 at 16M: 26.0 -> 27.5 GB/s); 1.5 ulp of a
+      // log_sum >= 0 where the output is float anyway.
+      const V log_sum = hn::Set(d, std::log(static_cast<float>(sum)));
       // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
       MapRow(d, y + r * y_stride, xr, n, [&](V v, int64_t) { return hn::Sub(hn::Sub(v, mx), log_sum); }, stream);
     });
