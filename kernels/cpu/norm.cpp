@@ -177,16 +177,19 @@ void layer_norm_vector(const View& out_view, const View& mean_view, const View& 
                        const View* weight, const View* bias, double eps, const RowLayout& l) {
   const DenseIn<float> x(in_view);
   const std::vector<float> w = floats_or_empty(weight), b = floats_or_empty(bias);
-  std::vector<double> mean(l.rows), rstd(l.rows);
+  // The row statistics in scratch from the backend's cache: std::vectors of
+  // them (4 MiB for 16M floats in rows of 64) were zeroed and faulted in on
+  // every call.
+  const Scratch<double> mean(dense_copy_memory(), l.rows), rstd(dense_copy_memory(), l.rows);
   DenseOut<float> out(out_view);
   const bool stream = !out.staged() && out.get() != x.get() && vec::stream_rows(l.rows * l.cols, l.cols);
   parallel_for(l.rows, l.rows * l.cols * kNormCostPerElement, [&](int64_t begin, int64_t end) {
     vec::layer_norm_rows(out.get() + begin * l.cols, x.get() + begin * l.cols, end - begin, l.cols, data_or_null(w),
-                         data_or_null(b), eps, mean.data() + begin, rstd.data() + begin, stream);
+                         data_or_null(b), eps, mean.get() + begin, rstd.get() + begin, stream);
   });
   out.commit();
-  scatter_dense(mean_view, mean.data());
-  scatter_dense(rstd_view, rstd.data());
+  scatter_dense(mean_view, mean.get());
+  scatter_dense(rstd_view, rstd.get());
 }
 
 template <typename T>
@@ -199,7 +202,9 @@ void layer_norm_typed(const View& out_view, const View& mean_view, const View& r
   }
   const DenseIn<T> x(in_view);
   const std::vector<double> w = values_or(weight, l.cols, 1.0), b = values_or(bias, l.cols, 0.0);
-  std::vector<double> mean(l.rows), rstd(l.rows);
+  const Scratch<double> mean_scratch(dense_copy_memory(), l.rows), rstd_scratch(dense_copy_memory(), l.rows);
+  double* mean = mean_scratch.get();
+  double* rstd = rstd_scratch.get();
   DenseOut<T> out(out_view);
 #pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelNormElems)
   for (int64_t i = 0; i < l.rows; ++i) {
@@ -216,15 +221,15 @@ void layer_norm_typed(const View& out_view, const View& mean_view, const View& r
     rstd[i] = r;
   }
   out.commit();
-  scatter_dense(mean_view, mean.data());
-  scatter_dense(rstd_view, rstd.data());
+  scatter_dense(mean_view, mean);
+  scatter_dense(rstd_view, rstd);
 }
 
 // grad_weight[j] = sum_i g_ij * xhat_ij and grad_bias[j] = sum_i g_ij, split
 // over column blocks so that each sum has one owner and a fixed order.
 template <typename T>
-void layer_norm_param_grads(const T* x, const T* g, const std::vector<double>& mean, const std::vector<double>& rstd,
-                            const RowLayout& l, std::vector<double>& gw, std::vector<double>& gb) {
+void layer_norm_param_grads(const T* x, const T* g, const double* mean, const double* rstd, const RowLayout& l,
+                            std::vector<double>& gw, std::vector<double>& gb) {
   gw.assign(l.cols, 0.0);
   gb.assign(l.cols, 0.0);
   constexpr int64_t kBlock = 256;
@@ -249,10 +254,10 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
                                const View& rstd_view, const View* weight) {
   const RowLayout l = row_layout("layer_norm_backward", in_view.shape);
   const DenseIn<T> x(in_view), g(grad_out_view);
-  const std::vector<double> mean = dense_copy<double>(mean_view), rstd = dense_copy<double>(rstd_view);
+  const DenseIn<double> mean(mean_view), rstd(rstd_view);  // scratch from the backend's cache
   if (grad_weight || grad_bias) {
     std::vector<double> gw, gb;
-    layer_norm_param_grads(x.get(), g.get(), mean, rstd, l, gw, gb);
+    layer_norm_param_grads(x.get(), g.get(), mean.get(), rstd.get(), l, gw, gb);
     if (grad_weight) scatter_dense(*grad_weight, gw.data());
     if (grad_bias) scatter_dense(*grad_bias, gb.data());
   }
@@ -265,7 +270,7 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
           !grad_in.staged() && grad_in.get() != g.get() && vec::stream_rows(l.rows * l.cols, l.cols);
       parallel_for(l.rows, l.rows * l.cols * kNormCostPerElement, [&](int64_t begin, int64_t end) {
         vec::layer_norm_backward_rows(grad_in.get() + begin * l.cols, g.get() + begin * l.cols, x.get() + begin * l.cols,
-                                      end - begin, l.cols, data_or_null(wf), mean.data() + begin, rstd.data() + begin,
+                                      end - begin, l.cols, data_or_null(wf), mean.get() + begin, rstd.get() + begin,
                                       stream);
       });
       grad_in.commit();

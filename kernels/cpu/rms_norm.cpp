@@ -30,20 +30,20 @@ void rms_norm_typed(const View& out_view, const View& rstd_view, const View& in_
   if constexpr (std::is_same_v<T, float>) {
     if (vec::enabled() && l.cols > 0) {
       const std::vector<float> wf = weight ? dense_copy<float>(*weight) : std::vector<float>{};
-      std::vector<float> rstd(static_cast<size_t>(l.rows));
+      const Scratch<float> rstd(dense_copy_memory(), l.rows);  // cached, not zeroed and faulted in each call
       DenseOut<float> out(out_view);
       const bool stream = !out.staged() && out.get() != x.get() && vec::stream_rows(l.rows * l.cols, l.cols);
       parallel_for(l.rows, l.rows * l.cols * kRmsNormCostPerElement, [&](int64_t begin, int64_t end) {
         vec::rms_norm_rows(out.get() + begin * l.cols, x.get() + begin * l.cols, end - begin, l.cols,
-                           weight ? wf.data() : nullptr, eps, rstd.data() + begin, stream);
+                           weight ? wf.data() : nullptr, eps, rstd.get() + begin, stream);
       });
       out.commit();
-      scatter_dense(rstd_view, rstd.data());
+      scatter_dense(rstd_view, rstd.get());
       return;
     }
   }
   const std::vector<double> w = weight ? dense_copy<double>(*weight) : std::vector<double>(l.cols, 1.0);
-  std::vector<float> rstd(static_cast<size_t>(l.rows));
+  const Scratch<float> rstd(dense_copy_memory(), l.rows);
   DenseOut<T> out(out_view);
 #pragma omp parallel for schedule(static) if (l.rows * l.cols > kParallelRmsNormElems)
   for (int64_t i = 0; i < l.rows; ++i) {
@@ -53,10 +53,10 @@ void rms_norm_typed(const View& out_view, const View& rstd_view, const View& in_
     for (int64_t j = 0; j < l.cols; ++j) sq += static_cast<double>(src[j]) * static_cast<double>(src[j]);
     const double r = 1.0 / std::sqrt((l.cols > 0 ? sq / static_cast<double>(l.cols) : 0.0) + eps);
     for (int64_t j = 0; j < l.cols; ++j) dst[j] = static_cast<T>(static_cast<double>(src[j]) * r * w[j]);
-    rstd[i] = static_cast<float>(r);
+    rstd.get()[i] = static_cast<float>(r);
   }
   out.commit();
-  scatter_dense(rstd_view, rstd.data());
+  scatter_dense(rstd_view, rstd.get());
 }
 
 template <typename T>
@@ -64,7 +64,8 @@ void rms_norm_backward_typed(const View& grad_in_view, const View* grad_weight, 
                              const View& in_view, const View* weight, const shapes::RowLayout& l, double eps) {
   const DenseIn<T> x(in_view), g(grad_out_view);
   const bool want_grad_in = grad_in_view.data != nullptr;
-  std::vector<double> rstd(static_cast<size_t>(l.rows));
+  const Scratch<double> rstd_scratch(dense_copy_memory(), l.rows);  // cached, not zeroed and faulted in each call
+  double* rstd = rstd_scratch.get();
   const int64_t cols = l.cols;
   bool done = false;
   if constexpr (std::is_same_v<T, float>) {
@@ -77,7 +78,7 @@ void rms_norm_backward_typed(const View& grad_in_view, const View* grad_weight, 
       parallel_for(l.rows, l.rows * cols * kRmsNormCostPerElement, [&](int64_t begin, int64_t end) {
         vec::rms_norm_backward_rows(grad_in ? grad_in->get() + begin * cols : nullptr, g.get() + begin * cols,
                                     x.get() + begin * cols, end - begin, cols, weight ? wf.data() : nullptr, eps,
-                                    rstd.data() + begin, stream);
+                                    rstd + begin, stream);
       });
       if (grad_in) grad_in->commit();
       done = true;
