@@ -461,6 +461,19 @@ void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g
     const float* yr = yin.row(r);
     float* out = gi + r * gi_stride;
     if (log) {
+      if (n <= kStreamedSoftmaxRow) {
+        // exp(y) computed in the pass that sums g and kept for the second:
+        // the exps then overlap that pass's reads from memory, where the
+        // second pass (from the cache) had them to itself (16M fwd+bwd over
+        // rows of 1024 and 4096: 1.05-1.07x).
+        HWY_ALIGN float exps[kStreamedSoftmaxRow + hn::MaxLanes(d)];
+        const V s = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, gr, [&](V v, int64_t i) {
+          hn::Store(ExpF(d, At(d, yr, i, n, 0.0f)), d, exps + i);
+          return v;
+        }, yr)));
+        MapRow(d, out, gr, n, [&](V gv, int64_t i) { return hn::NegMulAdd(hn::LoadU(d, exps + i), s, gv); }, stream);
+        return;
+      }
       const V s = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, gr, [](V v, int64_t) { return v; }, yr)));
       MapRow(d, out, gr, n, [&](V gv, int64_t i) { return hn::NegMulAdd(ExpF(d, At(d, yr, i, n, 0.0f)), s, gv); },
              stream);
