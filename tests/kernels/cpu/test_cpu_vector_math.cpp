@@ -278,7 +278,8 @@ TEST(CpuVectorMath, SoftplusBackwardAtItsThreshold) {
 
 // Rows of every length from 1 past two vector widths, and long ones crossing
 // the float-accumulation blocks (8192), with one special value per row.
-const int64_t kRowLengths[] = {1, 2, 3, 15, 16, 17, 31, 33, 63, 65, 100, 1000, 8193, 20011};
+// 8, 16, 24, 32, 48 and 64: rows of whole vectors (AVX2, AVX-512), which softmax keeps in registers.
+const int64_t kRowLengths[] = {1, 2, 3, 8, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65, 100, 1000, 8193, 20011};
 
 std::vector<double> softmax_ref(const std::vector<double>& x, bool log) {
   double mx = -kInf;
