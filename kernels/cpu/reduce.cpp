@@ -152,40 +152,18 @@ struct Variance : OnStorage<T, red::Variance<double>> {
   }
   // Columns (var over the first dim): the moments of each 256 rows, merged
   // into acc, instead of a merge per element. Each run after the first is
-  // summed as differences from the mean so far, in one pass. (Runs of 64
-  // spent a tenth of the time merging: 43 against 49 GB/s.)
-  // reduce_columns hands over at most kColumnBlock columns.
+  // summed as differences from the mean so far, in one pass. (Runs of 64:
+  // 43 against 49 GB/s.) reduce_columns hands over at most kColumnBlock columns.
   void vector_fold_rows_into(Acc* acc, const float* rows, int64_t n_rows, int64_t row_stride, int64_t n) const {
     constexpr int64_t kRowsPerRun = 256;
     double mean[kColumnBlock], m2[kColumnBlock], center[kColumnBlock];
     for (int64_t r0 = 0; r0 < n_rows; r0 += kRowsPerRun) {
       const int64_t k = std::min(kRowsPerRun, n_rows - r0);
-      const bool first = acc[0].n == 0;
+      const bool first = acc[0].n == 0;  // every column of acc holds the same rows
       if (!first)
         for (int64_t j = 0; j < n; ++j) center[j] = acc[j].mean;
       vec::column_moments(mean, m2, rows + r0 * row_stride, k, row_stride, n, first ? nullptr : center);
-      merge_rows_into(acc, mean, m2, k, n);
-    }
-  }
-  // Chan's merge of k more rows into every column. The columns of acc hold
-  // the moments of the same rows, so the weights are one pair of numbers
-  // for all of them: no division or branch per column, between runs whose
-  // reads the memory waits on.
-  void merge_rows_into(Acc* acc, const double* mean, const double* m2, int64_t k, int64_t n) const {
-    const int64_t before = acc[0].n, total = before + k;
-    if (before == 0) {
-      for (int64_t j = 0; j < n; ++j) acc[j] = Acc{mean[j], m2[j], k};
-      return;
-    }
-    const double frac = static_cast<double>(k) / static_cast<double>(total);
-    const double spread = static_cast<double>(before) * frac;
-    for (int64_t j = 0; j < n; ++j) {
-      const double delta = mean[j] - acc[j].mean;
-      if (std::isinf(delta)) {  // finite means apart by more than double's range: the general merge's care
-        acc[j] = this->combine(acc[j], Acc{mean[j], m2[j], k});
-        continue;
-      }
-      acc[j] = Acc{acc[j].mean + delta * frac, acc[j].m2 + m2[j] + delta * delta * spread, total};
+      for (int64_t j = 0; j < n; ++j) acc[j] = this->combine(acc[j], Acc{mean[j], m2[j], k});
     }
   }
   // A run in two passes: exact mean first, then squared deviations from it.

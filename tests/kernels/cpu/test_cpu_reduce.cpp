@@ -247,6 +247,13 @@ TEST(CpuReduce, LongFloat32SumIsAccurate) {
   EXPECT_NEAR(out.storage[0], naive(ReduceOp::Var, xs, {1, 2}), 1e-5);
 }
 
+// The float64 variance (correction 1) of column j of a rows x cols matrix.
+double column_variance(const std::vector<float>& m, int64_t rows, int64_t cols, int64_t j) {
+  std::vector<double> column;
+  for (int64_t r = 0; r < rows; ++r) column.push_back(m[static_cast<size_t>(r * cols + j)]);
+  return naive(ReduceOp::Var, column, {1, 2});
+}
+
 // var over the first dim merges the moments of runs of 256 rows (float
 // lanes, each run after the first summed as differences from the mean of
 // the runs before it): data with a large offset keeps its variance, a NaN or
@@ -267,9 +274,7 @@ TEST(CpuReduce, ColumnVarianceOfOffsetDataIsAccurate) {
       EXPECT_TRUE(std::isnan(out.storage[j])) << "column " << j << " holds a NaN or inf: " << out.storage[j];
       continue;
     }
-    std::vector<double> column;
-    for (int64_t r = 0; r < rows; ++r) column.push_back(in.storage[r * cols + j]);
-    const double want = naive(ReduceOp::Var, column, {1, 2});
+    const double want = column_variance(in.storage, rows, cols, j);
     EXPECT_NEAR(out.storage[j], want, want * 1e-5) << "column " << j;
   }
 }
@@ -295,9 +300,7 @@ TEST(CpuReduce, ColumnVarianceOfDriftingDataIsAccurate) {
   auto out = filled_tensor<float>({1, cols});
   cpu().reduce(ReduceOp::Var, out.view, in.view, {1, 2});
   for (int64_t j = 0; j < cols; ++j) {
-    std::vector<double> column;
-    for (int64_t r = 0; r < rows; ++r) column.push_back(in.storage[r * cols + j]);
-    const double want = naive(ReduceOp::Var, column, {1, 2});
+    const double want = column_variance(in.storage, rows, cols, j);
     EXPECT_NEAR(out.storage[j], want, want * 1e-5) << "column " << j;
   }
 }
