@@ -452,6 +452,32 @@ TEST(CachingAllocator, OutOfMemoryRetryWithLargeSegments) {
   alloc->deallocate(b);
 }
 
+// A medium request (1-10 MiB) takes a 20 MiB segment; a device with less room
+// than that but enough for the block gets asked for the block's size alone.
+TEST(CachingAllocator, MediumRequestFallsBackToItsOwnSizeWhereTwentyMiBDoNotFit) {
+  auto [fake, alloc] = make_allocator(12 * MiB);
+  void* a = alloc->allocate(4 * MiB + 100);
+  void* b = alloc->allocate(3 * MiB);
+  const size_t a_size = 4 * MiB + 512;  // rounded to the 512-byte minimum block
+  EXPECT_EQ(fake->bytes_in_use(), a_size + 3 * MiB);
+  EXPECT_EQ(alloc->stats().reserved_bytes, static_cast<int64_t>(a_size + 3 * MiB));
+  EXPECT_EQ(fake->raw_allocs, 2);
+  std::memset(a, 1, 4 * MiB + 100);
+  std::memset(b, 2, 3 * MiB);
+  EXPECT_THROW(alloc->allocate(6 * MiB), Error);  // 4 + 3 + 6 > 12, even as its own size
+  alloc->deallocate(a);
+  alloc->deallocate(b);
+
+  // With room, the shared segment again: one device call serves both.
+  auto [roomy, shared] = make_allocator(64 * MiB);
+  void* c = shared->allocate(4 * MiB);
+  void* d = shared->allocate(3 * MiB);
+  EXPECT_EQ(roomy->raw_allocs, 1);
+  EXPECT_EQ(roomy->bytes_in_use(), 20 * MiB);
+  shared->deallocate(c);
+  shared->deallocate(d);
+}
+
 TEST(CachingAllocator, OutOfMemoryUsesABlockThatWasWaitingOnAnEvent) {
   auto [fake, alloc] = make_allocator(2 * MiB);
   void* a = alloc->allocate(1 * MiB);
