@@ -347,7 +347,7 @@ stage_pytorch() {
   fi
   # bench_kernels' shapes and names, Google Benchmark-like JSON.
   local filter=()
-  [ "$BENCH_FILTER" != . ] && filter=(--filter "$BENCH_FILTER")
+  [ "$BENCH_FILTER" != . ] && filter=("--filter=$BENCH_FILTER")  # one word: a filter may start with "-"
   say "python3 bench/pytorch/kernels.py ${filter[*]}"
   timeout "$STAGE_LIMIT" python3 bench/pytorch/kernels.py "${filter[@]}" --out "$out/pytorch_kernels.json" \
     >>"$log" 2>&1

@@ -69,7 +69,7 @@ def copy_bandwidth_gbps(torch):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--filter", default="", help="run only benchmarks whose name matches this regex")
+    parser.add_argument("--filter", default="", help="run only benchmarks whose name matches this regex; a leading - runs those that do not, as Google Benchmark's --benchmark_filter does")
     parser.add_argument("--min-time", type=float, default=0.2, help="device seconds per benchmark (default 0.2)")
     parser.add_argument("--out", default="", help="also write the JSON here")
     args = parser.parse_args()
@@ -88,7 +88,15 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
     dev = torch.device("cuda")
-    pattern = re.compile(args.filter)
+    class NameFilter:  # Google Benchmark's rule: "-REGEX" keeps the names REGEX does not match
+        def __init__(self, spec):
+            self.negated = spec.startswith("-")
+            self.regex = re.compile(spec[1:] if self.negated else spec)
+
+        def search(self, name):
+            return (self.regex.search(name) is None) == self.negated
+
+    pattern = NameFilter(args.filter)
     results = []
     copy_gbps = copy_bandwidth_gbps(torch)
     print(f"device copy bandwidth: {copy_gbps:.1f} GB/s", file=sys.stderr)
