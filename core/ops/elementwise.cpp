@@ -138,9 +138,17 @@ Tensor unary_gradient(const Tensor& g, const SavedTensor& x, const SavedTensor& 
 ANVIL_UNARY_GRADIENT(Neg) { return neg(g); }
 ANVIL_UNARY_GRADIENT(Abs) { return g * sign(sx.get()); }
 ANVIL_UNARY_GRADIENT(Exp) { return g * sy.get(); }
-ANVIL_UNARY_GRADIENT(Expm1) { return g * (sy.get() + 1.0); }
+// expm1, log1p and erf (below) take one fused pass where no graph of the
+// backward is needed; composed from ops, each op would be a pass of its own.
+ANVIL_UNARY_GRADIENT(Expm1) {
+  if (!GradMode::is_enabled()) return binary_kernel("expm1_backward", BinaryOp::Expm1Backward, g, sy.get());
+  return g * (sy.get() + 1.0);
+}
 ANVIL_UNARY_GRADIENT(Log) { return g / sx.get(); }
-ANVIL_UNARY_GRADIENT(Log1p) { return g / (sx.get() + 1.0); }
+ANVIL_UNARY_GRADIENT(Log1p) {
+  if (!GradMode::is_enabled()) return binary_kernel("log1p_backward", BinaryOp::Log1pBackward, g, sx.get());
+  return g / (sx.get() + 1.0);
+}
 ANVIL_UNARY_GRADIENT(Sqrt) { return g * 0.5 / sy.get(); }
 ANVIL_UNARY_GRADIENT(Rsqrt) {
   Tensor y = sy.get();
@@ -175,6 +183,7 @@ ANVIL_UNARY_GRADIENT(Silu) {
 }
 ANVIL_UNARY_GRADIENT(Erf) {  // 2 / sqrt(pi) * exp(-x^2)
   Tensor in = sx.get();
+  if (!GradMode::is_enabled()) return binary_kernel("erf_backward", BinaryOp::ErfBackward, g, in);
   return g * exp(in * in * -1.0) * (2.0 / std::sqrt(std::numbers::pi));
 }
 ANVIL_UNARY_GRADIENT(Reciprocal) {

@@ -134,6 +134,11 @@ HWY_INLINE V SoftplusBackwardF(D d, V g, V x) {
   return hn::IfThenElse(hn::Gt(x, hn::Set(d, 20.0f)), g, s);
 }
 
+// 2 / sqrt(pi) exp(-x^2) g, as the op table's ErfBackward.
+HWY_INLINE V ErfBackwardF(D d, V g, V x) {
+  return hn::Mul(g, hn::Mul(hn::Set(d, float(m::kTwoOverSqrtPi)), ExpF(d, hn::Neg(hn::Mul(x, x)))));
+}
+
 // false: no vector kernel for op.
 bool Unary(UnaryOp op, float beta, float threshold, float* out, const float* in, int64_t n, bool stream) {
   switch (op) {
@@ -177,6 +182,13 @@ bool Binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, 
     case BinaryOp::SigmoidBackward:  // g y (1 - y)
       Map2(out, g, x, n, stream, [](D d, V gv, V y) { return hn::Mul(hn::Mul(gv, y), hn::Sub(hn::Set(d, 1.0f), y)); });
       return true;
+    case BinaryOp::Expm1Backward:  // g (y + 1)
+      Map2(out, g, x, n, stream, [](D d, V gv, V y) { return hn::Mul(gv, hn::Add(y, hn::Set(d, 1.0f))); });
+      return true;
+    case BinaryOp::Log1pBackward:  // g / (x + 1)
+      Map2(out, g, x, n, stream, [](D d, V gv, V xv) { return hn::Div(gv, hn::Add(xv, hn::Set(d, 1.0f))); });
+      return true;
+    case BinaryOp::ErfBackward: Map2(out, g, x, n, stream, Inlined<ErfBackwardF>); return true;
     // x > 0 ? g : 0, as the op table's ReluBackward.
     case BinaryOp::ReluBackward:
       Map2(out, g, x, n, stream, [](D d, V gv, V xv) { return hn::IfThenElseZero(hn::Gt(xv, hn::Zero(d)), gv); });
@@ -242,7 +254,8 @@ bool has_binary(BinaryOp op) {
   switch (op) {
     case BinaryOp::GeluTanhBackward: case BinaryOp::GeluErfBackward: case BinaryOp::SiluBackward:
     case BinaryOp::SoftplusBackward: case BinaryOp::ReluBackward: case BinaryOp::TanhBackward:
-    case BinaryOp::SigmoidBackward: case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
+    case BinaryOp::SigmoidBackward: case BinaryOp::ErfBackward: case BinaryOp::Expm1Backward:
+    case BinaryOp::Log1pBackward: case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
       return true;
     default: return false;
   }

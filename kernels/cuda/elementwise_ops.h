@@ -24,7 +24,7 @@ void launch_unary_integral(UnaryOp op, const View& out, const View& in, const Un
 void launch_binary_arithmetic(BinaryOp op, const View& out, const View& a, const View& b, LaunchTarget t);
 // Eq ... LogicalOr (bool results).
 void launch_binary_compare(BinaryOp op, const View& out, const View& a, const View& b, LaunchTarget t);
-// ReluBackward ... TanhBackward.
+// The ActivationBackward family (ReluBackward ... Log1pBackward).
 void launch_binary_backward(BinaryOp op, const View& out, const View& a, const View& b, LaunchTarget t);
 
 }  // namespace anvil::cuda

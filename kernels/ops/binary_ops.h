@@ -51,6 +51,9 @@
   X(SigmoidBackward, sigmoid_backward, Floating, Same, ActivationBackward)    \
   X(TanhBackward, tanh_backward, Floating, Same, ActivationBackward)          \
   X(SoftplusBackward, softplus_backward, Floating, Same, ActivationBackward)  \
+  X(ErfBackward, erf_backward, Floating, Same, ActivationBackward)            \
+  X(Expm1Backward, expm1_backward, Floating, Same, ActivationBackward)        \
+  X(Log1pBackward, log1p_backward, Floating, Same, ActivationBackward)        \
   X(Fmod, fmod, Numeric, Same, Arithmetic)                                    \
   X(Remainder, remainder, Numeric, Same, Arithmetic)
 
@@ -182,6 +185,19 @@ template <class C> struct TanhBackward {  // b = y
 // core's softplus composes it from ops for other parameters.
 template <class C> struct SoftplusBackward {  // b = x
   ANVIL_HD C operator()(C g, C x) const { return x > C(20) ? g : g / (C(1) + math::exp(-x)); }
+};
+// The gradients of erf, expm1 and log1p in one pass over g and the saved
+// tensor, where composing them from ops (exp(-x^2) * c * g; (y + 1) * g;
+// g / (x + 1)) costs a pass over memory per op.
+template <class C> struct ErfBackward {  // b = x: g * 2 / sqrt(pi) * exp(-x^2)
+  // The slope first: it is at most 1.13, so g times it overflows only where the true result does.
+  ANVIL_HD C operator()(C g, C x) const { return g * (C(math::kTwoOverSqrtPi) * math::exp(-(x * x))); }
+};
+template <class C> struct Expm1Backward {  // b = y: g * (y + 1), as exp(x) = expm1(x) + 1
+  ANVIL_HD C operator()(C g, C y) const { return g * (y + C(1)); }
+};
+template <class C> struct Log1pBackward {  // b = x: g / (x + 1)
+  ANVIL_HD C operator()(C g, C x) const { return g / (x + C(1)); }
 };
 // The remainders of a / b: fmod's takes the dividend's sign (C's %),
 // remainder's the divisor's (Python's %), as PyTorch's. An integer divisor of

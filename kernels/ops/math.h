@@ -162,5 +162,6 @@ inline constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
 inline constexpr double kGeluCoeff = 0.044715;
 inline constexpr double kInvSqrt2 = 0.70710678118654752440;
 inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
+inline constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi), erf's slope at 0
 
 }  // namespace anvil::ops::math

@@ -255,6 +255,7 @@ TEST(CpuElementwise, BackwardOpsMatchFiniteDifferences) {
     BinaryOp op;
     double (*f)(double);
     bool takes_output;  // b is y = f(x) instead of x
+    double lo = -3, hi = 3;  // x's range: inside f's domain
   };
   const Case cases[] = {
       {BinaryOp::ReluBackward, [](double x) { return x > 0 ? x : 0.0; }, false},
@@ -264,10 +265,13 @@ TEST(CpuElementwise, BackwardOpsMatchFiniteDifferences) {
       {BinaryOp::SoftplusBackward, softplus, false},
       {BinaryOp::SigmoidBackward, sigmoid, true},
       {BinaryOp::TanhBackward, [](double x) { return std::tanh(x); }, true},
+      {BinaryOp::ErfBackward, [](double x) { return std::erf(x); }, false},
+      {BinaryOp::Expm1Backward, [](double x) { return std::expm1(x); }, true},
+      {BinaryOp::Log1pBackward, [](double x) { return std::log1p(x); }, false, -0.9, 3},
   };
   for (const Case& c : cases) {
     auto g = random_tensor<double>({4, 11}, rng);
-    auto x = random_tensor<double>({4, 11}, rng, -3, 3);
+    auto x = random_tensor<double>({4, 11}, rng, c.lo, c.hi);
     auto saved = filled_tensor<double>({4, 11});
     for (size_t i = 0; i < x.storage.size(); ++i) saved.storage[i] = c.takes_output ? c.f(x.storage[i]) : x.storage[i];
     auto out = filled_tensor<double>({4, 11});

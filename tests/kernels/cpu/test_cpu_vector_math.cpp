@@ -216,7 +216,8 @@ TEST(CpuVectorMath, StreamedMapsGiveTheSameBitsAtAnyAlignment) {
 TEST(CpuVectorMath, ActivationBackwardsMatchFloat64) {
   for (BinaryOp op : {BinaryOp::GeluTanhBackward, BinaryOp::GeluErfBackward, BinaryOp::SiluBackward,
                       BinaryOp::SoftplusBackward, BinaryOp::ReluBackward, BinaryOp::TanhBackward,
-                      BinaryOp::SigmoidBackward}) {
+                      BinaryOp::SigmoidBackward, BinaryOp::ErfBackward, BinaryOp::Expm1Backward,
+                      BinaryOp::Log1pBackward}) {
     for (int64_t n : {5, 67, 515}) {
       const std::vector<double> xs = edge_inputs(n, -10, 10, 11);
       std::mt19937 rng(12);
