@@ -528,6 +528,106 @@ void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, i
   }
 }
 
+// softmax's gradient over a long row, one row behind: the loop that writes
+// row r's gradient y (g - dot) (kWrite; its g and y now in the cache) also
+// sums the next row's g . y from memory (kSumNext), so the reads of one row
+// and the writes of the other overlap in one loop, as in add's. Every row's
+// dot comes from this one loop (row 0's with kWrite off), so a row's bits do
+// not depend on where a thread's share of rows begins. Returns the next dot.
+template <bool kWrite, bool kSumNext>
+HWY_INLINE double SoftmaxGradRowSummingNext(D d, float* out, const float* g, const float* y, float dot,
+                                            const float* gn, const float* yn, int64_t n, bool stream) {
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const V dv = hn::Set(d, dot);
+  const bool streamed = stream && reinterpret_cast<uintptr_t>(out) % (L * sizeof(float)) == 0;
+  V s0 = hn::Zero(d), s1 = hn::Zero(d);
+  double sum = 0;
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    if constexpr (kSumNext) {
+      PrefetchAhead(gn + i, 2 * L);
+      PrefetchAhead(yn + i, 2 * L);
+      s0 = hn::MulAdd(hn::LoadU(d, gn + i), hn::LoadU(d, yn + i), s0);
+      s1 = hn::MulAdd(hn::LoadU(d, gn + i + L), hn::LoadU(d, yn + i + L), s1);
+      if ((i + 2 * L) % kBlock == 0) {
+        sum += LaneSum(d, hn::Add(s0, s1));
+        s0 = hn::Zero(d), s1 = hn::Zero(d);
+      }
+    }
+    if constexpr (kWrite) {
+      const V o0 = hn::Mul(hn::LoadU(d, y + i), hn::Sub(hn::LoadU(d, g + i), dv));
+      const V o1 = hn::Mul(hn::LoadU(d, y + i + L), hn::Sub(hn::LoadU(d, g + i + L), dv));
+      if (streamed) {
+        hn::Stream(o0, d, out + i);
+        hn::Stream(o1, d, out + i + L);
+      } else {
+        hn::StoreU(o0, d, out + i);
+        hn::StoreU(o1, d, out + i + L);
+      }
+    }
+  }
+  for (; i < n; i += L) {
+    const int64_t count = n - i < L ? n - i : L;
+    if constexpr (kSumNext) s0 = hn::MulAdd(LoadTail(d, gn + i, count, 0.0f), LoadTail(d, yn + i, count, 0.0f), s0);
+    if constexpr (kWrite)
+      StoreTail(d, hn::Mul(LoadTail(d, y + i, count, 0.0f), hn::Sub(LoadTail(d, g + i, count, 0.0f), dv)), out + i,
+                count);
+  }
+  return sum + LaneSum(d, hn::Add(s0, s1));
+}
+
+// log_softmax's gradient g - exps * s over a row of at most
+// kStreamedSoftmaxRow, one row behind as above: the loop that writes row r's
+// gradient (kWrite; g in the cache, exp(y) in `exps`) sums the next row's g
+// and stores exp of its y in exps_next (kSumNext), both from memory.
+// Returns the next row's sum of g.
+template <bool kWrite, bool kSumNext>
+HWY_INLINE double LogSoftmaxGradRowSummingNext(D d, float* out, const float* g, const float* exps, float s,
+                                               const float* gn, const float* yn, float* exps_next, int64_t n,
+                                               bool stream) {
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const V sv = hn::Set(d, s);
+  const bool streamed = stream && reinterpret_cast<uintptr_t>(out) % (L * sizeof(float)) == 0;
+  V s0 = hn::Zero(d), s1 = hn::Zero(d);
+  double sum = 0;
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    if constexpr (kSumNext) {
+      PrefetchAhead(gn + i, 2 * L);
+      PrefetchAhead(yn + i, 2 * L);
+      s0 = hn::Add(s0, hn::LoadU(d, gn + i));
+      s1 = hn::Add(s1, hn::LoadU(d, gn + i + L));
+      hn::Store(ExpF(d, hn::LoadU(d, yn + i)), d, exps_next + i);
+      hn::Store(ExpF(d, hn::LoadU(d, yn + i + L)), d, exps_next + i + L);
+      if ((i + 2 * L) % kBlock == 0) {
+        sum += LaneSum(d, hn::Add(s0, s1));
+        s0 = hn::Zero(d), s1 = hn::Zero(d);
+      }
+    }
+    if constexpr (kWrite) {
+      const V o0 = hn::NegMulAdd(hn::Load(d, exps + i), sv, hn::LoadU(d, g + i));
+      const V o1 = hn::NegMulAdd(hn::Load(d, exps + i + L), sv, hn::LoadU(d, g + i + L));
+      if (streamed) {
+        hn::Stream(o0, d, out + i);
+        hn::Stream(o1, d, out + i + L);
+      } else {
+        hn::StoreU(o0, d, out + i);
+        hn::StoreU(o1, d, out + i + L);
+      }
+    }
+  }
+  for (; i < n; i += L) {
+    const int64_t count = n - i < L ? n - i : L;
+    if constexpr (kSumNext) {
+      s0 = hn::Add(s0, LoadTail(d, gn + i, count, 0.0f));
+      hn::Store(ExpF(d, LoadTail(d, yn + i, count, 0.0f)), d, exps_next + i);  // the buffer has room for a vector
+    }
+    if constexpr (kWrite)
+      StoreTail(d, hn::NegMulAdd(hn::Load(d, exps + i), sv, LoadTail(d, g + i, count, 0.0f)), out + i, count);
+  }
+  return sum + LaneSum(d, hn::Add(s0, s1));
+}
+
 // softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g).
 void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g_stride, const float* y,
                          int64_t y_stride, int64_t rows, int64_t n, bool log, bool stream) {
@@ -539,32 +639,46 @@ void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g
         });
       }))
     return;
+  if (!log) {  // any length: the pipelined loop keeps no buffer
+    if (rows <= 0) return;
+    float dot = static_cast<float>(
+        SoftmaxGradRowSummingNext<false, true>(d, nullptr, nullptr, nullptr, 0.0f, gin.row(0), yin.row(0), n, false));
+    for (int64_t r = 0; r + 1 < rows; ++r)
+      dot = static_cast<float>(SoftmaxGradRowSummingNext<true, true>(
+          d, gi + r * gi_stride, gin.row(r), yin.row(r), dot, gin.row(r + 1), yin.row(r + 1), n, stream));
+    SoftmaxGradRowSummingNext<true, false>(d, gi + (rows - 1) * gi_stride, gin.row(rows - 1), yin.row(rows - 1), dot,
+                                           nullptr, nullptr, n, stream);
+    if (stream) hwy::FlushStream();
+    return;
+  }
+  // log_softmax over rows up to kStreamedSoftmaxRow: exp(y) is computed in
+  // the pass that sums g and kept for the writing pass, so the exps overlap
+  // reads from memory (1.05-1.07x, 2026-11-27-column-var-and-tanh.md), and
+  // that pass runs one row ahead of the writes.
+  if (n <= kStreamedSoftmaxRow) {
+    if (rows <= 0) return;
+    HWY_ALIGN float exps_a[kStreamedSoftmaxRow + hn::MaxLanes(d)], exps_b[kStreamedSoftmaxRow + hn::MaxLanes(d)];
+    float* exps = exps_a;
+    float* exps_next = exps_b;
+    float s = static_cast<float>(LogSoftmaxGradRowSummingNext<false, true>(
+        d, nullptr, nullptr, nullptr, 0.0f, gin.row(0), yin.row(0), exps, n, false));
+    for (int64_t r = 0; r + 1 < rows; ++r) {
+      s = static_cast<float>(LogSoftmaxGradRowSummingNext<true, true>(
+          d, gi + r * gi_stride, gin.row(r), exps, s, gin.row(r + 1), yin.row(r + 1), exps_next, n, stream));
+      std::swap(exps, exps_next);
+    }
+    LogSoftmaxGradRowSummingNext<true, false>(d, gi + (rows - 1) * gi_stride, gin.row(rows - 1), exps, s, nullptr,
+                                              nullptr, nullptr, n, stream);
+    if (stream) hwy::FlushStream();
+    return;
+  }
   ForEachRow(rows, n, gin, yin, stream, [&](int64_t r) {
     const float* gr = gin.row(r);
     const float* yr = yin.row(r);
     float* out = gi + r * gi_stride;
-    if (log) {
-      if (n <= kStreamedSoftmaxRow) {
-        // exp(y) computed in the pass that sums g and kept for the second:
-        // the exps then overlap that pass's reads from memory, where the
-        // second pass (from the cache) had them to itself (16M fwd+bwd over
-        // rows of 1024 and 4096: 1.05-1.07x).
-        HWY_ALIGN float exps[kStreamedSoftmaxRow + hn::MaxLanes(d)];
-        const V s = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, gr, [&](V v, int64_t i) {
-          hn::Store(ExpF(d, At(d, yr, i, n, 0.0f)), d, exps + i);
-          return v;
-        }, yr)));
-        MapRow(d, out, gr, n, [&](V gv, int64_t i) { return hn::NegMulAdd(hn::LoadU(d, exps + i), s, gv); }, stream);
-        return;
-      }
-      const V s = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, gr, [](V v, int64_t) { return v; }, yr)));
-      MapRow(d, out, gr, n, [&](V gv, int64_t i) { return hn::NegMulAdd(ExpF(d, At(d, yr, i, n, 0.0f)), s, gv); },
-             stream);
-      return;
-    }
-    const V dot = hn::Set(d, static_cast<float>(
-                                 SumOver(d, n, 0.0f, gr, [&](V gv, int64_t i) { return hn::Mul(gv, At(d, yr, i, n, 0.0f)); }, yr)));
-    MapRow(d, out, gr, n, [&](V gv, int64_t i) { return hn::Mul(At(d, yr, i, n, 0.0f), hn::Sub(gv, dot)); }, stream);
+    const V s = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, gr, [](V v, int64_t) { return v; }, yr)));
+    MapRow(d, out, gr, n, [&](V gv, int64_t i) { return hn::NegMulAdd(ExpF(d, At(d, yr, i, n, 0.0f)), s, gv); },
+           stream);
   });
 }
 
@@ -625,26 +739,92 @@ void LayerNormRows(float* y, const float* x, int64_t rows, int64_t n, const floa
 
 // gi = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) * rstd,
 // with mean and rstd rounded to float.
+// One row of layer_norm's gradient, rs ((g w - mean(g w)) - xhat mean(g w xhat)),
+// written (kWrite) while the next row's two sums, of g w and g w xhat, are
+// taken from memory (kSumNext): one row behind, as softmax's backward above.
+struct LayerNormGradRow {
+  const float* g;
+  const float* x;
+  float mean, rstd;
+};
+template <bool kWrite, bool kSumNext>
+HWY_INLINE void LayerNormGradRowSummingNext(D d, float* out, LayerNormGradRow cur, float mean_gy, float mean_gy_xhat,
+                                            LayerNormGradRow next, const float* w, int64_t n, bool stream,
+                                            double& sum_gy, double& sum_gy_xhat) {
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const bool streamed = stream && reinterpret_cast<uintptr_t>(out) % (L * sizeof(float)) == 0;
+  const V m = hn::Set(d, cur.mean), rs = hn::Set(d, cur.rstd), mgy = hn::Set(d, mean_gy),
+          mgx = hn::Set(d, mean_gy_xhat);
+  const V mn = hn::Set(d, next.mean), rsn = hn::Set(d, next.rstd);
+  V a0 = hn::Zero(d), a1 = hn::Zero(d), b0 = hn::Zero(d), b1 = hn::Zero(d);
+  double total_a = 0, total_b = 0;
+  // Padding lanes: g 0 and x the mean (xhat 0), so they add nothing.
+  auto sum_next = [&](int64_t i, int64_t count, V& a, V& b) {
+    const V gv = count == L ? hn::LoadU(d, next.g + i) : LoadTail(d, next.g + i, count, 0.0f);
+    const V xv = count == L ? hn::LoadU(d, next.x + i) : LoadTail(d, next.x + i, count, next.mean);
+    const V gw = w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv;
+    a = hn::Add(a, gw);
+    b = hn::MulAdd(gw, hn::Mul(hn::Sub(xv, mn), rsn), b);
+  };
+  auto grad = [&](int64_t i, int64_t count) {
+    const V gv = count == L ? hn::LoadU(d, cur.g + i) : LoadTail(d, cur.g + i, count, 0.0f);
+    const V xv = count == L ? hn::LoadU(d, cur.x + i) : LoadTail(d, cur.x + i, count, cur.mean);
+    const V gw = w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv;
+    const V xhat = hn::Mul(hn::Sub(xv, m), rs);
+    return hn::Mul(rs, hn::Sub(hn::Sub(gw, mgy), hn::Mul(xhat, mgx)));
+  };
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    if constexpr (kSumNext) {
+      PrefetchAhead(next.g + i, 2 * L);
+      PrefetchAhead(next.x + i, 2 * L);
+      sum_next(i, L, a0, b0);
+      sum_next(i + L, L, a1, b1);
+      if ((i + 2 * L) % kBlock == 0) {
+        total_a += LaneSum(d, hn::Add(a0, a1)), total_b += LaneSum(d, hn::Add(b0, b1));
+        a0 = a1 = b0 = b1 = hn::Zero(d);
+      }
+    }
+    if constexpr (kWrite) {
+      const V o0 = grad(i, L), o1 = grad(i + L, L);
+      if (streamed) {
+        hn::Stream(o0, d, out + i);
+        hn::Stream(o1, d, out + i + L);
+      } else {
+        hn::StoreU(o0, d, out + i);
+        hn::StoreU(o1, d, out + i + L);
+      }
+    }
+  }
+  for (; i < n; i += L) {
+    const int64_t count = n - i < L ? n - i : L;
+    if constexpr (kSumNext) sum_next(i, count, a0, b0);
+    if constexpr (kWrite) StoreTail(d, grad(i, count), out + i, count);
+  }
+  sum_gy = total_a + LaneSum(d, hn::Add(a0, a1));
+  sum_gy_xhat = total_b + LaneSum(d, hn::Add(b0, b1));
+}
+
 void LayerNormBackwardRows(float* gi, const float* g, const float* x, int64_t rows, int64_t n, const float* w,
                            const double* mean, const double* rstd, bool stream) {
   const D d;
-  const RowsOf gin{g, n}, xin{x, n};
-  ForEachRow(rows, n, gin, xin, stream, [&](int64_t r) {
-    const float* gr = gin.row(r);
-    const float* xr = xin.row(r);
-    const float mean_f = static_cast<float>(mean[r]);
-    const V m = hn::Set(d, mean_f), rs = hn::Set(d, static_cast<float>(rstd[r]));
-    auto gw = [&](V gv, int64_t i) { return w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv; };
-    // Padding lanes hold the mean, so their xhat is 0; those of g are 0, so both sums ignore them.
-    auto xhat = [&](int64_t i) { return hn::Mul(hn::Sub(At(d, xr, i, n, mean_f), m), rs); };
-    const double sum_gy = SumOver(d, n, 0.0f, gr, gw, xr);  // x is read next
-    const double sum_gy_xhat = SumOver(d, n, 0.0f, gr, [&](V gv, int64_t i) { return hn::Mul(gw(gv, i), xhat(i)); });
-    const V mean_gy = hn::Set(d, static_cast<float>(sum_gy / static_cast<double>(n)));
-    const V mean_gy_xhat = hn::Set(d, static_cast<float>(sum_gy_xhat / static_cast<double>(n)));
-    MapRow(d, gi + r * n, gr, n, [&](V gv, int64_t i) {
-      return hn::Mul(rs, hn::Sub(hn::Sub(gw(gv, i), mean_gy), hn::Mul(xhat(i), mean_gy_xhat)));
-    }, stream);
-  });
+  if (rows <= 0) return;
+  auto row = [&](int64_t r) {
+    return LayerNormGradRow{g + r * n, x + r * n, static_cast<float>(mean[r]), static_cast<float>(rstd[r])};
+  };
+  const double inv_n = 1.0 / static_cast<double>(n);
+  double sum_gy = 0, sum_gy_xhat = 0;
+  LayerNormGradRowSummingNext<false, true>(d, nullptr, row(0), 0.0f, 0.0f, row(0), w, n, false, sum_gy, sum_gy_xhat);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float mean_gy = static_cast<float>(sum_gy * inv_n), mean_gy_xhat = static_cast<float>(sum_gy_xhat * inv_n);
+    if (r + 1 < rows)
+      LayerNormGradRowSummingNext<true, true>(d, gi + r * n, row(r), mean_gy, mean_gy_xhat, row(r + 1), w, n, stream,
+                                              sum_gy, sum_gy_xhat);
+    else
+      LayerNormGradRowSummingNext<true, false>(d, gi + r * n, row(r), mean_gy, mean_gy_xhat, row(r), w, n, stream,
+                                               sum_gy, sum_gy_xhat);
+  }
+  if (stream) hwy::FlushStream();
 }
 
 HWY_INLINE double RmsNormRstd(D d, const float* x, int64_t n, double eps) {
