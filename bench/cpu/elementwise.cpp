@@ -45,6 +45,34 @@ int one_thread() { return 1; }
 BENCHMARK_TEMPLATE(BM_memcpy_baseline, one_thread)->Name("BM_memcpy_1_thread")->Apply(memory_bound_sizes);
 BENCHMARK_TEMPLATE(BM_memcpy_baseline, all_threads)->Name("BM_memcpy_all_threads")->Apply(memory_bound_sizes);
 
+// The same copy rotating over `buffers` source/destination pairs, a working
+// set of buffers x 128 MB at 16M floats. Where the last-level cache holds one
+// pair, the baseline above copies from that cache: on the development VM
+// (480 MiB L3 reported) it ran 40-45 GB/s against 26-27 with two or more
+// pairs (2026-11-27-pipelined-row-backwards.md). The forward+backward
+// benchmarks of memory_bound_16m.cpp touch four 64 MB tensors, the working
+// set of buffers:2; read them against both.
+void BM_memcpy_rotating(benchmark::State& state) {
+  const int64_t n = state.range(0), buffers = state.range(1);
+  std::vector<std::vector<float>> src(static_cast<size_t>(buffers), std::vector<float>(static_cast<size_t>(n), 1.0f));
+  std::vector<std::vector<float>> dst(static_cast<size_t>(buffers), std::vector<float>(static_cast<size_t>(n)));
+  const int chunks = all_threads();
+  size_t next = 0;
+  for (auto _ : state) {
+    memcpy_in_chunks(dst[next].data(), src[next].data(), n, chunks);
+    benchmark::DoNotOptimize(dst[next].data());
+    benchmark::ClobberMemory();
+    next = (next + 1) % src.size();
+  }
+  set_bytes_per_iteration(state, 2.0 * n * kFloatBytes);
+}
+BENCHMARK(BM_memcpy_rotating)
+    ->Name("BM_memcpy_all_threads_rotating")
+    ->Apply(threaded_kernel)
+    ->ArgNames({"elems", "buffers"})
+    ->Args({kLargeElems, 2})
+    ->Args({kLargeElems, 4});
+
 // anvil's own copy: allocation + the backend's copy kernel.
 void BM_clone(benchmark::State& state) {
   seed_inputs();

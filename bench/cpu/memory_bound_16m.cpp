@@ -4,7 +4,10 @@
 // activations and their backwards, the row-wise ops over rows of 64, 1024
 // and 4096, and the reductions over the last dim, the first dim and all.
 // Bytes are the least each op must move (each input read once, each output
-// written once), whatever number of passes the kernel makes.
+// written once), whatever number of passes the kernel makes. The fwd_bwd
+// rows touch four such tensors: read them against
+// BM_memcpy_all_threads_rotating/elems:16777216/buffers:2 too (the same
+// working set; bench/cpu/elementwise.cpp says why).
 #include <chrono>
 #include <functional>
 #include <string>
