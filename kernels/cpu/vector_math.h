@@ -54,8 +54,9 @@ bool unary(UnaryOp op, const UnaryParams& p, float* out, const float* in, int64_
 bool has_unary(UnaryOp op);
 
 // out[i] = op(g[i], x[i]) for gelu_tanh_backward, gelu_erf_backward,
-// silu_backward, softplus_backward, relu_backward, add, sub, mul and div;
-// false for other ops.
+// silu_backward, softplus_backward, relu_backward, tanh_backward,
+// sigmoid_backward, erf_backward, expm1_backward, log1p_backward, add, sub,
+// mul and div; false for other ops.
 bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, bool stream = false);
 bool has_binary(BinaryOp op);
 

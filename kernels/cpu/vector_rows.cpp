@@ -528,104 +528,104 @@ void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, i
   }
 }
 
-// softmax's gradient over a long row, one row behind: the loop that writes
-// row r's gradient y (g - dot) (kWrite; its g and y now in the cache) also
-// sums the next row's g . y from memory (kSumNext), so the reads of one row
-// and the writes of the other overlap in one loop, as in add's. Every row's
-// dot comes from this one loop (row 0's with kWrite off), so a row's bits do
-// not depend on where a thread's share of rows begins. Returns the next dot.
-template <bool kWrite, bool kSumNext>
-HWY_INLINE double SoftmaxGradRowSummingNext(D d, float* out, const float* g, const float* y, float dot,
-                                            const float* gn, const float* yn, int64_t n, bool stream) {
+// The backwards below run one row behind: one loop writes row r's gradient
+// (kWrite; that row's inputs are in the cache, read by the loop before) and
+// takes row r+1's sums (kSumNext; its inputs come from memory, asked for a
+// page ahead through next_a and next_b). The reads of one row and the
+// writes of the other then overlap, as in add's loop, where the rows' passes
+// in turn had left memory idle while a row was written (fwd+bwd at 16M:
+// 1.02-1.11x, 2026-11-27-pipelined-row-backwards.md). A call's first row
+// gets its sums from the same loop with the writes off, so a row's bits do
+// not depend on where a thread's share of rows begins.
+//
+// sum_next(i, count, slot) folds vector i of the next row (count lanes
+// real) into accumulator set slot (0 or 1: two chains); flush() moves the
+// float accumulators to double every kBlock elements; grad(i, count) is
+// this row's output vector i, streamed where out is aligned.
+template <bool kWrite, bool kSumNext, class SumNext, class Flush, class Grad>
+HWY_INLINE void OneRowBehind(D d, float* out, int64_t n, bool stream, const float* next_a, const float* next_b,
+                             SumNext sum_next, Flush flush, Grad grad) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const V dv = hn::Set(d, dot);
   const bool streamed = stream && reinterpret_cast<uintptr_t>(out) % (L * sizeof(float)) == 0;
-  V s0 = hn::Zero(d), s1 = hn::Zero(d);
-  double sum = 0;
+  auto put = [&](V v, int64_t i) {
+    if (streamed) hn::Stream(v, d, out + i);
+    else hn::StoreU(v, d, out + i);
+  };
   int64_t i = 0;
   for (; i + 2 * L <= n; i += 2 * L) {
     if constexpr (kSumNext) {
-      PrefetchAhead(gn + i, 2 * L);
-      PrefetchAhead(yn + i, 2 * L);
-      s0 = hn::MulAdd(hn::LoadU(d, gn + i), hn::LoadU(d, yn + i), s0);
-      s1 = hn::MulAdd(hn::LoadU(d, gn + i + L), hn::LoadU(d, yn + i + L), s1);
-      if ((i + 2 * L) % kBlock == 0) {
-        sum += LaneSum(d, hn::Add(s0, s1));
-        s0 = hn::Zero(d), s1 = hn::Zero(d);
-      }
+      PrefetchAhead(next_a + i, 2 * L);
+      PrefetchAhead(next_b + i, 2 * L);
+      sum_next(i, L, 0);
+      sum_next(i + L, L, 1);
+      if ((i + 2 * L) % kBlock == 0) flush();
     }
     if constexpr (kWrite) {
-      const V o0 = hn::Mul(hn::LoadU(d, y + i), hn::Sub(hn::LoadU(d, g + i), dv));
-      const V o1 = hn::Mul(hn::LoadU(d, y + i + L), hn::Sub(hn::LoadU(d, g + i + L), dv));
-      if (streamed) {
-        hn::Stream(o0, d, out + i);
-        hn::Stream(o1, d, out + i + L);
-      } else {
-        hn::StoreU(o0, d, out + i);
-        hn::StoreU(o1, d, out + i + L);
-      }
+      const V o0 = grad(i, L), o1 = grad(i + L, L);
+      put(o0, i);
+      put(o1, i + L);
     }
   }
   for (; i < n; i += L) {
     const int64_t count = n - i < L ? n - i : L;
-    if constexpr (kSumNext) s0 = hn::MulAdd(LoadTail(d, gn + i, count, 0.0f), LoadTail(d, yn + i, count, 0.0f), s0);
-    if constexpr (kWrite)
-      StoreTail(d, hn::Mul(LoadTail(d, y + i, count, 0.0f), hn::Sub(LoadTail(d, g + i, count, 0.0f), dv)), out + i,
-                count);
+    if constexpr (kSumNext) sum_next(i, count, 0);
+    if constexpr (kWrite) StoreTail(d, grad(i, count), out + i, count);
   }
-  return sum + LaneSum(d, hn::Add(s0, s1));
+  if constexpr (kSumNext) flush();
+}
+// Vector i of a row: count lanes from p, the rest `fill`.
+HWY_INLINE V RowVector(D d, const float* p, int64_t i, int64_t count, float fill) {
+  return count == static_cast<int64_t>(hn::Lanes(d)) ? hn::LoadU(d, p + i) : LoadTail(d, p + i, count, fill);
+}
+// Float sums in two chains, added in double every kBlock elements.
+struct BlockSum {
+  V s[2];
+  double total = 0;
+  explicit BlockSum(D d) : s{hn::Zero(d), hn::Zero(d)} {}
+  void flush(D d) {
+    total += LaneSum(d, hn::Add(s[0], s[1]));
+    s[0] = s[1] = hn::Zero(d);
+  }
+};
+
+// softmax's gradient y (g - dot) with the next row's g . y.
+template <bool kWrite, bool kSumNext>
+HWY_INLINE double SoftmaxGradRowSummingNext(D d, float* out, const float* g, const float* y, float dot,
+                                            const float* gn, const float* yn, int64_t n, bool stream) {
+  const V dv = hn::Set(d, dot);
+  BlockSum next(d);
+  OneRowBehind<kWrite, kSumNext>(
+      d, out, n, stream, gn, yn,
+      [&](int64_t i, int64_t count, int slot) {
+        next.s[slot] = hn::MulAdd(RowVector(d, gn, i, count, 0.0f), RowVector(d, yn, i, count, 0.0f), next.s[slot]);
+      },
+      [&] { next.flush(d); },
+      [&](int64_t i, int64_t count) {
+        return hn::Mul(RowVector(d, y, i, count, 0.0f), hn::Sub(RowVector(d, g, i, count, 0.0f), dv));
+      });
+  return next.total;
 }
 
-// log_softmax's gradient g - exps * s over a row of at most
-// kStreamedSoftmaxRow, one row behind as above: the loop that writes row r's
-// gradient (kWrite; g in the cache, exp(y) in `exps`) sums the next row's g
-// and stores exp of its y in exps_next (kSumNext), both from memory.
-// Returns the next row's sum of g.
+// log_softmax's gradient g - exps * s for rows up to kStreamedSoftmaxRow,
+// exp(y) kept in `exps` from the pass before; the next row's sum of g, and
+// exp of its y stored in exps_next.
 template <bool kWrite, bool kSumNext>
 HWY_INLINE double LogSoftmaxGradRowSummingNext(D d, float* out, const float* g, const float* exps, float s,
                                                const float* gn, const float* yn, float* exps_next, int64_t n,
                                                bool stream) {
-  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const V sv = hn::Set(d, s);
-  const bool streamed = stream && reinterpret_cast<uintptr_t>(out) % (L * sizeof(float)) == 0;
-  V s0 = hn::Zero(d), s1 = hn::Zero(d);
-  double sum = 0;
-  int64_t i = 0;
-  for (; i + 2 * L <= n; i += 2 * L) {
-    if constexpr (kSumNext) {
-      PrefetchAhead(gn + i, 2 * L);
-      PrefetchAhead(yn + i, 2 * L);
-      s0 = hn::Add(s0, hn::LoadU(d, gn + i));
-      s1 = hn::Add(s1, hn::LoadU(d, gn + i + L));
-      hn::Store(ExpF(d, hn::LoadU(d, yn + i)), d, exps_next + i);
-      hn::Store(ExpF(d, hn::LoadU(d, yn + i + L)), d, exps_next + i + L);
-      if ((i + 2 * L) % kBlock == 0) {
-        sum += LaneSum(d, hn::Add(s0, s1));
-        s0 = hn::Zero(d), s1 = hn::Zero(d);
-      }
-    }
-    if constexpr (kWrite) {
-      const V o0 = hn::NegMulAdd(hn::Load(d, exps + i), sv, hn::LoadU(d, g + i));
-      const V o1 = hn::NegMulAdd(hn::Load(d, exps + i + L), sv, hn::LoadU(d, g + i + L));
-      if (streamed) {
-        hn::Stream(o0, d, out + i);
-        hn::Stream(o1, d, out + i + L);
-      } else {
-        hn::StoreU(o0, d, out + i);
-        hn::StoreU(o1, d, out + i + L);
-      }
-    }
-  }
-  for (; i < n; i += L) {
-    const int64_t count = n - i < L ? n - i : L;
-    if constexpr (kSumNext) {
-      s0 = hn::Add(s0, LoadTail(d, gn + i, count, 0.0f));
-      hn::Store(ExpF(d, LoadTail(d, yn + i, count, 0.0f)), d, exps_next + i);  // the buffer has room for a vector
-    }
-    if constexpr (kWrite)
-      StoreTail(d, hn::NegMulAdd(hn::Load(d, exps + i), sv, LoadTail(d, g + i, count, 0.0f)), out + i, count);
-  }
-  return sum + LaneSum(d, hn::Add(s0, s1));
+  BlockSum next(d);
+  OneRowBehind<kWrite, kSumNext>(
+      d, out, n, stream, gn, yn,
+      [&](int64_t i, int64_t count, int slot) {
+        next.s[slot] = hn::Add(next.s[slot], RowVector(d, gn, i, count, 0.0f));
+        hn::Store(ExpF(d, RowVector(d, yn, i, count, 0.0f)), d, exps_next + i);  // the buffer has room for a vector
+      },
+      [&] { next.flush(d); },
+      [&](int64_t i, int64_t count) {
+        return hn::NegMulAdd(hn::Load(d, exps + i), sv, RowVector(d, g, i, count, 0.0f));
+      });
+  return next.total;
 }
 
 // softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g).
@@ -740,8 +740,7 @@ void LayerNormRows(float* y, const float* x, int64_t rows, int64_t n, const floa
 // gi = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) * rstd,
 // with mean and rstd rounded to float.
 // One row of layer_norm's gradient, rs ((g w - mean(g w)) - xhat mean(g w xhat)),
-// written (kWrite) while the next row's two sums, of g w and g w xhat, are
-// taken from memory (kSumNext): one row behind, as softmax's backward above.
+// with the next row's two sums, of g w and of g w xhat (OneRowBehind).
 struct LayerNormGradRow {
   const float* g;
   const float* x;
@@ -751,58 +750,33 @@ template <bool kWrite, bool kSumNext>
 HWY_INLINE void LayerNormGradRowSummingNext(D d, float* out, LayerNormGradRow cur, float mean_gy, float mean_gy_xhat,
                                             LayerNormGradRow next, const float* w, int64_t n, bool stream,
                                             double& sum_gy, double& sum_gy_xhat) {
-  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const bool streamed = stream && reinterpret_cast<uintptr_t>(out) % (L * sizeof(float)) == 0;
   const V m = hn::Set(d, cur.mean), rs = hn::Set(d, cur.rstd), mgy = hn::Set(d, mean_gy),
           mgx = hn::Set(d, mean_gy_xhat);
   const V mn = hn::Set(d, next.mean), rsn = hn::Set(d, next.rstd);
-  V a0 = hn::Zero(d), a1 = hn::Zero(d), b0 = hn::Zero(d), b1 = hn::Zero(d);
-  double total_a = 0, total_b = 0;
+  BlockSum gy(d), gy_xhat(d);
   // Padding lanes: g 0 and x the mean (xhat 0), so they add nothing.
-  auto sum_next = [&](int64_t i, int64_t count, V& a, V& b) {
-    const V gv = count == L ? hn::LoadU(d, next.g + i) : LoadTail(d, next.g + i, count, 0.0f);
-    const V xv = count == L ? hn::LoadU(d, next.x + i) : LoadTail(d, next.x + i, count, next.mean);
-    const V gw = w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv;
-    a = hn::Add(a, gw);
-    b = hn::MulAdd(gw, hn::Mul(hn::Sub(xv, mn), rsn), b);
+  auto gw = [&](const float* g, int64_t i, int64_t count) {
+    const V gv = RowVector(d, g, i, count, 0.0f);
+    return w ? hn::Mul(gv, RowVector(d, w, i, count, 0.0f)) : gv;
   };
-  auto grad = [&](int64_t i, int64_t count) {
-    const V gv = count == L ? hn::LoadU(d, cur.g + i) : LoadTail(d, cur.g + i, count, 0.0f);
-    const V xv = count == L ? hn::LoadU(d, cur.x + i) : LoadTail(d, cur.x + i, count, cur.mean);
-    const V gw = w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv;
-    const V xhat = hn::Mul(hn::Sub(xv, m), rs);
-    return hn::Mul(rs, hn::Sub(hn::Sub(gw, mgy), hn::Mul(xhat, mgx)));
-  };
-  int64_t i = 0;
-  for (; i + 2 * L <= n; i += 2 * L) {
-    if constexpr (kSumNext) {
-      PrefetchAhead(next.g + i, 2 * L);
-      PrefetchAhead(next.x + i, 2 * L);
-      sum_next(i, L, a0, b0);
-      sum_next(i + L, L, a1, b1);
-      if ((i + 2 * L) % kBlock == 0) {
-        total_a += LaneSum(d, hn::Add(a0, a1)), total_b += LaneSum(d, hn::Add(b0, b1));
-        a0 = a1 = b0 = b1 = hn::Zero(d);
-      }
-    }
-    if constexpr (kWrite) {
-      const V o0 = grad(i, L), o1 = grad(i + L, L);
-      if (streamed) {
-        hn::Stream(o0, d, out + i);
-        hn::Stream(o1, d, out + i + L);
-      } else {
-        hn::StoreU(o0, d, out + i);
-        hn::StoreU(o1, d, out + i + L);
-      }
-    }
-  }
-  for (; i < n; i += L) {
-    const int64_t count = n - i < L ? n - i : L;
-    if constexpr (kSumNext) sum_next(i, count, a0, b0);
-    if constexpr (kWrite) StoreTail(d, grad(i, count), out + i, count);
-  }
-  sum_gy = total_a + LaneSum(d, hn::Add(a0, a1));
-  sum_gy_xhat = total_b + LaneSum(d, hn::Add(b0, b1));
+  OneRowBehind<kWrite, kSumNext>(
+      d, out, n, stream, next.g, next.x,
+      [&](int64_t i, int64_t count, int slot) {
+        const V gwv = gw(next.g, i, count);
+        const V xhat = hn::Mul(hn::Sub(RowVector(d, next.x, i, count, next.mean), mn), rsn);
+        gy.s[slot] = hn::Add(gy.s[slot], gwv);
+        gy_xhat.s[slot] = hn::MulAdd(gwv, xhat, gy_xhat.s[slot]);
+      },
+      [&] {
+        gy.flush(d);
+        gy_xhat.flush(d);
+      },
+      [&](int64_t i, int64_t count) {
+        const V xhat = hn::Mul(hn::Sub(RowVector(d, cur.x, i, count, cur.mean), m), rs);
+        return hn::Mul(rs, hn::Sub(hn::Sub(gw(cur.g, i, count), mgy), hn::Mul(xhat, mgx)));
+      });
+  sum_gy = gy.total;
+  sum_gy_xhat = gy_xhat.total;
 }
 
 void LayerNormBackwardRows(float* gi, const float* g, const float* x, int64_t rows, int64_t n, const float* w,

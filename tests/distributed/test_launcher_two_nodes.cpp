@@ -107,11 +107,14 @@ TEST_P(TwoNodesOneKilled, TheOtherNodeFailsPromptlyNamingTheLostPeer) {
   EXPECT_EQ(survivor.exit_code, 1) << "the surviving node's ranks fail with status 1\n" << survivor.output;
   EXPECT_LT(elapsed, std::chrono::milliseconds(kKilledNodeTimeoutMs))
       << "the survivors waited for the timeout instead of seeing the closed sockets\n" << survivor.output;
-  for (int rank : {2 * alive, 2 * alive + 1}) {
-    EXPECT_TRUE(contains(survivor.output, "[rank " + std::to_string(rank) + "] FAIL: GlooProcessGroup all_reduce (rank " +
-                                              std::to_string(rank) + " of 4)"))
-        << survivor.output;
-  }
+  // The first surviving rank to see a closed socket fails and names it; the
+  // launcher then stops its sibling, which may go before it prints its own
+  // failure (seen under ThreadSanitizer: only rank 1's line came out).
+  int reported = 0;
+  for (int rank : {2 * alive, 2 * alive + 1})
+    reported += contains(survivor.output, "[rank " + std::to_string(rank) + "] FAIL: GlooProcessGroup all_reduce (rank " +
+                                              std::to_string(rank) + " of 4)");
+  EXPECT_GE(reported, 1) << "no surviving rank reported the lost peer\n" << survivor.output;
   // The error names the peer it lost (its address on the link) and says what
   // a closed connection means.
   EXPECT_TRUE(contains(survivor.output, "[" + hosts_->address(dead) + "]")) << survivor.output;
