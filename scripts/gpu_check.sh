@@ -54,7 +54,7 @@
 #
 # Environment knobs: BUILD (build-gpu), CUDA_ARCH (90), JOBS (nproc),
 # STAGE_LIMIT (seconds per long stage, 540), SANITIZE_FILTER, SANITIZE_TOOLS, BENCH_FILTER,
-# TRAIN_FILTER (cnn), CORE_NN_FILTER (*), PREPARE_FROM.
+# TRAIN_FILTER (cnn), CORE_NN_FILTER (*), CUDA_FILTER (*), PREPARE_FROM.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -75,6 +75,8 @@ BENCH_FILTER=${BENCH_FILTER:-.}
 # The core and nn suites in full by default; a short lease can narrow them to
 # the tests whose path changes with a GPU (e.g. '*Cuda*:*Pinned*:*Stream*').
 CORE_NN_FILTER=${CORE_NN_FILTER:-*}
+# anvil_tests_cuda in full by default; a short lease can check a few suites.
+CUDA_FILTER=${CUDA_FILTER:-*}
 TRAIN_FILTER=${TRAIN_FILTER:-cnn}
 CARRY=gpu-carry
 
@@ -226,7 +228,7 @@ stage_sdpa() {
 stage_tests() {
   local bin rc=0
   bin=$(bin_dir)
-  run_gtest tests.cuda "$bin/anvil_tests_cuda" || rc=1
+  run_gtest tests.cuda "$bin/anvil_tests_cuda" --gtest_filter="$CUDA_FILTER" || rc=1
   # The nn modules on CUDA against the CPU, where the tree has them.
   if [ -x "$bin/anvil_tests_nn_cuda" ]; then run_gtest tests.nn_cuda "$bin/anvil_tests_nn_cuda" || rc=1; fi
   # Core and nn in full: every test whose path changes when a GPU is present
