@@ -158,13 +158,18 @@ CachingAllocator::Block* CachingAllocator::find_free_block(size_t size, uint64_t
 CachingAllocator::Block* CachingAllocator::allocate_segment(size_t size, uint64_t stream,
                                                             bool small_pool) {
   size_t segment_size = segment_size_for(size);
-  void* ptr = raw_alloc_within_limit(segment_size);
-  // A medium request rounds up to a shared 20 MiB segment; where the cap or
-  // the device refuses that but the block itself fits, a segment of just the
-  // block is better than an out-of-memory error with room to spare.
+  // Under set_memory_limit's cap the rounded segment counts, as under
+  // PyTorch's memory fraction: the cap bounds what the allocator reserves.
+  if (stats_.limit_bytes > 0 &&
+      static_cast<size_t>(stats_.reserved_bytes) + segment_size > static_cast<size_t>(stats_.limit_bytes))
+    return nullptr;  // as a full device: the caller frees the cache and retries
+  void* ptr = device_->raw_alloc(segment_size);
+  // A medium request rounds up to a shared 20 MiB segment; where the device
+  // has no room for that but has for the block, a segment of just the block
+  // beats an out-of-memory error with memory to spare.
   if (ptr == nullptr && !small_pool && segment_size > size) {
     segment_size = size;
-    ptr = raw_alloc_within_limit(segment_size);
+    ptr = device_->raw_alloc(segment_size);
   }
   if (ptr == nullptr) return nullptr;
   stats_.device_mallocs++;
@@ -177,15 +182,6 @@ CachingAllocator::Block* CachingAllocator::allocate_segment(size_t size, uint64_
   block->stream = stream;
   block->small_pool = small_pool;
   return block;
-}
-
-// nullptr, as from a full device, when the segment would take the memory
-// reserved past set_memory_limit's cap.
-void* CachingAllocator::raw_alloc_within_limit(size_t segment_size) {
-  if (stats_.limit_bytes > 0 &&
-      static_cast<size_t>(stats_.reserved_bytes) + segment_size > static_cast<size_t>(stats_.limit_bytes))
-    return nullptr;
-  return device_->raw_alloc(segment_size);
 }
 
 // Cuts `size` bytes off the front of a block (not in a free list) and puts the

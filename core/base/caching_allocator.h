@@ -44,8 +44,8 @@ struct CachingAllocatorOptions {
   // Small requests share segments of this size: one device malloc serves many.
   size_t small_segment_size = size_t{2} << 20;  // 2 MiB
   // Large requests below this size get a shared segment of medium_segment_size
-  // (or one of exactly their size where the device or the cap has no room for
-  // that); larger ones get a segment of exactly their (rounded) size.
+  // (or one of exactly their size where the device has no room for that);
+  // larger ones get a segment of exactly their (rounded) size.
   size_t medium_request_limit = size_t{10} << 20;  // 10 MiB
   size_t medium_segment_size = size_t{20} << 20;   // 20 MiB
   // A large block is split only when the rest is larger than this: a smaller
@@ -113,7 +113,6 @@ class CachingAllocator : public Allocator {
   size_t segment_size_for(size_t block_size) const;
   Block* find_free_block(size_t size, uint64_t stream, bool small_pool);
   Block* allocate_segment(size_t size, uint64_t stream, bool small_pool);
-  void* raw_alloc_within_limit(size_t segment_size);
   void split_if_worthwhile(Block* block, size_t size);
   void free_block(Block* block);
   void merge_into(Block* block, Block* neighbour);
