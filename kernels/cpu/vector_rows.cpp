@@ -631,6 +631,7 @@ HWY_INLINE double LogSoftmaxGradRowSummingNext(D d, float* out, const float* g, 
 // softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g).
 void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g_stride, const float* y,
                          int64_t y_stride, int64_t rows, int64_t n, bool log, bool stream) {
+  if (rows <= 0) return;
   const D d;
   const RowsOf gin{g, g_stride}, yin{y, y_stride};
   if (ForWholeVectorRow(d, n, [&](auto vectors) {
@@ -640,7 +641,6 @@ void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g
       }))
     return;
   if (!log) {  // any length: the pipelined loop keeps no buffer
-    if (rows <= 0) return;
     float dot = static_cast<float>(
         SoftmaxGradRowSummingNext<false, true>(d, nullptr, nullptr, nullptr, 0.0f, gin.row(0), yin.row(0), n, false));
     for (int64_t r = 0; r + 1 < rows; ++r)
@@ -656,7 +656,6 @@ void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g
   // reads from memory (1.05-1.07x, 2026-11-27-column-var-and-tanh.md), and
   // that pass runs one row ahead of the writes.
   if (n <= kStreamedSoftmaxRow) {
-    if (rows <= 0) return;
     HWY_ALIGN float exps_a[kStreamedSoftmaxRow + hn::MaxLanes(d)], exps_b[kStreamedSoftmaxRow + hn::MaxLanes(d)];
     float* exps = exps_a;
     float* exps_next = exps_b;
@@ -737,10 +736,8 @@ void LayerNormRows(float* y, const float* x, int64_t rows, int64_t n, const floa
   });
 }
 
-// gi = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) * rstd,
-// with mean and rstd rounded to float.
-// One row of layer_norm's gradient, rs ((g w - mean(g w)) - xhat mean(g w xhat)),
-// with the next row's two sums, of g w and of g w xhat (OneRowBehind).
+// One row of layer_norm's gradient (LayerNormBackwardRows's formula) with
+// the next row's two sums, of g w and of g w xhat (OneRowBehind).
 struct LayerNormGradRow {
   const float* g;
   const float* x;
@@ -779,6 +776,8 @@ HWY_INLINE void LayerNormGradRowSummingNext(D d, float* out, LayerNormGradRow cu
   sum_gy_xhat = gy_xhat.total;
 }
 
+// gi = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) * rstd,
+// with mean and rstd rounded to float.
 void LayerNormBackwardRows(float* gi, const float* g, const float* x, int64_t rows, int64_t n, const float* w,
                            const double* mean, const double* rstd, bool stream) {
   const D d;

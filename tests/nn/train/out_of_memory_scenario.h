@@ -35,7 +35,8 @@ struct OutOfMemoryScenario {
   int64_t samples;     // dataset size
   int64_t too_big;     // a batch the cap must refuse
   int64_t probe;       // the small batch whose footprint sets the cap
-  double cap_factor;   // cap = held before + max(cap_factor x what the probe allocates, what it reserved) + 2 small segments
+  double cap_factor;   // cap = held before + max(cap_factor x what the probe allocates, what it
+                       // reserved) + 2 small segments
   int64_t epochs = 2;  // of the final fit
 };
 
