@@ -357,6 +357,10 @@ constexpr int64_t kStreamedSoftmaxRow = 8192;
 // Running four short rows interleaved, stage by stage, to overlap their
 // dependent chains (sum, square root, second pass) gained up to 15% with the
 // data in cache but lost up to 20% from memory, and was dropped (same file).
+// softmax over rows in registers works a batch of rows behind instead
+// (SoftmaxRowsInRegisters): rows of 64 at 16M, log_softmax 1.16x, softmax
+// 1.05x (2026-11-27-batched-short-softmax.md); its stores stay spread among
+// the exps, where writing a whole batch at once lost 12% on softmax.
 
 // The rows of one input: row r at p + r * stride (p null: no such input).
 struct RowsOf {
@@ -445,25 +449,64 @@ HWY_INLINE void StoreRowVector(D d, V v, float* row, int k, bool stream) {
   else hn::StoreU(v, d, row + k * L);
 }
 
+// The rows go in batches of one vector's lanes, and one loop takes each row
+// of batch b (its max, exps and sum of exps) and writes the row of batch
+// b - 1 in the same place: its log or reciprocal of the sum is known, from
+// one vector op over the whole batch. Rows then do not wait on each other,
+// and the stores spread evenly among the exps. (Row by row, each row's chain
+// ran through a scalar logf call, which spills every vector register, or a
+// division, before its stores.)
 template <int kVecs>
-HWY_INLINE void SoftmaxRowInRegisters(D d, float* y, const float* x, bool log, bool stream) {
-  V v[kVecs];
-  LoadRowVectors(d, x, v);
-  V top = v[0];
-  for (int k = 1; k < kVecs; ++k) top = hn::Max(top, v[k]);
-  // A NaN anywhere makes the sum, and so every output, NaN (as the general path).
-  const V mx = hn::MaxOfLanes(d, top);
-  V e[kVecs];
-  V sum = hn::Zero(d);
-  for (int k = 0; k < kVecs; ++k) sum = hn::Add(sum, e[k] = ExpF(d, hn::Sub(v[k], mx)));
-  const double total = LaneSum(d, sum);
-  if (log) {
-    const V log_sum = hn::Set(d, std::log(static_cast<float>(total)));
-    for (int k = 0; k < kVecs; ++k) StoreRowVector(d, hn::Sub(hn::Sub(v[k], mx), log_sum), y, k, stream);
-  } else {
-    const V inv = hn::Set(d, static_cast<float>(1.0 / total));
-    for (int k = 0; k < kVecs; ++k) StoreRowVector(d, hn::Mul(e[k], inv), y, k, stream);
+HWY_INLINE void SoftmaxRowsInRegisters(D d, float* y, int64_t y_stride, const float* x, int64_t x_stride,
+                                       int64_t rows, bool log, bool stream) {
+  constexpr int64_t kMaxLanes = static_cast<int64_t>(hn::MaxLanes(D()));
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  HWY_ALIGN float maxes[2][kMaxLanes];
+  HWY_ALIGN float sums[2][kMaxLanes];  // then log(sum) or 1 / sum
+  HWY_ALIGN float exps[2][kMaxLanes * kVecs * kMaxLanes];
+  int64_t previous_rows = 0;
+  for (int64_t start = 0, batch = 0; start < rows + L; start += L, ++batch) {
+    const int64_t cur = batch & 1, prev = cur ^ 1;
+    const int64_t batch_rows = std::clamp<int64_t>(rows - start, 0, L);
+    for (int64_t j = 0; j < std::max(batch_rows, previous_rows); ++j) {
+      if (j < batch_rows) {
+        V v[kVecs];
+        LoadRowVectors(d, x + (start + j) * x_stride, v);
+        V top = v[0];
+        for (int k = 1; k < kVecs; ++k) top = hn::Max(top, v[k]);
+        // A NaN anywhere makes the sum, and so every output, NaN (as the general path).
+        const V mx = hn::MaxOfLanes(d, top);
+        V sum = hn::Zero(d);
+        for (int k = 0; k < kVecs; ++k) {
+          const V e = ExpF(d, hn::Sub(v[k], mx));
+          if (!log) hn::Store(e, d, exps[cur] + (j * kVecs + k) * L);
+          sum = hn::Add(sum, e);
+        }
+        maxes[cur][j] = hn::GetLane(mx);
+        sums[cur][j] = hn::GetLane(hn::SumOfLanes(d, sum));
+      }
+      if (j < previous_rows) {
+        const int64_t r = start - L + j;
+        float* yr = y + r * y_stride;
+        const V t = hn::Set(d, sums[prev][j]);
+        if (log) {
+          // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
+          const float* xr = x + r * x_stride;
+          const V mx = hn::Set(d, maxes[prev][j]);
+          for (int k = 0; k < kVecs; ++k)
+            StoreRowVector(d, hn::Sub(hn::Sub(hn::LoadU(d, xr + k * L), mx), t), yr, k, stream);
+        } else {
+          for (int k = 0; k < kVecs; ++k)
+            StoreRowVector(d, hn::Mul(hn::Load(d, exps[prev] + (j * kVecs + k) * L), t), yr, k, stream);
+        }
+      }
+    }
+    for (int64_t j = batch_rows; j < L; ++j) sums[cur][j] = 1.0f;  // lanes of no row
+    const V s = hn::Load(d, sums[cur]);
+    hn::Store(log ? LogF(d, s) : hn::Div(hn::Set(d, 1.0f), s), d, sums[cur]);
+    previous_rows = batch_rows;
   }
+  if (stream) hwy::FlushStream();  // the streamed lines reach memory before the threads join
 }
 
 // The backward's formulas (SoftmaxBackwardRows) on such a row.
@@ -484,9 +527,7 @@ void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, i
   const D d;
   const RowsOf in{x, x_stride};
   if (ForWholeVectorRow(d, n, [&](auto vectors) {
-        ForEachRow(rows, n, in, RowsOf{}, stream, [&](int64_t r) {
-          SoftmaxRowInRegisters<vectors()>(d, y + r * y_stride, in.row(r), log, stream);
-        });
+        SoftmaxRowsInRegisters<vectors()>(d, y, y_stride, x, x_stride, rows, log, stream);
       }))
     return;
   // Long rows: a row ahead is asked for during this one's exps, so its loads

@@ -465,8 +465,16 @@ using RowKernel =
                        bool)>;
 std::vector<std::pair<const char*, RowKernel>> row_kernels() {
   // Made-up statistics for the backward kernels, one per row.
-  static const std::vector<double> mean = {0.1, -0.2, 0.3, 0.05, 0.0, 1.0, -1.0, 0.2, 0.4, -0.3, 0.7};
-  static const std::vector<double> rstd = {1.3, 0.7, 2.0, 1.0, 0.5, 1.1, 3.0, 0.9, 1.2, 1.4, 0.8};
+  static const std::vector<double> mean = [] {
+    std::vector<double> m;
+    for (int i = 0; i < 64; ++i) m.push_back(0.1 * ((i * 7) % 11 - 5));
+    return m;
+  }();
+  static const std::vector<double> rstd = [] {
+    std::vector<double> r;
+    for (int i = 0; i < 64; ++i) r.push_back(0.5 + 0.1 * ((i * 5) % 13));
+    return r;
+  }();
   return {
       {"softmax", [](float* o, const float* x, const float*, const float*, size_t, int64_t rows, int64_t n, bool s) {
          cpu::vec::softmax_rows(o, n, x, n, rows, n, false, s);
@@ -532,12 +540,13 @@ TEST(CpuVectorMath, StreamedRowsGiveTheSameBitsAtAnyAlignment) {
 
 // Each thread's share of rows goes to a kernel in one call: every row gives
 // the bits it gives alone, special values included, and only its own
-// output changes.
+// output changes. 37 rows: softmax over short rows works in batches of a
+// vector's lanes (up to 16), so they span two whole batches and a part.
 TEST(CpuVectorMath, RowsOfOneCallGiveTheBitsOfSingleRows) {
   if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
   std::mt19937 rng(23);
   std::normal_distribution<float> normal(0.0f, 3.0f);
-  const int64_t rows = 11;
+  const int64_t rows = 37;
   for (int64_t n : kRowLengths) {
     if (n > 1000) continue;  // the long rows: StreamedRowsGiveTheSameBitsAtAnyAlignment
     std::vector<float> x(static_cast<size_t>(rows * n)), g(x.size()), w(static_cast<size_t>(n));
@@ -547,6 +556,8 @@ TEST(CpuVectorMath, RowsOfOneCallGiveTheBitsOfSingleRows) {
     x[static_cast<size_t>(2 * n + n / 2)] = std::numeric_limits<float>::quiet_NaN();
     x[static_cast<size_t>(5 * n)] = std::numeric_limits<float>::infinity();
     x[static_cast<size_t>(9 * n + n - 1)] = -std::numeric_limits<float>::infinity();
+    x[static_cast<size_t>(20 * n + n / 3)] = std::numeric_limits<float>::quiet_NaN();
+    x[static_cast<size_t>(36 * n)] = std::numeric_limits<float>::infinity();
     for (const auto& [name, kernel] : row_kernels()) {
       std::vector<float> together(x.size(), kRowSentinel), alone(x.size(), kRowSentinel);
       kernel(together.data(), x.data(), g.data(), w.data(), 0, rows, n, false);
@@ -564,7 +575,7 @@ TEST(CpuVectorMath, SoftmaxRowsWithAStride) {
   std::mt19937 rng(24);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   for (int64_t n : {int64_t{3}, int64_t{64}, int64_t{100}}) {
-    const int64_t rows = 9, stride = n + 5;
+    const int64_t rows = 37, stride = n + 5;  // short rows go in batches of up to 16
     std::vector<float> x(static_cast<size_t>(rows * stride)), g(x.size());
     for (float& v : x) v = normal(rng);
     for (float& v : g) v = normal(rng);
