@@ -308,9 +308,8 @@ void SelectRow(float* row, const uint8_t* keep, int64_t n, float fill) {
 }
 
 // y[i] = exp(x[i] - shift) over a row (y may equal x); returns the sum of the
-// exps, in float lanes added in double every kBlock elements. next (may be
-// null): a row to ask for meanwhile, a line per vector (see ForEachRow).
-HWY_INLINE double ExpShiftedRowPrefetching(float* y, const float* x, int64_t n, float shift, const float* next) {
+// exps, in float lanes added in double every kBlock elements.
+double ExpShiftedRow(float* y, const float* x, int64_t n, float shift) {
   const D d;
   const V mx = hn::Set(d, shift);
   V s0 = hn::Zero(d), s1 = hn::Zero(d);
@@ -318,7 +317,6 @@ HWY_INLINE double ExpShiftedRowPrefetching(float* y, const float* x, int64_t n, 
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
   for (; i + 2 * L <= n; i += 2 * L) {
-    if (next) PrefetchLines(next + i, 2 * L);
     const V e0 = ExpF(d, hn::Sub(hn::LoadU(d, x + i), mx));
     const V e1 = ExpF(d, hn::Sub(hn::LoadU(d, x + i + L), mx));
     hn::StoreU(e0, d, y + i);
@@ -336,9 +334,6 @@ HWY_INLINE double ExpShiftedRowPrefetching(float* y, const float* x, int64_t n, 
     s0 = hn::Add(s0, e);
   }
   return sum + LaneSum(d, hn::Add(s0, s1));
-}
-double ExpShiftedRow(float* y, const float* x, int64_t n, float shift) {
-  return ExpShiftedRowPrefetching(y, x, n, shift, nullptr);
 }
 
 // Streamed rows up to this long keep their exps in a stack buffer (in L1 or
@@ -377,27 +372,9 @@ struct RowsOf {
 // ahead (SumOver, Extreme, LoadRowVectors): a short-row kernel without that
 // runs 0.78x from memory however fast it is in the cache.
 constexpr int64_t kPrefetchRowsAhead = 2;
-// softmax over longer rows asks for the row this many bytes ahead (rounded
-// to rows, at least the next) while it computes a row's exps: at 16M floats
-// on 2 threads, softmax over rows of 1024 went 30 -> 39 GB/s (2 rows ahead;
-// 1 ahead gave nothing: the max pass already reads a page ahead), rows of
-// 4096 28 -> 34, log_softmax 28 -> 39 and 29 -> 36; the same in softmax's
-// backward gained nothing, nor did asking for rows of 64 8 rows ahead
-// instead of 2 (bench/results/2026-11-27-avx512-exp.md).
-constexpr int64_t kLongRowPrefetchBytes = 8192;
 constexpr int64_t kPrefetchedRowMax = 256;
 HWY_INLINE void PrefetchRow(RowsOf in, int64_t r, int64_t n) {
   if (in.p) PrefetchLines(in.row(r), n);
-}
-
-// The row of `in` at least kLongRowPrefetchBytes after row r, for rows
-// longer than kPrefetchedRowMax (ForEachRow asks for shorter ones); null
-// past the last row. A kernel asks for it, a line per vector, in the pass
-// that computes most (softmax's exps).
-HWY_INLINE const float* LongRowAhead(RowsOf in, int64_t r, int64_t rows, int64_t n) {
-  if (!in.p || n <= kPrefetchedRowMax) return nullptr;
-  const int64_t ahead = std::max<int64_t>(1, kLongRowPrefetchBytes / (n * static_cast<int64_t>(sizeof(float))));
-  return r + ahead < rows ? in.row(r + ahead) : nullptr;
 }
 
 // row(r) for every r < rows, prefetching a's and b's rows ahead (b.p may be
@@ -522,6 +499,95 @@ HWY_INLINE void SoftmaxBackwardRowInRegisters(D d, float* gi, const float* g, co
     StoreRowVector(d, log ? hn::NegMulAdd(ExpF(d, yv[k]), s, gv[k]) : hn::Mul(yv[k], hn::Sub(gv[k], s)), gi, k, stream);
 }
 
+// Vector i of a row: count lanes from p, the rest `fill`.
+HWY_INLINE V RowVector(D d, const float* p, int64_t i, int64_t count, float fill) {
+  return count == static_cast<int64_t>(hn::Lanes(d)) ? hn::LoadU(d, p + i) : LoadTail(d, p + i, count, fill);
+}
+// Float sums in two chains, added in double every kBlock elements.
+struct BlockSum {
+  V s[2];
+  double total = 0;
+  explicit BlockSum(D d) : s{hn::Zero(d), hn::Zero(d)} {}
+  void flush(D d) {
+    total += LaneSum(d, hn::Add(s[0], s[1]));
+    s[0] = s[1] = hn::Zero(d);
+  }
+};
+
+// softmax over rows longer than the register path's, three rows in flight:
+// one loop over the columns takes the max of row r + 2 (from memory, asked
+// for a page ahead), the exps of row r + 1 and their sum (its row is in the
+// cache: the loop before read it for its max) and writes row r (its sum
+// known). Each loop then reads memory, computes and streams its stores out
+// together, where a row's passes in turn (max, exps, output) had left the
+// memory idle during the exps and the core idle during the max and the
+// stores (at 16M on 2 threads, against passes in turn that asked for the
+// row 8 KiB ahead during the exps: rows of 1024 and 4096, softmax 1.18x and
+// 1.21x, log_softmax 1.18x and 1.30x, 2026-11-27-batched-short-softmax.md).
+// A stage with a null input is off (a call's first and last rows), and a
+// row gets the same bits in any stage order: the max is exact and the sum
+// adds in the same two chains.
+struct SoftmaxStage {
+  const float* in = nullptr;  // max: the row; exps: the row; write: log_softmax x, softmax its exps
+  float* out = nullptr;       // exps: where they go (softmax; log_softmax keeps none); write: y
+  float max = 0;              // exps and write: the row's max
+  float scale = 0;            // write: log(sum) (log_softmax) or 1 / sum (softmax)
+};
+struct SoftmaxStageResults {
+  float max;   // NaN where the row has one: the row is then NaN, as the scalar kernel's
+  double sum;  // of the exps, in float lanes added in double every kBlock elements
+};
+// kAll: every stage on (all but a call's first two and last two rows),
+// known at compile time: the loop then tests nothing per vector.
+template <bool kLog, bool kAll>
+HWY_INLINE SoftmaxStageResults SoftmaxThreeRows(D d, int64_t n, bool stream, const SoftmaxStage& max_of,
+                                                const SoftmaxStage& exps_of, const SoftmaxStage& write) {
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  V m[2] = {hn::Set(d, minus_inf), hn::Set(d, minus_inf)};
+  auto nan = hn::Lt(m[0], m[0]);  // all false
+  BlockSum sum(d);
+  const V shift = hn::Set(d, exps_of.max), a = hn::Set(d, write.max), b = hn::Set(d, write.scale);
+  const bool streamed = stream && reinterpret_cast<uintptr_t>(write.out) % (L * sizeof(float)) == 0;
+  // Vector i (count lanes real) of each stage, into chain `slot`.
+  auto stages = [&](int64_t i, int64_t count, int slot) {
+    if (kAll || max_of.in) {
+      const V v = RowVector(d, max_of.in, i, count, minus_inf);
+      nan = hn::Or(nan, hn::IsNaN(v));
+      m[slot] = hn::Max(m[slot], v);
+    }
+    if (kAll || exps_of.in) {
+      // Padding lanes: exp(-inf - max) = 0.
+      const V e = ExpF(d, hn::Sub(RowVector(d, exps_of.in, i, count, minus_inf), shift));
+      if (!kLog) {
+        if (count < L) StoreTail(d, e, exps_of.out + i, count);
+        else hn::StoreU(e, d, exps_of.out + i);
+      }
+      sum.s[slot] = hn::Add(sum.s[slot], e);
+    }
+    if (kAll || write.in) {
+      const V v = RowVector(d, write.in, i, count, 0.0f);
+      // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
+      const V o = kLog ? hn::Sub(hn::Sub(v, a), b) : hn::Mul(v, b);
+      if (count < L) StoreTail(d, o, write.out + i, count);
+      else if (streamed) hn::Stream(o, d, write.out + i);
+      else hn::StoreU(o, d, write.out + i);
+    }
+  };
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    if (kAll || max_of.in) PrefetchAhead(max_of.in + i, 2 * L);
+    stages(i, L, 0);
+    stages(i + L, L, 1);
+    if ((i + 2 * L) % kBlock == 0) sum.flush(d);
+  }
+  for (; i < n; i += L) stages(i, n - i < L ? n - i : L, 0);
+  sum.flush(d);
+  const float max = hn::AllFalse(d, nan) ? hn::GetLane(hn::MaxOfLanes(d, hn::Max(m[0], m[1])))
+                                         : std::numeric_limits<float>::quiet_NaN();
+  return {max, sum.total};
+}
+
 void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, int64_t rows, int64_t n, bool log,
                  bool stream) {
   const D d;
@@ -530,43 +596,33 @@ void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, i
         SoftmaxRowsInRegisters<vectors()>(d, y, y_stride, x, x_stride, rows, log, stream);
       }))
     return;
-  // Long rows: a row ahead is asked for during this one's exps, so its loads
-  // overlap the arithmetic instead of waiting for the max pass.
-  const auto next_row = [&](int64_t r) { return LongRowAhead(in, r, rows, n); };
-  if (log) {
-    ForEachRow(rows, n, in, RowsOf{}, stream, [&](int64_t r) {
-      const float* xr = in.row(r);
-      const float* next = next_row(r);
-      const V mx = hn::Set(d, Max(xr, n));  // NaN if the row has one: the row is NaN, as the scalar kernel's
-      // Padding lanes: exp(-inf - max) = 0.
-      const double sum = SumOver(d, n, -std::numeric_limits<float>::infinity(), xr, [&](V v, int64_t i) {
-        if (next) PrefetchLines(next + i, static_cast<int64_t>(hn::Lanes(d)));  // never faults, even past the end
-        return ExpF(d, hn::Sub(v, mx));
-      });
-      // logf of the float sum, not log in double: a short row's chain runs
-      // through it (rows of 64 at 16M: 26.0 -> 27.5 GB/s); 1.5 ulp of a
-      // log_sum >= 0 where the output is float anyway.
-      const V log_sum = hn::Set(d, std::log(static_cast<float>(sum)));
-      // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
-      MapRow(d, y + r * y_stride, xr, n, [&](V v, int64_t) { return hn::Sub(hn::Sub(v, mx), log_sum); }, stream);
-    });
-    return;
+  // Longer rows: three in flight (SoftmaxThreeRows), r the row written.
+  // softmax keeps the exps of two rows in stack buffers when it streams y
+  // (written once, past the cache), else in y, scaled in place.
+  const bool buffered = !log && stream && n <= kStreamedSoftmaxRow;
+  HWY_ALIGN float exps_a[kStreamedSoftmaxRow], exps_b[kStreamedSoftmaxRow];
+  const auto exps_of = [&](int64_t r) { return log ? nullptr : buffered ? (r % 2 ? exps_b : exps_a) : y + r * y_stride; };
+  const bool stream_y = stream && (log || buffered);
+  float row_max[3] = {0, 0, 0};  // by r % 3
+  float row_scale[3] = {0, 0, 0};  // log(sum) or 1 / sum, by r % 3
+  for (int64_t r = -2; r < rows; ++r) {
+    SoftmaxStage max_of_next{}, exps_of_next{}, write{};
+    if (r + 2 < rows) max_of_next = {in.row(r + 2)};
+    if (r + 1 >= 0 && r + 1 < rows) exps_of_next = {in.row(r + 1), exps_of(r + 1), row_max[(r + 1) % 3]};
+    if (r >= 0) write = {log ? in.row(r) : exps_of(r), y + r * y_stride, row_max[r % 3], row_scale[r % 3]};
+    const bool all = max_of_next.in && exps_of_next.in && write.in;
+    const SoftmaxStageResults done =
+        log ? (all ? SoftmaxThreeRows<true, true>(d, n, stream_y, max_of_next, exps_of_next, write)
+                   : SoftmaxThreeRows<true, false>(d, n, stream_y, max_of_next, exps_of_next, write))
+            : (all ? SoftmaxThreeRows<false, true>(d, n, stream_y, max_of_next, exps_of_next, write)
+                   : SoftmaxThreeRows<false, false>(d, n, stream_y, max_of_next, exps_of_next, write));
+    if (r + 2 < rows) row_max[(r + 2) % 3] = done.max;
+    // logf of the float sum, not log in double: 1.5 ulp of a log_sum >= 0
+    // where the output is float anyway.
+    if (exps_of_next.in)
+      row_scale[(r + 1) % 3] = log ? std::log(static_cast<float>(done.sum)) : static_cast<float>(1.0 / done.sum);
   }
-  // The exps go to exps_of(r), then y = exps / sum.
-  auto softmax_through = [&](auto exps_of, bool stream_y) {
-    ForEachRow(rows, n, in, RowsOf{}, stream_y, [&](int64_t r) {
-      const float* xr = in.row(r);
-      float* e = exps_of(r);
-      const V inv = hn::Set(d, static_cast<float>(1.0 / ExpShiftedRowPrefetching(e, xr, n, Max(xr, n), next_row(r))));
-      MapRow(d, y + r * y_stride, e, n, [&](V v, int64_t) { return hn::Mul(v, inv); }, stream_y);
-    });
-  };
-  if (stream && n <= kStreamedSoftmaxRow) {
-    HWY_ALIGN float exps[kStreamedSoftmaxRow];
-    softmax_through([&](int64_t) { return exps; }, true);
-  } else {
-    softmax_through([&](int64_t r) { return y + r * y_stride; }, false);  // in y, then scaled in place
-  }
+  if (stream_y) hwy::FlushStream();  // the streamed lines reach memory before the threads join
 }
 
 // The backwards below run one row behind: one loop writes row r's gradient
@@ -614,21 +670,6 @@ HWY_INLINE void OneRowBehind(D d, float* out, int64_t n, bool stream, const floa
   }
   if constexpr (kSumNext) flush();
 }
-// Vector i of a row: count lanes from p, the rest `fill`.
-HWY_INLINE V RowVector(D d, const float* p, int64_t i, int64_t count, float fill) {
-  return count == static_cast<int64_t>(hn::Lanes(d)) ? hn::LoadU(d, p + i) : LoadTail(d, p + i, count, fill);
-}
-// Float sums in two chains, added in double every kBlock elements.
-struct BlockSum {
-  V s[2];
-  double total = 0;
-  explicit BlockSum(D d) : s{hn::Zero(d), hn::Zero(d)} {}
-  void flush(D d) {
-    total += LaneSum(d, hn::Add(s[0], s[1]));
-    s[0] = s[1] = hn::Zero(d);
-  }
-};
-
 // softmax's gradient y (g - dot) with the next row's g . y.
 template <bool kWrite, bool kSumNext>
 HWY_INLINE double SoftmaxGradRowSummingNext(D d, float* out, const float* g, const float* y, float dot,

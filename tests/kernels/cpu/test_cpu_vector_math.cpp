@@ -568,6 +568,28 @@ TEST(CpuVectorMath, RowsOfOneCallGiveTheBitsOfSingleRows) {
   }
 }
 
+// softmax_rows in place (y == x): the long rows run three in flight, each
+// loop writing one row while it reads the two after it, which must still
+// hold their inputs. Same bits as out of place, 1 to 7 rows a call.
+TEST(CpuVectorMath, SoftmaxRowsInPlaceGiveTheBitsOutOfPlace) {
+  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  std::mt19937 rng(25);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int64_t n : kRowLengths) {
+    for (int64_t rows = 1; rows <= 7; rows += 3) {
+      std::vector<float> x(static_cast<size_t>(rows * n));
+      for (float& v : x) v = normal(rng);
+      for (bool log : {false, true}) {
+        std::vector<float> want(x.size()), y = x;
+        cpu::vec::softmax_rows(want.data(), n, x.data(), n, rows, n, log);
+        cpu::vec::softmax_rows(y.data(), n, y.data(), n, rows, n, log);
+        EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float)))
+            << (log ? "log_softmax" : "softmax") << " n=" << n << " rows=" << rows;
+      }
+    }
+  }
+}
+
 // softmax_rows with rows apart (a row stride past n, as a StridedLoop run
 // over a non-contiguous tensor gives): the rows between are not touched.
 TEST(CpuVectorMath, SoftmaxRowsWithAStride) {
