@@ -97,6 +97,24 @@ TEST(CpuVectorMath, UnaryOpsAtSpecialValuesAndOddLengths) {
   }
 }
 
+// softplus at other parameters than the default (beta 1, threshold 20): the
+// vector kernel has a path for beta 1 without the division and one for the
+// rest; both against float64, on either side of the threshold.
+TEST(CpuVectorMath, SoftplusAtOtherBetasAndThresholds) {
+  for (const auto& [beta, threshold] : {std::pair{1.0, 20.0}, {1.0, 5.0}, {2.0, 5.0}, {0.5, 3.0}, {-1.5, 4.0}}) {
+    auto in = tensor_of<float>({1000}, edge_inputs(1000, -12, 12, 7));
+    auto out = filled_tensor<float>({1000});
+    UnaryParams p;
+    p.beta = beta, p.threshold = threshold;
+    cpu().unary(UnaryOp::Softplus, out.view, in.view, p);
+    const std::vector<double> x = values(in.view);
+    std::vector<double> want;
+    for (double v : x) want.push_back(v * beta > threshold ? v : std::log1p(std::exp(v * beta)) / beta);
+    expect_float_close(values(out.view), want, x, 1e-6, 1e-6,
+                       "softplus beta " + std::to_string(beta) + " threshold " + std::to_string(threshold));
+  }
+}
+
 // The ulp bounds kernels/cpu/README.md states, over points spread evenly
 // across the float encodings of each range (so tiny, subnormal-producing
 // and large arguments all get their share): the distance, in floats, from
