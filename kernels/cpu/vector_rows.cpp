@@ -426,29 +426,45 @@ HWY_INLINE void StoreRowVector(D d, V v, float* row, int k, bool stream) {
   else hn::StoreU(v, d, row + k * L);
 }
 
-// The rows go in batches of one vector's lanes, and one loop takes each row
-// of batch b (its max, exps and sum of exps) and writes the row of batch
-// b - 1 in the same place: its log or reciprocal of the sum is known, from
-// one vector op over the whole batch. Rows then do not wait on each other,
-// and the stores spread evenly among the exps. (Row by row, each row's chain
-// ran through a scalar logf call, which spills every vector register, or a
-// division, before its stores.)
+// Rows held in registers go in batches of one vector's lanes, a batch
+// behind: one loop takes row j of batch b (take: its max and sum of exps, or
+// its gradient's dot product, into slot [b % 2][j]) and writes row j of
+// batch b - 1 (put), whose value from the whole batch is known (finish: one
+// vector op over the batch's slots, as log_softmax's log of its sums). The
+// rows then do not wait on each other, and the stores spread evenly among
+// the arithmetic. (Row by row, each row's chain ran through its sum, and for
+// log_softmax a scalar logf call, which spills every vector register,
+// before its stores. Writing a whole batch after taking it lost 12% on
+// softmax's forward at 16M: the stores then came in bursts.)
+template <class Take, class Finish, class Put>
+HWY_INLINE void BatchBehind(D d, int64_t rows, Take take, Finish finish, Put put) {
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t previous = 0;
+  for (int64_t start = 0, batch = 0; start < rows + L; start += L, ++batch) {
+    const int cur = static_cast<int>(batch & 1);
+    const int64_t count = std::clamp<int64_t>(rows - start, 0, L);
+    for (int64_t j = 0; j < std::max(count, previous); ++j) {
+      if (j < count) take(start + j, cur, j);
+      if (j < previous) put(start - L + j, cur ^ 1, j);
+    }
+    finish(cur, count);
+    previous = count;
+  }
+}
+constexpr int64_t kMaxLanes = static_cast<int64_t>(hn::MaxLanes(D()));
+
 template <int kVecs>
 HWY_INLINE void SoftmaxRowsInRegisters(D d, float* y, int64_t y_stride, const float* x, int64_t x_stride,
                                        int64_t rows, bool log, bool stream) {
-  constexpr int64_t kMaxLanes = static_cast<int64_t>(hn::MaxLanes(D()));
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   HWY_ALIGN float maxes[2][kMaxLanes];
-  HWY_ALIGN float sums[2][kMaxLanes];  // then log(sum) or 1 / sum
+  HWY_ALIGN float scales[2][kMaxLanes];  // the sums, then log(sum) or 1 / sum
   HWY_ALIGN float exps[2][kMaxLanes * kVecs * kMaxLanes];
-  int64_t previous_rows = 0;
-  for (int64_t start = 0, batch = 0; start < rows + L; start += L, ++batch) {
-    const int64_t cur = batch & 1, prev = cur ^ 1;
-    const int64_t batch_rows = std::clamp<int64_t>(rows - start, 0, L);
-    for (int64_t j = 0; j < std::max(batch_rows, previous_rows); ++j) {
-      if (j < batch_rows) {
+  BatchBehind(
+      d, rows,
+      [&](int64_t r, int slot, int64_t j) {
         V v[kVecs];
-        LoadRowVectors(d, x + (start + j) * x_stride, v);
+        LoadRowVectors(d, x + r * x_stride, v);
         V top = v[0];
         for (int k = 1; k < kVecs; ++k) top = hn::Max(top, v[k]);
         // A NaN anywhere makes the sum, and so every output, NaN (as the general path).
@@ -456,33 +472,31 @@ HWY_INLINE void SoftmaxRowsInRegisters(D d, float* y, int64_t y_stride, const fl
         V sum = hn::Zero(d);
         for (int k = 0; k < kVecs; ++k) {
           const V e = ExpF(d, hn::Sub(v[k], mx));
-          if (!log) hn::Store(e, d, exps[cur] + (j * kVecs + k) * L);
+          if (!log) hn::Store(e, d, exps[slot] + (j * kVecs + k) * L);
           sum = hn::Add(sum, e);
         }
-        maxes[cur][j] = hn::GetLane(mx);
-        sums[cur][j] = hn::GetLane(hn::SumOfLanes(d, sum));
-      }
-      if (j < previous_rows) {
-        const int64_t r = start - L + j;
+        maxes[slot][j] = hn::GetLane(mx);
+        scales[slot][j] = hn::GetLane(hn::SumOfLanes(d, sum));
+      },
+      [&](int slot, int64_t count) {
+        for (int64_t j = count; j < L; ++j) scales[slot][j] = 1.0f;  // lanes of no row
+        const V sums = hn::Load(d, scales[slot]);
+        hn::Store(log ? LogF(d, sums) : hn::Div(hn::Set(d, 1.0f), sums), d, scales[slot]);
+      },
+      [&](int64_t r, int slot, int64_t j) {
         float* yr = y + r * y_stride;
-        const V t = hn::Set(d, sums[prev][j]);
+        const V t = hn::Set(d, scales[slot][j]);
         if (log) {
           // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
           const float* xr = x + r * x_stride;
-          const V mx = hn::Set(d, maxes[prev][j]);
+          const V mx = hn::Set(d, maxes[slot][j]);
           for (int k = 0; k < kVecs; ++k)
             StoreRowVector(d, hn::Sub(hn::Sub(hn::LoadU(d, xr + k * L), mx), t), yr, k, stream);
         } else {
           for (int k = 0; k < kVecs; ++k)
-            StoreRowVector(d, hn::Mul(hn::Load(d, exps[prev] + (j * kVecs + k) * L), t), yr, k, stream);
+            StoreRowVector(d, hn::Mul(hn::Load(d, exps[slot] + (j * kVecs + k) * L), t), yr, k, stream);
         }
-      }
-    }
-    for (int64_t j = batch_rows; j < L; ++j) sums[cur][j] = 1.0f;  // lanes of no row
-    const V s = hn::Load(d, sums[cur]);
-    hn::Store(log ? LogF(d, s) : hn::Div(hn::Set(d, 1.0f), s), d, sums[cur]);
-    previous_rows = batch_rows;
-  }
+      });
   if (stream) hwy::FlushStream();  // the streamed lines reach memory before the threads join
 }
 
