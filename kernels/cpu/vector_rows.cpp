@@ -352,10 +352,8 @@ constexpr int64_t kStreamedSoftmaxRow = 8192;
 // Running four short rows interleaved, stage by stage, to overlap their
 // dependent chains (sum, square root, second pass) gained up to 15% with the
 // data in cache but lost up to 20% from memory, and was dropped (same file).
-// softmax over rows in registers works a batch of rows behind instead
-// (SoftmaxRowsInRegisters): rows of 64 at 16M, log_softmax 1.16x, softmax
-// 1.05x (2026-11-27-batched-short-softmax.md); its stores stay spread among
-// the exps, where writing a whole batch at once lost 12% on softmax.
+// softmax over rows in registers overlaps its rows another way, a batch
+// behind and two rows at a time (BatchBehind, below).
 
 // The rows of one input: row r at p + r * stride (p null: no such input).
 struct RowsOf {
@@ -427,16 +425,17 @@ HWY_INLINE void StoreRowVector(D d, V v, float* row, int k, bool stream) {
 }
 
 // Rows held in registers go in batches of one vector's lanes, a batch
-// behind: one loop takes rows j.. j + kGroup - 1 of batch b together (take:
+// behind: one loop takes rows j .. j + kGroup - 1 of batch b together (take:
 // their max and sum of exps into slot [b % 2][j]; near a batch's end one at
 // a time) and writes the same rows of batch b - 1 (put), whose values from
 // the whole batch are known (finish: one vector op over the batch's slots,
-// as log_softmax's log of its sums). The
-// rows then do not wait on each other, and the stores spread evenly among
-// the arithmetic. (Row by row, each row's chain ran through its sum, and for
-// log_softmax a scalar logf call, which spills every vector register,
-// before its stores. Writing a whole batch after taking it lost 12% on
-// softmax's forward at 16M: the stores then came in bursts.)
+// as log_softmax's log of its sums). The rows then do not wait on each
+// other, and the stores spread evenly among the arithmetic. (Row by row,
+// each row's chain ran through its sum, and for log_softmax a scalar logf
+// call, which spills every vector register, before its stores: rows of 64
+// at 16M, log_softmax 1.16x, softmax 1.05x. Writing a whole batch after
+// taking it lost 12% on softmax: the stores then came in bursts;
+// 2026-11-27-batched-short-softmax.md.)
 template <int kGroup, class Take, class Finish, class Put>
 HWY_INLINE void BatchBehind(D d, int64_t rows, Take take, Finish finish, Put put) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
