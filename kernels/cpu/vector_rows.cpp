@@ -546,6 +546,42 @@ struct BlockSum {
   }
 };
 
+// One loop over the columns of three rows in flight: first(i, count, slot)
+// for the row furthest ahead (read from memory, asked for a page ahead),
+// then second and third, each for vector i (count lanes real) into chain
+// slot (0 or 1); flush() moves float sums to double every kBlock elements
+// and at the end. kAll: all three stages on, known at compile time (the
+// steady rows); otherwise a stage runs where its flag is set (a call's
+// first and last two rows).
+template <bool kAll, class First, class Second, class Third, class Flush>
+HWY_INLINE void ThreeRowsLoop(D d, int64_t n, const float* first_row, bool first_on, bool second_on, bool third_on,
+                              First first, Second second, Third third, Flush flush) {
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  auto stages = [&](int64_t i, int64_t count, int slot) {
+    if (kAll || first_on) first(i, count, slot);
+    if (kAll || second_on) second(i, count, slot);
+    if (kAll || third_on) third(i, count, slot);
+  };
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    if (kAll || first_on) PrefetchAhead(first_row + i, 2 * L);
+    stages(i, L, 0);
+    stages(i + L, L, 1);
+    if ((i + 2 * L) % kBlock == 0) flush();
+  }
+  for (; i < n; i += L) stages(i, n - i < L ? n - i : L, 0);
+  flush();
+}
+// Vector i of a row's output (count lanes real), streamed where out is aligned.
+HWY_INLINE void PutRowVector(D d, V v, float* out, int64_t i, int64_t count, bool streamed) {
+  if (count < static_cast<int64_t>(hn::Lanes(d))) StoreTail(d, v, out + i, count);
+  else if (streamed) hn::Stream(v, d, out + i);
+  else hn::StoreU(v, d, out + i);
+}
+HWY_INLINE bool StreamsTo(D d, const float* out, bool stream) {
+  return stream && reinterpret_cast<uintptr_t>(out) % (hn::Lanes(d) * sizeof(float)) == 0;
+}
+
 // softmax over rows longer than the register path's, three rows in flight:
 // one loop over the columns takes the max of row r + 2 (from memory, asked
 // for a page ahead), the exps of row r + 1 and their sum (its row is in the
@@ -580,41 +616,29 @@ HWY_INLINE SoftmaxStageResults SoftmaxThreeRows(D d, int64_t n, bool stream, con
   auto nan = hn::Lt(m[0], m[0]);  // all false
   BlockSum sum(d);
   const V shift = hn::Set(d, exps_of.max), a = hn::Set(d, write.max), b = hn::Set(d, write.scale);
-  const bool streamed = stream && reinterpret_cast<uintptr_t>(write.out) % (L * sizeof(float)) == 0;
-  // Vector i (count lanes real) of each stage, into chain `slot`.
-  auto stages = [&](int64_t i, int64_t count, int slot) {
-    if (kAll || max_of.in) {
-      const V v = RowVector(d, max_of.in, i, count, minus_inf);
-      nan = hn::Or(nan, hn::IsNaN(v));
-      m[slot] = hn::Max(m[slot], v);
-    }
-    if (kAll || exps_of.in) {
-      // Padding lanes: exp(-inf - max) = 0.
-      const V e = ExpF(d, hn::Sub(RowVector(d, exps_of.in, i, count, minus_inf), shift));
-      if (!kLog) {
-        if (count < L) StoreTail(d, e, exps_of.out + i, count);
-        else hn::StoreU(e, d, exps_of.out + i);
-      }
-      sum.s[slot] = hn::Add(sum.s[slot], e);
-    }
-    if (kAll || write.in) {
-      const V v = RowVector(d, write.in, i, count, 0.0f);
-      // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
-      const V o = kLog ? hn::Sub(hn::Sub(v, a), b) : hn::Mul(v, b);
-      if (count < L) StoreTail(d, o, write.out + i, count);
-      else if (streamed) hn::Stream(o, d, write.out + i);
-      else hn::StoreU(o, d, write.out + i);
-    }
-  };
-  int64_t i = 0;
-  for (; i + 2 * L <= n; i += 2 * L) {
-    if (kAll || max_of.in) PrefetchAhead(max_of.in + i, 2 * L);
-    stages(i, L, 0);
-    stages(i + L, L, 1);
-    if ((i + 2 * L) % kBlock == 0) sum.flush(d);
-  }
-  for (; i < n; i += L) stages(i, n - i < L ? n - i : L, 0);
-  sum.flush(d);
+  const bool streamed = StreamsTo(d, write.out, stream);
+  ThreeRowsLoop<kAll>(
+      d, n, max_of.in, max_of.in, exps_of.in, write.in,
+      [&](int64_t i, int64_t count, int slot) {
+        const V v = RowVector(d, max_of.in, i, count, minus_inf);
+        nan = hn::Or(nan, hn::IsNaN(v));
+        m[slot] = hn::Max(m[slot], v);
+      },
+      [&](int64_t i, int64_t count, int slot) {
+        // Padding lanes: exp(-inf - max) = 0.
+        const V e = ExpF(d, hn::Sub(RowVector(d, exps_of.in, i, count, minus_inf), shift));
+        if (!kLog) {
+          if (count < L) StoreTail(d, e, exps_of.out + i, count);
+          else hn::StoreU(e, d, exps_of.out + i);
+        }
+        sum.s[slot] = hn::Add(sum.s[slot], e);
+      },
+      [&](int64_t i, int64_t count, int) {
+        const V v = RowVector(d, write.in, i, count, 0.0f);
+        // (x - max) - log(sum), not x - (max + log(sum)): large logits keep their precision.
+        PutRowVector(d, kLog ? hn::Sub(hn::Sub(v, a), b) : hn::Mul(v, b), write.out, i, count, streamed);
+      },
+      [&] { sum.flush(d); });
   const float max = hn::AllFalse(d, nan) ? hn::GetLane(hn::MaxOfLanes(d, hn::Max(m[0], m[1])))
                                          : std::numeric_limits<float>::quiet_NaN();
   return {max, sum.total};
@@ -828,14 +852,66 @@ HWY_INLINE bool ShortRowMoments(D d, const float* x, int64_t n, double& mean, do
   return sum_sq <= 16.0 * m2;  // false for NaN
 }
 
+// layer_norm over rows longer than kPrefetchedRowMax, three rows in flight
+// as softmax's (ThreeRowsLoop): one loop sums row r + 2 (from memory), sums
+// the squared deviations of row r + 1 from its mean (RowDeviations's
+// formula: from the float-rounded mean, corrected) and writes row r.
+template <bool kAll>
+HWY_INLINE void LayerNormThreeRows(D d, float* y, const float* x, int64_t rows, int64_t n, const float* w,
+                                   const float* b, double eps, double* mean, double* rstd, int64_t r, bool stream) {
+  const bool sum_on = r + 2 < rows, deviations_on = r + 1 >= 0 && r + 1 < rows, write_on = r >= 0;
+  const float* sum_row = sum_on ? x + (r + 2) * n : nullptr;
+  const float* deviations_row = deviations_on ? x + (r + 1) * n : nullptr;
+  const float mean_f = deviations_on ? static_cast<float>(mean[r + 1]) : 0.0f;
+  const V mn = hn::Set(d, mean_f);
+  const V m = hn::Set(d, write_on ? static_cast<float>(mean[r]) : 0.0f);
+  const V rs = hn::Set(d, write_on ? static_cast<float>(rstd[r]) : 0.0f);
+  float* out = write_on ? y + r * n : nullptr;
+  const float* xr = write_on ? x + r * n : nullptr;
+  const bool streamed = write_on && StreamsTo(d, out, stream);
+  BlockSum sum(d), deviations(d);
+  ThreeRowsLoop<kAll>(
+      d, n, sum_row, sum_on, deviations_on, write_on,
+      [&](int64_t i, int64_t count, int slot) { sum.s[slot] = hn::Add(sum.s[slot], RowVector(d, sum_row, i, count, 0.0f)); },
+      [&](int64_t i, int64_t count, int slot) {
+        // Padding lanes hold the mean: their deviation is 0.
+        const V dv = hn::Sub(RowVector(d, deviations_row, i, count, mean_f), mn);
+        deviations.s[slot] = hn::MulAdd(dv, dv, deviations.s[slot]);
+      },
+      [&](int64_t i, int64_t count, int) {
+        V o = hn::Mul(hn::Sub(RowVector(d, xr, i, count, 0.0f), m), rs);
+        if (w) o = hn::Mul(o, RowVector(d, w, i, count, 0.0f));
+        if (b) o = hn::Add(o, RowVector(d, b, i, count, 0.0f));
+        PutRowVector(d, o, out, i, count, streamed);
+      },
+      [&] {
+        sum.flush(d);
+        deviations.flush(d);
+      });
+  if (sum_on) mean[r + 2] = sum.total / static_cast<double>(n);
+  if (deviations_on) {
+    const double off = mean[r + 1] - static_cast<double>(mean_f);
+    const double m2 = deviations.total - static_cast<double>(n) * off * off;
+    rstd[r + 1] = 1.0 / std::sqrt((m2 < 0 ? 0.0 : m2) / static_cast<double>(n) + eps);  // NaN stays NaN
+  }
+}
+
 void LayerNormRows(float* y, const float* x, int64_t rows, int64_t n, const float* w, const float* b, double eps,
                    double* mean, double* rstd, bool stream) {
   const D d;
+  if (n > kPrefetchedRowMax) {
+    for (int64_t r = -2; r < rows; ++r) {
+      if (r >= 0 && r + 2 < rows) LayerNormThreeRows<true>(d, y, x, rows, n, w, b, eps, mean, rstd, r, stream);
+      else LayerNormThreeRows<false>(d, y, x, rows, n, w, b, eps, mean, rstd, r, stream);
+    }
+    if (stream) hwy::FlushStream();  // the streamed lines reach memory before the threads join
+    return;
+  }
   const RowsOf in{x, n};
   ForEachRow(rows, n, in, RowsOf{}, stream, [&](int64_t r) {
     const float* xr = in.row(r);
     double m2;
-    if (n > kPrefetchedRowMax || !ShortRowMoments(d, xr, n, mean[r], m2)) {
+    if (!ShortRowMoments(d, xr, n, mean[r], m2)) {
       mean[r] = RowMean(d, xr, n);
       m2 = RowDeviations(d, xr, n, mean[r]);
     }
