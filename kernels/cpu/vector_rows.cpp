@@ -417,11 +417,20 @@ HWY_INLINE void LoadRowVectors(D d, const float* p, V (&v)[kVecs]) {
     v[k] = hn::LoadU(d, p + k * L);
   }
 }
-// Vector k of such a row's output, streamed where the row is vector-aligned.
+// Whether a row's output at out streams (stream asked, out vector-aligned),
+// and vector i of it (count lanes real) stored so.
+HWY_INLINE bool StreamsTo(D d, const float* out, bool stream) {
+  return stream && reinterpret_cast<uintptr_t>(out) % (hn::Lanes(d) * sizeof(float)) == 0;
+}
+HWY_INLINE void PutRowVector(D d, V v, float* out, int64_t i, int64_t count, bool streamed) {
+  if (count < static_cast<int64_t>(hn::Lanes(d))) StoreTail(d, v, out + i, count);
+  else if (streamed) hn::Stream(v, d, out + i);
+  else hn::StoreU(v, d, out + i);
+}
+// Vector k of a row held in registers.
 HWY_INLINE void StoreRowVector(D d, V v, float* row, int k, bool stream) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  if (stream && reinterpret_cast<uintptr_t>(row) % (L * sizeof(float)) == 0) hn::Stream(v, d, row + k * L);
-  else hn::StoreU(v, d, row + k * L);
+  PutRowVector(d, v, row, k * L, L, StreamsTo(d, row, stream));
 }
 
 // Rows held in registers go in batches of one vector's lanes, a batch
@@ -546,16 +555,17 @@ struct BlockSum {
   }
 };
 
-// One loop over the columns of three rows in flight: first(i, count, slot)
-// for the row furthest ahead (read from memory, asked for a page ahead),
-// then second and third, each for vector i (count lanes real) into chain
-// slot (0 or 1); flush() moves float sums to double every kBlock elements
-// and at the end. kAll: all three stages on, known at compile time (the
-// steady rows); otherwise a stage runs where its flag is set (a call's
-// first and last two rows).
+// One loop over the columns of up to three rows in flight, each row at its
+// own stage: first(i, count, slot) for the row furthest ahead (read from
+// memory: first_row, and also_ahead where not null, asked for a page
+// ahead), then second and third, each for vector i (count lanes real) into
+// chain slot (0 or 1); flush() moves float sums to double every kBlock
+// elements and at the end. kAll: all three stages on, known at compile time
+// (the steady rows); otherwise a stage runs where its flag is set (a call's
+// first and last rows).
 template <bool kAll, class First, class Second, class Third, class Flush>
-HWY_INLINE void ThreeRowsLoop(D d, int64_t n, const float* first_row, bool first_on, bool second_on, bool third_on,
-                              First first, Second second, Third third, Flush flush) {
+HWY_INLINE void RowStagesLoop(D d, int64_t n, const float* first_row, const float* also_ahead, bool first_on,
+                              bool second_on, bool third_on, First first, Second second, Third third, Flush flush) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   auto stages = [&](int64_t i, int64_t count, int slot) {
     if (kAll || first_on) first(i, count, slot);
@@ -564,22 +574,16 @@ HWY_INLINE void ThreeRowsLoop(D d, int64_t n, const float* first_row, bool first
   };
   int64_t i = 0;
   for (; i + 2 * L <= n; i += 2 * L) {
-    if (kAll || first_on) PrefetchAhead(first_row + i, 2 * L);
+    if (kAll || first_on) {
+      PrefetchAhead(first_row + i, 2 * L);
+      if (also_ahead) PrefetchAhead(also_ahead + i, 2 * L);
+    }
     stages(i, L, 0);
     stages(i + L, L, 1);
     if ((i + 2 * L) % kBlock == 0) flush();
   }
   for (; i < n; i += L) stages(i, n - i < L ? n - i : L, 0);
   flush();
-}
-// Vector i of a row's output (count lanes real), streamed where out is aligned.
-HWY_INLINE void PutRowVector(D d, V v, float* out, int64_t i, int64_t count, bool streamed) {
-  if (count < static_cast<int64_t>(hn::Lanes(d))) StoreTail(d, v, out + i, count);
-  else if (streamed) hn::Stream(v, d, out + i);
-  else hn::StoreU(v, d, out + i);
-}
-HWY_INLINE bool StreamsTo(D d, const float* out, bool stream) {
-  return stream && reinterpret_cast<uintptr_t>(out) % (hn::Lanes(d) * sizeof(float)) == 0;
 }
 
 // softmax over rows longer than the register path's, three rows in flight:
@@ -617,8 +621,8 @@ HWY_INLINE SoftmaxStageResults SoftmaxThreeRows(D d, int64_t n, bool stream, con
   BlockSum sum(d);
   const V shift = hn::Set(d, exps_of.max), a = hn::Set(d, write.max), b = hn::Set(d, write.scale);
   const bool streamed = StreamsTo(d, write.out, stream);
-  ThreeRowsLoop<kAll>(
-      d, n, max_of.in, max_of.in, exps_of.in, write.in,
+  RowStagesLoop<kAll>(
+      d, n, max_of.in, nullptr, max_of.in, exps_of.in, write.in,
       [&](int64_t i, int64_t count, int slot) {
         const V v = RowVector(d, max_of.in, i, count, minus_inf);
         nan = hn::Or(nan, hn::IsNaN(v));
@@ -698,33 +702,13 @@ void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, i
 template <bool kWrite, bool kSumNext, class SumNext, class Flush, class Grad>
 HWY_INLINE void OneRowBehind(D d, float* out, int64_t n, bool stream, const float* next_a, const float* next_b,
                              SumNext sum_next, Flush flush, Grad grad) {
-  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const bool streamed = stream && reinterpret_cast<uintptr_t>(out) % (L * sizeof(float)) == 0;
-  auto put = [&](V v, int64_t i) {
-    if (streamed) hn::Stream(v, d, out + i);
-    else hn::StoreU(v, d, out + i);
-  };
-  int64_t i = 0;
-  for (; i + 2 * L <= n; i += 2 * L) {
-    if constexpr (kSumNext) {
-      PrefetchAhead(next_a + i, 2 * L);
-      PrefetchAhead(next_b + i, 2 * L);
-      sum_next(i, L, 0);
-      sum_next(i + L, L, 1);
-      if ((i + 2 * L) % kBlock == 0) flush();
-    }
-    if constexpr (kWrite) {
-      const V o0 = grad(i, L), o1 = grad(i + L, L);
-      put(o0, i);
-      put(o1, i + L);
-    }
-  }
-  for (; i < n; i += L) {
-    const int64_t count = n - i < L ? n - i : L;
-    if constexpr (kSumNext) sum_next(i, count, 0);
-    if constexpr (kWrite) StoreTail(d, grad(i, count), out + i, count);
-  }
-  if constexpr (kSumNext) flush();
+  const bool streamed = kWrite && StreamsTo(d, out, stream);
+  RowStagesLoop<kWrite && kSumNext>(
+      d, n, next_a, next_b, kSumNext, false, kWrite, sum_next, [](int64_t, int64_t, int) {},
+      [&](int64_t i, int64_t count, int) { PutRowVector(d, grad(i, count), out, i, count, streamed); },
+      [&] {
+        if constexpr (kSumNext) flush();
+      });
 }
 // softmax's gradient y (g - dot) with the next row's g . y.
 template <bool kWrite, bool kSumNext>
@@ -853,7 +837,7 @@ HWY_INLINE bool ShortRowMoments(D d, const float* x, int64_t n, double& mean, do
 }
 
 // layer_norm over rows longer than kPrefetchedRowMax, three rows in flight
-// as softmax's (ThreeRowsLoop): one loop sums row r + 2 (from memory), sums
+// as softmax's (RowStagesLoop): one loop sums row r + 2 (from memory), sums
 // the squared deviations of row r + 1 from its mean (RowDeviations's
 // formula: from the float-rounded mean, corrected) and writes row r.
 template <bool kAll>
@@ -870,8 +854,8 @@ HWY_INLINE void LayerNormThreeRows(D d, float* y, const float* x, int64_t rows, 
   const float* xr = write_on ? x + r * n : nullptr;
   const bool streamed = write_on && StreamsTo(d, out, stream);
   BlockSum sum(d), deviations(d);
-  ThreeRowsLoop<kAll>(
-      d, n, sum_row, sum_on, deviations_on, write_on,
+  RowStagesLoop<kAll>(
+      d, n, sum_row, nullptr, sum_on, deviations_on, write_on,
       [&](int64_t i, int64_t count, int slot) { sum.s[slot] = hn::Add(sum.s[slot], RowVector(d, sum_row, i, count, 0.0f)); },
       [&](int64_t i, int64_t count, int slot) {
         // Padding lanes hold the mean: their deviation is 0.
