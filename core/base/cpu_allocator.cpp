@@ -1,6 +1,9 @@
 // Host memory for CPU tensors, plain or cached (allocator.h says which is
 // used): 64-byte aligned so that a row of floats starts on a cache line and
-// vector loads (AVX-512 included) never split one.
+// vector loads (AVX-512 included) never split one, and blocks of 2 MiB or
+// more on transparent huge pages (host_alloc says why).
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +20,40 @@ namespace anvil {
 namespace {
 
 constexpr size_t kCpuAlignment = 64;
+constexpr size_t kHugePage = size_t{2} << 20;
+
+bool huge_pages_wanted() {
+  static const bool wanted = [] {
+    const char* env = std::getenv("ANVIL_CPU_HUGE_PAGES");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return wanted;
+}
+
+// nbytes rounded up to what host_alloc hands out.
+size_t host_block_size(size_t nbytes) {
+  const size_t align = nbytes >= kHugePage && huge_pages_wanted() ? kHugePage : kCpuAlignment;
+  return (std::max<size_t>(nbytes, 1) + align - 1) / align * align;
+}
+
+// A block of host_block_size(nbytes) bytes, or nullptr. Blocks of 2 MiB or
+// more are 2 MiB aligned and asked onto transparent huge pages (where the
+// kernel runs THP in "madvise" mode, as Debian's does, nothing else gets
+// them). Memory-bound kernels stream through 64 MB tensors; on 4 KiB pages
+// every 4 KiB is a TLB miss and a page walk, which under virtualisation is a
+// two-level walk. On the development VM a 2-thread memcpy of 16M floats ran
+// 33 -> 42 GB/s and a sum 41 -> 50 GB/s on huge pages
+// (bench/results/2026-11-28-huge-pages.md). ANVIL_CPU_HUGE_PAGES=0 turns it off.
+void* host_alloc(size_t nbytes) {
+  const size_t size = host_block_size(nbytes);
+  if (size < kHugePage || !huge_pages_wanted()) return std::aligned_alloc(kCpuAlignment, size);
+  void* ptr = std::aligned_alloc(kHugePage, size);
+#ifdef MADV_HUGEPAGE
+  // Advice only: where THP is off or unsupported the block stays on small pages.
+  if (ptr != nullptr) madvise(ptr, size, MADV_HUGEPAGE);
+#endif
+  return ptr;
+}
 
 class CpuAllocator final : public Allocator {
  public:
@@ -31,8 +68,7 @@ class CpuAllocator final : public Allocator {
     // callers may use the pointer as an identity (e.g. "same storage?").
     ANVIL_CHECK(nbytes <= std::numeric_limits<size_t>::max() - kCpuAlignment,
                 "cpu allocator: cannot allocate ", nbytes, " bytes (size too large)");
-    size_t rounded = nbytes == 0 ? kCpuAlignment
-                                 : (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    const size_t rounded = host_block_size(nbytes);
     {
       // Counted before malloc, so two threads cannot both pass the cap.
       std::lock_guard<std::mutex> lock(mutex_);
@@ -46,7 +82,7 @@ class CpuAllocator final : public Allocator {
       }
       stats_.allocated_bytes += static_cast<int64_t>(rounded);
     }
-    void* ptr = std::aligned_alloc(kCpuAlignment, rounded);
+    void* ptr = host_alloc(nbytes);
     std::lock_guard<std::mutex> lock(mutex_);
     if (ptr == nullptr) {
       stats_.allocated_bytes -= static_cast<int64_t>(rounded);
@@ -115,10 +151,7 @@ class CpuAllocator final : public Allocator {
 // of its 512-byte minimum block, so every block it carves out stays 64-byte aligned.
 class HostMemory final : public DeviceMemory {
  public:
-  void* raw_alloc(size_t nbytes) override {
-    const size_t rounded = (std::max<size_t>(nbytes, 1) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    return std::aligned_alloc(kCpuAlignment, rounded);
-  }
+  void* raw_alloc(size_t nbytes) override { return host_alloc(nbytes); }
   void raw_free(void* ptr) override { std::free(ptr); }
 };
 

@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +16,71 @@
 
 namespace anvil {
 namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+bool huge_pages_on() {
+  const char* env = std::getenv("ANVIL_CPU_HUGE_PAGES");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+// The VmFlags of the mapping holding p, from /proc/self/smaps ("" when not
+// found): "hg" there means the range was advised onto huge pages.
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream header(line);
+    if (header >> std::hex >> begin >> dash >> end && dash == '-') {
+      inside = begin <= addr && addr < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// Blocks of 2 MiB or more come 2 MiB aligned, whole huge pages, advised onto
+// transparent huge pages; smaller ones stay 64-byte granular.
+void expect_huge_page_block(Allocator& alloc, size_t nbytes) {
+  void* p = alloc.allocate(nbytes);
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 0x3c, nbytes);
+  if (!huge_pages_on()) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  } else {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePage, 0u) << "size " << nbytes;
+    std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+    if (thp) {  // a kernel without THP has no flag to show
+      EXPECT_NE(vm_flags_of(p).find(" hg"), std::string::npos) << "size " << nbytes << ": " << vm_flags_of(p);
+    }
+  }
+  alloc.deallocate(p);
+}
+
+TEST(CpuAllocator, LargeBlocksGoOnHugePages) {
+  auto alloc = make_cpu_allocator();
+  expect_huge_page_block(*alloc, kHugePage);
+  expect_huge_page_block(*alloc, (size_t{5} << 20) + 3);
+  // Held as whole huge pages, and counted so.
+  void* p = alloc->allocate((size_t{5} << 20) + 3);
+  EXPECT_EQ(alloc->stats().allocated_bytes, huge_pages_on() ? int64_t{6} << 20 : (int64_t{5} << 20) + 64);
+  alloc->deallocate(p);
+  // Just under 2 MiB stays on the 64-byte rounding.
+  p = alloc->allocate(kHugePage - 100);
+  EXPECT_EQ(alloc->stats().allocated_bytes, static_cast<int64_t>(kHugePage - 64));
+  alloc->deallocate(p);
+  EXPECT_EQ(alloc->stats().allocated_bytes, 0);
+}
+
+TEST(CpuCachingAllocator, SegmentsGoOnHugePages) {
+  auto alloc = make_cpu_caching_allocator();
+  expect_huge_page_block(*alloc, size_t{64} << 20);  // a segment of its own
+  expect_huge_page_block(*alloc, size_t{3} << 20);   // the start of a shared medium segment
+}
 
 TEST(CpuAllocator, BlocksAre64ByteAlignedAndWritable) {
   auto alloc = make_cpu_allocator();
