@@ -46,7 +46,7 @@ def anvil_results(name_filter, threads):
     for b in report["benchmarks"]:
         # Thread-count suffixes (".../threads:2", "/real_time") are not part of the shared name.
         name = b["run_name"] if "run_name" in b else b["name"]
-        name = "/".join(p for p in name.split("/") if not p.startswith(("threads:", "min_time:", "real_time", "process_time")))
+        name = "/".join(p for p in name.split("/") if not p.startswith(("threads:", "min_time:", "min_warmup_time:", "real_time", "process_time")))
         if "bytes_per_second" in b:
             results[name] = b["bytes_per_second"]
     return results

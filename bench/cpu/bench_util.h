@@ -55,8 +55,16 @@ inline void set_seconds_per_op(benchmark::State& state, double ops_per_iteration
 // headline; the CPU column is the whole process's CPU time (all threads),
 // which on a shared machine shows the work itself where other tenants' load
 // makes the wall time noisy.
+// Each first runs untimed for kWarmUpSeconds (at least one call), as the
+// PyTorch side calls each op once before timing: an op's first call takes
+// its output's memory from the system. Fresh huge pages on the development VM
+// took 0.4 GB/s to touch the first time (the host backs them then), so one
+// 64 MB forward and backward took 220 ms instead of 8, and was the only
+// iteration Google Benchmark timed (2026-11-28-huge-pages.md).
+inline constexpr double kWarmUpSeconds = 0.05;
 inline void threaded_kernel(benchmark::internal::Benchmark* b) {
-  b->UseRealTime()->MeasureProcessCPUTime()->MinTime(kMinSeconds)->Unit(benchmark::kMicrosecond);
+  b->UseRealTime()->MeasureProcessCPUTime()->MinTime(kMinSeconds)->MinWarmUpTime(kWarmUpSeconds)->Unit(
+      benchmark::kMicrosecond);
 }
 
 // The memory-bound size sweep, element counts as the benchmark's argument.

@@ -47,9 +47,8 @@ BENCHMARK_TEMPLATE(BM_memcpy_baseline, all_threads)->Name("BM_memcpy_all_threads
 
 // The same copy between two anvil CPU tensors' buffers. std::vector's memory
 // sits on 4 KiB pages; anvil's allocator puts blocks of 2 MiB or more on
-// transparent huge pages (core/base/cpu_allocator.cpp), where on the
-// development VM a copy ran about a quarter faster. This is the ceiling for
-// the memory anvil's kernels actually stream through; read them against both.
+// transparent huge pages (core/base/cpu_allocator.cpp). This is the ceiling
+// for the memory anvil's kernels actually stream through; read them against both.
 void BM_memcpy_tensors(benchmark::State& state) {
   const int64_t n = state.range(0);
   const Tensor src = full({n}, 1.0f), dst = zeros({n});  // both written once: no page faults timed
