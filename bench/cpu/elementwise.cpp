@@ -45,23 +45,6 @@ int one_thread() { return 1; }
 BENCHMARK_TEMPLATE(BM_memcpy_baseline, one_thread)->Name("BM_memcpy_1_thread")->Apply(memory_bound_sizes);
 BENCHMARK_TEMPLATE(BM_memcpy_baseline, all_threads)->Name("BM_memcpy_all_threads")->Apply(memory_bound_sizes);
 
-// The same copy between two anvil CPU tensors' buffers. std::vector's memory
-// sits on 4 KiB pages; anvil's allocator puts blocks of 2 MiB or more on
-// transparent huge pages (core/base/cpu_allocator.cpp). This is the ceiling
-// for the memory anvil's kernels actually stream through; read them against both.
-void BM_memcpy_tensors(benchmark::State& state) {
-  const int64_t n = state.range(0);
-  const Tensor src = full({n}, 1.0f), dst = zeros({n});  // both written once: no page faults timed
-  const int chunks = all_threads();
-  for (auto _ : state) {
-    memcpy_in_chunks(dst.data<float>(), src.data<float>(), n, chunks);
-    benchmark::DoNotOptimize(dst.data<float>());
-    benchmark::ClobberMemory();
-  }
-  set_bytes_per_iteration(state, 2.0 * n * kFloatBytes);
-}
-BENCHMARK(BM_memcpy_tensors)->Name("BM_memcpy_all_threads_tensors")->Apply(memory_bound_sizes);
-
 // The same copy rotating over `buffers` source/destination pairs, a working
 // set of buffers x 128 MB at 16M floats. Where the last-level cache holds one
 // pair, the baseline above copies from that cache: on the development VM
@@ -89,6 +72,37 @@ BENCHMARK(BM_memcpy_rotating)
     ->ArgNames({"elems", "buffers"})
     ->Args({kLargeElems, 2})
     ->Args({kLargeElems, 4});
+
+// The same copy between anvil CPU tensors' buffers, rotating over `buffers`
+// pairs as above (1: one pair). std::vector's memory sits on 4 KiB pages;
+// anvil's allocator puts blocks of 2 MiB or more on transparent huge pages
+// (core/base/cpu_allocator.cpp). This is the ceiling for the memory anvil's
+// kernels actually stream through; read them against both.
+void BM_memcpy_tensors(benchmark::State& state) {
+  const int64_t n = state.range(0), buffers = state.range(1);
+  std::vector<Tensor> src, dst;
+  for (int64_t b = 0; b < buffers; ++b) {  // all written once: no page faults timed
+    src.push_back(full({n}, 1.0f));
+    dst.push_back(zeros({n}));
+  }
+  const int chunks = all_threads();
+  size_t next = 0;
+  for (auto _ : state) {
+    memcpy_in_chunks(dst[next].data<float>(), src[next].data<float>(), n, chunks);
+    benchmark::DoNotOptimize(dst[next].data<float>());
+    benchmark::ClobberMemory();
+    next = (next + 1) % src.size();
+  }
+  set_bytes_per_iteration(state, 2.0 * n * kFloatBytes);
+}
+BENCHMARK(BM_memcpy_tensors)
+    ->Name("BM_memcpy_all_threads_tensors")
+    ->Apply(threaded_kernel)
+    ->ArgNames({"elems", "buffers"})
+    ->Args({kSmallElems, 1})
+    ->Args({kMediumElems, 1})
+    ->Args({kLargeElems, 1})
+    ->Args({kLargeElems, 2});
 
 // anvil's own copy: allocation + the backend's copy kernel.
 void BM_clone(benchmark::State& state) {
