@@ -30,7 +30,10 @@ bool huge_pages_wanted() {
   return wanted;
 }
 
-// nbytes rounded up to what host_alloc hands out.
+// The largest request host_alloc takes: its rounding up cannot wrap around.
+constexpr size_t kLargestHostRequest = std::numeric_limits<size_t>::max() - kHugePage;
+
+// nbytes (at most kLargestHostRequest) rounded up to what host_alloc hands out.
 size_t host_block_size(size_t nbytes) {
   const size_t align = nbytes >= kHugePage && huge_pages_wanted() ? kHugePage : kCpuAlignment;
   return (std::max<size_t>(nbytes, 1) + align - 1) / align * align;
@@ -46,6 +49,7 @@ size_t host_block_size(size_t nbytes) {
 // unchanged; char_gpt trains 1.09x faster and MiniLM encodes 1.11x
 // (bench/results/2026-11-28-huge-pages.md). ANVIL_CPU_HUGE_PAGES=0 turns it off.
 void* host_alloc(size_t nbytes) {
+  if (nbytes > kLargestHostRequest) return nullptr;  // more than any address space
   const size_t size = host_block_size(nbytes);
   if (size < kHugePage || !huge_pages_wanted()) return std::aligned_alloc(kCpuAlignment, size);
   void* ptr = std::aligned_alloc(kHugePage, size);
@@ -67,7 +71,7 @@ class CpuAllocator final : public Allocator {
     // std::aligned_alloc wants a multiple of the alignment. A zero-size request
     // still gets one line so every allocation has its own non-null address:
     // callers may use the pointer as an identity (e.g. "same storage?").
-    ANVIL_CHECK(nbytes <= std::numeric_limits<size_t>::max() - kCpuAlignment,
+    ANVIL_CHECK(nbytes <= kLargestHostRequest,
                 "cpu allocator: cannot allocate ", nbytes, " bytes (size too large)");
     const size_t rounded = host_block_size(nbytes);
     {

@@ -76,6 +76,25 @@ TEST(CpuAllocator, LargeBlocksGoOnHugePages) {
   EXPECT_EQ(alloc->stats().allocated_bytes, 0);
 }
 
+// Rounding up to whole huge pages must not wrap a size near SIZE_MAX around
+// to a small block: both allocators refuse it with the size in the message.
+TEST(CpuAllocator, SizesThatWouldWrapWhenRoundedAreErrors) {
+  const size_t top = std::numeric_limits<size_t>::max();
+  for (size_t n : {top - kHugePage + 1, top - (size_t{1} << 20), top - 600}) {
+    auto plain = make_cpu_allocator();
+    try {
+      plain->allocate(n);
+      FAIL() << "expected anvil::Error for " << n << " bytes";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(n)), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(plain->stats().allocated_bytes, 0);
+    auto cached = make_cpu_caching_allocator();
+    EXPECT_THROW(cached->allocate(n), Error) << n << " bytes";
+    EXPECT_EQ(cached->stats().reserved_bytes, 0);
+  }
+}
+
 TEST(CpuCachingAllocator, SegmentsGoOnHugePages) {
   auto alloc = make_cpu_caching_allocator();
   expect_huge_page_block(*alloc, size_t{64} << 20);  // a segment of its own
