@@ -29,17 +29,25 @@ int all_threads() {
 #endif
 }
 
+// The timed loop of every copy baseline: pair i copied on the i-th iteration
+// (mod the number of pairs), split into `chunks` pieces, one per thread.
+void time_copies(benchmark::State& state, const std::vector<float*>& dst, const std::vector<const float*>& src,
+                 int64_t n, int chunks) {
+  size_t next = 0;
+  for (auto _ : state) {
+    memcpy_in_chunks(dst[next], src[next], n, chunks);
+    benchmark::DoNotOptimize(dst[next]);
+    benchmark::ClobberMemory();
+    next = (next + 1) % src.size();
+  }
+  set_bytes_per_iteration(state, 2.0 * n * kFloatBytes);
+}
+
 template <int (*Threads)()>
 void BM_memcpy_baseline(benchmark::State& state) {
   const int64_t n = state.range(0);
   std::vector<float> src(static_cast<size_t>(n), 1.0f), dst(static_cast<size_t>(n));
-  const int chunks = Threads();
-  for (auto _ : state) {
-    memcpy_in_chunks(dst.data(), src.data(), n, chunks);
-    benchmark::DoNotOptimize(dst.data());
-    benchmark::ClobberMemory();
-  }
-  set_bytes_per_iteration(state, 2.0 * n * kFloatBytes);
+  time_copies(state, {dst.data()}, {src.data()}, n, Threads());
 }
 int one_thread() { return 1; }
 BENCHMARK_TEMPLATE(BM_memcpy_baseline, one_thread)->Name("BM_memcpy_1_thread")->Apply(memory_bound_sizes);
@@ -56,15 +64,13 @@ void BM_memcpy_rotating(benchmark::State& state) {
   const int64_t n = state.range(0), buffers = state.range(1);
   std::vector<std::vector<float>> src(static_cast<size_t>(buffers), std::vector<float>(static_cast<size_t>(n), 1.0f));
   std::vector<std::vector<float>> dst(static_cast<size_t>(buffers), std::vector<float>(static_cast<size_t>(n)));
-  const int chunks = all_threads();
-  size_t next = 0;
-  for (auto _ : state) {
-    memcpy_in_chunks(dst[next].data(), src[next].data(), n, chunks);
-    benchmark::DoNotOptimize(dst[next].data());
-    benchmark::ClobberMemory();
-    next = (next + 1) % src.size();
+  std::vector<float*> to;
+  std::vector<const float*> from;
+  for (int64_t b = 0; b < buffers; ++b) {
+    to.push_back(dst[static_cast<size_t>(b)].data());
+    from.push_back(src[static_cast<size_t>(b)].data());
   }
-  set_bytes_per_iteration(state, 2.0 * n * kFloatBytes);
+  time_copies(state, to, from, n, all_threads());
 }
 BENCHMARK(BM_memcpy_rotating)
     ->Name("BM_memcpy_all_threads_rotating")
@@ -80,20 +86,16 @@ BENCHMARK(BM_memcpy_rotating)
 // kernels actually stream through; read them against both.
 void BM_memcpy_tensors(benchmark::State& state) {
   const int64_t n = state.range(0), buffers = state.range(1);
-  std::vector<Tensor> src, dst;
-  for (int64_t b = 0; b < buffers; ++b) {  // all written once: no page faults timed
-    src.push_back(full({n}, 1.0f));
-    dst.push_back(zeros({n}));
+  std::vector<Tensor> tensors;  // all written once: no page faults timed
+  std::vector<float*> to;
+  std::vector<const float*> from;
+  for (int64_t b = 0; b < buffers; ++b) {
+    tensors.push_back(full({n}, 1.0f));
+    from.push_back(tensors.back().data<float>());
+    tensors.push_back(zeros({n}));
+    to.push_back(tensors.back().data<float>());
   }
-  const int chunks = all_threads();
-  size_t next = 0;
-  for (auto _ : state) {
-    memcpy_in_chunks(dst[next].data<float>(), src[next].data<float>(), n, chunks);
-    benchmark::DoNotOptimize(dst[next].data<float>());
-    benchmark::ClobberMemory();
-    next = (next + 1) % src.size();
-  }
-  set_bytes_per_iteration(state, 2.0 * n * kFloatBytes);
+  time_copies(state, to, from, n, all_threads());
 }
 BENCHMARK(BM_memcpy_tensors)
     ->Name("BM_memcpy_all_threads_tensors")
