@@ -33,9 +33,12 @@ bool huge_pages_wanted() {
 // The largest request host_alloc takes: its rounding up cannot wrap around.
 constexpr size_t kLargestHostRequest = std::numeric_limits<size_t>::max() - kHugePage;
 
+// Whether host_alloc puts a request of nbytes on huge pages.
+bool on_huge_pages(size_t nbytes) { return nbytes >= kHugePage && huge_pages_wanted(); }
+
 // nbytes (at most kLargestHostRequest) rounded up to what host_alloc hands out.
 size_t host_block_size(size_t nbytes) {
-  const size_t align = nbytes >= kHugePage && huge_pages_wanted() ? kHugePage : kCpuAlignment;
+  const size_t align = on_huge_pages(nbytes) ? kHugePage : kCpuAlignment;
   return (std::max<size_t>(nbytes, 1) + align - 1) / align * align;
 }
 
@@ -51,7 +54,7 @@ size_t host_block_size(size_t nbytes) {
 void* host_alloc(size_t nbytes) {
   if (nbytes > kLargestHostRequest) return nullptr;  // more than any address space
   const size_t size = host_block_size(nbytes);
-  if (size < kHugePage || !huge_pages_wanted()) return std::aligned_alloc(kCpuAlignment, size);
+  if (!on_huge_pages(nbytes)) return std::aligned_alloc(kCpuAlignment, size);
   void* ptr = std::aligned_alloc(kHugePage, size);
 #ifdef MADV_HUGEPAGE
   // Advice only: where THP is off or unsupported the block stays on small pages.
