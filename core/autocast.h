@@ -90,8 +90,7 @@ Tensor full_precision(const Tensor& t);
 // lower_precision) and keeps autocast suspended while it lives, so the op's
 // call of itself runs once, on the cast inputs, as written; when off it is
 // false and touches nothing (no copies on the ordinary path).
-template <size_t N>
-class CastInputs {
+template <size_t N> class CastInputs {
  public:
   CastInputs() = default;  // autocast off
   template <typename... Ts>
@@ -106,14 +105,12 @@ class CastInputs {
   std::optional<Suspended> off_;
 };
 
-template <typename... Ts>
-CastInputs<sizeof...(Ts)> full_precision_inputs(const Ts&... inputs) {
+template <typename... Ts> CastInputs<sizeof...(Ts)> full_precision_inputs(const Ts&... inputs) {
   if (!is_enabled()) return {};
   return {&full_precision, inputs...};
 }
 
-template <typename... Ts>
-CastInputs<sizeof...(Ts)> lower_precision_inputs(const Ts&... inputs) {
+template <typename... Ts> CastInputs<sizeof...(Ts)> lower_precision_inputs(const Ts&... inputs) {
   if (!is_enabled()) return {};
   return {&lower_precision, inputs...};
 }

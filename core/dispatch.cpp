@@ -38,7 +38,10 @@ void check_same_device(const char* op, std::initializer_list<Tensor> tensors) {
   const Tensor* first = nullptr;
   for (const Tensor& t : tensors) {
     if (!t.defined()) continue;
-    if (!first) { first = &t; continue; }
+    if (!first) {
+      first = &t;
+      continue;
+    }
     if (t.device() != first->device()) {
       std::ostringstream os;
       os << op << ": expected all tensors on the same device, got";

@@ -104,15 +104,14 @@ Tensor full_like(const Tensor& t, const Scalar& v) { return full(t.shape(), v, t
 Tensor rand_like(const Tensor& t) { return rand(t.shape(), t.options()); }
 Tensor randn_like(const Tensor& t) { return randn(t.shape(), t.options()); }
 
-template <typename T>
-Tensor from_vector(const std::vector<T>& values, const Shape& shape_in, const TensorOptions& o) {
+template <typename T> Tensor from_vector(const std::vector<T>& values, const Shape& shape_in, const TensorOptions& o) {
   Shape shape = shape_in.empty() ? Shape{static_cast<int64_t>(values.size())} : shape_in;
   ANVIL_CHECK(numel_of(shape) == static_cast<int64_t>(values.size()), "from_vector: ", values.size(),
               " values do not fill shape ", shape);
   // Wrap the host values, then convert dtype and move to the device.
-  Tensor host = make_tensor(std::make_shared<Storage>(const_cast<T*>(values.data()), values.size() * sizeof(T),
-                                                      Device::cpu(), nullptr),
-                            shape, contiguous_strides(shape), 0, dtype_of<T>::value);
+  Tensor host = make_tensor(
+      std::make_shared<Storage>(const_cast<T*>(values.data()), values.size() * sizeof(T), Device::cpu(), nullptr),
+      shape, contiguous_strides(shape), 0, dtype_of<T>::value);
   Tensor out = empty(shape, o.requires_grad(false));
   out.copy_(host);
   return finish(out, o);

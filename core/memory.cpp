@@ -9,8 +9,8 @@ MemoryStats memory_stats(Device device) { return backend_for(device).allocator(d
 void reset_peak_memory_stats(Device device) { backend_for(device).allocator(device.index).reset_peak_stats(); }
 void empty_cache(Device device) { backend_for(device).allocator(device.index).empty_cache(); }
 void set_memory_limit(Device device, size_t bytes) {
-  ANVIL_CHECK(backend_for(device).allocator(device.index).set_memory_limit(bytes), "set_memory_limit: the allocator of ",
-              device, " has no memory limit");
+  ANVIL_CHECK(backend_for(device).allocator(device.index).set_memory_limit(bytes),
+              "set_memory_limit: the allocator of ", device, " has no memory limit");
 }
 size_t memory_limit(Device device) { return backend_for(device).allocator(device.index).memory_limit(); }
 

@@ -23,12 +23,18 @@ struct Format {
   std::string operator()(double v) const {
     char buf[64];
     if (boolean) return v != 0 ? "True" : "False";
-    if (!floating) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
-    else if (std::isnan(v)) std::snprintf(buf, sizeof buf, "nan");
-    else if (std::isinf(v)) std::snprintf(buf, sizeof buf, v > 0 ? "inf" : "-inf");
-    else if (scientific) std::snprintf(buf, sizeof buf, "%.4e", v);
-    else if (integral_values) std::snprintf(buf, sizeof buf, "%.0f.", v);
-    else std::snprintf(buf, sizeof buf, "%.4f", v);
+    if (!floating)
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    else if (std::isnan(v))
+      std::snprintf(buf, sizeof buf, "nan");
+    else if (std::isinf(v))
+      std::snprintf(buf, sizeof buf, v > 0 ? "inf" : "-inf");
+    else if (scientific)
+      std::snprintf(buf, sizeof buf, "%.4e", v);
+    else if (integral_values)
+      std::snprintf(buf, sizeof buf, "%.0f.", v);
+    else
+      std::snprintf(buf, sizeof buf, "%.4f", v);
     return buf;
   }
 };
@@ -55,7 +61,10 @@ Format choose_format(const std::vector<double>& values, bool floating) {
 
 void print_dims(std::ostream& os, const std::vector<double>& values, const Shape& shape, const Shape& strides,
                 int64_t offset, size_t d, const Format& f, bool summarize, int indent) {
-  if (shape.empty()) { os << f(values[offset]); return; }
+  if (shape.empty()) {
+    os << f(values[offset]);
+    return;
+  }
   int64_t n = shape[d];
   os << '[';
   for (int64_t i = 0; i < n; ++i) {
@@ -72,8 +81,10 @@ void print_dims(std::ostream& os, const std::vector<double>& values, const Shape
       print_dims(os, values, shape, strides, offset + i * strides[d], d + 1, f, summarize, indent + 1);
     }
     if (i + 1 < n) {
-      if (d + 1 == shape.size()) os << ", ";
-      else os << ',' << std::string(shape.size() - d - 1, '\n') << std::string(indent + 1, ' ');
+      if (d + 1 == shape.size())
+        os << ", ";
+      else
+        os << ',' << std::string(shape.size() - d - 1, '\n') << std::string(indent + 1, ' ');
     }
   }
   os << ']';
@@ -82,12 +93,17 @@ void print_dims(std::ostream& os, const std::vector<double>& values, const Shape
 // The values print_dims will show, in order: the format must fit all of them.
 void collect_printed(const std::vector<double>& values, const Shape& shape, const Shape& strides, int64_t offset,
                      size_t d, bool summarize, std::vector<double>& out) {
-  if (shape.empty()) { out.push_back(values[offset]); return; }
+  if (shape.empty()) {
+    out.push_back(values[offset]);
+    return;
+  }
   const int64_t n = shape[d];
   for (int64_t i = 0; i < n; ++i) {
     if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
-    if (d + 1 == shape.size()) out.push_back(values[offset + i * strides[d]]);
-    else collect_printed(values, shape, strides, offset + i * strides[d], d + 1, summarize, out);
+    if (d + 1 == shape.size())
+      out.push_back(values[offset + i * strides[d]]);
+    else
+      collect_printed(values, shape, strides, offset + i * strides[d], d + 1, summarize, out);
   }
 }
 
@@ -99,19 +115,25 @@ std::string to_string(const Tensor& t) {
   std::vector<double> values = t.detach().to_vector<double>();
   bool summarize = t.numel() > kSummarizeAbove;
   std::vector<double> shown;  // the format is chosen from what is printed
-  if (summarize) collect_printed(values, t.shape(), contiguous_strides(t.shape()), 0, 0, summarize, shown);
-  else shown = values;
+  if (summarize)
+    collect_printed(values, t.shape(), contiguous_strides(t.shape()), 0, 0, summarize, shown);
+  else
+    shown = values;
   Format f = choose_format(shown, t.is_floating_point());
   if (t.dtype() == kBool) f.boolean = true, f.width = 5;
   os << "tensor(";
-  if (t.numel() == 0 && t.dim() > 0) os << "[]";
-  else print_dims(os, values, t.shape(), contiguous_strides(t.shape()), 0, 0, f, summarize, 7);
+  if (t.numel() == 0 && t.dim() > 0)
+    os << "[]";
+  else
+    print_dims(os, values, t.shape(), contiguous_strides(t.shape()), 0, 0, f, summarize, 7);
   if (t.numel() == 0 && t.dim() > 1) os << ", size=" << t.shape_str();
   if (t.device() != Device::cpu()) os << ", device='" << t.device() << "'";
   bool default_dtype = t.dtype() == kFloat32 || t.dtype() == kInt64 || t.dtype() == kBool;
   if (!default_dtype) os << ", dtype=" << t.dtype();
-  if (auto fn = t.grad_fn()) os << ", grad_fn=<" << fn->name() << ">";
-  else if (t.requires_grad()) os << ", requires_grad=True";
+  if (auto fn = t.grad_fn())
+    os << ", grad_fn=<" << fn->name() << ">";
+  else if (t.requires_grad())
+    os << ", requires_grad=True";
   os << ')';
   return os.str();
 }

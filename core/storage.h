@@ -26,7 +26,9 @@ struct Storage {
       : data(d), nbytes(n), device(dev), release(std::move(r)) {}
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
-  ~Storage() { if (release && data) release(data); }
+  ~Storage() {
+    if (release && data) release(data);
+  }
 
   // New memory from the device's allocator, on the device's current stream.
   static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);

@@ -19,7 +19,9 @@ void wait_stream(const Stream& waiter, const Stream& producer) {
   backend_for(waiter.device).stream_wait(waiter, producer);
 }
 
-StreamGuard::StreamGuard(const Stream& stream) : previous_(current_stream(stream.device)) { set_current_stream(stream); }
+StreamGuard::StreamGuard(const Stream& stream) : previous_(current_stream(stream.device)) {
+  set_current_stream(stream);
+}
 StreamGuard::~StreamGuard() { set_current_stream(previous_); }
 
 Event::~Event() { release(); }

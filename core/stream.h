@@ -63,7 +63,7 @@ class Event {
   void record(Device device = Device::cuda());  // on the device's current stream
   // `stream` waits for the work recorded before this event (a no-op before any record).
   void wait(const Stream& stream) const;
-  bool query() const;        // whether that work has finished (true before any record)
+  bool query() const;  // whether that work has finished (true before any record)
   void synchronize() const;  // blocks until it has
   // Milliseconds from this event to `end`; both recorded, finished, timing.
   double elapsed_ms(const Event& end) const;

@@ -20,8 +20,8 @@ TensorImpl::~TensorImpl() = default;
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
   Backend& be = backend_for(device);
-  ANVIL_CHECK(device.index >= 0 && device.index < be.device_count(), "allocate: device ", device,
-              " does not exist (", be.device_count(), " device(s) of that type)");
+  ANVIL_CHECK(device.index >= 0 && device.index < be.device_count(), "allocate: device ", device, " does not exist (",
+              be.device_count(), " device(s) of that type)");
   Allocator* alloc = &be.allocator(device.index);
   void* p = alloc->allocate(nbytes, be.current_stream(device.index).id);
   return std::make_shared<Storage>(p, nbytes, device, [alloc](void* q) { alloc->deallocate(q); });
@@ -71,8 +71,7 @@ Scalar Tensor::item() const {
   });
 }
 
-template <typename T>
-std::vector<T> Tensor::to_vector() const {
+template <typename T> std::vector<T> Tensor::to_vector() const {
   Tensor host = to(Device::cpu()).to(dtype_of<T>::value).contiguous();
   const T* p = static_cast<const T*>(host.data_ptr());
   return std::vector<T>(p, p + host.numel());
@@ -110,12 +109,13 @@ void copy_data(const Tensor& dst, const Tensor& src, bool non_blocking = false) 
   Tensor landing = dst.is_contiguous() ? dst : empty(dst.shape(), dst.options());
   size_t nbytes = landing.nbytes();
   if (src.device().is_cpu()) {
-    backend_for(dst.device()).copy_from_host(landing.data_ptr(), packed.data_ptr(), nbytes, dst.device().index,
-                                             non_blocking);
+    backend_for(dst.device())
+        .copy_from_host(landing.data_ptr(), packed.data_ptr(), nbytes, dst.device().index, non_blocking);
   } else if (dst.device().is_cpu()) {
     // Into a temporary landing buffer the host reads right below: must be complete.
-    backend_for(src.device()).copy_to_host(landing.data_ptr(), packed.data_ptr(), nbytes, src.device().index,
-                                           non_blocking && landing.same(dst));
+    backend_for(src.device())
+        .copy_to_host(landing.data_ptr(), packed.data_ptr(), nbytes, src.device().index,
+                      non_blocking && landing.same(dst));
   } else {  // device to device of another index: bounce through the host
     Tensor host = packed.to(Device::cpu());
     backend_for(dst.device()).copy_from_host(landing.data_ptr(), host.data_ptr(), nbytes, dst.device().index, false);
@@ -191,18 +191,17 @@ Tensor Tensor::pin_memory() const {
 bool Tensor::is_pinned() const { return device().is_cpu() && storage()->pinned; }
 
 void Tensor::record_stream(const Stream& stream) const {
-  ANVIL_CHECK(device().is_cuda(), "record_stream: only CUDA tensors belong to streams; this tensor is on ",
+  ANVIL_CHECK(device().is_cuda(), "record_stream: only CUDA tensors belong to streams; this tensor is on ", device());
+  ANVIL_CHECK(stream.device == device(), "record_stream: the stream is on ", stream.device, " but the tensor is on ",
               device());
-  ANVIL_CHECK(stream.device == device(), "record_stream: the stream is on ", stream.device,
-              " but the tensor is on ", device());
   backend_for(device()).allocator(device().index).record_stream(storage()->data, stream.id);
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   detail::check_defined("copy_", src, "src");
   Shape target = broadcast_shapes(shape(), src.shape(), "copy_");
-  ANVIL_CHECK(target == shape(), "copy_: cannot broadcast source of shape ", src.shape_str(),
-              " to destination shape ", shape_str());
+  ANVIL_CHECK(target == shape(), "copy_: cannot broadcast source of shape ", src.shape_str(), " to destination shape ",
+              shape_str());
   if (autograd::needs_grad({*this, src})) {
     // Out-of-place equivalent: the source broadcast and cast to our dtype.
     Tensor result = src.to(dtype()).to(device()).expand(shape()).clone();
@@ -229,7 +228,8 @@ Tensor& Tensor::requires_grad_(bool on) {
   ANVIL_CHECK(!on || is_floating(dtype()), "requires_grad_: only floating tensors can require grad, got ",
               detail::describe(*this));
   auto& m = autograd::meta(*this);
-  ANVIL_CHECK(m.grad_fn == nullptr || on, "requires_grad_: cannot turn off requires_grad on a non-leaf tensor "
+  ANVIL_CHECK(m.grad_fn == nullptr || on,
+              "requires_grad_: cannot turn off requires_grad on a non-leaf tensor "
               "(use detach())");
   m.requires_grad = on;
   return *this;
@@ -292,12 +292,15 @@ void Tensor::retain_grad() const {
 void Tensor::register_hook(TensorHook hook) const {
   ANVIL_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that does not require grad");
   auto& m = autograd::meta(*this);
-  if (m.grad_fn) m.grad_fn->pre_hooks[m.output_nr].push_back(std::move(hook));
-  else m.hooks.push_back(std::move(hook));
+  if (m.grad_fn)
+    m.grad_fn->pre_hooks[m.output_nr].push_back(std::move(hook));
+  else
+    m.hooks.push_back(std::move(hook));
 }
 
 void Tensor::register_post_accumulate_grad_hook(PostAccumulateHook hook) const {
-  ANVIL_CHECK(requires_grad() && is_leaf(), "register_post_accumulate_grad_hook: only leaf tensors that require "
+  ANVIL_CHECK(requires_grad() && is_leaf(),
+              "register_post_accumulate_grad_hook: only leaf tensors that require "
               "grad accumulate gradients");
   autograd::meta(*this).post_accumulate_hooks.push_back(std::move(hook));
 }

@@ -63,7 +63,7 @@ class Tensor {
   // --- metadata ---
   const Shape& shape() const { return checked().shape; }
   const Shape& strides() const { return checked().strides; }
-  int64_t size(int64_t dim) const;    // negative dims count from the end
+  int64_t size(int64_t dim) const;  // negative dims count from the end
   int64_t stride(int64_t dim) const;
   int64_t dim() const { return static_cast<int64_t>(shape().size()); }
   int64_t numel() const;
@@ -129,9 +129,7 @@ class Tensor {
   // before to() returns, as with non_blocking = false.
   Tensor to(Device device, bool non_blocking = false) const;
   Tensor to(DType dtype) const;
-  Tensor to(Device device, DType dtype, bool non_blocking = false) const {
-    return to(device, non_blocking).to(dtype);
-  }
+  Tensor to(Device device, DType dtype, bool non_blocking = false) const { return to(device, non_blocking).to(dtype); }
   // Device and dtype from options (requires_grad is not applied).
   Tensor to(const TensorOptions& options, bool non_blocking = false) const;
   // "cuda", "cpu:0": without it to("cuda") would be ambiguous between the two above.
@@ -172,9 +170,18 @@ class Tensor {
 
   // --- common ops as methods (defined with the free functions in core/ops) ---
   // A dim is given as a Shape of dims or as one integer (x.sum(1)): see DimIndex.
-  Tensor neg() const; Tensor abs() const; Tensor exp() const; Tensor log() const;
-  Tensor sqrt() const; Tensor rsqrt() const; Tensor sin() const; Tensor cos() const;
-  Tensor tanh() const; Tensor sigmoid() const; Tensor relu() const; Tensor square() const;
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor square() const;
   Tensor pow(const Scalar& e) const;
   // An absent bound ({} or std::nullopt) leaves that side open, as in libtorch.
   Tensor clamp(std::optional<double> lo, std::optional<double> hi = std::nullopt) const;
@@ -183,14 +190,20 @@ class Tensor {
   // self + alpha * other and self - alpha * other.
   Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
   Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
-  Tensor add(const Scalar& other) const; Tensor sub(const Scalar& other) const;
-  Tensor mul(const Tensor& other) const; Tensor mul(const Scalar& other) const;
-  Tensor div(const Tensor& other) const; Tensor div(const Scalar& other) const;
+  Tensor add(const Scalar& other) const;
+  Tensor sub(const Scalar& other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(const Scalar& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(const Scalar& other) const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
 
-  Tensor sum() const; Tensor sum(const Shape& dims, bool keepdim = false) const;
-  Tensor mean() const; Tensor mean(const Shape& dims, bool keepdim = false) const;
-  Tensor prod() const; Tensor prod(const Shape& dims, bool keepdim = false) const;
+  Tensor sum() const;
+  Tensor sum(const Shape& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(const Shape& dims, bool keepdim = false) const;
   // correction 1 is the unbiased estimate (libtorch's unbiased = true), 0 the biased one.
   Tensor var(const Shape& dims = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor std(const Shape& dims = {}, int64_t correction = 1, bool keepdim = false) const;
@@ -207,13 +220,17 @@ class Tensor {
   template <DimIndex I> Tensor norm(double p, I dim, bool keepdim = false) const {
     return norm(p, Shape{int64_t(dim)}, keepdim);
   }
-  Tensor max() const; Tensor min() const;
+  Tensor max() const;
+  Tensor min() const;
   // Along one dim: values and int64 indices, as std::get<0>(x.max(1)) or auto [values, indices] = x.max(1).
   std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
   std::pair<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
-  Tensor argmax() const; Tensor argmax(int64_t dim, bool keepdim = false) const;
-  Tensor argmin() const; Tensor argmin(int64_t dim, bool keepdim = false) const;
-  Tensor softmax(int64_t dim) const; Tensor log_softmax(int64_t dim) const;
+  Tensor argmax() const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin() const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
   Tensor matmul(const Tensor& o) const;
 
   // Copies rearranging the elements (core/ops/shape.h), differentiable.
@@ -229,13 +246,25 @@ class Tensor {
 
   // More elementwise, scan, sort, logical and triangular ops as methods
   // (core/ops/elementwise.h, scan.h, sort.h, reduce.h, creation.h).
-  Tensor log1p() const; Tensor expm1() const; Tensor erf() const; Tensor erfinv() const;
-  Tensor floor() const; Tensor ceil() const; Tensor round() const; Tensor trunc() const;
-  Tensor isnan() const; Tensor isinf() const; Tensor isfinite() const;
-  Tensor logical_not() const; Tensor bitwise_not() const;  // as ! and ~
-  Tensor logical_and(const Tensor& o) const; Tensor logical_or(const Tensor& o) const;
-  Tensor fmod(const Tensor& o) const; Tensor fmod(const Scalar& o) const;
-  Tensor remainder(const Tensor& o) const; Tensor remainder(const Scalar& o) const;
+  Tensor log1p() const;
+  Tensor expm1() const;
+  Tensor erf() const;
+  Tensor erfinv() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor trunc() const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor logical_not() const;
+  Tensor bitwise_not() const;  // as ! and ~
+  Tensor logical_and(const Tensor& o) const;
+  Tensor logical_or(const Tensor& o) const;
+  Tensor fmod(const Tensor& o) const;
+  Tensor fmod(const Scalar& o) const;
+  Tensor remainder(const Tensor& o) const;
+  Tensor remainder(const Scalar& o) const;
   Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
   Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
   Tensor logcumsumexp(int64_t dim) const;
@@ -243,19 +272,25 @@ class Tensor {
   std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false, bool stable = false) const;
   Tensor argsort(int64_t dim = -1, bool descending = false, bool stable = false) const;
   std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
-  Tensor all() const; Tensor all(int64_t dim, bool keepdim = false) const;
-  Tensor any() const; Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
   Tensor logsumexp(const Shape& dims, bool keepdim = false) const;
   template <DimIndex I> Tensor logsumexp(I dim, bool keepdim = false) const {
     return logsumexp(Shape{int64_t(dim)}, keepdim);
   }
-  Tensor tril(int64_t diagonal = 0) const; Tensor triu(int64_t diagonal = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
 
   // In place (refused on leaves that require grad, as the free functions).
-  Tensor& add_(const Tensor& o, const Scalar& alpha = 1); Tensor& add_(const Scalar& s);
+  Tensor& add_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& s);
   Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);
-  Tensor& mul_(const Tensor& o); Tensor& mul_(const Scalar& s);
-  Tensor& div_(const Tensor& o); Tensor& div_(const Scalar& s);
+  Tensor& mul_(const Tensor& o);
+  Tensor& mul_(const Scalar& s);
+  Tensor& div_(const Tensor& o);
+  Tensor& div_(const Scalar& s);
   Tensor& relu_();
   Tensor& clamp_(std::optional<double> lo, std::optional<double> hi = std::nullopt);
   Tensor& clamp_min_(double lo) { return clamp_(lo); }
@@ -265,13 +300,15 @@ class Tensor {
   Tensor& lerp_(const Tensor& end, const Scalar& weight);  // self += weight * (end - self)
   Tensor& lerp_(const Tensor& end, const Tensor& weight);
   Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
-  Tensor& zero_(); Tensor& fill_(const Scalar& v);
+  Tensor& zero_();
+  Tensor& fill_(const Scalar& v);
 
   // Indexing as libtorch spells it (core/ops/tensor_index.h, core/ops/indexing.h):
   // x.index({Slice(1, None, 2), 0, Ellipsis, None}), x.index({mask}), x.index_put_({idx}, v, true).
   Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
   Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
-  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values, bool accumulate = false);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values,
+                     bool accumulate = false);
   Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value);
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values, bool accumulate = false);
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);

@@ -12,14 +12,26 @@ struct TensorOptions {
   bool requires_grad_ = false;
 
   TensorOptions() = default;
-  TensorOptions(DType t) : dtype_(t) {}                      // NOLINT
-  TensorOptions(Device d) : device_(d) {}                    // NOLINT
-  TensorOptions(DeviceType t) : device_(t) {}                // NOLINT: zeros({2}, kCUDA)
-  TensorOptions(const char* d) : device_(Device(d)) {}       // NOLINT
-  TensorOptions dtype(DType t) const { auto o = *this; o.dtype_ = t; return o; }
-  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+  TensorOptions(DType t) : dtype_(t) {}  // NOLINT
+  TensorOptions(Device d) : device_(d) {}  // NOLINT
+  TensorOptions(DeviceType t) : device_(t) {}  // NOLINT: zeros({2}, kCUDA)
+  TensorOptions(const char* d) : device_(Device(d)) {}  // NOLINT
+  TensorOptions dtype(DType t) const {
+    auto o = *this;
+    o.dtype_ = t;
+    return o;
+  }
+  TensorOptions device(Device d) const {
+    auto o = *this;
+    o.device_ = d;
+    return o;
+  }
   TensorOptions device(DeviceType t, int index) const { return device(Device(t, index)); }
-  TensorOptions requires_grad(bool r = true) const { auto o = *this; o.requires_grad_ = r; return o; }
+  TensorOptions requires_grad(bool r = true) const {
+    auto o = *this;
+    o.requires_grad_ = r;
+    return o;
+  }
 };
 
 // libtorch's shorthands: zeros({2}, anvil::dtype(kFloat64).requires_grad(true)).

@@ -28,8 +28,10 @@ std::vector<std::string> split_top_level(const std::string& list) {
       ANVIL_CHECK(depth == 1, "hostlist '", list, "': ']' without '['");
       --depth;
     }
-    if (c == ',' && depth == 0) parts.emplace_back();
-    else parts.back().push_back(c);
+    if (c == ',' && depth == 0)
+      parts.emplace_back();
+    else
+      parts.back().push_back(c);
   }
   ANVIL_CHECK(depth == 0, "hostlist '", list, "': '[' without ']'");
   return parts;
@@ -141,9 +143,8 @@ SchedulerEnv scheduler_env_from(const EnvLookup& lookup) {
       const auto node = get("SLURM_NODEID");
       // Without SLURM_NODEID only a one-node list says which entry is ours.
       const auto index = node ? small_number(node->text) : per_node.size() == 1 ? std::optional<long>(0) : std::nullopt;
-      ANVIL_CHECK(index && *index < static_cast<long>(per_node.size()), "SLURM_NODEID='",
-                  node ? node->text : "", "' is not a node of SLURM_TASKS_PER_NODE='", tasks->text, "' (",
-                  per_node.size(), " nodes)");
+      ANVIL_CHECK(index && *index < static_cast<long>(per_node.size()), "SLURM_NODEID='", node ? node->text : "",
+                  "' is not a node of SLURM_TASKS_PER_NODE='", tasks->text, "' (", per_node.size(), " nodes)");
       s.local_world_size = EnvValue{"SLURM_TASKS_PER_NODE", std::to_string(per_node[static_cast<size_t>(*index)])};
     }
     auto nodes = get("SLURM_STEP_NODELIST");

@@ -44,8 +44,7 @@ void rebind(Tensor target, const Tensor& source, Device device, bool differentia
 
 }  // namespace
 
-DataParallel::DataParallel(std::shared_ptr<nn::Module> module, ReplicaFactory make_replica,
-                           DataParallelOptions options)
+DataParallel::DataParallel(std::shared_ptr<nn::Module> module, ReplicaFactory make_replica, DataParallelOptions options)
     : nn::Module("DataParallel"), module_(std::move(module)), devices_(std::move(options.devices)) {
   ANVIL_CHECK(module_ != nullptr, "DataParallel: got a null module");
   register_module("module", module_);
@@ -61,9 +60,9 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> module, ReplicaFactory ma
     std::shared_ptr<nn::Module> replica = make_replica();
     ANVIL_CHECK(replica != nullptr, "DataParallel: the replica factory returned null");
     const nn::NamedTensors rp = replica->named_parameters(), rb = replica->named_buffers();
-    ANVIL_CHECK(rp.size() == params.size() && rb.size() == buffers.size(), "DataParallel: the replica has ",
-                rp.size(), " parameters and ", rb.size(), " buffers but the module ", params.size(), " and ",
-                buffers.size(), "; the factory must build the same architecture");
+    ANVIL_CHECK(rp.size() == params.size() && rb.size() == buffers.size(), "DataParallel: the replica has ", rp.size(),
+                " parameters and ", rb.size(), " buffers but the module ", params.size(), " and ", buffers.size(),
+                "; the factory must build the same architecture");
     for (size_t k = 0; k < params.size(); ++k)
       ANVIL_CHECK(rp[k].first == params[k].first && rp[k].second.shape() == params[k].second.shape(),
                   "DataParallel: replica parameter '", rp[k].first, "' ", rp[k].second.shape_str(),
@@ -104,8 +103,8 @@ Tensor DataParallel::run_replicas(const std::vector<Tensor>& in, bool several) {
     const Tensor& x = in[j];
     if (!x.defined()) continue;
     ANVIL_CHECK(x.dim() >= 1 && x.size(0) == batch, "DataParallel: every input is split along dim 0, so each needs ",
-                "the first input's batch size ", batch, ", but input ", j, " is ", x.shape_str(),
-                " (first input ", in.front().shape_str(), ")");
+                "the first input's batch size ", batch, ", but input ", j, " is ", x.shape_str(), " (first input ",
+                in.front().shape_str(), ")");
     ANVIL_CHECK(x.device() == devices_.front(), "DataParallel: input ", j, " is on ", x.device().str(),
                 " but must be on the first device ", devices_.front().str());
   }

@@ -57,8 +57,7 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
     // gradients, so the first bucket completes first.
     for (auto it = named_params.rbegin(); it != named_params.rend(); ++it) {
       if (!it->second.requires_grad()) continue;
-      ANVIL_CHECK(it->second.is_leaf(), "DistributedDataParallel: parameter '", it->first,
-                  "' is not a leaf tensor");
+      ANVIL_CHECK(it->second.is_leaf(), "DistributedDataParallel: parameter '", it->first, "' is not a leaf tensor");
       slots_.push_back({it->second, it->first});
     }
     Bucket* open = nullptr;
@@ -82,7 +81,8 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
       open->numel += p.numel();
       open_bytes += static_cast<int64_t>(p.nbytes());
     }
-    for (Bucket& b : buckets_) b.buffer = zeros({std::max<int64_t>(1, b.numel)}, TensorOptions().dtype(b.dtype).device(b.device));
+    for (Bucket& b : buckets_)
+      b.buffer = zeros({std::max<int64_t>(1, b.numel)}, TensorOptions().dtype(b.dtype).device(b.device));
     reset();
   }
 
@@ -99,8 +99,9 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
   }
 
   void set_hook(CommHook hook) {
-    ANVIL_CHECK(!hook_registered_, "DistributedDataParallel::register_comm_hook: a hook is already registered; "
-                                   "register one hook, once");
+    ANVIL_CHECK(!hook_registered_,
+                "DistributedDataParallel::register_comm_hook: a hook is already registered; "
+                "register one hook, once");
     ANVIL_CHECK(hook != nullptr, "DistributedDataParallel::register_comm_hook: got an empty hook");
     ANVIL_CHECK(stats_.steps == 0 && !expect_sync_,
                 "DistributedDataParallel::register_comm_hook: register the hook before the first forward/backward, "
@@ -178,11 +179,11 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
       Bucket& b = buckets_[k];
       BucketFutureHandle future = std::move(b.future);  // waited on once, even if this throws
       Tensor result = future->wait();
-      ANVIL_CHECK(result.defined() && result.numel() == b.numel && result.dtype() == b.dtype &&
-                      result.device() == b.device,
-                  "DistributedDataParallel: the comm hook's result for bucket ", k, " must be a flat tensor of ", b.numel,
-                  " elements, ", b.dtype, ", on ", b.device, " (the bucket's buffer); got ",
-                  result.defined() ? std::to_string(result.numel()) + " elements" : std::string("an undefined tensor"));
+      ANVIL_CHECK(
+          result.defined() && result.numel() == b.numel && result.dtype() == b.dtype && result.device() == b.device,
+          "DistributedDataParallel: the comm hook's result for bucket ", k, " must be a flat tensor of ", b.numel,
+          " elements, ", b.dtype, ", on ", b.device, " (the bucket's buffer); got ",
+          result.defined() ? std::to_string(result.numel()) + " elements" : std::string("an undefined tensor"));
       for (size_t i : b.slots) {
         Slot& s = slots_[i];
         Tensor avg = result.narrow(0, s.offset, s.param.numel()).view(s.param.shape());
@@ -237,8 +238,7 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
         offsets.push_back(slots_[i].offset);
       }
       b.view = std::make_unique<GradBucket>(index, index + 1 == buckets_.size(), b.buffer.narrow(0, 0, b.numel),
-                                            std::move(params), std::move(names), std::move(offsets),
-                                            counting_group_);
+                                            std::move(params), std::move(names), std::move(offsets), counting_group_);
       b.future = hook_(*b.view);
       ANVIL_CHECK(b.future != nullptr, "DistributedDataParallel: the comm hook returned no future for bucket ", index);
     }
@@ -296,8 +296,7 @@ class DistributedDataParallel::Reducer : public std::enable_shared_from_this<Red
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module,
                                                  std::shared_ptr<ProcessGroup> group, DDPOptions options)
-    : nn::Module("DistributedDataParallel"), module_(std::move(module)), group_(std::move(group)),
-      options_(options) {
+    : nn::Module("DistributedDataParallel"), module_(std::move(module)), group_(std::move(group)), options_(options) {
   ANVIL_CHECK(module_ != nullptr, "DistributedDataParallel: got a null module");
   ANVIL_CHECK(group_ != nullptr, "DistributedDataParallel: got a null process group");
   ANVIL_CHECK(options_.bucket_cap_bytes > 0, "DistributedDataParallel: bucket_cap_bytes must be positive, got ",

@@ -41,8 +41,8 @@ DeviceMesh::DeviceMesh(World& world, std::string device_type, std::vector<int> s
                 ") for ", shape_.size(), " dimensions");
     for (size_t i = 0; i < names_.size(); ++i) {
       ANVIL_CHECK(!names_[i].empty(), what, ": dimension ", i, " has an empty name");
-      ANVIL_CHECK(std::count(names_.begin(), names_.end(), names_[i]) == 1, what, ": the dimension name '",
-                  names_[i], "' is used twice");
+      ANVIL_CHECK(std::count(names_.begin(), names_.end(), names_[i]) == 1, what, ": the dimension name '", names_[i],
+                  "' is used twice");
     }
   }
   const size_t nd = shape_.size();
@@ -66,9 +66,7 @@ DeviceMesh::DeviceMesh(World& world, std::string device_type, std::vector<int> s
   }
 }
 
-int DeviceMesh::size() const {
-  return std::accumulate(shape_.begin(), shape_.end(), 1, std::multiplies<>());
-}
+int DeviceMesh::size() const { return std::accumulate(shape_.begin(), shape_.end(), 1, std::multiplies<>()); }
 
 size_t DeviceMesh::check_dim(int dim) const {
   ANVIL_CHECK(dim >= 0 && dim < ndim(), str(), ": dimension ", dim, " is not in [0, ", ndim(), ")");

@@ -93,8 +93,7 @@ bool has_all(const Map& m, const std::vector<std::string>& keys) {
 
 }  // namespace
 
-FileStore::FileStore(std::string path, std::chrono::milliseconds timeout)
-    : Store(timeout), path_(std::move(path)) {
+FileStore::FileStore(std::string path, std::chrono::milliseconds timeout) : Store(timeout), path_(std::move(path)) {
   LockedFile touch(path_);  // fails early, naming the path, when it cannot be created
 }
 

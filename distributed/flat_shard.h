@@ -19,8 +19,8 @@ class FlatShardLayout {
   FlatShardLayout(const std::vector<Tensor>& tensors, int world_size, const char* what);
 
   int world_size() const { return world_size_; }
-  int64_t total_numel() const { return total_; }               // without padding
-  int64_t shard_size() const { return shard_size_; }           // per rank
+  int64_t total_numel() const { return total_; }  // without padding
+  int64_t shard_size() const { return shard_size_; }  // per rank
   int64_t padded_numel() const { return shard_size_ * world_size_; }
   int64_t shard_begin(int rank) const { return shard_size_ * rank; }
   size_t num_tensors() const { return shapes_.size(); }

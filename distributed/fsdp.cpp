@@ -15,8 +15,8 @@ namespace {
 
 // Parameters shared by two units (or, with FsdpWrapped, left outside every
 // unit) cannot be sharded: each unit flattens its own.
-void check_units_cover_each_parameter_once(const nn::Module& model,
-                                           const std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>>& units) {
+void check_units_cover_each_parameter_once(
+    const nn::Module& model, const std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>>& units) {
   std::set<const TensorImpl*> seen;
   for (const auto& [uname, unit] : units) {
     std::set<const TensorImpl*> own;
@@ -56,8 +56,11 @@ Tensor FsdpWrapped::forward_inputs(const std::vector<Tensor>& inputs) {
 
 FullyShardedDataParallel::FullyShardedDataParallel(std::shared_ptr<nn::Module> model,
                                                    std::shared_ptr<ProcessGroup> group, FSDPOptions options)
-    : nn::Module("FullyShardedDataParallel"), model_(std::move(model)), group_(std::move(group)),
-      options_(options), alive_(std::make_shared<bool>(true)) {
+    : nn::Module("FullyShardedDataParallel"),
+      model_(std::move(model)),
+      group_(std::move(group)),
+      options_(options),
+      alive_(std::make_shared<bool>(true)) {
   ANVIL_CHECK(model_ != nullptr, "FullyShardedDataParallel: got a null model");
   ANVIL_CHECK(group_ != nullptr, "FullyShardedDataParallel: got a null process group");
   std::vector<std::pair<std::string, std::shared_ptr<FsdpWrapped>>> wrapped;

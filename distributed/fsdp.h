@@ -59,7 +59,7 @@
 namespace anvil::distributed {
 
 enum class ShardingStrategy {
-  FullShard,    // ZeRO-3: parameters, gradients and optimizer state sharded
+  FullShard,  // ZeRO-3: parameters, gradients and optimizer state sharded
   ShardGradOp,  // ZeRO-2: gradients and optimizer state sharded, parameters replicated
 };
 
@@ -67,18 +67,18 @@ struct FSDPOptions {
   ShardingStrategy sharding_strategy = ShardingStrategy::FullShard;
   // Mixed precision: gather, compute and reduce in this dtype; empty = the module's dtype.
   std::optional<DType> param_dtype;
-  bool forward_prefetch = true;   // gather unit i+1 while unit i computes its forward
+  bool forward_prefetch = true;  // gather unit i+1 while unit i computes its forward
   bool backward_prefetch = true;  // gather unit i-1 while unit i computes its backward
 };
 
 // Bytes one rank holds for the model, as measured.
 struct FSDPMemoryStats {
-  int64_t model_param_bytes = 0;          // every parameter, unsharded, in the module's dtype
-  int64_t sharded_param_bytes = 0;        // this rank's shards (master weights)
-  int64_t sharded_grad_bytes = 0;         // this rank's shard gradients
-  int64_t largest_unit_bytes = 0;         // one unit's gathered parameters (compute dtype)
+  int64_t model_param_bytes = 0;  // every parameter, unsharded, in the module's dtype
+  int64_t sharded_param_bytes = 0;  // this rank's shards (master weights)
+  int64_t sharded_grad_bytes = 0;  // this rank's shard gradients
+  int64_t largest_unit_bytes = 0;  // one unit's gathered parameters (compute dtype)
   int64_t peak_gathered_param_bytes = 0;  // most full parameters held at once
-  int64_t peak_full_grad_bytes = 0;       // most unreduced full gradients held at once
+  int64_t peak_full_grad_bytes = 0;  // most unreduced full gradients held at once
 };
 
 class FullyShardedDataParallel;
@@ -169,7 +169,7 @@ class FullyShardedDataParallel : public nn::Module {
   std::vector<int> unit_of_child_;  // per child of the Sequential: its unit index, or -1
   bool callback_queued_ = false;
   int64_t peak_gathered_ = 0, peak_full_grads_ = 0;
-  std::shared_ptr<bool> alive_;     // the hooks outlive nothing: they check this first
+  std::shared_ptr<bool> alive_;  // the hooks outlive nothing: they check this first
 };
 
 }  // namespace anvil::distributed

@@ -58,9 +58,9 @@ std::filesystem::path shard_file(const std::string& prefix, int rank, int size) 
 
 std::filesystem::path FullyShardedDataParallel::save_sharded_state_dict(const std::string& prefix) const {
   const std::filesystem::path path = shard_file(prefix, group_->rank(), group_->size());
-  nn::serialize::save_safetensors(path, sharded_state_dict(),
-                                  {{"fsdp_world_size", std::to_string(group_->size())},
-                                   {"fsdp_rank", std::to_string(group_->rank())}});
+  nn::serialize::save_safetensors(
+      path, sharded_state_dict(),
+      {{"fsdp_world_size", std::to_string(group_->size())}, {"fsdp_rank", std::to_string(group_->rank())}});
   return path;
 }
 
@@ -71,10 +71,10 @@ void FullyShardedDataParallel::load_sharded_state_dict_file(const std::string& p
               " (was the checkpoint written by another world size?)");
   nn::serialize::SafetensorsContents contents = nn::serialize::load_safetensors_with_metadata(path);
   const auto world = contents.metadata.find("fsdp_world_size");
-  ANVIL_CHECK(world != contents.metadata.end() && world->second == std::to_string(group_->size()),
-              "FullyShardedDataParallel::load_sharded_state_dict_file: ", path.string(), " holds shards for world size ",
-              world == contents.metadata.end() ? std::string("(none recorded)") : world->second, ", expected ",
-              group_->size());
+  ANVIL_CHECK(
+      world != contents.metadata.end() && world->second == std::to_string(group_->size()),
+      "FullyShardedDataParallel::load_sharded_state_dict_file: ", path.string(), " holds shards for world size ",
+      world == contents.metadata.end() ? std::string("(none recorded)") : world->second, ", expected ", group_->size());
   load_sharded_state_dict(contents.tensors);
 }
 

@@ -82,9 +82,9 @@ class FsdpUnit {
   std::vector<std::string> param_names_;
   FlatShardLayout layout_;
   Tensor shard_;
-  Tensor full_flat_;            // compute dtype, padded; storage released at rest
+  Tensor full_flat_;  // compute dtype, padded; storage released at rest
   uint64_t full_flat_version_ = 0;
-  Tensor gather_input_;         // the shard in compute dtype, alive while gathering
+  Tensor gather_input_;  // the shard in compute dtype, alive while gathering
   WorkHandle gather_work_;
   bool gathered_ = false;
   uint64_t gathered_shard_version_ = 0, gathering_shard_version_ = 0;

@@ -52,13 +52,20 @@ void ignore_sigpipe_unless_handled() {
 
 const char* op_name(int64_t op) {
   switch (op) {
-    case 1: return "all_reduce";
-    case 2: return "broadcast";
-    case 3: return "all_gather";
-    case 4: return "reduce_scatter";
-    case 5: return "barrier";
-    case 6: return "send";
-    case 7: return "all_to_all";
+    case 1:
+      return "all_reduce";
+    case 2:
+      return "broadcast";
+    case 3:
+      return "all_gather";
+    case 4:
+      return "reduce_scatter";
+    case 5:
+      return "barrier";
+    case 6:
+      return "send";
+    case 7:
+      return "all_to_all";
   }
   return "unknown op";
 }
@@ -97,13 +104,20 @@ std::string default_gloo_hostname() {
 // Element size of a dtype as the unsigned type Gloo copies it with (Gloo only
 // uses sizeof(T) of the template argument; the reduce function knows the
 // real type).
-template <typename F>
-void with_raw_type(size_t itemsize, F&& f) {
+template <typename F> void with_raw_type(size_t itemsize, F&& f) {
   switch (itemsize) {
-    case 1: f(uint8_t{}); return;
-    case 2: f(uint16_t{}); return;
-    case 4: f(uint32_t{}); return;
-    case 8: f(uint64_t{}); return;
+    case 1:
+      f(uint8_t{});
+      return;
+    case 2:
+      f(uint16_t{});
+      return;
+    case 4:
+      f(uint32_t{});
+      return;
+    case 8:
+      f(uint64_t{});
+      return;
   }
   fail("GlooProcessGroup: unsupported element size ", itemsize);
 }
@@ -216,10 +230,9 @@ class GlooProcessGroup::P2PWork : public Work {
       if (is_recv_) {
         header_buf_->waitRecv(left());
         if (peer_header_ != mine_) {
-          std::string reason = what() + "the sender sent " +
-                               dtype_name(static_cast<DType>(peer_header_[1])) + " numel " +
-                               std::to_string(peer_header_[2]) + " (tag " + std::to_string(peer_header_[3]) +
-                               "); every send must match its recv in dtype and numel";
+          std::string reason = what() + "the sender sent " + dtype_name(static_cast<DType>(peer_header_[1])) +
+                               " numel " + std::to_string(peer_header_[2]) + " (tag " +
+                               std::to_string(peer_header_[3]) + "); every send must match its recv in dtype and numel";
           abandon(reason);
           fail(reason);
         }
@@ -230,8 +243,7 @@ class GlooProcessGroup::P2PWork : public Work {
       }
     } catch (const gloo::Exception& e) {
       std::string reason = what() + "Gloo: " + e.what() + " (timeout " + std::to_string(timeout.count()) +
-                           " ms; did the peer die, or never post the matching " +
-                           (is_recv_ ? "send" : "recv") + "?)";
+                           " ms; did the peer die, or never post the matching " + (is_recv_ ? "send" : "recv") + "?)";
       abandon(reason);
       fail(reason);
     }
@@ -251,8 +263,8 @@ class GlooProcessGroup::P2PWork : public Work {
   std::exception_ptr error_;
 };
 
-GlooProcessGroup::GlooProcessGroup(std::shared_ptr<Store> store, int rank, int size,
-                                   const ProcessGroupOptions& options, const std::string& store_prefix)
+GlooProcessGroup::GlooProcessGroup(std::shared_ptr<Store> store, int rank, int size, const ProcessGroupOptions& options,
+                                   const std::string& store_prefix)
     : ProcessGroup(rank, size), options_(options), store_(std::move(store)) {
   ignore_sigpipe_unless_handled();
   ANVIL_CHECK(store_ != nullptr, "GlooProcessGroup: no store");
@@ -313,8 +325,8 @@ WorkHandle GlooProcessGroup::enqueue(const std::string& name, std::function<void
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!broken_.empty())
-      return completed_work(std::make_exception_ptr(
-          Error(prefix(name) + ": the group is broken by an earlier error: " + broken_)));
+      return completed_work(
+          std::make_exception_ptr(Error(prefix(name) + ": the group is broken by an earlier error: " + broken_)));
     queue_.emplace_back(work, std::move(body));
   }
   cv_.notify_all();
@@ -337,8 +349,8 @@ void GlooProcessGroup::worker_loop() {
       if (stopping_) broken = "the process group was destroyed before this operation ran";
     }
     if (!broken.empty()) {
-      work->finish(std::make_exception_ptr(
-          Error(prefix(work->name) + ": the group is broken by an earlier error: " + broken)));
+      work->finish(
+          std::make_exception_ptr(Error(prefix(work->name) + ": the group is broken by an earlier error: " + broken)));
       continue;
     }
     uint32_t tag = next_tag_;
@@ -352,10 +364,12 @@ void GlooProcessGroup::worker_loop() {
       const std::string ms = std::to_string(options_.timeout.count()) + " ms";
       const bool timed_out = what.find("Timed out") != std::string::npos;
       std::string reason = prefix(work->name) + ": Gloo: " + what +
-                           (timed_out ? " (timeout " + ms + "; a peer rank died, hangs, became unreachable, or stopped "
-                                        "calling collectives in the same order)"
+                           (timed_out ? " (timeout " + ms +
+                                            "; a peer rank died, hangs, became unreachable, or stopped "
+                                            "calling collectives in the same order)"
                                       : " (a peer rank's process or its host died, or the network to it failed; "
-                                        "timeout " + ms + ")");
+                                        "timeout " +
+                                            ms + ")");
       mark_broken(reason);
       error = std::make_exception_ptr(Error(reason));
     } catch (...) {
@@ -384,8 +398,9 @@ void GlooProcessGroup::check_consistent(const std::string& name, const Header& m
   for (int r = 0; r < size(); ++r)
     for (int k = 0; k < 4; ++k) same = same && all[4 * r + k] == all[k];
   if (same) return;
-  std::string msg = prefix(name) + ": the ranks disagree (every rank must call the same collective with the same "
-                                   "dtype, size and arguments):";
+  std::string msg = prefix(name) +
+                    ": the ranks disagree (every rank must call the same collective with the same "
+                    "dtype, size and arguments):";
   for (int r = 0; r < size(); ++r) {
     std::array<int64_t, 4> h{all[4 * r], all[4 * r + 1], all[4 * r + 2], all[4 * r + 3]};
     msg += "\n  rank " + std::to_string(r) + ": " + describe(h);
@@ -578,8 +593,10 @@ void GlooProcessGroup::check_all_to_all_counts(const AllToAllPlan& plan, uint32_
         msg += "\n  rank " + std::to_string(i) + " sends " + std::to_string(sends(i, j)) + " elements to rank " +
                std::to_string(j) + ", which expects " + std::to_string(recvs(j, i));
   if (!msg.empty())
-    fail(prefix("all_to_all"), ": the split sizes do not match (rank i's input_split_sizes[j] must equal rank j's "
-                               "output_split_sizes[i]):", msg);
+    fail(prefix("all_to_all"),
+         ": the split sizes do not match (rank i's input_split_sizes[j] must equal rank j's "
+         "output_split_sizes[i]):",
+         msg);
 }
 
 WorkHandle GlooProcessGroup::barrier() {
@@ -597,8 +614,8 @@ WorkHandle GlooProcessGroup::barrier() {
 WorkHandle GlooProcessGroup::send(const Tensor& tensor, int dst, int tag) {
   std::string what = prefix("send");
   check_cpu_tensor(what, tensor, "");
-  ANVIL_CHECK(dst >= 0 && dst < size() && dst != rank(), what, ": destination ", dst,
-              " must be another rank in [0, ", size(), ")");
+  ANVIL_CHECK(dst >= 0 && dst < size() && dst != rank(), what, ": destination ", dst, " must be another rank in [0, ",
+              size(), ")");
   ANVIL_CHECK(tag >= 0 && tag < (1 << 24), what, ": tag ", tag, " must be in [0, 2^24)");
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -616,8 +633,8 @@ WorkHandle GlooProcessGroup::send(const Tensor& tensor, int dst, int tag) {
 WorkHandle GlooProcessGroup::recv(Tensor& tensor, int src, int tag) {
   std::string what = prefix("recv");
   check_cpu_tensor(what, tensor, "");
-  ANVIL_CHECK(src >= 0 && src < size() && src != rank(), what, ": source ", src,
-              " must be another rank in [0, ", size(), ")");
+  ANVIL_CHECK(src >= 0 && src < size() && src != rank(), what, ": source ", src, " must be another rank in [0, ",
+              size(), ")");
   ANVIL_CHECK(tag >= 0 && tag < (1 << 24), what, ": tag ", tag, " must be in [0, 2^24)");
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -23,8 +23,7 @@ namespace anvil::distributed::gloo_detail {
 
 using ReduceFunc = std::function<void(void*, const void*, const void*, size_t)>;
 
-template <typename T>
-T add(T a, T b) {
+template <typename T> T add(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
@@ -36,8 +35,7 @@ T add(T a, T b) {
 }
 
 // NaN wins, as in torch.max/min: a NaN anywhere makes the result NaN.
-template <typename T>
-T pick_max(T a, T b) {
+template <typename T> T pick_max(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     return a < b ? b : a;
   } else {
@@ -52,8 +50,7 @@ T pick_max(T a, T b) {
     return fa < fb ? b : a;
   }
 }
-template <typename T>
-T pick_min(T a, T b) {
+template <typename T> T pick_min(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     return b < a ? b : a;
   } else {
@@ -71,8 +68,7 @@ T pick_min(T a, T b) {
 
 // c = a + b for float16/bfloat16: add<T> on blocks converted to float and
 // back. c may be a or b.
-template <typename T>
-void add_through_float(T* c, const T* a, const T* b, size_t n) {
+template <typename T> void add_through_float(T* c, const T* a, const T* b, size_t n) {
   constexpr size_t kBlock = 512;
   float fa[kBlock], fb[kBlock];
   for (size_t i = 0; i < n; i += kBlock) {
@@ -84,8 +80,7 @@ void add_through_float(T* c, const T* a, const T* b, size_t n) {
   }
 }
 
-template <typename T>
-ReduceFunc make_func(ReduceOp op) {
+template <typename T> ReduceFunc make_func(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Avg:  // summed here, divided afterwards
@@ -120,13 +115,14 @@ ReduceFunc make_func(ReduceOp op) {
 }
 
 // Calls f(T{}) with the C++ type of a reducible dtype (every dtype but bool).
-template <typename F>
-auto dispatch_reducible(DType dtype, const char* what, F&& f) {
+template <typename F> auto dispatch_reducible(DType dtype, const char* what, F&& f) {
   ANVIL_CHECK(dtype != DType::Bool, what, ": cannot reduce ", dtype_name(dtype),
               " tensors (supported: float32, float64, float16, bfloat16, int32, int64, uint8)");
   return visit_dtype(dtype, [&](auto zero) {
-    if constexpr (std::is_same_v<decltype(zero), bool>) return f(uint8_t{});  // not reached: rejected above
-    else return f(zero);
+    if constexpr (std::is_same_v<decltype(zero), bool>)
+      return f(uint8_t{});  // not reached: rejected above
+    else
+      return f(zero);
   });
 }
 

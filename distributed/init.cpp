@@ -107,12 +107,13 @@ LaunchEnv launch_env_from(const EnvLookup& lookup) {
 std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  ANVIL_CHECK(s.group == nullptr, "init_process_group: the default group exists already; "
-                                  "call destroy_process_group() first");
+  ANVIL_CHECK(s.group == nullptr,
+              "init_process_group: the default group exists already; "
+              "call destroy_process_group() first");
   int rank = 0, world = 1;
   std::shared_ptr<Store> store = options.store;
-  bool need_env = !(options.rank && options.world_size) ||
-                  (store == nullptr && options.init_method.rfind("env://", 0) == 0);
+  bool need_env =
+      !(options.rank && options.world_size) || (store == nullptr && options.init_method.rfind("env://", 0) == 0);
   LaunchEnv le;
   if (need_env) le = launch_env_from_environment();
   rank = options.rank.value_or(le.rank);
@@ -244,8 +245,7 @@ WorkHandle all_to_all_single(const Tensor& output, const Tensor& input, const st
   Tensor out = output;
   return finish(group_of(call).all_to_all_single(out, input, output_split_sizes, input_split_sizes), call);
 }
-WorkHandle all_to_all(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                      const CallOptions& call) {
+WorkHandle all_to_all(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs, const CallOptions& call) {
   std::vector<Tensor> outs = outputs;
   return finish(group_of(call).all_to_all(outs, inputs), call);
 }

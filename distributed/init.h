@@ -24,12 +24,12 @@ class World;
 
 // What a launcher tells each process (environment variables).
 struct LaunchEnv {
-  int rank = 0;              // RANK: 0 .. world_size-1
-  int world_size = 1;        // WORLD_SIZE
-  int local_rank = 0;        // LOCAL_RANK: index on this machine (picks the GPU)
+  int rank = 0;  // RANK: 0 .. world_size-1
+  int world_size = 1;  // WORLD_SIZE
+  int local_rank = 0;  // LOCAL_RANK: index on this machine (picks the GPU)
   int local_world_size = 1;  // LOCAL_WORLD_SIZE: processes on this machine
-  std::string master_addr;   // MASTER_ADDR: where rank 0 serves the store
-  int master_port = 0;       // MASTER_PORT
+  std::string master_addr;  // MASTER_ADDR: where rank 0 serves the store
+  int master_port = 0;  // MASTER_PORT
   // "torchrun" when only torchrun variables were read, else the scheduler
   // ("SLURM", "Open MPI") that gave the values the torchrun variables did not.
   std::string source = "torchrun";
@@ -73,7 +73,7 @@ std::shared_ptr<Store> default_store();
 // subgroups from it (subgroup.h).
 World& default_world();
 
-int get_rank();        // in the default group
+int get_rank();  // in the default group
 int get_world_size();  // of the default group
 int get_local_rank();  // from the environment, 0 when unset
 int get_local_world_size();

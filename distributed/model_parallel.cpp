@@ -111,8 +111,8 @@ std::string ModelParallelSequential::placement() const {
   for (size_t i = 0; i < ranges_.size(); ++i) {
     int64_t count = 0;
     for (const Tensor& p : part_parameters(i)) count += p.numel();
-    out << "part " << i << " on " << devices_[i].str() << ": layers " << ranges_[i].begin << "-"
-        << ranges_[i].end - 1 << " (";
+    out << "part " << i << " on " << devices_[i].str() << ": layers " << ranges_[i].begin << "-" << ranges_[i].end - 1
+        << " (";
     for (size_t l = ranges_[i].begin; l < ranges_[i].end; ++l)
       out << (l > ranges_[i].begin ? ", " : "") << layers_[l]->type_name();
     out << "), " << count << " parameters\n";
@@ -128,8 +128,7 @@ std::shared_ptr<ModelParallelSequential> split_across_devices(const std::shared_
 
 std::shared_ptr<nn::Sequential> stage_of_sequential(const nn::Sequential& seq, int stage, int num_stages,
                                                     Boundaries boundaries) {
-  ANVIL_CHECK(stage >= 0 && stage < num_stages, "stage_of_sequential: stage ", stage, " outside [0, ", num_stages,
-              ")");
+  ANVIL_CHECK(stage >= 0 && stage < num_stages, "stage_of_sequential: stage ", stage, " outside [0, ", num_stages, ")");
   if (boundaries.empty() && num_stages > 1) boundaries = balance_by_parameters(seq, num_stages);
   check_boundaries(boundaries, seq.size(), num_stages);
   PartRange r = part_ranges(boundaries, seq.size())[static_cast<size_t>(stage)];

@@ -72,8 +72,7 @@ class ModelParallelSequential : public nn::Module {
 };
 
 std::shared_ptr<ModelParallelSequential> split_across_devices(const std::shared_ptr<nn::Sequential>& seq,
-                                                              std::vector<Device> devices,
-                                                              Boundaries boundaries = {});
+                                                              std::vector<Device> devices, Boundaries boundaries = {});
 
 // Stage `stage` of `num_stages` of seq as its own Sequential holding the same
 // module objects (parameters shared with seq) under their original names,

@@ -11,10 +11,14 @@ namespace anvil::distributed {
 
 const char* to_string(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return "Sum";
-    case ReduceOp::Avg: return "Avg";
-    case ReduceOp::Max: return "Max";
-    case ReduceOp::Min: return "Min";
+    case ReduceOp::Sum:
+      return "Sum";
+    case ReduceOp::Avg:
+      return "Avg";
+    case ReduceOp::Max:
+      return "Max";
+    case ReduceOp::Min:
+      return "Min";
   }
   return "?";
 }
@@ -62,10 +66,9 @@ std::vector<int64_t> rows_per_rank(const std::string& what, const char* name, co
                 "; pass the split sizes");
     return std::vector<int64_t>(static_cast<size_t>(size), rows / size);
   }
-  ANVIL_CHECK(static_cast<int>(splits.size()) == size, what, ": ", name, " ", list_str(splits), " has ",
-              splits.size(), " entries; expected one per rank of the group (", size, ")");
-  for (int64_t s : splits)
-    ANVIL_CHECK(s >= 0, what, ": ", name, " ", list_str(splits), " has a negative entry");
+  ANVIL_CHECK(static_cast<int>(splits.size()) == size, what, ": ", name, " ", list_str(splits), " has ", splits.size(),
+              " entries; expected one per rank of the group (", size, ")");
+  for (int64_t s : splits) ANVIL_CHECK(s >= 0, what, ": ", name, " ", list_str(splits), " has a negative entry");
   int64_t total = std::accumulate(splits.begin(), splits.end(), int64_t{0});
   ANVIL_CHECK(total == rows, what, ": ", name, " ", list_str(splits), " sums to ", total,
               " rows, but the tensor's first dimension is ", rows);
@@ -87,8 +90,8 @@ AllToAllPlan plan_all_to_all(const std::string& what, const Tensor& output, cons
               " tensor is undefined");
   ANVIL_CHECK(output.dtype() == input.dtype(), what, ": output is ", dtype_name(output.dtype()), " but input is ",
               dtype_name(input.dtype()));
-  ANVIL_CHECK(output.dim() >= 1 && input.dim() >= 1, what, ": output (shape ", output.shape_str(), ") and input (shape ",
-              input.shape_str(), ") need a first dimension to split");
+  ANVIL_CHECK(output.dim() >= 1 && input.dim() >= 1, what, ": output (shape ", output.shape_str(),
+              ") and input (shape ", input.shape_str(), ") need a first dimension to split");
   const int64_t row_in = row_numel(input), row_out = row_numel(output);
   ANVIL_CHECK(row_in == row_out, what, ": an output row (shape ", output.shape_str(), ") has ", row_out,
               " elements but an input row (shape ", input.shape_str(), ") has ", row_in,
@@ -107,9 +110,8 @@ AllToAllPlan plan_all_to_all(const std::string& what, const Tensor& output, cons
     out_off += plan.recv_counts.back();
   }
   const auto me = static_cast<size_t>(rank);
-  ANVIL_CHECK(plan.send_counts[me] == plan.recv_counts[me], what, ": this rank (", rank, ") sends itself ",
-              in_rows[me], " rows (input_split_sizes) but expects ", out_rows[me],
-              " rows from itself (output_split_sizes)");
+  ANVIL_CHECK(plan.send_counts[me] == plan.recv_counts[me], what, ": this rank (", rank, ") sends itself ", in_rows[me],
+              " rows (input_split_sizes) but expects ", out_rows[me], " rows from itself (output_split_sizes)");
   return plan;
 }
 
@@ -124,7 +126,9 @@ namespace {
 class UnpackWork : public Work {
  public:
   UnpackWork(WorkHandle inner, Tensor packed_in, Tensor packed_out, std::vector<Tensor> outputs)
-      : inner_(std::move(inner)), packed_in_(std::move(packed_in)), packed_out_(std::move(packed_out)),
+      : inner_(std::move(inner)),
+        packed_in_(std::move(packed_in)),
+        packed_out_(std::move(packed_out)),
         outputs_(std::move(outputs)) {}
   void wait() override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -164,11 +168,11 @@ class UnpackWork : public Work {
 }  // namespace
 
 WorkHandle ProcessGroup::all_to_all(std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) {
-  const std::string what = "all_to_all (" + backend_name() + ", rank " + std::to_string(rank()) + " of " +
-                           std::to_string(size()) + ")";
-  ANVIL_CHECK(static_cast<int>(inputs.size()) == size() && static_cast<int>(outputs.size()) == size(), what,
-              ": got ", inputs.size(), " inputs and ", outputs.size(),
-              " outputs; expected one tensor per rank of the group (", size(), ") in each");
+  const std::string what =
+      "all_to_all (" + backend_name() + ", rank " + std::to_string(rank()) + " of " + std::to_string(size()) + ")";
+  ANVIL_CHECK(static_cast<int>(inputs.size()) == size() && static_cast<int>(outputs.size()) == size(), what, ": got ",
+              inputs.size(), " inputs and ", outputs.size(), " outputs; expected one tensor per rank of the group (",
+              size(), ") in each");
   std::vector<int64_t> in_counts, out_counts;
   for (size_t i = 0; i < inputs.size(); ++i) {
     for (const Tensor* t : {&inputs[i], static_cast<const Tensor*>(&outputs[i])}) {

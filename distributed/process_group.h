@@ -39,7 +39,7 @@ struct P2POp {
   enum class Kind { Send, Recv };
   Kind kind = Kind::Send;
   Tensor tensor;  // read by a send, written by a recv
-  int peer = 0;   // the destination of a send, the source of a recv
+  int peer = 0;  // the destination of a send, the source of a recv
   int tag = 0;
 
   static P2POp isend(const Tensor& tensor, int dst, int tag = 0) { return {Kind::Send, tensor, dst, tag}; }

@@ -27,8 +27,9 @@ std::shared_ptr<ProcessGroup> make_nccl(const std::shared_ptr<Store>& store, int
   return std::make_shared<NcclProcessGroup>(store, rank, size, options.group, options.store_prefix + "nccl/",
                                             device_index);
 #else
-  fail("process group: CUDA tensors need the NCCL backend, but this build of anvil has none "
-       "(built without CUDA, or NCCL was not found at configure time)");
+  fail(
+      "process group: CUDA tensors need the NCCL backend, but this build of anvil has none "
+      "(built without CUDA, or NCCL was not found at configure time)");
 #endif
 }
 
@@ -63,9 +64,9 @@ class DeviceDispatchProcessGroup : public ProcessGroup {
     if (ops.empty()) return {};
     for (size_t i = 0; i < ops.size(); ++i) {
       ANVIL_CHECK(ops[i].tensor.defined(), "batch_isend_irecv: op ", i, " has an undefined tensor");
-      ANVIL_CHECK(ops[i].tensor.device() == ops.front().tensor.device(), "batch_isend_irecv: op ", i, "'s tensor is on ",
-                  ops[i].tensor.device().str(), " but op 0's on ", ops.front().tensor.device().str(),
-                  "; one batch runs on one backend (split it by device)");
+      ANVIL_CHECK(ops[i].tensor.device() == ops.front().tensor.device(), "batch_isend_irecv: op ", i,
+                  "'s tensor is on ", ops[i].tensor.device().str(), " but op 0's on ",
+                  ops.front().tensor.device().str(), "; one batch runs on one backend (split it by device)");
     }
     return pick(ops.front().tensor, "batch_isend_irecv").batch_isend_irecv(ops);
   }
@@ -75,8 +76,7 @@ class DeviceDispatchProcessGroup : public ProcessGroup {
  private:
   void same_device(const Tensor& a, const Tensor& b, const char* op) {
     ANVIL_CHECK(a.defined() && b.defined(), op, ": undefined tensor");
-    ANVIL_CHECK(a.device() == b.device(), op, ": output is on ", a.device().str(), " but input on ",
-                b.device().str());
+    ANVIL_CHECK(a.device() == b.device(), op, ": output is on ", a.device().str(), " but input on ", b.device().str());
   }
   ProcessGroup& pick(const Tensor& t, const char* op) {
     ANVIL_CHECK(t.defined(), op, ": undefined tensor");

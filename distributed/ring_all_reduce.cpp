@@ -23,9 +23,12 @@ constexpr int64_t kMaxMessages = 1 << 16;
 BinaryOp combine_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
-    case ReduceOp::Avg: return BinaryOp::Add;
-    case ReduceOp::Max: return BinaryOp::Maximum;
-    case ReduceOp::Min: return BinaryOp::Minimum;
+    case ReduceOp::Avg:
+      return BinaryOp::Add;
+    case ReduceOp::Max:
+      return BinaryOp::Maximum;
+    case ReduceOp::Min:
+      return BinaryOp::Minimum;
   }
   fail("ring_all_reduce: unknown ReduceOp");
 }
@@ -36,8 +39,13 @@ BinaryOp combine_op(ReduceOp op) {
 class RingSchedule {
  public:
   RingSchedule(ProcessGroup& group, const Tensor& flat, ReduceOp op, const RingAllReduceOptions& o, Tensor& workspace)
-      : group_(group), flat_(flat), n_(group.size()), rank_(group.rank()), steps_(2 * (n_ - 1)),
-        combine_(combine_op(op)), tag_base_(o.tag_base) {
+      : group_(group),
+        flat_(flat),
+        n_(group.size()),
+        rank_(group.rank()),
+        steps_(2 * (n_ - 1)),
+        combine_(combine_op(op)),
+        tag_base_(o.tag_base) {
     const int64_t numel = flat.numel();
     const int64_t max_segment = (numel + n_ - 1) / n_;
     const int64_t chunk_elems = std::max<int64_t>(1, o.chunk_bytes / static_cast<int64_t>(flat.itemsize()));
@@ -77,12 +85,8 @@ class RingSchedule {
   // Reduce-scatter step s sends segment r-s and receives r-s-1; all-gather
   // step s sends r+1-s and receives r-s. Either way the segment received at
   // step t is the one sent at step t+1.
-  int64_t send_segment(int64_t t) const {
-    return is_reduce_step(t) ? mod(rank_ - t) : mod(rank_ + 1 - (t - (n_ - 1)));
-  }
-  int64_t recv_segment(int64_t t) const {
-    return is_reduce_step(t) ? mod(rank_ - t - 1) : mod(rank_ - (t - (n_ - 1)));
-  }
+  int64_t send_segment(int64_t t) const { return is_reduce_step(t) ? mod(rank_ - t) : mod(rank_ + 1 - (t - (n_ - 1))); }
+  int64_t recv_segment(int64_t t) const { return is_reduce_step(t) ? mod(rank_ - t - 1) : mod(rank_ - (t - (n_ - 1))); }
   // Where chunk k of a segment lies in the flat tensor.
   Range chunk_range(int64_t segment, int64_t k) const {
     Range seg = balanced_part(flat_.numel(), n_, segment);

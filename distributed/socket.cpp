@@ -170,8 +170,7 @@ int listen_on(int port, int backlog) {
 int local_port(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  ANVIL_CHECK(getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0, "getsockname failed: ",
-              errno_text(errno));
+  ANVIL_CHECK(getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0, "getsockname failed: ", errno_text(errno));
   if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
   return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 }

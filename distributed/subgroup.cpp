@@ -23,8 +23,11 @@ int position_of(const std::vector<int>& ranks, int rank) {
 }  // namespace
 
 SubGroup::SubGroup(std::vector<int> ranks, int world_rank, int id, std::shared_ptr<ProcessGroup> backend)
-    : ProcessGroup(position_of(ranks, world_rank), static_cast<int>(ranks.size())), ranks_(std::move(ranks)),
-      world_rank_(world_rank), id_(id), backend_(std::move(backend)) {
+    : ProcessGroup(position_of(ranks, world_rank), static_cast<int>(ranks.size())),
+      ranks_(std::move(ranks)),
+      world_rank_(world_rank),
+      id_(id),
+      backend_(std::move(backend)) {
   ANVIL_CHECK((backend_ != nullptr) == (rank() >= 0), "SubGroup ", describe(), ": rank ", world_rank,
               (rank() >= 0 ? " is a member but has no backend group" : " is not a member but got a backend group"));
 }
@@ -86,8 +89,7 @@ std::shared_ptr<SubGroup> World::new_group(std::vector<int> ranks, const NewGrou
                            std::to_string(rank_) + " of a world of " + std::to_string(size_) + ")";
   if (ranks.empty())
     for (int r = 0; r < size_; ++r) ranks.push_back(r);
-  for (int r : ranks)
-    ANVIL_CHECK(r >= 0 && r < size_, what, ": rank ", r, " is not in the world [0, ", size_, ")");
+  for (int r : ranks) ANVIL_CHECK(r >= 0 && r < size_, what, ": rank ", r, " is not in the world [0, ", size_, ")");
   std::sort(ranks.begin(), ranks.end());
   auto dup = std::adjacent_find(ranks.begin(), ranks.end());
   ANVIL_CHECK(dup == ranks.end(), what, ": rank ", dup == ranks.end() ? 0 : *dup, " is listed twice");
@@ -121,8 +123,7 @@ std::shared_ptr<SubGroup> World::new_group(std::vector<int> ranks, const NewGrou
                 " but the lowest member of the group was called with ", first,
                 "; every rank of the world must call new_group with the same ranks, in the same order");
   }
-  std::shared_ptr<ProcessGroup> backend =
-      make_process_group(store_, group_rank, static_cast<int>(ranks.size()), mo);
+  std::shared_ptr<ProcessGroup> backend = make_process_group(store_, group_rank, static_cast<int>(ranks.size()), mo);
   return std::make_shared<SubGroup>(std::move(ranks), rank_, id, std::move(backend));
 }
 

@@ -51,9 +51,8 @@ TCPStore::~TCPStore() {
 void TCPStore::connect_locked(std::chrono::steady_clock::time_point deadline) {
   std::string error;
   fd_ = net::connect_until(host_, port_, deadline, &error);
-  ANVIL_CHECK(fd_ >= 0, "TCPStore: cannot reach the store at ", host_, ":", port_, " within ",
-              timeout().count(), " ms: ", error,
-              " (is rank 0 running, and are MASTER_ADDR/MASTER_PORT the same on every rank?)");
+  ANVIL_CHECK(fd_ >= 0, "TCPStore: cannot reach the store at ", host_, ":", port_, " within ", timeout().count(),
+              " ms: ", error, " (is rank 0 running, and are MASTER_ADDR/MASTER_PORT the same on every rank?)");
   // Greet first: the server answers nothing else before a HELLO with its token.
   Bytes msg;
   Bytes hello{wire::kHello};
@@ -67,12 +66,14 @@ void TCPStore::connect_locked(std::chrono::steady_clock::time_point deadline) {
   const bool one_byte = answer[0] == 1 && answer[1] == 0 && answer[2] == 0 && answer[3] == 0;
   if (ok && !one_byte) {
     net::close_fd(fd_);
-    fail("TCPStore: ", host_, ":", port_, " answered the HELLO with a frame that is not one byte"
+    fail("TCPStore: ", host_, ":", port_,
+         " answered the HELLO with a frame that is not one byte"
          " (is that port an anvil TCPStore?)");
   }
   if (!ok || answer[4] != 1) {
     net::close_fd(fd_);
-    ANVIL_CHECK(ok, "TCPStore: the store at ", host_, ":", port_, " closed the connection or timed out during the HELLO"
+    ANVIL_CHECK(ok, "TCPStore: the store at ", host_, ":", port_,
+                " closed the connection or timed out during the HELLO"
                 " (is it an anvil TCPStore, and is it over its connection limit?)");
     fail("TCPStore: the store at ", host_, ":", port_, " refused this process: its ANVIL_STORE_TOKEN ",
          token_.empty() ? "is unset here" : "differs from the one set here",
@@ -93,8 +94,8 @@ Bytes TCPStore::call(const Bytes& request, const std::string& what, std::chrono:
     // The connection may still carry a late reply: never reuse it.
     net::close_fd(fd_);
     if (timed_out)
-      fail("TCPStore ", what, " at ", host_, ":", port_, ": timed out after ", timeout.count(), " ms while ",
-           stage, " (a key that is never set means some rank did not get this far)");
+      fail("TCPStore ", what, " at ", host_, ":", port_, ": timed out after ", timeout.count(), " ms while ", stage,
+           " (a key that is never set means some rank did not get this far)");
     fail("TCPStore ", what, " at ", host_, ":", port_, ": connection lost while ", stage,
          " (did the process serving the store, rank 0, exit?)");
   };

@@ -26,7 +26,7 @@ namespace anvil::distributed::wire {
 enum Command : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kWait = 5, kHello = 6 };
 
 constexpr uint32_t kMaxMessage = 256u << 20;  // one frame, either way
-constexpr uint32_t kMaxKey = 4096;            // bytes in one key
+constexpr uint32_t kMaxKey = 4096;  // bytes in one key
 
 inline void put_u32(Bytes& b, uint32_t v) {
   for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
@@ -46,7 +46,10 @@ inline void put_string(Bytes& b, const std::string& s) { put_blob(b, s.data(), s
 class Reader {
  public:
   Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-  uint8_t u8() { need(1); return p_[i_++]; }
+  uint8_t u8() {
+    need(1);
+    return p_[i_++];
+  }
   uint32_t u32() {
     need(4);
     uint32_t v = 0;

@@ -70,8 +70,10 @@ void TCPStoreServer::wake_waiters() {
   }
   for (const auto& w : done) {
     if (clients_.find(w.fd) == clients_.end()) continue;
-    if (w.is_get) reply(w.fd, data_.at(w.keys[0]));
-    else reply(w.fd, Bytes{1});
+    if (w.is_get)
+      reply(w.fd, data_.at(w.keys[0]));
+    else
+      reply(w.fd, Bytes{1});
   }
 }
 
@@ -145,8 +147,10 @@ void TCPStoreServer::handle(int fd, const uint8_t* payload, size_t n) {
     }
     case wire::kGet: {
       Waiter w{fd, true, {r.key()}};
-      if (ready(w)) reply(fd, data_.at(w.keys[0]));
-      else waiters_.push_back(std::move(w));
+      if (ready(w))
+        reply(fd, data_.at(w.keys[0]));
+      else
+        waiters_.push_back(std::move(w));
       break;
     }
     case wire::kAdd: {
@@ -185,9 +189,12 @@ void TCPStoreServer::handle(int fd, const uint8_t* payload, size_t n) {
       Waiter w{fd, false, {}};
       for (uint32_t i = 0; i < count; ++i) w.keys.push_back(r.key());
       bool ok = ready(w);
-      if (!is_wait) reply(fd, Bytes{static_cast<uint8_t>(ok ? 1 : 0)});
-      else if (ok) reply(fd, Bytes{1});
-      else waiters_.push_back(std::move(w));
+      if (!is_wait)
+        reply(fd, Bytes{static_cast<uint8_t>(ok ? 1 : 0)});
+      else if (ok)
+        reply(fd, Bytes{1});
+      else
+        waiters_.push_back(std::move(w));
       break;
     }
     default:
@@ -213,8 +220,10 @@ int TCPStoreServer::poll_timeout_ms() const {
   auto now = Clock::now();
   auto next = Clock::time_point::max();
   for (const auto& [fd, c] : clients_) {
-    if (!c.greeted) next = std::min(next, c.since + limits_.hello_timeout);
-    else if (!c.in.empty()) next = std::min(next, c.since + limits_.partial_timeout);
+    if (!c.greeted)
+      next = std::min(next, c.since + limits_.hello_timeout);
+    else if (!c.in.empty())
+      next = std::min(next, c.since + limits_.partial_timeout);
   }
   if (next == Clock::time_point::max()) return -1;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1;

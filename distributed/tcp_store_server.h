@@ -35,7 +35,7 @@ struct TCPStoreLimits {
 class TCPStoreServer {
  public:
   explicit TCPStoreServer(int port, TCPStoreLimits limits = {});  // port 0: pick a free one
-  ~TCPStoreServer();                  // stops the thread, closes every socket
+  ~TCPStoreServer();  // stops the thread, closes every socket
   TCPStoreServer(const TCPStoreServer&) = delete;
   TCPStoreServer& operator=(const TCPStoreServer&) = delete;
   int port() const { return port_; }
@@ -46,7 +46,7 @@ class TCPStoreServer {
   using Clock = std::chrono::steady_clock;
   struct Client {
     std::vector<uint8_t> in;  // bytes received, not yet a whole message
-    bool greeted = false;     // sent a HELLO with the right token
+    bool greeted = false;  // sent a HELLO with the right token
     Clock::time_point since;  // accepted at (before HELLO) / partial message started at
   };
   struct Waiter {

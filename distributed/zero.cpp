@@ -149,8 +149,8 @@ class ZeroAdamW::Buckets : public std::enable_shared_from_this<Buckets> {
   struct Bucket {
     std::vector<size_t> params;  // indices into params_
     FlatShardLayout layout;
-    Tensor shard;                // this rank's slice of the parameters: what AdamW updates
-    Tensor flat_grad, slice;     // the bucket's gradients, and this rank's reduced slice
+    Tensor shard;  // this rank's slice of the parameters: what AdamW updates
+    Tensor flat_grad, slice;  // the bucket's gradients, and this rank's reduced slice
     WorkHandle work;
     std::vector<bool> seen;
     size_t pending = 0;
@@ -188,13 +188,13 @@ class ZeroAdamW::Buckets : public std::enable_shared_from_this<Buckets> {
 
 ZeroAdamW::ZeroAdamW(std::vector<Tensor> params, std::shared_ptr<ProcessGroup> group, nn::optim::AdamWOptions options,
                      ZeroOptions zero)
-    : OptimizerWith("ZeroAdamW", std::vector<Group>{Group(std::move(params))}, options), group_(std::move(group)),
+    : OptimizerWith("ZeroAdamW", std::vector<Group>{Group(std::move(params))}, options),
+      group_(std::move(group)),
       zero_(zero) {
   ANVIL_CHECK(group_ != nullptr, "ZeroAdamW: got a null process group");
   ANVIL_CHECK(zero_.stage == 1 || zero_.stage == 2, "ZeroAdamW: stage must be 1 or 2, got ", zero_.stage,
               " (stage 3, parameters sharded too, is distributed::FullyShardedDataParallel)");
-  ANVIL_CHECK(zero_.bucket_cap_bytes > 0, "ZeroAdamW: bucket_cap_bytes must be positive, got ",
-              zero_.bucket_cap_bytes);
+  ANVIL_CHECK(zero_.bucket_cap_bytes > 0, "ZeroAdamW: bucket_cap_bytes must be positive, got ", zero_.bucket_cap_bytes);
   const std::vector<Tensor>& ps = this->params(0);
   ANVIL_CHECK(!ps.empty(), "ZeroAdamW: got no parameters");
   for (const Tensor& p : ps) {
@@ -242,9 +242,10 @@ void ZeroAdamW::step() {
 }
 
 double ZeroAdamW::clip_grad_norm_(double max_norm) {
-  ANVIL_CHECK(zero_.stage == 2, "ZeroAdamW::clip_grad_norm_: needs stage 2; in stage 1 the gradients are averaged "
-                                "only inside step(), so clip them before with nn::optim::clip_grad_norm_ on "
-                                "all-reduced gradients, or use stage 2");
+  ANVIL_CHECK(zero_.stage == 2,
+              "ZeroAdamW::clip_grad_norm_: needs stage 2; in stage 1 the gradients are averaged "
+              "only inside step(), so clip them before with nn::optim::clip_grad_norm_ on "
+              "all-reduced gradients, or use stage 2");
   return clip_sharded_grad_norm_(*group_, buckets_->shards(), max_norm, "ZeroAdamW::clip_grad_norm_");
 }
 

@@ -24,8 +24,10 @@ namespace {
 std::vector<std::string> split_at_nul(const uint8_t* data, size_t size) {
   std::vector<std::string> parts(1);
   for (size_t i = 0; i < size && parts.size() <= 64; ++i) {
-    if (data[i] == 0) parts.emplace_back();
-    else parts.back().push_back(static_cast<char>(data[i]));
+    if (data[i] == 0)
+      parts.emplace_back();
+    else
+      parts.back().push_back(static_cast<char>(data[i]));
   }
   return parts;
 }
@@ -46,7 +48,8 @@ void command_line(const std::vector<std::string>& args) {
     require(c.kill_grace_s >= 0 && c.kill_grace_s <= 3600);
     require(c.max_restarts >= 0);
     // A PS job keeps at least one worker.
-    require(c.num_ps >= 0 && (c.num_ps == 0 || static_cast<long long>(c.num_ps) < static_cast<long long>(c.nnodes) * c.nproc_per_node));
+    require(c.num_ps >= 0 &&
+            (c.num_ps == 0 || static_cast<long long>(c.num_ps) < static_cast<long long>(c.nnodes) * c.nproc_per_node));
   } catch (const launcher::UsageError&) {
   }
 }
@@ -76,7 +79,9 @@ void environment(const std::vector<std::string>& assignments) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::vector<std::string> strings = split_at_nul(data + 1, size - 1);
-  if (data[0] % 2 == 0) command_line(strings);
-  else environment(strings);
+  if (data[0] % 2 == 0)
+    command_line(strings);
+  else
+    environment(strings);
   return 0;
 }

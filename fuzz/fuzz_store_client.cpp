@@ -77,11 +77,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     TCPStore client(o);
     // Every call reconnects (the stand-in closed the last connection), so
     // each one reads the input again: from the HELLO's answer on.
-    try { (void)client.get("k"); } catch (const anvil::Error&) {}
-    try { (void)client.add("k", 1); } catch (const anvil::Error&) {}
-    try { (void)client.check({"k", "j"}); } catch (const anvil::Error&) {}
-    try { client.set("k", "v"); } catch (const anvil::Error&) {}
-    try { client.wait({"k"}, std::chrono::milliseconds(200)); } catch (const anvil::Error&) {}
+    try {
+      (void)client.get("k");
+    } catch (const anvil::Error&) {
+    }
+    try {
+      (void)client.add("k", 1);
+    } catch (const anvil::Error&) {
+    }
+    try {
+      (void)client.check({"k", "j"});
+    } catch (const anvil::Error&) {
+    }
+    try {
+      client.set("k", "v");
+    } catch (const anvil::Error&) {
+    }
+    try {
+      client.wait({"k"}, std::chrono::milliseconds(200));
+    } catch (const anvil::Error&) {
+    }
   } catch (const anvil::Error&) {
   }
   return 0;

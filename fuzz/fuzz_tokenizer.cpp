@@ -19,9 +19,10 @@ namespace {
 
 const BertTokenizer& fixed_tokenizer() {
   static const BertTokenizer tok = [] {
-    BertTokenizer t({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "e", "h", "l", "o", "r", "w",
-                     "##a", "##b", "##e", "##l", "##o", "hello", "world", "cafe", "##s", ",", "!", "\xe4\xb8\xad",
-                     "\xe6\x96\x87"});
+    BertTokenizer t(
+        {"[PAD]", "[UNK]", "[CLS]", "[SEP]",        "[MASK]",      "a",   "b",   "c",   "e",     "h",     "l",
+         "o",     "r",     "w",     "##a",          "##b",         "##e", "##l", "##o", "hello", "world", "cafe",
+         "##s",   ",",     "!",     "\xe4\xb8\xad", "\xe6\x96\x87"});
     t.add_special_tokens({"[MASK]"});
     t.options().max_length = 64;
     return t;

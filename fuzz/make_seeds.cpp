@@ -31,10 +31,14 @@ void safetensors_seeds(const fs::path& dir) {
   manual_seed(1);
   nn::StateDict small = {{"weight", randn({2, 3})}, {"bias", zeros({3})}};
   write_bytes(dir / "small.safetensors", nn::serialize::serialize_safetensors(small, {{"format", "pt"}}));
-  nn::StateDict dtypes = {{"f64", randn({2}).to(kFloat64)},       {"f16", randn({3}).to(kFloat16)},
-                          {"bf16", randn({2, 2}).to(kBFloat16)},  {"i64", arange(int64_t{5})},
-                          {"i32", arange(int64_t{4}).to(kInt32)}, {"u8", arange(int64_t{7}).to(kUInt8)},
-                          {"b", arange(int64_t{3}).to(kBool)},    {"scalar", full({}, 2.5)},
+  nn::StateDict dtypes = {{"f64", randn({2}).to(kFloat64)},
+                          {"f16", randn({3}).to(kFloat16)},
+                          {"bf16", randn({2, 2}).to(kBFloat16)},
+                          {"i64", arange(int64_t{5})},
+                          {"i32", arange(int64_t{4}).to(kInt32)},
+                          {"u8", arange(int64_t{7}).to(kUInt8)},
+                          {"b", arange(int64_t{3}).to(kBool)},
+                          {"scalar", full({}, 2.5)},
                           {"empty", zeros({0, 4})}};
   write_bytes(dir / "dtypes.safetensors", nn::serialize::serialize_safetensors(dtypes));
   write_bytes(dir / "none.safetensors", nn::serialize::serialize_safetensors({}));
@@ -99,8 +103,9 @@ void tokenizer_seeds(const fs::path& dir) {
     "strip_accents": null, "lowercase": true},
   "added_tokens": [{"id": 4, "content": "[MASK]"}], "truncation": {"max_length": 16}})");
   write_bytes(dir / "vocab", std::string(1, '\1') + "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nworld\n##s\n");
-  write_bytes(dir / "text", std::string(1, '\2') + "Hello, World! Caf\xc3\xa9 cr\xc3\xa8me [MASK] \xe4\xb8\xad\xe6\x96\x87 "
-                                                   "\xf0\x9f\x98\x80 ...!!! hellos\tworld\x01");
+  write_bytes(dir / "text", std::string(1, '\2') +
+                                "Hello, World! Caf\xc3\xa9 cr\xc3\xa8me [MASK] \xe4\xb8\xad\xe6\x96\x87 "
+                                "\xf0\x9f\x98\x80 ...!!! hellos\tworld\x01");
 }
 
 // Strings joined by NUL bytes after a selector byte (fuzz_launcher's format).
@@ -113,21 +118,21 @@ std::string nul_joined(char selector, const std::vector<std::string>& parts) {
 void launcher_seeds(const fs::path& dir) {
   fs::create_directories(dir);
   write_bytes(dir / "single_node", nul_joined(0, {"--nproc-per-node", "2", "--", "train", "--epochs", "1"}));
-  write_bytes(dir / "torchrun_spelling",
-              nul_joined(0, {"--nproc_per_node=4", "--nnodes=2", "--node_rank=1", "--master_addr=10.0.0.1",
-                             "--master_port=29500", "--max-restarts", "3", "--kill-grace", "0.5", "--no-prefix",
-                             "prog"}));
+  write_bytes(
+      dir / "torchrun_spelling",
+      nul_joined(0, {"--nproc_per_node=4", "--nnodes=2", "--node_rank=1", "--master_addr=10.0.0.1",
+                     "--master_port=29500", "--max-restarts", "3", "--kill-grace", "0.5", "--no-prefix", "prog"}));
   write_bytes(dir / "help", nul_joined(0, {"--help"}));
   write_bytes(dir / "parameter_server", nul_joined(0, {"--nproc-per-node", "4", "--ps", "1", "--max-restarts", "2",
-                                                        "worker", "--mode", "async"}));
+                                                       "worker", "--mode", "async"}));
   write_bytes(dir / "parameter_server_multinode",
               nul_joined(0, {"--nproc_per_node=2", "--nnodes=2", "--node_rank=1", "--master_addr=10.0.0.1",
                              "--master_port=29500", "--ps=3", "prog"}));
   write_bytes(dir / "env", nul_joined(1, {"RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
-                                           "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500"}));
+                                          "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500"}));
   write_bytes(dir / "env_slurm",
-              nul_joined(1, {"SLURM_PROCID=5", "SLURM_NTASKS=8", "SLURM_LOCALID=1", "SLURM_NODEID=2",
-                             "SLURM_NNODES=3", "SLURM_TASKS_PER_NODE=2(x2),4", "SLURM_STEP_NODELIST=gpu[08-09,11]",
+              nul_joined(1, {"SLURM_PROCID=5", "SLURM_NTASKS=8", "SLURM_LOCALID=1", "SLURM_NODEID=2", "SLURM_NNODES=3",
+                             "SLURM_TASKS_PER_NODE=2(x2),4", "SLURM_STEP_NODELIST=gpu[08-09,11]",
                              "SLURM_JOB_NODELIST=rack[1-2]-n[01-03],login1", "SLURM_JOB_ID=4242123"}));
   write_bytes(dir / "env_openmpi",
               nul_joined(1, {"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_LOCAL_RANK=0",

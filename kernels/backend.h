@@ -27,7 +27,10 @@ namespace anvil {
 // kernels/ops/binary_ops.h; ReduceOp and ReduceParams: kernels/ops/reduce_ops.h
 // (the op tables).
 
-struct MatmulParams { float alpha = 1.0f; float beta = 0.0f; };  // out = alpha*a@b + beta*out
+struct MatmulParams {
+  float alpha = 1.0f;
+  float beta = 0.0f;
+};  // out = alpha*a@b + beta*out
 
 struct Conv2dParams {
   int64_t stride[2] = {1, 1}, padding[2] = {0, 0}, dilation[2] = {1, 1};
@@ -40,8 +43,15 @@ struct Pool2dParams {
   bool count_include_pad = true;  // Avg only
 };
 
-struct BatchNormParams { bool training = true; double momentum = 0.1; double eps = 1e-5; };
-struct CrossEntropyParams { int64_t ignore_index = -100; double label_smoothing = 0.0; };
+struct BatchNormParams {
+  bool training = true;
+  double momentum = 0.1;
+  double eps = 1e-5;
+};
+struct CrossEntropyParams {
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
+};
 // Fused attention (attention_forward/backward): the scores' scale, and
 // whether key j > query i is masked (PyTorch's top-left causal alignment).
 // dropout_p > 0: the probabilities are dropped as dropout(softmax(scores))
@@ -57,14 +67,18 @@ struct AttentionParams {
 };
 
 enum class RandomKind : uint8_t { Uniform, Normal };  // Uniform in [a, b); Normal(mean a, std b)
-struct RandomParams { RandomKind kind = RandomKind::Uniform; double a = 0, b = 1; uint64_t seed = 0, offset = 0; };
+struct RandomParams {
+  RandomKind kind = RandomKind::Uniform;
+  double a = 0, b = 1;
+  uint64_t seed = 0, offset = 0;
+};
 
 // scatter's `reduce`: overwrite (None), sum (Add) or product (Multiply).
 enum class ScatterReduce : uint8_t { None, Add, Multiply };
 
 struct AdamWParams {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
-  int64_t step = 1;       // 1-based, after increment
+  int64_t step = 1;  // 1-based, after increment
   bool decoupled = true;  // AdamW (true) or Adam's L2-in-gradient (false)
 };
 struct SGDParams {
@@ -85,10 +99,8 @@ class Backend {
   // data loader's pin_memory). Null when the backend has none (the CPU).
   virtual Allocator* pinned_host_allocator() { return nullptr; }
   virtual void copy(const View& dst, const View& src) = 0;  // same device, strided, casts dtype
-  virtual void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index,
-                              bool non_blocking) = 0;
-  virtual void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index,
-                            bool non_blocking) = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index, bool non_blocking) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) = 0;
   virtual void fill(const View& out, const Scalar& value) = 0;
   virtual Stream current_stream(int device_index) = 0;
   virtual void set_current_stream(const Stream& stream) = 0;
@@ -122,8 +134,7 @@ class Backend {
   virtual void reduce(ReduceOp op, const View& out, const View& in, const ReduceParams& p) = 0;
   virtual void softmax(const View& out, const View& in, int64_t dim, bool log) = 0;
   // grad_in = softmax'(out) applied to grad_out (log selects log_softmax).
-  virtual void softmax_backward(const View& grad_in, const View& grad_out, const View& out,
-                                int64_t dim, bool log) = 0;
+  virtual void softmax_backward(const View& grad_in, const View& grad_out, const View& out, int64_t dim, bool log) = 0;
 
   // --- scans along one dim (kernels/ops/scan_ops.h): out[.., i, ..] is the
   //     combine of in[.., 0, ..] to in[.., i, ..]. out and in share a shape
@@ -174,38 +185,34 @@ class Backend {
   virtual void svd(const View& a, const View& s, const View* u, const View* v, const View& info) = 0;
 
   // --- nn ops (NCHW; weight [Cout, Cin/groups, kH, kW]) ---
-  virtual void conv2d(const View& out, const View& in, const View& weight, const View* bias,
-                      const Conv2dParams& p) = 0;
+  virtual void conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) = 0;
   virtual void conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
                                      const Conv2dParams& p) = 0;
   virtual void conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in,
                                       const Conv2dParams& p) = 0;
   virtual void pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) = 0;
-  virtual void pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out,
-                               const View& in, const View& out, const Pool2dParams& p) = 0;
+  virtual void pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in,
+                               const View& out, const Pool2dParams& p) = 0;
   // in [N, C, *]; mean/invstd [C] float32 are written in training and read in eval.
   // running_mean/var (may be null) are updated in training.
-  virtual void batch_norm(const View& out, const View& save_mean, const View& save_invstd,
-                          const View& in, const View* weight, const View* bias,
-                          const View* running_mean, const View* running_var,
+  virtual void batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
+                          const View* weight, const View* bias, const View* running_mean, const View* running_var,
                           const BatchNormParams& p) = 0;
   virtual void batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                   const View& grad_out, const View& in, const View* weight,
-                                   const View& save_mean, const View& save_invstd,
-                                   const BatchNormParams& p) = 0;
+                                   const View& grad_out, const View& in, const View* weight, const View& save_mean,
+                                   const View& save_invstd, const BatchNormParams& p) = 0;
   // in [rows, cols] normalised over cols; mean/rstd [rows] float32.
-  virtual void layer_norm(const View& out, const View& mean, const View& rstd, const View& in,
-                          const View* weight, const View* bias, double eps) = 0;
+  virtual void layer_norm(const View& out, const View& mean, const View& rstd, const View& in, const View* weight,
+                          const View* bias, double eps) = 0;
   virtual void layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                   const View& grad_out, const View& in, const View& mean,
-                                   const View& rstd, const View* weight) = 0;
+                                   const View& grad_out, const View& in, const View& mean, const View& rstd,
+                                   const View* weight) = 0;
   // Residual add fused with the layer norm that follows it (a transformer
   // block's h = x + attn(...); ln2(h)): sum_out = x + residual (rounded to the
   // dtype), out = layer_norm(sum_out) exactly as layer_norm would compute it.
   // x, residual, sum_out, out [rows, cols] of one dtype; mean/rstd as layer_norm.
-  virtual void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd,
-                              const View& x, const View& residual, const View* weight, const View* bias,
-                              double eps) = 0;
+  virtual void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd, const View& x,
+                              const View& residual, const View* weight, const View* bias, double eps) = 0;
   // RMS norm over the cols of in [rows, cols]: out = in * rstd * weight with
   // rstd [rows] float32 = 1 / sqrt(mean(in^2) + eps); weight [cols] or null.
   virtual void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) = 0;
@@ -218,12 +225,11 @@ class Backend {
                                  const View* weight, double eps) = 0;
   // logits [N, C], targets int64 [N]; writes per-row loss [N] (0 for ignored
   // rows) and logsumexp [N] float32 for the backward pass.
-  virtual void cross_entropy(const View& losses, const View& logsumexp, const View& logits,
-                             const View& targets, const CrossEntropyParams& p) = 0;
+  virtual void cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
+                             const CrossEntropyParams& p) = 0;
   // grad_logits [N, C] from per-row upstream gradient grad_losses [N].
-  virtual void cross_entropy_backward(const View& grad_logits, const View& grad_losses,
-                                      const View& logits, const View& targets,
-                                      const View& logsumexp, const CrossEntropyParams& p) = 0;
+  virtual void cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,
+                                      const View& targets, const View& logsumexp, const CrossEntropyParams& p) = 0;
   // Fused attention, never materialising the [L, S] scores (kernels/*/attention*):
   // out = softmax(q @ k^T * scale + mask) @ v for q [B, H, L, E], k [B, H, S, E],
   // v [B, H, S, Ev] (one dtype, any strides), out [B, H, L, Ev]. lse [B, H, L]
@@ -236,13 +242,11 @@ class Backend {
   // grad_q, grad_k, grad_v (shapes of q, k, v, dense or not) from grad_out and
   // the forward's out and lse, recomputing the probabilities blockwise.
   // A row with no allowed key contributes no gradient.
-  virtual void attention_backward(const View& grad_q, const View& grad_k, const View& grad_v,
-                                  const View& grad_out, const View& q, const View& k, const View& v,
-                                  const View& out, const View& lse, const View* mask,
-                                  const AttentionParams& p) = 0;
+  virtual void attention_backward(const View& grad_q, const View& grad_k, const View& grad_v, const View& grad_out,
+                                  const View& q, const View& k, const View& v, const View& out, const View& lse,
+                                  const View* mask, const AttentionParams& p) = 0;
   // out = in * keep / (1 - p) with keep = uniform >= p; mask (uint8) records keep.
-  virtual void dropout(const View& out, const View& mask, const View& in, double p,
-                       uint64_t seed, uint64_t offset) = 0;
+  virtual void dropout(const View& out, const View& mask, const View& in, double p, uint64_t seed, uint64_t offset) = 0;
 
   // --- indexing (index is int64; out-of-range indices throw on CPU) ---
   virtual void index_select(const View& out, const View& in, int64_t dim, const View& index) = 0;
@@ -261,11 +265,10 @@ class Backend {
   virtual void random(const View& out, const RandomParams& p) = 0;
 
   // --- optimizer updates over lists of same-length tensors (multi-tensor) ---
-  virtual void adamw(std::span<const View> params, std::span<const View> grads,
-                     std::span<const View> exp_avg, std::span<const View> exp_avg_sq,
-                     const AdamWParams& p) = 0;
-  virtual void sgd(std::span<const View> params, std::span<const View> grads,
-                   std::span<const View> momentum, const SGDParams& p) = 0;
+  virtual void adamw(std::span<const View> params, std::span<const View> grads, std::span<const View> exp_avg,
+                     std::span<const View> exp_avg_sq, const AdamWParams& p) = 0;
+  virtual void sgd(std::span<const View> params, std::span<const View> grads, std::span<const View> momentum,
+                   const SGDParams& p) = 0;
 };
 
 // The device registry: the backend for a device type. The CPU backend always

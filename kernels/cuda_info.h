@@ -9,7 +9,7 @@ namespace anvil::cuda {
 struct DeviceProperties {
   std::string name;
   int major = 0, minor = 0;  // compute capability
-  size_t total_memory = 0;   // bytes
+  size_t total_memory = 0;  // bytes
   int multiprocessor_count = 0;
 };
 

@@ -30,8 +30,6 @@ inline void set_matmul_allow_tf32(bool allow) { detail::matmul_tf32_flag().store
 
 // CUDA matmuls try the hand-written GEMM (kernels/cuda/gemm/) before cuBLASLt.
 inline bool matmul_use_gemm_ladder() { return detail::matmul_ladder_flag().load(std::memory_order_relaxed); }
-inline void set_matmul_use_gemm_ladder(bool use) {
-  detail::matmul_ladder_flag().store(use, std::memory_order_relaxed);
-}
+inline void set_matmul_use_gemm_ladder(bool use) { detail::matmul_ladder_flag().store(use, std::memory_order_relaxed); }
 
 }  // namespace anvil

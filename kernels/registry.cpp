@@ -54,8 +54,6 @@ Backend& backend_for(DeviceType type) {
   return *b;
 }
 
-bool has_backend(DeviceType type) {
-  return type == DeviceType::CPU || registry().cuda_backend() != nullptr;
-}
+bool has_backend(DeviceType type) { return type == DeviceType::CPU || registry().cuda_backend() != nullptr; }
 
 }  // namespace anvil

@@ -31,9 +31,12 @@ Tensor adaptive_mean_along(const Tensor& x, int64_t dim, int64_t out) {
 
 Tensor reduce(const Tensor& loss, Reduction r) {
   switch (r) {
-    case Reduction::None: return loss;
-    case Reduction::Sum: return loss.sum();
-    case Reduction::Mean: return loss.mean();
+    case Reduction::None:
+      return loss;
+    case Reduction::Sum:
+      return loss.sum();
+    case Reduction::Mean:
+      return loss.mean();
   }
   return loss;
 }

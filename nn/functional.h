@@ -21,8 +21,8 @@
 namespace anvil::nn::functional {
 
 // --- activations ---
-using anvil::GeluApprox;
 using anvil::gelu;
+using anvil::GeluApprox;
 // leaky_relu, elu, softplus (with their FuncOptions), mish, hardswish: nn/functional_options.h.
 using anvil::log_softmax;
 using anvil::relu;

@@ -27,30 +27,30 @@ namespace anvil::nn::functional {
 using anvil::adaptive_avg_pool1d;
 using anvil::adaptive_max_pool1d;
 using anvil::adaptive_max_pool2d;
+using anvil::avg_pool1d;
 using anvil::conv1d;
 using anvil::conv2d;
-using anvil::elu;
-using anvil::hardswish;
-using anvil::leaky_relu;
-using anvil::mish;
-using anvil::softplus;
 using anvil::conv_transpose2d;
 using anvil::cosine_similarity;
 using anvil::einsum;
+using anvil::elu;
 using anvil::group_norm;
+using anvil::hardswish;
 using anvil::huber_loss;
 using anvil::instance_norm;
 using anvil::interpolate;
-using anvil::pixel_shuffle;
-using anvil::pixel_unshuffle;
 using anvil::kl_div;
+using anvil::leaky_relu;
 using anvil::max_pool1d;
-using anvil::avg_pool1d;
+using anvil::mish;
 using anvil::one_hot;
 using anvil::pad;
 using anvil::pairwise_distance;
+using anvil::pixel_shuffle;
+using anvil::pixel_unshuffle;
 using anvil::rms_norm;
 using anvil::smooth_l1_loss;
+using anvil::softplus;
 
 struct PadFuncOptions {
   ANVIL_OPTION(PadFuncOptions, Shape, pad) = {};
@@ -101,8 +101,8 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dFuncOpti
 // The bias as an argument beside the options (anvil's earlier spelling of
 // Conv2dFuncOptions, which held no bias): one bias, not two.
 inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dFuncOptions& o) {
-  ANVIL_CHECK(!(bias.defined() && o.bias.defined()), "conv2d: a bias given both as an argument (",
-              bias.shape(), ") and in Conv2dFuncOptions (", o.bias.shape(), "); pass one");
+  ANVIL_CHECK(!(bias.defined() && o.bias.defined()), "conv2d: a bias given both as an argument (", bias.shape(),
+              ") and in Conv2dFuncOptions (", o.bias.shape(), "); pass one");
   Conv2dFuncOptions with_bias = o;
   if (bias.defined()) with_bias.bias = bias;
   return conv2d(x, weight, with_bias);
@@ -143,8 +143,8 @@ inline Tensor max_pool1d(const Tensor& x, const MaxPool1dFuncOptions& o) {
   return anvil::max_pool1d(x, {o.kernel_size, o.stride.value_or(o.kernel_size), o.padding, o.ceil_mode, true});
 }
 inline Tensor avg_pool1d(const Tensor& x, const AvgPool1dFuncOptions& o) {
-  return anvil::avg_pool1d(x, {o.kernel_size, o.stride.value_or(o.kernel_size), o.padding, o.ceil_mode,
-                               o.count_include_pad});
+  return anvil::avg_pool1d(
+      x, {o.kernel_size, o.stride.value_or(o.kernel_size), o.padding, o.ceil_mode, o.count_include_pad});
 }
 // F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1)); the core
 // form, max_pool2d(x, Pool2dOptions{...}), is here too.
@@ -163,13 +163,13 @@ struct AvgPool2dFuncOptions {
   ANVIL_OPTION(AvgPool2dFuncOptions, bool, count_include_pad) = true;
 };
 inline Tensor max_pool2d(const Tensor& x, const MaxPool2dFuncOptions& o) {
-  ANVIL_CHECK(o.dilation == Size2(1), "max_pool2d: dilation ", o.dilation.str(),
-              " is not supported (only 1); input ", x.shape());
+  ANVIL_CHECK(o.dilation == Size2(1), "max_pool2d: dilation ", o.dilation.str(), " is not supported (only 1); input ",
+              x.shape());
   return anvil::max_pool2d(x, {o.kernel_size.array(), o.stride.array(), o.padding.array(), true, o.ceil_mode});
 }
 inline Tensor avg_pool2d(const Tensor& x, const AvgPool2dFuncOptions& o) {
-  return anvil::avg_pool2d(x, {o.kernel_size.array(), o.stride.array(), o.padding.array(), o.count_include_pad,
-                               o.ceil_mode});
+  return anvil::avg_pool2d(
+      x, {o.kernel_size.array(), o.stride.array(), o.padding.array(), o.count_include_pad, o.ceil_mode});
 }
 struct AdaptiveMaxPool2dFuncOptions {
   ANVIL_OPTION(AdaptiveMaxPool2dFuncOptions, Size2, output_size) = 1;
@@ -215,7 +215,8 @@ struct EmbeddingFuncOptions {
   ANVIL_OPTION(EmbeddingFuncOptions, std::optional<int64_t>, padding_idx) = std::nullopt;
 };
 inline Tensor embedding(const Tensor& indices, const Tensor& weight, const EmbeddingFuncOptions& o) {
-  return o.padding_idx.has_value() ? anvil::embedding(weight, indices, *o.padding_idx) : anvil::embedding(weight, indices);
+  return o.padding_idx.has_value() ? anvil::embedding(weight, indices, *o.padding_idx)
+                                   : anvil::embedding(weight, indices);
 }
 
 // --- parametrised activations (mish and hardswish take none) ---
@@ -224,8 +225,7 @@ using ELUFuncOptions = nn::ELUOptions;
 using SoftplusFuncOptions = nn::SoftplusOptions;
 // inplace: the result is written into x (its autograd history rebased), as libtorch's.
 inline Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o) {
-  return nn::apply_in_place_if(o.inplace, x,
-                               [&](const Tensor& in) { return anvil::leaky_relu(in, o.negative_slope); });
+  return nn::apply_in_place_if(o.inplace, x, [&](const Tensor& in) { return anvil::leaky_relu(in, o.negative_slope); });
 }
 inline Tensor elu(const Tensor& x, const ELUFuncOptions& o) {
   return nn::apply_in_place_if(o.inplace, x, [&](const Tensor& in) { return anvil::elu(in, o.alpha); });

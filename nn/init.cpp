@@ -43,8 +43,8 @@ double erfinv(double y) {
   if (w < 5.0) {
     w -= 2.5;
     double p = 2.81022636e-08;
-    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-                     -0.00417768164, 0.246640727, 1.50140941})
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
+                     0.246640727, 1.50140941})
       p = c + p * w;
     x = p * y;
   } else {
@@ -70,11 +70,16 @@ double calculate_gain(Nonlinearity nonlinearity, double param) {
     case Nonlinearity::Conv1d:
     case Nonlinearity::Conv2d:
     case Nonlinearity::Conv3d:
-    case Nonlinearity::Sigmoid: return 1.0;
-    case Nonlinearity::Tanh: return 5.0 / 3.0;
-    case Nonlinearity::ReLU: return std::sqrt(2.0);
-    case Nonlinearity::LeakyReLU: return std::sqrt(2.0 / (1.0 + param * param));
-    case Nonlinearity::SELU: return 3.0 / 4.0;
+    case Nonlinearity::Sigmoid:
+      return 1.0;
+    case Nonlinearity::Tanh:
+      return 5.0 / 3.0;
+    case Nonlinearity::ReLU:
+      return std::sqrt(2.0);
+    case Nonlinearity::LeakyReLU:
+      return std::sqrt(2.0 / (1.0 + param * param));
+    case Nonlinearity::SELU:
+      return 3.0 / 4.0;
   }
   fail("nn::init::calculate_gain: unknown nonlinearity");
 }
@@ -103,8 +108,8 @@ Tensor normal_(Tensor t, double mean, double std) {
 
 Tensor trunc_normal_(Tensor t, double mean, double std, double a, double b) {
   check_floating("trunc_normal_", t);
-  ANVIL_CHECK(std > 0 && a < b, "nn::init::trunc_normal_: expected std > 0 and a < b, got std ", std, ", a ", a,
-              ", b ", b);
+  ANVIL_CHECK(std > 0 && a < b, "nn::init::trunc_normal_: expected std > 0 and a < b, got std ", std, ", a ", a, ", b ",
+              b);
   NoGradGuard no_grad;
   // Uniform between the CDF values of the bounds, mapped back through the
   // inverse CDF: exact, with no rejection loop. Done on the host (init is

@@ -86,7 +86,8 @@ void collect(const Module& m, const std::string& prefix, bool recurse, bool para
 NamedTensors Module::named_parameters(bool recurse) const {
   if (!recurse) {
     NamedTensors own;
-    for (auto& p : params_) if (p.second.defined()) own.push_back(p);
+    for (auto& p : params_)
+      if (p.second.defined()) own.push_back(p);
     return own;
   }
   NamedTensors out;
@@ -98,7 +99,8 @@ NamedTensors Module::named_parameters(bool recurse) const {
 NamedTensors Module::named_buffers(bool recurse) const {
   if (!recurse) {
     NamedTensors own;
-    for (auto& b : buffers_) if (b.second.defined()) own.push_back(b);
+    for (auto& b : buffers_)
+      if (b.second.defined()) own.push_back(b);
     return own;
   }
   NamedTensors out;
@@ -201,8 +203,12 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
   std::vector<std::string> missing, unexpected, mismatched;
   for (auto& [name, t] : mine) {
     const Tensor* src = nullptr;
-    for (auto& [n, s] : state) if (n == name) src = &s;
-    if (!src) { missing.push_back(name); continue; }
+    for (auto& [n, s] : state)
+      if (n == name) src = &s;
+    if (!src) {
+      missing.push_back(name);
+      continue;
+    }
     if (src->shape() != t.shape()) {
       mismatched.push_back(name + " (checkpoint " + src->shape_str() + ", model " + t.shape_str() + ")");
       continue;
@@ -219,8 +225,9 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     return s;
   };
   ANVIL_CHECK(mismatched.empty(), type_name_, ".load_state_dict: shape mismatch for ", join(mismatched));
-  ANVIL_CHECK(!strict || (missing.empty() && unexpected.empty()), type_name_, ".load_state_dict: ",
-              missing.empty() ? "" : "missing keys: " + join(missing), missing.empty() || unexpected.empty() ? "" : "; ",
+  ANVIL_CHECK(!strict || (missing.empty() && unexpected.empty()), type_name_,
+              ".load_state_dict: ", missing.empty() ? "" : "missing keys: " + join(missing),
+              missing.empty() || unexpected.empty() ? "" : "; ",
               unexpected.empty() ? "" : "unexpected keys: " + join(unexpected));
   NoGradGuard no_grad;
   for (auto& [name, t] : mine)

@@ -52,8 +52,8 @@ class Module : public std::enable_shared_from_this<Module> {
   Tensor operator()(const Tensor& x) { return forward(x); }
   // model(ids, mask), as a Python call: forward_inputs({ids, mask}).
   template <typename... Ts>
-    requires(sizeof...(Ts) >= 1 && (std::convertible_to<const Ts&, Tensor> && ...))
-  Tensor operator()(const Tensor& x, const Ts&... rest) {
+  requires(sizeof...(Ts) >= 1 && (std::convertible_to<const Ts&, Tensor> && ...)) Tensor operator()(const Tensor& x,
+                                                                                                    const Ts&... rest) {
     return forward_inputs({x, Tensor(rest)...});
   }
 
@@ -82,7 +82,7 @@ class Module : public std::enable_shared_from_this<Module> {
   void to(DType dtype);
   void to(Device device, DType dtype);
   Device device() const;  // of the first parameter (cpu if none)
-  void zero_grad();       // sets every parameter's grad to undefined
+  void zero_grad();  // sets every parameter's grad to undefined
 
   // --- state ---
   StateDict state_dict() const;
@@ -94,8 +94,7 @@ class Module : public std::enable_shared_from_this<Module> {
   //   weight = register_parameter("weight", empty({out, in}));
   Tensor register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
   Tensor register_buffer(const std::string& name, Tensor t);
-  template <typename M>
-  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+  template <typename M> std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
     add_child(name, m);
     return m;
   }
@@ -113,8 +112,7 @@ std::ostream& operator<<(std::ostream& os, const Module& m);
 // std::cout << model for a shared_ptr to a module, as libtorch's module
 // holders print. (A template: it must beat the standard library's
 // shared_ptr printer, which prints the address.)
-template <std::derived_from<Module> M>
-std::ostream& operator<<(std::ostream& os, const std::shared_ptr<M>& m) {
+template <std::derived_from<Module> M> std::ostream& operator<<(std::ostream& os, const std::shared_ptr<M>& m) {
   return m ? os << *m : os << "nullptr";
 }
 

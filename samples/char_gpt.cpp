@@ -90,7 +90,10 @@ std::string generate(Gpt& gpt, const data::CharDataset& ds, const std::string& p
     float u = rand({1}).item<float>(), acc = 0;
     int64_t next = static_cast<int64_t>(probs.size()) - 1;
     for (size_t k = 0; k < probs.size(); ++k)
-      if ((acc += probs[k]) > u) { next = static_cast<int64_t>(k); break; }
+      if ((acc += probs[k]) > u) {
+        next = static_cast<int64_t>(k);
+        break;
+      }
     ids.push_back(next);
   }
   return ds.decode(ids);
@@ -135,8 +138,9 @@ struct PipelineSettings {
 // ranks as stages). Every rank builds the whole GPT from the same seed and
 // keeps its stage; every rank reads the same batches (same sampler seed):
 // stage 0 uses the tokens, the last stage the targets.
-int train_pipeline(const PipelineSettings& pp, GptOptions g, const std::string& text_path, const std::string& device_name,
-                   int64_t epochs, int64_t steps, int64_t batch_size, double lr, uint64_t seed) {
+int train_pipeline(const PipelineSettings& pp, GptOptions g, const std::string& text_path,
+                   const std::string& device_name, int64_t epochs, int64_t steps, int64_t batch_size, double lr,
+                   uint64_t seed) {
   namespace dist = anvil::distributed;
   namespace pipe = anvil::distributed::pipeline;
   // CUDA stages exchange over NCCL, which wants a GPU per rank: stages that
@@ -148,7 +152,7 @@ int train_pipeline(const PipelineSettings& pp, GptOptions g, const std::string& 
   const int rank = group->rank();
   ANVIL_CHECK(group->size() == pp.stages, "char_gpt: --pipeline-stages ", pp.stages, " needs as many ranks; ",
               "the launcher started ", group->size(), " (anvil-run --nproc-per-node ", pp.stages, ")");
-  Device device = !device_name.empty() ? Device(device_name)
+  Device device = !device_name.empty()   ? Device(device_name)
                   : cuda::is_available() ? Device::cuda(dist::get_local_rank() % cuda::device_count())
                                          : Device::cpu();
 
@@ -177,8 +181,8 @@ int train_pipeline(const PipelineSettings& pp, GptOptions g, const std::string& 
                                    .device = device,
                                    .record_timeline = !pp.trace.empty()});
   optim::AdamW optimizer(stage->parameters(), {.lr = lr, .weight_decay = 0.1});
-  optim::CosineAnnealingLR schedule(optimizer, {.total_steps = epochs * steps, .warmup_steps = steps / 5,
-                                                .min_lr = lr / 10});
+  optim::CosineAnnealingLR schedule(optimizer,
+                                    {.total_steps = epochs * steps, .warmup_steps = steps / 5, .min_lr = lr / 10});
   auto params = stage->parameters();
 
   auto start = std::chrono::steady_clock::now();
@@ -199,7 +203,10 @@ int train_pipeline(const PipelineSettings& pp, GptOptions g, const std::string& 
       double norm = std::sqrt(sq.item<double>());
       if (norm > 1.0)
         for (const Tensor& p : params)
-          if (p.grad().defined()) { Tensor g = p.grad(); g.mul_(1.0 / (norm + 1e-6)); }
+          if (p.grad().defined()) {
+            Tensor g = p.grad();
+            g.mul_(1.0 / (norm + 1e-6));
+          }
       optimizer.step();
       schedule.step();
       ++step_count;
@@ -232,17 +239,19 @@ int train_pipeline(const PipelineSettings& pp, GptOptions g, const std::string& 
     double val_loss = val_sum / static_cast<double>(std::max<int64_t>(val_batches, 1));
     double tokens = static_cast<double>(step_count) * batch_size * g.block;
     std::printf("%s", executor.schedule().str().c_str());
-    std::printf("validation loss %.4f (uniform guess: %.4f); bubble measured %.3f, theoretical (p-1)/(m+p-1) %.3f; "
-                "at most %lld micro-batches' activations alive on a stage\n",
-                val_loss, std::log(static_cast<double>(g.vocab)), measured, theoretical,
-                static_cast<long long>(live.item<int64_t>()));
-    std::printf("{\"sample\": \"char_gpt\", \"model\": \"gpt-%lldx%lld\", \"device\": \"%s\", \"epochs\": %lld, "
-                "\"pipeline_stages\": %d, \"schedule\": \"%s\", \"micro_batches\": %d, \"val_loss\": %.4f, "
-                "\"train_loss\": %.4f, \"bubble_fraction\": %.4f, \"theoretical_bubble_fraction\": %.4f, "
-                "\"tokens_per_sec\": %.1f}\n",
-                static_cast<long long>(g.n_layer), static_cast<long long>(g.n_embd), device.str().c_str(),
-                static_cast<long long>(epochs), pp.stages, pp.schedule.c_str(), pp.micro_batches, val_loss,
-                last_loss, measured, theoretical, tokens / seconds);
+    std::printf(
+        "validation loss %.4f (uniform guess: %.4f); bubble measured %.3f, theoretical (p-1)/(m+p-1) %.3f; "
+        "at most %lld micro-batches' activations alive on a stage\n",
+        val_loss, std::log(static_cast<double>(g.vocab)), measured, theoretical,
+        static_cast<long long>(live.item<int64_t>()));
+    std::printf(
+        "{\"sample\": \"char_gpt\", \"model\": \"gpt-%lldx%lld\", \"device\": \"%s\", \"epochs\": %lld, "
+        "\"pipeline_stages\": %d, \"schedule\": \"%s\", \"micro_batches\": %d, \"val_loss\": %.4f, "
+        "\"train_loss\": %.4f, \"bubble_fraction\": %.4f, \"theoretical_bubble_fraction\": %.4f, "
+        "\"tokens_per_sec\": %.1f}\n",
+        static_cast<long long>(g.n_layer), static_cast<long long>(g.n_embd), device.str().c_str(),
+        static_cast<long long>(epochs), pp.stages, pp.schedule.c_str(), pp.micro_batches, val_loss, last_loss, measured,
+        theoretical, tokens / seconds);
     std::fflush(stdout);
   }
   dist::destroy_process_group();
@@ -258,9 +267,9 @@ struct TensorParallelSettings {
 // ("pp", "dp", "tp"). Every rank builds the whole GPT from the same seed and
 // keeps its slices (of its stage's layers), and reads the same batches (same
 // sampler seed); data-parallel row d trains on rows [d B/dp, (d+1) B/dp).
-int train_tensor_parallel(const TensorParallelSettings& ts, const PipelineSettings& pp, GptOptions g, const std::string& text_path,
-                          const std::string& device_name, int64_t epochs, int64_t steps, int64_t batch_size, double lr,
-                          uint64_t seed) {
+int train_tensor_parallel(const TensorParallelSettings& ts, const PipelineSettings& pp, GptOptions g,
+                          const std::string& text_path, const std::string& device_name, int64_t epochs, int64_t steps,
+                          int64_t batch_size, double lr, uint64_t seed) {
   namespace dist = anvil::distributed;
   dist::init_process_group();
   const int world = dist::get_world_size(), stages = std::max(pp.stages, 1), ranks = ts.tp * ts.dp * stages;
@@ -269,7 +278,7 @@ int train_tensor_parallel(const TensorParallelSettings& ts, const PipelineSettin
               " (anvil-run --nproc-per-node ", ranks, ")");
   ANVIL_CHECK(batch_size % ts.dp == 0, "char_gpt: --batch-size ", batch_size, " does not divide by --data-parallel ",
               ts.dp);
-  Device device = !device_name.empty() ? Device(device_name)
+  Device device = !device_name.empty()   ? Device(device_name)
                   : cuda::is_available() ? Device::cuda(dist::get_local_rank() % cuda::device_count())
                                          : Device::cpu();
   auto mesh = dist::init_device_mesh(device.is_cuda() ? "cuda" : "cpu", {stages, ts.dp, ts.tp}, {"pp", "dp", "tp"});
@@ -315,8 +324,8 @@ int train_tensor_parallel(const TensorParallelSettings& ts, const PipelineSettin
        .device = device});
   const std::vector<Tensor> params = stage->parameters();
   optim::AdamW optimizer(params, {.lr = lr, .weight_decay = 0.1});
-  optim::CosineAnnealingLR schedule(optimizer, {.total_steps = epochs * steps, .warmup_steps = steps / 5,
-                                                .min_lr = lr / 10});
+  optim::CosineAnnealingLR schedule(optimizer,
+                                    {.total_steps = epochs * steps, .warmup_steps = steps / 5, .min_lr = lr / 10});
   const int64_t rows = batch_size / ts.dp, first_row = mesh.get_local_rank("dp") * rows;
   auto my_rows = [&](const Tensor& t) { return t.narrow(0, first_row, rows).to(device); };
   // The loss of the whole batch: the mean of the data-parallel rows' means.
@@ -347,7 +356,10 @@ int train_tensor_parallel(const TensorParallelSettings& ts, const PipelineSettin
       const double norm = std::sqrt(sq.item<double>());
       if (norm > 1.0)
         for (const Tensor& p : params)
-          if (p.grad().defined()) { Tensor grad = p.grad(); grad.mul_(1.0 / (norm + 1e-6)); }
+          if (p.grad().defined()) {
+            Tensor grad = p.grad();
+            grad.mul_(1.0 / (norm + 1e-6));
+          }
       optimizer.step();
       schedule.step();
       ++step_count;
@@ -375,13 +387,14 @@ int train_tensor_parallel(const TensorParallelSettings& ts, const PipelineSettin
     double val_loss = val_sum / static_cast<double>(std::max<int64_t>(val_batches, 1));
     double tokens = static_cast<double>(step_count) * batch_size * g.block;
     std::printf("validation loss %.4f (uniform guess: %.4f)\n", val_loss, std::log(static_cast<double>(g.vocab)));
-    std::printf("{\"sample\": \"char_gpt\", \"model\": \"gpt-%lldx%lld\", \"device\": \"%s\", \"epochs\": %lld, "
-                "\"tensor_parallel\": %d, \"data_parallel\": %d, \"pipeline_stages\": %d, \"sequence_parallel\": %s, "
-                "\"val_loss\": %.4f, "
-                "\"train_loss\": %.4f, \"tokens_per_sec\": %.1f}\n",
-                static_cast<long long>(g.n_layer), static_cast<long long>(g.n_embd), device.str().c_str(),
-                static_cast<long long>(epochs), ts.tp, ts.dp, stages, ts.sequence_parallel ? "true" : "false", val_loss,
-                last_loss, tokens / seconds);
+    std::printf(
+        "{\"sample\": \"char_gpt\", \"model\": \"gpt-%lldx%lld\", \"device\": \"%s\", \"epochs\": %lld, "
+        "\"tensor_parallel\": %d, \"data_parallel\": %d, \"pipeline_stages\": %d, \"sequence_parallel\": %s, "
+        "\"val_loss\": %.4f, "
+        "\"train_loss\": %.4f, \"tokens_per_sec\": %.1f}\n",
+        static_cast<long long>(g.n_layer), static_cast<long long>(g.n_embd), device.str().c_str(),
+        static_cast<long long>(epochs), ts.tp, ts.dp, stages, ts.sequence_parallel ? "true" : "false", val_loss,
+        last_loss, tokens / seconds);
     std::fflush(stdout);
   }
   dist::destroy_process_group();
@@ -420,9 +433,11 @@ int main(int argc, char** argv) {
   TensorParallelSettings ts;
   app.add_option("--tensor-parallel", ts.tp, "split every layer over this many ranks (start with anvil-run)");
   app.add_option("--data-parallel", ts.dp, "with --tensor-parallel: this many replicas (tp x dp ranks)");
-  app.add_flag("--sequence-parallel", ts.sequence_parallel, "with --tensor-parallel: split LayerNorms along the sequence");
+  app.add_flag("--sequence-parallel", ts.sequence_parallel,
+               "with --tensor-parallel: split LayerNorms along the sequence");
   app.add_option("--dropout", g.dropout, "dropout in the transformer blocks (off under tensor parallelism)");
-  app.add_option("--vocab-multiple", vocab_multiple, "pad the vocabulary to a multiple of this (as --tensor-parallel does)");
+  app.add_option("--vocab-multiple", vocab_multiple,
+                 "pad the vocabulary to a multiple of this (as --tensor-parallel does)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -435,22 +450,28 @@ int main(int argc, char** argv) {
     g.vocab = (corpus->vocab_size() + vocab_multiple - 1) / vocab_multiple * vocab_multiple;
     // Windows starting in the last 10% of the corpus are held out for validation.
     int64_t cut = corpus->size() * 9 / 10;
-    data::DataLoader train_loader(corpus, {.batch_size = batch_size, .drop_last = true,
-                                           .num_workers = static_cast<int>(workers)},
-                                  std::make_shared<RandomWindows>(0, cut - g.block, steps * batch_size, seed));
+    data::DataLoader train_loader(
+        corpus, {.batch_size = batch_size, .drop_last = true, .num_workers = static_cast<int>(workers)},
+        std::make_shared<RandomWindows>(0, cut - g.block, steps * batch_size, seed));
     data::DataLoader val_loader(corpus, {.batch_size = batch_size, .drop_last = true},
                                 std::make_shared<RandomWindows>(cut, corpus->size(), 20 * batch_size, seed + 1));
 
     auto gpt = std::make_shared<Gpt>(g);
     LanguageModelTask task(gpt);
     optim::AdamW optimizer(gpt->parameters(), {.lr = lr, .weight_decay = 0.1});
-    optim::CosineAnnealingLR schedule(optimizer, {.total_steps = epochs * steps, .warmup_steps = steps / 5,
-                                                  .min_lr = lr / 10});
-    train::TrainerOptions options{.max_epochs = epochs, .clip_grad_norm = 1.0,
-                                  .checkpoint_path = checkpoint, .resume_from = resume, .seed = seed};
-    if (amp == "bf16") options.precision = train::Precision::BF16;
-    else if (amp == "fp16") options.precision = train::Precision::FP16;
-    else ANVIL_CHECK(amp == "none" || amp == "fp32", "char_gpt: --amp must be none, bf16 or fp16");
+    optim::CosineAnnealingLR schedule(optimizer,
+                                      {.total_steps = epochs * steps, .warmup_steps = steps / 5, .min_lr = lr / 10});
+    train::TrainerOptions options{.max_epochs = epochs,
+                                  .clip_grad_norm = 1.0,
+                                  .checkpoint_path = checkpoint,
+                                  .resume_from = resume,
+                                  .seed = seed};
+    if (amp == "bf16")
+      options.precision = train::Precision::BF16;
+    else if (amp == "fp16")
+      options.precision = train::Precision::FP16;
+    else
+      ANVIL_CHECK(amp == "none" || amp == "fp32", "char_gpt: --amp must be none, bf16 or fp16");
     if (!device_name.empty()) options.device = Device(device_name);
     train::Trainer trainer(options);
 
@@ -462,12 +483,12 @@ int main(int argc, char** argv) {
     std::printf("validation loss %.4f (uniform guess: %.4f)\n--- sample ---\n%s\n--------------\n", val_loss,
                 std::log(static_cast<double>(g.vocab)), sample.c_str());
     double tokens = static_cast<double>(fit.step_losses.size()) * batch_size * g.block;
-    std::printf("{\"sample\": \"char_gpt\", \"model\": \"gpt-%lldx%lld\", \"device\": \"%s\", \"epochs\": %lld, "
-                "\"val_loss\": %.4f, \"train_loss\": %.4f, \"tokens_per_sec\": %.1f, \"peak_memory_bytes\": %lld}\n",
-                static_cast<long long>(g.n_layer), static_cast<long long>(g.n_embd),
-                trainer.device().str().c_str(), static_cast<long long>(fit.epochs_completed), val_loss,
-                fit.step_losses.empty() ? 0.0 : fit.step_losses.back(),
-                tokens / seconds, static_cast<long long>(memory_stats(trainer.device()).peak_allocated_bytes));
+    std::printf(
+        "{\"sample\": \"char_gpt\", \"model\": \"gpt-%lldx%lld\", \"device\": \"%s\", \"epochs\": %lld, "
+        "\"val_loss\": %.4f, \"train_loss\": %.4f, \"tokens_per_sec\": %.1f, \"peak_memory_bytes\": %lld}\n",
+        static_cast<long long>(g.n_layer), static_cast<long long>(g.n_embd), trainer.device().str().c_str(),
+        static_cast<long long>(fit.epochs_completed), val_loss, fit.step_losses.empty() ? 0.0 : fit.step_losses.back(),
+        tokens / seconds, static_cast<long long>(memory_stats(trainer.device()).peak_allocated_bytes));
     return 0;
   } catch (const Error& e) {
     std::cerr << "char_gpt: " << e.what() << "\n";

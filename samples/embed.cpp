@@ -77,8 +77,7 @@ int main(int argc, char** argv) {
       out["similarity_first_pair"] = n > 1 ? cos[1] : 1.0f;
       auto rows = [](const std::vector<float>& v, int64_t r, int64_t c) {
         nlohmann::json m = nlohmann::json::array();
-        for (int64_t i = 0; i < r; ++i)
-          m.push_back(std::vector<float>(v.begin() + i * c, v.begin() + (i + 1) * c));
+        for (int64_t i = 0; i < r; ++i) m.push_back(std::vector<float>(v.begin() + i * c, v.begin() + (i + 1) * c));
         return m;
       };
       out["similarities"] = rows(cos, n, n);

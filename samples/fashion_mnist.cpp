@@ -50,8 +50,10 @@ train::Precision parse_precision(const std::string& amp) {
 
 void register_comm_hook(distributed::DistributedDataParallel& ddp, const std::string& hook,
                         const distributed::PowerSGDOptions& powersgd) {
-  if (hook == "fp16") ddp.register_comm_hook(distributed::fp16_compress_hook);
-  else if (hook == "bf16") ddp.register_comm_hook(distributed::bf16_compress_hook);
+  if (hook == "fp16")
+    ddp.register_comm_hook(distributed::fp16_compress_hook);
+  else if (hook == "bf16")
+    ddp.register_comm_hook(distributed::bf16_compress_hook);
   else if (hook == "powersgd")
     ddp.register_comm_hook(std::make_shared<distributed::PowerSGDState>(powersgd), distributed::powersgd_hook);
 }
@@ -105,7 +107,8 @@ int main(int argc, char** argv) {
     auto test_set = data::idx_image_dataset(data_dir, "test");
     auto keep_first = [](std::shared_ptr<data::TensorDataset>& set, int64_t limit) {
       if (limit > 0 && limit < set->size())
-        set = std::make_shared<data::TensorDataset>(set->data().narrow(0, 0, limit), set->targets().narrow(0, 0, limit));
+        set =
+            std::make_shared<data::TensorDataset>(set->data().narrow(0, 0, limit), set->targets().narrow(0, 0, limit));
     };
     keep_first(train_set, limit_train);
     keep_first(test_set, limit_test);
@@ -114,14 +117,18 @@ int main(int argc, char** argv) {
     std::shared_ptr<data::DistributedSampler> sampler;
     if (group)
       sampler = std::make_shared<data::DistributedSampler>(
-          train_set->size(), data::DistributedSamplerOptions{.rank = rank, .world_size = world, .shuffle = true,
-                                                             .seed = seed, .drop_last = true});
-    data::DataLoader train_loader(train_set, {.batch_size = rank_batch, .shuffle = !group, .seed = seed,
-                                              .drop_last = true, .num_workers = static_cast<int>(workers),
-                                              .transform = normalize},
+          train_set->size(), data::DistributedSamplerOptions{
+                                 .rank = rank, .world_size = world, .shuffle = true, .seed = seed, .drop_last = true});
+    data::DataLoader train_loader(train_set,
+                                  {.batch_size = rank_batch,
+                                   .shuffle = !group,
+                                   .seed = seed,
+                                   .drop_last = true,
+                                   .num_workers = static_cast<int>(workers),
+                                   .transform = normalize},
                                   sampler);
-    data::DataLoader test_loader(test_set, {.batch_size = 500, .num_workers = static_cast<int>(workers),
-                                            .transform = normalize});
+    data::DataLoader test_loader(test_set,
+                                 {.batch_size = 500, .num_workers = static_cast<int>(workers), .transform = normalize});
 
     std::shared_ptr<nn::Module> model = model_name == "cnn" ? samples::make_cnn() : samples::make_mlp();
     std::shared_ptr<distributed::DistributedDataParallel> ddp_model;
@@ -138,14 +145,18 @@ int main(int argc, char** argv) {
     train::ClassificationTask task(model);
     optim::AdamW optimizer(model->parameters(), {.lr = lr, .weight_decay = 1e-4});
     int64_t steps = epochs * train_loader.num_batches();
-    optim::CosineAnnealingLR schedule(optimizer, {.total_steps = steps,
-                                                  .warmup_steps = std::min<int64_t>(200, steps / 10)});
+    optim::CosineAnnealingLR schedule(optimizer,
+                                      {.total_steps = steps, .warmup_steps = std::min<int64_t>(200, steps / 10)});
 
     // Files and output come from rank 0 only; each rank draws its own dropout masks.
     const bool lead = rank == 0;
-    train::TrainerOptions options{.max_epochs = epochs, .device = device, .precision = parse_precision(amp),
-                                  .checkpoint_path = lead ? checkpoint : "", .resume_from = resume,
-                                  .metrics_path = lead ? metrics : "", .plot_path = lead ? plot : "",
+    train::TrainerOptions options{.max_epochs = epochs,
+                                  .device = device,
+                                  .precision = parse_precision(amp),
+                                  .checkpoint_path = lead ? checkpoint : "",
+                                  .resume_from = resume,
+                                  .metrics_path = lead ? metrics : "",
+                                  .plot_path = lead ? plot : "",
                                   .seed = seed + static_cast<uint64_t>(rank)};
     if (!lead) options.progress = train::ProgressMode::Off;
     train::Trainer trainer(options);
@@ -165,14 +176,14 @@ int main(int argc, char** argv) {
       distributed::destroy_process_group();
     }
     if (!lead) return 0;
-    std::printf("{\"sample\": \"fashion_mnist\", \"model\": \"%s\", \"device\": \"%s\", \"epochs\": %lld, "
-                "\"amp\": \"%s\", \"ranks\": %d, \"test_accuracy\": %.4f, \"test_loss\": %.4f, "
-                "\"samples_per_sec\": %.1f, \"peak_memory_bytes\": %lld, \"comm_hook\": \"%s\", "
-                "\"comm_bytes_per_step\": %lld}\n",
-                model_name.c_str(), trainer.device().str().c_str(), static_cast<long long>(fit.epochs_completed),
-                amp.c_str(), world, result["test_accuracy"], result["test_loss"], trained / seconds,
-                static_cast<long long>(peak), world > 1 ? comm_hook.c_str() : "none",
-                static_cast<long long>(bytes_per_step));
+    std::printf(
+        "{\"sample\": \"fashion_mnist\", \"model\": \"%s\", \"device\": \"%s\", \"epochs\": %lld, "
+        "\"amp\": \"%s\", \"ranks\": %d, \"test_accuracy\": %.4f, \"test_loss\": %.4f, "
+        "\"samples_per_sec\": %.1f, \"peak_memory_bytes\": %lld, \"comm_hook\": \"%s\", "
+        "\"comm_bytes_per_step\": %lld}\n",
+        model_name.c_str(), trainer.device().str().c_str(), static_cast<long long>(fit.epochs_completed), amp.c_str(),
+        world, result["test_accuracy"], result["test_loss"], trained / seconds, static_cast<long long>(peak),
+        world > 1 ? comm_hook.c_str() : "none", static_cast<long long>(bytes_per_step));
     return 0;
   } catch (const Error& e) {
     std::cerr << "fashion_mnist: " << e.what() << "\n";

@@ -141,8 +141,10 @@ Score score(const Tensor& logits, const std::vector<int64_t>& labels, int64_t cl
   std::vector<double> tp(static_cast<size_t>(classes)), fp(tp), fn(tp);
   for (size_t i = 0; i < labels.size(); ++i) {
     const auto truth = static_cast<size_t>(labels[i]), guess = static_cast<size_t>(predicted[i]);
-    if (guess == truth) ++tp[truth];
-    else ++fp[guess], ++fn[truth];
+    if (guess == truth)
+      ++tp[truth];
+    else
+      ++fp[guess], ++fn[truth];
   }
   Score s;
   for (size_t c = 0; c < tp.size(); ++c) {
@@ -238,8 +240,8 @@ int main(int argc, char** argv) {
                                  data.held_out.labels, classes);
 
     auto model = std::make_shared<SentenceClassifier>(embedder.model(), classes, embedder.normalizes());
-    nn::train::TrainerOptions quiet{.max_epochs = probe_epochs, .device = device,
-                                    .progress = nn::train::ProgressMode::Off, .seed = seed};
+    nn::train::TrainerOptions quiet{
+        .max_epochs = probe_epochs, .device = device, .progress = nn::train::ProgressMode::Off, .seed = seed};
     {
       auto probe_set = std::make_shared<nn::data::TensorDataset>(train_embeddings.cpu(), data.train.label_tensor());
       nn::data::DataLoader probe_loader(probe_set, {.batch_size = 64, .shuffle = true, .seed = seed});
@@ -272,11 +274,16 @@ int main(int argc, char** argv) {
                                encoder_options);
     const int64_t total_steps = epochs * train_loader.num_batches();
     nn::optim::CosineAnnealingLR schedule(
-        optimizer, {.total_steps = total_steps,
-                    .warmup_steps = std::max<int64_t>(1, static_cast<int64_t>(warmup * static_cast<double>(total_steps)))});
-    nn::train::TrainerOptions options{.max_epochs = epochs, .device = device, .clip_grad_norm = 1.0,
-                                      .checkpoint_path = checkpoint, .resume_from = resume,
-                                      .log_every_n_steps = 10, .seed = seed};
+        optimizer,
+        {.total_steps = total_steps,
+         .warmup_steps = std::max<int64_t>(1, static_cast<int64_t>(warmup * static_cast<double>(total_steps)))});
+    nn::train::TrainerOptions options{.max_epochs = epochs,
+                                      .device = device,
+                                      .clip_grad_norm = 1.0,
+                                      .checkpoint_path = checkpoint,
+                                      .resume_from = resume,
+                                      .log_every_n_steps = 10,
+                                      .seed = seed};
     if (!checkpoint.empty() && std::filesystem::path(checkpoint).has_parent_path())
       std::filesystem::create_directories(std::filesystem::path(checkpoint).parent_path());
     nn::train::Trainer trainer(options);
@@ -306,8 +313,10 @@ int main(int argc, char** argv) {
       reloaded.set_max_seq_length(max_length);
       reload_max_abs_diff =
           (reloaded.encode(data.held_out.texts, encode_options) - tuned_held_out).abs().max().item<double>();
-      std::printf("saved to %s (model.safetensors, classifier.safetensors); loaded back: largest embedding "
-                  "difference %.3g\n", save_dir.c_str(), reload_max_abs_diff);
+      std::printf(
+          "saved to %s (model.safetensors, classifier.safetensors); loaded back: largest embedding "
+          "difference %.3g\n",
+          save_dir.c_str(), reload_max_abs_diff);
     }
 
     nlohmann::json out;

@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
   int64_t epochs = 3, batch_size = 64, train_size = 8192, features = 32, classes = 10;
   double lr = 1e-3, noise = 2.0;
   uint64_t seed = 0;
-  app.add_option("--devices", device_list, "comma-separated devices, one per part (default: every GPU, else cpu parts)");
+  app.add_option("--devices", device_list,
+                 "comma-separated devices, one per part (default: every GPU, else cpu parts)");
   app.add_option("--cpu-parts", cpu_parts, "parts when no GPU is present");
   app.add_option("--epochs", epochs);
   app.add_option("--batch-size", batch_size);
@@ -73,10 +74,10 @@ int main(int argc, char** argv) {
     Data train = make_clusters(centers, train_size, noise);
     Data test = make_clusters(centers, 2048, noise);
 
-    auto seq = std::make_shared<Sequential>(
-        std::make_shared<Linear>(features, 256), std::make_shared<ReLU>(), std::make_shared<Linear>(256, 256),
-        std::make_shared<ReLU>(), std::make_shared<Linear>(256, 128), std::make_shared<ReLU>(),
-        std::make_shared<Linear>(128, classes));
+    auto seq = std::make_shared<Sequential>(std::make_shared<Linear>(features, 256), std::make_shared<ReLU>(),
+                                            std::make_shared<Linear>(256, 256), std::make_shared<ReLU>(),
+                                            std::make_shared<Linear>(256, 128), std::make_shared<ReLU>(),
+                                            std::make_shared<Linear>(128, classes));
     std::vector<Device> devices = pick_devices(device_list, cpu_parts);
     auto model = distributed::split_across_devices(seq, devices);  // balanced by parameter count
     std::printf("%s", model->placement().c_str());
@@ -111,10 +112,11 @@ int main(int argc, char** argv) {
     std::printf("test accuracy %.4f\n", accuracy);
     std::string device_names;
     for (size_t i = 0; i < devices.size(); ++i) device_names += (i ? ", \"" : "\"") + devices[i].str() + "\"";
-    std::printf("{\"sample\": \"model_parallel\", \"parts\": %zu, \"devices\": [%s], \"epochs\": %lld, "
-                "\"train_loss\": %.4f, \"test_accuracy\": %.4f, \"samples_per_sec\": %.1f}\n",
-                devices.size(), device_names.c_str(), static_cast<long long>(epochs), loss_value, accuracy,
-                static_cast<double>(epochs * batches * batch_size) / seconds);
+    std::printf(
+        "{\"sample\": \"model_parallel\", \"parts\": %zu, \"devices\": [%s], \"epochs\": %lld, "
+        "\"train_loss\": %.4f, \"test_accuracy\": %.4f, \"samples_per_sec\": %.1f}\n",
+        devices.size(), device_names.c_str(), static_cast<long long>(epochs), loss_value, accuracy,
+        static_cast<double>(epochs * batches * batch_size) / seconds);
     return 0;
   } catch (const Error& e) {
     std::cerr << "model_parallel: " << e.what() << "\n";

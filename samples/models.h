@@ -21,10 +21,10 @@ namespace anvil::samples {
 
 // Fashion-MNIST MLP: 784 -> 256 -> 128 -> 10.
 inline std::shared_ptr<nn::Module> make_mlp() {
-  return std::make_shared<nn::Sequential>(
-      std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(784, 256), std::make_shared<nn::ReLU>(),
-      std::make_shared<nn::Dropout>(0.1), std::make_shared<nn::Linear>(256, 128), std::make_shared<nn::ReLU>(),
-      std::make_shared<nn::Linear>(128, 10));
+  return std::make_shared<nn::Sequential>(std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(784, 256),
+                                          std::make_shared<nn::ReLU>(), std::make_shared<nn::Dropout>(0.1),
+                                          std::make_shared<nn::Linear>(256, 128), std::make_shared<nn::ReLU>(),
+                                          std::make_shared<nn::Linear>(128, 10));
 }
 
 // Fashion-MNIST CNN: two conv blocks (conv, batch norm, relu, 2x2 max pool),
@@ -99,7 +99,8 @@ inline Tensor language_model_loss(const Tensor& logits, const Tensor& targets) {
 inline const char* kFortunesDir = "/usr/share/games/fortunes";
 inline std::string read_corpus(const std::string& path) {
   namespace fs = std::filesystem;
-  ANVIL_CHECK(fs::exists(path), "char_gpt: text '", path, "' does not exist (install Debian's fortunes, or pass --text)");
+  ANVIL_CHECK(fs::exists(path), "char_gpt: text '", path,
+              "' does not exist (install Debian's fortunes, or pass --text)");
   std::ostringstream text;
   auto append = [&](const fs::path& p) {
     std::ifstream in(p, std::ios::binary);

@@ -37,8 +37,9 @@ std::vector<Hit> top_k(const std::vector<float>& scores, int64_t k) {
   std::vector<int64_t> order(scores.size());
   std::iota(order.begin(), order.end(), int64_t{0});
   const auto kk = static_cast<size_t>(std::min<int64_t>(k, static_cast<int64_t>(scores.size())));
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kk), order.end(),
-                    [&](int64_t a, int64_t b) { return scores[static_cast<size_t>(a)] > scores[static_cast<size_t>(b)]; });
+  std::partial_sort(
+      order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kk), order.end(),
+      [&](int64_t a, int64_t b) { return scores[static_cast<size_t>(a)] > scores[static_cast<size_t>(b)]; });
   std::vector<Hit> hits;
   for (size_t i = 0; i < kk; ++i) hits.push_back({order[i], scores[static_cast<size_t>(order[i])]});
   return hits;

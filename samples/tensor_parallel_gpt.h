@@ -7,9 +7,9 @@
 //
 //   auto full = std::make_shared<Gpt>(options);            // the same seed on every rank
 //   TensorParallelGpt tp_gpt(*full, tp_group);             // this rank's slices of it
-//   Tensor loss = tp_gpt.loss(tokens, targets);            // equals language_model_loss(full->forward(tokens), targets)
-//   loss.backward();
-//   tp_gpt.finish_gradients();                             // sequence parallel: adds up the replicated ones
+//   Tensor loss = tp_gpt.loss(tokens, targets);            // equals language_model_loss(full->forward(tokens),
+//   targets) loss.backward(); tp_gpt.finish_gradients();                             // sequence parallel: adds up the
+//   replicated ones
 //
 // The vocabulary must divide by the tensor-parallel size (pad it, as
 // Megatron's --make-vocab-size-divisible-by), and dropout must be 0.
@@ -65,10 +65,10 @@ class TensorParallelGpt : public nn::Module {
           tpar::ParallelTransformerBlock::from_full(dynamic_cast<nn::TransformerBlock&>(*child), group_, parallel));
     ln = register_module("ln", std::make_shared<nn::LayerNorm>(full.ln->options));
     copy_parameters(*ln, *full.ln);
-    head = register_module("head", tpar::ColumnParallelLinear::from_full(
-                                       *full.head, group_,
-                                       {.sequence_parallel = parallel.sequence_parallel,
-                                        .sequence_dim = parallel.sequence_dim}));
+    head = register_module(
+        "head", tpar::ColumnParallelLinear::from_full(
+                    *full.head, group_,
+                    {.sequence_parallel = parallel.sequence_parallel, .sequence_dim = parallel.sequence_dim}));
   }
 
   // tokens [B, T] -> this rank's slice of the logits [B, T, vocab / n].

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ccache
+  build-essential cmake ccache clang-format
   libopenblas-openmp-dev libdnnl-dev libhwy-dev ocl-icd-opencl-dev libgloo-dev zlib1g-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libicu-dev
   clang-16 libclang-rt-16-dev libomp-16-dev  # the fuzz tree: clang 16 is the first with C++20's Options(3, 4) aggregate init

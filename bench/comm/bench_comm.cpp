@@ -78,9 +78,12 @@ double time_calls(ProcessGroup& group, int warmup, int iters, const std::functio
 
 std::string human_bytes(int64_t b) {
   char buf[32];
-  if (b >= (1 << 20)) std::snprintf(buf, sizeof buf, "%lldM", static_cast<long long>(b >> 20));
-  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%lldK", static_cast<long long>(b >> 10));
-  else std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(b));
+  if (b >= (1 << 20))
+    std::snprintf(buf, sizeof buf, "%lldM", static_cast<long long>(b >> 20));
+  else if (b >= 1024)
+    std::snprintf(buf, sizeof buf, "%lldK", static_cast<long long>(b >> 10));
+  else
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(b));
   return buf;
 }
 
@@ -97,8 +100,8 @@ void all_reduce_sweep(ProcessGroup& group, const SweepOptions& o) {
   if (lead) {
     std::printf("# all_reduce float32 sum, %d ranks (%s), ring chunk %s\n", n, group.backend_name().c_str(),
                 human_bytes(o.chunk_bytes).c_str());
-    std::printf("%10s %10s | %12s %9s %9s | %12s %9s %9s | %9s %s\n", "bytes", "count", "backend_us", "algbw",
-                "busbw", "ring_us", "algbw", "busbw", "ring/back", "check");
+    std::printf("%10s %10s | %12s %9s %9s | %12s %9s %9s | %9s %s\n", "bytes", "count", "backend_us", "algbw", "busbw",
+                "ring_us", "algbw", "busbw", "ring/back", "check");
   }
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
     const int64_t count = bytes / 4;
@@ -168,13 +171,11 @@ void gather_scatter_sweep(ProcessGroup& group, const SweepOptions& o) {
 struct DDPBenchOptions {
   int64_t rank_batch = 64, hidden = 1024, layers = 3, steps = 20, warmup = 3;
   double bucket_mb = 4;
-  int rounds = 3;                          // comm hooks: alternating rounds
+  int rounds = 3;  // comm hooks: alternating rounds
   std::vector<int64_t> powersgd_ranks = {1, 4};
 };
 
-std::shared_ptr<nn::Module> make_model(const DDPBenchOptions& o) {
-  return bench::make_bench_mlp(o.layers, o.hidden);
-}
+std::shared_ptr<nn::Module> make_model(const DDPBenchOptions& o) { return bench::make_bench_mlp(o.layers, o.hidden); }
 
 void ddp_bench(std::shared_ptr<ProcessGroup> group, const DDPBenchOptions& o) {
   const int n = group->size();
@@ -201,18 +202,20 @@ void ddp_bench(std::shared_ptr<ProcessGroup> group, const DDPBenchOptions& o) {
   DistributedDataParallel after(make_model(o), group, {.bucket_cap_bytes = cap, .overlap_communication = false});
   const double without_overlap = step_time(after);
   if (lead) {
-    std::printf("# DDP step: MLP 784-%lldx%lld-10 (%lld params, %.1f MB fp32), SGD, %lld examples per rank, %d "
-                "ranks, %zu buckets of <= %.1f MB\n",
-                static_cast<long long>(o.hidden), static_cast<long long>(o.layers), static_cast<long long>(params),
-                params * 4 / 1e6, static_cast<long long>(o.rank_batch), n, overlap.bucket_parameter_names().size(),
-                o.bucket_mb);
+    std::printf(
+        "# DDP step: MLP 784-%lldx%lld-10 (%lld params, %.1f MB fp32), SGD, %lld examples per rank, %d "
+        "ranks, %zu buckets of <= %.1f MB\n",
+        static_cast<long long>(o.hidden), static_cast<long long>(o.layers), static_cast<long long>(params),
+        params * 4 / 1e6, static_cast<long long>(o.rank_batch), n, overlap.bucket_parameter_names().size(),
+        o.bucket_mb);
     std::printf("%-28s %10s\n", "variant", "step_ms");
     std::printf("%-28s %10.2f\n", "model alone (no comm)", local * 1e3);
     std::printf("%-28s %10.2f\n", "DDP, overlapped buckets", with_overlap * 1e3);
     std::printf("%-28s %10.2f\n", "DDP, reduce after backward", without_overlap * 1e3);
-    std::printf("{\"bench\": \"ddp_step\", \"ranks\": %d, \"rank_batch\": %lld, \"local_ms\": %.3f, "
-                "\"ddp_overlap_ms\": %.3f, \"ddp_no_overlap_ms\": %.3f}\n",
-                n, static_cast<long long>(o.rank_batch), local * 1e3, with_overlap * 1e3, without_overlap * 1e3);
+    std::printf(
+        "{\"bench\": \"ddp_step\", \"ranks\": %d, \"rank_batch\": %lld, \"local_ms\": %.3f, "
+        "\"ddp_overlap_ms\": %.3f, \"ddp_no_overlap_ms\": %.3f}\n",
+        n, static_cast<long long>(o.rank_batch), local * 1e3, with_overlap * 1e3, without_overlap * 1e3);
   }
 }
 
@@ -227,8 +230,8 @@ std::vector<HookVariant> hook_variants(const DDPBenchOptions& o) {
                              {"bf16", [](DistributedDataParallel& d) { d.register_comm_hook(bf16_compress_hook); }}};
   for (int64_t r : o.powersgd_ranks)
     v.push_back({"powerSGD r=" + std::to_string(r), [r](DistributedDataParallel& d) {
-                   d.register_comm_hook(std::make_shared<PowerSGDState>(PowerSGDOptions{
-                                            .matrix_approximation_rank = r, .start_powerSGD_iter = 0}),
+                   d.register_comm_hook(std::make_shared<PowerSGDState>(
+                                            PowerSGDOptions{.matrix_approximation_rank = r, .start_powerSGD_iter = 0}),
                                         powersgd_hook);
                  }});
   return v;
@@ -244,7 +247,8 @@ void comm_hooks_bench(std::shared_ptr<ProcessGroup> group, const DDPBenchOptions
   std::vector<std::shared_ptr<DistributedDataParallel>> ddps;
   std::vector<std::unique_ptr<nn::optim::SGD>> opts;
   for (const HookVariant& v : variants) {
-    ddps.push_back(std::make_shared<DistributedDataParallel>(make_model(o), group, DDPOptions{.bucket_cap_bytes = cap}));
+    ddps.push_back(
+        std::make_shared<DistributedDataParallel>(make_model(o), group, DDPOptions{.bucket_cap_bytes = cap}));
     v.install(*ddps.back());
     opts.push_back(std::make_unique<nn::optim::SGD>(ddps.back()->parameters(), nn::optim::SGDOptions{.lr = 1e-3}));
   }
@@ -259,11 +263,12 @@ void comm_hooks_bench(std::shared_ptr<ProcessGroup> group, const DDPBenchOptions
   int64_t params = 0;
   for (const Tensor& p : ddps[0]->parameters()) params += p.numel();
   if (!lead) return;
-  std::printf("# DDP comm hooks: MLP 784-%lldx%lld-10 (%lld params), SGD, %lld examples per rank, %d ranks (%s), "
-              "%zu buckets of <= %.1f MB (first <= 1 MiB); best of %d rounds of %lld steps\n",
-              static_cast<long long>(o.hidden), static_cast<long long>(o.layers), static_cast<long long>(params),
-              static_cast<long long>(o.rank_batch), group->size(), group->backend_name().c_str(),
-              ddps[0]->bucket_parameter_names().size(), o.bucket_mb, o.rounds, static_cast<long long>(o.steps));
+  std::printf(
+      "# DDP comm hooks: MLP 784-%lldx%lld-10 (%lld params), SGD, %lld examples per rank, %d ranks (%s), "
+      "%zu buckets of <= %.1f MB (first <= 1 MiB); best of %d rounds of %lld steps\n",
+      static_cast<long long>(o.hidden), static_cast<long long>(o.layers), static_cast<long long>(params),
+      static_cast<long long>(o.rank_batch), group->size(), group->backend_name().c_str(),
+      ddps[0]->bucket_parameter_names().size(), o.bucket_mb, o.rounds, static_cast<long long>(o.steps));
   std::printf("%-20s %14s %12s %10s %10s\n", "hook", "bytes/step", "vs none", "step_ms", "vs none");
   const double none_bytes = static_cast<double>(ddps[0]->comm_stats().last_step_bytes);
   for (size_t i = 0; i < variants.size(); ++i) {
@@ -272,10 +277,11 @@ void comm_hooks_bench(std::shared_ptr<ProcessGroup> group, const DDPBenchOptions
                 bytes / none_bytes, best[i] * 1e3, best[i] / best[0]);
   }
   for (size_t i = 0; i < variants.size(); ++i)
-    std::printf("{\"bench\": \"ddp_comm_hook\", \"hook\": \"%s\", \"ranks\": %d, \"bytes_per_step\": %lld, "
-                "\"step_ms\": %.3f}\n",
-                variants[i].name.c_str(), group->size(), static_cast<long long>(ddps[i]->comm_stats().last_step_bytes),
-                best[i] * 1e3);
+    std::printf(
+        "{\"bench\": \"ddp_comm_hook\", \"hook\": \"%s\", \"ranks\": %d, \"bytes_per_step\": %lld, "
+        "\"step_ms\": %.3f}\n",
+        variants[i].name.c_str(), group->size(), static_cast<long long>(ddps[i]->comm_stats().last_step_bytes),
+        best[i] * 1e3);
 }
 
 }  // namespace
@@ -320,11 +326,16 @@ int main(int argc, char** argv) {
     if (!ps_mode.empty()) return bench::ps_strategy_bench(strat, ps_mode == "sync");
     init_process_group();
     auto group = default_group_ptr();
-    if (run_strategies) bench::strategies_bench(group, strat);
-    else if (run_gather_scatter) gather_scatter_sweep(*group, sweep);
-    else if (run_hooks) comm_hooks_bench(group, ddp);
-    else if (run_ddp) ddp_bench(group, ddp);
-    else all_reduce_sweep(*group, sweep);
+    if (run_strategies)
+      bench::strategies_bench(group, strat);
+    else if (run_gather_scatter)
+      gather_scatter_sweep(*group, sweep);
+    else if (run_hooks)
+      comm_hooks_bench(group, ddp);
+    else if (run_ddp)
+      ddp_bench(group, ddp);
+    else
+      all_reduce_sweep(*group, sweep);
     destroy_process_group();
     return 0;
   } catch (const Error& e) {

@@ -96,9 +96,7 @@ class RingBytesGroup : public CountingProcessGroup {
   double ring_bytes_ = 0;
 };
 
-std::shared_ptr<nn::Sequential> make_mlp(const StrategyBenchOptions& o) {
-  return make_bench_mlp(o.layers, o.hidden);
-}
+std::shared_ptr<nn::Sequential> make_mlp(const StrategyBenchOptions& o) { return make_bench_mlp(o.layers, o.hidden); }
 
 // The same MLP with Linear layers alternating column- and row-parallel: one
 // all-reduce forward and one backward per pair.
@@ -109,8 +107,10 @@ std::shared_ptr<nn::Sequential> make_tp_mlp(const StrategyBenchOptions& o, const
   for (int64_t i = 0; i <= o.layers; ++i) {
     const int64_t out = i == o.layers ? 10 : o.hidden;
     nn::Linear full(in, out);  // the same on every rank (same seed)
-    if (i % 2 == 0) seq->push_back(tpl::ColumnParallelLinear::from_full(full, tp));
-    else seq->push_back(tpl::RowParallelLinear::from_full(full, tp, {.input_is_parallel = true}));
+    if (i % 2 == 0)
+      seq->push_back(tpl::ColumnParallelLinear::from_full(full, tp));
+    else
+      seq->push_back(tpl::RowParallelLinear::from_full(full, tp, {.input_is_parallel = true}));
     if (i < o.layers) seq->push_back(std::make_shared<nn::ReLU>());
     in = out;
   }
@@ -241,14 +241,15 @@ void strategies_bench(const GroupPtr& group, const StrategyBenchOptions& o) {
   int64_t params = 0;
   for (const Tensor& p : make_mlp(o)->parameters()) params += p.numel();
   if (lead) {
-    std::printf("# strategies: MLP 784-%lldx%lld-10 (P = %lld params, %.2f MB fp32), AdamW, %lld examples per "
-                "data-parallel rank, %d ranks (%s); %d rounds of %lld warm-up + %lld timed steps each; "
-                "median of the slowest rank's step\n",
-                static_cast<long long>(o.hidden), static_cast<long long>(o.layers), static_cast<long long>(params),
-                params * 4 / 1e6, static_cast<long long>(o.rank_batch), n, group->backend_name().c_str(), o.rounds,
-                static_cast<long long>(o.warmup), static_cast<long long>(o.steps));
-    std::printf("%-40s %9s %9s %14s %14s %14s\n", "strategy", "median_ms", "min_ms", "payload B/step",
-                "ring B/step", "state B/rank");
+    std::printf(
+        "# strategies: MLP 784-%lldx%lld-10 (P = %lld params, %.2f MB fp32), AdamW, %lld examples per "
+        "data-parallel rank, %d ranks (%s); %d rounds of %lld warm-up + %lld timed steps each; "
+        "median of the slowest rank's step\n",
+        static_cast<long long>(o.hidden), static_cast<long long>(o.layers), static_cast<long long>(params),
+        params * 4 / 1e6, static_cast<long long>(o.rank_batch), n, group->backend_name().c_str(), o.rounds,
+        static_cast<long long>(o.warmup), static_cast<long long>(o.steps));
+    std::printf("%-40s %9s %9s %14s %14s %14s\n", "strategy", "median_ms", "min_ms", "payload B/step", "ring B/step",
+                "state B/rank");
   }
   for (Strategy& s : strategies) {
     Tensor t = from_vector(s.times);
@@ -276,7 +277,8 @@ std::vector<int64_t> numels(const std::vector<Tensor>& params) {
 
 int env_int(const char* name) {
   const char* v = std::getenv(name);
-  ANVIL_CHECK(v != nullptr, std::string("bench_comm --ps-strategy: ") + name + " is not set (run under anvil-run --ps)");
+  ANVIL_CHECK(v != nullptr,
+              std::string("bench_comm --ps-strategy: ") + name + " is not set (run under anvil-run --ps)");
   return std::atoi(v);
 }
 
@@ -307,13 +309,14 @@ int ps_strategy_bench(const StrategyBenchOptions& o, bool sync) {
     server.wait_until_done(std::chrono::minutes(5));
     const double wall = seconds_since(t0);
     const ps::ServerStats st = server.stats();
-    std::printf("{\"bench\": \"ps_server\", \"mode\": \"%s\", \"ps\": %d, \"workers\": %d, \"updates\": %lld, "
-                "\"pushes_applied\": %lld, \"stale_refused\": %lld, \"max_applied_staleness\": %lld, "
-                "\"bytes_sent\": %llu, \"bytes_received\": %llu, \"wall_s\": %.3f}\n",
-                sync ? "sync" : "async", role.index, role.num_workers, static_cast<long long>(st.version),
-                static_cast<long long>(st.pushes_applied), static_cast<long long>(st.stale_refused),
-                static_cast<long long>(st.max_applied_staleness), static_cast<unsigned long long>(st.bytes_sent),
-                static_cast<unsigned long long>(st.bytes_received), wall);
+    std::printf(
+        "{\"bench\": \"ps_server\", \"mode\": \"%s\", \"ps\": %d, \"workers\": %d, \"updates\": %lld, "
+        "\"pushes_applied\": %lld, \"stale_refused\": %lld, \"max_applied_staleness\": %lld, "
+        "\"bytes_sent\": %llu, \"bytes_received\": %llu, \"wall_s\": %.3f}\n",
+        sync ? "sync" : "async", role.index, role.num_workers, static_cast<long long>(st.version),
+        static_cast<long long>(st.pushes_applied), static_cast<long long>(st.stale_refused),
+        static_cast<long long>(st.max_applied_staleness), static_cast<unsigned long long>(st.bytes_sent),
+        static_cast<unsigned long long>(st.bytes_received), wall);
     return 0;
   }
   manual_seed(1234 + role.index);
@@ -341,12 +344,13 @@ int ps_strategy_bench(const StrategyBenchOptions& o, bool sync) {
   const double wall = seconds_since(t0);
   const double bytes_per_step = static_cast<double>(client.bytes_moved() - bytes0) / static_cast<double>(steps);
   client.finish();
-  std::printf("{\"bench\": \"ps_worker\", \"mode\": \"%s\", \"worker\": %d, \"workers\": %d, \"num_ps\": %d, "
-              "\"steps\": %lld, \"median_step_ms\": %.2f, \"examples_per_s\": %.1f, \"bytes_moved_per_step\": %.0f, "
-              "\"refused_pushes\": %lld, \"max_staleness\": %d}\n",
-              sync ? "sync" : "async", role.index, role.num_workers, role.num_ps, static_cast<long long>(steps),
-              median(times) * 1e3, static_cast<double>(o.rank_batch * steps) / wall, bytes_per_step,
-              static_cast<long long>(refused), max_staleness);
+  std::printf(
+      "{\"bench\": \"ps_worker\", \"mode\": \"%s\", \"worker\": %d, \"workers\": %d, \"num_ps\": %d, "
+      "\"steps\": %lld, \"median_step_ms\": %.2f, \"examples_per_s\": %.1f, \"bytes_moved_per_step\": %.0f, "
+      "\"refused_pushes\": %lld, \"max_staleness\": %d}\n",
+      sync ? "sync" : "async", role.index, role.num_workers, role.num_ps, static_cast<long long>(steps),
+      median(times) * 1e3, static_cast<double>(o.rank_batch * steps) / wall, bytes_per_step,
+      static_cast<long long>(refused), max_staleness);
   return 0;
 }
 

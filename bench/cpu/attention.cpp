@@ -26,8 +26,7 @@ Tensor composed_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
   return matmul(softmax(scores, -1), v);
 }
 
-template <bool kFused>
-void BM_attention_forward_backward(benchmark::State& state) {
+template <bool kFused> void BM_attention_forward_backward(benchmark::State& state) {
   seed_inputs();
   const int64_t len = state.range(0);
   Tensor q = randn({1, kHeads, len, kHeadDim}).requires_grad_(true);

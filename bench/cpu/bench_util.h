@@ -18,9 +18,9 @@ inline constexpr int64_t kFloatBytes = 4;
 
 // Memory-bound sweep: small enough to sit in L2, a few MB, and far past any
 // last-level cache (16M floats = 64 MB per tensor).
-inline constexpr int64_t kSmallElems = int64_t{1} << 16;   // 64K
+inline constexpr int64_t kSmallElems = int64_t{1} << 16;  // 64K
 inline constexpr int64_t kMediumElems = int64_t{1} << 20;  // 1M
-inline constexpr int64_t kLargeElems = int64_t{1} << 24;   // 16M
+inline constexpr int64_t kLargeElems = int64_t{1} << 24;  // 16M
 
 // Row width of the row-wise ops (softmax, layer_norm, sum over the last dim):
 // a transformer-ish hidden size.
@@ -63,8 +63,11 @@ inline void set_seconds_per_op(benchmark::State& state, double ops_per_iteration
 // iteration Google Benchmark timed (2026-11-28-huge-pages.md).
 inline constexpr double kWarmUpSeconds = 0.05;
 inline void threaded_kernel(benchmark::internal::Benchmark* b) {
-  b->UseRealTime()->MeasureProcessCPUTime()->MinTime(kMinSeconds)->MinWarmUpTime(kWarmUpSeconds)->Unit(
-      benchmark::kMicrosecond);
+  b->UseRealTime()
+      ->MeasureProcessCPUTime()
+      ->MinTime(kMinSeconds)
+      ->MinWarmUpTime(kWarmUpSeconds)
+      ->Unit(benchmark::kMicrosecond);
 }
 
 // The memory-bound size sweep, element counts as the benchmark's argument.

@@ -43,8 +43,7 @@ void time_copies(benchmark::State& state, const std::vector<float*>& dst, const 
   set_bytes_per_iteration(state, 2.0 * n * kFloatBytes);
 }
 
-template <int (*Threads)()>
-void BM_memcpy_baseline(benchmark::State& state) {
+template <int (*Threads)()> void BM_memcpy_baseline(benchmark::State& state) {
   const int64_t n = state.range(0);
   std::vector<float> src(static_cast<size_t>(n), 1.0f), dst(static_cast<size_t>(n));
   time_copies(state, {dst.data()}, {src.data()}, n, Threads());
@@ -116,8 +115,7 @@ void BM_clone(benchmark::State& state) {
 BENCHMARK(BM_clone)->Apply(memory_bound_sizes);
 
 // Two inputs read, one output written.
-template <Tensor (*Op)(const Tensor&, const Tensor&)>
-void BM_binary(benchmark::State& state) {
+template <Tensor (*Op)(const Tensor&, const Tensor&)> void BM_binary(benchmark::State& state) {
   seed_inputs();
   const Tensor a = randn({state.range(0)});
   const Tensor b = randn({state.range(0)});
@@ -140,8 +138,7 @@ void BM_add_inplace(benchmark::State& state) {
 BENCHMARK(BM_add_inplace)->Apply(memory_bound_sizes);
 
 // One input read, one output written.
-template <Tensor (*Op)(const Tensor&)>
-void BM_unary(benchmark::State& state) {
+template <Tensor (*Op)(const Tensor&)> void BM_unary(benchmark::State& state) {
   seed_inputs();
   const Tensor x = randn({state.range(0)});
   for (auto _ : state) benchmark::DoNotOptimize(Op(x));
@@ -157,8 +154,7 @@ BENCHMARK_TEMPLATE(BM_unary, gelu_tanh)->Name("BM_gelu_tanh")->Apply(memory_boun
 
 // Casts between float32 and the 16-bit floats (the mixed-precision and
 // compressed-gradient paths): 4 bytes on one side and 2 on the other per element.
-template <DType From, DType To>
-void BM_cast(benchmark::State& state) {
+template <DType From, DType To> void BM_cast(benchmark::State& state) {
   seed_inputs();
   const Tensor x = cast(randn({state.range(0)}), From);
   for (auto _ : state) benchmark::DoNotOptimize(cast(x, To));
@@ -166,8 +162,7 @@ void BM_cast(benchmark::State& state) {
 }
 // The same into an output allocated once (copy_): the conversion alone,
 // without the page faults of a fresh 16M-element buffer.
-template <DType From, DType To>
-void BM_cast_into(benchmark::State& state) {
+template <DType From, DType To> void BM_cast_into(benchmark::State& state) {
   seed_inputs();
   const Tensor x = cast(randn({state.range(0)}), From);
   Tensor y = cast(x, To);
@@ -178,10 +173,18 @@ BENCHMARK_TEMPLATE(BM_cast, kFloat32, kBFloat16)->Name("BM_cast_float32_to_bfloa
 BENCHMARK_TEMPLATE(BM_cast, kBFloat16, kFloat32)->Name("BM_cast_bfloat16_to_float32")->Apply(memory_bound_sizes);
 BENCHMARK_TEMPLATE(BM_cast, kFloat32, kFloat16)->Name("BM_cast_float32_to_float16")->Apply(memory_bound_sizes);
 BENCHMARK_TEMPLATE(BM_cast, kFloat16, kFloat32)->Name("BM_cast_float16_to_float32")->Apply(memory_bound_sizes);
-BENCHMARK_TEMPLATE(BM_cast_into, kFloat32, kBFloat16)->Name("BM_cast_into_float32_to_bfloat16")->Apply(memory_bound_sizes);
-BENCHMARK_TEMPLATE(BM_cast_into, kBFloat16, kFloat32)->Name("BM_cast_into_bfloat16_to_float32")->Apply(memory_bound_sizes);
-BENCHMARK_TEMPLATE(BM_cast_into, kFloat32, kFloat16)->Name("BM_cast_into_float32_to_float16")->Apply(memory_bound_sizes);
-BENCHMARK_TEMPLATE(BM_cast_into, kFloat16, kFloat32)->Name("BM_cast_into_float16_to_float32")->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_cast_into, kFloat32, kBFloat16)
+    ->Name("BM_cast_into_float32_to_bfloat16")
+    ->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_cast_into, kBFloat16, kFloat32)
+    ->Name("BM_cast_into_bfloat16_to_float32")
+    ->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_cast_into, kFloat32, kFloat16)
+    ->Name("BM_cast_into_float32_to_float16")
+    ->Apply(memory_bound_sizes);
+BENCHMARK_TEMPLATE(BM_cast_into, kFloat16, kFloat32)
+    ->Name("BM_cast_into_float16_to_float32")
+    ->Apply(memory_bound_sizes);
 
 }  // namespace
 }  // namespace anvil::bench

@@ -42,7 +42,7 @@ BENCHMARK(BM_linear_with_bias)
     ->ArgNames({"batch", "in", "out"})
     ->Args({64, 3136, 128})  // Fashion-MNIST CNN head: 64 x 7 x 7 features -> 128
     ->Args({1024, 1024, 1024})
-    ->Args({3200, 384, 1536})   // MiniLM's intermediate dense: 64 sentences x 50 tokens
+    ->Args({3200, 384, 1536})  // MiniLM's intermediate dense: 64 sentences x 50 tokens
     ->Args({3200, 1536, 384});  // and its output dense
 
 // A linear layer's training step: the forward GEMM and both backward GEMMs
@@ -66,8 +66,8 @@ void BM_linear_forward_backward(benchmark::State& state) {
 BENCHMARK(BM_linear_forward_backward)
     ->Apply(threaded_kernel)
     ->ArgNames({"batch", "in", "out"})
-    ->Args({64, 784, 256})    // Fashion-MNIST MLP, first layer
-    ->Args({64, 3136, 128})   // Fashion-MNIST CNN head
+    ->Args({64, 784, 256})  // Fashion-MNIST MLP, first layer
+    ->Args({64, 3136, 128})  // Fashion-MNIST CNN head
     ->Args({2048, 128, 512})  // char_gpt MLP: 32 x 64 tokens, 128 -> 512
     ->Args({2048, 512, 128});
 

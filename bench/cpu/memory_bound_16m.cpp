@@ -72,9 +72,12 @@ void binary_16m(benchmark::State& state, const char* op) {
   const Tensor b = randn({kLargeElems});
   const std::string name = op;
   for (auto _ : state) {
-    if (name == "add") benchmark::DoNotOptimize(anvil::add(a, b));
-    else if (name == "mul") benchmark::DoNotOptimize(anvil::mul(a, b));
-    else benchmark::DoNotOptimize(add_(a, b));
+    if (name == "add")
+      benchmark::DoNotOptimize(anvil::add(a, b));
+    else if (name == "mul")
+      benchmark::DoNotOptimize(anvil::mul(a, b));
+    else
+      benchmark::DoNotOptimize(add_(a, b));
   }
   set_bytes_per_iteration(state, 3.0 * kLargeElems * kFloatBytes);
 }
@@ -174,37 +177,38 @@ void reduce_16m(benchmark::State& state, const NamedReduce& op, Shape dims) {
 void register_16m() {
   const auto fixed = [](benchmark::internal::Benchmark* b) { threaded_kernel(b); };
   const std::tuple<const char*, DType, DType> copies[] = {{"clone", kFloat32, kFloat32},
-                                                         {"float32_to_bfloat16", kFloat32, kBFloat16},
-                                                         {"bfloat16_to_float32", kBFloat16, kFloat32},
-                                                         {"float32_to_float16", kFloat32, kFloat16},
-                                                         {"float16_to_float32", kFloat16, kFloat32}};
+                                                          {"float32_to_bfloat16", kFloat32, kBFloat16},
+                                                          {"bfloat16_to_float32", kBFloat16, kFloat32},
+                                                          {"float32_to_float16", kFloat32, kFloat16},
+                                                          {"float16_to_float32", kFloat16, kFloat32}};
   for (const auto& [name, from, to] : copies) {
-    benchmark::RegisterBenchmark((std::string("BM16M_copy/") + name).c_str(),
-                                 [from = from, to = to](benchmark::State& s) { copy_16m(s, from, to); })
-        ->Apply(fixed);
+    benchmark::RegisterBenchmark((std::string("BM16M_copy/") + name).c_str(), [from = from,
+                                                                               to = to](benchmark::State& s) {
+      copy_16m(s, from, to);
+    })->Apply(fixed);
   }
   for (const char* op : {"add", "mul", "add_"}) {
-    benchmark::RegisterBenchmark((std::string("BM16M_binary/") + op).c_str(),
-                                 [op](benchmark::State& s) { binary_16m(s, op); })
-        ->Apply(fixed);
+    benchmark::RegisterBenchmark((std::string("BM16M_binary/") + op).c_str(), [op](benchmark::State& s) {
+      binary_16m(s, op);
+    })->Apply(fixed);
   }
   for (const NamedUnary& op : unary_ops()) {
-    benchmark::RegisterBenchmark((std::string("BM16M_fwd/") + op.name).c_str(),
-                                 [op](benchmark::State& s) { unary_forward(s, op); })
-        ->Apply(fixed);
-    benchmark::RegisterBenchmark((std::string("BM16M_fwd_bwd/") + op.name).c_str(),
-                                 [op](benchmark::State& s) { unary_forward_backward(s, op); })
-        ->Apply(fixed);
+    benchmark::RegisterBenchmark((std::string("BM16M_fwd/") + op.name).c_str(), [op](benchmark::State& s) {
+      unary_forward(s, op);
+    })->Apply(fixed);
+    benchmark::RegisterBenchmark((std::string("BM16M_fwd_bwd/") + op.name).c_str(), [op](benchmark::State& s) {
+      unary_forward_backward(s, op);
+    })->Apply(fixed);
   }
   for (int64_t cols : {int64_t{64}, int64_t{1024}, int64_t{4096}}) {
     for (const NamedRowOp& op : row_ops()) {
       const std::string suffix = std::string(op.name) + "/cols:" + std::to_string(cols);
-      benchmark::RegisterBenchmark(("BM16M_rows_fwd/" + suffix).c_str(),
-                                   [op, cols](benchmark::State& s) { row_forward(s, op, cols); })
-          ->Apply(fixed);
-      benchmark::RegisterBenchmark(("BM16M_rows_fwd_bwd/" + suffix).c_str(),
-                                   [op, cols](benchmark::State& s) { row_forward_backward(s, op, cols); })
-          ->Apply(fixed);
+      benchmark::RegisterBenchmark(("BM16M_rows_fwd/" + suffix).c_str(), [op, cols](benchmark::State& s) {
+        row_forward(s, op, cols);
+      })->Apply(fixed);
+      benchmark::RegisterBenchmark(("BM16M_rows_fwd_bwd/" + suffix).c_str(), [op, cols](benchmark::State& s) {
+        row_forward_backward(s, op, cols);
+      })->Apply(fixed);
     }
   }
   for (const NamedReduce& op : reduce_ops()) {

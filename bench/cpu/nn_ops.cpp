@@ -128,11 +128,7 @@ void BM_max_pool2d(benchmark::State& state) {
   set_bytes_per_iteration(state, (static_cast<double>(x.numel()) + out_elems) * kFloatBytes);
   set_flops_per_iteration(state, out_elems * 4);  // one comparison per window element
 }
-BENCHMARK(BM_max_pool2d)
-    ->Apply(threaded_kernel)
-    ->ArgNames({"N", "C", "HW"})
-    ->Args({64, 32, 28})
-    ->Args({64, 64, 14});
+BENCHMARK(BM_max_pool2d)->Apply(threaded_kernel)->ArgNames({"N", "C", "HW"})->Args({64, 32, 28})->Args({64, 64, 14});
 
 // Forward and backward, as a training step runs them.
 void BM_max_pool2d_forward_backward(benchmark::State& state) {

@@ -48,16 +48,16 @@ BENCHMARK(BM_overhead_add_no_grad_guard)->Apply(single_threaded_overhead);
 // like a small model's forward.
 constexpr int kChainOps = 10;
 Tensor chain_of_ten(const Tensor& x, const Tensor& w) {
-  Tensor y = mul(x, w);       // 1
-  y = add(y, 1.0);            // 2
-  y = tanh(y);                // 3
-  y = mul(y, x);              // 4
-  y = sigmoid(y);             // 5
-  y = sub(y, w);              // 6
-  y = exp(y);                 // 7
-  y = mul(y, 0.5);            // 8
-  y = add(y, x);              // 9
-  return sum(y);              // 10
+  Tensor y = mul(x, w);  // 1
+  y = add(y, 1.0);  // 2
+  y = tanh(y);  // 3
+  y = mul(y, x);  // 4
+  y = sigmoid(y);  // 5
+  y = sub(y, w);  // 6
+  y = exp(y);  // 7
+  y = mul(y, 0.5);  // 8
+  y = add(y, x);  // 9
+  return sum(y);  // 10
 }
 
 void BM_overhead_chain10_forward(benchmark::State& state) {

@@ -38,9 +38,8 @@ double forward_flops(const AttentionShape& s, bool causal) {
 }
 
 std::string name(const char* pass, const char* dtype, const AttentionShape& s, bool causal) {
-  return std::string("attn/") + pass + "/" + dtype + "/b" + std::to_string(s.batch) + "h" +
-         std::to_string(s.heads) + "s" + std::to_string(s.seq) + "d" + std::to_string(s.head_dim) +
-         (causal ? "/causal" : "");
+  return std::string("attn/") + pass + "/" + dtype + "/b" + std::to_string(s.batch) + "h" + std::to_string(s.heads) +
+         "s" + std::to_string(s.seq) + "d" + std::to_string(s.head_dim) + (causal ? "/causal" : "");
 }
 
 // After a warm-up call: false (and the row marked as an error) when a
@@ -64,8 +63,8 @@ void register_forced(const AttentionShape& s, DType dtype, const char* dtype_nam
     anvil::cuda::ScopedSdpaBackend forced(path);
     benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, options));
     if (!ran_forced_path(state, path, false)) return;
-    const GpuTiming t =
-        time_on_gpu(state, [&] { benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, options)); }, 3);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, options)); }, 3);
     report_tflops(state, forward_flops(s, causal), t);
   })->MinTime(0.1);
   register_gpu(name("fwdbwd", dtype_name, s, causal) + "/" + path, [=](benchmark::State& state) {
@@ -92,8 +91,8 @@ void register_shape(const AttentionShape& s, DType dtype, const char* dtype_name
     const Tensor q = randn(shape).to(Device::cuda(0), dtype), k = randn(shape).to(Device::cuda(0), dtype),
                  v = randn(shape).to(Device::cuda(0), dtype);
     NoGradGuard no_grad;
-    const GpuTiming t =
-        time_on_gpu(state, [&] { benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, options)); }, 3);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, options)); }, 3);
     report_tflops(state, forward_flops(s, causal), t);
   })->MinTime(0.1);
   if (dtype != kFloat32) {
@@ -104,8 +103,8 @@ void register_shape(const AttentionShape& s, DType dtype, const char* dtype_name
       NoGradGuard no_grad;
       setenv("ANVIL_ATTENTION_TENSOR_CORES", "0", 1);
       anvil::cuda::ScopedSdpaBackend flash("flash");  // the hand-written kernels, not cuDNN
-      const GpuTiming t =
-          time_on_gpu(state, [&] { benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, options)); }, 3);
+      const GpuTiming t = time_on_gpu(
+          state, [&] { benchmark::DoNotOptimize(scaled_dot_product_attention(q, k, v, options)); }, 3);
       unsetenv("ANVIL_ATTENTION_TENSOR_CORES");
       report_tflops(state, forward_flops(s, causal), t);
     })->MinTime(0.1);

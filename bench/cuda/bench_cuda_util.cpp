@@ -16,8 +16,7 @@ cudaStream_t anvil_stream() {
 namespace {
 
 // Best of `reps` timed runs of op, in seconds, after one warm-up.
-template <class Op>
-double best_seconds(Op&& op, cudaStream_t stream, int reps) {
+template <class Op> double best_seconds(Op&& op, cudaStream_t stream, int reps) {
   op();
   ANVIL_CUDA_CHECK(cudaStreamSynchronize(stream));
   cudaEvent_t start, stop;
@@ -74,8 +73,7 @@ void report_tflops(benchmark::State& state, double flops_per_op, const GpuTiming
   if (cublas_tflops > 0) state.counters["pct_cublas"] = 100.0 * tflops / cublas_tflops;
 }
 
-benchmark::internal::Benchmark* register_gpu(const std::string& name,
-                                             std::function<void(benchmark::State&)> fn) {
+benchmark::internal::Benchmark* register_gpu(const std::string& name, std::function<void(benchmark::State&)> fn) {
   return benchmark::RegisterBenchmark(name.c_str(), std::move(fn))
       ->UseManualTime()
       ->Unit(benchmark::kMicrosecond)

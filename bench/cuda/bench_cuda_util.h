@@ -43,11 +43,10 @@ void launch_copy_kernel(void* dst, const void* src, size_t bytes, cudaStream_t s
 
 struct GpuTiming {
   double seconds = 0;  // device time of every batch
-  int64_t ops = 0;     // ops in those batches (iterations * reps)
+  int64_t ops = 0;  // ops in those batches (iterations * reps)
 };
 
-template <class Op>
-GpuTiming time_on_gpu(benchmark::State& state, Op&& op, int reps) {
+template <class Op> GpuTiming time_on_gpu(benchmark::State& state, Op&& op, int reps) {
   cudaStream_t stream = anvil_stream();
   op();  // warm-up: lazy initialisation, allocator growth, cuBLAS heuristics
   ANVIL_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -75,12 +74,10 @@ GpuTiming time_on_gpu(benchmark::State& state, Op&& op, int reps) {
 // GB/s and pct_copy_bw (percent of copy_bandwidth_gbps()).
 void report_bandwidth(benchmark::State& state, double bytes_per_op, const GpuTiming& t);
 // TFLOP/s, and pct_cublas when a cuBLAS rate for the same problem is given.
-void report_tflops(benchmark::State& state, double flops_per_op, const GpuTiming& t,
-                   double cublas_tflops = 0);
+void report_tflops(benchmark::State& state, double flops_per_op, const GpuTiming& t, double cublas_tflops = 0);
 
 // Registration helpers: every GPU benchmark uses manual time in microseconds.
-benchmark::internal::Benchmark* register_gpu(const std::string& name,
-                                             std::function<void(benchmark::State&)> fn);
+benchmark::internal::Benchmark* register_gpu(const std::string& name, std::function<void(benchmark::State&)> fn);
 
 void register_memory_benchmarks();
 void register_gemm_benchmarks();

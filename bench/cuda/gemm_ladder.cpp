@@ -32,9 +32,9 @@ using anvil::cuda::gemm::GemmRung;
 
 constexpr int64_t kSizes[] = {1024, 2048, 4096};
 
-#define CUBLAS_CHECK(call)                                                         \
-  do {                                                                             \
-    cublasStatus_t st_ = (call);                                                   \
+#define CUBLAS_CHECK(call) \
+  do { \
+    cublasStatus_t st_ = (call); \
     ANVIL_CHECK(st_ == CUBLAS_STATUS_SUCCESS, #call " failed with status ", static_cast<int>(st_)); \
   } while (0)
 
@@ -100,9 +100,9 @@ void run_cublas(const Problem& p) {
   const float alpha = 1.0f, beta = 0.0f;
   const int n = static_cast<int>(p.n);
   // Row-major C = A B is column-major C^T = B^T A^T.
-  CUBLAS_CHECK(cublasGemmEx(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, p.b,
-                            cublas_type(p.dtype), n, p.a, cublas_type(p.dtype), n, &beta, p.c,
-                            cublas_type(p.dtype), n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CUBLAS_CHECK(cublasGemmEx(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, p.b, cublas_type(p.dtype), n,
+                            p.a, cublas_type(p.dtype), n, &beta, p.c, cublas_type(p.dtype), n, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
 }
 
 // cuBLAS's TFLOP/s for (dtype, n), measured once per run on first use.
@@ -138,8 +138,8 @@ int reps_for(GemmRung rung, int64_t n) {
 }
 
 void register_rung(GemmRung rung, GemmDType t, int64_t n) {
-  const std::string name = std::string("gemm/") + anvil::cuda::gemm::rung_name(rung) + "/" + short_name(t) +
-                           "/" + std::to_string(n);
+  const std::string name =
+      std::string("gemm/") + anvil::cuda::gemm::rung_name(rung) + "/" + short_name(t) + "/" + std::to_string(n);
   register_gpu(name, [rung, t, n](benchmark::State& state) {
     Problem p(t, n);
     const GemmArgs args = p.args();
@@ -149,31 +149,32 @@ void register_rung(GemmRung rung, GemmDType t, int64_t n) {
       return;
     }
     cudaStream_t s = anvil_stream();
-    const GpuTiming timing =
-        time_on_gpu(state, [&] { anvil::cuda::gemm::launch_gemm(rung, args, s); }, reps_for(rung, n));
+    const GpuTiming timing = time_on_gpu(
+        state, [&] { anvil::cuda::gemm::launch_gemm(rung, args, s); }, reps_for(rung, n));
     report_tflops(state, p.flops(), timing, cublas_tflops(t, n));
   })->MinTime(static_cast<int>(rung) <= 3 ? 0.05 : 0.2);
 }
 
 void register_cublas(GemmDType t, int64_t n) {
-  register_gpu(std::string("gemm/cublas/") + short_name(t) + "/" + std::to_string(n),
-               [t, n](benchmark::State& state) {
-                 Problem p(t, n);
-                 const GpuTiming timing = time_on_gpu(state, [&] { run_cublas(p); }, 5);
-                 report_tflops(state, p.flops(), timing);
-               });
+  register_gpu(std::string("gemm/cublas/") + short_name(t) + "/" + std::to_string(n), [t, n](benchmark::State& state) {
+    Problem p(t, n);
+    const GpuTiming timing = time_on_gpu(
+        state, [&] { run_cublas(p); }, 5);
+    report_tflops(state, p.flops(), timing);
+  });
 }
 
 // anvil::matmul on CUDA tensors: output allocation and dispatch included.
 void register_anvil_matmul(GemmDType t, int64_t n, bool ladder) {
-  const std::string name = std::string("gemm/") + (ladder ? "matmul_ladder/" : "matmul/") + short_name(t) +
-                           "/" + std::to_string(n);
+  const std::string name =
+      std::string("gemm/") + (ladder ? "matmul_ladder/" : "matmul/") + short_name(t) + "/" + std::to_string(n);
   register_gpu(name, [t, n, ladder](benchmark::State& state) {
     const DType dtype = t == GemmDType::Float32 ? kFloat32 : kBFloat16;
     const Tensor a = rand({n, n}).to(Device::cuda(0), dtype), b = rand({n, n}).to(Device::cuda(0), dtype);
     const bool before = matmul_use_gemm_ladder();
     set_matmul_use_gemm_ladder(ladder);
-    const GpuTiming timing = time_on_gpu(state, [&] { benchmark::DoNotOptimize(matmul(a, b)); }, 5);
+    const GpuTiming timing = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(matmul(a, b)); }, 5);
     set_matmul_use_gemm_ladder(before);
     report_tflops(state, 2.0 * n * n * n, timing, cublas_tflops(t, n));
   });

@@ -25,8 +25,7 @@ void register_allocator(size_t bytes) {
                                    alloc.deallocate(p);
                                  }
                                  state.counters["ns_per_alloc_free"] = benchmark::Counter(
-                                     1e-9, benchmark::Counter::kIsIterationInvariantRate |
-                                                  benchmark::Counter::kInvert);
+                                     1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
                                })
       ->Unit(benchmark::kNanosecond)
       ->UseRealTime()
@@ -35,20 +34,25 @@ void register_allocator(size_t bytes) {
 
 void register_launch_overhead() {
   constexpr int kCalls = 1000;
-  benchmark::RegisterBenchmark("overhead/add_1elem", [](benchmark::State& state) {
-    const Tensor a = randn({1}).to(Device::cuda(0)), b = randn({1}).to(Device::cuda(0));
-    Backend& backend = backend_for(DeviceType::CUDA);
-    benchmark::DoNotOptimize(add(a, b));
-    backend.synchronize(0);
-    double seconds = 0;
-    for (auto _ : state) {
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < kCalls; ++i) benchmark::DoNotOptimize(add(a, b));
-      backend.synchronize(0);
-      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
-    state.counters["us_per_op"] = seconds / (static_cast<double>(state.iterations()) * kCalls) * 1e6;
-  })->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(0.2);
+  benchmark::RegisterBenchmark(
+      "overhead/add_1elem",
+      [](benchmark::State& state) {
+        const Tensor a = randn({1}).to(Device::cuda(0)), b = randn({1}).to(Device::cuda(0));
+        Backend& backend = backend_for(DeviceType::CUDA);
+        benchmark::DoNotOptimize(add(a, b));
+        backend.synchronize(0);
+        double seconds = 0;
+        for (auto _ : state) {
+          const auto start = std::chrono::steady_clock::now();
+          for (int i = 0; i < kCalls; ++i) benchmark::DoNotOptimize(add(a, b));
+          backend.synchronize(0);
+          seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        }
+        state.counters["us_per_op"] = seconds / (static_cast<double>(state.iterations()) * kCalls) * 1e6;
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime()
+      ->MinTime(0.2);
 }
 
 }  // namespace

@@ -20,8 +20,8 @@ constexpr int kReps = 20;
 // 4 MB, 64 MB and 256 MB per float32 tensor: the first fits in an H100's
 // 50 MB L2, the others do not.
 constexpr int64_t kSizes[] = {int64_t{1} << 20, int64_t{1} << 24, int64_t{1} << 26};
-constexpr int64_t kRowWidth = 1024;    // softmax / layer_norm rows (a hidden size)
-constexpr int64_t kVocab = 32768;      // cross_entropy classes
+constexpr int64_t kRowWidth = 1024;  // softmax / layer_norm rows (a hidden size)
+constexpr int64_t kVocab = 32768;  // cross_entropy classes
 
 const Device kGpu = Device::cuda(0);
 
@@ -52,14 +52,16 @@ void copy_benchmarks(int64_t n) {
     ANVIL_CUDA_CHECK(cudaMalloc(&src, bytes));
     ANVIL_CUDA_CHECK(cudaMalloc(&dst, bytes));
     cudaStream_t s = anvil_stream();
-    const GpuTiming t = time_on_gpu(state, [&] { launch_copy_kernel(dst, src, bytes, s); }, kReps);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { launch_copy_kernel(dst, src, bytes, s); }, kReps);
     report_bandwidth(state, 2.0 * bytes, t);
     cudaFree(src);
     cudaFree(dst);
   });
   register_gpu(name("clone", n), [n](benchmark::State& state) {  // anvil's own copy kernel via Tensor
     const Tensor x = gpu_randn({n});
-    const GpuTiming t = time_on_gpu(state, [&] { benchmark::DoNotOptimize(x.clone()); }, kReps);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(x.clone()); }, kReps);
     report_bandwidth(state, 2.0 * n * 4, t);
   });
 }
@@ -67,27 +69,32 @@ void copy_benchmarks(int64_t n) {
 void elementwise_benchmarks(int64_t n) {
   register_gpu(name("add", n), [n](benchmark::State& state) {
     const Tensor a = gpu_randn({n}), b = gpu_randn({n});
-    const GpuTiming t = time_on_gpu(state, [&] { benchmark::DoNotOptimize(add(a, b)); }, kReps);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(add(a, b)); }, kReps);
     report_bandwidth(state, 3.0 * n * 4, t);
   });
   register_gpu(name("mul", n), [n](benchmark::State& state) {
     const Tensor a = gpu_randn({n}), b = gpu_randn({n});
-    const GpuTiming t = time_on_gpu(state, [&] { benchmark::DoNotOptimize(mul(a, b)); }, kReps);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(mul(a, b)); }, kReps);
     report_bandwidth(state, 3.0 * n * 4, t);
   });
   register_gpu(name("gelu", n), [n](benchmark::State& state) {
     const Tensor a = gpu_randn({n});
-    const GpuTiming t = time_on_gpu(state, [&] { benchmark::DoNotOptimize(gelu(a)); }, kReps);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(gelu(a)); }, kReps);
     report_bandwidth(state, 2.0 * n * 4, t);
   });
   register_gpu(name("cast_to_bf16", n), [n](benchmark::State& state) {
     const Tensor a = gpu_randn({n});
-    const GpuTiming t = time_on_gpu(state, [&] { benchmark::DoNotOptimize(a.to(kBFloat16)); }, kReps);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(a.to(kBFloat16)); }, kReps);
     report_bandwidth(state, n * (4.0 + 2.0), t);
   });
   register_gpu(name("add", n, "bf16"), [n](benchmark::State& state) {
     const Tensor a = gpu_randn({n}, kBFloat16), b = gpu_randn({n}, kBFloat16);
-    const GpuTiming t = time_on_gpu(state, [&] { benchmark::DoNotOptimize(add(a, b)); }, kReps);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(add(a, b)); }, kReps);
     report_bandwidth(state, 3.0 * n * 2, t);
   });
 }
@@ -95,22 +102,23 @@ void elementwise_benchmarks(int64_t n) {
 void row_benchmarks(int64_t n) {
   register_gpu(name("softmax", n), [n](benchmark::State& state) {
     const Tensor x = gpu_randn({n / kRowWidth, kRowWidth});
-    const GpuTiming t = time_on_gpu(state, [&] { benchmark::DoNotOptimize(softmax(x, -1)); }, kReps);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(softmax(x, -1)); }, kReps);
     report_bandwidth(state, 2.0 * n * 4, t);
   });
   register_gpu(name("layer_norm", n), [n](benchmark::State& state) {
     const Tensor x = gpu_randn({n / kRowWidth, kRowWidth});
     const Tensor w = gpu_randn({kRowWidth}), b = gpu_randn({kRowWidth});
-    const GpuTiming t =
-        time_on_gpu(state, [&] { benchmark::DoNotOptimize(layer_norm(x, {kRowWidth}, w, b)); }, kReps);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(layer_norm(x, {kRowWidth}, w, b)); }, kReps);
     report_bandwidth(state, 2.0 * n * 4, t);  // x in, y out (weights and row stats are negligible)
   });
   register_gpu(name("cross_entropy", n), [n](benchmark::State& state) {
     const int64_t rows = n / kVocab;
     const Tensor logits = gpu_randn({rows, kVocab});
     const Tensor targets = randint(0, kVocab, {rows}).to(kGpu);
-    const GpuTiming t =
-        time_on_gpu(state, [&] { benchmark::DoNotOptimize(cross_entropy(logits, targets)); }, kReps);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { benchmark::DoNotOptimize(cross_entropy(logits, targets)); }, kReps);
     report_bandwidth(state, 1.0 * n * 4, t);  // the logits, read once at best
   });
 }
@@ -121,7 +129,8 @@ void optimizer_benchmarks(int64_t n) {
     p.requires_grad_();
     p.set_grad(gpu_randn({n}));
     nn::optim::AdamW opt({p}, nn::optim::AdamWOptions{.lr = 1e-3, .weight_decay = 1e-2});
-    const GpuTiming t = time_on_gpu(state, [&] { opt.step(); }, kReps);
+    const GpuTiming t = time_on_gpu(
+        state, [&] { opt.step(); }, kReps);
     // Reads param, grad, exp_avg, exp_avg_sq; writes param, exp_avg, exp_avg_sq.
     report_bandwidth(state, 7.0 * n * 4, t);
   });

@@ -13,7 +13,7 @@ namespace {
 namespace gemm = anvil::cuda::gemm;
 
 const Device kGpu = Device::cuda(0);
-constexpr int64_t kRow = 1024;   // softmax / layer_norm / reduction rows: a hidden size
+constexpr int64_t kRow = 1024;  // softmax / layer_norm / reduction rows: a hidden size
 constexpr int64_t kVocab = 4096;  // cross_entropy classes
 
 Tensor gpu_randn(const Shape& shape, DType dtype = kFloat32) { return randn(shape).to(kGpu, dtype); }
@@ -31,11 +31,24 @@ void synchronize_gpu() { synchronize(kGpu); }
 
 KernelFamily gemm_family(gemm::GemmRung rung, int64_t n) {
   const Tensor a = gpu_randn({n, n}), b = gpu_randn({n, n}), c = zeros({n, n}, kGpu);
-  KernelFamily f{std::string("gemm/") + gemm::rung_name(rung), dims({n, n, n}), "f32", Access::Gemm,
-                 3.0 * n * n * 4, 2.0 * n * n * n, nullptr};
+  KernelFamily f{std::string("gemm/") + gemm::rung_name(rung),
+                 dims({n, n, n}),
+                 "f32",
+                 Access::Gemm,
+                 3.0 * n * n * 4,
+                 2.0 * n * n * n,
+                 nullptr};
   f.run = [=] {
-    gemm::GemmArgs args{.dtype = gemm::GemmDType::Float32, .M = n, .N = n, .K = n, .A = a.data_ptr(), .lda = n,
-                        .B = b.data_ptr(), .ldb = n, .C = c.data_ptr(), .ldc = n};
+    gemm::GemmArgs args{.dtype = gemm::GemmDType::Float32,
+                        .M = n,
+                        .N = n,
+                        .K = n,
+                        .A = a.data_ptr(),
+                        .lda = n,
+                        .B = b.data_ptr(),
+                        .ldb = n,
+                        .C = c.data_ptr(),
+                        .ldc = n};
     gemm::launch_gemm(rung, args, static_cast<cudaStream_t>(native_stream(current_stream(kGpu))));
   };
   return f;
@@ -48,7 +61,7 @@ std::vector<KernelFamily> kernel_families(int64_t n, int64_t gemm_size) {
   const double f4 = 4.0 * static_cast<double>(n);  // bytes of one float32 tensor of n elements
   std::vector<KernelFamily> out;
   auto family = [&](std::string name, std::string shape, std::string dtype, Access access, double bytes,
-                 std::function<void()> run) {
+                    std::function<void()> run) {
     out.push_back({std::move(name), std::move(shape), std::move(dtype), access, bytes, 0, std::move(run)});
   };
   const std::string flat = std::to_string(n), matrix = dims({rows, kRow});
@@ -64,7 +77,7 @@ std::vector<KernelFamily> kernel_families(int64_t n, int64_t gemm_size) {
   family("unary/gelu", flat, "f32", Access::Contiguous, 2 * f4, [=] { (void)gelu(x); });
   const Tensor xm = gpu_randn({rows, kRow});
   family("copy/transpose", dims({kRow, rows}), "f32", Access::Strided, 2 * f4,
-      [=] { (void)xm.transpose(0, 1).contiguous(); });
+         [=] { (void)xm.transpose(0, 1).contiguous(); });
 
   // Reductions.
   family("reduce/sum_all", flat, "f32", Access::Contiguous, f4, [=] { (void)x.sum(); });
@@ -79,11 +92,11 @@ std::vector<KernelFamily> kernel_families(int64_t n, int64_t gemm_size) {
   family("softmax/log_rows", matrix, "f32", Access::Contiguous, 2 * f4, [=] { (void)log_softmax(xm, -1); });
   const Tensor w = gpu_randn({kRow}), b = gpu_randn({kRow});
   family("layer_norm/forward", matrix, "f32", Access::Contiguous, 2 * f4 + 8.0 * kRow + 8.0 * rows,
-      [=] { (void)layer_norm(xm, {kRow}, w, b); });
+         [=] { (void)layer_norm(xm, {kRow}, w, b); });
   const int64_t ce_rows = n / kVocab;
   const Tensor logits = gpu_randn({ce_rows, kVocab}), targets = randint(0, kVocab, {ce_rows}).to(kGpu);
   family("cross_entropy/forward", dims({ce_rows, kVocab}), "f32", Access::Contiguous, f4 + 8.0 * ce_rows,
-      [=] { (void)cross_entropy(logits, targets); });
+         [=] { (void)cross_entropy(logits, targets); });
 
   // Backward passes through autograd (the forward's kernels run too):
   // compulsory = the forward's bytes + the backward's (read what it saved and
@@ -92,8 +105,7 @@ std::vector<KernelFamily> kernel_families(int64_t n, int64_t gemm_size) {
   auto leaf = [=] { return xm.detach().requires_grad_(); };
   family("softmax/forward+backward", matrix, "f32", Access::Contiguous, 5 * f4,
          [=] { softmax(leaf(), -1).backward(g); });
-  family("unary/relu_forward+backward", matrix, "f32", Access::Contiguous, 5 * f4,
-         [=] { relu(leaf()).backward(g); });
+  family("unary/relu_forward+backward", matrix, "f32", Access::Contiguous, 5 * f4, [=] { relu(leaf()).backward(g); });
   family("layer_norm/forward+backward", matrix, "f32", Access::Contiguous, 5 * f4 + 16.0 * rows + 24.0 * kRow,
          [=] { layer_norm(leaf(), {kRow}, w, b).backward(g); });
   family("cross_entropy/forward+backward", dims({ce_rows, kVocab}), "f32", Access::Contiguous, 3 * f4 + 16.0 * ce_rows,
@@ -121,10 +133,11 @@ std::vector<KernelFamily> kernel_families(int64_t n, int64_t gemm_size) {
   // Indexing: rows of a table picked by index (an embedding's forward).
   const int64_t picks = rows;
   const Tensor table = gpu_randn({kVocab, kRow}), index = randint(0, kVocab, {picks}).to(kGpu);
-  family("indexing/index_select_rows", dims({picks, kRow}), "f32", Access::Contiguous,
-      8.0 * picks * kRow + 8.0 * picks, [=] { (void)index_select(table, 0, index); });
+  family("indexing/index_select_rows", dims({picks, kRow}), "f32", Access::Contiguous, 8.0 * picks * kRow + 8.0 * picks,
+         [=] { (void)index_select(table, 0, index); });
   const Tensor gather_index = randint(0, kRow, {rows, kRow}).to(kGpu);
-  family("indexing/gather", matrix, "f32", Access::Strided, 2 * f4 + 2 * f4, [=] { (void)gather(xm, 1, gather_index); });
+  family("indexing/gather", matrix, "f32", Access::Strided, 2 * f4 + 2 * f4,
+         [=] { (void)gather(xm, 1, gather_index); });
 
   // Random numbers and dropout.
   family("random/randn", flat, "f32", Access::Contiguous, f4, [=] { (void)randn({n}, kGpu); });

@@ -16,19 +16,19 @@ namespace anvil::kernel_report {
 
 enum class Access {
   Contiguous,  // a memory-bound kernel on its contiguous path: held to ideal sectors
-  Strided,     // a strided or transposing path: shown, not held
-  Gemm,        // a rung of the GEMM ladder: compute-bound, shown with its flops
-  Fused,       // a fused compute kernel (attention): shown with its flops, not held
+  Strided,  // a strided or transposing path: shown, not held
+  Gemm,  // a rung of the GEMM ladder: compute-bound, shown with its flops
+  Fused,  // a fused compute kernel (attention): shown with its flops, not held
 };
 
 struct KernelFamily {
-  std::string name;   // "softmax/rows", "gemm/02_coalesced"
+  std::string name;  // "softmax/rows", "gemm/02_coalesced"
   std::string shape;  // "256x1024"
   std::string dtype;
   Access access = Access::Contiguous;
   double compulsory_bytes = 0;  // every input read once, every output written once
-  double flops = 0;             // GEMM rungs: 2*M*N*K
-  std::function<void()> run;    // launches the op (inputs exist already)
+  double flops = 0;  // GEMM rungs: 2*M*N*K
+  std::function<void()> run;  // launches the op (inputs exist already)
 };
 
 // `elements`: the size of the large tensors of each family (a multiple of 1024).

@@ -74,7 +74,8 @@ int run(int argc, char** argv) {
   std::string out_path, commit = "unknown", sites_of;
   app.add_option("--elements", elements, "elements of each family's large tensors (a multiple of 4096)");
   app.add_option("--gemm", gemm, "M = N = K of the GEMM rungs (0: skip them)");
-  app.add_option("--copy-gbps", copy_gbps, "device copy bandwidth for the estimate (default: 2930, measured on an H100 80GB HBM3)");
+  app.add_option("--copy-gbps", copy_gbps,
+                 "device copy bandwidth for the estimate (default: 2930, measured on an H100 80GB HBM3)");
   app.add_option("--out", out_path, "also write the table to this Markdown file");
   app.add_option("--commit", commit, "the commit the numbers belong to (written with them)");
   app.add_option("--sites", sites_of, "print the per-source-line counters of the families whose name contains this");
@@ -99,7 +100,8 @@ int run(int argc, char** argv) {
         std::max(std::max(touched, family.compulsory_bytes) / (copy_gbps * 1e9), family.flops / (kFp32Tflops * 1e12));
 #if ANVIL_CUDA_EMULATOR
     if (!sites_of.empty() && family.name.find(sites_of) != std::string::npos)
-      std::cerr << "\n" << family.name << " " << family.shape << " " << family.dtype << ":\n"
+      std::cerr << "\n"
+                << family.name << " " << family.shape << " " << family.dtype << ":\n"
                 << anvil::emulator::format_profiles(launches, true);
 #else
     std::cout << "ran " << family.name << " " << family.shape << " " << family.dtype << "\n";
@@ -129,14 +131,16 @@ int run(int argc, char** argv) {
   std::cerr << "\n";
   const std::string header =
       "Emulated-GPU memory counters per kernel (anvil kernel_report, commit " + commit + ", " +
-      std::to_string(elements) + " elements, GEMM " + std::to_string(gemm) + "^3).\n"
+      std::to_string(elements) + " elements, GEMM " + std::to_string(gemm) +
+      "^3).\n"
       "Sectors are 32 bytes; a warp's coalesced float32 access costs 4 per request (16 for float4). "
       "Sector effic. = the fewest sectors the requested bytes fit in / sectors touched. Bank ways = shared-memory "
       "wavefronts per ideal wavefront (1 = no conflict). Touched = distinct sectors x 32 over the family's launches; "
       "traffic effic. = compulsory / touched. Sectors MB = every request's sectors x 32 (the traffic between the SMs "
       "and L2 if L1 kept nothing).\n"
-      "**est. H100 us is an estimate, not a measurement**: max(max(touched, compulsory) / " + fixed(copy_gbps, 0) +
-      " GB/s, flops / " + fixed(kFp32Tflops, 0) + " TFLOP/s FP32), the bandwidth a copy reached on an H100 "
+      "**est. H100 us is an estimate, not a measurement**: max(max(touched, compulsory) / " +
+      fixed(copy_gbps, 0) + " GB/s, flops / " + fixed(kFp32Tflops, 0) +
+      " TFLOP/s FP32), the bandwidth a copy reached on an H100 "
       "80GB HBM3 (bench/results/2026-11-26-h100-first-run.md) unless --copy-gbps gave another, the peak from "
       "NVIDIA's H100 SXM datasheet; it assumes full occupancy and perfect latency hiding, and at 4 MB per tensor a "
       "real launch is mostly latency (3-18 us measured by Nsight Compute there).\n\n";

@@ -46,8 +46,7 @@ torch::Tensor load_images(const std::string& path) {
 
 torch::Tensor load_labels(const std::string& path) {
   std::vector<uint8_t> raw = read_gz(path);
-  return torch::from_blob(raw.data() + 8, {static_cast<int64_t>(raw.size() - 8)}, torch::kUInt8)
-      .to(torch::kInt64);
+  return torch::from_blob(raw.data() + 8, {static_cast<int64_t>(raw.size() - 8)}, torch::kUInt8).to(torch::kInt64);
 }
 
 torch::nn::Sequential make_mlp() {
@@ -89,9 +88,10 @@ void run(const char* name, torch::nn::Sequential model, const std::vector<torch:
     best = std::max(best, static_cast<double>(xs.size() * kBatchSize) / seconds);
   }
   double mean_rate = static_cast<double>(kIterations * xs.size() * kBatchSize) / total_seconds;
-  std::printf("{\"framework\": \"libtorch %s\", \"model\": \"%s\", \"threads\": %d, "
-              "\"samples_per_second\": %.1f, \"best_iteration_samples_per_second\": %.1f}\n",
-              TORCH_VERSION, name, torch::get_num_threads(), mean_rate, best);
+  std::printf(
+      "{\"framework\": \"libtorch %s\", \"model\": \"%s\", \"threads\": %d, "
+      "\"samples_per_second\": %.1f, \"best_iteration_samples_per_second\": %.1f}\n",
+      TORCH_VERSION, name, torch::get_num_threads(), mean_rate, best);
 }
 
 }  // namespace

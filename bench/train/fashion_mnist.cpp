@@ -26,7 +26,10 @@ constexpr int64_t kStepsPerEpoch = 60000 / kBatchSize;  // 937
 const std::vector<Example>& training_batches() {
   static const std::vector<Example> batches = [] {
     auto train_set = nn::data::idx_image_dataset(nn::data::kFashionMnistDir, "train");
-    nn::data::DataLoader loader(train_set, {.batch_size = kBatchSize, .shuffle = true, .seed = 0, .drop_last = true,
+    nn::data::DataLoader loader(train_set, {.batch_size = kBatchSize,
+                                            .shuffle = true,
+                                            .seed = 0,
+                                            .drop_last = true,
                                             .transform = nn::data::transforms::normalize({0.2860}, {0.3530})});
     std::vector<Example> out;
     for (const Example& batch : loader) {

@@ -49,9 +49,8 @@ class GpuUtilization {
  public:
   explicit GpuUtilization(Device device) {
     if (device.is_cuda())
-      sampler_ = std::make_unique<nn::train::GpuSampler>(nn::train::Nvml::load(),
-                                                         nn::train::nvml_index_for_cuda_device(device.index),
-                                                         std::chrono::milliseconds(50));
+      sampler_ = std::make_unique<nn::train::GpuSampler>(
+          nn::train::Nvml::load(), nn::train::nvml_index_for_cuda_device(device.index), std::chrono::milliseconds(50));
     if (sampler_) sampler_->start();
   }
   void report(benchmark::State& state) {
@@ -96,9 +95,9 @@ inline void set_epoch_seconds(benchmark::State& state, int64_t steps_per_iterati
 
 // Wall time of one optimizer step, printed with an SI prefix ("45m" is 45 ms).
 inline void set_step_seconds(benchmark::State& state, int64_t steps_per_iteration) {
-  state.counters["step_time"] = benchmark::Counter(static_cast<double>(steps_per_iteration),
-                                                   benchmark::Counter::kIsIterationInvariantRate |
-                                                       benchmark::Counter::kInvert);
+  state.counters["step_time"] =
+      benchmark::Counter(static_cast<double>(steps_per_iteration),
+                         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 }  // namespace anvil::bench

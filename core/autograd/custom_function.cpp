@@ -15,9 +15,9 @@ namespace anvil::autograd {
 
 namespace {
 template <class V>
-const V& saved_as(const std::variant<std::monostate, Tensor, double, int64_t, bool, std::string,
-                                     std::vector<int64_t>>& v,
-                  const char* wanted, const char* held) {
+const V& saved_as(
+    const std::variant<std::monostate, Tensor, double, int64_t, bool, std::string, std::vector<int64_t>>& v,
+    const char* wanted, const char* held) {
   const V* p = std::get_if<V>(&v);
   ANVIL_CHECK(p != nullptr, "AutogradContext::saved_data: expected a value of type ", wanted, ", holds ", held);
   return *p;
@@ -102,19 +102,21 @@ std::vector<Tensor> CustomFunctionNode::apply(std::vector<Tensor>&& grads) {
   variable_list results = backward_(&ctx_, std::move(grads));
 
   const size_t num_args = is_tensor_.size();
-  if (results.size() > num_args &&
-      std::all_of(results.begin() + static_cast<std::ptrdiff_t>(num_args), results.end(),
-                  [](const Tensor& t) { return !t.defined(); }))
+  if (results.size() > num_args && std::all_of(results.begin() + static_cast<std::ptrdiff_t>(num_args), results.end(),
+                                               [](const Tensor& t) { return !t.defined(); }))
     results.resize(num_args);
   ANVIL_CHECK(results.size() == num_args, "custom function ", fn, ": backward returned ", results.size(),
-              " gradients, expected ", num_args, " (one per forward argument after the context, one per element "
+              " gradients, expected ", num_args,
+              " (one per forward argument after the context, one per element "
               "of a tensor list; an undefined Tensor for a non-tensor argument)");
   std::vector<Tensor> out;
   out.reserve(inputs_.size());
   for (size_t i = 0; i < num_args; ++i) {
     if (!is_tensor_[i]) {
-      ANVIL_CHECK(!results[i].defined(), "custom function ", fn, ": backward returned a defined gradient at "
-                  "position ", i, ", but forward argument ", i, " is not a tensor; return an undefined Tensor()");
+      ANVIL_CHECK(!results[i].defined(), "custom function ", fn,
+                  ": backward returned a defined gradient at "
+                  "position ",
+                  i, ", but forward argument ", i, " is not a tensor; return an undefined Tensor()");
       continue;
     }
     const size_t k = out.size();
@@ -166,9 +168,11 @@ bool AutogradContext::needs_input_grad(size_t index) const {
 }
 
 variable_list AutogradContext::get_saved_variables() const {
-  ANVIL_CHECK(!released_, "custom function ", name_, ": the saved tensors were freed after backward ran; pass "
+  ANVIL_CHECK(!released_, "custom function ", name_,
+              ": the saved tensors were freed after backward ran; pass "
               "retain_graph=true to the first backward to use them again");
-  ANVIL_CHECK(saved_ready_, "custom function ", name_, ": get_saved_variables is for backward; in forward use "
+  ANVIL_CHECK(saved_ready_, "custom function ", name_,
+              ": get_saved_variables is for backward; in forward use "
               "the tensors themselves");
   std::shared_ptr<Node> node = node_.lock();
   variable_list out;
@@ -180,8 +184,8 @@ variable_list AutogradContext::get_saved_variables() const {
       continue;
     }
     ANVIL_CHECK(s.data.version() == s.version, "custom function ", name_, ": saved tensor ", i, " (",
-                ::anvil::detail::describe(s.data), ") was modified in place after forward saved it (version ", s.version,
-                " when saved, now ", s.data.version(), "); clone it before changing it, or don't modify it");
+                ::anvil::detail::describe(s.data), ") was modified in place after forward saved it (version ",
+                s.version, " when saved, now ", s.data.version(), "); clone it before changing it, or don't modify it");
     if (!s.is_output || !GradMode::is_enabled() || !node) {
       out.push_back(s.data);
       continue;
@@ -209,8 +213,7 @@ std::string demangled_name(const std::type_info& type) {
   return out;
 }
 
-std::shared_ptr<AutogradContext> begin_custom_function(std::string name, CustomBackward backward,
-                                                       CustomInputs inputs) {
+std::shared_ptr<AutogradContext> begin_custom_function(std::string name, CustomBackward backward, CustomInputs inputs) {
   auto node = std::make_shared<CustomFunctionNode>(std::move(name), backward, std::move(inputs));
   // The edges are taken before forward, which may change an input in place.
   if (node->executable_)
@@ -233,9 +236,11 @@ void finish_custom_function(AutogradContext& ctx, variable_list& outputs) {
     return -1;
   };
   for (const TensorImpl* d : ctx.dirty_) {
-    ANVIL_CHECK(is_input(d), "custom function ", fn, ": mark_dirty got a tensor that is not an input of forward; "
+    ANVIL_CHECK(is_input(d), "custom function ", fn,
+                ": mark_dirty got a tensor that is not an input of forward; "
                 "mark only the inputs forward modified in place");
-    ANVIL_CHECK(output_index(d) >= 0, "custom function ", fn, ": an input marked dirty (modified in place) was not "
+    ANVIL_CHECK(output_index(d) >= 0, "custom function ", fn,
+                ": an input marked dirty (modified in place) was not "
                 "returned by forward; return it as one of the outputs");
   }
 
@@ -254,7 +259,8 @@ void finish_custom_function(AutogradContext& ctx, variable_list& outputs) {
     AutogradMeta* m = meta_if(o);
     if (dirty) {
       ANVIL_CHECK(!(m && m->requires_grad && !m->grad_fn), "custom function ", fn, ": input ",
-                  ::anvil::detail::describe(o), " is a leaf tensor that requires grad and was modified in place (mark_dirty); "
+                  ::anvil::detail::describe(o),
+                  " is a leaf tensor that requires grad and was modified in place (mark_dirty); "
                   "clone it first, or call the function under NoGradGuard");
       ANVIL_CHECK(!(o.impl()->is_view && m && m->requires_grad), "custom function ", fn,
                   ": in-place change (mark_dirty) of a view of a tensor with autograd history (",
@@ -276,8 +282,10 @@ void finish_custom_function(AutogradContext& ctx, variable_list& outputs) {
       if (t.defined()) {
         const std::ptrdiff_t j = output_index(t.impl());
         // A saved output is kept without its history: the node would own itself.
-        if (j >= 0) s = {t.detach(), t.version(), true, static_cast<uint32_t>(j)};
-        else s = {t, t.version(), false, 0};
+        if (j >= 0)
+          s = {t.detach(), t.version(), true, static_cast<uint32_t>(j)};
+        else
+          s = {t, t.version(), false, 0};
       }
       ctx.saved_.push_back(std::move(s));
     }

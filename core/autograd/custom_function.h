@@ -53,14 +53,14 @@ void finish_custom_function(AutogradContext& ctx, std::vector<Tensor>& outputs);
 class SavedValue {
  public:
   SavedValue() = default;
-  SavedValue(Tensor v) : v_(std::move(v)) {}                      // NOLINT: implicit, as IValue's
-  SavedValue(double v) : v_(v) {}                                 // NOLINT
-  SavedValue(int64_t v) : v_(v) {}                                // NOLINT
-  SavedValue(int v) : v_(static_cast<int64_t>(v)) {}              // NOLINT
-  SavedValue(bool v) : v_(v) {}                                   // NOLINT
-  SavedValue(std::string v) : v_(std::move(v)) {}                 // NOLINT
-  SavedValue(const char* v) : v_(std::string(v)) {}               // NOLINT
-  SavedValue(std::vector<int64_t> v) : v_(std::move(v)) {}        // NOLINT
+  SavedValue(Tensor v) : v_(std::move(v)) {}  // NOLINT: implicit, as IValue's
+  SavedValue(double v) : v_(v) {}  // NOLINT
+  SavedValue(int64_t v) : v_(v) {}  // NOLINT
+  SavedValue(int v) : v_(static_cast<int64_t>(v)) {}  // NOLINT
+  SavedValue(bool v) : v_(v) {}  // NOLINT
+  SavedValue(std::string v) : v_(std::move(v)) {}  // NOLINT
+  SavedValue(const char* v) : v_(std::string(v)) {}  // NOLINT
+  SavedValue(std::vector<int64_t> v) : v_(std::move(v)) {}  // NOLINT
   SavedValue(const Shape& v) : v_(std::vector<int64_t>(v.begin(), v.end())) {}  // NOLINT
 
   bool isNone() const { return v_.index() == 0; }
@@ -142,28 +142,26 @@ using CustomBackward = variable_list (*)(AutogradContext*, variable_list);
 // The tensor arguments of apply(), flattened as libtorch's extract_vars:
 // one entry per argument, one per element of a tensor list.
 struct CustomInputs {
-  variable_list tensors;       // the tensor entries, in order
-  std::vector<bool> is_tensor; // per entry: a tensor (true) or another argument
+  variable_list tensors;  // the tensor entries, in order
+  std::vector<bool> is_tensor;  // per entry: a tensor (true) or another argument
   void add(const Tensor& t) { tensors.push_back(t), is_tensor.push_back(true); }
   void add(const variable_list& ts) {
     for (const Tensor& t : ts) add(t);
   }
   void add(const std::optional<Tensor>& t) {
-    if (t && t->defined()) add(*t);
-    else is_tensor.push_back(false);
+    if (t && t->defined())
+      add(*t);
+    else
+      is_tensor.push_back(false);
   }
-  template <class U>
-  void add(const U&) {
-    is_tensor.push_back(false);
-  }
+  template <class U> void add(const U&) { is_tensor.push_back(false); }
 };
 
 std::string demangled_name(const std::type_info& type);
 
 // Before forward: the context (owned by the graph node when an input needs
 // grad under grad mode), with needs_input_grad filled in.
-std::shared_ptr<AutogradContext> begin_custom_function(std::string name, CustomBackward backward,
-                                                       CustomInputs inputs);
+std::shared_ptr<AutogradContext> begin_custom_function(std::string name, CustomBackward backward, CustomInputs inputs);
 // After forward: checks the marks, gives the outputs their history and
 // keeps the saved tensors. `outputs` may be replaced (an input returned as
 // is becomes an alias with its own history).
@@ -171,14 +169,12 @@ void finish_custom_function(AutogradContext& ctx, variable_list& outputs);
 
 }  // namespace detail
 
-template <class T>
-struct Function {
-  template <class X = T, class... Args>
-  static auto apply(Args&&... args) {
+template <class T> struct Function {
+  template <class X = T, class... Args> static auto apply(Args&&... args) {
     detail::CustomInputs inputs;
     (inputs.add(args), ...);
-    std::shared_ptr<AutogradContext> ctx = detail::begin_custom_function(
-        detail::demangled_name(typeid(X)), &X::backward, std::move(inputs));
+    std::shared_ptr<AutogradContext> ctx =
+        detail::begin_custom_function(detail::demangled_name(typeid(X)), &X::backward, std::move(inputs));
     using Result = std::decay_t<decltype(X::forward(ctx.get(), std::forward<Args>(args)...))>;
     static_assert(std::is_same_v<Result, Tensor> || std::is_same_v<Result, variable_list>,
                   "Function<T>: T::forward must return a Tensor or a variable_list");

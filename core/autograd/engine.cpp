@@ -96,10 +96,10 @@ void run(GraphTask& task, const std::vector<Edge>& root_edges, const std::vector
     for (size_t i = 0; i < root_grads.size(); ++i) {
       NoGradGuard no_grad;
       const Tensor& g = root_grads[i];
-      ANVIL_CHECK(!g.defined() || !is_floating(g.dtype()) || g.numel() == 0 ||
-                      std::isfinite((g * 0).sum().item<double>()),
-                  "autograd anomaly detection: the gradient given to backward for output ", i,
-                  " holds NaN or inf (", detail::describe(g), ")");
+      ANVIL_CHECK(
+          !g.defined() || !is_floating(g.dtype()) || g.numel() == 0 || std::isfinite((g * 0).sum().item<double>()),
+          "autograd anomaly detection: the gradient given to backward for output ", i, " holds NaN or inf (",
+          detail::describe(g), ")");
     }
 
   std::priority_queue<Node*, std::vector<Node*>, ByLatest> ready;

@@ -63,7 +63,8 @@ void check_inplace(const char* op, const Tensor& self) {
   AutogradMeta* m = meta_if(self);
   if (!m) return;
   ANVIL_CHECK(!(m->requires_grad && m->grad_fn == nullptr), op, ": a leaf tensor that requires grad (",
-              detail::describe(self), ") cannot be modified in place; wrap the update in NoGradGuard or use an "
+              detail::describe(self),
+              ") cannot be modified in place; wrap the update in NoGradGuard or use an "
               "out-of-place op");
   ANVIL_CHECK(!m->is_view, op, ": in-place change of a view of a tensor with autograd history is not supported (",
               detail::describe(self), "); use the out-of-place op");
@@ -77,7 +78,8 @@ void rebase_history(const char* op, Tensor& self, const Tensor& result) {
   // inputs. PyTorch rewrites the base's history (CopySlices); we refuse.
   AutogradMeta* rm = meta_if(result);
   ANVIL_CHECK(!(self.impl()->is_view && rm && rm->requires_grad), op, ": in-place write into a view (",
-              detail::describe(self), ") of a tensor without autograd history, from an operand that requires "
+              detail::describe(self),
+              ") of a tensor without autograd history, from an operand that requires "
               "grad, is not supported: the viewed tensor would not record it and its gradient would be wrong. "
               "Build the tensor out of place (cat, stack, where, index_add) or apply the op to the whole tensor");
   {

@@ -18,6 +18,7 @@ class NoGradGuard {
   ~NoGradGuard() { autograd::GradMode::set_enabled(prev_); }
   NoGradGuard(const NoGradGuard&) = delete;
   NoGradGuard& operator=(const NoGradGuard&) = delete;
+
  private:
   bool prev_;
 };
@@ -30,6 +31,7 @@ class EnableGradGuard {
   ~EnableGradGuard() { autograd::GradMode::set_enabled(prev_); }
   EnableGradGuard(const EnableGradGuard&) = delete;
   EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
  private:
   bool prev_;
 };

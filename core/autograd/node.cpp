@@ -27,7 +27,6 @@ struct RunningNode {
 
 std::shared_ptr<Node> current_backward_node() { return running_node; }
 
-
 Node::Node() : sequence_nr(next_sequence_nr.fetch_add(1)) {}
 
 std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {

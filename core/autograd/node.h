@@ -18,7 +18,7 @@ class Node;
 
 struct Edge {
   std::shared_ptr<Node> node;  // null: the input needs no gradient
-  uint32_t input_nr = 0;       // which of node's outputs this edge feeds
+  uint32_t input_nr = 0;  // which of node's outputs this edge feeds
   bool valid() const { return node != nullptr; }
 };
 
@@ -80,15 +80,15 @@ struct AutogradMeta {
   std::shared_ptr<Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;
   std::weak_ptr<AccumulateGrad> grad_accumulator;
-  std::vector<TensorHook> hooks;                 // leaf hooks (non-leaf hooks live on grad_fn)
+  std::vector<TensorHook> hooks;  // leaf hooks (non-leaf hooks live on grad_fn)
   std::vector<PostAccumulateHook> post_accumulate_hooks;
 };
 
 // The FunctionNode whose backward is running on this thread (null outside).
 std::shared_ptr<Node> current_backward_node();
 
-AutogradMeta& meta(const Tensor& t);        // creates it on first use
-AutogradMeta* meta_if(const Tensor& t);     // null when the tensor never took part in autograd
+AutogradMeta& meta(const Tensor& t);  // creates it on first use
+AutogradMeta* meta_if(const Tensor& t);  // null when the tensor never took part in autograd
 // The edge a gradient for t flows into: grad_fn, or the leaf's accumulator.
 Edge gradient_edge(const Tensor& t);
 

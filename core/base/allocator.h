@@ -7,17 +7,17 @@
 namespace anvil {
 
 struct MemoryStats {
-  int64_t allocated_bytes = 0;        // held by live tensors
-  int64_t reserved_bytes = 0;         // obtained from the device (allocated + cached)
+  int64_t allocated_bytes = 0;  // held by live tensors
+  int64_t reserved_bytes = 0;  // obtained from the device (allocated + cached)
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
-  int64_t num_allocs = 0;             // allocate() calls
+  int64_t num_allocs = 0;  // allocate() calls
   int64_t num_frees = 0;
-  int64_t cache_hits = 0;             // allocate() served without a device malloc
-  int64_t device_mallocs = 0;         // calls to the device's raw allocator
+  int64_t cache_hits = 0;  // allocate() served without a device malloc
+  int64_t device_mallocs = 0;  // calls to the device's raw allocator
   int64_t device_frees = 0;
-  int64_t num_ooms = 0;               // device out-of-memory events (before retry)
-  int64_t limit_bytes = 0;            // set_memory_limit's cap on reserved bytes; 0: none
+  int64_t num_ooms = 0;  // device out-of-memory events (before retry)
+  int64_t limit_bytes = 0;  // set_memory_limit's cap on reserved bytes; 0: none
 };
 
 // Where tensor memory comes from. One per device; the CUDA one caches.

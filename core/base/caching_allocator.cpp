@@ -28,26 +28,23 @@ bool CachingAllocator::BlockOrder::operator()(const Block* a, const Block* b) co
   return std::less<const char*>()(a->ptr, b->ptr);
 }
 
-CachingAllocator::CachingAllocator(std::unique_ptr<DeviceMemory> device,
-                                   CachingAllocatorOptions options)
+CachingAllocator::CachingAllocator(std::unique_ptr<DeviceMemory> device, CachingAllocatorOptions options)
     : device_(std::move(device)), options_(options) {
   const auto& o = options_;
   ANVIL_CHECK(device_ != nullptr, "CachingAllocator: needs a DeviceMemory, got nullptr");
-  ANVIL_CHECK(is_power_of_two(o.min_block_size),
-              "CachingAllocator: min_block_size must be a power of two, got ", o.min_block_size);
+  ANVIL_CHECK(is_power_of_two(o.min_block_size), "CachingAllocator: min_block_size must be a power of two, got ",
+              o.min_block_size);
   // Segments must hold the largest request routed to them, and be made of
   // whole blocks so splitting never leaves an odd-sized tail.
-  ANVIL_CHECK(o.small_request_limit % o.min_block_size == 0 &&
-                  o.small_segment_size % o.min_block_size == 0 &&
+  ANVIL_CHECK(o.small_request_limit % o.min_block_size == 0 && o.small_segment_size % o.min_block_size == 0 &&
                   o.medium_segment_size % o.min_block_size == 0,
               "CachingAllocator: small_request_limit, small_segment_size and medium_segment_size "
-              "must be multiples of min_block_size (", o.min_block_size, ")");
-  ANVIL_CHECK(o.small_segment_size >= o.small_request_limit,
-              "CachingAllocator: small_segment_size (", o.small_segment_size,
-              ") must hold a request of small_request_limit (", o.small_request_limit, ") bytes");
-  ANVIL_CHECK(o.medium_segment_size >= o.medium_request_limit,
-              "CachingAllocator: medium_segment_size (", o.medium_segment_size,
-              ") must hold a request just below medium_request_limit (", o.medium_request_limit,
+              "must be multiples of min_block_size (",
+              o.min_block_size, ")");
+  ANVIL_CHECK(o.small_segment_size >= o.small_request_limit, "CachingAllocator: small_segment_size (",
+              o.small_segment_size, ") must hold a request of small_request_limit (", o.small_request_limit, ") bytes");
+  ANVIL_CHECK(o.medium_segment_size >= o.medium_request_limit, "CachingAllocator: medium_segment_size (",
+              o.medium_segment_size, ") must hold a request just below medium_request_limit (", o.medium_request_limit,
               ") bytes");
 }
 
@@ -99,8 +96,7 @@ size_t CachingAllocator::segment_size_for(size_t block_size) const {
 void* CachingAllocator::allocate(size_t nbytes, uint64_t stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   ANVIL_CHECK(nbytes <= std::numeric_limits<size_t>::max() - options_.min_block_size,
-              "CachingAllocator: out of memory: cannot allocate ", nbytes,
-              " bytes, more than any device holds");
+              "CachingAllocator: out of memory: cannot allocate ", nbytes, " bytes, more than any device holds");
   // Blocks freed while other streams still used them may be ready by now;
   // checking here, rather than polling, costs nothing when none are pending.
   process_completed_events();
@@ -140,8 +136,7 @@ void* CachingAllocator::allocate(size_t nbytes, uint64_t stream) {
 
 // Best fit: the smallest free block of this stream that is large enough. It
 // leaves the largest blocks whole for the requests that need them.
-CachingAllocator::Block* CachingAllocator::find_free_block(size_t size, uint64_t stream,
-                                                           bool small_pool) {
+CachingAllocator::Block* CachingAllocator::find_free_block(size_t size, uint64_t stream, bool small_pool) {
   FreeList& pool = pool_for(small_pool);
   Block key;
   key.stream = stream;
@@ -155,8 +150,7 @@ CachingAllocator::Block* CachingAllocator::find_free_block(size_t size, uint64_t
 
 // A new segment from the device, as one block, not yet in any free list.
 // nullptr when the device has no room.
-CachingAllocator::Block* CachingAllocator::allocate_segment(size_t size, uint64_t stream,
-                                                            bool small_pool) {
+CachingAllocator::Block* CachingAllocator::allocate_segment(size_t size, uint64_t stream, bool small_pool) {
   size_t segment_size = segment_size_for(size);
   // Under set_memory_limit's cap the rounded segment counts, as under
   // PyTorch's memory fraction: the cap bounds what the allocator reserves.
@@ -191,8 +185,7 @@ void CachingAllocator::split_if_worthwhile(Block* block, size_t size) {
   // Small pool: any whole block is worth keeping. Large pool: a rest of at most
   // small_request_limit could only ever serve small requests, which the large
   // pool never sees, so it would be dead weight; hand it out with the block.
-  bool worthwhile = block->small_pool ? rest >= options_.min_block_size
-                                      : rest > options_.large_split_remainder;
+  bool worthwhile = block->small_pool ? rest >= options_.min_block_size : rest > options_.large_split_remainder;
   if (!worthwhile) return;
 
   auto* remainder = new Block;
@@ -253,10 +246,8 @@ void CachingAllocator::record_stream(void* ptr, uint64_t stream) {
 // freeing all of a segment's blocks gives back one whole block again.
 void CachingAllocator::free_block(Block* block) {
   block->state = BlockState::Free;
-  if (block->prev != nullptr && block->prev->state == BlockState::Free)
-    merge_into(block, block->prev);
-  if (block->next != nullptr && block->next->state == BlockState::Free)
-    merge_into(block, block->next);
+  if (block->prev != nullptr && block->prev->state == BlockState::Free) merge_into(block, block->prev);
+  if (block->next != nullptr && block->next->state == BlockState::Free) merge_into(block, block->next);
   pool_for(block->small_pool).insert(block);
 }
 
@@ -330,12 +321,11 @@ void CachingAllocator::empty_cache() {
 void CachingAllocator::throw_out_of_memory(size_t nbytes, size_t size, uint64_t stream) {
   const MemoryStats& s = stats_;
   std::ostringstream msg;
-  msg << "CachingAllocator: out of memory: tried to allocate " << format_bytes(nbytes)
-      << " (a block of " << size << " bytes in a new segment of " << segment_size_for(size)
-      << " bytes) on stream " << stream << ". Memory stats: allocated "
-      << format_bytes(s.allocated_bytes) << ", reserved " << format_bytes(s.reserved_bytes)
-      << ", cached " << format_bytes(s.reserved_bytes - s.allocated_bytes) << ", peak allocated "
-      << format_bytes(s.peak_allocated_bytes) << ", peak reserved "
+  msg << "CachingAllocator: out of memory: tried to allocate " << format_bytes(nbytes) << " (a block of " << size
+      << " bytes in a new segment of " << segment_size_for(size) << " bytes) on stream " << stream
+      << ". Memory stats: allocated " << format_bytes(s.allocated_bytes) << ", reserved "
+      << format_bytes(s.reserved_bytes) << ", cached " << format_bytes(s.reserved_bytes - s.allocated_bytes)
+      << ", peak allocated " << format_bytes(s.peak_allocated_bytes) << ", peak reserved "
       << format_bytes(s.peak_reserved_bytes);
   if (s.limit_bytes > 0) msg << ", limit " << format_bytes(s.limit_bytes) << " (set_memory_limit)";
   msg << ".";
@@ -347,8 +337,8 @@ void CachingAllocator::throw_out_of_memory(size_t nbytes, size_t size, uint64_t 
 
 bool CachingAllocator::set_memory_limit(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ANVIL_CHECK(bytes <= static_cast<size_t>(std::numeric_limits<int64_t>::max()),
-              "set_memory_limit: ", bytes, " bytes is more than any device holds");
+  ANVIL_CHECK(bytes <= static_cast<size_t>(std::numeric_limits<int64_t>::max()), "set_memory_limit: ", bytes,
+              " bytes is more than any device holds");
   stats_.limit_bytes = static_cast<int64_t>(bytes);
   return true;
 }

@@ -47,7 +47,7 @@ struct CachingAllocatorOptions {
   // (or one of exactly their size where the device has no room for that);
   // larger ones get a segment of exactly their (rounded) size.
   size_t medium_request_limit = size_t{10} << 20;  // 10 MiB
-  size_t medium_segment_size = size_t{20} << 20;   // 20 MiB
+  size_t medium_segment_size = size_t{20} << 20;  // 20 MiB
   // A large block is split only when the rest is larger than this: a smaller
   // rest could only serve small requests, which never look in the large pool.
   size_t large_split_remainder = size_t{1} << 20;  // 1 MiB
@@ -55,8 +55,7 @@ struct CachingAllocatorOptions {
 
 class CachingAllocator : public Allocator {
  public:
-  explicit CachingAllocator(std::unique_ptr<DeviceMemory> device,
-                            CachingAllocatorOptions options = {});
+  explicit CachingAllocator(std::unique_ptr<DeviceMemory> device, CachingAllocatorOptions options = {});
   ~CachingAllocator() override;
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -86,7 +85,7 @@ class CachingAllocator : public Allocator {
   struct Block {
     char* ptr = nullptr;
     size_t size = 0;
-    uint64_t stream = 0;      // the stream it was allocated for
+    uint64_t stream = 0;  // the stream it was allocated for
     bool small_pool = false;  // which pool (and kind of segment) it belongs to
     BlockState state = BlockState::Free;
     // Neighbours in the same segment, in address order; nullptr at the ends.
@@ -94,7 +93,7 @@ class CachingAllocator : public Allocator {
     Block* prev = nullptr;
     Block* next = nullptr;
     std::set<uint64_t> other_streams;  // from record_stream, besides `stream`
-    int pending_events = 0;            // events that must complete before reuse
+    int pending_events = 0;  // events that must complete before reuse
   };
 
   // Free blocks ordered by (stream, size, address): the first block not less
@@ -127,7 +126,7 @@ class CachingAllocator : public Allocator {
   FreeList small_free_;
   FreeList large_free_;
   std::unordered_map<void*, Block*> allocated_;  // handed out, by address
-  std::vector<PendingEvent> pending_;            // freed blocks waiting on other streams
+  std::vector<PendingEvent> pending_;  // freed blocks waiting on other streams
   MemoryStats stats_;
 };
 

@@ -74,8 +74,7 @@ class CpuAllocator final : public Allocator {
     // std::aligned_alloc wants a multiple of the alignment. A zero-size request
     // still gets one line so every allocation has its own non-null address:
     // callers may use the pointer as an identity (e.g. "same storage?").
-    ANVIL_CHECK(nbytes <= kLargestHostRequest,
-                "cpu allocator: cannot allocate ", nbytes, " bytes (size too large)");
+    ANVIL_CHECK(nbytes <= kLargestHostRequest, "cpu allocator: cannot allocate ", nbytes, " bytes (size too large)");
     const size_t rounded = host_block_size(nbytes);
     {
       // Counted before malloc, so two threads cannot both pass the cap.
@@ -101,8 +100,7 @@ class CpuAllocator final : public Allocator {
     sizes_.emplace(ptr, rounded);
     stats_.num_allocs++;
     stats_.device_mallocs++;
-    if (stats_.allocated_bytes > stats_.peak_allocated_bytes)
-      stats_.peak_allocated_bytes = stats_.allocated_bytes;
+    if (stats_.allocated_bytes > stats_.peak_allocated_bytes) stats_.peak_allocated_bytes = stats_.allocated_bytes;
     return ptr;
   }
 

@@ -7,9 +7,12 @@ namespace anvil {
 Device::Device(const std::string& spec) {
   auto colon = spec.find(':');
   std::string kind = spec.substr(0, colon);
-  if (kind == "cpu") type = DeviceType::CPU;
-  else if (kind == "cuda" || kind == "gpu") type = DeviceType::CUDA;
-  else fail("Device: unknown device '", spec, "', expected 'cpu', 'cuda' or 'cuda:N'");
+  if (kind == "cpu")
+    type = DeviceType::CPU;
+  else if (kind == "cuda" || kind == "gpu")
+    type = DeviceType::CUDA;
+  else
+    fail("Device: unknown device '", spec, "', expected 'cpu', 'cuda' or 'cuda:N'");
   index = 0;
   if (colon != std::string::npos) {
     try {

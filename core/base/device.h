@@ -15,7 +15,7 @@ struct Device {
   Device() = default;
   Device(DeviceType t, int i = 0) : type(t), index(i) {}
   Device(const char* spec) : Device(std::string(spec)) {}  // NOLINT: "cpu", "cuda", "cuda:1"
-  Device(const std::string& spec);                          // NOLINT
+  Device(const std::string& spec);  // NOLINT
 
   static Device cpu() { return {DeviceType::CPU, 0}; }
   static Device cuda(int i = 0) { return {DeviceType::CUDA, i}; }

@@ -50,17 +50,24 @@ template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::UIn
 template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; };
 
 // Calls f(T{}) with T the C++ type of dtype t: the one place a dtype switch lives.
-template <typename F>
-decltype(auto) visit_dtype(DType t, F&& f) {
+template <typename F> decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Float16: return f(Half{});
-    case DType::BFloat16: return f(BFloat16{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::Bool: return f(bool{});
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Float16:
+      return f(Half{});
+    case DType::BFloat16:
+      return f(BFloat16{});
+    case DType::Int32:
+      return f(int32_t{});
+    case DType::Int64:
+      return f(int64_t{});
+    case DType::UInt8:
+      return f(uint8_t{});
+    case DType::Bool:
+      return f(bool{});
   }
   return f(float{});
 }

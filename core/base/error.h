@@ -14,31 +14,25 @@ class Error : public std::runtime_error {
 };
 
 namespace detail {
-template <typename T>
-void append(std::ostringstream& os, const T& v) { os << v; }
-template <typename T>
-void append(std::ostringstream& os, const std::vector<T>& v) {
+template <typename T> void append(std::ostringstream& os, const T& v) { os << v; }
+template <typename T> void append(std::ostringstream& os, const std::vector<T>& v) {
   os << '[';
   for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
   os << ']';
 }
-template <typename... Args>
-std::string concat(const Args&... args) {
+template <typename... Args> std::string concat(const Args&... args) {
   std::ostringstream os;
   (append(os, args), ...);
   return os.str();
 }
 }  // namespace detail
 
-template <typename... Args>
-[[noreturn]] void fail(const Args&... args) {
-  throw Error(detail::concat(args...));
-}
+template <typename... Args> [[noreturn]] void fail(const Args&... args) { throw Error(detail::concat(args...)); }
 
 }  // namespace anvil
 
 // ANVIL_CHECK(cond, "op: ", "expected ... got ", shape) throws anvil::Error.
-#define ANVIL_CHECK(cond, ...)                 \
-  do {                                         \
-    if (!(cond)) ::anvil::fail(__VA_ARGS__);   \
+#define ANVIL_CHECK(cond, ...) \
+  do { \
+    if (!(cond)) ::anvil::fail(__VA_ARGS__); \
   } while (0)

@@ -19,19 +19,15 @@
 
 namespace anvil {
 
-template <typename F>
-ANVIL_HD int64_t float_to_int64(F v) {
+template <typename F> ANVIL_HD int64_t float_to_int64(F v) {
   static_assert(std::is_floating_point_v<F>, "float_to_int64 takes float or double");
-  if (v != v) return 0;                                  // NaN
-  if (v >= F(9223372036854775808.0)) return INT64_MAX;   // 2^63 and up, +inf
-  if (v < F(-9223372036854775808.0)) return INT64_MIN;   // below -2^63, -inf
+  if (v != v) return 0;  // NaN
+  if (v >= F(9223372036854775808.0)) return INT64_MAX;  // 2^63 and up, +inf
+  if (v < F(-9223372036854775808.0)) return INT64_MIN;  // below -2^63, -inf
   return static_cast<int64_t>(v);
 }
 
 // float_to_int64, then narrowed (wrapping) to the integer type To.
-template <typename To, typename F>
-ANVIL_HD To float_to_int(F v) {
-  return static_cast<To>(float_to_int64(v));
-}
+template <typename To, typename F> ANVIL_HD To float_to_int(F v) { return static_cast<To>(float_to_int64(v)); }
 
 }  // namespace anvil

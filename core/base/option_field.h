@@ -27,8 +27,7 @@ namespace anvil {
 
 namespace detail {
 
-template <class Owner, class Offset>
-Owner& owner_of(void* field) {
+template <class Owner, class Offset> Owner& owner_of(void* field) {
   static_assert(std::is_standard_layout_v<Owner>,
                 "ANVIL_OPTION: the options struct must be standard-layout (its fields found by offset)");
   return *reinterpret_cast<Owner*>(static_cast<char*>(field) - Offset::value());
@@ -38,16 +37,14 @@ Owner& owner_of(void* field) {
 
 // A field of class type T (Size2, std::optional, Shape): is a T, so its
 // members and T's operators work on it directly.
-template <class T, class Owner, class Offset, bool = std::is_class_v<T>>
-struct OptionField : T {
+template <class T, class Owner, class Offset, bool = std::is_class_v<T>> struct OptionField : T {
   using T::T;
   OptionField() = default;
-  OptionField(const T& v) : T(v) {}       // NOLINT: implicit, as the plain field was
+  OptionField(const T& v) : T(v) {}  // NOLINT: implicit, as the plain field was
   OptionField(T&& v) : T(std::move(v)) {}  // NOLINT
   // A template, so that `field = 3` prefers T's assignment over building a field first.
   template <class U>
-    requires std::assignable_from<T&, U&&>
-  OptionField& operator=(U&& v) {
+  requires std::assignable_from<T&, U&&> OptionField& operator=(U&& v) {
     static_cast<T&>(*this) = std::forward<U>(v);
     return *this;
   }
@@ -59,14 +56,13 @@ struct OptionField : T {
 };
 
 // A field of scalar type T (int64_t, double, bool): converts to its value.
-template <class T, class Owner, class Offset>
-struct OptionField<T, Owner, Offset, false> {
+template <class T, class Owner, class Offset> struct OptionField<T, Owner, Offset, false> {
   T value{};
   OptionField() = default;
   // From anything that converts to T, another struct's field of the same kind included.
   template <class U>
-    requires std::convertible_to<U, T>
-  OptionField(U&& v) : value(static_cast<T>(std::forward<U>(v))) {}  // NOLINT: implicit, as the plain field was
+  requires std::convertible_to<U, T> OptionField(U&& v)
+      : value(static_cast<T>(std::forward<U>(v))) {}  // NOLINT: implicit, as the plain field was
   operator T() const { return value; }  // NOLINT
   OptionField& operator=(T v) {
     value = v;
@@ -83,8 +79,8 @@ struct OptionField<T, Owner, Offset, false> {
 
 // Declares field `name` of type T in options struct Owner; follow it with
 // `= default_value;`. (T must not contain a comma: use an alias.)
-#define ANVIL_OPTION(Owner, T, name)                                          \
-  struct name##_offset {                                                      \
-    static constexpr std::size_t value() { return offsetof(Owner, name); }    \
-  };                                                                          \
+#define ANVIL_OPTION(Owner, T, name) \
+  struct name##_offset { \
+    static constexpr std::size_t value() { return offsetof(Owner, name); } \
+  }; \
   ::anvil::OptionField<T, Owner, name##_offset> name

@@ -12,7 +12,9 @@
 
 namespace anvil::philox {
 
-struct Uint4 { uint32_t x, y, z, w; };
+struct Uint4 {
+  uint32_t x, y, z, w;
+};
 
 ANVIL_HD uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t* hi) {
   uint64_t p = static_cast<uint64_t>(a) * b;

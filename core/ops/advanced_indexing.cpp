@@ -37,8 +37,8 @@ namespace anvil {
 
 namespace indexing {
 TensorIndex::TensorIndex(const char* s) : kind_(Kind::Ellipsis) {
-  ANVIL_CHECK(s != nullptr && std::string_view(s) == "...", "index: the only string index is \"...\" (Ellipsis), got \"",
-              s ? s : "(null)", "\"");
+  ANVIL_CHECK(s != nullptr && std::string_view(s) == "...",
+              "index: the only string index is \"...\" (Ellipsis), got \"", s ? s : "(null)", "\"");
 }
 }  // namespace indexing
 
@@ -49,12 +49,12 @@ using Kind = TensorIndex::Kind;
 using Grads = std::vector<Tensor>;
 
 struct Advanced {
-  int64_t dim;   // in the view
+  int64_t dim;  // in the view
   Tensor index;  // int64, as given (not yet broadcast)
 };
 
 struct Parsed {
-  Tensor view;                // x after the basic indices
+  Tensor view;  // x after the basic indices
   std::vector<Advanced> adv;  // in increasing dim order
 };
 
@@ -63,9 +63,12 @@ bool is_mask(const Tensor& t) { return t.dtype() == kBool || t.dtype() == kUInt8
 int64_t dims_consumed(const TensorIndex& i) {
   switch (i.kind()) {
     case Kind::Integer:
-    case Kind::Slice: return 1;
-    case Kind::Tensor: return i.tensor().defined() && is_mask(i.tensor()) ? i.tensor().dim() : 1;
-    default: return 0;
+    case Kind::Slice:
+      return 1;
+    case Kind::Tensor:
+      return i.tensor().defined() && is_mask(i.tensor()) ? i.tensor().dim() : 1;
+    default:
+      return 0;
   }
 }
 
@@ -91,8 +94,12 @@ Parsed parse(const char* op, const Tensor& x, const std::vector<TensorIndex>& in
   int64_t d = 0;
   for (const TensorIndex& i : indices) {
     switch (i.kind()) {
-      case Kind::None: v = v.unsqueeze(d++); break;
-      case Kind::Ellipsis: d += x.dim() - consumed; break;
+      case Kind::None:
+        v = v.unsqueeze(d++);
+        break;
+      case Kind::Ellipsis:
+        d += x.dim() - consumed;
+        break;
       case Kind::Integer: {
         const int64_t n = v.shape()[d], k = i.integer();
         ANVIL_CHECK(k >= -n && k < n, op, ": index ", k, " is out of range for dim ", d, " of size ", n, " (input ",
@@ -298,16 +305,18 @@ Tensor put_into(const char* op, const Tensor& target, const std::vector<TensorIn
   if (values.storage() == target.storage()) values = values.clone();  // read while target is written
   if (p.adv.empty() && !want_positions) {
     Tensor view = p.view;
-    ANVIL_CHECK(broadcasts_to(values.shape(), view.shape()), op, ": values of shape ", values.shape(), " cannot be broadcast to the indexed shape ",
-                view.shape());
-    if (accumulate) add_(view, values);
-    else view.copy_(values);
+    ANVIL_CHECK(broadcasts_to(values.shape(), view.shape()), op, ": values of shape ", values.shape(),
+                " cannot be broadcast to the indexed shape ", view.shape());
+    if (accumulate)
+      add_(view, values);
+    else
+      view.copy_(values);
     return {};
   }
   Tensor pos = positions(op, target, p);
   const Shape shape = pos.shape();
-  ANVIL_CHECK(broadcasts_to(values.shape(), shape), op, ": values of shape ", values.shape(), " cannot be broadcast to the indexed shape ",
-              pos.shape());
+  ANVIL_CHECK(broadcasts_to(values.shape(), shape), op, ": values of shape ", values.shape(),
+              " cannot be broadcast to the indexed shape ", pos.shape());
   if (pos.numel() == 0) return pos;
   const Tensor flat_pos = pos.reshape({-1});
   const Tensor flat_values = values.expand(shape).contiguous().reshape({-1});
@@ -346,16 +355,19 @@ Tensor index_put(const Tensor& self, const std::vector<TensorIndex>& indices, co
   const Tensor indexed = put_into(op, out, indices, values.detach(), accumulate, true);
   const Shape indexed_shape = indexed.shape();
   const Tensor pos = indexed.reshape({-1});
-  autograd::record(op, {self, values}, out, [pos, indexed_shape, accumulate, values_shape = values.shape(),
-                                             need_values = values.requires_grad()](const Tensor& g) {
-    const Tensor flat = g.reshape({-1});
-    Tensor g_self = accumulate || pos.numel() == 0 ? g : scatter(flat, 0, pos, Scalar(0)).reshape(g.shape());
-    Tensor g_values;
-    if (need_values)
-      g_values = sum_to(pos.numel() == 0 ? zeros(indexed_shape, g.options()) : index_select(flat, 0, pos).reshape(indexed_shape),
-                        values_shape);
-    return Grads{g_self, g_values};
-  });
+  autograd::record(op, {self, values}, out,
+                   [pos, indexed_shape, accumulate, values_shape = values.shape(),
+                    need_values = values.requires_grad()](const Tensor& g) {
+                     const Tensor flat = g.reshape({-1});
+                     Tensor g_self =
+                         accumulate || pos.numel() == 0 ? g : scatter(flat, 0, pos, Scalar(0)).reshape(g.shape());
+                     Tensor g_values;
+                     if (need_values)
+                       g_values = sum_to(pos.numel() == 0 ? zeros(indexed_shape, g.options())
+                                                          : index_select(flat, 0, pos).reshape(indexed_shape),
+                                         values_shape);
+                     return Grads{g_self, g_values};
+                   });
   return out;
 }
 

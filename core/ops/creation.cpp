@@ -48,7 +48,9 @@ Tensor linspace(double start, double end, int64_t steps, const TensorOptions& op
   Tensor i = arange(steps, f64);
   Tensor up = i * step + start;
   Tensor down = (i - static_cast<double>(steps - 1)) * step + end;
-  return where(lt(i, static_cast<double>(steps / 2)), up, down).to(options.dtype_).requires_grad_(options.requires_grad_);
+  return where(lt(i, static_cast<double>(steps / 2)), up, down)
+      .to(options.dtype_)
+      .requires_grad_(options.requires_grad_);
 }
 
 Tensor logspace(double start, double end, int64_t steps, double base, const TensorOptions& options) {

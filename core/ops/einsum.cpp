@@ -106,8 +106,10 @@ Operand sum_labels(const Operand& op, const std::vector<bool>& drop) {
   Shape dims;
   Labels kept;
   for (size_t d = 0; d < op.labels.size(); ++d) {
-    if (drop[d]) dims.push_back(static_cast<int64_t>(d));
-    else kept.push_back(op.labels[d]);
+    if (drop[d])
+      dims.push_back(static_cast<int64_t>(d));
+    else
+      kept.push_back(op.labels[d]);
   }
   if (dims.empty()) return op;
   return {sum(op.t, dims), kept};
@@ -286,7 +288,8 @@ Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
           }
     }
     std::vector<bool> drop(op.labels.size());
-    for (size_t d = 0; d < op.labels.size(); ++d) drop[d] = operand_count[op.labels[d]] == 1 && !in_output[op.labels[d]];
+    for (size_t d = 0; d < op.labels.size(); ++d)
+      drop[d] = operand_count[op.labels[d]] == 1 && !in_output[op.labels[d]];
     op = sum_labels(op, drop);
   }
 

@@ -23,8 +23,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    ANVIL_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b,
-                " cannot be broadcast together (size ", da, " vs ", db, " at dim ", i, ")");
+    ANVIL_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b, " cannot be broadcast together (size ",
+                da, " vs ", db, " at dim ", i, ")");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -45,16 +45,15 @@ namespace {
 // The bitwise rows' bits mean nothing on a float: refuse one by name
 // instead of converting it (as the Floating rows convert integers).
 // `name` overrides the row's name (the in-place forms: "bitwise_and_").
-void check_integral_domain(const ops::OpInfo& info, const Tensor& a, const Tensor& b = {},
-                           const char* name = nullptr) {
+void check_integral_domain(const ops::OpInfo& info, const Tensor& a, const Tensor& b = {}, const char* name = nullptr) {
   if (info.domain != ops::Domain::Integral) return;
   if (name == nullptr) name = info.name;
   if (!b.defined()) {
     ANVIL_CHECK(!is_floating(a.dtype()), name, ": expected an integer or bool tensor, got ", detail::describe(a));
     return;
   }
-  ANVIL_CHECK(!is_floating(a.dtype()) && !is_floating(b.dtype()), name,
-              ": expected integer or bool tensors, got ", detail::describe(a), " and ", detail::describe(b));
+  ANVIL_CHECK(!is_floating(a.dtype()) && !is_floating(b.dtype()), name, ": expected integer or bool tensors, got ",
+              detail::describe(a), " and ", detail::describe(b));
 }
 
 // Runs a unary kernel; integer inputs of float-only ops compute in float32.
@@ -113,8 +112,10 @@ Tensor unary_with_grad(const char* name, UnaryOp op, const Tensor& x, F grad_fn,
   detail::check_defined(name, x, "input");
   Tensor out = unary_kernel(op, x, p);
   if (autograd::needs_grad({x}))
-    autograd::record(name, {x}, out, [sx = SavedTensor(x, name), sy = SavedTensor::output(out, name), grad_fn](
-                                        const Tensor& g) { return Grads{grad_fn(g, sx, sy)}; });
+    autograd::record(name, {x}, out,
+                     [sx = SavedTensor(x, name), sy = SavedTensor::output(out, name), grad_fn](const Tensor& g) {
+                       return Grads{grad_fn(g, sx, sy)};
+                     });
   return out;
 }
 
@@ -127,11 +128,10 @@ namespace {
 // gradient g, the saved input x and the saved output y (read only what the
 // formula needs: relu_ overwrites its input). One specialization per Plain
 // row with a floating result; a row without one fails to link.
-template <UnaryOp op>
-Tensor unary_gradient(const Tensor& g, const SavedTensor& x, const SavedTensor& y);
+template <UnaryOp op> Tensor unary_gradient(const Tensor& g, const SavedTensor& x, const SavedTensor& y);
 
 #define ANVIL_UNARY_GRADIENT(Enum) \
-  template <>                      \
+  template <> \
   Tensor unary_gradient<UnaryOp::Enum>(const Tensor& g, [[maybe_unused]] const SavedTensor& sx, \
                                        [[maybe_unused]] const SavedTensor& sy)
 
@@ -217,8 +217,7 @@ ANVIL_UNARY_GRADIENT(Hardswish) {
 #undef ANVIL_UNARY_GRADIENT
 
 // The entry point of a Plain row: bool results and integer-only rows carry no gradient.
-template <UnaryOp op>
-Tensor unary_entry(const char* name, const Tensor& x) {
+template <UnaryOp op> Tensor unary_entry(const char* name, const Tensor& x) {
   if constexpr (!ops::differentiable(ops::unary_info(op))) {
     detail::check_defined(name, x, "input");
     return unary_kernel(op, x);
@@ -338,8 +337,8 @@ Tensor pow(const Tensor& x, const Tensor& e) {
   if (autograd::needs_grad({x, e})) {
     Shape xs = x.shape(), es = e.shape();
     autograd::record("pow", {x, e}, out,
-                     [sx = SavedTensor(x, "pow"), se = SavedTensor(e, "pow"), sy = SavedTensor::output(out, "pow"),
-                      xs, es, need_x = x.requires_grad(), need_e = e.requires_grad()](const Tensor& g) {
+                     [sx = SavedTensor(x, "pow"), se = SavedTensor(e, "pow"), sy = SavedTensor::output(out, "pow"), xs,
+                      es, need_x = x.requires_grad(), need_e = e.requires_grad()](const Tensor& g) {
                        Tensor xv = sx.get(), ev = se.get();
                        Grads r(2);
                        if (need_x) r[0] = sum_to(g * ev * pow(xv, ev - 1.0), xs);
@@ -387,15 +386,17 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   });
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return binary_with_grad("mul", BinaryOp::Mul, a, b, [](const Tensor& g, auto& sa, auto& sb, bool need_a, bool need_b) {
-    return GradPair{need_a ? g * sb.get() : Tensor(), need_b ? g * sa.get() : Tensor()};
-  });
+  return binary_with_grad("mul", BinaryOp::Mul, a, b,
+                          [](const Tensor& g, auto& sa, auto& sb, bool need_a, bool need_b) {
+                            return GradPair{need_a ? g * sb.get() : Tensor(), need_b ? g * sa.get() : Tensor()};
+                          });
 }
 Tensor div(const Tensor& a, const Tensor& b) {
-  return binary_with_grad("div", BinaryOp::Div, a, b, [](const Tensor& g, auto& sa, auto& sb, bool need_a, bool need_b) {
-    Tensor bv = sb.get();
-    return GradPair{need_a ? g / bv : Tensor(), need_b ? -(g * sa.get() / (bv * bv)) : Tensor()};
-  });
+  return binary_with_grad(
+      "div", BinaryOp::Div, a, b, [](const Tensor& g, auto& sa, auto& sb, bool need_a, bool need_b) {
+        Tensor bv = sb.get();
+        return GradPair{need_a ? g / bv : Tensor(), need_b ? -(g * sa.get() / (bv * bv)) : Tensor()};
+      });
 }
 // Ties split the gradient evenly, as PyTorch does.
 Tensor maximum(const Tensor& a, const Tensor& b) {
@@ -452,7 +453,9 @@ Tensor lt(const Tensor& a, const Scalar& b) { return lt(a, wrap(a, b)); }
 Tensor le(const Tensor& a, const Scalar& b) { return le(a, wrap(a, b)); }
 Tensor gt(const Tensor& a, const Scalar& b) { return gt(a, wrap(a, b)); }
 Tensor ge(const Tensor& a, const Scalar& b) { return ge(a, wrap(a, b)); }
-Tensor logical_and(const Tensor& a, const Tensor& b) { return binary_kernel("logical_and", BinaryOp::LogicalAnd, a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return binary_kernel("logical_and", BinaryOp::LogicalAnd, a, b);
+}
 Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_kernel("logical_or", BinaryOp::LogicalOr, a, b); }
 
 // --- bitwise (integers and bool; no gradient) ---
@@ -482,12 +485,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     detail::backend_of(a).where(out.view_of(), cond.expand(shape).view_of(), a.detach().to(dt).expand(shape).view_of(),
                                 b.detach().to(dt).expand(shape).view_of());
   if (autograd::needs_grad({a, b})) {
-    autograd::record("where", {a, b}, out,
-                     [c = cond.detach(), ashape = a.shape(), bshape = b.shape(), adt = a.dtype(), bdt = b.dtype()](
-                         const Tensor& g) {
-                       Tensor zero = scalar_tensor(0, g.options());
-                       return Grads{sum_to(where(c, g, zero), ashape).to(adt), sum_to(where(c, zero, g), bshape).to(bdt)};
-                     });
+    autograd::record(
+        "where", {a, b}, out,
+        [c = cond.detach(), ashape = a.shape(), bshape = b.shape(), adt = a.dtype(), bdt = b.dtype()](const Tensor& g) {
+          Tensor zero = scalar_tensor(0, g.options());
+          return Grads{sum_to(where(c, g, zero), ashape).to(adt), sum_to(where(c, zero, g), bshape).to(bdt)};
+        });
   }
   return out;
 }
@@ -516,7 +519,8 @@ bool can_cast(DType from, DType to) {
 
 namespace {
 
-Tensor& inplace(const char* name, BinaryOp op, Tensor& self, const Tensor& other, Tensor (*outofplace)(const Tensor&, const Tensor&)) {
+Tensor& inplace(const char* name, BinaryOp op, Tensor& self, const Tensor& other,
+                Tensor (*outofplace)(const Tensor&, const Tensor&)) {
   detail::check_defined(name, self, "self");
   detail::check_defined(name, other, "other");
   detail::check_same_device(name, {self, other});
@@ -529,8 +533,8 @@ Tensor& inplace(const char* name, BinaryOp op, Tensor& self, const Tensor& other
   // As in PyTorch: storing the result may narrow within its kind (float64 into
   // float32) but never drop the fraction or the magnitude (float into int64).
   ANVIL_CHECK(can_cast(compute, self.dtype()), name, ": result type ", compute,
-              " can't be cast to the desired output type ", self.dtype(), " (self ", detail::describe(self),
-              ", other ", detail::describe(other), "); use the out-of-place op, or convert self with .to(", compute, ") first");
+              " can't be cast to the desired output type ", self.dtype(), " (self ", detail::describe(self), ", other ",
+              detail::describe(other), "); use the out-of-place op, or convert self with .to(", compute, ") first");
   if (autograd::needs_grad({self, other})) {
     autograd::rebase_history(name, self, outofplace(self, other));
     return self;

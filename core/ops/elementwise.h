@@ -164,9 +164,9 @@ inline Tensor& operator/=(Tensor& a, const Scalar& b) { return div_(a, b); }
 
 // Comparisons give bool tensors, as libtorch's: x > 0, 0 < x, x == y. A
 // scalar on the left is the mirrored comparison (0 < x is x > 0).
-#define ANVIL_COMPARISON_OPERATOR(op, function, mirrored)                                    \
-  inline Tensor operator op(const Tensor& a, const Tensor& b) { return function(a, b); }    \
-  inline Tensor operator op(const Tensor& a, const Scalar& b) { return function(a, b); }    \
+#define ANVIL_COMPARISON_OPERATOR(op, function, mirrored) \
+  inline Tensor operator op(const Tensor& a, const Tensor& b) { return function(a, b); } \
+  inline Tensor operator op(const Tensor& a, const Scalar& b) { return function(a, b); } \
   inline Tensor operator op(const Scalar& a, const Tensor& b) { return mirrored(b, a); }
 ANVIL_COMPARISON_OPERATOR(==, eq, eq)
 ANVIL_COMPARISON_OPERATOR(!=, ne, ne)
@@ -178,9 +178,9 @@ ANVIL_COMPARISON_OPERATOR(>=, ge, le)
 
 // Bitwise operators on integer and bool tensors (& | ^ of bools are the
 // logical ops); ! is logical_not, with a bool result for any dtype.
-#define ANVIL_BITWISE_OPERATOR(op, function)                                                  \
-  inline Tensor operator op(const Tensor& a, const Tensor& b) { return function(a, b); }    \
-  inline Tensor operator op(const Tensor& a, const Scalar& b) { return function(a, b); }    \
+#define ANVIL_BITWISE_OPERATOR(op, function) \
+  inline Tensor operator op(const Tensor& a, const Tensor& b) { return function(a, b); } \
+  inline Tensor operator op(const Tensor& a, const Scalar& b) { return function(a, b); } \
   inline Tensor operator op(const Scalar& a, const Tensor& b) { return function(b, a); }
 ANVIL_BITWISE_OPERATOR(&, bitwise_and)
 ANVIL_BITWISE_OPERATOR(|, bitwise_or)

@@ -94,8 +94,8 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index_in, const 
   Tensor flat = index.reshape({index.numel()});
   Shape expected = self.shape();
   expected[d] = flat.numel();
-  ANVIL_CHECK(src.shape() == expected, op, ": expected src of shape ", expected, " (self ", self.shape(),
-              " with dim ", d, " the index length ", flat.numel(), "), got ", src.shape());
+  ANVIL_CHECK(src.shape() == expected, op, ": expected src of shape ", expected, " (self ", self.shape(), " with dim ",
+              d, " the index length ", flat.numel(), "), got ", src.shape());
   check_range(op, flat, self.shape()[d], d, self);
   Tensor out = self.detach().clone();
   if (src.numel() > 0) detail::backend_of(out).index_add(out.view_of(), d, flat.view_of(), src.view_of());
@@ -146,8 +146,8 @@ int64_t scatter_into(const char* op, const Tensor& out, int64_t dim, const Tenso
   ANVIL_CHECK(src.dtype() == out.dtype(), op, ": expected self and src of the same dtype, got self ",
               detail::describe(out), " and src ", detail::describe(src));
   ANVIL_CHECK(index.dim() == out.dim() && src.dim() == out.dim(), op,
-              ": self, index and src must have the same number of dims, got self ", detail::describe(out),
-              ", index ", detail::describe(index), " and src ", detail::describe(src));
+              ": self, index and src must have the same number of dims, got self ", detail::describe(out), ", index ",
+              detail::describe(index), " and src ", detail::describe(src));
   if (out.dim() == 0) {
     wrap_dim(dim, 0, op);
     scatter_into(op, out.reshape({1}), 0, index.reshape({1}), src.reshape({1}), reduce);
@@ -155,8 +155,8 @@ int64_t scatter_into(const char* op, const Tensor& out, int64_t dim, const Tenso
   }
   const int64_t d = wrap_dim(dim, out.dim(), op);
   for (int64_t k = 0; k < out.dim(); ++k) {
-    ANVIL_CHECK(index.shape()[k] <= src.shape()[k], op, ": index ", detail::describe(index),
-                " is larger than src ", detail::describe(src), " in dim ", k);
+    ANVIL_CHECK(index.shape()[k] <= src.shape()[k], op, ": index ", detail::describe(index), " is larger than src ",
+                detail::describe(src), " in dim ", k);
     ANVIL_CHECK(k == d || index.shape()[k] <= out.shape()[k], op, ": index ", detail::describe(index),
                 " is larger than self ", detail::describe(out), " in dim ", k, " (only dim ", d, " may be larger)");
   }
@@ -175,16 +175,17 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
   Tensor index = as_index(op, index_in, self);
   const bool grad = autograd::needs_grad({self, src});
   ANVIL_CHECK(!(grad && reduce == ScatterReduce::Multiply), op,
-              ": the gradient of reduce=\"multiply\" is not implemented (as in PyTorch); input ", detail::describe(self));
+              ": the gradient of reduce=\"multiply\" is not implemented (as in PyTorch); input ",
+              detail::describe(self));
   Tensor out = self.detach().clone();
   const int64_t d = scatter_into(op, out, dim, index, src, reduce);
   if (grad)
-    autograd::record(op, {self, src}, out, [index, d, reduce, src_shape = src.shape(),
-                                            need_src = src.requires_grad()](const Tensor& g) {
-      // Overwritten positions pass no gradient to self; src gets what its entries were sent to.
-      Tensor g_self = reduce == ScatterReduce::Add ? g : scatter(g, d, index, Scalar(0));
-      return Grads{g_self, need_src ? pad_to(gather(g, d, index), src_shape) : Tensor()};
-    });
+    autograd::record(op, {self, src}, out,
+                     [index, d, reduce, src_shape = src.shape(), need_src = src.requires_grad()](const Tensor& g) {
+                       // Overwritten positions pass no gradient to self; src gets what its entries were sent to.
+                       Tensor g_self = reduce == ScatterReduce::Add ? g : scatter(g, d, index, Scalar(0));
+                       return Grads{g_self, need_src ? pad_to(gather(g, d, index), src_shape) : Tensor()};
+                     });
   return out;
 }
 

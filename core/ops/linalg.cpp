@@ -28,7 +28,10 @@ std::optional<View> as_batched_view(const Tensor& t) {
   bool have_stride = false;
   for (int64_t d = batch_dims - 1; d >= 0; --d) {
     const int64_t size = v.shape[d];
-    if (size == 0) { count = 0; break; }
+    if (size == 0) {
+      count = 0;
+      break;
+    }
     if (size == 1) continue;
     if (!have_stride) {
       stride = v.strides[d];
@@ -61,17 +64,16 @@ Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
   detail::check_same_device(op, {a, b});
   ANVIL_CHECK(a.dim() >= 1 && b.dim() >= 1, op, ": both operands need at least 1 dim, got ", detail::describe(a),
               " and ", detail::describe(b));
-  ANVIL_CHECK(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, got ", a.dtype(),
-              " and ", b.dtype(), " (", detail::describe(a), " and ", detail::describe(b),
-              "); cast one with .to()");
+  ANVIL_CHECK(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, got ", a.dtype(), " and ",
+              b.dtype(), " (", detail::describe(a), " and ", detail::describe(b), "); cast one with .to()");
   ANVIL_CHECK(is_floating(a.dtype()), op, ": expected floating operands, got ", detail::describe(a), " and ",
               detail::describe(b));
   // 1-D operands become matrices: a row vector on the left, a column on the right.
   Tensor a2 = a.dim() == 1 ? a.detach().unsqueeze(0) : a.detach();
   Tensor b2 = b.dim() == 1 ? b.detach().unsqueeze(1) : b.detach();
   const int64_t m = a2.size(-2), k = a2.size(-1), kb = b2.size(-2), n = b2.size(-1);
-  ANVIL_CHECK(k == kb, op, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (inner dims ", k,
-              " and ", kb, " differ)");
+  ANVIL_CHECK(k == kb, op, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (inner dims ", k, " and ",
+              kb, " differ)");
   Shape batch = broadcast_shapes(Shape(a2.shape().begin(), a2.shape().end() - 2),
                                  Shape(b2.shape().begin(), b2.shape().end() - 2), op);
   Tensor ae = a2.expand(concat(batch, {m, k})), be = b2.expand(concat(batch, {k, n}));
@@ -88,8 +90,8 @@ Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
   if (autograd::needs_grad({a, b}))
     autograd::record(op, {a, b}, result,
                      [sa = SavedTensor(a, op), sb = SavedTensor(b, op), a_vec = a.dim() == 1, b_vec = b.dim() == 1,
-                      a_shape = a.shape(), b_shape = b.shape(), a2_shape = a2.shape(), b2_shape = b2.shape(),
-                      out_full, need_a = a.requires_grad(), need_b = b.requires_grad()](const Tensor& g) {
+                      a_shape = a.shape(), b_shape = b.shape(), a2_shape = a2.shape(), b2_shape = b2.shape(), out_full,
+                      need_a = a.requires_grad(), need_b = b.requires_grad()](const Tensor& g) {
                        Tensor av = sa.get(), bv = sb.get();
                        if (a_vec) av = av.unsqueeze(0);
                        if (b_vec) bv = bv.unsqueeze(1);
@@ -115,16 +117,16 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 Tensor bmm(const Tensor& a, const Tensor& b) {
   detail::check_dim("bmm", a, 3, "first operand");
   detail::check_dim("bmm", b, 3, "second operand");
-  ANVIL_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ: ", detail::describe(a), " and ",
-              detail::describe(b), " (bmm does not broadcast; use matmul)");
+  ANVIL_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ: ", detail::describe(a), " and ", detail::describe(b),
+              " (bmm does not broadcast; use matmul)");
   return matmul_impl("bmm", a, b);
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
   detail::check_dim("dot", a, 1, "first operand");
   detail::check_dim("dot", b, 1, "second operand");
-  ANVIL_CHECK(a.size(0) == b.size(0), "dot: expected 1-D tensors of the same size, got ", detail::describe(a),
-              " and ", detail::describe(b));
+  ANVIL_CHECK(a.size(0) == b.size(0), "dot: expected 1-D tensors of the same size, got ", detail::describe(a), " and ",
+              detail::describe(b));
   return matmul_impl("dot", a, b);
 }
 

@@ -11,7 +11,7 @@ namespace anvil {
 // PyTorch's matmul: 1-D x 1-D dot, 2-D x 2-D, and batched with broadcast
 // batch dims; 1-D operands are promoted and the added dim removed.
 Tensor matmul(const Tensor& a, const Tensor& b);
-Tensor mm(const Tensor& a, const Tensor& b);   // 2-D only
+Tensor mm(const Tensor& a, const Tensor& b);  // 2-D only
 Tensor bmm(const Tensor& a, const Tensor& b);  // 3-D only, equal batch
 Tensor dot(const Tensor& a, const Tensor& b);  // 1-D only
 
@@ -53,8 +53,7 @@ Tensor vector_norm(const Tensor& x, double ord = 2, const Shape& dim = {}, bool 
 // smallest singular value), "fro" (Frobenius), "nuc" (sum of the singular
 // values). The singular-value norms need float32 or float64.
 Tensor matrix_norm(const Tensor& x, double ord, const Shape& dim = {-2, -1}, bool keepdim = false);
-Tensor matrix_norm(const Tensor& x, std::string_view ord = "fro", const Shape& dim = {-2, -1},
-                   bool keepdim = false);
+Tensor matrix_norm(const Tensor& x, std::string_view ord = "fro", const Shape& dim = {-2, -1}, bool keepdim = false);
 // torch.linalg.norm: with `dim` of one dim a vector norm, of two a matrix
 // norm; with no dim, a vector norm of x's 1-D or a matrix norm of its 2-D
 // form (ord needs 1 or 2 dims then), and without ord the 2-norm of all of x.

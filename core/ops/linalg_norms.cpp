@@ -71,12 +71,12 @@ Tensor matrix_norm(const Tensor& x, double ord, const Shape& dim, bool keepdim) 
   check_norm_input(op, x);
   auto [row, col] = matrix_dims(op, x, dim);
   if (std::fabs(ord) == 1.0) return extreme_of_abs_sums(x, row, col, ord > 0, keepdim);  // column sums
-  if (std::isinf(ord)) return extreme_of_abs_sums(x, col, row, ord > 0, keepdim);          // row sums
+  if (std::isinf(ord)) return extreme_of_abs_sums(x, col, row, ord > 0, keepdim);  // row sums
   ANVIL_CHECK(std::fabs(ord) == 2.0, op, ": order ", ord,
               " is not supported; expected one of 1, -1, 2, -2, inf, -inf, \"fro\", \"nuc\"");
-  ANVIL_CHECK(x.size(row) > 0 && x.size(col) > 0, op, ": ord ", ord, " (the ",
-              ord > 0 ? "largest" : "smallest", " singular value) needs non-empty matrices, got ",
-              detail::describe(x), " with dim (", row, ", ", col, ")");
+  ANVIL_CHECK(x.size(row) > 0 && x.size(col) > 0, op, ": ord ", ord, " (the ", ord > 0 ? "largest" : "smallest",
+              " singular value) needs non-empty matrices, got ", detail::describe(x), " with dim (", row, ", ", col,
+              ")");
   const Tensor s = singular_values(op, x, row, col);
   return keep_matrix_dims(ord > 0 ? amax(s, Shape{-1}) : amin(s, Shape{-1}), row, col, keepdim);
 }

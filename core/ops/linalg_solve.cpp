@@ -28,8 +28,8 @@ namespace {
 void check_square(const char* op, const Tensor& A) {
   detail::check_defined(op, A, "A");
   ANVIL_CHECK(A.dim() >= 2, op, ": A must have at least 2 dimensions, got ", detail::describe(A));
-  ANVIL_CHECK(A.size(-1) == A.size(-2), op, ": A must be batches of square matrices, but they are ", A.size(-2),
-              " by ", A.size(-1), " matrices (", detail::describe(A), ")");
+  ANVIL_CHECK(A.size(-1) == A.size(-2), op, ": A must be batches of square matrices, but they are ", A.size(-2), " by ",
+              A.size(-1), " matrices (", detail::describe(A), ")");
   ANVIL_CHECK(A.dtype() == kFloat32 || A.dtype() == kFloat64, op, ": expected A of dtype float32 or float64, got ",
               detail::describe(A));
 }
@@ -37,8 +37,8 @@ void check_square(const char* op, const Tensor& A) {
 // The LU factors of A broadcast to `batch`, kept for lu_solve and det.
 struct LuFactors {
   Tensor storage;  // row-major [*batch, n, n] holding the factors column-major
-  Tensor pivots;   // int32 [B, n]
-  Tensor info;     // int32 [B]
+  Tensor pivots;  // int32 [B, n]
+  Tensor info;  // int32 [B]
   int64_t count = 0, n = 0;
   View view() const { return lapack_view(storage, count, n, n); }
 };
@@ -63,8 +63,8 @@ void check_invertible(const char* op, const LuFactors& f, const Shape& batch) {
     if (info[i] == 0) continue;
     const std::string element = batch.empty() ? std::string() : "(Batch element " + std::to_string(i) + "): ";
     fail(op, ": ", element, "The solver failed because the input matrix is singular: U[", info[i] - 1, "][",
-         info[i] - 1, "] of its LU factorization is exactly zero (batch dims ", batch, ", matrices ", f.n, "x",
-         f.n, ")");
+         info[i] - 1, "] of its LU factorization is exactly zero (batch dims ", batch, ", matrices ", f.n, "x", f.n,
+         ")");
   }
 }
 

@@ -136,8 +136,8 @@ std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& A, bool full_matrices, std:
   check_svd_input(op, A);
   check_driver(op, driver);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
-  ANVIL_CHECK(!full_matrices || m == n, op, ": full_matrices=true for ", m, "x", n, " matrices (",
-              detail::describe(A), ") is not supported: anvil computes the reduced SVD, U [*, m, k] and Vh [*, k, n] ",
+  ANVIL_CHECK(!full_matrices || m == n, op, ": full_matrices=true for ", m, "x", n, " matrices (", detail::describe(A),
+              ") is not supported: anvil computes the reduced SVD, U [*, m, k] and Vh [*, k, n] ",
               "with k = min(m, n); pass full_matrices=false");
   SvdParts p = factorize(op, A, true);
   if (!autograd::needs_grad({A})) return {p.U, p.S, p.Vh};

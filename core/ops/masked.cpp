@@ -57,8 +57,8 @@ Tensor masked_scatter(const Tensor& self, const Tensor& mask, const Tensor& sour
   const Shape shape = broadcast_shapes(self.shape(), mask.shape(), op);
   Tensor positions = true_positions(mask, shape);
   const int64_t n = positions.numel();
-  ANVIL_CHECK(source.numel() >= n, op, ": mask ", detail::describe(mask), " selects ", n,
-              " elements but source ", detail::describe(source), " has only ", source.numel());
+  ANVIL_CHECK(source.numel() >= n, op, ": mask ", detail::describe(mask), " selects ", n, " elements but source ",
+              detail::describe(source), " has only ", source.numel());
   Tensor taken = source.reshape({-1}).narrow(0, 0, n);
   return scatter(self.expand(shape).reshape({-1}), 0, positions, taken).reshape(shape);
 }
@@ -67,8 +67,8 @@ Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int6
   const char* op = "take_along_dim";
   detail::check_defined(op, x, "input");
   detail::check_defined(op, indices, "indices");
-  ANVIL_CHECK(indices.dtype() == kInt64 || indices.dtype() == kInt32, op,
-              ": expected int64 (or int32) indices, got ", detail::describe(indices));
+  ANVIL_CHECK(indices.dtype() == kInt64 || indices.dtype() == kInt32, op, ": expected int64 (or int32) indices, got ",
+              detail::describe(indices));
   if (!dim) return gather(x.reshape({-1}), 0, indices.reshape({-1}));
   ANVIL_CHECK(x.dim() == indices.dim(), op, ": input and indices must have the same number of dims, got input ",
               detail::describe(x), " and indices ", detail::describe(indices));

@@ -36,8 +36,8 @@ inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
 inline constexpr InterpolateMode kLinear = InterpolateMode::Linear;
 inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
 struct InterpolateOptions {
-  std::vector<int64_t> size = {};           // one per spatial dim (or one for all)
-  std::vector<double> scale_factor = {};    // one per spatial dim (or one for all); exactly one of the two
+  std::vector<int64_t> size = {};  // one per spatial dim (or one for all)
+  std::vector<double> scale_factor = {};  // one per spatial dim (or one for all); exactly one of the two
   InterpolateMode mode = InterpolateMode::Nearest;
   std::optional<bool> align_corners = std::nullopt;  // (bi)linear only; default false
 };
@@ -48,7 +48,9 @@ Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor);
 Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor);
 
 // --- convolution ---
-struct Conv1dOptions { int64_t stride = 1, padding = 0, dilation = 1, groups = 1; };
+struct Conv1dOptions {
+  int64_t stride = 1, padding = 0, dilation = 1, groups = 1;
+};
 // x [N, Cin, L] or [Cin, L], weight [Cout, Cin/groups, k]: conv2d with H = 1.
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Conv1dOptions& o = {});
 struct ConvTranspose2dOptions {
@@ -73,8 +75,8 @@ struct Pool1dOptions {
 Tensor max_pool1d(const Tensor& x, const Pool1dOptions& o);
 Tensor avg_pool1d(const Tensor& x, const Pool1dOptions& o);
 // PyTorch's windows (cell i covers [floor(i*L/out), ceil((i+1)*L/out))), any sizes.
-Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size);                       // [N, C, L] or [C, L]
-Tensor adaptive_max_pool2d(const Tensor& x, std::array<int64_t, 2> output_size);        // [N, C, H, W] or [C, H, W]
+Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size);  // [N, C, L] or [C, L]
+Tensor adaptive_max_pool2d(const Tensor& x, std::array<int64_t, 2> output_size);  // [N, C, H, W] or [C, H, W]
 Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
 
 // --- normalisation ---
@@ -85,7 +87,11 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {}
 // the dtype's machine epsilon, as PyTorch's.
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
                 std::optional<double> eps = std::nullopt);
-struct InstanceNormOptions { bool use_input_stats = true; double momentum = 0.1; double eps = 1e-5; };
+struct InstanceNormOptions {
+  bool use_input_stats = true;
+  double momentum = 0.1;
+  double eps = 1e-5;
+};
 // x [N, C, *]: each (sample, channel) normalised over *. Running stats (if
 // given) are updated with the batch average when use_input_stats, and used
 // instead of the input's statistics when not.
@@ -120,12 +126,10 @@ Tensor kl_div(const Tensor& input, const Tensor& target, KLDivReduction reductio
               bool log_target = false);
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
                       double beta = 1.0);
-Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
-                  double delta = 1.0);
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean, double delta = 1.0);
 // sum(x1 * x2, dim) / (max(|x1|, eps) * max(|x2|, eps)), x1 and x2 broadcast.
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
 // ||x1 - x2 + eps||_p over the last dim, x1 and x2 broadcast.
-Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2.0, double eps = 1e-6,
-                         bool keepdim = false);
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2.0, double eps = 1e-6, bool keepdim = false);
 
 }  // namespace anvil

@@ -33,13 +33,17 @@ struct Pool2dOptions {
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o);
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o);
 
-struct BatchNormOptions { bool training = true; double momentum = 0.1; double eps = 1e-5; };
+struct BatchNormOptions {
+  bool training = true;
+  double momentum = 0.1;
+  double eps = 1e-5;
+};
 // x [N, C, ...]; running stats are updated in place in training mode.
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                   const Tensor& running_var, const BatchNormOptions& o = {});
 // Normalises over the trailing dims given by normalized_shape.
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
-                  const Tensor& bias = {}, double eps = 1e-5);
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
 // The residual add of a pre-norm transformer block fused with the layer norm
 // that follows it: sum = x + residual and out = layer_norm(sum, ...), in one
 // pass over memory on CUDA. Gradients are those of the two ops written apart.
@@ -49,9 +53,9 @@ struct AddLayerNormResult {
 AddLayerNormResult add_layer_norm(const Tensor& x, const Tensor& residual, const Shape& normalized_shape,
                                   const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
 struct AttentionOptions {
-  Tensor attn_mask = {};    // bool (true = may attend) or float (added to the scores); broadcasts to [..., L, S]
-  double dropout_p = 0.0;   // applied to the attention weights (pass 0 in eval, as PyTorch)
-  bool is_causal = false;   // query i attends to keys 0..i only (top-left alignment, as PyTorch)
+  Tensor attn_mask = {};  // bool (true = may attend) or float (added to the scores); broadcasts to [..., L, S]
+  double dropout_p = 0.0;  // applied to the attention weights (pass 0 in eval, as PyTorch)
+  bool is_causal = false;  // query i attends to keys 0..i only (top-left alignment, as PyTorch)
   std::optional<double> scale = std::nullopt;  // default 1/sqrt(E)
 };
 // softmax(q @ k^T * scale + mask) @ v for q [..., L, E], k [..., S, E],
@@ -61,8 +65,7 @@ struct AttentionOptions {
 // Dropout is applied inside the fused kernels, to the probabilities the math
 // path's dropout(softmax(...)) would drop under the same seed. Composed from
 // matmul/softmax instead when the mask requires grad (or dropout_p is 1).
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const AttentionOptions& o = {});
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o = {});
 // Inverted dropout: in training, zeroes with probability p and scales by 1/(1-p).
 Tensor dropout(const Tensor& x, double p, bool training = true);
 

@@ -33,10 +33,9 @@ Shape distinct_dims(const char* op, const Tensor& x, const Shape& dims) {
 
 Tensor repeat(const Tensor& x, const Shape& repeats) {
   detail::check_defined("repeat", x, "input");
-  ANVIL_CHECK(static_cast<int64_t>(repeats.size()) >= x.dim(), "repeat: ", repeats.size(), " repeat counts ",
-              repeats, " for a tensor of shape ", x.shape(), "; expected at least one per dim (", x.dim(), ")");
-  for (int64_t r : repeats)
-    ANVIL_CHECK(r >= 0, "repeat: repeat counts must be non-negative, got ", repeats);
+  ANVIL_CHECK(static_cast<int64_t>(repeats.size()) >= x.dim(), "repeat: ", repeats.size(), " repeat counts ", repeats,
+              " for a tensor of shape ", x.shape(), "; expected at least one per dim (", x.dim(), ")");
+  for (int64_t r : repeats) ANVIL_CHECK(r >= 0, "repeat: repeat counts must be non-negative, got ", repeats);
   // [a, b] repeated [r, s]: view as [1, a, 1, b], expand to [r, a, s, b] and
   // merge each pair: the copy happens in the final reshape.
   const size_t lead = repeats.size() - static_cast<size_t>(x.dim());
@@ -65,8 +64,7 @@ Tensor flip(const Tensor& x, const Shape& dims) {
 Tensor roll(const Tensor& x, const Shape& shifts, const Shape& dims) {
   detail::check_defined("roll", x, "input");
   if (dims.empty()) {
-    ANVIL_CHECK(shifts.size() == 1, "roll: without dims, expected one shift (of the flattened tensor), got ",
-                shifts);
+    ANVIL_CHECK(shifts.size() == 1, "roll: without dims, expected one shift (of the flattened tensor), got ", shifts);
     return roll(x.flatten(), shifts, {0}).view(x.shape());
   }
   ANVIL_CHECK(shifts.size() == dims.size(), "roll: got ", shifts.size(), " shifts ", shifts, " but ", dims.size(),

@@ -24,9 +24,9 @@ namespace {
 // always writes the keepdim form; the result drops dims with a view.
 struct ReducePlan {
   Shape keep_shape;  // the input's shape with reduced dims set to 1
-  Shape out_shape;   // keep_shape, or keep_shape without the reduced dims
-  Shape dims;        // reduced dims, ascending (an explicit list for the backward)
-  int64_t count = 1; // input elements per output element
+  Shape out_shape;  // keep_shape, or keep_shape without the reduced dims
+  Shape dims;  // reduced dims, ascending (an explicit list for the backward)
+  int64_t count = 1;  // input elements per output element
 };
 
 ReducePlan plan_reduce(const char* op, const Tensor& x, const Shape& dims, bool keepdim) {
@@ -61,13 +61,15 @@ Tensor reduce_kernel(const char* op, ReduceOp rop, const Tensor& in, const Reduc
                      const ReduceParams& params = {}) {
   if (!ops::reduce_has_identity(rop, params)) {
     for (int64_t d : plan.dims)
-      ANVIL_CHECK(in.shape()[d] != 0, op, ": cannot reduce over dim ", d, " of size 0 (input ",
-                  detail::describe(in), "): the reduction has no identity; choose other dims or a non-empty input");
+      ANVIL_CHECK(in.shape()[d] != 0, op, ": cannot reduce over dim ", d, " of size 0 (input ", detail::describe(in),
+                  "): the reduction has no identity; choose other dims or a non-empty input");
   }
   Tensor out = empty(plan.keep_shape, in.options().dtype(out_dtype));
   if (out.numel() > 0) {
-    if (in.numel() == 0) detail::backend_of(in).fill(out.view_of(), ops::reduce_empty_value(rop));
-    else detail::backend_of(in).reduce(rop, out.view_of(), in.view_of(), params);
+    if (in.numel() == 0)
+      detail::backend_of(in).fill(out.view_of(), ops::reduce_empty_value(rop));
+    else
+      detail::backend_of(in).reduce(rop, out.view_of(), in.view_of(), params);
   }
   return alias_with(out, plan.out_shape, contiguous_strides(plan.out_shape), 0);
 }
@@ -149,21 +151,21 @@ Tensor prod(const Tensor& x, const Shape& dims, bool keepdim) {
   Tensor in = accumulation_input(ReduceOp::Prod, x);
   Tensor out = reduce_kernel("prod", ReduceOp::Prod, in, plan, in.dtype());
   if (autograd::needs_grad({x}))
-    autograd::record("prod", {x}, out, [sx = SavedTensor(x, "prod"), keep_shape = plan.keep_shape,
-                                        rdims = plan.dims](const Tensor& g) {
-      // d prod / d x_i is the product of the other elements. Dividing the
-      // product by x_i fails at zeros, so zeros are handled apart: with one
-      // zero in a slice only that element gets a gradient, with more none does.
-      Tensor xv = sx.get();
-      Tensor is_zero = eq(xv, 0.0);
-      Tensor zero = scalar_tensor(0, xv.options());
-      Tensor safe = where(is_zero, ones_like(xv), xv);
-      Tensor prod_nonzero = prod(safe, rdims, true);
-      Tensor zeros_in_slice = sum(is_zero, rdims, true);
-      Tensor at_nonzero = where(eq(zeros_in_slice, 0), prod_nonzero / safe, zero);
-      Tensor at_zero = where(eq(zeros_in_slice, 1), prod_nonzero, zero);
-      return Grads{keep(g, keep_shape) * where(is_zero, at_zero, at_nonzero)};
-    });
+    autograd::record("prod", {x}, out,
+                     [sx = SavedTensor(x, "prod"), keep_shape = plan.keep_shape, rdims = plan.dims](const Tensor& g) {
+                       // d prod / d x_i is the product of the other elements. Dividing the
+                       // product by x_i fails at zeros, so zeros are handled apart: with one
+                       // zero in a slice only that element gets a gradient, with more none does.
+                       Tensor xv = sx.get();
+                       Tensor is_zero = eq(xv, 0.0);
+                       Tensor zero = scalar_tensor(0, xv.options());
+                       Tensor safe = where(is_zero, ones_like(xv), xv);
+                       Tensor prod_nonzero = prod(safe, rdims, true);
+                       Tensor zeros_in_slice = sum(is_zero, rdims, true);
+                       Tensor at_nonzero = where(eq(zeros_in_slice, 0), prod_nonzero / safe, zero);
+                       Tensor at_zero = where(eq(zeros_in_slice, 1), prod_nonzero, zero);
+                       return Grads{keep(g, keep_shape) * where(is_zero, at_zero, at_nonzero)};
+                     });
   return out;
 }
 
@@ -213,25 +215,26 @@ Tensor norm(const Tensor& x, double p, const Shape& dims, bool keepdim) {
   ReducePlan plan = plan_reduce("norm", x, dims, keepdim);
   Tensor out = reduce_kernel("norm", ReduceOp::Norm, x, plan, x.dtype(), ReduceParams{1, p});
   if (autograd::needs_grad({x})) {
-    autograd::record("norm", {x}, out, [sx = SavedTensor(x, "norm"), sy = SavedTensor::output(out, "norm"), p,
-                                        keep_shape = plan.keep_shape, rdims = plan.dims](const Tensor& g) {
-      Tensor xv = sx.get();
-      Tensor gk = keep(g, keep_shape);
-      if (p == 0.0) return Grads{zeros_like(xv)};  // counts nonzeros: piecewise constant
-      if (p == 1.0) return Grads{gk * sign(xv)};
-      Tensor y = keep(sy.get(), keep_shape);
-      if (std::isinf(p)) {  // like amax/amin of |x|: ties share the gradient
-        Tensor mask = eq(abs(xv), y.detach()).to(g.dtype());
-        return Grads{gk * sign(xv) * mask / sum(mask, rdims, true)};
-      }
-      // g * sign(x) |x|^(p-1) / norm^(p-1); 0 where the norm is 0.
-      Tensor is_zero = eq(y, 0.0);
-      Tensor safe = where(is_zero, ones_like(y), y);
-      Tensor zero = scalar_tensor(0, y.options());
-      if (p == 2.0) return Grads{where(is_zero, zero, gk / safe) * xv};
-      Tensor scale = where(is_zero, zero, gk / pow(safe, p - 1.0));
-      return Grads{scale * sign(xv) * pow(abs(xv), p - 1.0)};
-    });
+    autograd::record("norm", {x}, out,
+                     [sx = SavedTensor(x, "norm"), sy = SavedTensor::output(out, "norm"), p,
+                      keep_shape = plan.keep_shape, rdims = plan.dims](const Tensor& g) {
+                       Tensor xv = sx.get();
+                       Tensor gk = keep(g, keep_shape);
+                       if (p == 0.0) return Grads{zeros_like(xv)};  // counts nonzeros: piecewise constant
+                       if (p == 1.0) return Grads{gk * sign(xv)};
+                       Tensor y = keep(sy.get(), keep_shape);
+                       if (std::isinf(p)) {  // like amax/amin of |x|: ties share the gradient
+                         Tensor mask = eq(abs(xv), y.detach()).to(g.dtype());
+                         return Grads{gk * sign(xv) * mask / sum(mask, rdims, true)};
+                       }
+                       // g * sign(x) |x|^(p-1) / norm^(p-1); 0 where the norm is 0.
+                       Tensor is_zero = eq(y, 0.0);
+                       Tensor safe = where(is_zero, ones_like(y), y);
+                       Tensor zero = scalar_tensor(0, y.options());
+                       if (p == 2.0) return Grads{where(is_zero, zero, gk / safe) * xv};
+                       Tensor scale = where(is_zero, zero, gk / pow(safe, p - 1.0));
+                       return Grads{scale * sign(xv) * pow(abs(xv), p - 1.0)};
+                     });
   }
   return out;
 }
@@ -251,11 +254,12 @@ std::pair<Tensor, Tensor> extremum_with_index(const char* op, ReduceOp value_op,
   Tensor values = reduce_kernel(op, value_op, x, plan, x.dtype());
   Tensor indices = reduce_kernel(op, index_op, x, plan, kInt64);
   if (autograd::needs_grad({x}))
-    autograd::record(op, {x}, values, [si = SavedTensor(indices, op), keep_shape = plan.keep_shape,
-                                       shape = x.shape(), d](const Tensor& g) {
-      Tensor index = keep(si.get(), keep_shape);
-      return Grads{scatter_add(zeros(shape, g.options()), d, index, keep(g, keep_shape))};
-    });
+    autograd::record(
+        op, {x}, values,
+        [si = SavedTensor(indices, op), keep_shape = plan.keep_shape, shape = x.shape(), d](const Tensor& g) {
+          Tensor index = keep(si.get(), keep_shape);
+          return Grads{scatter_add(zeros(shape, g.options()), d, index, keep(g, keep_shape))};
+        });
   return {values, indices};
 }
 

@@ -17,10 +17,9 @@ Tensor std(const Tensor& x, const Shape& dims = {}, int64_t correction = 1, bool
 Tensor norm(const Tensor& x, double p = 2.0, const Shape& dims = {}, bool keepdim = false);
 
 // The same over one dim given as an integer: sum(x, 1), mean(x, -1, true).
-#define ANVIL_ONE_DIM_REDUCTION(function)                          \
-  template <DimIndex I>                                            \
-  Tensor function(const Tensor& x, I dim, bool keepdim = false) {  \
-    return function(x, Shape{int64_t(dim)}, keepdim);              \
+#define ANVIL_ONE_DIM_REDUCTION(function) \
+  template <DimIndex I> Tensor function(const Tensor& x, I dim, bool keepdim = false) { \
+    return function(x, Shape{int64_t(dim)}, keepdim); \
   }
 ANVIL_ONE_DIM_REDUCTION(sum)
 ANVIL_ONE_DIM_REDUCTION(mean)

@@ -24,8 +24,8 @@ void check_reduce_input(const char* op, const Tensor& x, const Shape& dims) {
   for (int64_t d : dims) {
     const int64_t w = wrap_dim(d, ndim, op);
     if (ndim == 0) continue;  // a 0-d tensor reduces to itself
-    ANVIL_CHECK(!seen[static_cast<size_t>(w)], op, ": dim ", w, " appears more than once in dims ", dims,
-                " (input ", detail::describe(x), ")");
+    ANVIL_CHECK(!seen[static_cast<size_t>(w)], op, ": dim ", w, " appears more than once in dims ", dims, " (input ",
+                detail::describe(x), ")");
     seen[static_cast<size_t>(w)] = true;
   }
 }

@@ -22,12 +22,18 @@ namespace {
 // stays one): the floats' integer range, uint8's 256; bool holds no permutation past 2.
 int64_t randperm_limit(DType dtype) {
   switch (dtype) {
-    case kFloat16: return int64_t{1} << 11;
-    case kBFloat16: return int64_t{1} << 8;
-    case kFloat32: return int64_t{1} << 24;
-    case kUInt8: return 256;
-    case kBool: return 2;
-    default: return std::numeric_limits<int64_t>::max();
+    case kFloat16:
+      return int64_t{1} << 11;
+    case kBFloat16:
+      return int64_t{1} << 8;
+    case kFloat32:
+      return int64_t{1} << 24;
+    case kUInt8:
+      return 256;
+    case kBool:
+      return 2;
+    default:
+      return std::numeric_limits<int64_t>::max();
   }
 }
 
@@ -55,9 +61,8 @@ Tensor checked_weights(const Tensor& probs) {
   Tensor w = (probs.dim() == 1 ? probs.unsqueeze(0) : probs).detach().to(kFloat64);
   ANVIL_CHECK(w.size(1) > 0, "multinomial: probs has no categories (", detail::describe(probs), ")");
   // One sync for all three checks.
-  const std::vector<int64_t> bad = stack({sum(lt(w, 0.0)), sum(logical_not(isfinite(w))),
-                                          sum(le(sum(w, 1), 0.0))})
-                                       .to_vector<int64_t>();
+  const std::vector<int64_t> bad =
+      stack({sum(lt(w, 0.0)), sum(logical_not(isfinite(w))), sum(le(sum(w, 1), 0.0))}).to_vector<int64_t>();
   ANVIL_CHECK(bad[0] == 0 && bad[1] == 0, "multinomial: probs must be finite and non-negative (",
               detail::describe(probs), ")");
   ANVIL_CHECK(bad[2] == 0, "multinomial: every row of probs must have a positive sum (", detail::describe(probs), ")");

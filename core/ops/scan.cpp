@@ -81,16 +81,16 @@ Tensor logcumsumexp(const Tensor& x, int64_t dim) {
   dim = wrap_dim(dim, x.dim(), "logcumsumexp");
   Tensor out = scan_kernel(ScanOp::LogSumExp, x.detach(), dim);
   if (autograd::needs_grad({x}))
-    autograd::record("logcumsumexp", {x}, out,
-                     [sx = SavedTensor(x, "logcumsumexp"), sy = SavedTensor::output(out, "logcumsumexp"),
-                      dim](const Tensor& g) {
-                       Tensor xv = sx.get(), y = sy.get();
-                       auto part = [&](const Tensor& gp) {  // gp >= 0
-                         Tensor reversed = flip(logcumsumexp(flip(log(gp) - y, dim), dim), dim);
-                         return exp(xv + reversed);
-                       };
-                       return Grads{part(relu(g)) - part(relu(-g))};
-                     });
+    autograd::record(
+        "logcumsumexp", {x}, out,
+        [sx = SavedTensor(x, "logcumsumexp"), sy = SavedTensor::output(out, "logcumsumexp"), dim](const Tensor& g) {
+          Tensor xv = sx.get(), y = sy.get();
+          auto part = [&](const Tensor& gp) {  // gp >= 0
+            Tensor reversed = flip(logcumsumexp(flip(log(gp) - y, dim), dim), dim);
+            return exp(xv + reversed);
+          };
+          return Grads{part(relu(g)) - part(relu(-g))};
+        });
   return out;
 }
 

@@ -42,11 +42,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     if (skipped_by_cat(t)) continue;
-    ANVIL_CHECK(t.dim() == first.dim(), "cat: tensors must have the same number of dims: tensor ", ref,
-                " has shape ", first.shape(), " but tensor ", i, " has shape ", t.shape());
+    ANVIL_CHECK(t.dim() == first.dim(), "cat: tensors must have the same number of dims: tensor ", ref, " has shape ",
+                first.shape(), " but tensor ", i, " has shape ", t.shape());
     for (int64_t k = 0; k < t.dim(); ++k)
-      ANVIL_CHECK(k == d || t.shape()[k] == first.shape()[k], "cat: sizes must match except in dim ", d,
-                  ": tensor ", ref, " has shape ", first.shape(), " but tensor ", i, " has shape ", t.shape());
+      ANVIL_CHECK(k == d || t.shape()[k] == first.shape()[k], "cat: sizes must match except in dim ", d, ": tensor ",
+                  ref, " has shape ", first.shape(), " but tensor ", i, " has shape ", t.shape());
     shape[d] += t.shape()[d];
   }
 
@@ -132,8 +132,8 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   const int64_t n = x.shape()[d];
   for (int64_t s : sizes) ANVIL_CHECK(s >= 0, "split: sizes must be non-negative, got ", sizes);
   const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
-  ANVIL_CHECK(total == n, "split: sizes ", sizes, " sum to ", total, " but dim ", d, " has size ", n,
-              " (input shape ", x.shape(), ")");
+  ANVIL_CHECK(total == n, "split: sizes ", sizes, " sum to ", total, " but dim ", d, " has size ", n, " (input shape ",
+              x.shape(), ")");
   std::vector<Tensor> out;
   out.reserve(sizes.size());
   int64_t start = 0;

@@ -42,14 +42,14 @@ class TensorIndex {
  public:
   enum class Kind : uint8_t { None, Ellipsis, Integer, Boolean, Slice, Tensor };
 
-  TensorIndex(std::nullopt_t) : kind_(Kind::None) {}                // NOLINT: implicit, as libtorch's
-  TensorIndex(EllipsisIndexType) : kind_(Kind::Ellipsis) {}         // NOLINT
-  TensorIndex(const char* s);                                       // NOLINT: "..." is Ellipsis
+  TensorIndex(std::nullopt_t) : kind_(Kind::None) {}  // NOLINT: implicit, as libtorch's
+  TensorIndex(EllipsisIndexType) : kind_(Kind::Ellipsis) {}  // NOLINT
+  TensorIndex(const char* s);  // NOLINT: "..." is Ellipsis
   template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   TensorIndex(T i) : kind_(Kind::Integer), integer_(static_cast<int64_t>(i)) {}  // NOLINT
   template <typename T, std::enable_if_t<std::is_same_v<T, bool>, int> = 0>
-  TensorIndex(T b) : kind_(Kind::Boolean), boolean_(b) {}           // NOLINT
-  TensorIndex(Slice s) : kind_(Kind::Slice), slice_(s) {}           // NOLINT
+  TensorIndex(T b) : kind_(Kind::Boolean), boolean_(b) {}  // NOLINT
+  TensorIndex(Slice s) : kind_(Kind::Slice), slice_(s) {}  // NOLINT
   TensorIndex(anvil::Tensor t) : kind_(Kind::Tensor), tensor_(std::move(t)) {}  // NOLINT
 
   Kind kind() const { return kind_; }

@@ -13,8 +13,8 @@ namespace anvil {
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t n = std::max<int64_t>(ndim, 1);  // a 0-d tensor accepts dim 0 and -1
-  ANVIL_CHECK(dim >= -n && dim < n, op, ": dim ", dim, " is out of range for a tensor with ", ndim,
-              " dims (expected ", -n, " to ", n - 1, ")");
+  ANVIL_CHECK(dim >= -n && dim < n, op, ": dim ", dim, " is out of range for a tensor with ", ndim, " dims (expected ",
+              -n, " to ", n - 1, ")");
   return dim < 0 ? dim + n : dim;
 }
 
@@ -150,7 +150,10 @@ Tensor Tensor::permute(const Shape& dims) const {
 Tensor Tensor::squeeze() const {
   Shape shape, strides;
   for (int64_t d = 0; d < dim(); ++d)
-    if (this->shape()[d] != 1) { shape.push_back(this->shape()[d]); strides.push_back(this->strides()[d]); }
+    if (this->shape()[d] != 1) {
+      shape.push_back(this->shape()[d]);
+      strides.push_back(this->strides()[d]);
+    }
   Shape in_shape = this->shape();
   return make_view("squeeze", *this, shape, strides, offset(),
                    [in_shape](const Tensor& g) { return std::vector<Tensor>{g.reshape(in_shape)}; });
@@ -240,9 +243,8 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
       full_grad.slice(d, start, end, step).copy_(g);
     }
     if (autograd::needs_grad({g}))
-      autograd::record("slice_backward", {g}, full_grad, [=](const Tensor& gg) {
-        return std::vector<Tensor>{gg.slice(d, start, end, step)};
-      });
+      autograd::record("slice_backward", {g}, full_grad,
+                       [=](const Tensor& gg) { return std::vector<Tensor>{gg.slice(d, start, end, step)}; });
     return std::vector<Tensor>{full_grad};
   });
 }

@@ -39,8 +39,13 @@ class GradBucket {
  public:
   GradBucket(size_t index, bool is_last, Tensor buffer, std::vector<Tensor> parameters, std::vector<std::string> names,
              std::vector<int64_t> offsets, ProcessGroup& group)
-      : index_(index), is_last_(is_last), buffer_(std::move(buffer)), parameters_(std::move(parameters)),
-        names_(std::move(names)), offsets_(std::move(offsets)), group_(group) {}
+      : index_(index),
+        is_last_(is_last),
+        buffer_(std::move(buffer)),
+        parameters_(std::move(parameters)),
+        names_(std::move(names)),
+        offsets_(std::move(offsets)),
+        group_(group) {}
 
   // 0 is the first bucket reduced in a step (the last parameters registered).
   size_t index() const { return index_; }

@@ -85,7 +85,8 @@ Tensor random_q(const BucketPlan& plan, const PowerSGDOptions& o, size_t bucket_
   std::vector<double> values(static_cast<size_t>(plan.q_numel));
   for (double& v : values) v = normal(rng);
   Tensor q = from_vector(values, {plan.q_numel}).to(options);
-  for (const LowRankMatrix& mat : plan.matrices) orthogonalize(factor(q, mat.q_offset, mat.cols, mat.rank), o.orthogonalization_epsilon);
+  for (const LowRankMatrix& mat : plan.matrices)
+    orthogonalize(factor(q, mat.q_offset, mat.cols, mat.rank), o.orthogonalization_epsilon);
   return q;
 }
 
@@ -121,8 +122,10 @@ BucketFutureHandle powersgd_hook(PowerSGDState& state, GradBucket& bucket) {
   PowerSGDState::BucketMemory& memory = state.memory_[bucket.index()];
   Tensor input_before;  // this rank's gradient plus residual, to measure what is left out
   if (o.use_error_feedback) {
-    if (memory.error.defined() && memory.error.numel() == input.numel()) input.add_(memory.error);
-    else memory.error = zeros_like(input);
+    if (memory.error.defined() && memory.error.numel() == input.numel())
+      input.add_(memory.error);
+    else
+      memory.error = zeros_like(input);
     input_before = input.clone();
   }
   BucketPlan plan = plan_bucket(bucket, o);
@@ -138,7 +141,8 @@ BucketFutureHandle powersgd_hook(PowerSGDState& state, GradBucket& bucket) {
     at += g.numel();
   }
   for (const LowRankMatrix& mat : plan.matrices)
-    factor(first, at + mat.p_offset, mat.rows, mat.rank).copy_(mm(mat.m, factor(memory.q, mat.q_offset, mat.cols, mat.rank)));
+    factor(first, at + mat.p_offset, mat.rows, mat.rank)
+        .copy_(mm(mat.m, factor(memory.q, mat.q_offset, mat.cols, mat.rank)));
   WorkHandle work = bucket.process_group().all_reduce(first, ReduceOp::Sum);
 
   const size_t index = bucket.index();

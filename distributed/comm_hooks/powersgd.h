@@ -69,7 +69,7 @@ class PowerSGDState {
   friend BucketFutureHandle powersgd_hook(PowerSGDState& state, GradBucket& bucket);
   struct BucketMemory {
     Tensor error;  // flat, the bucket's numel
-    Tensor q;      // the Q factors of the bucket's compressed matrices, back to back
+    Tensor q;  // the Q factors of the bucket's compressed matrices, back to back
   };
 
   PowerSGDOptions options_;

@@ -101,22 +101,30 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
     auto no_value = [&] {
       if (has_value) throw UsageError(name + " takes no value, got '" + a + "'");
     };
-    if (name == "--nproc-per-node") cfg.nproc_per_node = parse_int(name, take());
-    else if (name == "--nnodes") cfg.nnodes = parse_int(name, take());
-    else if (name == "--node-rank") cfg.node_rank = parse_int(name, take());
+    if (name == "--nproc-per-node")
+      cfg.nproc_per_node = parse_int(name, take());
+    else if (name == "--nnodes")
+      cfg.nnodes = parse_int(name, take());
+    else if (name == "--node-rank")
+      cfg.node_rank = parse_int(name, take());
     else if (name == "--master-addr") {
       cfg.master_addr = take();
       addr_given = true;
-    } else if (name == "--master-port") cfg.master_port = parse_int(name, take());
-    else if (name == "--kill-grace") cfg.kill_grace_s = parse_seconds(name, take());
-    else if (name == "--no-prefix") no_value(), cfg.prefix_output = false;
-    else if (name == "--keep-going") no_value(), cfg.keep_going = true;
-    else if (name == "--max-restarts") cfg.max_restarts = parse_int(name, take());
+    } else if (name == "--master-port")
+      cfg.master_port = parse_int(name, take());
+    else if (name == "--kill-grace")
+      cfg.kill_grace_s = parse_seconds(name, take());
+    else if (name == "--no-prefix")
+      no_value(), cfg.prefix_output = false;
+    else if (name == "--keep-going")
+      no_value(), cfg.keep_going = true;
+    else if (name == "--max-restarts")
+      cfg.max_restarts = parse_int(name, take());
     else if (name == "--ps") {
       cfg.num_ps = parse_int(name, take());
       if (cfg.num_ps < 1) throw UsageError("--ps must be at least 1, got " + std::to_string(cfg.num_ps));
-    }
-    else throw UsageError("unknown option " + a);
+    } else
+      throw UsageError("unknown option " + a);
   }
   for (; i < args.size(); ++i) cfg.command.push_back(args[i]);
   validate(cfg, addr_given);

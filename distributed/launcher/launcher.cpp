@@ -152,7 +152,7 @@ int run(const LaunchConfig& cfg) {
   }
 
   if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("anvil-run: pipe() failed");
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
@@ -169,8 +169,10 @@ int run(const LaunchConfig& cfg) {
   if ((omp_env == nullptr || *omp_env == '\0') && cfg.nproc_per_node > 1) {
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     omp_threads = std::to_string(std::max(1u, cores / static_cast<unsigned>(cfg.nproc_per_node)));
-    std::fprintf(stderr, "anvil-run: OMP_NUM_THREADS is not set; each of the %d ranks on this node gets %s "
-                 "(of %u cores). Set OMP_NUM_THREADS to choose.\n", cfg.nproc_per_node, omp_threads.c_str(), cores);
+    std::fprintf(stderr,
+                 "anvil-run: OMP_NUM_THREADS is not set; each of the %d ranks on this node gets %s "
+                 "(of %u cores). Set OMP_NUM_THREADS to choose.\n",
+                 cfg.nproc_per_node, omp_threads.c_str(), cores);
   }
 
   // One attempt per loop: a failed attempt (not one stopped by a signal to
@@ -217,7 +219,7 @@ int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::strin
     if (pid < 0) throw std::runtime_error("anvil-run: fork() failed");
     if (pid == 0) {
       // Child: default signal handling, pipes as stdout/stderr, the env.
-      struct sigaction dfl{};
+      struct sigaction dfl {};
       dfl.sa_handler = SIG_DFL;
       sigaction(SIGINT, &dfl, nullptr);
       sigaction(SIGTERM, &dfl, nullptr);
@@ -240,7 +242,8 @@ int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::strin
       if (cfg.num_ps > 0) {
         const bool is_ps = rank < cfg.num_ps;
         setenv("ANVIL_PS_ROLE", is_ps ? "ps" : "worker", 1);
-        setenv(is_ps ? "ANVIL_PS_INDEX" : "ANVIL_WORKER_INDEX", std::to_string(is_ps ? rank : rank - cfg.num_ps).c_str(), 1);
+        setenv(is_ps ? "ANVIL_PS_INDEX" : "ANVIL_WORKER_INDEX",
+               std::to_string(is_ps ? rank : rank - cfg.num_ps).c_str(), 1);
         setenv("ANVIL_NUM_PS", std::to_string(cfg.num_ps).c_str(), 1);
         setenv("ANVIL_NUM_WORKERS", std::to_string(world - cfg.num_ps).c_str(), 1);
       }
@@ -263,7 +266,7 @@ int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::strin
 
   int result = 0;
   bool stopping = false;  // SIGTERM sent to the survivors
-  bool killed = false;    // SIGKILL sent
+  bool killed = false;  // SIGKILL sent
   int signals_seen = 0;
   Clock::time_point kill_at{};
   Clock::time_point drain_until{};
@@ -297,8 +300,9 @@ int run_attempt(const LaunchConfig& cfg, int port, int restart, const std::strin
           const size_t local = static_cast<size_t>(c.rank - cfg.node_rank * cfg.nproc_per_node);
           if (rank_restarts[local] < cfg.max_restarts) {
             ++rank_restarts[local];
-            say("worker rank " + std::to_string(c.rank) + " " + status_text(status) + "; restarting it alone (restart " +
-                std::to_string(rank_restarts[local]) + " of " + std::to_string(cfg.max_restarts) + ")");
+            say("worker rank " + std::to_string(c.rank) + " " + status_text(status) +
+                "; restarting it alone (restart " + std::to_string(rank_restarts[local]) + " of " +
+                std::to_string(cfg.max_restarts) + ")");
             spawn(static_cast<int>(local), rank_restarts[local]);
             break;  // children[local] now describes the new process
           }

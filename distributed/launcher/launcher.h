@@ -16,7 +16,7 @@ struct LaunchConfig {
   int nnodes = 1;
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;        // 0: a free port (single node only)
+  int master_port = 0;  // 0: a free port (single node only)
   double kill_grace_s = 5.0;  // SIGTERM -> SIGKILL
   bool prefix_output = true;
   // Let the other ranks run on when one fails (tests of how survivors see a

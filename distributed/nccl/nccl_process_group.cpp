@@ -16,12 +16,12 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda_info.h"
 
-#define ANVIL_NCCL_CHECK(call, what)                                                                        \
-  do {                                                                                                      \
-    ncclResult_t anvil_nccl_r_ = (call);                                                                    \
-    if (anvil_nccl_r_ != ncclSuccess && anvil_nccl_r_ != ncclInProgress)                                    \
-      ::anvil::fail(what, ": ", #call, " failed: ", ncclGetErrorString(anvil_nccl_r_), " (",                \
-                    ncclGetLastError(nullptr) ? ncclGetLastError(nullptr) : "", ")");                       \
+#define ANVIL_NCCL_CHECK(call, what) \
+  do { \
+    ncclResult_t anvil_nccl_r_ = (call); \
+    if (anvil_nccl_r_ != ncclSuccess && anvil_nccl_r_ != ncclInProgress) \
+      ::anvil::fail(what, ": ", #call, " failed: ", ncclGetErrorString(anvil_nccl_r_), " (", \
+                    ncclGetLastError(nullptr) ? ncclGetLastError(nullptr) : "", ")"); \
   } while (0)
 
 namespace anvil::distributed {
@@ -32,14 +32,22 @@ namespace {
 
 ncclDataType_t nccl_dtype(DType t, const std::string& what) {
   switch (t) {
-    case DType::Float32: return ncclFloat32;
-    case DType::Float64: return ncclFloat64;
-    case DType::Float16: return ncclFloat16;
-    case DType::BFloat16: return ncclBfloat16;
-    case DType::Int32: return ncclInt32;
-    case DType::Int64: return ncclInt64;
-    case DType::UInt8: return ncclUint8;
-    case DType::Bool: return ncclUint8;
+    case DType::Float32:
+      return ncclFloat32;
+    case DType::Float64:
+      return ncclFloat64;
+    case DType::Float16:
+      return ncclFloat16;
+    case DType::BFloat16:
+      return ncclBfloat16;
+    case DType::Int32:
+      return ncclInt32;
+    case DType::Int64:
+      return ncclInt64;
+    case DType::UInt8:
+      return ncclUint8;
+    case DType::Bool:
+      return ncclUint8;
   }
   fail(what, ": unsupported dtype");
 }
@@ -49,10 +57,14 @@ ncclRedOp_t nccl_op(ReduceOp op, DType t, const std::string& what) {
   ANVIL_CHECK(!(op == ReduceOp::Avg && !is_floating(t)), what, ": ReduceOp::Avg on ", dtype_name(t),
               " tensors is not supported (an integer average would truncate); use Sum and divide");
   switch (op) {
-    case ReduceOp::Sum: return ncclSum;
-    case ReduceOp::Avg: return ncclAvg;
-    case ReduceOp::Max: return ncclMax;
-    case ReduceOp::Min: return ncclMin;
+    case ReduceOp::Sum:
+      return ncclSum;
+    case ReduceOp::Avg:
+      return ncclAvg;
+    case ReduceOp::Max:
+      return ncclMax;
+    case ReduceOp::Min:
+      return ncclMin;
   }
   fail(what, ": unknown ReduceOp");
 }
@@ -70,7 +82,10 @@ class NcclWork : public Work {
  public:
   NcclWork(std::shared_ptr<NcclProcessGroup::State> state, std::string name, cudaEvent_t end,
            std::vector<Tensor> tensors)
-      : state_(std::move(state)), name_(std::move(name)), end_(end), tensors_(std::move(tensors)),
+      : state_(std::move(state)),
+        name_(std::move(name)),
+        end_(end),
+        tensors_(std::move(tensors)),
         start_(Clock::now()) {}
   ~NcclWork() override {
     if (end_) cudaEventDestroy(end_);
@@ -128,8 +143,8 @@ struct NcclProcessGroup::State : std::enable_shared_from_this<State> {
       ANVIL_NCCL_CHECK(ncclCommGetAsyncError(comm, &state), prefix(op));
       if (state != ncclInProgress) break;
       if (Clock::now() >= deadline) {
-        abort_locked(prefix(op) + ": NCCL did not finish setting up within " +
-                     std::to_string(options.timeout.count()) + " ms (did every rank call it?)");
+        abort_locked(prefix(op) + ": NCCL did not finish setting up within " + std::to_string(options.timeout.count()) +
+                     " ms (did every rank call it?)");
         throw_if_failed_locked(op);
       }
       std::this_thread::yield();
@@ -242,9 +257,8 @@ bool NcclWork::is_completed() {
   return cuda::query_without_residue(cudaEventQuery(end_)) == cudaSuccess;
 }
 
-NcclProcessGroup::NcclProcessGroup(std::shared_ptr<Store> store, int rank, int size,
-                                   const ProcessGroupOptions& options, const std::string& store_prefix,
-                                   int device_index)
+NcclProcessGroup::NcclProcessGroup(std::shared_ptr<Store> store, int rank, int size, const ProcessGroupOptions& options,
+                                   const std::string& store_prefix, int device_index)
     : ProcessGroup(rank, size), state_(std::make_shared<State>()) {
   auto& s = *state_;
   s.rank = rank;
@@ -253,8 +267,8 @@ NcclProcessGroup::NcclProcessGroup(std::shared_ptr<Store> store, int rank, int s
   s.options = options;
   std::string what = s.prefix("init");
   ANVIL_CHECK(store != nullptr, what, ": no store");
-  ANVIL_CHECK(device_index >= 0 && device_index < cuda::device_count(), what,
-              ": cuda:", device_index, " does not exist on this machine");
+  ANVIL_CHECK(device_index >= 0 && device_index < cuda::device_count(), what, ": cuda:", device_index,
+              " does not exist on this machine");
   cuda::DeviceGuard guard(device_index);
 
   // The unique id travels through the store: rank 0 makes it.
@@ -304,8 +318,10 @@ NcclProcessGroup::~NcclProcessGroup() {
       idle = cuda::query_without_residue(cudaStreamQuery(s.comm_cuda)) != cudaErrorNotReady;
       if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    if (idle) ncclCommDestroy(s.comm);
-    else ncclCommAbort(s.comm);
+    if (idle)
+      ncclCommDestroy(s.comm);
+    else
+      ncclCommAbort(s.comm);
     s.comm = nullptr;
   }
   // Works in flight hold the state; break that cycle.
@@ -336,9 +352,8 @@ WorkHandle NcclProcessGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   Tensor t = tensor;
   t.bump_version();
   return s.run("all_reduce", {t}, [&] {
-    ANVIL_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), dt, rop, s.comm,
-                                   s.comm_cuda),
-                     what);
+    ANVIL_NCCL_CHECK(
+        ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), dt, rop, s.comm, s.comm_cuda), what);
   });
 }
 
@@ -351,9 +366,8 @@ WorkHandle NcclProcessGroup::broadcast(Tensor& tensor, int root) {
   Tensor t = tensor;
   t.bump_version();
   return s.run("broadcast", {t}, [&] {
-    ANVIL_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), dt, root, s.comm,
-                                   s.comm_cuda),
-                     what);
+    ANVIL_NCCL_CHECK(
+        ncclBroadcast(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), dt, root, s.comm, s.comm_cuda), what);
   });
 }
 
@@ -370,9 +384,8 @@ WorkHandle NcclProcessGroup::all_gather(Tensor& output, const Tensor& input) {
   Tensor out = output, in = input;
   out.bump_version();
   return s.run("all_gather", {out, in}, [&] {
-    ANVIL_NCCL_CHECK(ncclAllGather(in.data_ptr(), out.data_ptr(), static_cast<size_t>(in.numel()), dt, s.comm,
-                                   s.comm_cuda),
-                     what);
+    ANVIL_NCCL_CHECK(
+        ncclAllGather(in.data_ptr(), out.data_ptr(), static_cast<size_t>(in.numel()), dt, s.comm, s.comm_cuda), what);
   });
 }
 
@@ -390,8 +403,8 @@ WorkHandle NcclProcessGroup::reduce_scatter(Tensor& output, const Tensor& input,
   Tensor out = output, in = input;
   out.bump_version();
   return s.run("reduce_scatter", {out, in}, [&] {
-    ANVIL_NCCL_CHECK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), static_cast<size_t>(out.numel()), dt, rop,
-                                       s.comm, s.comm_cuda),
+    ANVIL_NCCL_CHECK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), static_cast<size_t>(out.numel()), dt, rop, s.comm,
+                                       s.comm_cuda),
                      what);
   });
 }
@@ -433,8 +446,8 @@ std::vector<WorkHandle> NcclProcessGroup::batch_isend_irecv(const std::vector<P2
     std::string which = " (op " + std::to_string(i) + ", " + (is_send ? "send to" : "recv from") + " rank " +
                         std::to_string(op.peer) + ")";
     check_cuda_tensor(s, what + which, op.tensor, "");
-    ANVIL_CHECK(op.peer >= 0 && op.peer < size() && op.peer != rank(), what, which, ": the peer must be another rank in [0, ",
-                size(), ")");
+    ANVIL_CHECK(op.peer >= 0 && op.peer < size() && op.peer != rank(), what, which,
+                ": the peer must be another rank in [0, ", size(), ")");
     nccl_dtype(op.tensor.dtype(), what + which);
     tensors.push_back(op.tensor);
     if (!is_send) tensors.back().bump_version();
@@ -482,12 +495,12 @@ WorkHandle NcclProcessGroup::all_to_all_single(Tensor& output, const Tensor& inp
       const auto p = static_cast<size_t>(peer);
       if (peer == me) continue;
       if (plan.send_counts[p] > 0)
-        ANVIL_NCCL_CHECK(ncclSend(src + plan.send_offsets[p] * item, static_cast<size_t>(plan.send_counts[p]), dt,
-                                  peer, s.comm, s.comm_cuda),
+        ANVIL_NCCL_CHECK(ncclSend(src + plan.send_offsets[p] * item, static_cast<size_t>(plan.send_counts[p]), dt, peer,
+                                  s.comm, s.comm_cuda),
                          what);
       if (plan.recv_counts[p] > 0)
-        ANVIL_NCCL_CHECK(ncclRecv(dst + plan.recv_offsets[p] * item, static_cast<size_t>(plan.recv_counts[p]), dt,
-                                  peer, s.comm, s.comm_cuda),
+        ANVIL_NCCL_CHECK(ncclRecv(dst + plan.recv_offsets[p] * item, static_cast<size_t>(plan.recv_counts[p]), dt, peer,
+                                  s.comm, s.comm_cuda),
                          what);
     }
     ANVIL_NCCL_CHECK(ncclGroupEnd(), what);

@@ -34,13 +34,14 @@ Frame expect_reply(int fd, const std::string& who, FrameType request, int64_t sh
 
 ParameterServerClient::ParameterServerClient(std::vector<Tensor> params, const ShardPlan& plan, ClientOptions options)
     : params_(std::move(params)), plan_(plan), options_(std::move(options)) {
-  ANVIL_CHECK(params_.size() == plan_.numels.size(), "parameter server client: the plan covers ",
-              plan_.numels.size(), " parameters but the model has ", params_.size());
+  ANVIL_CHECK(params_.size() == plan_.numels.size(), "parameter server client: the plan covers ", plan_.numels.size(),
+              " parameters but the model has ", params_.size());
   for (size_t i = 0; i < params_.size(); ++i)
     ANVIL_CHECK(params_[i].numel() == plan_.numels[i], "parameter server client: parameter ", i, " has ",
                 params_[i].numel(), " elements, the plan says ", plan_.numels[i]);
-  ANVIL_CHECK(static_cast<int>(options_.servers.size()) == plan_.num_ps, "parameter server client: ",
-              options_.servers.size(), " server addresses for a plan over ", plan_.num_ps, " PS ranks");
+  ANVIL_CHECK(static_cast<int>(options_.servers.size()) == plan_.num_ps,
+              "parameter server client: ", options_.servers.size(), " server addresses for a plan over ", plan_.num_ps,
+              " PS ranks");
   ANVIL_CHECK(options_.worker_id >= 0, "parameter server client: worker_id must be at least 0, got ",
               options_.worker_id);
   versions_.assign(options_.servers.size(), 0);
@@ -85,7 +86,8 @@ void ParameterServerClient::pull() {
   NoGradGuard no_grad;
   for (size_t s = 0; s < fds_.size(); ++s) {
     const int64_t numel = plan_.shard_numel(static_cast<int>(s));
-    const Frame f = expect_reply(fds_[s], where(options_.servers[s], s), FrameType::Pull, numel, options_.reply_timeout);
+    const Frame f =
+        expect_reply(fds_[s], where(options_.servers[s], s), FrameType::Pull, numel, options_.reply_timeout);
     ANVIL_CHECK(f.type == FrameType::Params && f.payload.size() == static_cast<size_t>(numel) * sizeof(float),
                 "parameter server client: ", where(options_.servers[s], s), " answered PULL with ",
                 frame_type_name(f.type), " of ", f.payload.size(), " bytes");
@@ -124,8 +126,9 @@ PushResult ParameterServerClient::push() {
   PushResult result;
   for (size_t s = 0; s < fds_.size(); ++s) {
     const Frame f = expect_reply(fds_[s], where(options_.servers[s], s), FrameType::Push, 0, options_.reply_timeout);
-    ANVIL_CHECK(f.type == FrameType::Applied || f.type == FrameType::Stale, "parameter server client: ",
-                where(options_.servers[s], s), " answered PUSH with ", frame_type_name(f.type));
+    ANVIL_CHECK(f.type == FrameType::Applied || f.type == FrameType::Stale,
+                "parameter server client: ", where(options_.servers[s], s), " answered PUSH with ",
+                frame_type_name(f.type));
     if (f.type == FrameType::Applied) {
       ++result.applied;
       result.max_applied_staleness = std::max(result.max_applied_staleness, static_cast<int64_t>(f.arg));

@@ -27,7 +27,7 @@ struct ServerAddress {
 };
 
 struct ClientOptions {
-  int worker_id = 0;                  // 0..num_workers-1; a restarted worker reuses its id
+  int worker_id = 0;  // 0..num_workers-1; a restarted worker reuses its id
   std::vector<ServerAddress> servers;  // index = PS index
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
   // Bounds every reply, the wait of a synchronous step for the slowest worker included.
@@ -37,7 +37,7 @@ struct ClientOptions {
 struct PushResult {
   int applied = 0;  // PS ranks that applied the gradient
   int refused = 0;  // async: PS ranks that found it too stale (pull and compute again)
-  int64_t max_staleness = 0;          // the largest staleness any PS reported
+  int64_t max_staleness = 0;  // the largest staleness any PS reported
   int64_t max_applied_staleness = 0;  // the same over the PS ranks that applied it
 };
 

@@ -28,8 +28,8 @@ ParameterServer::ParameterServer(const std::vector<Tensor>& all_params, const Sh
               "ParameterServer: ServerOptions::make_optimizer is required (e.g. SGD or AdamW over the shard)");
   for (int i : plan_.owned[static_cast<size_t>(ps_index_)]) {
     const Tensor& p = all_params[static_cast<size_t>(i)];
-    ANVIL_CHECK(p.numel() == plan_.numels[static_cast<size_t>(i)], "ParameterServer: parameter ", i, " has ",
-                p.numel(), " elements, the plan says ", plan_.numels[static_cast<size_t>(i)]);
+    ANVIL_CHECK(p.numel() == plan_.numels[static_cast<size_t>(i)], "ParameterServer: parameter ", i, " has ", p.numel(),
+                " elements, the plan says ", plan_.numels[static_cast<size_t>(i)]);
     // float32 on the CPU whatever the workers use: the wire carries float32.
     Tensor mine = anvil::empty(p.shape(), DType::Float32);
     {
@@ -115,8 +115,8 @@ void ParameterServer::serve(int fd) {
   } else if (f.type != FrameType::Hello) {
     refusal = std::string("the first frame must be HELLO, got ") + frame_type_name(f.type);
   } else if (f.version != plan_.fingerprint()) {
-    refusal = "the worker's model layout (fingerprint " + std::to_string(f.version) +
-              ") differs from the server's (" + std::to_string(plan_.fingerprint()) +
+    refusal = "the worker's model layout (fingerprint " + std::to_string(f.version) + ") differs from the server's (" +
+              std::to_string(plan_.fingerprint()) +
               "): every rank must build the same model and use the same number of PS ranks";
   } else if (f.arg >= slots_.size()) {
     refusal = "worker id " + std::to_string(f.arg) + " is not in 0.." + std::to_string(slots_.size() - 1);
@@ -263,9 +263,11 @@ bool ParameterServer::on_push(int fd, int worker, const Frame& f) {
     const auto pushed_at = static_cast<int64_t>(f.version);
     const float* grad = reinterpret_cast<const float*>(f.payload.data());
     if (f.payload.size() != expected) {
-      error = "PUSH of " + std::to_string(f.payload.size()) + " bytes; this PS's shard takes " + std::to_string(expected);
+      error =
+          "PUSH of " + std::to_string(f.payload.size()) + " bytes; this PS's shard takes " + std::to_string(expected);
     } else if (pushed_at > version_ || f.version > static_cast<uint64_t>(INT64_MAX)) {
-      error = "PUSH for version " + std::to_string(f.version) + " but the server is only at " + std::to_string(version_);
+      error =
+          "PUSH for version " + std::to_string(f.version) + " but the server is only at " + std::to_string(version_);
     } else if (options_.mode == Mode::Sync) {
       if (pushed_at != version_) {
         error = "synchronous PUSH for version " + std::to_string(pushed_at) + " but the step is " +
@@ -278,9 +280,12 @@ bool ParameterServer::on_push(int fd, int worker, const Frame& f) {
         pushed_[static_cast<size_t>(worker)] = true;
         ++pending_count_;
         maybe_finish_sync_step_locked();
-        const bool stepped = changed_.wait_for(lock, options_.idle_timeout, [&] { return version_ > pushed_at || stopping_; });
-        if (!stepped) error = "the synchronous step waited longer than idle_timeout for the other workers";
-        else if (version_ <= pushed_at) return false;  // stopping
+        const bool stepped =
+            changed_.wait_for(lock, options_.idle_timeout, [&] { return version_ > pushed_at || stopping_; });
+        if (!stepped)
+          error = "the synchronous step waited longer than idle_timeout for the other workers";
+        else if (version_ <= pushed_at)
+          return false;  // stopping
         reply_version = static_cast<uint64_t>(version_);
       }
     } else {

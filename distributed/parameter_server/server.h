@@ -53,13 +53,13 @@ struct ServerOptions {
 };
 
 struct ServerStats {
-  int64_t version = 0;          // updates applied
-  int64_t pushes_applied = 0;   // gradients that went into an update
-  int64_t stale_refused = 0;    // async pushes refused as too stale
+  int64_t version = 0;  // updates applied
+  int64_t pushes_applied = 0;  // gradients that went into an update
+  int64_t stale_refused = 0;  // async pushes refused as too stale
   int64_t max_applied_staleness = 0;
   std::vector<int64_t> staleness_histogram;  // [s]: pushes applied with staleness s
   int workers_lost = 0;  // connections dropped before BYE
-  int rejoins = 0;       // a worker id connecting again after its slot was freed
+  int rejoins = 0;  // a worker id connecting again after its slot was freed
   uint64_t bytes_received = 0, bytes_sent = 0;  // payloads, all workers
 };
 
@@ -68,8 +68,7 @@ class ParameterServer {
   // `all_params`: the whole model's parameters in plan order (every rank
   // builds the same model); this PS keeps copies of those it owns as their
   // starting values. Starts listening at once. Throws anvil::Error.
-  ParameterServer(const std::vector<Tensor>& all_params, const ShardPlan& plan, int ps_index,
-                  ServerOptions options);
+  ParameterServer(const std::vector<Tensor>& all_params, const ShardPlan& plan, int ps_index, ServerOptions options);
   ~ParameterServer();
   ParameterServer(const ParameterServer&) = delete;
   ParameterServer& operator=(const ParameterServer&) = delete;

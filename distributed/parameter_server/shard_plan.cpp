@@ -53,7 +53,8 @@ ShardPlan make_shard_plan(const std::vector<int64_t>& numels, int num_ps, ShardP
       load[static_cast<size_t>(lightest)] += numels[i];
     }
   }
-  for (size_t i = 0; i < numels.size(); ++i) plan.owned[static_cast<size_t>(plan.owner[i])].push_back(static_cast<int>(i));
+  for (size_t i = 0; i < numels.size(); ++i)
+    plan.owned[static_cast<size_t>(plan.owner[i])].push_back(static_cast<int>(i));
   return plan;
 }
 

@@ -18,8 +18,8 @@ enum class ShardPolicy { SizeBalanced, RoundRobin };
 
 struct ShardPlan {
   int num_ps = 1;
-  std::vector<int64_t> numels;         // per parameter, in the model's order
-  std::vector<int> owner;              // per parameter: the PS that holds it
+  std::vector<int64_t> numels;  // per parameter, in the model's order
+  std::vector<int> owner;  // per parameter: the PS that holds it
   std::vector<std::vector<int>> owned;  // per PS: its parameters, ascending
   // Elements a PS holds (the length of its flat shard).
   int64_t shard_numel(int ps_index) const;

@@ -8,15 +8,24 @@ namespace anvil::distributed::ps {
 
 const char* frame_type_name(FrameType t) {
   switch (t) {
-    case FrameType::Hello: return "HELLO";
-    case FrameType::Welcome: return "WELCOME";
-    case FrameType::Pull: return "PULL";
-    case FrameType::Params: return "PARAMS";
-    case FrameType::Push: return "PUSH";
-    case FrameType::Applied: return "APPLIED";
-    case FrameType::Stale: return "STALE";
-    case FrameType::Bye: return "BYE";
-    case FrameType::Error: return "ERROR";
+    case FrameType::Hello:
+      return "HELLO";
+    case FrameType::Welcome:
+      return "WELCOME";
+    case FrameType::Pull:
+      return "PULL";
+    case FrameType::Params:
+      return "PARAMS";
+    case FrameType::Push:
+      return "PUSH";
+    case FrameType::Applied:
+      return "APPLIED";
+    case FrameType::Stale:
+      return "STALE";
+    case FrameType::Bye:
+      return "BYE";
+    case FrameType::Error:
+      return "ERROR";
   }
   return "?";
 }
@@ -25,9 +34,12 @@ uint64_t max_payload_bytes(FrameType t, int64_t shard_numel) {
   const uint64_t shard_bytes = static_cast<uint64_t>(shard_numel) * sizeof(float);
   switch (t) {
     case FrameType::Params:
-    case FrameType::Push: return shard_bytes;
-    case FrameType::Error: return 64 * 1024;
-    default: return 0;
+    case FrameType::Push:
+      return shard_bytes;
+    case FrameType::Error:
+      return 64 * 1024;
+    default:
+      return 0;
   }
 }
 
@@ -68,8 +80,9 @@ RecvResult recv_frame(int fd, Frame* out, int64_t shard_numel, Clock::time_point
   out->arg = h.arg;
   out->payload.resize(static_cast<size_t>(h.payload_bytes));
   if (h.payload_bytes > 0 && !net::recv_all(fd, out->payload.data(), out->payload.size(), rest_deadline, &timed_out))
-    return {timed_out ? RecvStatus::TimedOut : RecvStatus::Closed,
-            std::string(timed_out ? "stopped" : "closed") + " in the middle of a " + frame_type_name(type) + " payload"};
+    return {
+        timed_out ? RecvStatus::TimedOut : RecvStatus::Closed,
+        std::string(timed_out ? "stopped" : "closed") + " in the middle of a " + frame_type_name(type) + " payload"};
   return {};
 }
 

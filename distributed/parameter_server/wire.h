@@ -22,15 +22,15 @@ using Clock = std::chrono::steady_clock;
 inline constexpr uint32_t kMagic = 0x31535041;  // "APS1"
 
 enum class FrameType : uint32_t {
-  Hello = 1,    // worker -> PS: arg = worker id, version = layout fingerprint
+  Hello = 1,  // worker -> PS: arg = worker id, version = layout fingerprint
   Welcome = 2,  // PS -> worker: version = current version, arg = shard elements
-  Pull = 3,     // worker -> PS
-  Params = 4,   // PS -> worker: version, payload = the shard (float32)
-  Push = 5,     // worker -> PS: version = the version its gradient was computed at, payload = gradient
+  Pull = 3,  // worker -> PS
+  Params = 4,  // PS -> worker: version, payload = the shard (float32)
+  Push = 5,  // worker -> PS: version = the version its gradient was computed at, payload = gradient
   Applied = 6,  // PS -> worker: version = the version after the update, arg = its staleness
-  Stale = 7,    // PS -> worker (async): not applied, arg = staleness; pull and compute again
-  Bye = 8,      // worker -> PS: this worker is done; reply Applied
-  Error = 9,    // PS -> worker: payload = the reason (text); the connection closes
+  Stale = 7,  // PS -> worker (async): not applied, arg = staleness; pull and compute again
+  Bye = 8,  // worker -> PS: this worker is done; reply Applied
+  Error = 9,  // PS -> worker: payload = the reason (text); the connection closes
 };
 
 struct FrameHeader {

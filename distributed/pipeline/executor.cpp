@@ -139,7 +139,10 @@ std::string chrome_trace_json(const std::vector<std::vector<TimelineEvent>>& eve
     for (const TimelineEvent& e : stage) origin = std::min(origin, e.start_us);
   nlohmann::json trace = nlohmann::json::array();
   for (size_t s = 0; s < events.size(); ++s) {
-    trace.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", s},
+    trace.push_back({{"name", "thread_name"},
+                     {"ph", "M"},
+                     {"pid", 0},
+                     {"tid", s},
                      {"args", {{"name", "stage " + std::to_string(s)}}}});
     for (const TimelineEvent& e : events[s]) {
       // Sends only post work; a zero-length box would only clutter the track.
@@ -187,9 +190,8 @@ void PipelineExecutor::write_chrome_trace(const std::string& path) {
   for (int s = 0; s < p; ++s)
     for (int64_t i = 0; i < n_of[static_cast<size_t>(s)]; ++i) {
       const double* e = a + (s * most + i) * 4;
-      events[static_cast<size_t>(s)].push_back({static_cast<StepKind>(static_cast<int>(e[0])),
-                                                static_cast<int>(e[1]), static_cast<int64_t>(e[2]),
-                                                static_cast<int64_t>(e[3])});
+      events[static_cast<size_t>(s)].push_back({static_cast<StepKind>(static_cast<int>(e[0])), static_cast<int>(e[1]),
+                                                static_cast<int64_t>(e[2]), static_cast<int64_t>(e[3])});
     }
   nn::train::write_text_file_atomically(path, chrome_trace_json(events));
 }

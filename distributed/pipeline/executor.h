@@ -41,16 +41,16 @@ struct PipelineOptions {
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   int micro_batches = 4;
   Device device = Device::cpu();  // where this stage computes
-  bool record_timeline = false;   // keep each step's start and end (for the Chrome trace)
+  bool record_timeline = false;  // keep each step's start and end (for the Chrome trace)
 };
 
 struct PipelineStepResult {
   double loss = std::numeric_limits<double>::quiet_NaN();  // the batch's loss, on the last stage only
-  double seconds = 0;             // this stage's wall time for the step
-  double wait_seconds = 0;        // of which blocked on a recv or an unfinished send
-  double bubble_fraction = 0;     // wait_seconds / seconds, measured on this stage
+  double seconds = 0;  // this stage's wall time for the step
+  double wait_seconds = 0;  // of which blocked on a recv or an unfinished send
+  double bubble_fraction = 0;  // wait_seconds / seconds, measured on this stage
   double theoretical_bubble_fraction = 0;  // (p - 1) / (m + p - 1)
-  int max_live_activations = 0;   // micro-batches alive at once on this stage
+  int max_live_activations = 0;  // micro-batches alive at once on this stage
 };
 
 // One executed step of the timeline; times in microseconds of steady_clock

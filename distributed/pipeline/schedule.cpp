@@ -11,24 +11,36 @@ namespace anvil::distributed::pipeline {
 
 const char* to_string(StepKind kind) {
   switch (kind) {
-    case StepKind::Forward: return "Forward";
-    case StepKind::Backward: return "Backward";
-    case StepKind::SendActivation: return "SendActivation";
-    case StepKind::RecvActivation: return "RecvActivation";
-    case StepKind::SendGrad: return "SendGrad";
-    case StepKind::RecvGrad: return "RecvGrad";
+    case StepKind::Forward:
+      return "Forward";
+    case StepKind::Backward:
+      return "Backward";
+    case StepKind::SendActivation:
+      return "SendActivation";
+    case StepKind::RecvActivation:
+      return "RecvActivation";
+    case StepKind::SendGrad:
+      return "SendGrad";
+    case StepKind::RecvGrad:
+      return "RecvGrad";
   }
   return "?";
 }
 
 const char* short_name(StepKind kind) {
   switch (kind) {
-    case StepKind::Forward: return "F";
-    case StepKind::Backward: return "B";
-    case StepKind::SendActivation: return "SA";
-    case StepKind::RecvActivation: return "RA";
-    case StepKind::SendGrad: return "SG";
-    case StepKind::RecvGrad: return "RG";
+    case StepKind::Forward:
+      return "F";
+    case StepKind::Backward:
+      return "B";
+    case StepKind::SendActivation:
+      return "SA";
+    case StepKind::RecvActivation:
+      return "RA";
+    case StepKind::SendGrad:
+      return "SG";
+    case StepKind::RecvGrad:
+      return "RG";
   }
   return "?";
 }
@@ -176,8 +188,10 @@ void validate_schedule(const Schedule& schedule) {
       int ra = pos.of(mb, StepKind::RecvActivation), sg = pos.of(mb, StepKind::SendGrad);
       int sa = pos.of(mb, StepKind::SendActivation), rg = pos.of(mb, StepKind::RecvGrad);
       if (s == 0) {
-        ANVIL_CHECK(ra < 0 && sg < 0, "pipeline schedule: stage 0 has no previous stage to receive from or send to "
-                                      "(micro-batch ", mb, ")");
+        ANVIL_CHECK(ra < 0 && sg < 0,
+                    "pipeline schedule: stage 0 has no previous stage to receive from or send to "
+                    "(micro-batch ",
+                    mb, ")");
       } else {
         ANVIL_CHECK(ra >= 0 && ra < f, "pipeline schedule: stage ", s, " must receive micro-batch ", mb,
                     "'s activation before its forward");
@@ -227,7 +241,8 @@ SimulatedRun simulate_schedule(const Schedule& schedule, const SimulationCosts& 
         const Step& step = steps[i];
         if (step.kind == StepKind::RecvActivation || step.kind == StepKind::RecvGrad) {
           bool act = step.kind == StepKind::RecvActivation;
-          auto it = sent.find({act ? StepKind::SendActivation : StepKind::SendGrad, step.micro_batch, act ? s - 1 : s + 1});
+          auto it =
+              sent.find({act ? StepKind::SendActivation : StepKind::SendGrad, step.micro_batch, act ? s - 1 : s + 1});
           if (it == sent.end()) break;  // blocked until the neighbour sends
           t = std::max(t, it->second);
           sent.erase(it);
@@ -250,9 +265,9 @@ SimulatedRun simulate_schedule(const Schedule& schedule, const SimulationCosts& 
                 to_string(steps[i]), ") for a send its neighbour never makes before waiting itself");
     run.makespan = std::max(run.makespan, clock[static_cast<size_t>(s)]);
   }
-  ANVIL_CHECK(sent.empty(), "pipeline schedule: ", sent.size(), " sends are never received (first: ",
-              short_name(std::get<0>(sent.begin()->first)), std::get<1>(sent.begin()->first), " from stage ",
-              std::get<2>(sent.begin()->first), ")");
+  ANVIL_CHECK(sent.empty(), "pipeline schedule: ", sent.size(),
+              " sends are never received (first: ", short_name(std::get<0>(sent.begin()->first)),
+              std::get<1>(sent.begin()->first), " from stage ", std::get<2>(sent.begin()->first), ")");
   return run;
 }
 

@@ -32,7 +32,7 @@ struct Step {
 std::string to_string(const Step& step);  // "F3", "RA3", ...
 
 enum class ScheduleKind { GPipe, OneFOneB };
-const char* to_string(ScheduleKind kind);          // "gpipe", "1f1b"
+const char* to_string(ScheduleKind kind);  // "gpipe", "1f1b"
 ScheduleKind schedule_kind_from_string(const std::string& name);  // accepts "gpipe", "1f1b"
 
 struct Schedule {
@@ -69,9 +69,9 @@ void validate_schedule(const Schedule& schedule);
 // A run of the schedule on an idealised machine (forward costs forward_cost,
 // backward backward_cost, communication is free; a recv waits for its send).
 struct SimulatedRun {
-  double makespan = 0;                      // time the last stage finishes
-  std::vector<double> busy;                 // per stage: time spent computing
-  double bubble_fraction() const;           // idle / (stages * makespan)
+  double makespan = 0;  // time the last stage finishes
+  std::vector<double> busy;  // per stage: time spent computing
+  double bubble_fraction() const;  // idle / (stages * makespan)
 };
 struct SimulationCosts {
   double forward_cost = 1.0;
@@ -94,7 +94,7 @@ std::vector<std::vector<Step>> time_steps(const std::vector<Step>& steps);
 // How check_unbuffered_p2p issues a stage's sends and receives.
 enum class P2PIssue {
   PerTimeStep,  // each run of time_steps together (what the executor does)
-  PerStep,      // each send or receive alone (the pattern NCCL deadlocks on)
+  PerStep,  // each send or receive alone (the pattern NCCL deadlocks on)
 };
 
 // Runs the schedule's communication with NCCL's point-to-point rules: no

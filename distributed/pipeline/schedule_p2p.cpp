@@ -29,8 +29,8 @@ namespace {
 // One send or receive of a stage, placed in its batch.
 struct Call {
   Step step;
-  int batch;        // index into the stage's batches
-  int peer;         // the neighbour it talks to
+  int batch;  // index into the stage's batches
+  int peer;  // the neighbour it talks to
   int partner = 0;  // batch of the matching call on the peer
 };
 
@@ -85,9 +85,9 @@ void check_unbuffered_p2p(const Schedule& schedule, P2PIssue issue) {
     ANVIL_CHECK(out.size() == in.size(), "pipeline schedule: stage ", channel.first, " sends ", out.size(),
                 " messages to stage ", channel.second, ", which receives ", in.size());
     for (size_t k = 0; k < out.size(); ++k) {
-      ANVIL_CHECK(out[k]->step.micro_batch == in[k]->step.micro_batch, "pipeline schedule: message ", k,
-                  " from stage ", channel.first, " to stage ", channel.second, " is ", to_string(out[k]->step),
-                  " on the sender but ", to_string(in[k]->step),
+      ANVIL_CHECK(out[k]->step.micro_batch == in[k]->step.micro_batch, "pipeline schedule: message ", k, " from stage ",
+                  channel.first, " to stage ", channel.second, " is ", to_string(out[k]->step), " on the sender but ",
+                  to_string(in[k]->step),
                   " on the receiver; NCCL has no tags, so both must name micro-batches in the same order");
       out[k]->partner = in[k]->batch;
       in[k]->partner = out[k]->batch;

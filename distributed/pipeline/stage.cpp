@@ -21,8 +21,7 @@ int tag_of(int mb, int k) {
 
 // [dtype, ndim, d0, ..., d7]: what a receiver needs to allocate the tensor.
 Tensor make_header(const Tensor& t) {
-  ANVIL_CHECK(t.dim() <= kMaxDims, "pipeline: activations may have at most ", kMaxDims, " dims, got ",
-              t.shape_str());
+  ANVIL_CHECK(t.dim() <= kMaxDims, "pipeline: activations may have at most ", kMaxDims, " dims, got ", t.shape_str());
   Tensor h = zeros({2 + kMaxDims}, kInt64);
   int64_t* p = h.data<int64_t>();
   p[0] = static_cast<int64_t>(t.dtype());
@@ -81,15 +80,21 @@ double PipelineStage::exchange(const std::vector<Step>& steps) {
   double waited = 0;
   for (const Step& step : steps) {
     switch (step.kind) {
-      case StepKind::SendActivation: ops.push_back(post_activation(step.micro_batch)); break;
-      case StepKind::SendGrad: ops.push_back(post_grad(step.micro_batch)); break;
+      case StepKind::SendActivation:
+        ops.push_back(post_activation(step.micro_batch));
+        break;
+      case StepKind::SendGrad:
+        ops.push_back(post_grad(step.micro_batch));
+        break;
       case StepKind::RecvActivation: {
         auto [op, header_wait] = expect_activation(step.micro_batch);
         ops.push_back(op);
         waited += header_wait;
         break;
       }
-      case StepKind::RecvGrad: ops.push_back(expect_grad(step.micro_batch)); break;
+      case StepKind::RecvGrad:
+        ops.push_back(expect_grad(step.micro_batch));
+        break;
       default:
         fail("PipelineStage::exchange: step ", to_string(step), " of stage ", stage_,
              " is not a send or receive (Forward and Backward run on their own)");

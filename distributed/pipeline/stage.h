@@ -113,7 +113,7 @@ class PipelineStage {
 
  private:
   struct MicroBatch {
-    Tensor input;   // received activation (a leaf that collects its gradient), or stage 0's input
+    Tensor input;  // received activation (a leaf that collects its gradient), or stage 0's input
     Tensor output;  // the module's output (with its graph) until backward
     Tensor output_grad;
   };

@@ -57,9 +57,12 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
                      });
   }
   switch (options.reduction) {
-    case Reduction::None: return losses;
-    case Reduction::Sum: return losses.sum();
-    case Reduction::Mean: return losses.mean();
+    case Reduction::None:
+      return losses;
+    case Reduction::Sum:
+      return losses.sum();
+    case Reduction::Mean:
+      return losses.mean();
   }
   return losses;
 }

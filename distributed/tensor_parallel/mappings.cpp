@@ -24,9 +24,8 @@ int64_t wrap_dim(const Tensor& x, int64_t dim, const char* what) {
 // `backward`, which maps out's gradient to x's.
 Tensor with_backward(const char* name, const Tensor& x, Tensor out, std::function<Tensor(const Tensor&)> backward) {
   if (autograd::needs_grad({x}))
-    autograd::record(name, {x}, out, [backward = std::move(backward)](const Tensor& g) {
-      return std::vector<Tensor>{backward(g)};
-    });
+    autograd::record(name, {x}, out,
+                     [backward = std::move(backward)](const Tensor& g) { return std::vector<Tensor>{backward(g)}; });
   return out;
 }
 

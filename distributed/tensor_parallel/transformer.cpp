@@ -40,17 +40,17 @@ ParallelSelfAttention::ParallelSelfAttention(const nn::TransformerOptions& o, Gr
               "ParallelSelfAttention: n_head ", o.n_head, " does not divide by the tensor-parallel size ",
               group->size(), " (n_embd ", o.n_embd, ")");
   heads_per_rank = o.n_head / group->size();
-  qkv = register_module(
-      "qkv", std::make_shared<ColumnParallelLinear>(
-                 o.n_embd, 3 * o.n_embd, group,
-                 ColumnParallelOptions{.bias = o.bias, .sequence_parallel = parallel.sequence_parallel,
-                                       .sequence_dim = parallel.sequence_dim}));
+  qkv = register_module("qkv", std::make_shared<ColumnParallelLinear>(
+                                   o.n_embd, 3 * o.n_embd, group,
+                                   ColumnParallelOptions{.bias = o.bias,
+                                                         .sequence_parallel = parallel.sequence_parallel,
+                                                         .sequence_dim = parallel.sequence_dim}));
   proj = register_module(
-      "proj", std::make_shared<RowParallelLinear>(
-                  o.n_embd, o.n_embd, group,
-                  RowParallelOptions{.bias = o.bias, .input_is_parallel = true,
-                                     .sequence_parallel = parallel.sequence_parallel,
-                                     .sequence_dim = parallel.sequence_dim}));
+      "proj", std::make_shared<RowParallelLinear>(o.n_embd, o.n_embd, group,
+                                                  RowParallelOptions{.bias = o.bias,
+                                                                     .input_is_parallel = true,
+                                                                     .sequence_parallel = parallel.sequence_parallel,
+                                                                     .sequence_dim = parallel.sequence_dim}));
 }
 
 std::shared_ptr<ParallelSelfAttention> ParallelSelfAttention::from_full(const nn::CausalSelfAttention& full,
@@ -99,13 +99,15 @@ ParallelMLP::ParallelMLP(int64_t n_embd, int64_t hidden, bool bias, GroupPtr tp,
     : Module("ParallelMLP"), group(std::move(tp)) {
   fc = register_module("fc", std::make_shared<ColumnParallelLinear>(
                                  n_embd, hidden, group,
-                                 ColumnParallelOptions{.bias = bias, .sequence_parallel = parallel.sequence_parallel,
+                                 ColumnParallelOptions{.bias = bias,
+                                                       .sequence_parallel = parallel.sequence_parallel,
                                                        .sequence_dim = parallel.sequence_dim}));
-  proj = register_module("proj", std::make_shared<RowParallelLinear>(
-                                     hidden, n_embd, group,
-                                     RowParallelOptions{.bias = bias, .input_is_parallel = true,
-                                                        .sequence_parallel = parallel.sequence_parallel,
-                                                        .sequence_dim = parallel.sequence_dim}));
+  proj = register_module(
+      "proj", std::make_shared<RowParallelLinear>(hidden, n_embd, group,
+                                                  RowParallelOptions{.bias = bias,
+                                                                     .input_is_parallel = true,
+                                                                     .sequence_parallel = parallel.sequence_parallel,
+                                                                     .sequence_dim = parallel.sequence_dim}));
 }
 
 std::shared_ptr<ParallelMLP> ParallelMLP::from_full(const nn::Sequential& full, GroupPtr group,

@@ -22,8 +22,7 @@ using attention::kBlockQ;
 using attention::Problem;
 
 // Per-thread scratch of one query block.
-template <typename C>
-struct ForwardScratch {
+template <typename C> struct ForwardScratch {
   std::vector<C> scores, acc, row_max, row_sum;
   explicit ForwardScratch(int64_t dim_v)
       : scores(kBlockQ * kBlockK), acc(kBlockQ * dim_v), row_max(kBlockQ), row_sum(kBlockQ) {}
@@ -31,8 +30,8 @@ struct ForwardScratch {
 
 // Queries [i0, i0 + rows) of problem p: out rows and their log-sum-exp.
 template <typename C>
-void forward_block(C* out, float* lse, const C* q, const C* k, const C* v, int64_t i0, int64_t rows,
-                   const Problem& p, ForwardScratch<C>& w) {
+void forward_block(C* out, float* lse, const C* q, const C* k, const C* v, int64_t i0, int64_t rows, const Problem& p,
+                   ForwardScratch<C>& w) {
   constexpr C kNegInf = -std::numeric_limits<C>::infinity();
   const int64_t ev = p.shape->dim_v;
   std::fill(w.acc.begin(), w.acc.begin() + rows * ev, C(0));

@@ -29,23 +29,19 @@ using attention::kBlockQ;
 using attention::Problem;
 
 // One problem's dense operands (rows of this (batch, head)).
-template <typename C>
-struct ProblemData {
+template <typename C> struct ProblemData {
   const C *q, *k, *v, *out, *grad_out;
   C *grad_q, *grad_k, *grad_v;
 };
 
-template <typename C>
-struct BackwardScratch {
+template <typename C> struct BackwardScratch {
   std::vector<C> probs, dprobs, dropped, row_d, row_lse;
   explicit BackwardScratch(int64_t len_q)
-      : probs(kBlockQ * kBlockK), dprobs(kBlockQ * kBlockK), dropped(kBlockQ * kBlockK), row_d(len_q),
-        row_lse(len_q) {}
+      : probs(kBlockQ * kBlockK), dprobs(kBlockQ * kBlockK), dropped(kBlockQ * kBlockK), row_d(len_q), row_lse(len_q) {}
 };
 
 // The log-sum-exp of every row in C, recomputed from the scores (float64's exact path).
-template <typename C>
-void recompute_lse(C* lse, const ProblemData<C>& d, const Problem& p, C* s) {
+template <typename C> void recompute_lse(C* lse, const ProblemData<C>& d, const Problem& p, C* s) {
   constexpr C kInf = std::numeric_limits<C>::infinity();
   const int64_t len_q = p.shape->len_q;
   for (int64_t i0 = 0; i0 < len_q; i0 += kBlockQ) {
@@ -140,7 +136,7 @@ void attention_backward_typed(const View& gq_view, const View& gk_view, const Vi
 #pragma omp for schedule(dynamic)
     for (int64_t n = 0; n < problems; ++n) {
       const Problem p{&sh, mask, &params, n};
-      const ProblemData<C> d{q.get() + n * qs,      k.get() + n * ks,      v.get() + n * vs,
+      const ProblemData<C> d{q.get() + n * qs,      k.get() + n * ks,        v.get() + n * vs,
                              out.get() + n * os,    grad_out.get() + n * os, grad_q.get() + n * qs,
                              grad_k.get() + n * ks, grad_v.get() + n * vs};
       backward_problem(d, lse.get() + n * sh.len_q, p, scratch);

@@ -28,7 +28,7 @@ struct Problem {
   const shapes::AttentionShape* shape = nullptr;
   const View* mask = nullptr;  // [B, H, L, S], any strides, or null
   const AttentionParams* params = nullptr;  // scale, causal, dropout
-  int64_t n = 0;                            // b * H + h
+  int64_t n = 0;  // b * H + h
   double scale() const { return params->scale; }
   bool is_causal() const { return params->is_causal; }
   int64_t mask_base() const { return (n / shape->heads) * mask->strides[0] + (n % shape->heads) * mask->strides[1]; }
@@ -78,16 +78,17 @@ void apply_masks(C* s, int64_t lds, int64_t rows, int64_t cols, int64_t i0, int6
         }
       }
     };
-    if (sc == 1) mask_rows(std::integral_constant<int64_t, 1>{});
-    else mask_rows(sc);
+    if (sc == 1)
+      mask_rows(std::integral_constant<int64_t, 1>{});
+    else
+      mask_rows(sc);
   });
 }
 
 // The largest of n scores, NaN if any is NaN. float rows on the vector
 // kernels: a scalar max is a chain of dependent instructions, and was most of
 // the forward kernel's own time on MiniLM's short rows.
-template <typename C>
-C max_of(const C* row, int64_t n) {
+template <typename C> C max_of(const C* row, int64_t n) {
   if constexpr (std::is_same_v<C, float>) {
     if (vec::enabled()) return vec::max(row, n);
   }
@@ -101,8 +102,7 @@ C max_of(const C* row, int64_t n) {
 
 // row[c] = exp(row[c] - shift); returns their sum. float rows on the vector
 // kernels (Highway), double (float64 inputs) and the scalar build as is.
-template <typename C>
-C exp_shifted(C* row, int64_t n, C shift) {
+template <typename C> C exp_shifted(C* row, int64_t n, C shift) {
   if constexpr (std::is_same_v<C, float>) {
     if (vec::enabled()) return static_cast<float>(vec::exp_shifted_row(row, row, n, shift));
   }

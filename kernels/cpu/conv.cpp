@@ -39,8 +39,8 @@ namespace {
 // on one thread.
 constexpr int64_t kParallelColElems = 1 << 14;
 
-using shapes::ConvGeometry;
 using shapes::conv_geometry;
+using shapes::ConvGeometry;
 
 int64_t ceil_div(int64_t a, int64_t b) {  // b > 0, any sign of a
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);
@@ -55,8 +55,7 @@ void valid_output_cols(const ConvGeometry& g, int64_t kj, int64_t& lo, int64_t& 
 
 // Row r = (c, ki, kj) of an image's column matrix:
 // col_row[oh*wo + ow] = img[c, ih, iw], zero where (ih, iw) falls in the padding.
-template <typename T>
-void im2col_row(const T* img, T* col_row, const ConvGeometry& g, int64_t r) {
+template <typename T> void im2col_row(const T* img, T* col_row, const ConvGeometry& g, int64_t r) {
   const int64_t kk = g.kh * g.kw, c = r / kk, ki = (r / g.kw) % g.kh, kj = r % g.kw;
   const T* plane = img + c * g.h * g.w;
   int64_t lo, hi;
@@ -83,8 +82,7 @@ void im2col_row(const T* img, T* col_row, const ConvGeometry& g, int64_t r) {
 // The inverse scatter for channel c: plane = sum of the column entries that
 // im2col read from each pixel (zero for pixels no window covers). The
 // channel's rows start at col and lie ld elements apart.
-template <typename T>
-void col2im_channel(const T* col, int64_t ld, T* plane, const ConvGeometry& g, int64_t c) {
+template <typename T> void col2im_channel(const T* col, int64_t ld, T* plane, const ConvGeometry& g, int64_t c) {
   const int64_t kk = g.kh * g.kw;
   std::fill(plane, plane + g.h * g.w, T(0));
   for (int64_t ki = 0; ki < g.kh; ++ki) {
@@ -118,8 +116,8 @@ ImagePlan plan_images(const ConvGeometry& g) {
   ImagePlan plan;
   const int max_threads = omp_get_max_threads();
   const int64_t col_elems = g.col_rows() * g.col_cols();
-  if (max_threads > 1 && use_openmp_beside_blas() && g.n >= max_threads &&
-      g.n * col_elems >= kParallelColElems && max_threads * col_elems <= kColScratchElems)
+  if (max_threads > 1 && use_openmp_beside_blas() && g.n >= max_threads && g.n * col_elems >= kParallelColElems &&
+      max_threads * col_elems <= kColScratchElems)
     plan.threads = max_threads;
   return plan;
 }
@@ -138,8 +136,7 @@ bool input_is_col(const ConvGeometry& g) {
 
 // The column matrix of image n, group gi: the input itself where it already
 // is one, else written into col.
-template <typename T>
-const T* image_col(const T* in, T* col, const ConvGeometry& g, int64_t n, int64_t gi) {
+template <typename T> const T* image_col(const T* in, T* col, const ConvGeometry& g, int64_t n, int64_t gi) {
   const T* planes = group_plane(in, g, n, gi, g.cin_per_group(), g.h * g.w);
   if (input_is_col(g)) return planes;
   const int64_t rows = g.col_rows(), cols = g.col_cols();
@@ -183,8 +180,7 @@ void conv2d_forward(const View& out_view, const View& in_view, const View& weigh
   for_each_image_and_group(g, plan, cols_of_threads, [&](int64_t n, int64_t gi, T* col, int) {
     T* dst = group_plane(out.get(), g, n, gi, cout_g, cols);
     if (!bias.empty()) {
-      for (int64_t co = 0; co < cout_g; ++co)
-        std::fill(dst + co * cols, dst + (co + 1) * cols, bias[gi * cout_g + co]);
+      for (int64_t co = 0; co < cout_g; ++co) std::fill(dst + co * cols, dst + (co + 1) * cols, bias[gi * cout_g + co]);
     }
     gemm(false, false, cout_g, cols, rows, T(1), weight.get() + gi * g.weight_group_elems(), rows,
          image_col(in.get(), col, g, n, gi), cols, bias.empty() ? T(0) : T(1), dst, cols);
@@ -258,28 +254,24 @@ void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view,
 
 }  // namespace
 
-void CpuBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias,
-                        const Conv2dParams& p) {
+void CpuBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) {
   const ConvGeometry g = conv_geometry(in.shape, weight.shape, out.shape, bias, p);
-  dispatch_floating("conv2d", out.dtype, [&](auto tag) {
-    conv2d_forward<decltype(tag)>(out, in, weight, bias, g, *allocator_);
-  });
+  dispatch_floating("conv2d", out.dtype,
+                    [&](auto tag) { conv2d_forward<decltype(tag)>(out, in, weight, bias, g, *allocator_); });
 }
 
 void CpuBackend::conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
                                        const Conv2dParams& p) {
   const ConvGeometry g = conv_geometry("conv2d_backward_input", grad_in.shape, weight.shape, grad_out.shape, p);
-  dispatch_floating("conv2d_backward_input", grad_in.dtype, [&](auto tag) {
-    conv2d_grad_input<decltype(tag)>(grad_in, grad_out, weight, g, *allocator_);
-  });
+  dispatch_floating("conv2d_backward_input", grad_in.dtype,
+                    [&](auto tag) { conv2d_grad_input<decltype(tag)>(grad_in, grad_out, weight, g, *allocator_); });
 }
 
 void CpuBackend::conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in,
                                         const Conv2dParams& p) {
   const ConvGeometry g = conv_geometry("conv2d_backward_weight", in.shape, grad_weight.shape, grad_out.shape, p);
-  dispatch_floating("conv2d_backward_weight", grad_weight.dtype, [&](auto tag) {
-    conv2d_grad_weight<decltype(tag)>(grad_weight, grad_out, in, g, *allocator_);
-  });
+  dispatch_floating("conv2d_backward_weight", grad_weight.dtype,
+                    [&](auto tag) { conv2d_grad_weight<decltype(tag)>(grad_weight, grad_out, in, g, *allocator_); });
 }
 
 }  // namespace anvil::cpu

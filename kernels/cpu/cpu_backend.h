@@ -58,24 +58,25 @@ class CpuBackend final : public Backend {
 
   // conv.cpp, pool.cpp
   void conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) override;
-  void conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight, const Conv2dParams& p) override;
-  void conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in, const Conv2dParams& p) override;
+  void conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
+                             const Conv2dParams& p) override;
+  void conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in,
+                              const Conv2dParams& p) override;
   void pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) override;
   void pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in, const View& out,
                        const Pool2dParams& p) override;
 
   // norm.cpp
-  void batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
-                  const View* weight, const View* bias, const View* running_mean, const View* running_var,
+  void batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in, const View* weight,
+                  const View* bias, const View* running_mean, const View* running_var,
                   const BatchNormParams& p) override;
-  void batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                           const View& grad_out, const View& in, const View* weight, const View& save_mean,
-                           const View& save_invstd, const BatchNormParams& p) override;
+  void batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias, const View& grad_out,
+                           const View& in, const View* weight, const View& save_mean, const View& save_invstd,
+                           const BatchNormParams& p) override;
   void layer_norm(const View& out, const View& mean, const View& rstd, const View& in, const View* weight,
                   const View* bias, double eps) override;
-  void layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                           const View& grad_out, const View& in, const View& mean, const View& rstd,
-                           const View* weight) override;
+  void layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias, const View& grad_out,
+                           const View& in, const View& mean, const View& rstd, const View* weight) override;
   void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd, const View& x,
                       const View& residual, const View* weight, const View* bias, double eps) override;
   // rms_norm.cpp
@@ -93,8 +94,8 @@ class CpuBackend final : public Backend {
   // loss.cpp
   void cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
                      const CrossEntropyParams& p) override;
-  void cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,
-                              const View& targets, const View& logsumexp, const CrossEntropyParams& p) override;
+  void cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits, const View& targets,
+                              const View& logsumexp, const CrossEntropyParams& p) override;
 
   // random.cpp
   void dropout(const View& out, const View& mask, const View& in, double p, uint64_t seed, uint64_t offset) override;

@@ -27,27 +27,34 @@
 
 namespace anvil::cpu {
 
-template <typename To, typename From>
-inline To convert_value(From v) {
+template <typename To, typename From> inline To convert_value(From v) {
   constexpr bool from16 = std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>;
   constexpr bool to16 = std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>;
-  if constexpr (std::is_same_v<To, From>) return v;
-  else if constexpr (from16) return convert_value<To>(static_cast<float>(v));
-  else if constexpr (to16) return To(static_cast<float>(v));
-  else return static_cast<To>(v);
+  if constexpr (std::is_same_v<To, From>)
+    return v;
+  else if constexpr (from16)
+    return convert_value<To>(static_cast<float>(v));
+  else if constexpr (to16)
+    return To(static_cast<float>(v));
+  else
+    return static_cast<To>(v);
 }
 
 // Calls f(T{}) with T the compute type of a floating dtype: double for
 // float64, float for float32 and the 16-bit types. Other dtypes are an error
 // naming the op.
-template <typename F>
-void dispatch_floating(const char* op, DType dtype, F&& f) {
+template <typename F> void dispatch_floating(const char* op, DType dtype, F&& f) {
   switch (dtype) {
-    case DType::Float64: f(double{}); return;
+    case DType::Float64:
+      f(double{});
+      return;
     case DType::Float32:
     case DType::Float16:
-    case DType::BFloat16: f(float{}); return;
-    default: fail(op, ": dtype ", dtype_name(dtype), " is not supported on CPU (floating dtypes only)");
+    case DType::BFloat16:
+      f(float{});
+      return;
+    default:
+      fail(op, ": dtype ", dtype_name(dtype), " is not supported on CPU (floating dtypes only)");
   }
 }
 
@@ -67,11 +74,13 @@ inline int64_t row_offset(const View& v, int64_t r) {
 inline constexpr int64_t kParallelCopyElems = 1 << 15;
 
 // Calls f(view_offset, dense_offset, inner_len, inner_stride) for each row.
-template <typename F>
-void for_each_row(const View& v, F&& f) {
+template <typename F> void for_each_row(const View& v, F&& f) {
   const int64_t n = v.numel();
   if (n == 0) return;
-  if (v.dim() == 0) { f(int64_t{0}, int64_t{0}, int64_t{1}, int64_t{1}); return; }
+  if (v.dim() == 0) {
+    f(int64_t{0}, int64_t{0}, int64_t{1}, int64_t{1});
+    return;
+  }
   const int64_t inner = v.shape.back(), stride = v.strides.back();
   const int64_t rows = n / inner;
 #pragma omp parallel for schedule(static) if (n > kParallelCopyElems && use_openmp_beside_blas())
@@ -81,8 +90,7 @@ void for_each_row(const View& v, F&& f) {
 }  // namespace dense_detail
 
 // dst[i] = v[i] (row-major order), converted to To.
-template <typename To>
-void gather_dense(To* dst, const View& v) {
+template <typename To> void gather_dense(To* dst, const View& v) {
   visit_dtype(v.dtype, [&](auto tag) {
     using From = decltype(tag);
     const From* src = v.ptr<From>();
@@ -104,8 +112,7 @@ void gather_dense(To* dst, const View& v) {
 }
 
 // v[i] = src[i] (row-major order), converted to v's dtype.
-template <typename From>
-void scatter_dense(const View& v, const From* src) {
+template <typename From> void scatter_dense(const View& v, const From* src) {
   visit_dtype(v.dtype, [&](auto tag) {
     using To = decltype(tag);
     To* dst = v.ptr<To>();
@@ -126,8 +133,7 @@ void scatter_dense(const View& v, const From* src) {
   });
 }
 
-template <typename T>
-std::vector<T> dense_copy(const View& v) {
+template <typename T> std::vector<T> dense_copy(const View& v) {
   std::vector<T> out(static_cast<size_t>(v.numel()));
   gather_dense(out.data(), v);
   return out;
@@ -137,8 +143,7 @@ std::vector<T> dense_copy(const View& v) {
 inline Allocator& dense_copy_memory() { return backend_for(DeviceType::CPU).allocator(0); }
 
 // Read-only dense data of `v` as T.
-template <typename T>
-class DenseIn {
+template <typename T> class DenseIn {
  public:
   explicit DenseIn(const View& v) {
     if (v.dtype == dtype_of<T>::value && v.is_contiguous()) {
@@ -163,8 +168,7 @@ enum class OutStart : uint8_t { Unspecified, CurrentValues };
 
 // Writable dense data for output `v` as T. Call commit() once the kernel has
 // written it: that copies back when the view could not be written in place.
-template <typename T>
-class DenseOut {
+template <typename T> class DenseOut {
  public:
   explicit DenseOut(const View& v, OutStart start = OutStart::Unspecified) : view_(v) {
     if (v.dtype == dtype_of<T>::value && v.is_contiguous()) {

@@ -28,8 +28,7 @@ template <typename T> using compute_t = typename compute<T>::type;
 using shapes::op_name;
 
 // Same<In, T>: T once per element of a pack of In (every input has dtype T).
-template <typename, typename U>
-using Same = U;
+template <typename, typename U> using Same = U;
 
 // out = op(in...) elementwise for an op-table row: refuses a dtype outside
 // the row's domain, computes in C = compute_t<T>, and writes T or bool.
@@ -42,18 +41,17 @@ void table_kernel(const char* name, const View& out, MakeOp make_op, const View&
     using C = compute_t<T>;
     const auto op = make_op.template operator()<C>();
     const DType expected = R == ops::Result::Bool ? kBool : first.dtype;
-    ANVIL_CHECK(out.dtype == expected, name, ": output dtype ", out.dtype, " should be ", expected,
-                " for input dtype ", first.dtype);
+    ANVIL_CHECK(out.dtype == expected, name, ": output dtype ", out.dtype, " should be ", expected, " for input dtype ",
+                first.dtype);
     using Out = std::conditional_t<R == ops::Result::Bool, bool, T>;
     map_elements<Out, T, Same<In, T>...>(out, {&first, &rest...},
-                                          [op](T x, Same<In, T>... y) { return Out(op(C(x), C(y)...)); });
+                                         [op](T x, Same<In, T>... y) { return Out(op(C(x), C(y)...)); });
   }
 }
 
 // Integer (and bool) division is true division, as in PyTorch: the op layer
 // asks for a floating output, and the quotient is computed in double.
-template <typename T>
-void integer_div_kernel(const View& out, const View& a, const View& b) {
+template <typename T> void integer_div_kernel(const View& out, const View& a, const View& b) {
   ANVIL_CHECK(is_floating(out.dtype), "div: integer inputs of dtype ", a.dtype,
               " need a floating output (true division); got output dtype ", out.dtype);
   visit_dtype(out.dtype, [&](auto tag) {
@@ -69,44 +67,47 @@ void integer_div_kernel(const View& out, const View& a, const View& b) {
 // per run, a strided one gathered into a buffer (and a strided out scattered
 // from one). The transcendental kernels cost several element-operations
 // each, which the parallel threshold counts.
-template <size_t N, typename F>
-void vector_map(const View& out, const std::array<const View*, N>& ins, F f) {
+template <size_t N, typename F> void vector_map(const View& out, const std::array<const View*, N>& ins, F f) {
   std::array<const View*, N + 1> views{&out};
   typename StridedLoop<N + 1>::Ptrs base{static_cast<char*>(out.data)};
   for (size_t k = 0; k < N; ++k) views[k + 1] = ins[k], base[k + 1] = static_cast<char*>(ins[k]->data);
   const StridedLoop<N + 1> loop(views);
   constexpr int64_t kCost = 8, kChunk = 256, kUnit = sizeof(float);
-  loop.run_parallel(base, [&](const typename StridedLoop<N + 1>::Run& r) {
-    bool contiguous = true;
-    for (int64_t s : r.stride) contiguous &= s == kUnit;
-    std::array<const float*, N> in;
-    if (contiguous) {
-      for (size_t k = 0; k < N; ++k) in[k] = reinterpret_cast<const float*>(r.ptr[k + 1]);
-      return f(reinterpret_cast<float*>(r.ptr[0]), in, r.n);
-    }
-    float buf[N + 1][kChunk];
-    for (size_t k = 0; k < N; ++k)
-      if (r.stride[k + 1] == 0) std::fill_n(buf[k + 1], std::min(kChunk, r.n), *reinterpret_cast<const float*>(r.ptr[k + 1]));
-    const bool out_in_place = r.stride[0] == kUnit;
-    for (int64_t i0 = 0; i0 < r.n; i0 += kChunk) {
-      const int64_t m = std::min(kChunk, r.n - i0);
-      for (size_t k = 0; k < N; ++k) {
-        const char* p = r.ptr[k + 1];
-        const int64_t s = r.stride[k + 1];
-        if (s == kUnit) {
-          in[k] = reinterpret_cast<const float*>(p) + i0;
-        } else {
-          if (s != 0)
-            for (int64_t i = 0; i < m; ++i) buf[k + 1][i] = *reinterpret_cast<const float*>(p + (i0 + i) * s);
-          in[k] = buf[k + 1];
+  loop.run_parallel(
+      base,
+      [&](const typename StridedLoop<N + 1>::Run& r) {
+        bool contiguous = true;
+        for (int64_t s : r.stride) contiguous &= s == kUnit;
+        std::array<const float*, N> in;
+        if (contiguous) {
+          for (size_t k = 0; k < N; ++k) in[k] = reinterpret_cast<const float*>(r.ptr[k + 1]);
+          return f(reinterpret_cast<float*>(r.ptr[0]), in, r.n);
         }
-      }
-      float* o = out_in_place ? reinterpret_cast<float*>(r.ptr[0]) + i0 : buf[0];
-      f(o, in, m);
-      if (!out_in_place)
-        for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(r.ptr[0] + (i0 + i) * r.stride[0]) = buf[0][i];
-    }
-  }, kCost);
+        float buf[N + 1][kChunk];
+        for (size_t k = 0; k < N; ++k)
+          if (r.stride[k + 1] == 0)
+            std::fill_n(buf[k + 1], std::min(kChunk, r.n), *reinterpret_cast<const float*>(r.ptr[k + 1]));
+        const bool out_in_place = r.stride[0] == kUnit;
+        for (int64_t i0 = 0; i0 < r.n; i0 += kChunk) {
+          const int64_t m = std::min(kChunk, r.n - i0);
+          for (size_t k = 0; k < N; ++k) {
+            const char* p = r.ptr[k + 1];
+            const int64_t s = r.stride[k + 1];
+            if (s == kUnit) {
+              in[k] = reinterpret_cast<const float*>(p) + i0;
+            } else {
+              if (s != 0)
+                for (int64_t i = 0; i < m; ++i) buf[k + 1][i] = *reinterpret_cast<const float*>(p + (i0 + i) * s);
+              in[k] = buf[k + 1];
+            }
+          }
+          float* o = out_in_place ? reinterpret_cast<float*>(r.ptr[0]) + i0 : buf[0];
+          f(o, in, m);
+          if (!out_in_place)
+            for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(r.ptr[0] + (i0 + i) * r.stride[0]) = buf[0][i];
+        }
+      },
+      kCost);
 }
 
 // Whether a run of a large output goes out with streaming stores
@@ -134,8 +135,8 @@ void CpuBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryP
     using T = decltype(tag);
     switch (op) {
 #define ANVIL_CPU_UNARY_CASE(Enum, function, domain, result, api) \
-  case UnaryOp::Enum:                                              \
-    return table_kernel<T, ops::Domain::domain, ops::Result::result>(                                 \
+  case UnaryOp::Enum: \
+    return table_kernel<T, ops::Domain::domain, ops::Result::result>( \
         name, out, [&]<class C>() { return ops::make_unary<ops::Enum, C>(p); }, in);
       ANVIL_UNARY_OPS(ANVIL_CPU_UNARY_CASE)
 #undef ANVIL_CPU_UNARY_CASE
@@ -159,8 +160,8 @@ void CpuBackend::binary(BinaryOp op, const View& out, const View& a, const View&
     }
     switch (op) {
 #define ANVIL_CPU_BINARY_CASE(Enum, name_, domain, result, family) \
-  case BinaryOp::Enum:                                              \
-    return table_kernel<T, ops::Domain::domain, ops::Result::result>(                                  \
+  case BinaryOp::Enum: \
+    return table_kernel<T, ops::Domain::domain, ops::Result::result>( \
         name, out, []<class C>() { return ops::Enum<C>{}; }, a, b);
       ANVIL_BINARY_OPS(ANVIL_CPU_BINARY_CASE)
 #undef ANVIL_CPU_BINARY_CASE

@@ -46,8 +46,7 @@ bool float32_gemm_on_onednn() {
   static const bool use = [] {
     const char* forced = std::getenv("ANVIL_CPU_GEMM");
     if (forced == nullptr || *forced == '\0' || std::string_view(forced) == "onednn") return true;
-    ANVIL_CHECK(std::string_view(forced) == "openblas",
-                "ANVIL_CPU_GEMM=", forced, ": expected onednn or openblas");
+    ANVIL_CHECK(std::string_view(forced) == "openblas", "ANVIL_CPU_GEMM=", forced, ": expected onednn or openblas");
     return false;
   }();
   return use;
@@ -79,8 +78,7 @@ std::string openblas_core_isa(std::string_view core) {
 // leaves OpenBLAS's own choice (to measure it).
 void guard_openblas_core() {
   static const bool done = [] {
-    if (&openblas_get_corename == nullptr || &gotoblas_dynamic_init == nullptr ||
-        &gotoblas_dynamic_quit == nullptr)
+    if (&openblas_get_corename == nullptr || &gotoblas_dynamic_init == nullptr || &gotoblas_dynamic_quit == nullptr)
       return true;
     const char* guard = std::getenv("ANVIL_OPENBLAS_GUARD");
     if (guard != nullptr && std::string_view(guard) == "off") return true;
@@ -94,8 +92,10 @@ void guard_openblas_core() {
     setenv("OPENBLAS_CORETYPE", core, 1);
     gotoblas_dynamic_quit();
     gotoblas_dynamic_init();
-    if (user_choice) setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
-    else unsetenv("OPENBLAS_CORETYPE");
+    if (user_choice)
+      setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+    else
+      unsetenv("OPENBLAS_CORETYPE");
     return true;
   }();
   (void)done;
@@ -117,30 +117,28 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   if (float32_gemm_on_onednn()) {
     const dnnl_status_t status =
         dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    ANVIL_CHECK(status == dnnl_success, "gemm: oneDNN sgemm failed with status ", static_cast<int>(status), " for m=", m,
-                " n=", n, " k=", k);
+    ANVIL_CHECK(status == dnnl_success, "gemm: oneDNN sgemm failed with status ", static_cast<int>(status),
+                " for m=", m, " n=", n, " k=", k);
     return;
   }
 #endif
   guard_openblas_core();
   cblas_sgemm(CblasRowMajor, cblas_trans(trans_a), cblas_trans(trans_b), blas_int(m, "m"), blas_int(n, "n"),
-              blas_int(k, "k"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"), beta, c,
-              blas_int(ldc, "ldc"));
+              blas_int(k, "k"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"), beta, c, blas_int(ldc, "ldc"));
 }
 
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   guard_openblas_core();
   cblas_dgemm(CblasRowMajor, cblas_trans(trans_a), cblas_trans(trans_b), blas_int(m, "m"), blas_int(n, "n"),
-              blas_int(k, "k"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"), beta, c,
-              blas_int(ldc, "ldc"));
+              blas_int(k, "k"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"), beta, c, blas_int(ldc, "ldc"));
 }
 
 std::string cpu_isa() {
   __builtin_cpu_init();
   // avx512_core as oneDNN means it: F, BW, VL and DQ together (Skylake-SP on).
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq"))
     return "avx512_core";
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
   if (__builtin_cpu_supports("avx")) return "avx";
@@ -175,23 +173,32 @@ GemmKernel openblas_kernel() {
 #if ANVIL_HAVE_ONEDNN
 std::string onednn_isa_name(dnnl_cpu_isa_t isa) {
   switch (isa) {
-    case dnnl_cpu_isa_sse41: return "sse4.1";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    default: return "isa " + std::to_string(static_cast<int>(isa));
+    case dnnl_cpu_isa_sse41:
+      return "sse4.1";
+    case dnnl_cpu_isa_avx:
+      return "avx";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    case dnnl_cpu_isa_avx2_vnni:
+      return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "isa " + std::to_string(static_cast<int>(isa));
   }
 }
 
 GemmKernel onednn_kernel() {
   const dnnl_version_t* v = dnnl_version();
   const std::string isa = onednn_isa_name(dnnl_get_effective_cpu_isa());
-  return {"oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch),
-          isa, isa};
+  return {"oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch), isa,
+          isa};
 }
 #endif
 

@@ -20,8 +20,8 @@ namespace {
 
 using shapes::bits_of;
 
-template <typename T> using compute_t =
-    std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+template <typename T>
+using compute_t = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
 
 using shapes::at_least_1d;
 using shapes::without_dim;
@@ -84,7 +84,8 @@ void CpuBackend::index_select(const View& out_, const View& in_, int64_t dim, co
             return;
           }
           for (int64_t j = 0; j < r.n; ++j)
-            *reinterpret_cast<Bits*>(r.ptr[0] + j * r.stride[0]) = *reinterpret_cast<const Bits*>(r.ptr[1] + j * r.stride[1]);
+            *reinterpret_cast<Bits*>(r.ptr[0] + j * r.stride[0]) =
+                *reinterpret_cast<const Bits*>(r.ptr[1] + j * r.stride[1]);
         });
       }
     });
@@ -113,12 +114,13 @@ void CpuBackend::index_add(const View& out_, int64_t dim, const View& index, con
       // Each thread owns a range of positions within a slice, in every slice.
       parallel_for(slice_n, n_idx * slice_n, [&](int64_t begin, int64_t end) {
         for (int64_t i = 0; i < n_idx; ++i) {
-          slice.run({out_base + idx[i] * out_step, src_base + i * src_step}, begin, end, [&](const StridedLoop<2>::Run& r) {
-            for (int64_t j = 0; j < r.n; ++j) {
-              T& o = *reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]);
-              o = T(C(o) + C(*reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1])));
-            }
-          });
+          slice.run({out_base + idx[i] * out_step, src_base + i * src_step}, begin, end,
+                    [&](const StridedLoop<2>::Run& r) {
+                      for (int64_t j = 0; j < r.n; ++j) {
+                        T& o = *reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]);
+                        o = T(C(o) + C(*reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1])));
+                      }
+                    });
         }
       });
     }
@@ -139,12 +141,12 @@ void CpuBackend::gather(const View& out_, const View& in_, int64_t dim, const Vi
     using Bits = typename bits_of<sizeof(tag)>::type;
     loop.run_parallel({static_cast<char*>(out.data), static_cast<char*>(index.data), static_cast<char*>(in.data)},
                       [&](const StridedLoop<3>::Run& r) {
-      for (int64_t j = 0; j < r.n; ++j) {
-        const int64_t i = *reinterpret_cast<const int64_t*>(r.ptr[1] + j * r.stride[1]);
-        *reinterpret_cast<Bits*>(r.ptr[0] + j * r.stride[0]) =
-            *reinterpret_cast<const Bits*>(r.ptr[2] + j * r.stride[2] + i * in_step);
-      }
-    });
+                        for (int64_t j = 0; j < r.n; ++j) {
+                          const int64_t i = *reinterpret_cast<const int64_t*>(r.ptr[1] + j * r.stride[1]);
+                          *reinterpret_cast<Bits*>(r.ptr[0] + j * r.stride[0]) =
+                              *reinterpret_cast<const Bits*>(r.ptr[2] + j * r.stride[2] + i * in_step);
+                        }
+                      });
   });
 }
 
@@ -160,26 +162,29 @@ void CpuBackend::scatter_add(const View& out_, int64_t dim, const View& index_, 
   const StridedLoop<3> loop({&out_rest, &index_rest, &src_rest});
   const int64_t len = index.shape[dim];
   const int64_t item = static_cast<int64_t>(itemsize(out.dtype));
-  const int64_t out_step = out.strides[dim] * item, src_step = src.strides[dim] * item, index_step = index.strides[dim] * 8;
+  const int64_t out_step = out.strides[dim] * item, src_step = src.strides[dim] * item,
+                index_step = index.strides[dim] * 8;
   visit_dtype(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
     if constexpr (std::is_same_v<T, bool>) {
       fail("scatter_add: not supported for dtype bool");
     } else {
-      loop.run_parallel({static_cast<char*>(out.data), static_cast<char*>(index.data), static_cast<char*>(src.data)},
-                        [&](const StridedLoop<3>::Run& r) {
-        for (int64_t j = 0; j < r.n; ++j) {
-          char* o = r.ptr[0] + j * r.stride[0];
-          const char* ix = r.ptr[1] + j * r.stride[1];
-          const char* s = r.ptr[2] + j * r.stride[2];
-          for (int64_t k = 0; k < len; ++k) {
-            const int64_t i = *reinterpret_cast<const int64_t*>(ix + k * index_step);
-            T& dst = *reinterpret_cast<T*>(o + i * out_step);
-            dst = T(C(dst) + C(*reinterpret_cast<const T*>(s + k * src_step)));
-          }
-        }
-      }, len);
+      loop.run_parallel(
+          {static_cast<char*>(out.data), static_cast<char*>(index.data), static_cast<char*>(src.data)},
+          [&](const StridedLoop<3>::Run& r) {
+            for (int64_t j = 0; j < r.n; ++j) {
+              char* o = r.ptr[0] + j * r.stride[0];
+              const char* ix = r.ptr[1] + j * r.stride[1];
+              const char* s = r.ptr[2] + j * r.stride[2];
+              for (int64_t k = 0; k < len; ++k) {
+                const int64_t i = *reinterpret_cast<const int64_t*>(ix + k * index_step);
+                T& dst = *reinterpret_cast<T*>(o + i * out_step);
+                dst = T(C(dst) + C(*reinterpret_cast<const T*>(s + k * src_step)));
+              }
+            }
+          },
+          len);
     }
   });
 }
@@ -196,28 +201,33 @@ void CpuBackend::scatter(const View& out_, int64_t dim, const View& index_, cons
   const StridedLoop<3> loop({&out_rest, &index_rest, &src_rest});
   const int64_t len = index.shape[dim];
   const int64_t item = static_cast<int64_t>(itemsize(out.dtype));
-  const int64_t out_step = out.strides[dim] * item, src_step = src.strides[dim] * item, index_step = index.strides[dim] * 8;
+  const int64_t out_step = out.strides[dim] * item, src_step = src.strides[dim] * item,
+                index_step = index.strides[dim] * 8;
   visit_dtype(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
     if constexpr (std::is_same_v<T, bool>) {
       if (reduce == ScatterReduce::Multiply) fail("scatter: reduce='multiply' is not supported for dtype bool");
     }
-    loop.run_parallel({static_cast<char*>(out.data), static_cast<char*>(index.data), static_cast<char*>(src.data)},
-                      [&](const StridedLoop<3>::Run& r) {
-      for (int64_t j = 0; j < r.n; ++j) {
-        char* o = r.ptr[0] + j * r.stride[0];
-        const char* ix = r.ptr[1] + j * r.stride[1];
-        const char* s = r.ptr[2] + j * r.stride[2];
-        for (int64_t k = 0; k < len; ++k) {
-          const int64_t i = *reinterpret_cast<const int64_t*>(ix + k * index_step);
-          T& dst = *reinterpret_cast<T*>(o + i * out_step);
-          const T v = *reinterpret_cast<const T*>(s + k * src_step);
-          if constexpr (std::is_same_v<T, bool>) dst = v;
-          else dst = reduce == ScatterReduce::None ? v : T(C(dst) * C(v));
-        }
-      }
-    }, len);
+    loop.run_parallel(
+        {static_cast<char*>(out.data), static_cast<char*>(index.data), static_cast<char*>(src.data)},
+        [&](const StridedLoop<3>::Run& r) {
+          for (int64_t j = 0; j < r.n; ++j) {
+            char* o = r.ptr[0] + j * r.stride[0];
+            const char* ix = r.ptr[1] + j * r.stride[1];
+            const char* s = r.ptr[2] + j * r.stride[2];
+            for (int64_t k = 0; k < len; ++k) {
+              const int64_t i = *reinterpret_cast<const int64_t*>(ix + k * index_step);
+              T& dst = *reinterpret_cast<T*>(o + i * out_step);
+              const T v = *reinterpret_cast<const T*>(s + k * src_step);
+              if constexpr (std::is_same_v<T, bool>)
+                dst = v;
+              else
+                dst = reduce == ScatterReduce::None ? v : T(C(dst) * C(v));
+            }
+          }
+        },
+        len);
   });
 }
 

@@ -20,9 +20,8 @@ void sgetrs_(const char* trans, const int* n, const int* nrhs, const float* a, c
              float* b, const int* ldb, int* info, size_t trans_len);
 void dgetrs_(const char* trans, const int* n, const int* nrhs, const double* a, const int* lda, const int* ipiv,
              double* b, const int* ldb, int* info, size_t trans_len);
-void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s, float* u,
-             const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork, int* iwork, int* info,
-             size_t jobz_len);
+void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s, float* u, const int* ldu,
+             float* vt, const int* ldvt, float* work, const int* lwork, int* iwork, int* info, size_t jobz_len);
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
              const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info,
              size_t jobz_len);
@@ -58,8 +57,7 @@ int lapack_int(const char* op, int64_t v) {
   return static_cast<int>(v);
 }
 
-template <typename T>
-void factor_batch(const View& a, const View& pivots, const View& info, const shapes::LuShape& s) {
+template <typename T> void factor_batch(const View& a, const View& pivots, const View& info, const shapes::LuShape& s) {
   const int n = lapack_int("lu_factor", s.n);
   for (int64_t i = 0; i < s.batch; ++i) {
     int status = 0;
@@ -69,13 +67,12 @@ void factor_batch(const View& a, const View& pivots, const View& info, const sha
   }
 }
 
-template <typename T>
-void solve_batch(const View& lu, const View& pivots, const View& b, const shapes::LuShape& s) {
+template <typename T> void solve_batch(const View& lu, const View& pivots, const View& b, const shapes::LuShape& s) {
   const int n = lapack_int("lu_solve", s.n), nrhs = lapack_int("lu_solve", s.rhs);
   for (int64_t i = 0; i < s.batch; ++i) {
     int status = 0;
-    getrs(lu.ptr<const T>() + i * s.n * s.n, n, nrhs, pivots.ptr<const int>() + i * s.n,
-          b.ptr<T>() + i * s.n * s.rhs, &status);
+    getrs(lu.ptr<const T>() + i * s.n * s.n, n, nrhs, pivots.ptr<const int>() + i * s.n, b.ptr<T>() + i * s.n * s.rhs,
+          &status);
     ANVIL_CHECK(status == 0, "lu_solve: LAPACK getrs rejected argument ", -status);
   }
 }
@@ -116,8 +113,10 @@ void CpuBackend::svd(const View& a, const View& s, const View* u, const View* v,
   const shapes::SvdShape sh = shapes::check_svd(a, s, u, v, info);
   for (int64_t i = 0; i < sh.batch; ++i) info.ptr<int>()[i] = 0;
   if (sh.batch == 0 || sh.k == 0) return;
-  if (a.dtype == kFloat32) svd_batch<float>(a, s, u, v, info, sh);
-  else svd_batch<double>(a, s, u, v, info, sh);
+  if (a.dtype == kFloat32)
+    svd_batch<float>(a, s, u, v, info, sh);
+  else
+    svd_batch<double>(a, s, u, v, info, sh);
 }
 
 void CpuBackend::lu_factor(const View& a, const View& pivots, const View& info) {
@@ -126,15 +125,19 @@ void CpuBackend::lu_factor(const View& a, const View& pivots, const View& info) 
     for (int64_t i = 0; i < s.batch; ++i) info.ptr<int>()[i] = 0;
     return;
   }
-  if (a.dtype == kFloat32) factor_batch<float>(a, pivots, info, s);
-  else factor_batch<double>(a, pivots, info, s);
+  if (a.dtype == kFloat32)
+    factor_batch<float>(a, pivots, info, s);
+  else
+    factor_batch<double>(a, pivots, info, s);
 }
 
 void CpuBackend::lu_solve(const View& lu, const View& pivots, const View& b) {
   const shapes::LuShape s = shapes::check_lu_solve(lu, pivots, b);
   if (s.batch == 0 || s.n == 0 || s.rhs == 0) return;
-  if (b.dtype == kFloat32) solve_batch<float>(lu, pivots, b, s);
-  else solve_batch<double>(lu, pivots, b, s);
+  if (b.dtype == kFloat32)
+    solve_batch<float>(lu, pivots, b, s);
+  else
+    solve_batch<double>(lu, pivots, b, s);
 }
 
 }  // namespace anvil::cpu

@@ -11,17 +11,15 @@
 
 namespace anvil::cpu {
 
-template <size_t N>
-struct Lines {
-  int64_t count = 0;   // how many lines
+template <size_t N> struct Lines {
+  int64_t count = 0;  // how many lines
   int64_t length = 0;  // elements per line (the dim's size)
-  std::array<int64_t, N> step{};                  // each view's stride along the dim
-  std::vector<std::array<int64_t, N>> first;      // each line's first offsets
+  std::array<int64_t, N> step{};  // each view's stride along the dim
+  std::vector<std::array<int64_t, N>> first;  // each line's first offsets
 };
 
 // Views of one shape; dim already wrapped (0 for a 0-d view: one line of one).
-template <size_t N>
-Lines<N> lines_along(const std::array<const View*, N>& views, int64_t dim) {
+template <size_t N> Lines<N> lines_along(const std::array<const View*, N>& views, int64_t dim) {
   const View& v0 = *views[0];
   Lines<N> l;
   if (v0.dim() == 0) {

@@ -30,8 +30,7 @@ std::vector<int64_t> checked_targets(const char* op, const View& targets, const 
   return t;
 }
 
-template <typename T>
-double row_logsumexp(const T* x, int64_t c) {
+template <typename T> double row_logsumexp(const T* x, int64_t c) {
   double mx = -std::numeric_limits<double>::infinity();
   for (int64_t j = 0; j < c; ++j) mx = std::max<double>(mx, x[j]);
   if (std::isinf(mx)) return mx;  // all -inf (lse -inf) or some +inf (lse +inf)
@@ -67,9 +66,9 @@ void cross_entropy_typed(const View& losses_view, const View& lse_view, const Vi
 }
 
 template <typename T>
-void cross_entropy_backward_typed(const View& grad_logits_view, const View& grad_losses_view,
-                                  const View& logits_view, const std::vector<int64_t>& targets,
-                                  const View& lse_view, const LossShape& s, const CrossEntropyParams& p) {
+void cross_entropy_backward_typed(const View& grad_logits_view, const View& grad_losses_view, const View& logits_view,
+                                  const std::vector<int64_t>& targets, const View& lse_view, const LossShape& s,
+                                  const CrossEntropyParams& p) {
   const DenseIn<T> logits(logits_view);
   const std::vector<double> grad_losses = dense_copy<double>(grad_losses_view);
   const std::vector<double> lse = dense_copy<double>(lse_view);
@@ -97,13 +96,12 @@ void CpuBackend::cross_entropy(const View& losses, const View& logsumexp, const 
   const LossShape s = shapes::check_cross_entropy(losses, logsumexp, logits, targets);
   const std::vector<int64_t> t = checked_targets("cross_entropy", targets, s, p);
   dispatch_floating("cross_entropy", logits.dtype,
-                [&](auto tag) { cross_entropy_typed<decltype(tag)>(losses, logsumexp, logits, t, s, p); });
+                    [&](auto tag) { cross_entropy_typed<decltype(tag)>(losses, logsumexp, logits, t, s, p); });
 }
 
 void CpuBackend::cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,
                                         const View& targets, const View& logsumexp, const CrossEntropyParams& p) {
-  const LossShape s =
-      shapes::check_cross_entropy_backward(grad_logits, grad_losses, logits, targets, logsumexp);
+  const LossShape s = shapes::check_cross_entropy_backward(grad_logits, grad_losses, logits, targets, logsumexp);
   const std::vector<int64_t> t = checked_targets("cross_entropy_backward", targets, s, p);
   dispatch_floating("cross_entropy_backward", logits.dtype, [&](auto tag) {
     cross_entropy_backward_typed<decltype(tag)>(grad_logits, grad_losses, logits, t, logsumexp, s, p);

@@ -41,16 +41,14 @@ using shapes::transposed;
 
 // One read-only operand as BLAS will see it: borrowed when possible,
 // otherwise a dense copy (one slice when the batch is broadcast).
-template <typename T>
-struct Operand {
+template <typename T> struct Operand {
   const T* data = nullptr;
   int64_t batch_stride = 0;
   BlasLayout layout;
   std::vector<T> storage;
 };
 
-template <typename T>
-Operand<T> prepare_operand(const View& v) {
+template <typename T> Operand<T> prepare_operand(const View& v) {
   Operand<T> op;
   const int64_t rows = v.shape[1], cols = v.shape[2];
   if (v.dtype == dtype_of<T>::value) {
@@ -83,11 +81,10 @@ void batched_gemm(T* out, int64_t out_batch_stride, int64_t ldc, const View& a_v
   const Operand<T> b = prepare_operand<T>(b_view);
   // A weight shared by the whole batch, with batch-contiguous rows of a and
   // out, is one tall GEMM instead of `batch` small ones.
-  const bool foldable = batch > 1 && b.batch_stride == 0 && !a.layout.trans &&
-                        a.batch_stride == m * a.layout.ld && out_batch_stride == m * ldc;
+  const bool foldable = batch > 1 && b.batch_stride == 0 && !a.layout.trans && a.batch_stride == m * a.layout.ld &&
+                        out_batch_stride == m * ldc;
   if (foldable) {
-    gemm(false, b.layout.trans, batch * m, n, k, p.alpha, a.data, a.layout.ld, b.data, b.layout.ld, p.beta,
-         out, ldc);
+    gemm(false, b.layout.trans, batch * m, n, k, p.alpha, a.data, a.layout.ld, b.data, b.layout.ld, p.beta, out, ldc);
     return;
   }
   // Small products (attention's per-head scores) are spread over OpenMP
@@ -104,16 +101,14 @@ void batched_gemm(T* out, int64_t out_batch_stride, int64_t ldc, const View& a_v
 }
 
 // out = beta * out: the whole result when the inner dimension is empty.
-template <typename T>
-void scale_output(const View& out, float beta) {
+template <typename T> void scale_output(const View& out, float beta) {
   DenseOut<T> o(out, beta == 0.0f ? OutStart::Unspecified : OutStart::CurrentValues);
   const int64_t n = out.numel();
   for (int64_t i = 0; i < n; ++i) o[i] = beta == 0.0f ? T(0) : static_cast<T>(beta * o[i]);
   o.commit();
 }
 
-template <typename T>
-void matmul_typed(const View& out, const View& a, const View& b, const MatmulParams& p) {
+template <typename T> void matmul_typed(const View& out, const View& a, const View& b, const MatmulParams& p) {
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
   if (batch == 0 || m == 0 || n == 0) return;
   if (k == 0) {
@@ -139,8 +134,7 @@ void matmul_typed(const View& out, const View& a, const View& b, const MatmulPar
 }
 
 // out [rows, n] row-major (unit column stride) = bias in every row.
-template <typename T>
-void fill_rows_with(const View& out, const View& bias) {
+template <typename T> void fill_rows_with(const View& out, const View& bias) {
   const int64_t rows = out.shape[0], n = out.shape[1], ld = out.strides[0];
   std::vector<T> row(static_cast<size_t>(n));
   for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] = bias.ptr<T>()[j * bias.strides[0]];
@@ -158,14 +152,12 @@ void fill_rows_with(const View& out, const View& bias) {
 // does: one streaming write of out instead of the default's broadcast add,
 // which reads and writes out again through the strided elementwise loop.
 void CpuBackend::linear(const View& out, const View& in, const View& weight, const View* bias) {
-  const auto row_major = [](const View& v) {
-    return v.dim() == 2 && v.strides[1] == 1 && v.strides[0] >= v.shape[1];
-  };
+  const auto row_major = [](const View& v) { return v.dim() == 2 && v.strides[1] == 1 && v.strides[0] >= v.shape[1]; };
   if (out.dtype == DType::Float32 && in.dtype == out.dtype && weight.dtype == out.dtype &&
-      (bias == nullptr || (bias->dtype == out.dtype && bias->dim() == 1 && bias->strides[0] == 1)) &&
-      row_major(out) && row_major(in) && row_major(weight)) {
-    const onednn::LinearShape s{in.shape[0], in.shape[1], out.shape[1], in.strides[0], weight.strides[0],
-                                out.strides[0]};
+      (bias == nullptr || (bias->dtype == out.dtype && bias->dim() == 1 && bias->strides[0] == 1)) && row_major(out) &&
+      row_major(in) && row_major(weight)) {
+    const onednn::LinearShape s{in.shape[0],   in.shape[1],       out.shape[1],
+                                in.strides[0], weight.strides[0], out.strides[0]};
     if (onednn::linear_runs_on_onednn(s))
       return onednn::linear_forward(out.ptr<float>(), in.ptr<float>(), weight.ptr<float>(),
                                     bias ? bias->ptr<float>() : nullptr, s);
@@ -174,8 +166,10 @@ void CpuBackend::linear(const View& out, const View& in, const View& weight, con
                        out.dtype == bias->dtype && in.dtype == out.dtype && weight.dtype == out.dtype &&
                        row_major(out) && bias->dim() == 1 && bias->shape[0] == out.shape[1];
   if (!prefill) return Backend::linear(out, in, weight, bias);
-  if (out.dtype == DType::Float32) fill_rows_with<float>(out, *bias);
-  else fill_rows_with<double>(out, *bias);
+  if (out.dtype == DType::Float32)
+    fill_rows_with<float>(out, *bias);
+  else
+    fill_rows_with<double>(out, *bias);
   View weight_t = weight;
   weight_t.shape = {weight.shape[1], weight.shape[0]};
   weight_t.strides = {weight.strides[1], weight.strides[0]};
@@ -186,10 +180,14 @@ void CpuBackend::matmul(const View& out_in, const View& a_in, const View& b_in, 
   const shapes::BatchedMatmul m = shapes::check_matmul(out_in, a_in, b_in);
   const View &out = m.out, &a = m.a, &b = m.b;
   switch (out.dtype) {
-    case DType::Float64: matmul_typed<double>(out, a, b, p); return;
+    case DType::Float64:
+      matmul_typed<double>(out, a, b, p);
+      return;
     case DType::Float32:
     case DType::Float16:
-    case DType::BFloat16: matmul_typed<float>(out, a, b, p); return;
+    case DType::BFloat16:
+      matmul_typed<float>(out, a, b, p);
+      return;
     default:
       fail("matmul: dtype ", dtype_name(out.dtype),
            " is not supported on CPU (floating dtypes only: float32, float64, float16, bfloat16)");

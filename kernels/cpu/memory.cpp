@@ -32,8 +32,7 @@ using shapes::bits_of;
 // A transpose-like copy (the destination is contiguous along the loop's
 // innermost dim, the source along the next one) moved in square tiles, so that
 // both sides use whole cache lines instead of one element per line on one side.
-template <typename Bits>
-bool copy_in_tiles(const StridedLoop<2>& loop, char* dst, char* src) {
+template <typename Bits> bool copy_in_tiles(const StridedLoop<2>& loop, char* dst, char* src) {
   constexpr int64_t kTile = 32, item = sizeof(Bits);
   if (loop.ndim() < 2 || loop.strides(0)[0] != item || loop.strides(1)[1] != item || loop.strides(0)[1] == item)
     return false;
@@ -60,8 +59,7 @@ bool copy_in_tiles(const StridedLoop<2>& loop, char* dst, char* src) {
 
 // float32 <-> float16/bfloat16: the vector conversion on every run that is
 // contiguous on both sides, the scalar one on the others (the same bits).
-template <typename To, typename From>
-void convert_runs(const View& dst, const View& src) {
+template <typename To, typename From> void convert_runs(const View& dst, const View& src) {
   StridedLoop<2> loop({&dst, &src});
   const int64_t out_floats = dst.numel() * static_cast<int64_t>(sizeof(To)) / static_cast<int64_t>(sizeof(float));
   loop.run_parallel({static_cast<char*>(dst.data), static_cast<char*>(src.data)}, [&](const StridedLoop<2>::Run& r) {
@@ -74,12 +72,13 @@ void convert_runs(const View& dst, const View& src) {
   });
 }
 
-template <typename T>
-T scalar_as(const Scalar& value) {
-  if constexpr (std::is_same_v<T, bool>) return value.to_double() != 0.0 || value.to_int() != 0;
+template <typename T> T scalar_as(const Scalar& value) {
+  if constexpr (std::is_same_v<T, bool>)
+    return value.to_double() != 0.0 || value.to_int() != 0;
   else if constexpr (std::is_integral_v<T>)
     return value.is_floating() ? cast_value<T>(value.to_double()) : static_cast<T>(value.to_int());
-  else return cast_value<T>(value.to_double());
+  else
+    return cast_value<T>(value.to_double());
 }
 
 }  // namespace
@@ -92,8 +91,7 @@ Allocator& CpuBackend::allocator(int device_index) {
 }
 
 void CpuBackend::copy(const View& dst, const View& src) {
-  ANVIL_CHECK(dst.shape == src.shape, "copy: destination shape ", dst.shape, " differs from source shape ",
-              src.shape);
+  ANVIL_CHECK(dst.shape == src.shape, "copy: destination shape ", dst.shape, " differs from source shape ", src.shape);
   if (dst.numel() == 0) return;
   if (dst.dtype == src.dtype) {
     if (dst.is_contiguous() && src.is_contiguous()) {
@@ -126,8 +124,7 @@ void CpuBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, 
   parallel_memcpy(dst, host_src, nbytes);
 }
 
-void CpuBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index,
-                              bool /*non_blocking*/) {
+void CpuBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool /*non_blocking*/) {
   check_device_index("copy_to_host", device_index);
   parallel_memcpy(host_dst, src, nbytes);
 }

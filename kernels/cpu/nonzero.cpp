@@ -19,8 +19,8 @@ void CpuBackend::nonzero(const View& out, const View& in) {
     loop.run({static_cast<char*>(in.data)}, 0, loop.numel(), [&](const StridedLoop<1>::Run& r) {
       for (int64_t j = 0; j < r.n; ++j) count += is_set(r.ptr[0] + j * r.stride[0]);
     });
-    ANVIL_CHECK(count == out.shape[0], "nonzero: input ", in.shape, " has ", count, " nonzero elements but the output has room for ",
-                out.shape[0]);
+    ANVIL_CHECK(count == out.shape[0], "nonzero: input ", in.shape, " has ", count,
+                " nonzero elements but the output has room for ", out.shape[0]);
     if (rank == 0) return;
     int64_t* base = static_cast<int64_t*>(out.data);
     int64_t row = 0;

@@ -24,10 +24,10 @@ constexpr int64_t kParallelNormElems = 1 << 14;
 // parallel_for's cost per element that puts its threshold at kParallelNormElems elements.
 constexpr int64_t kNormCostPerElement = kParallelGrain / kParallelNormElems;
 
-using shapes::ChannelLayout;
 using shapes::channel_layout;
-using shapes::RowLayout;
+using shapes::ChannelLayout;
 using shapes::row_layout;
+using shapes::RowLayout;
 
 std::vector<double> values_or(const View* v, int64_t n, double fallback) {
   return v ? dense_copy<double>(*v) : std::vector<double>(static_cast<size_t>(n), fallback);
@@ -266,12 +266,11 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
     if (vec::enabled() && l.cols > 0) {
       const std::vector<float> wf = floats_or_empty(weight);
       DenseOut<float> grad_in(grad_in_view);
-      const bool stream =
-          !grad_in.staged() && grad_in.get() != g.get() && vec::stream_rows(l.rows * l.cols, l.cols);
+      const bool stream = !grad_in.staged() && grad_in.get() != g.get() && vec::stream_rows(l.rows * l.cols, l.cols);
       parallel_for(l.rows, l.rows * l.cols * kNormCostPerElement, [&](int64_t begin, int64_t end) {
-        vec::layer_norm_backward_rows(grad_in.get() + begin * l.cols, g.get() + begin * l.cols, x.get() + begin * l.cols,
-                                      end - begin, l.cols, data_or_null(wf), mean.get() + begin, rstd.get() + begin,
-                                      stream);
+        vec::layer_norm_backward_rows(grad_in.get() + begin * l.cols, g.get() + begin * l.cols,
+                                      x.get() + begin * l.cols, end - begin, l.cols, data_or_null(wf),
+                                      mean.get() + begin, rstd.get() + begin, stream);
       });
       grad_in.commit();
       return;
@@ -303,8 +302,8 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
 }  // namespace
 
 void CpuBackend::batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
-                            const View* weight, const View* bias, const View* running_mean,
-                            const View* running_var, const BatchNormParams& p) {
+                            const View* weight, const View* bias, const View* running_mean, const View* running_var,
+                            const BatchNormParams& p) {
   shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p.training);
   dispatch_floating("batch_norm", in.dtype, [&](auto tag) {
     batch_norm_typed<decltype(tag)>(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p);
@@ -312,8 +311,8 @@ void CpuBackend::batch_norm(const View& out, const View& save_mean, const View& 
 }
 
 void CpuBackend::batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                     const View& grad_out, const View& in, const View* weight,
-                                     const View& save_mean, const View& save_invstd, const BatchNormParams& p) {
+                                     const View& grad_out, const View& in, const View* weight, const View& save_mean,
+                                     const View& save_invstd, const BatchNormParams& p) {
   shapes::check_batch_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, weight, save_mean, save_invstd);
   dispatch_floating("batch_norm_backward", in.dtype, [&](auto tag) {
     batch_norm_backward_typed<decltype(tag)>(grad_in, grad_weight, grad_bias, grad_out, in, weight, save_mean,
@@ -321,11 +320,11 @@ void CpuBackend::batch_norm_backward(const View& grad_in, const View* grad_weigh
   });
 }
 
-void CpuBackend::layer_norm(const View& out, const View& mean, const View& rstd, const View& in,
-                            const View* weight, const View* bias, double eps) {
+void CpuBackend::layer_norm(const View& out, const View& mean, const View& rstd, const View& in, const View* weight,
+                            const View* bias, double eps) {
   shapes::check_layer_norm(out, mean, rstd, in, weight, bias);
   dispatch_floating("layer_norm", in.dtype,
-                [&](auto tag) { layer_norm_typed<decltype(tag)>(out, mean, rstd, in, weight, bias, eps); });
+                    [&](auto tag) { layer_norm_typed<decltype(tag)>(out, mean, rstd, in, weight, bias, eps); });
 }
 
 void CpuBackend::layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
@@ -339,9 +338,8 @@ void CpuBackend::layer_norm_backward(const View& grad_in, const View* grad_weigh
 
 // The reference for the fused CUDA kernel: the two ops it fuses, in order, so
 // out is exactly layer_norm of the rounded sum.
-void CpuBackend::add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd,
-                                const View& x, const View& residual, const View* weight, const View* bias,
-                                double eps) {
+void CpuBackend::add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd, const View& x,
+                                const View& residual, const View* weight, const View* bias, double eps) {
   ANVIL_CHECK(x.shape == residual.shape && sum_out.shape == x.shape && out.shape == x.shape,
               "add_layer_norm: shapes differ: x ", x.shape, ", residual ", residual.shape, ", sum ", sum_out.shape,
               ", out ", out.shape);

@@ -110,7 +110,7 @@ ConvPlan& plan_for(const shapes::ConvGeometry& g) {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                          int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
   static std::mutex mutex;
-  static std::map<Key, std::unique_ptr<ConvPlan>> plans;
+  static std::map<Key, std::unique_ptr<ConvPlan> > plans;
   const Key key{g.n, g.c, g.h, g.w, g.cout, g.ho, g.wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups};
   std::lock_guard lock(mutex);
   std::unique_ptr<ConvPlan>& plan = plans[key];
@@ -142,16 +142,16 @@ class Operand {
   memory user_, primitive_;
 };
 
-template <typename PrimitiveDesc>
-memory scratchpad_for(const PrimitiveDesc& pd, std::vector<uint8_t>& storage) {
+template <typename PrimitiveDesc> memory scratchpad_for(const PrimitiveDesc& pd, std::vector<uint8_t>& storage) {
   storage.resize(pd.scratchpad_desc().get_size());
   return memory(pd.scratchpad_desc(), cpu_engine(), storage.data());
 }
 
 // Runs `primitive` on `args` between loading `inputs` and storing `outputs`.
 template <typename PrimitiveDesc>
-void run(const PrimitiveDesc& pd, const dnnl::primitive& primitive, std::initializer_list<std::pair<int, Operand*>> inputs,
-         std::initializer_list<std::pair<int, Operand*>> outputs) {
+void run(const PrimitiveDesc& pd, const dnnl::primitive& primitive,
+         std::initializer_list<std::pair<int, Operand*> > inputs,
+         std::initializer_list<std::pair<int, Operand*> > outputs) {
   dnnl::stream stream(cpu_engine());
   std::unordered_map<int, memory> args;
   for (auto& [arg, operand] : inputs) {
@@ -197,8 +197,7 @@ void conv2d_forward(float* out, const float* in, const float* weight, const floa
       {{DNNL_ARG_DST, &dst}});
 }
 
-void conv2d_backward_input(float* grad_in, const float* grad_out, const float* weight,
-                           const shapes::ConvGeometry& g) {
+void conv2d_backward_input(float* grad_in, const float* grad_out, const float* weight, const shapes::ConvGeometry& g) {
   const ConvShapes s(g);
   ConvPlan& plan = plan_for(g);
   std::call_once(plan.backward_input_once, [&] {
@@ -216,15 +215,14 @@ void conv2d_backward_input(float* grad_in, const float* grad_out, const float* w
       {{DNNL_ARG_DIFF_SRC, &dx}});
 }
 
-void conv2d_backward_weight(float* grad_weight, const float* grad_out, const float* in,
-                            const shapes::ConvGeometry& g) {
+void conv2d_backward_weight(float* grad_weight, const float* grad_out, const float* in, const shapes::ConvGeometry& g) {
   const ConvShapes s(g);
   ConvPlan& plan = plan_for(g);
   std::call_once(plan.backward_weight_once, [&] {
     // Without a bias gradient: anvil sums the bias gradient itself (a reduction of grad_out).
     const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, s.any(s.src),
-                                                        s.any(s.weights), s.any(s.dst), s.strides, s.dilates,
-                                                        s.pad_l, s.pad_r);
+                                                        s.any(s.weights), s.any(s.dst), s.strides, s.dilates, s.pad_l,
+                                                        s.pad_r);
     plan.backward_weight = std::make_unique<dnnl::convolution_backward_weights::primitive_desc>(
         desc, user_scratchpad(), cpu_engine(), *plan.forward);
     plan.backward_weight_primitive = dnnl::convolution_backward_weights(*plan.backward_weight);

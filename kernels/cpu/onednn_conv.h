@@ -19,11 +19,8 @@ bool conv2d_runs_on_onednn(const shapes::ConvGeometry& g);
 // What float32 conv2d runs on: "oneDNN convolution (<its implementation>)" or "im2col + GEMM".
 std::string conv2d_implementation();
 
-void conv2d_forward(float* out, const float* in, const float* weight, const float* bias,
-                    const shapes::ConvGeometry& g);
-void conv2d_backward_input(float* grad_in, const float* grad_out, const float* weight,
-                           const shapes::ConvGeometry& g);
-void conv2d_backward_weight(float* grad_weight, const float* grad_out, const float* in,
-                            const shapes::ConvGeometry& g);
+void conv2d_forward(float* out, const float* in, const float* weight, const float* bias, const shapes::ConvGeometry& g);
+void conv2d_backward_input(float* grad_in, const float* grad_out, const float* weight, const shapes::ConvGeometry& g);
+void conv2d_backward_weight(float* grad_weight, const float* grad_out, const float* in, const shapes::ConvGeometry& g);
 
 }  // namespace anvil::cpu::onednn

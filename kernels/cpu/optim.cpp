@@ -18,18 +18,19 @@ namespace {
 // tensors) and whose options are template arguments or plain values: only
 // then does the compiler see that no store changes what the next iteration
 // reads, and vectorise the loop.
-template <typename T>
-struct AdamWConstants {
+template <typename T> struct AdamWConstants {
   T b1, b2, one_minus_b1, one_minus_b2, step_size, inv_bias2_sqrt, eps, decay, wd;
 };
 
 template <typename T, bool Decoupled>
-void adamw_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t begin,
-                 int64_t end, const AdamWConstants<T> c) {
+void adamw_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t begin, int64_t end,
+                 const AdamWConstants<T> c) {
   for (int64_t i = begin; i < end; ++i) {
     T pi = p[i], gi = g[i];
-    if constexpr (Decoupled) pi *= c.decay;  // AdamW: p -= lr * wd * p
-    else gi += c.wd * pi;                    // Adam: g += wd * p
+    if constexpr (Decoupled)
+      pi *= c.decay;  // AdamW: p -= lr * wd * p
+    else
+      gi += c.wd * pi;  // Adam: g += wd * p
     const T mi = c.b1 * m[i] + c.one_minus_b1 * gi;
     const T vi = c.b2 * v[i] + c.one_minus_b2 * gi * gi;
     m[i] = mi;
@@ -39,19 +40,20 @@ void adamw_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __r
   }
 }
 
-template <typename T>
-void adamw_tensor(T* p, const T* g, T* m, T* v, int64_t n, const AdamWParams& hp) {
+template <typename T> void adamw_tensor(T* p, const T* g, T* m, T* v, int64_t n, const AdamWParams& hp) {
   const double bias1 = 1.0 - std::pow(hp.beta1, static_cast<double>(hp.step));
   const double bias2 = 1.0 - std::pow(hp.beta2, static_cast<double>(hp.step));
-  const AdamWConstants<T> c{T(hp.beta1),         T(hp.beta2),
-                            T(1.0 - hp.beta1),   T(1.0 - hp.beta2),
-                            T(hp.lr / bias1),    T(1.0 / std::sqrt(bias2)),
-                            T(hp.eps),           T(1.0 - hp.lr * hp.weight_decay),
+  const AdamWConstants<T> c{T(hp.beta1),       T(hp.beta2),
+                            T(1.0 - hp.beta1), T(1.0 - hp.beta2),
+                            T(hp.lr / bias1),  T(1.0 / std::sqrt(bias2)),
+                            T(hp.eps),         T(1.0 - hp.lr * hp.weight_decay),
                             T(hp.weight_decay)};
   const bool decoupled = hp.decoupled;
   parallel_for(n, n * 4, [=](int64_t begin, int64_t end) {
-    if (decoupled) adamw_range<T, true>(p, g, m, v, begin, end, c);
-    else adamw_range<T, false>(p, g, m, v, begin, end, c);
+    if (decoupled)
+      adamw_range<T, true>(p, g, m, v, begin, end, c);
+    else
+      adamw_range<T, false>(p, g, m, v, begin, end, c);
   });
 }
 
@@ -73,14 +75,16 @@ void sgd_momentum_range(T* __restrict p, const T* __restrict g, T* __restrict bu
   }
 }
 
-template <typename T>
-void sgd_tensor(T* p, const T* g, T* buf, int64_t n, const SGDParams& hp) {
+template <typename T> void sgd_tensor(T* p, const T* g, T* buf, int64_t n, const SGDParams& hp) {
   const T lr = T(hp.lr), wd = T(hp.weight_decay), mom = T(hp.momentum), keep = T(1.0 - hp.dampening);
   const bool use_momentum = hp.momentum != 0.0, first = hp.first_step, nesterov = hp.nesterov;
   parallel_for(n, n * 2, [=](int64_t begin, int64_t end) {
-    if (!use_momentum) sgd_plain_range(p, g, begin, end, lr, wd);
-    else if (nesterov) sgd_momentum_range<T, true>(p, g, buf, begin, end, lr, wd, mom, keep, first);
-    else sgd_momentum_range<T, false>(p, g, buf, begin, end, lr, wd, mom, keep, first);
+    if (!use_momentum)
+      sgd_plain_range(p, g, begin, end, lr, wd);
+    else if (nesterov)
+      sgd_momentum_range<T, true>(p, g, buf, begin, end, lr, wd, mom, keep, first);
+    else
+      sgd_momentum_range<T, false>(p, g, buf, begin, end, lr, wd, mom, keep, first);
   });
 }
 
@@ -99,9 +103,11 @@ void CpuBackend::adamw(std::span<const View> params, std::span<const View> grads
   for (size_t k = 0; k < params.size(); ++k) {
     const int64_t n = params[k].numel();
     if (params[k].dtype == kFloat32)
-      adamw_tensor(params[k].ptr<float>(), grads[k].ptr<float>(), exp_avg[k].ptr<float>(), exp_avg_sq[k].ptr<float>(), n, p);
+      adamw_tensor(params[k].ptr<float>(), grads[k].ptr<float>(), exp_avg[k].ptr<float>(), exp_avg_sq[k].ptr<float>(),
+                   n, p);
     else
-      adamw_tensor(params[k].ptr<double>(), grads[k].ptr<double>(), exp_avg[k].ptr<double>(), exp_avg_sq[k].ptr<double>(), n, p);
+      adamw_tensor(params[k].ptr<double>(), grads[k].ptr<double>(), exp_avg[k].ptr<double>(),
+                   exp_avg_sq[k].ptr<double>(), n, p);
   }
 }
 
@@ -117,9 +123,11 @@ void CpuBackend::sgd(std::span<const View> params, std::span<const View> grads, 
   for (size_t k = 0; k < params.size(); ++k) {
     const int64_t n = params[k].numel();
     if (params[k].dtype == kFloat32)
-      sgd_tensor(params[k].ptr<float>(), grads[k].ptr<float>(), use_momentum ? momentum[k].ptr<float>() : nullptr, n, p);
+      sgd_tensor(params[k].ptr<float>(), grads[k].ptr<float>(), use_momentum ? momentum[k].ptr<float>() : nullptr, n,
+                 p);
     else
-      sgd_tensor(params[k].ptr<double>(), grads[k].ptr<double>(), use_momentum ? momentum[k].ptr<double>() : nullptr, n, p);
+      sgd_tensor(params[k].ptr<double>(), grads[k].ptr<double>(), use_momentum ? momentum[k].ptr<double>() : nullptr, n,
+                 p);
   }
 }
 

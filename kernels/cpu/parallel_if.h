@@ -25,8 +25,7 @@ namespace anvil::cpu {
 // region that is a plain call; inside a caller's parallel region a bare
 // `omp for` would bind to the caller's team (each thread running a share of
 // its own loop), so there it gets a team of one, as `if (false)` gave.
-template <typename Body>
-void on_this_thread_alone(Body&& body) {
+template <typename Body> void on_this_thread_alone(Body&& body) {
   if (!omp_in_parallel()) {
     std::forward<Body>(body)();
     return;
@@ -35,8 +34,7 @@ void on_this_thread_alone(Body&& body) {
   body();
 }
 
-template <typename Body>
-void parallel_if(bool parallel, Body&& body) {
+template <typename Body> void parallel_if(bool parallel, Body&& body) {
   if (!parallel) {
     on_this_thread_alone(std::forward<Body>(body));
     return;
@@ -46,8 +44,7 @@ void parallel_if(bool parallel, Body&& body) {
 }
 
 // The same on a team of `threads` (at least 1).
-template <typename Body>
-void parallel_if(bool parallel, int threads, Body&& body) {
+template <typename Body> void parallel_if(bool parallel, int threads, Body&& body) {
   if (!parallel) {
     on_this_thread_alone(std::forward<Body>(body));
     return;

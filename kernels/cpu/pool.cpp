@@ -18,8 +18,8 @@
 namespace anvil::cpu {
 namespace {
 
-using shapes::PoolGeometry;
 using shapes::pool_geometry;
+using shapes::PoolGeometry;
 
 // The clipped input window [h0, h1) x [w0, w1) of output (oh, ow) and the
 // divisor average pooling uses for it.
@@ -55,8 +55,7 @@ bool windows_tile(const PoolGeometry& g) {
 // coin flip per window, and mispredicted branches made max pooling a fifth of
 // a CNN training step): the maximum is a chain of selects plus a NaN flag,
 // and the winner is the first element equal to it, found the same way.
-template <typename T>
-struct TileMax {
+template <typename T> struct TileMax {
   T value;
   bool is_nan;
 };
@@ -104,8 +103,7 @@ inline int64_t tile_argmax(const T* plane, const PoolGeometry& g, int64_t oh, in
   return winner;
 }
 
-template <typename T, int KH, int KW>
-void max_pool_tiles_forward(const T* src, T* dst, const PoolGeometry& g) {
+template <typename T, int KH, int KW> void max_pool_tiles_forward(const T* src, T* dst, const PoolGeometry& g) {
   for (int64_t oh = 0; oh < g.ho; ++oh)
     for (int64_t ow = 0; ow < g.wo; ++ow) dst[oh * g.wo + ow] = tile_max<T, KH, KW>(src, g, oh, ow).value;
 }
@@ -163,8 +161,7 @@ void max_pool_2x2_backward(const T* src, const T* out, const T* go, T* gi, const
 }
 
 // Index (within the plane) of the first maximum of the window; NaN counts as the maximum.
-template <typename T>
-int64_t window_argmax(const T* plane, const PoolGeometry& g, const Window& win) {
+template <typename T> int64_t window_argmax(const T* plane, const PoolGeometry& g, const Window& win) {
   int64_t best_idx = win.h0 * g.w + win.w0;
   T best = -std::numeric_limits<T>::infinity();
   bool first = true;
@@ -192,8 +189,10 @@ void pool_forward(PoolKind kind, const View& out_view, const View& in_view, cons
     const T* src = in.get() + pl * in_plane;
     T* dst = out.get() + pl * out_plane;
     if (kind == PoolKind::Max && windows_tile(g)) {
-      if (g.kh == 2 && g.kw == 2) max_pool_tiles_forward<T, 2, 2>(src, dst, g);
-      else max_pool_tiles_forward<T, 0, 0>(src, dst, g);
+      if (g.kh == 2 && g.kw == 2)
+        max_pool_tiles_forward<T, 2, 2>(src, dst, g);
+      else
+        max_pool_tiles_forward<T, 0, 0>(src, dst, g);
       continue;
     }
     for (int64_t oh = 0; oh < g.ho; ++oh) {
@@ -230,8 +229,10 @@ void pool_backward(PoolKind kind, const View& grad_in_view, const View& grad_out
     T* gi = grad_in.get() + pl * in_plane;
     if (kind == PoolKind::Max && windows_tile(g)) {
       const T* src = in.get() + pl * in_plane;
-      if (max_2x2) max_pool_2x2_backward(src, out.get() + pl * out_plane, go, gi, g);
-      else max_pool_tiles_backward<T, 0, 0>(src, go, gi, g);
+      if (max_2x2)
+        max_pool_2x2_backward(src, out.get() + pl * out_plane, go, gi, g);
+      else
+        max_pool_tiles_backward<T, 0, 0>(src, go, gi, g);
       continue;
     }
     std::fill(gi, gi + in_plane, T(0));
@@ -267,7 +268,7 @@ void CpuBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View&
   ANVIL_CHECK(kind != PoolKind::Max || out.shape == grad_out.shape, "pool2d_backward: max pooling needs the output ",
               "of the forward pass with grad_out's shape ", grad_out.shape, ", got ", out.shape);
   dispatch_floating("pool2d_backward", grad_in.dtype,
-                [&](auto tag) { pool_backward<decltype(tag)>(kind, grad_in, grad_out, in, out, g); });
+                    [&](auto tag) { pool_backward<decltype(tag)>(kind, grad_in, grad_out, in, out, g); });
 }
 
 }  // namespace anvil::cpu

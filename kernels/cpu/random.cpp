@@ -40,17 +40,17 @@ template <typename T>
 constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 // The 16-bit float just below finite x (sign-magnitude bits).
-template <typename T>
-T next_below(T x) {
+template <typename T> T next_below(T x) {
   T r = x;
-  if ((x.bits & 0x7fff) == 0) r.bits = 0x8001;  // below zero: the smallest negative subnormal
-  else r.bits = (x.bits & 0x8000) ? x.bits + 1 : x.bits - 1;
+  if ((x.bits & 0x7fff) == 0)
+    r.bits = 0x8001;  // below zero: the smallest negative subnormal
+  else
+    r.bits = (x.bits & 0x8000) ? x.bits + 1 : x.bits - 1;
   return r;
 }
 
 // a + (b - a) * u in T, kept below b when rounding to T would reach it.
-template <typename T>
-T uniform_value(double a, double b, float u) {
+template <typename T> T uniform_value(double a, double b, float u) {
   const double v = a + (b - a) * static_cast<double>(u);
   if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(std::floor(v));  // randint: [a, b) with integer a, b
@@ -76,24 +76,33 @@ void CpuBackend::random(const View& out, const RandomParams& p) {
       fail("random: not supported for dtype bool");
     } else if constexpr (!is_float_v<T>) {
       ANVIL_CHECK(!normal, "random normal: not supported for dtype ", out.dtype, " (floating dtypes only)");
-      loop.run_parallel({static_cast<char*>(out.data)}, [&](const StridedLoop<1>::Run& r) {
-        UniformStream uniform(p.seed, p.offset);
-        for (int64_t j = 0; j < r.n; ++j)
-          *reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]) = uniform_value<T>(p.a, p.b, uniform.at(r.first + j));
-      }, kCostPerElement);
+      loop.run_parallel(
+          {static_cast<char*>(out.data)},
+          [&](const StridedLoop<1>::Run& r) {
+            UniformStream uniform(p.seed, p.offset);
+            for (int64_t j = 0; j < r.n; ++j)
+              *reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]) = uniform_value<T>(p.a, p.b, uniform.at(r.first + j));
+          },
+          kCostPerElement);
     } else if (normal) {
-      loop.run_parallel({static_cast<char*>(out.data)}, [&](const StridedLoop<1>::Run& r) {
-        for (int64_t j = 0; j < r.n; ++j) {
-          const double z = philox::normal_at(p.seed, p.offset, static_cast<uint64_t>(r.first + j));
-          *reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]) = cast_value<T>(p.a + p.b * z);
-        }
-      }, kCostPerElement);
+      loop.run_parallel(
+          {static_cast<char*>(out.data)},
+          [&](const StridedLoop<1>::Run& r) {
+            for (int64_t j = 0; j < r.n; ++j) {
+              const double z = philox::normal_at(p.seed, p.offset, static_cast<uint64_t>(r.first + j));
+              *reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]) = cast_value<T>(p.a + p.b * z);
+            }
+          },
+          kCostPerElement);
     } else {
-      loop.run_parallel({static_cast<char*>(out.data)}, [&](const StridedLoop<1>::Run& r) {
-        UniformStream uniform(p.seed, p.offset);
-        for (int64_t j = 0; j < r.n; ++j)
-          *reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]) = uniform_value<T>(p.a, p.b, uniform.at(r.first + j));
-      }, kCostPerElement);
+      loop.run_parallel(
+          {static_cast<char*>(out.data)},
+          [&](const StridedLoop<1>::Run& r) {
+            UniformStream uniform(p.seed, p.offset);
+            for (int64_t j = 0; j < r.n; ++j)
+              *reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]) = uniform_value<T>(p.a, p.b, uniform.at(r.first + j));
+          },
+          kCostPerElement);
     }
   });
 }
@@ -112,16 +121,18 @@ void CpuBackend::dropout(const View& out, const View& mask, const View& in, doub
     } else {
       using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
       const C scale = C(1.0 / (1.0 - p));  // inf when p == 1, but then nothing is kept
-      loop.run_parallel({static_cast<char*>(out.data), static_cast<char*>(mask.data), static_cast<char*>(in.data)},
-                        [&](const StridedLoop<3>::Run& r) {
-        UniformStream uniform(seed, offset);
-        for (int64_t j = 0; j < r.n; ++j) {
-          const bool keep = static_cast<double>(uniform.at(r.first + j)) >= p;
-          const C x = C(*reinterpret_cast<const T*>(r.ptr[2] + j * r.stride[2]));
-          *reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]) = T(keep ? x * scale : C(0));
-          *reinterpret_cast<uint8_t*>(r.ptr[1] + j * r.stride[1]) = keep ? 1 : 0;
-        }
-      }, kCostPerElement);
+      loop.run_parallel(
+          {static_cast<char*>(out.data), static_cast<char*>(mask.data), static_cast<char*>(in.data)},
+          [&](const StridedLoop<3>::Run& r) {
+            UniformStream uniform(seed, offset);
+            for (int64_t j = 0; j < r.n; ++j) {
+              const bool keep = static_cast<double>(uniform.at(r.first + j)) >= p;
+              const C x = C(*reinterpret_cast<const T*>(r.ptr[2] + j * r.stride[2]));
+              *reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]) = T(keep ? x * scale : C(0));
+              *reinterpret_cast<uint8_t*>(r.ptr[1] + j * r.stride[1]) = keep ? 1 : 0;
+            }
+          },
+          kCostPerElement);
     }
   });
 }

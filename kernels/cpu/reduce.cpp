@@ -32,50 +32,41 @@ template <typename T>
 constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 template <typename T> using acc_t = std::conditional_t<is_float_v<T>, double, int64_t>;
 
-template <typename T>
-acc_t<T> widen(T x) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return static_cast<float>(x);
-  else return static_cast<acc_t<T>>(x);
+template <typename T> acc_t<T> widen(T x) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+    return static_cast<float>(x);
+  else
+    return static_cast<acc_t<T>>(x);
 }
 
 namespace red = ops::reduce;  // the reductions' math (kernels/ops/reduce_ops.h)
 using red::SumMode;
 
 // A shared accumulator fed with storage values: lift widens first.
-template <typename T, typename R>
-struct OnStorage : R {
+template <typename T, typename R> struct OnStorage : R {
   auto lift(T x, int64_t index) const { return R::lift(widen(x), index); }
 };
 
-template <typename T, SumMode M>
-struct Additive : OnStorage<T, red::Sum<acc_t<T>, M>> {
+template <typename T, SumMode M> struct Additive : OnStorage<T, red::Sum<acc_t<T>, M>> {
   static constexpr bool kAdditive = true;  // folded by an OpenMP simd sum
-  double vector_fold(const float* p, int64_t n) const
-    requires(M == SumMode::Sum || M == SumMode::Mean)
-  {
+  double vector_fold(const float* p, int64_t n) const requires(M == SumMode::Sum || M == SumMode::Mean) {
     return vec::sum(p, n);
   }
   void vector_fold_rows_into(double* acc, const float* rows, int64_t n_rows, int64_t row_stride, int64_t n) const
-    requires(M == SumMode::Sum || M == SumMode::Mean)
-  {
+      requires(M == SumMode::Sum || M == SumMode::Mean) {
     vec::add_rows_into(acc, rows, n_rows, row_stride, n);
   }
 };
 
-template <typename T>
-Additive<T, SumMode::PowRoot> pow_root(double p) {
+template <typename T> Additive<T, SumMode::PowRoot> pow_root(double p) {
   Additive<T, SumMode::PowRoot> op;
   op.p = p;
   return op;
 }
 
-template <typename T>
-struct Prod : OnStorage<T, red::Product<acc_t<T>>> {
-  static constexpr bool kAdditive = false;
-};
+template <typename T> struct Prod : OnStorage<T, red::Product<acc_t<T>>> { static constexpr bool kAdditive = false; };
 
-template <typename T, bool kMax, bool kAbs>
-struct Extreme : OnStorage<T, red::Extreme<acc_t<T>, kMax>> {
+template <typename T, bool kMax, bool kAbs> struct Extreme : OnStorage<T, red::Extreme<acc_t<T>, kMax>> {
   using Acc = acc_t<T>;
   using Limits = std::numeric_limits<Acc>;
   static constexpr bool kAdditive = false;
@@ -84,14 +75,9 @@ struct Extreme : OnStorage<T, red::Extreme<acc_t<T>, kMax>> {
     this->highest = Limits::has_infinity ? Limits::infinity() : Limits::max();
     this->abs = kAbs;
   }
-  Acc vector_fold(const float* p, int64_t n) const
-    requires(!kAbs)
-  {
-    return kMax ? vec::max(p, n) : vec::min(p, n);
-  }
+  Acc vector_fold(const float* p, int64_t n) const requires(!kAbs) { return kMax ? vec::max(p, n) : vec::min(p, n); }
   void vector_fold_rows_into(double* acc, const float* rows, int64_t n_rows, int64_t row_stride, int64_t n) const
-    requires(!kAbs)
-  {
+      requires(!kAbs) {
     kMax ? vec::max_rows_into(acc, rows, n_rows, row_stride, n) : vec::min_rows_into(acc, rows, n_rows, row_stride, n);
   }
   // Unit-stride runs use eight independent accumulators (NaNs counted on the
@@ -132,8 +118,7 @@ struct Extreme : OnStorage<T, red::Extreme<acc_t<T>, kMax>> {
 // accumulators (8 KiB of doubles, 24 KiB of variance moments) stay in L1.
 constexpr int64_t kColumnBlock = 1024;
 
-template <typename T>
-struct Variance : OnStorage<T, red::Variance<double>> {
+template <typename T> struct Variance : OnStorage<T, red::Variance<double>> {
   using Acc = red::Moments<double>;
   static constexpr bool kAdditive = false;
   explicit Variance(int64_t correction) { this->correction = correction; }
@@ -180,15 +165,18 @@ struct Variance : OnStorage<T, red::Variance<double>> {
   }
 };
 
-template <typename T, bool kMax>
-struct Arg : OnStorage<T, red::ArgExtreme<acc_t<T>, kMax>> {
+template <typename T, bool kMax> struct Arg : OnStorage<T, red::ArgExtreme<acc_t<T>, kMax>> {
   static constexpr bool kAdditive = false;
 };
 
 // The type a run is summed in: integers in their unsigned type, so that the
 // sum wraps (as the table's combine does) instead of overflowing.
 template <typename A> struct WrappingSum { using type = A; };
-template <typename A> requires std::is_integral_v<A> struct WrappingSum<A> { using type = std::make_unsigned_t<A>; };
+template <typename A>
+requires std::is_integral_v<A>
+struct WrappingSum<A> {
+  using type = std::make_unsigned_t<A>;
+};
 
 template <typename T, typename Op>
 typename Op::Acc fold_run(const Op& op, const T* p, int64_t n, int64_t stride, int64_t first) {
@@ -217,8 +205,7 @@ typename Op::Acc fold_run(const Op& op, const T* p, int64_t n, int64_t stride, i
 
 // Splits [0, n) into one range per thread and calls f(t, begin, end); range t
 // comes before range t + 1, so partial results can be combined in order.
-template <typename F>
-void split_over_threads(int64_t n, int threads, F&& f) {
+template <typename F> void split_over_threads(int64_t n, int threads, F&& f) {
 #pragma omp parallel num_threads(threads)
   {
     const int64_t team = omp_get_num_threads(), t = omp_get_thread_num();
@@ -256,8 +243,7 @@ struct ReducePlan : shapes::ReducePlan {
 template <typename R> using StoreFn = void (*)(char*, R);
 
 // Writes a double or int64 result into an output element of any dtype.
-template <typename R>
-StoreFn<R> store_for(DType dtype) {
+template <typename R> StoreFn<R> store_for(DType dtype) {
   return visit_dtype(dtype, [](auto tag) -> StoreFn<R> {
     using O = decltype(tag);
     return [](char* p, R v) { *reinterpret_cast<O*>(p) = cast_value<O>(v); };
@@ -282,10 +268,13 @@ void reduce_rows(const Op& op, const ReducePlan& plan, const View& out, const Vi
   char* out_base = static_cast<char*>(out.data);
   const int threads = threads_for(n_red, n_out * n_red);
   if (n_out >= threads) {  // enough outputs to keep every thread busy
-    kept.run_parallel({in_base, out_base}, [&](const StridedLoop<2>::Run& r) {
-      for (int64_t i = 0; i < r.n; ++i)
-        store(r.ptr[1] + i * r.stride[1], op.finish(fold_range(r.ptr[0] + i * r.stride[0], 0, n_red), n_red));
-    }, n_red);
+    kept.run_parallel(
+        {in_base, out_base},
+        [&](const StridedLoop<2>::Run& r) {
+          for (int64_t i = 0; i < r.n; ++i)
+            store(r.ptr[1] + i * r.stride[1], op.finish(fold_range(r.ptr[0] + i * r.stride[0], 0, n_red), n_red));
+        },
+        n_red);
     return;
   }
   // Few outputs with long reductions (a full sum): split each reduction over the threads.
@@ -308,23 +297,28 @@ void reduce_columns(const Op& op, const ReducePlan& plan, const View& out, const
   const Dim col = plan.kept[0];
   const StridedLoop<2> rest = plan.kept_loop(1);
   const StridedLoop<1> red = plan.reduced_loop();
-  const int64_t n_red = plan.n_red, blocks = (col.size + kColumnBlock - 1) / kColumnBlock, items = rest.numel() * blocks;
+  const int64_t n_red = plan.n_red, blocks = (col.size + kColumnBlock - 1) / kColumnBlock,
+                items = rest.numel() * blocks;
   char* in_base = static_cast<char*>(in.data);
   char* out_base = static_cast<char*>(out.data);
 
-  struct Item { char* in; char* out; int64_t len; };
+  struct Item {
+    char* in;
+    char* out;
+    int64_t len;
+  };
   auto item_at = [&](int64_t item) {
     const auto off = rest.offsets_at(item / blocks);
     const int64_t j0 = (item % blocks) * kColumnBlock;
-    return Item{in_base + off[0] + j0 * col.in_stride * plan.in_item, out_base + off[1] + j0 * col.out_stride * plan.out_item,
-                std::min(kColumnBlock, col.size - j0)};
+    return Item{in_base + off[0] + j0 * col.in_stride * plan.in_item,
+                out_base + off[1] + j0 * col.out_stride * plan.out_item, std::min(kColumnBlock, col.size - j0)};
   };
   // Contiguous float32 columns of sum, mean, max, min and var fold each run
   // of rows with the vector kernels (float lanes, flushed to the double
   // accumulators; var's moments merged every 64 rows).
-  constexpr bool kHasVectorRows =
-      std::is_same_v<T, float> &&
-      requires(const Op& o, Acc* a, const float* p, int64_t k) { o.vector_fold_rows_into(a, p, k, k, k); };
+  constexpr bool kHasVectorRows = std::is_same_v<T, float> && requires(const Op& o, Acc* a, const float* p, int64_t k) {
+    o.vector_fold_rows_into(a, p, k, k, k);
+  };
   bool vector_rows = false;
   if constexpr (kHasVectorRows) vector_rows = col.in_stride == 1 && vec::enabled();
   // acc[j] folds the reduced elements [begin, end) of output column j of the item.
@@ -370,9 +364,8 @@ void reduce_columns(const Op& op, const ReducePlan& plan, const View& out, const
   for (int64_t item = 0; item < items; ++item) {
     const Item it = item_at(item);
     for (auto& p : partial) std::fill(p.begin(), p.end(), op.identity());
-    split_over_threads(n_red, threads, [&](int64_t t, int64_t begin, int64_t end) {
-      accumulate(it, begin, end, partial[t].data());
-    });
+    split_over_threads(n_red, threads,
+                       [&](int64_t t, int64_t begin, int64_t end) { accumulate(it, begin, end, partial[t].data()); });
     for (size_t t = 1; t < partial.size(); ++t)
       for (int64_t j = 0; j < it.len; ++j) partial[0][j] = op.combine(partial[0][j], partial[t][j]);
     emit(it, partial[0].data());
@@ -383,14 +376,15 @@ template <typename T, typename Op>
 void run_reduce(const Op& op, const ReducePlan& plan, const View& out, const View& in) {
   using R = decltype(op.finish(op.identity(), 0));
   const StoreFn<R> store = store_for<R>(out.dtype);
-  if (plan.by_columns()) reduce_columns<T>(op, plan, out, in, store);
-  else reduce_rows<T>(op, plan, out, in, store);
+  if (plan.by_columns())
+    reduce_columns<T>(op, plan, out, in, store);
+  else
+    reduce_rows<T>(op, plan, out, in, store);
 }
 
 using shapes::op_name;
 
-template <typename T>
-void run_norm(double p, const ReducePlan& plan, const View& out, const View& in) {
+template <typename T> void run_norm(double p, const ReducePlan& plan, const View& out, const View& in) {
   if (p == 2) return run_reduce<T>(Additive<T, SumMode::SquareSqrt>{}, plan, out, in);
   if (p == 1) return run_reduce<T>(Additive<T, SumMode::AbsSum>{}, plan, out, in);
   if (p == 0) return run_reduce<T>(Additive<T, SumMode::NonZero>{}, plan, out, in);
@@ -402,22 +396,33 @@ void run_norm(double p, const ReducePlan& plan, const View& out, const View& in)
 template <typename T>
 void reduce_dtype(ReduceOp op, const ReducePlan& plan, const View& out, const View& in, const ReduceParams& p) {
   switch (op) {
-    case ReduceOp::Sum: return run_reduce<T>(Additive<T, SumMode::Sum>{}, plan, out, in);
-    case ReduceOp::Prod: return run_reduce<T>(Prod<T>{}, plan, out, in);
-    case ReduceOp::Max: return run_reduce<T>(Extreme<T, true, false>{}, plan, out, in);
-    case ReduceOp::Min: return run_reduce<T>(Extreme<T, false, false>{}, plan, out, in);
-    case ReduceOp::ArgMax: return run_reduce<T>(Arg<T, true>{}, plan, out, in);
-    case ReduceOp::ArgMin: return run_reduce<T>(Arg<T, false>{}, plan, out, in);
-    default: break;
+    case ReduceOp::Sum:
+      return run_reduce<T>(Additive<T, SumMode::Sum>{}, plan, out, in);
+    case ReduceOp::Prod:
+      return run_reduce<T>(Prod<T>{}, plan, out, in);
+    case ReduceOp::Max:
+      return run_reduce<T>(Extreme<T, true, false>{}, plan, out, in);
+    case ReduceOp::Min:
+      return run_reduce<T>(Extreme<T, false, false>{}, plan, out, in);
+    case ReduceOp::ArgMax:
+      return run_reduce<T>(Arg<T, true>{}, plan, out, in);
+    case ReduceOp::ArgMin:
+      return run_reduce<T>(Arg<T, false>{}, plan, out, in);
+    default:
+      break;
   }
   if constexpr (!is_float_v<T>) {
     fail(op_name(op), ": not supported for dtype ", dtype_of<T>::value, " (floating dtypes only)");
   } else {
     switch (op) {
-      case ReduceOp::Mean: return run_reduce<T>(Additive<T, SumMode::Mean>{}, plan, out, in);
-      case ReduceOp::Var: return run_reduce<T>(Variance<T>(p.correction), plan, out, in);
-      case ReduceOp::Norm: return run_norm<T>(p.p, plan, out, in);
-      default: fail("reduce: unknown op ", static_cast<int>(op));
+      case ReduceOp::Mean:
+        return run_reduce<T>(Additive<T, SumMode::Mean>{}, plan, out, in);
+      case ReduceOp::Var:
+        return run_reduce<T>(Variance<T>(p.correction), plan, out, in);
+      case ReduceOp::Norm:
+        return run_norm<T>(p.p, plan, out, in);
+      default:
+        fail("reduce: unknown op ", static_cast<int>(op));
     }
   }
 }

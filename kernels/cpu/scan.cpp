@@ -12,8 +12,7 @@
 namespace anvil::cpu {
 namespace {
 
-template <ScanOp Op, typename T>
-void scan_lines(const View& out, const View& in, int64_t dim) {
+template <ScanOp Op, typename T> void scan_lines(const View& out, const View& in, int64_t dim) {
   using A = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
   using S = ops::Scan<Op, A>;
   const Lines<2> l = lines_along<2>({&out, &in}, dim);
@@ -45,8 +44,10 @@ void CpuBackend::scan(ScanOp op, const View& out, const View& in, int64_t dim) {
   visit_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     switch (op) {
-      case ScanOp::Sum: return scan_lines<ScanOp::Sum, T>(out, in, dim);
-      case ScanOp::Prod: return scan_lines<ScanOp::Prod, T>(out, in, dim);
+      case ScanOp::Sum:
+        return scan_lines<ScanOp::Sum, T>(out, in, dim);
+      case ScanOp::Prod:
+        return scan_lines<ScanOp::Prod, T>(out, in, dim);
       case ScanOp::LogSumExp:
         if constexpr (!std::is_integral_v<T>) return scan_lines<ScanOp::LogSumExp, T>(out, in, dim);
         return;

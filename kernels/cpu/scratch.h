@@ -10,8 +10,7 @@
 
 namespace anvil::cpu {
 
-template <typename T>
-class Scratch {
+template <typename T> class Scratch {
  public:
   Scratch(Allocator& allocator, int64_t elems)
       : allocator_(allocator),

@@ -18,12 +18,10 @@ namespace {
 
 template <typename T> using compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-template <bool kUnit>
-int64_t at(int64_t i, int64_t stride) { return kUnit ? i : i * stride; }
+template <bool kUnit> int64_t at(int64_t i, int64_t stride) { return kUnit ? i : i * stride; }
 
 // y = softmax(x) (or log_softmax), subtracting the row max so exp never overflows.
-template <typename T, bool kUnit>
-void softmax_row(T* y, int64_t sy, const T* x, int64_t sx, int64_t n, bool log) {
+template <typename T, bool kUnit> void softmax_row(T* y, int64_t sy, const T* x, int64_t sx, int64_t n, bool log) {
   using C = compute_t<T>;
   C mx = -std::numeric_limits<C>::infinity();
   for (int64_t i = 0; i < n; ++i) {
@@ -65,8 +63,7 @@ void softmax_backward_row(T* gi, int64_t sgi, const T* g, int64_t sg, const T* y
   } else {
     for (int64_t i = 0; i < n; ++i) sum += C(g[at<kUnit>(i, sg)]) * C(y[at<kUnit>(i, sy)]);
     const C dot = C(sum);
-    for (int64_t i = 0; i < n; ++i)
-      gi[at<kUnit>(i, sgi)] = T(C(y[at<kUnit>(i, sy)]) * (C(g[at<kUnit>(i, sg)]) - dot));
+    for (int64_t i = 0; i < n; ++i) gi[at<kUnit>(i, sgi)] = T(C(y[at<kUnit>(i, sy)]) * (C(g[at<kUnit>(i, sg)]) - dot));
   }
 }
 
@@ -113,21 +110,26 @@ void CpuBackend::softmax(const View& out, const View& in, int64_t dim, bool log)
       const bool vector = std::is_same_v<T, float> && sy == 1 && sx == 1 && vec::enabled();
       const bool stream = vector && out.data != in.data && vec::stream_rows(out.numel(), n);  // not in place
       StridedLoop<2> rows({&out_rows, &in_rows});
-      rows.run_parallel({static_cast<char*>(out.data), static_cast<char*>(in.data)}, [&](const StridedLoop<2>::Run& r) {
-        if constexpr (std::is_same_v<T, float>) {
-          if (vector) {
-            vec::softmax_rows(reinterpret_cast<float*>(r.ptr[0]), floats(r.stride[0]),
-                              reinterpret_cast<const float*>(r.ptr[1]), floats(r.stride[1]), r.n, n, log, stream);
-            return;
-          }
-        }
-        for (int64_t j = 0; j < r.n; ++j) {
-          T* y = reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]);
-          const T* x = reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1]);
-          if (sy == 1 && sx == 1) softmax_row<T, true>(y, 1, x, 1, n, log);
-          else softmax_row<T, false>(y, sy, x, sx, n, log);
-        }
-      }, n * kCostPerElement);
+      rows.run_parallel(
+          {static_cast<char*>(out.data), static_cast<char*>(in.data)},
+          [&](const StridedLoop<2>::Run& r) {
+            if constexpr (std::is_same_v<T, float>) {
+              if (vector) {
+                vec::softmax_rows(reinterpret_cast<float*>(r.ptr[0]), floats(r.stride[0]),
+                                  reinterpret_cast<const float*>(r.ptr[1]), floats(r.stride[1]), r.n, n, log, stream);
+                return;
+              }
+            }
+            for (int64_t j = 0; j < r.n; ++j) {
+              T* y = reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]);
+              const T* x = reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1]);
+              if (sy == 1 && sx == 1)
+                softmax_row<T, true>(y, 1, x, 1, n, log);
+              else
+                softmax_row<T, false>(y, sy, x, sx, n, log);
+            }
+          },
+          n * kCostPerElement);
     }
   });
 }
@@ -154,24 +156,29 @@ void CpuBackend::softmax_backward(const View& grad_in, const View& grad_out, con
       const bool vector = std::is_same_v<T, float> && sgi == 1 && sg == 1 && sy == 1 && vec::enabled();
       const bool stream = vector && grad_in.data != grad_out.data && vec::stream_rows(grad_in.numel(), n);
       StridedLoop<3> rows({&gi_rows, &g_rows, &y_rows});
-      rows.run_parallel({static_cast<char*>(grad_in.data), static_cast<char*>(grad_out.data), static_cast<char*>(out.data)},
-                        [&](const StridedLoop<3>::Run& r) {
-        if constexpr (std::is_same_v<T, float>) {
-          if (vector) {
-            vec::softmax_backward_rows(reinterpret_cast<float*>(r.ptr[0]), floats(r.stride[0]),
-                                       reinterpret_cast<const float*>(r.ptr[1]), floats(r.stride[1]),
-                                       reinterpret_cast<const float*>(r.ptr[2]), floats(r.stride[2]), r.n, n, log, stream);
-            return;
-          }
-        }
-        for (int64_t j = 0; j < r.n; ++j) {
-          T* gi = reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]);
-          const T* g = reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1]);
-          const T* y = reinterpret_cast<const T*>(r.ptr[2] + j * r.stride[2]);
-          if (sgi == 1 && sg == 1 && sy == 1) softmax_backward_row<T, true>(gi, 1, g, 1, y, 1, n, log);
-          else softmax_backward_row<T, false>(gi, sgi, g, sg, y, sy, n, log);
-        }
-      }, n * kCostPerElement);
+      rows.run_parallel(
+          {static_cast<char*>(grad_in.data), static_cast<char*>(grad_out.data), static_cast<char*>(out.data)},
+          [&](const StridedLoop<3>::Run& r) {
+            if constexpr (std::is_same_v<T, float>) {
+              if (vector) {
+                vec::softmax_backward_rows(reinterpret_cast<float*>(r.ptr[0]), floats(r.stride[0]),
+                                           reinterpret_cast<const float*>(r.ptr[1]), floats(r.stride[1]),
+                                           reinterpret_cast<const float*>(r.ptr[2]), floats(r.stride[2]), r.n, n, log,
+                                           stream);
+                return;
+              }
+            }
+            for (int64_t j = 0; j < r.n; ++j) {
+              T* gi = reinterpret_cast<T*>(r.ptr[0] + j * r.stride[0]);
+              const T* g = reinterpret_cast<const T*>(r.ptr[1] + j * r.stride[1]);
+              const T* y = reinterpret_cast<const T*>(r.ptr[2] + j * r.stride[2]);
+              if (sgi == 1 && sg == 1 && sy == 1)
+                softmax_backward_row<T, true>(gi, 1, g, 1, y, 1, n, log);
+              else
+                softmax_backward_row<T, false>(gi, sgi, g, sg, y, sy, n, log);
+            }
+          },
+          n * kCostPerElement);
     }
   });
 }

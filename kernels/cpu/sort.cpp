@@ -29,9 +29,8 @@ void sort_lines(const View& values, const View& indices, const View& in, int64_t
       const auto [ov, oi, ox] = l.first[static_cast<size_t>(line)];
       for (int64_t i = 0; i < l.length; ++i) key[i] = cast_value<A>(x[ox + i * l.step[2]]);
       std::iota(order.begin(), order.end(), int64_t{0});
-      std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-        return ops::sorts_before(key[a], a, key[b], b, p.descending);
-      });
+      std::sort(order.begin(), order.end(),
+                [&](int64_t a, int64_t b) { return ops::sorts_before(key[a], a, key[b], b, p.descending); });
       for (int64_t i = 0; i < l.length; ++i) {
         const int64_t from = order[static_cast<size_t>(i)];
         v[ov + i * l.step[0]] = x[ox + from * l.step[2]];
@@ -44,10 +43,10 @@ void sort_lines(const View& values, const View& indices, const View& in, int64_t
 }  // namespace
 
 void CpuBackend::sort(const View& values, const View& indices, const View& in, int64_t dim, const SortParams& p) {
-  ANVIL_CHECK(values.shape == in.shape && indices.shape == in.shape && values.dtype == in.dtype &&
-                  indices.dtype == kInt64,
-              "sort: expected values ", in.dtype, in.shape, " and indices int64", in.shape, ", got values ",
-              values.dtype, values.shape, " and indices ", indices.dtype, indices.shape);
+  ANVIL_CHECK(
+      values.shape == in.shape && indices.shape == in.shape && values.dtype == in.dtype && indices.dtype == kInt64,
+      "sort: expected values ", in.dtype, in.shape, " and indices int64", in.shape, ", got values ", values.dtype,
+      values.shape, " and indices ", indices.dtype, indices.shape);
   ANVIL_CHECK(in.dim() == 0 ? (dim == 0 || dim == -1) : (dim >= 0 && dim < in.dim()), "sort: dim ", dim,
               " out of range for shape ", in.shape);
   if (in.dim() == 0) dim = 0;

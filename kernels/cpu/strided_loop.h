@@ -41,8 +41,7 @@ inline int threads_for(int64_t n, int64_t cost) {
 // Calls f(begin, end) on disjoint ranges covering [0, n): one range per thread
 // when the work is large, else f(0, n) here. The split is static, so anything
 // computed per range is deterministic for a given thread count.
-template <typename F>
-void parallel_for(int64_t n, int64_t cost, F&& f) {
+template <typename F> void parallel_for(int64_t n, int64_t cost, F&& f) {
   if (n <= 0) return;
   const int threads = threads_for(n, cost);
   if (threads <= 1) {
@@ -59,8 +58,7 @@ void parallel_for(int64_t n, int64_t cost, F&& f) {
   }
 }
 
-template <size_t N>
-class StridedLoop {
+template <size_t N> class StridedLoop {
  public:
   using Ptrs = std::array<char*, N>;
   using Strides = std::array<int64_t, N>;  // in bytes
@@ -111,7 +109,7 @@ class StridedLoop {
 
   int64_t numel() const { return numel_; }
   int ndim() const { return ndim_; }
-  int64_t size(int d) const { return sizes_[d]; }          // d = 0 is the innermost dim
+  int64_t size(int d) const { return sizes_[d]; }  // d = 0 is the innermost dim
   const Strides& strides(int d) const { return strides_[d]; }
 
   // Byte offsets of the element with row-major index `linear`.
@@ -126,8 +124,7 @@ class StridedLoop {
   }
 
   // Calls body(const Run&) for the elements with row-major index in [begin, end), in order.
-  template <typename Body>
-  void run(const Ptrs& base, int64_t begin, int64_t end, Body&& body) const {
+  template <typename Body> void run(const Ptrs& base, int64_t begin, int64_t end, Body&& body) const {
     if (begin >= end) return;
     if (ndim_ == 0) {  // a single element
       body(Run{base, Strides{}, 1, 0});
@@ -159,10 +156,8 @@ class StridedLoop {
   }
 
   // The whole loop, split over threads when numel * cost_per_element is large.
-  template <typename Body>
-  void run_parallel(const Ptrs& base, Body&& body, int64_t cost_per_element = 1) const {
-    parallel_for(numel_, numel_ * cost_per_element,
-                 [&](int64_t begin, int64_t end) { run(base, begin, end, body); });
+  template <typename Body> void run_parallel(const Ptrs& base, Body&& body, int64_t cost_per_element = 1) const {
+    parallel_for(numel_, numel_ * cost_per_element, [&](int64_t begin, int64_t end) { run(base, begin, end, body); });
   }
 
  private:
@@ -176,23 +171,28 @@ class StridedLoop {
 // through float, anything to bool is "!= 0", and floating to integer follows
 // core/base/float_to_int.h (saturate to int64, then wrap: NaN -> 0,
 // -1.0 -> uint8 255), exactly as the CUDA kernels do.
-template <typename To, typename From>
-inline To cast_value(From v) {
+template <typename To, typename From> inline To cast_value(From v) {
   constexpr bool from16 = std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>;
   constexpr bool to16 = std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>;
-  if constexpr (std::is_same_v<To, From>) return v;
-  else if constexpr (from16) return cast_value<To>(static_cast<float>(v));
-  else if constexpr (to16) return To(static_cast<float>(v));
-  else if constexpr (std::is_same_v<To, bool>) return v != From(0);
+  if constexpr (std::is_same_v<To, From>)
+    return v;
+  else if constexpr (from16)
+    return cast_value<To>(static_cast<float>(v));
+  else if constexpr (to16)
+    return To(static_cast<float>(v));
+  else if constexpr (std::is_same_v<To, bool>)
+    return v != From(0);
   else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>)
     return float_to_int<To>(v);
-  else return static_cast<To>(v);
+  else
+    return static_cast<To>(v);
 }
 
 namespace loop_detail {
 
-template <typename T>
-T& at(char* p, int64_t i, int64_t byte_stride) { return *reinterpret_cast<T*>(p + i * byte_stride); }
+template <typename T> T& at(char* p, int64_t i, int64_t byte_stride) {
+  return *reinterpret_cast<T*>(p + i * byte_stride);
+}
 
 template <typename Out, typename... In, typename F, size_t... I>
 void map_run(const typename StridedLoop<1 + sizeof...(In)>::Run& r, const F& f, std::index_sequence<I...>) {

@@ -68,7 +68,7 @@ HWY_INLINE V16 FloatToHalf(VF f) {
   const VU sub = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, abs), hn::Set(df, 0.5f))), hn::Set(du, 0x3f000000u));
   h = hn::IfThenElse(Below(abs, 0x38800000u), sub, h);
   h = hn::IfThenElse(Above(abs, 0x477ff000u - 1), hn::Set(du, 0x7c00u), h);  // overflow and inf
-  h = hn::IfThenElse(Above(abs, 0x7f800000u), hn::Set(du, 0x7e00u), h);      // NaN
+  h = hn::IfThenElse(Above(abs, 0x7f800000u), hn::Set(du, 0x7e00u), h);  // NaN
   return Narrow(hn::Or(h, sign));
 #endif
 }
@@ -202,8 +202,7 @@ void for_each_target(const std::function<void(const char* target)>& f) {
 
 namespace anvil::cpu::vec {
 namespace {
-template <typename To, typename From>
-void convert_each(To* out, const From* in, int64_t n) {
+template <typename To, typename From> void convert_each(To* out, const From* in, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = To(static_cast<float>(in[i]));
 }
 }  // namespace

@@ -26,8 +26,9 @@ void convert(BFloat16* out, const float* in, int64_t n, bool stream = false);
 void convert(float* out, const BFloat16* in, int64_t n, bool stream = false);
 
 // Whether convert(To*, const From*, n) exists: float32 to or from a 16-bit float.
-template <typename To, typename From>
-inline constexpr bool converts = requires(To* out, const From* in) { convert(out, in, int64_t{}); };
+template <typename To, typename From> inline constexpr bool converts = requires(To* out, const From* in) {
+  convert(out, in, int64_t{});
+};
 
 // For tests: runs f once per instruction set this CPU supports that the
 // kernels were compiled for (AVX3, AVX2, SSE4, EMU128, ...), with the

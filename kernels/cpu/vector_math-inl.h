@@ -37,8 +37,7 @@ using V = hn::Vec<D>;
 // (GCC 12 emitted no prefetch for the same call written in a lambda, nor
 // from a plain inline function outside the per-target namespace.)
 inline constexpr int64_t kPrefetchAheadBytes = 4096;
-template <class T>
-HWY_INLINE void PrefetchAhead(const T* p, int64_t count) {
+template <class T> HWY_INLINE void PrefetchAhead(const T* p, int64_t count) {
   const char* ahead = reinterpret_cast<const char*>(p) + kPrefetchAheadBytes;
   const int64_t bytes = count * static_cast<int64_t>(sizeof(T));
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(ahead + b);  // a cache line each
@@ -141,13 +140,9 @@ HWY_INLINE V TanhF(D d, V x) {
 
 // Highway's Exp turns NaN into 0 and is valid up to x = 104 (e^x is already
 // inf in float past 88.73): larger x are clamped to 100 first. 1 ulp.
-HWY_INLINE V ExpF(D d, V x) {
-  return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(d, hn::Min(x, hn::Set(d, 100.0f))));
-}
+HWY_INLINE V ExpF(D d, V x) { return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(d, hn::Min(x, hn::Set(d, 100.0f)))); }
 
-HWY_INLINE V Expm1F(D d, V x) {
-  return hn::IfThenElse(hn::IsNaN(x), x, hn::Expm1(d, hn::Min(x, hn::Set(d, 100.0f))));
-}
+HWY_INLINE V Expm1F(D d, V x) { return hn::IfThenElse(hn::IsNaN(x), x, hn::Expm1(d, hn::Min(x, hn::Set(d, 100.0f)))); }
 
 HWY_INLINE V TanhF(D d, V x) { return hn::Tanh(d, x); }
 

@@ -33,8 +33,10 @@ HWY_INLINE void MapPartial(float* HWY_RESTRICT out, const std::array<const float
   for (size_t k = 0; k < N; ++k)
     for (int64_t i = 0; i < n; ++i) buf[k][i] = in[k][i];
   V r;
-  if constexpr (N == 1) r = f(d, hn::Load(d, buf[0]));
-  else r = f(d, hn::Load(d, buf[0]), hn::Load(d, buf[1]));
+  if constexpr (N == 1)
+    r = f(d, hn::Load(d, buf[0]));
+  else
+    r = f(d, hn::Load(d, buf[0]), hn::Load(d, buf[1]));
   hn::Store(r, d, buf[0]);
   for (int64_t i = 0; i < n; ++i) out[i] = buf[0][i];
 }
@@ -47,8 +49,10 @@ HWY_INLINE void MapN(float* out, std::array<const float*, N> in, int64_t n, bool
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const auto apply = [&](int64_t i) {
     for (size_t k = 0; k < N; ++k) PrefetchAhead(in[k] + i, L);
-    if constexpr (N == 1) return f(d, hn::LoadU(d, in[0] + i));
-    else return f(d, hn::LoadU(d, in[0] + i), hn::LoadU(d, in[1] + i));
+    if constexpr (N == 1)
+      return f(d, hn::LoadU(d, in[0] + i));
+    else
+      return f(d, hn::LoadU(d, in[0] + i), hn::LoadU(d, in[1] + i));
   };
   int64_t i = 0;
   if (stream) {
@@ -69,15 +73,12 @@ HWY_INLINE void MapN(float* out, std::array<const float*, N> in, int64_t n, bool
 // The math passed to Map1/Map2 as a lambda: a function's name passed as F
 // is a pointer, and GCC 12 called it once a vector (its constants loaded
 // again each call) where a lambda's body is inlined into the loop.
-template <auto kFn>
-inline constexpr auto Inlined = [](D d, auto... v) { return kFn(d, v...); };
+template <auto kFn> inline constexpr auto Inlined = [](D d, auto... v) { return kFn(d, v...); };
 
-template <class F>
-HWY_INLINE void Map1(float* out, const float* in, int64_t n, bool stream, F f) {
+template <class F> HWY_INLINE void Map1(float* out, const float* in, int64_t n, bool stream, F f) {
   MapN<1>(out, {in}, n, stream, f);
 }
-template <class F>
-HWY_INLINE void Map2(float* out, const float* a, const float* b, int64_t n, bool stream, F f) {
+template <class F> HWY_INLINE void Map2(float* out, const float* a, const float* b, int64_t n, bool stream, F f) {
   MapN<2>(out, {a, b}, n, stream, f);
 }
 
@@ -117,8 +118,8 @@ HWY_INLINE V GeluTanhBackwardF(D d, V g, V x) {
   return hn::Mul(g, hn::Add(s, second));
 }
 HWY_INLINE V GeluErfBackwardF(D d, V g, V x) {
-  const V cdf = hn::Mul(hn::Set(d, 0.5f),
-                        hn::Add(hn::Set(d, 1.0f), ErfF(d, hn::Mul(x, hn::Set(d, float(m::kInvSqrt2))))));
+  const V cdf =
+      hn::Mul(hn::Set(d, 0.5f), hn::Add(hn::Set(d, 1.0f), ErfF(d, hn::Mul(x, hn::Set(d, float(m::kInvSqrt2))))));
   const V pdf = hn::Mul(hn::Set(d, float(m::kInvSqrt2Pi)), ExpF(d, hn::Mul(hn::Set(d, -0.5f), hn::Mul(x, x))));
   return hn::Mul(g, hn::MulAdd(x, pdf, cdf));
 }
@@ -142,16 +143,36 @@ HWY_INLINE V ErfBackwardF(D d, V g, V x) {
 // false: no vector kernel for op.
 bool Unary(UnaryOp op, float beta, float threshold, float* out, const float* in, int64_t n, bool stream) {
   switch (op) {
-    case UnaryOp::Exp: Map1(out, in, n, stream, Inlined<ExpF>); return true;
-    case UnaryOp::Expm1: Map1(out, in, n, stream, Inlined<Expm1F>); return true;
-    case UnaryOp::Log: Map1(out, in, n, stream, Inlined<LogF>); return true;
-    case UnaryOp::Log1p: Map1(out, in, n, stream, Inlined<Log1pF>); return true;
-    case UnaryOp::Tanh: Map1(out, in, n, stream, Inlined<TanhF>); return true;
-    case UnaryOp::Sigmoid: Map1(out, in, n, stream, Inlined<SigmoidF>); return true;
-    case UnaryOp::Erf: Map1(out, in, n, stream, Inlined<ErfF>); return true;
-    case UnaryOp::GeluTanh: Map1(out, in, n, stream, Inlined<GeluTanhF>); return true;
-    case UnaryOp::GeluErf: Map1(out, in, n, stream, Inlined<GeluErfF>); return true;
-    case UnaryOp::Silu: Map1(out, in, n, stream, Inlined<SiluF>); return true;
+    case UnaryOp::Exp:
+      Map1(out, in, n, stream, Inlined<ExpF>);
+      return true;
+    case UnaryOp::Expm1:
+      Map1(out, in, n, stream, Inlined<Expm1F>);
+      return true;
+    case UnaryOp::Log:
+      Map1(out, in, n, stream, Inlined<LogF>);
+      return true;
+    case UnaryOp::Log1p:
+      Map1(out, in, n, stream, Inlined<Log1pF>);
+      return true;
+    case UnaryOp::Tanh:
+      Map1(out, in, n, stream, Inlined<TanhF>);
+      return true;
+    case UnaryOp::Sigmoid:
+      Map1(out, in, n, stream, Inlined<SigmoidF>);
+      return true;
+    case UnaryOp::Erf:
+      Map1(out, in, n, stream, Inlined<ErfF>);
+      return true;
+    case UnaryOp::GeluTanh:
+      Map1(out, in, n, stream, Inlined<GeluTanhF>);
+      return true;
+    case UnaryOp::GeluErf:
+      Map1(out, in, n, stream, Inlined<GeluErfF>);
+      return true;
+    case UnaryOp::Silu:
+      Map1(out, in, n, stream, Inlined<SiluF>);
+      return true;
     // x < 0 ? 0 : x, as the op table's Relu: NaN and -0 pass through.
     case UnaryOp::Relu:
       Map1(out, in, n, stream, [](D d, V x) { return hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x); });
@@ -173,16 +194,25 @@ bool Unary(UnaryOp op, float beta, float threshold, float* out, const float* in,
         return hn::IfThenElse(hn::Gt(bx, hn::Set(d, threshold)), x, soft);
       });
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
 bool Binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, bool stream) {
   switch (op) {
-    case BinaryOp::GeluTanhBackward: Map2(out, g, x, n, stream, Inlined<GeluTanhBackwardF>); return true;
-    case BinaryOp::GeluErfBackward: Map2(out, g, x, n, stream, Inlined<GeluErfBackwardF>); return true;
-    case BinaryOp::SiluBackward: Map2(out, g, x, n, stream, Inlined<SiluBackwardF>); return true;
-    case BinaryOp::SoftplusBackward: Map2(out, g, x, n, stream, Inlined<SoftplusBackwardF>); return true;
+    case BinaryOp::GeluTanhBackward:
+      Map2(out, g, x, n, stream, Inlined<GeluTanhBackwardF>);
+      return true;
+    case BinaryOp::GeluErfBackward:
+      Map2(out, g, x, n, stream, Inlined<GeluErfBackwardF>);
+      return true;
+    case BinaryOp::SiluBackward:
+      Map2(out, g, x, n, stream, Inlined<SiluBackwardF>);
+      return true;
+    case BinaryOp::SoftplusBackward:
+      Map2(out, g, x, n, stream, Inlined<SoftplusBackwardF>);
+      return true;
     // From the forward's output y, operation for operation as the op table's
     // functors (no fused multiply-add), so the same bits as the scalar loop.
     case BinaryOp::TanhBackward:  // g (1 - y y)
@@ -197,17 +227,28 @@ bool Binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, 
     case BinaryOp::Log1pBackward:  // g / (x + 1)
       Map2(out, g, x, n, stream, [](D d, V gv, V xv) { return hn::Div(gv, hn::Add(xv, hn::Set(d, 1.0f))); });
       return true;
-    case BinaryOp::ErfBackward: Map2(out, g, x, n, stream, Inlined<ErfBackwardF>); return true;
+    case BinaryOp::ErfBackward:
+      Map2(out, g, x, n, stream, Inlined<ErfBackwardF>);
+      return true;
     // x > 0 ? g : 0, as the op table's ReluBackward.
     case BinaryOp::ReluBackward:
       Map2(out, g, x, n, stream, [](D d, V gv, V xv) { return hn::IfThenElseZero(hn::Gt(xv, hn::Zero(d)), gv); });
       return true;
     // Arithmetic: one IEEE operation per element, the same result as the scalar loop.
-    case BinaryOp::Add: Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Add(a, b); }); return true;
-    case BinaryOp::Sub: Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Sub(a, b); }); return true;
-    case BinaryOp::Mul: Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Mul(a, b); }); return true;
-    case BinaryOp::Div: Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Div(a, b); }); return true;
-    default: return false;
+    case BinaryOp::Add:
+      Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Add(a, b); });
+      return true;
+    case BinaryOp::Sub:
+      Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Sub(a, b); });
+      return true;
+    case BinaryOp::Mul:
+      Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Mul(a, b); });
+      return true;
+    case BinaryOp::Div:
+      Map2(out, g, x, n, stream, [](D, V a, V b) { return hn::Div(a, b); });
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -248,11 +289,21 @@ bool unary(UnaryOp op, const UnaryParams& p, float* out, const float* in, int64_
 }
 bool has_unary(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Exp: case UnaryOp::Expm1: case UnaryOp::Log: case UnaryOp::Log1p: case UnaryOp::Tanh:
-    case UnaryOp::Sigmoid: case UnaryOp::Erf: case UnaryOp::GeluTanh: case UnaryOp::GeluErf: case UnaryOp::Silu:
-    case UnaryOp::Softplus: case UnaryOp::Relu:
+    case UnaryOp::Exp:
+    case UnaryOp::Expm1:
+    case UnaryOp::Log:
+    case UnaryOp::Log1p:
+    case UnaryOp::Tanh:
+    case UnaryOp::Sigmoid:
+    case UnaryOp::Erf:
+    case UnaryOp::GeluTanh:
+    case UnaryOp::GeluErf:
+    case UnaryOp::Silu:
+    case UnaryOp::Softplus:
+    case UnaryOp::Relu:
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, bool stream) {
@@ -261,12 +312,23 @@ bool binary(BinaryOp op, float* out, const float* g, const float* x, int64_t n, 
 }
 bool has_binary(BinaryOp op) {
   switch (op) {
-    case BinaryOp::GeluTanhBackward: case BinaryOp::GeluErfBackward: case BinaryOp::SiluBackward:
-    case BinaryOp::SoftplusBackward: case BinaryOp::ReluBackward: case BinaryOp::TanhBackward:
-    case BinaryOp::SigmoidBackward: case BinaryOp::ErfBackward: case BinaryOp::Expm1Backward:
-    case BinaryOp::Log1pBackward: case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
+    case BinaryOp::GeluTanhBackward:
+    case BinaryOp::GeluErfBackward:
+    case BinaryOp::SiluBackward:
+    case BinaryOp::SoftplusBackward:
+    case BinaryOp::ReluBackward:
+    case BinaryOp::TanhBackward:
+    case BinaryOp::SigmoidBackward:
+    case BinaryOp::ErfBackward:
+    case BinaryOp::Expm1Backward:
+    case BinaryOp::Log1pBackward:
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+    case BinaryOp::Mul:
+    case BinaryOp::Div:
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 

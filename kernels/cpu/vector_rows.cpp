@@ -73,8 +73,7 @@ HWY_INLINE double SumOver(D d, int64_t n, float fill, const float* a, F f, const
 }
 
 // max (or min) with NaN winning, as the scalar reductions.
-template <bool kMax>
-float Extreme(const float* x, int64_t n) {
+template <bool kMax> float Extreme(const float* x, int64_t n) {
   const D d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const float fill = kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
@@ -146,16 +145,17 @@ HWY_INLINE void FoldRowsInto(double* acc, const float* x, int64_t rows, int64_t 
 
 // Column sums add 16 rows in float before the double accumulators.
 void AddRowsInto(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
-  FoldRowsInto(acc, x, rows, row_stride, n, 16, [](V a, V v) { return hn::Add(a, v); },
-               [](double a, double v) { return a + v; });
+  FoldRowsInto(
+      acc, x, rows, row_stride, n, 16, [](V a, V v) { return hn::Add(a, v); },
+      [](double a, double v) { return a + v; });
 }
 // A NaN sticks: once the running value is NaN no comparison is true; a NaN input is taken.
-template <bool kMax>
-void ExtremeRowsInto(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
+template <bool kMax> void ExtremeRowsInto(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
   auto take = [](auto a, auto v) { return (kMax ? v > a : v < a) || v != v; };
-  FoldRowsInto(acc, x, rows, row_stride, n, rows,
-               [](V a, V v) { return hn::IfThenElse(hn::Or(kMax ? hn::Gt(v, a) : hn::Lt(v, a), hn::IsNaN(v)), v, a); },
-               [take](double a, double v) { return take(a, v) ? v : a; });
+  FoldRowsInto(
+      acc, x, rows, row_stride, n, rows,
+      [](V a, V v) { return hn::IfThenElse(hn::Or(kMax ? hn::Gt(v, a) : hn::Lt(v, a), hn::IsNaN(v)), v, a); },
+      [take](double a, double v) { return take(a, v) ? v : a; });
 }
 void MaxRowsInto(double* acc, const float* x, int64_t rows, int64_t row_stride, int64_t n) {
   ExtremeRowsInto<true>(acc, x, rows, row_stride, n);
@@ -274,8 +274,7 @@ Moments RowMoments(const float* x, int64_t n) {
 // first lane). With stream, y is written with streaming stores past the
 // cache (vector_math.h, stream_output), from its first vector boundary on;
 // ForEachRow fences them once after the last row.
-template <class F>
-HWY_INLINE void MapRow(D d, float* y, const float* x, int64_t n, F f, bool stream = false) {
+template <class F> HWY_INLINE void MapRow(D d, float* y, const float* x, int64_t n, F f, bool stream = false) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
   if (stream) {
@@ -377,8 +376,7 @@ HWY_INLINE void PrefetchRow(RowsOf in, int64_t r, int64_t n) {
 
 // row(r) for every r < rows, prefetching a's and b's rows ahead (b.p may be
 // null). stream: the rows stream their output; fenced once at the end.
-template <class Row>
-HWY_INLINE void ForEachRow(int64_t rows, int64_t n, RowsOf a, RowsOf b, bool stream, Row row) {
+template <class Row> HWY_INLINE void ForEachRow(int64_t rows, int64_t n, RowsOf a, RowsOf b, bool stream, Row row) {
   const bool prefetch = n <= kPrefetchedRowMax;
   for (int64_t r = 0; r < rows; ++r) {
     if (prefetch && r + kPrefetchRowsAhead < rows) {
@@ -397,20 +395,26 @@ HWY_INLINE void ForEachRow(int64_t rows, int64_t n, RowsOf a, RowsOf b, bool str
 // asks for the line a page ahead, as the general path's loops do: without
 // it the rows of 64 ran 0.78x (ForEachRow's 2 rows ahead are too close).
 // f(std::integral_constant<int, vectors>) where n is such a row; false otherwise.
-template <class F>
-HWY_INLINE bool ForWholeVectorRow(D d, int64_t n, F f) {
+template <class F> HWY_INLINE bool ForWholeVectorRow(D d, int64_t n, F f) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   if (n == 0 || n % L != 0 || n > 4 * L) return false;
   switch (n / L) {
-    case 1: f(std::integral_constant<int, 1>{}); break;
-    case 2: f(std::integral_constant<int, 2>{}); break;
-    case 3: f(std::integral_constant<int, 3>{}); break;
-    default: f(std::integral_constant<int, 4>{}); break;
+    case 1:
+      f(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      f(std::integral_constant<int, 2>{});
+      break;
+    case 3:
+      f(std::integral_constant<int, 3>{});
+      break;
+    default:
+      f(std::integral_constant<int, 4>{});
+      break;
   }
   return true;
 }
-template <int kVecs>
-HWY_INLINE void LoadRowVectors(D d, const float* p, V (&v)[kVecs]) {
+template <int kVecs> HWY_INLINE void LoadRowVectors(D d, const float* p, V (&v)[kVecs]) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   for (int k = 0; k < kVecs; ++k) {
     PrefetchAhead(p + k * L, L);
@@ -423,9 +427,12 @@ HWY_INLINE bool StreamsTo(D d, const float* out, bool stream) {
   return stream && reinterpret_cast<uintptr_t>(out) % (hn::Lanes(d) * sizeof(float)) == 0;
 }
 HWY_INLINE void PutRowVector(D d, V v, float* out, int64_t i, int64_t count, bool streamed) {
-  if (count < static_cast<int64_t>(hn::Lanes(d))) StoreTail(d, v, out + i, count);
-  else if (streamed) hn::Stream(v, d, out + i);
-  else hn::StoreU(v, d, out + i);
+  if (count < static_cast<int64_t>(hn::Lanes(d)))
+    StoreTail(d, v, out + i, count);
+  else if (streamed)
+    hn::Stream(v, d, out + i);
+  else
+    hn::StoreU(v, d, out + i);
 }
 // Vector k of a row held in registers.
 HWY_INLINE void StoreRowVector(D d, V v, float* row, int k, bool stream) {
@@ -453,7 +460,8 @@ HWY_INLINE void BatchBehind(D d, int64_t rows, Take take, Finish finish, Put put
     const int cur = static_cast<int>(batch & 1);
     const int64_t count = std::clamp<int64_t>(rows - start, 0, L);
     for (int64_t j = 0; j < std::max(count, previous); j += kGroup) {
-      if (j + kGroup <= count) take(start + j, cur, j, std::integral_constant<int, kGroup>{});
+      if (j + kGroup <= count)
+        take(start + j, cur, j, std::integral_constant<int, kGroup>{});
       else
         for (int64_t q = j; q < count; ++q) take(start + q, cur, q, std::integral_constant<int, 1>{});
       for (int64_t q = j; q < std::min(j + kGroup, previous); ++q) put(start - L + q, cur ^ 1, q);
@@ -472,8 +480,8 @@ constexpr int64_t kMaxLanes = static_cast<int64_t>(hn::MaxLanes(D()));
 // (AVX2 has 16).
 constexpr int kTakeGroup = 2;
 template <int kVecs>
-HWY_INLINE void SoftmaxRowsInRegisters(D d, float* y, int64_t y_stride, const float* x, int64_t x_stride,
-                                       int64_t rows, bool log, bool stream) {
+HWY_INLINE void SoftmaxRowsInRegisters(D d, float* y, int64_t y_stride, const float* x, int64_t x_stride, int64_t rows,
+                                       bool log, bool stream) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   HWY_ALIGN float maxes[2][kMaxLanes];
   HWY_ALIGN float scales[2][kMaxLanes];  // the sums, then log(sum) or 1 / sum
@@ -601,12 +609,12 @@ HWY_INLINE void RowStagesLoop(D d, int64_t n, const float* first_row, const floa
 // adds in the same two chains.
 struct SoftmaxStage {
   const float* in = nullptr;  // max: the row; exps: the row; write: log_softmax x, softmax its exps
-  float* out = nullptr;       // exps: where they go (softmax; log_softmax keeps none); write: y
-  float max = 0;              // exps and write: the row's max
-  float scale = 0;            // write: log(sum) (log_softmax) or 1 / sum (softmax)
+  float* out = nullptr;  // exps: where they go (softmax; log_softmax keeps none); write: y
+  float max = 0;  // exps and write: the row's max
+  float scale = 0;  // write: log(sum) (log_softmax) or 1 / sum (softmax)
 };
 struct SoftmaxStageResults {
-  float max;   // NaN where the row has one: the row is then NaN, as the scalar kernel's
+  float max;  // NaN where the row has one: the row is then NaN, as the scalar kernel's
   double sum;  // of the exps, in float lanes added in double every kBlock elements
 };
 // kAll: every stage on (all but a call's first two and last two rows),
@@ -632,8 +640,10 @@ HWY_INLINE SoftmaxStageResults SoftmaxThreeRows(D d, int64_t n, bool stream, con
         // Padding lanes: exp(-inf - max) = 0.
         const V e = ExpF(d, hn::Sub(RowVector(d, exps_of.in, i, count, minus_inf), shift));
         if (!kLog) {
-          if (count < L) StoreTail(d, e, exps_of.out + i, count);
-          else hn::StoreU(e, d, exps_of.out + i);
+          if (count < L)
+            StoreTail(d, e, exps_of.out + i, count);
+          else
+            hn::StoreU(e, d, exps_of.out + i);
         }
         sum.s[slot] = hn::Add(sum.s[slot], e);
       },
@@ -661,7 +671,9 @@ void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, i
   // (written once, past the cache), else in y, scaled in place.
   const bool buffered = !log && stream && n <= kStreamedSoftmaxRow;
   HWY_ALIGN float exps_a[kStreamedSoftmaxRow], exps_b[kStreamedSoftmaxRow];
-  const auto exps_of = [&](int64_t r) { return log ? nullptr : buffered ? (r % 2 ? exps_b : exps_a) : y + r * y_stride; };
+  const auto exps_of = [&](int64_t r) {
+    return log ? nullptr : buffered ? (r % 2 ? exps_b : exps_a) : y + r * y_stride;
+  };
   const bool stream_y = stream && (log || buffered);
   float row_max[3] = {0, 0, 0};  // by r % 3
   float row_scale[3] = {0, 0, 0};  // log(sum) or 1 / sum, by r % 3
@@ -712,8 +724,8 @@ HWY_INLINE void OneRowBehind(D d, float* out, int64_t n, bool stream, const floa
 }
 // softmax's gradient y (g - dot) with the next row's g . y.
 template <bool kWrite, bool kSumNext>
-HWY_INLINE double SoftmaxGradRowSummingNext(D d, float* out, const float* g, const float* y, float dot,
-                                            const float* gn, const float* yn, int64_t n, bool stream) {
+HWY_INLINE double SoftmaxGradRowSummingNext(D d, float* out, const float* g, const float* y, float dot, const float* gn,
+                                            const float* yn, int64_t n, bool stream) {
   const V dv = hn::Set(d, dot);
   BlockSum next(d);
   OneRowBehind<kWrite, kSumNext>(
@@ -766,8 +778,8 @@ void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g
     float dot = static_cast<float>(
         SoftmaxGradRowSummingNext<false, true>(d, nullptr, nullptr, nullptr, 0.0f, gin.row(0), yin.row(0), n, false));
     for (int64_t r = 0; r + 1 < rows; ++r)
-      dot = static_cast<float>(SoftmaxGradRowSummingNext<true, true>(
-          d, gi + r * gi_stride, gin.row(r), yin.row(r), dot, gin.row(r + 1), yin.row(r + 1), n, stream));
+      dot = static_cast<float>(SoftmaxGradRowSummingNext<true, true>(d, gi + r * gi_stride, gin.row(r), yin.row(r), dot,
+                                                                     gin.row(r + 1), yin.row(r + 1), n, stream));
     SoftmaxGradRowSummingNext<true, false>(d, gi + (rows - 1) * gi_stride, gin.row(rows - 1), yin.row(rows - 1), dot,
                                            nullptr, nullptr, n, stream);
     if (stream) hwy::FlushStream();
@@ -781,8 +793,8 @@ void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g
     HWY_ALIGN float exps_a[kStreamedSoftmaxRow + hn::MaxLanes(d)], exps_b[kStreamedSoftmaxRow + hn::MaxLanes(d)];
     float* exps = exps_a;
     float* exps_next = exps_b;
-    float s = static_cast<float>(LogSoftmaxGradRowSummingNext<false, true>(
-        d, nullptr, nullptr, nullptr, 0.0f, gin.row(0), yin.row(0), exps, n, false));
+    float s = static_cast<float>(LogSoftmaxGradRowSummingNext<false, true>(d, nullptr, nullptr, nullptr, 0.0f,
+                                                                           gin.row(0), yin.row(0), exps, n, false));
     for (int64_t r = 0; r + 1 < rows; ++r) {
       s = static_cast<float>(LogSoftmaxGradRowSummingNext<true, true>(
           d, gi + r * gi_stride, gin.row(r), exps, s, gin.row(r + 1), yin.row(r + 1), exps_next, n, stream));
@@ -797,9 +809,10 @@ void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g
     const float* gr = gin.row(r);
     const float* yr = yin.row(r);
     float* out = gi + r * gi_stride;
-    const V s = hn::Set(d, static_cast<float>(SumOver(d, n, 0.0f, gr, [](V v, int64_t) { return v; }, yr)));
-    MapRow(d, out, gr, n, [&](V gv, int64_t i) { return hn::NegMulAdd(ExpF(d, At(d, yr, i, n, 0.0f)), s, gv); },
-           stream);
+    const V s = hn::Set(d, static_cast<float>(SumOver(
+                               d, n, 0.0f, gr, [](V v, int64_t) { return v; }, yr)));
+    MapRow(
+        d, out, gr, n, [&](V gv, int64_t i) { return hn::NegMulAdd(ExpF(d, At(d, yr, i, n, 0.0f)), s, gv); }, stream);
   });
 }
 
@@ -856,7 +869,9 @@ HWY_INLINE void LayerNormThreeRows(D d, float* y, const float* x, int64_t rows, 
   BlockSum sum(d), deviations(d);
   RowStagesLoop<kAll>(
       d, n, sum_row, nullptr, sum_on, deviations_on, write_on,
-      [&](int64_t i, int64_t count, int slot) { sum.s[slot] = hn::Add(sum.s[slot], RowVector(d, sum_row, i, count, 0.0f)); },
+      [&](int64_t i, int64_t count, int slot) {
+        sum.s[slot] = hn::Add(sum.s[slot], RowVector(d, sum_row, i, count, 0.0f));
+      },
       [&](int64_t i, int64_t count, int slot) {
         // Padding lanes hold the mean: their deviation is 0.
         const V dv = hn::Sub(RowVector(d, deviations_row, i, count, mean_f), mn);
@@ -885,8 +900,10 @@ void LayerNormRows(float* y, const float* x, int64_t rows, int64_t n, const floa
   const D d;
   if (n > kPrefetchedRowMax) {
     for (int64_t r = -2; r < rows; ++r) {
-      if (r >= 0 && r + 2 < rows) LayerNormThreeRows<true>(d, y, x, rows, n, w, b, eps, mean, rstd, r, stream);
-      else LayerNormThreeRows<false>(d, y, x, rows, n, w, b, eps, mean, rstd, r, stream);
+      if (r >= 0 && r + 2 < rows)
+        LayerNormThreeRows<true>(d, y, x, rows, n, w, b, eps, mean, rstd, r, stream);
+      else
+        LayerNormThreeRows<false>(d, y, x, rows, n, w, b, eps, mean, rstd, r, stream);
     }
     if (stream) hwy::FlushStream();  // the streamed lines reach memory before the threads join
     return;
@@ -901,12 +918,15 @@ void LayerNormRows(float* y, const float* x, int64_t rows, int64_t n, const floa
     }
     rstd[r] = 1.0 / std::sqrt(m2 / static_cast<double>(n) + eps);
     const V m = hn::Set(d, static_cast<float>(mean[r])), rs = hn::Set(d, static_cast<float>(rstd[r]));
-    MapRow(d, y + r * n, xr, n, [&](V v, int64_t i) {
-      V o = hn::Mul(hn::Sub(v, m), rs);
-      if (w) o = hn::Mul(o, At(d, w, i, n, 0.0f));
-      if (b) o = hn::Add(o, At(d, b, i, n, 0.0f));
-      return o;
-    }, stream);
+    MapRow(
+        d, y + r * n, xr, n,
+        [&](V v, int64_t i) {
+          V o = hn::Mul(hn::Sub(v, m), rs);
+          if (w) o = hn::Mul(o, At(d, w, i, n, 0.0f));
+          if (b) o = hn::Add(o, At(d, b, i, n, 0.0f));
+          return o;
+        },
+        stream);
   });
 }
 
@@ -987,17 +1007,20 @@ void RmsNormRows(float* y, const float* x, int64_t rows, int64_t n, const float*
     const float* xr = in.row(r);
     rstd[r] = static_cast<float>(RmsNormRstd(d, xr, n, eps));
     const V rs = hn::Set(d, rstd[r]);
-    MapRow(d, y + r * n, xr, n, [&](V v, int64_t i) {
-      const V o = hn::Mul(v, rs);
-      return w ? hn::Mul(o, At(d, w, i, n, 0.0f)) : o;
-    }, stream);
+    MapRow(
+        d, y + r * n, xr, n,
+        [&](V v, int64_t i) {
+          const V o = hn::Mul(v, rs);
+          return w ? hn::Mul(o, At(d, w, i, n, 0.0f)) : o;
+        },
+        stream);
   });
 }
 
 // rstd recomputed exactly as RmsNormRows computes it, then (gi non-null)
 // gi = r * g w - x * (r^3 * mean(g w x)).
-void RmsNormBackwardRows(float* gi, const float* g, const float* x, int64_t rows, int64_t n, const float* w,
-                         double eps, double* rstd, bool stream) {
+void RmsNormBackwardRows(float* gi, const float* g, const float* x, int64_t rows, int64_t n, const float* w, double eps,
+                         double* rstd, bool stream) {
   const D d;
   const RowsOf gin{gi ? g : nullptr, n}, xin{x, n};
   auto gw = [&](V gv, int64_t i) { return w ? hn::Mul(gv, At(d, w, i, n, 0.0f)) : gv; };
@@ -1007,11 +1030,13 @@ void RmsNormBackwardRows(float* gi, const float* g, const float* x, int64_t rows
     if (!gi) return;
     const float* gr = gin.row(r);
     // Padding lanes of g are 0, so the sum ignores them.
-    const double dot = SumOver(d, n, 0.0f, gr, [&](V gv, int64_t i) { return hn::Mul(gw(gv, i), At(d, xr, i, n, 0.0f)); });
+    const double dot =
+        SumOver(d, n, 0.0f, gr, [&](V gv, int64_t i) { return hn::Mul(gw(gv, i), At(d, xr, i, n, 0.0f)); });
     const V rv = hn::Set(d, static_cast<float>(rr));
     const V c = hn::Set(d, static_cast<float>(rr * rr * rr * dot / static_cast<double>(n)));
-    MapRow(d, gi + r * n, gr, n, [&](V gv, int64_t i) { return hn::Sub(hn::Mul(rv, gw(gv, i)), hn::Mul(At(d, xr, i, n, 0.0f), c)); },
-           stream);
+    MapRow(
+        d, gi + r * n, gr, n,
+        [&](V gv, int64_t i) { return hn::Sub(hn::Mul(rv, gw(gv, i)), hn::Mul(At(d, xr, i, n, 0.0f), c)); }, stream);
   });
 }
 
@@ -1100,7 +1125,8 @@ namespace {
 double exp_shifted_row(float*, const float*, int64_t, float) { absent(); }
 void select_row(float*, const uint8_t*, int64_t, float) { absent(); }
 void softmax_rows(float*, int64_t, const float*, int64_t, int64_t, int64_t, bool, bool) { absent(); }
-void softmax_backward_rows(float*, int64_t, const float*, int64_t, const float*, int64_t, int64_t, int64_t, bool, bool) {
+void softmax_backward_rows(float*, int64_t, const float*, int64_t, const float*, int64_t, int64_t, int64_t, bool,
+                           bool) {
   absent();
 }
 void layer_norm_rows(float*, const float*, int64_t, int64_t, const float*, const float*, double, double*, double*,

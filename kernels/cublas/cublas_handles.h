@@ -5,13 +5,13 @@
 
 #include "core/base/error.h"
 
-#define ANVIL_CUBLAS_CHECK(call)                                                                 \
-  do {                                                                                           \
-    cublasStatus_t anvil_cublas_status_ = (call);                                                \
-    if (anvil_cublas_status_ != CUBLAS_STATUS_SUCCESS) {                                         \
-      ::anvil::fail(#call, " failed: ", cublasLtGetStatusName(anvil_cublas_status_), " (",       \
+#define ANVIL_CUBLAS_CHECK(call) \
+  do { \
+    cublasStatus_t anvil_cublas_status_ = (call); \
+    if (anvil_cublas_status_ != CUBLAS_STATUS_SUCCESS) { \
+      ::anvil::fail(#call, " failed: ", cublasLtGetStatusName(anvil_cublas_status_), " (", \
                     cublasLtGetStatusString(anvil_cublas_status_), ") at ", __FILE__, ":", __LINE__); \
-    }                                                                                            \
+    } \
   } while (0)
 
 namespace anvil::cuda {

@@ -45,10 +45,14 @@ using shapes::transposed;
 
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
-    case DType::Float32: return CUDA_R_32F;
-    case DType::Float64: return CUDA_R_64F;
-    case DType::Float16: return CUDA_R_16F;
-    case DType::BFloat16: return CUDA_R_16BF;
+    case DType::Float32:
+      return CUDA_R_32F;
+    case DType::Float64:
+      return CUDA_R_64F;
+    case DType::Float16:
+      return CUDA_R_16F;
+    case DType::BFloat16:
+      return CUDA_R_16BF;
     default:
       fail("matmul: dtype ", dtype_name(t),
            " is not supported on CUDA (floating dtypes only: float32, float64, float16, bfloat16)");
@@ -68,12 +72,10 @@ struct LtMatrix {
 std::optional<LtMatrix> lt_matrix_of_transpose(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
   const int64_t min_row_ld = std::max<int64_t>(cols, 1), min_col_ld = std::max<int64_t>(rows, 1);
   if ((sc == 1 || cols == 1) && (rows == 1 || sr >= min_row_ld)) {
-    return LtMatrix{CUBLAS_OP_N, static_cast<uint64_t>(cols), static_cast<uint64_t>(rows),
-                    rows == 1 ? min_row_ld : sr};
+    return LtMatrix{CUBLAS_OP_N, static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), rows == 1 ? min_row_ld : sr};
   }
   if ((sr == 1 || rows == 1) && (cols == 1 || sc >= min_col_ld)) {
-    return LtMatrix{CUBLAS_OP_T, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols),
-                    cols == 1 ? min_col_ld : sc};
+    return LtMatrix{CUBLAS_OP_T, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), cols == 1 ? min_col_ld : sc};
   }
   return std::nullopt;
 }
@@ -134,13 +136,11 @@ struct LtDescriptors {
   }
 };
 
-template <typename T>
-void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& value) {
+template <typename T> void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& value) {
   ANVIL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, attr, &value, sizeof(value)));
 }
 
-template <typename T>
-void set_layout(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr, const T& value) {
+template <typename T> void set_layout(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr, const T& value) {
   ANVIL_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, attr, &value, sizeof(value)));
 }
 
@@ -172,7 +172,7 @@ struct LtProblem {
   DType dtype;
   int64_t m, n, k;
   int32_t batch;
-  LtOperand A, B;         // A from b, B from a
+  LtOperand A, B;  // A from b, B from a
   void* d = nullptr;
   int64_t ldd = 1, d_batch_stride = 0;
   float alpha = 1, beta = 0;
@@ -200,17 +200,34 @@ void run_lt(CudaBackend& backend, int device, const LtProblem& pr) {
   }
   desc.a = make_layout(type, pr.A.m.stored_rows, pr.A.m.stored_cols, pr.A.m.ld, pr.batch, pr.A.batch_stride);
   desc.b = make_layout(type, pr.B.m.stored_rows, pr.B.m.stored_cols, pr.B.m.ld, pr.batch, pr.B.batch_stride);
-  desc.d = make_layout(type, static_cast<uint64_t>(pr.n), static_cast<uint64_t>(pr.m), pr.ldd, pr.batch,
-                       pr.d_batch_stride);
+  desc.d =
+      make_layout(type, static_cast<uint64_t>(pr.n), static_cast<uint64_t>(pr.m), pr.ldd, pr.batch, pr.d_batch_stride);
 
   const uint32_t align_a = alignment_bytes(pr.A.data, pr.A.m.ld, pr.A.batch_stride, elem);
   const uint32_t align_b = alignment_bytes(pr.B.data, pr.B.m.ld, pr.B.batch_stride, elem);
   const uint32_t align_d = alignment_bytes(pr.d, pr.ldd, pr.d_batch_stride, elem);
   const uint32_t align_bias = pr.bias ? alignment_bytes(pr.bias, 0, 0, 1) : 256;
-  const std::vector<int64_t> key = {device, static_cast<int64_t>(pr.dtype), tf32, pr.m, pr.n, pr.k, pr.batch,
-                                    pr.A.m.op, pr.B.m.op, pr.A.m.ld, pr.B.m.ld, pr.ldd, pr.A.batch_stride,
-                                    pr.B.batch_stride, pr.d_batch_stride, align_a, align_b, align_d,
-                                    pr.bias != nullptr, static_cast<int64_t>(pr.bias_dtype), align_bias,
+  const std::vector<int64_t> key = {device,
+                                    static_cast<int64_t>(pr.dtype),
+                                    tf32,
+                                    pr.m,
+                                    pr.n,
+                                    pr.k,
+                                    pr.batch,
+                                    pr.A.m.op,
+                                    pr.B.m.op,
+                                    pr.A.m.ld,
+                                    pr.B.m.ld,
+                                    pr.ldd,
+                                    pr.A.batch_stride,
+                                    pr.B.batch_stride,
+                                    pr.d_batch_stride,
+                                    align_a,
+                                    align_b,
+                                    align_d,
+                                    pr.bias != nullptr,
+                                    static_cast<int64_t>(pr.bias_dtype),
+                                    align_bias,
                                     pr.beta != 0.0f};
   std::optional<AlgoChoice> choice = algo_cache().find(key);
   cublasLtHandle_t handle = cublaslt_handle(device);
@@ -227,8 +244,8 @@ void run_lt(CudaBackend& backend, int device, const LtProblem& pr) {
     set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d);
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    ANVIL_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, desc.op, desc.a, desc.b, desc.d, desc.d, desc.pref,
-                                                      1, &result, &found));
+    ANVIL_CUBLAS_CHECK(
+        cublasLtMatmulAlgoGetHeuristic(handle, desc.op, desc.a, desc.b, desc.d, desc.d, desc.pref, 1, &result, &found));
     ANVIL_CHECK(found > 0 && result.state == CUBLAS_STATUS_SUCCESS, "matmul: cuBLASLt has no algorithm for ",
                 dtype_name(pr.dtype), " [", pr.batch, " x ", pr.m, " x ", pr.k, "] @ [", pr.k, " x ", pr.n,
                 "] with leading dims ", pr.A.m.ld, ", ", pr.B.m.ld, ", ", pr.ldd);
@@ -240,8 +257,8 @@ void run_lt(CudaBackend& backend, int device, const LtProblem& pr) {
   const double alpha64 = pr.alpha, beta64 = pr.beta;
   const void* alpha = f64 ? static_cast<const void*>(&alpha64) : static_cast<const void*>(&pr.alpha);
   const void* beta = f64 ? static_cast<const void*>(&beta64) : static_cast<const void*>(&pr.beta);
-  ANVIL_CUBLAS_CHECK(cublasLtMatmul(handle, desc.op, alpha, pr.A.data, desc.a, pr.B.data, desc.b, beta, pr.d,
-                                    desc.d, pr.d, desc.d, &choice->algo, workspace.get(), choice->workspace,
+  ANVIL_CUBLAS_CHECK(cublasLtMatmul(handle, desc.op, alpha, pr.A.data, desc.a, pr.B.data, desc.b, beta, pr.d, desc.d,
+                                    pr.d, desc.d, &choice->algo, workspace.get(), choice->workspace,
                                     backend.stream(device)));
 }
 
@@ -325,7 +342,7 @@ void matmul_any(CudaBackend& backend, const View& out, const View& a, const View
   // Anything else (an expanded or oddly strided out): compute into a dense
   // temp and copy back.
   DenseBuffer dense = p.beta == 0.0f ? dense_buffer(backend, out.device_index, out.dtype, out.shape)
-                                   : dense_copy(backend, out, out.dtype);
+                                     : dense_copy(backend, out, out.dtype);
   const LtMatrix om = *lt_matrix_of_transpose(m, n, std::max<int64_t>(n, 1), 1);
   matmul_in_place(backend, dense.view, a, b, p, om, bias);
   backend.copy(out, dense.view);
@@ -359,8 +376,8 @@ void CudaBackend::linear(const View& out, const View& in, const View& weight, co
                   out.shape[0] == in.shape[0] && out.shape[1] == weight.shape[0],
               "linear: expected in [rows, in_features], weight [out_features, in_features], out [rows, ",
               "out_features], got in ", in.shape, ", weight ", weight.shape, ", out ", out.shape);
-  ANVIL_CHECK(!bias || (bias->dim() == 1 && bias->shape[0] == out.shape[1]), "linear: expected bias [",
-              out.shape[1], "], got ", bias ? bias->shape : Shape{});
+  ANVIL_CHECK(!bias || (bias->dim() == 1 && bias->shape[0] == out.shape[1]), "linear: expected bias [", out.shape[1],
+              "], got ", bias ? bias->shape : Shape{});
   cuda_type(out.dtype);
   DeviceGuard guard(out.device_index);
   if (out.numel() == 0) return;

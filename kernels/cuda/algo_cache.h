@@ -10,8 +10,7 @@
 
 namespace anvil::cuda {
 
-template <typename Choice>
-class AlgoCache {
+template <typename Choice> class AlgoCache {
  public:
   std::optional<Choice> find(const std::vector<int64_t>& key) {
     std::lock_guard<std::mutex> lock(mu_);

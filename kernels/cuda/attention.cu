@@ -57,14 +57,15 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kRowsPerWarp = 4;
 constexpr int kRows = kWarps * kRowsPerWarp;  // queries (forward, dQ) or keys (dK/dV) a block owns
-constexpr int kKeys = 32;                     // rows of a streamed tile: one per lane
+constexpr int kKeys = 32;  // rows of a streamed tile: one per lane
 constexpr int kMaxHeadDim = 256;
 constexpr int kDimsPerLane = kMaxHeadDim / 32;
 
 template <typename C> __device__ __forceinline__ C inf() { return dev::attention_inf<C>(); }
 template <typename C> __device__ __forceinline__ C larger(C a, C b) { return a > b ? a : b; }
 __device__ __forceinline__ int64_t key_limit(const AttentionArgs& a, int64_t i0) {
-  return a.is_causal && i0 + kRows < a.len_k ? i0 + kRows : a.len_k;  // causal: keys past the tile's last query are masked
+  return a.is_causal && i0 + kRows < a.len_k ? i0 + kRows
+                                             : a.len_k;  // causal: keys past the tile's last query are masked
 }
 
 // ---------------------------------------------------------------- forward
@@ -347,14 +348,20 @@ SdpaRequest sdpa_request(bool backward, const shapes::AttentionShape& sh, const 
   r.dtype = q.dtype;
   r.has_mask = mask != nullptr;
   r.dropout = p.dropout_p > 0;
-  r.problem = {.dtype = q.dtype, .batch = sh.batch, .heads = sh.heads, .len_q = sh.len_q, .len_k = sh.len_k,
-               .dim_qk = sh.dim_qk, .dim_v = sh.dim_v, .causal = p.is_causal, .scale = static_cast<float>(p.scale)};
+  r.problem = {.dtype = q.dtype,
+               .batch = sh.batch,
+               .heads = sh.heads,
+               .len_q = sh.len_q,
+               .len_k = sh.len_k,
+               .dim_qk = sh.dim_qk,
+               .dim_v = sh.dim_v,
+               .causal = p.is_causal,
+               .scale = static_cast<float>(p.scale)};
   return r;
 }
 
 // Lets `kernel` take `bytes` of dynamic shared memory (over the 48 KiB default).
-template <typename Kernel>
-void allow_shared(Kernel kernel, size_t bytes) {
+template <typename Kernel> void allow_shared(Kernel kernel, size_t bytes) {
   if (bytes > 48 * 1024)
     ANVIL_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
@@ -374,7 +381,7 @@ void launch_forward(T* out, L* lse, const T* q, const T* k, const T* v, const At
   const size_t bytes = sizeof(C) * (kRows * a.dim_qk + kKeys * (a.dim_qk + 1) + kKeys * a.dim_v + kRows * kKeys);
   allow_shared(attention_forward_kernel<T, L>, bytes);
   launch_kernel(attention_forward_kernel<T, L>, grid_of(problems, q_tiles), kThreads, bytes, s)(out, lse, q, k, v, a,
-                                                                                               q_tiles);
+                                                                                                q_tiles);
   ANVIL_CUDA_CHECK_LAUNCH("attention_forward_kernel");
 }
 
@@ -395,8 +402,8 @@ void CudaBackend::attention_forward(const View& out, const View& lse, const View
         ld(*this, lse, kFloat32, DenseArg::Out);
     // 16-bit operands go to the tensor cores when that kernel takes the shapes.
     auto flash = [&] {
-      if (!attention_forward_tensor_core(q.dtype, od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(),
-                                         vd.ptr<T>(), args, sh.rows(), s))
+      if (!attention_forward_tensor_core(q.dtype, od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(),
+                                         args, sh.rows(), s))
         launch_forward(od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), args, sh.rows(), s);
     };
     // Or cuDNN's fused attention, when attention_choice.h's setting and timing pick it.

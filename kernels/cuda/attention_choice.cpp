@@ -20,9 +20,7 @@ namespace {
 // The last decision per direction, for tests and benchmarks to read.
 thread_local SdpaDecision last_decision[2];
 
-void decide(bool backward, SdpaPath path, std::string why) {
-  last_decision[backward] = {path, std::move(why)};
-}
+void decide(bool backward, SdpaPath path, std::string why) { last_decision[backward] = {path, std::move(why)}; }
 
 // Each distinct message once per process: a decline repeats on every call.
 // Callers put the problem in the text, so another shape's decline still shows.
@@ -132,8 +130,8 @@ bool run_sdpa(const SdpaRequest& r, cudaStream_t s, const SdpaRunners& run) {
   }
   // auto
   const CudnnSdpaProblem& p = r.problem;
-  const std::vector<int64_t> key = {bwd,     r.device, static_cast<int64_t>(p.dtype), p.batch, p.heads, p.len_q,
-                                    p.len_k, p.dim_qk, p.dim_v, p.causal};
+  const std::vector<int64_t> key = {
+      bwd, r.device, static_cast<int64_t>(p.dtype), p.batch, p.heads, p.len_q, p.len_k, p.dim_qk, p.dim_v, p.causal};
   if (std::optional<SdpaDecision> known = choices().find(key)) {
     if (known->path == SdpaPath::Cudnn && run.cudnn().ran()) {
       decide(bwd, SdpaPath::Cudnn, "auto (cached): " + known->why);
@@ -173,9 +171,9 @@ bool run_sdpa(const SdpaRequest& r, cudaStream_t s, const SdpaRunners& run) {
       },
       kReps);
   const bool cudnn_wins = failed.ran() && cudnn_ms < flash_ms;
-  const SdpaDecision d{cudnn_wins ? SdpaPath::Cudnn : SdpaPath::Flash,
-                       "cudnn " + (failed.ran() ? fmt_ms(cudnn_ms) : "failed (" + failed.why + ")") + " vs flash " +
-                           fmt_ms(flash_ms)};
+  const SdpaDecision d{
+      cudnn_wins ? SdpaPath::Cudnn : SdpaPath::Flash,
+      "cudnn " + (failed.ran() ? fmt_ms(cudnn_ms) : "failed (" + failed.why + ")") + " vs flash " + fmt_ms(flash_ms)};
   // A call-level failure while timing leaves the problem undecided.
   if (failed.ran() || failed.problem_level) choices().insert(key, d);
   if (!cudnn_wins) run.flash();  // the result the caller keeps comes from the chosen path

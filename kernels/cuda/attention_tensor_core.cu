@@ -188,7 +188,8 @@ bool attention_forward_tensor_core(DType dtype, void* out, float* lse, const voi
     wide ? launch<__nv_bfloat16, 128>(out, lse, q, k, v, a, problems, s)
          : launch<__nv_bfloat16, 64>(out, lse, q, k, v, a, problems, s);
   } else {
-    wide ? launch<__half, 128>(out, lse, q, k, v, a, problems, s) : launch<__half, 64>(out, lse, q, k, v, a, problems, s);
+    wide ? launch<__half, 128>(out, lse, q, k, v, a, problems, s)
+         : launch<__half, 64>(out, lse, q, k, v, a, problems, s);
   }
   return true;
 }

@@ -23,10 +23,9 @@ namespace anvil::cuda {
 // [problems, L] float32 (row_dot = rowsum(grad_out * out)).
 bool attention_forward_tensor_core(DType dtype, void* out, float* lse, const void* q, const void* k, const void* v,
                                    const dev::AttentionArgs& args, int64_t problems, cudaStream_t s);
-bool attention_backward_tensor_core(DType dtype, void* grad_q, void* grad_k, void* grad_v, const void* q,
-                                    const void* k, const void* v, const void* grad_out, const float* lse,
-                                    const float* row_dot, const dev::AttentionArgs& args, int64_t problems,
-                                    cudaStream_t s);
+bool attention_backward_tensor_core(DType dtype, void* grad_q, void* grad_k, void* grad_v, const void* q, const void* k,
+                                    const void* v, const void* grad_out, const float* lse, const float* row_dot,
+                                    const dev::AttentionArgs& args, int64_t problems, cudaStream_t s);
 
 // Shared by the two files.
 bool attention_tensor_cores_take(DType dtype, int dim_qk, int dim_v, std::initializer_list<const void*> operands);

@@ -42,8 +42,8 @@ static_assert(kRows == kTile, "the causal tile skipping below assumes query and 
 
 template <typename T, int kDim>
 __global__ void __launch_bounds__(kThreads)
-    attention_dq_tensor_core_kernel(T* grad_q, const T* q, const T* k, const T* v, const T* grad_out,
-                                    const float* lse, const float* row_dot, AttentionArgs a, int64_t q_tiles) {
+    attention_dq_tensor_core_kernel(T* grad_q, const T* q, const T* k, const T* v, const T* grad_out, const float* lse,
+                                    const float* row_dot, AttentionArgs a, int64_t q_tiles) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   constexpr int S = mma::kStride<kDim>;
   uint16_t* qs = dev::dynamic_shared<uint16_t>();
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(kThreads)
     float p[kTileN8][4], ds[kTileN8][4];  // rows: this warp's keys; columns: the tile's queries
     mma::zero(p);
     mma::zero(ds);
-    mma::warp_mma_nt<T, kDim>(p, ks + warp * 16 * S, qs);   // S^T = K Q^T
+    mma::warp_mma_nt<T, kDim>(p, ks + warp * 16 * S, qs);  // S^T = K Q^T
     mma::warp_mma_nt<T, kDim>(ds, vs + warp * 16 * S, dos);  // dP^T = V dO^T
 #pragma unroll
     for (int t = 0; t < kTileN8; ++t) {
@@ -180,9 +180,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <typename T, int kDim>
-void launch(void* grad_q, void* grad_k, void* grad_v, const void* q, const void* k, const void* v,
-            const void* grad_out, const float* lse, const float* row_dot, const AttentionArgs& a, int64_t problems,
-            cudaStream_t s) {
+void launch(void* grad_q, void* grad_k, void* grad_v, const void* q, const void* k, const void* v, const void* grad_out,
+            const float* lse, const float* row_dot, const AttentionArgs& a, int64_t problems, cudaStream_t s) {
   constexpr int tiles_bytes = 4 * kTile * mma::kStride<kDim> * 2;
   const auto* tq = static_cast<const T*>(q);
   const auto* tk = static_cast<const T*>(k);
@@ -209,11 +208,10 @@ void launch(void* grad_q, void* grad_k, void* grad_v, const void* q, const void*
 
 }  // namespace
 
-bool attention_backward_tensor_core(DType dtype, void* grad_q, void* grad_k, void* grad_v, const void* q,
-                                    const void* k, const void* v, const void* grad_out, const float* lse,
-                                    const float* row_dot, const AttentionArgs& a, int64_t problems, cudaStream_t s) {
-  if (!attention_tensor_cores_take(dtype, a.dim_qk, a.dim_v, {grad_q, grad_k, grad_v, q, k, v, grad_out}))
-    return false;
+bool attention_backward_tensor_core(DType dtype, void* grad_q, void* grad_k, void* grad_v, const void* q, const void* k,
+                                    const void* v, const void* grad_out, const float* lse, const float* row_dot,
+                                    const AttentionArgs& a, int64_t problems, cudaStream_t s) {
+  if (!attention_tensor_cores_take(dtype, a.dim_qk, a.dim_v, {grad_q, grad_k, grad_v, q, k, v, grad_out})) return false;
   if (problems == 0) return true;
   const bool wide = a.dim_qk > 64 || a.dim_v > 64;
   if (dtype == kBFloat16) {

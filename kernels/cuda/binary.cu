@@ -12,15 +12,13 @@ namespace anvil::cuda {
 
 namespace {
 
-template <typename Out>
-struct IntTrueDivF {
+template <typename Out> struct IntTrueDivF {
   template <class T> __device__ __forceinline__ Out operator()(T a, T b) const {
     return dev::cast<Out>(static_cast<double>(a) / static_cast<double>(b));
   }
 };
 
-template <typename T>
-void integer_true_div(const View& out, const View& a, const View& b, LaunchTarget t) {
+template <typename T> void integer_true_div(const View& out, const View& a, const View& b, LaunchTarget t) {
   ANVIL_CHECK(is_floating(out.dtype), "div: integer inputs of dtype ", a.dtype,
               " need a floating output (true division); got output dtype ", out.dtype);
   visit_floating_device_dtype("div", out.dtype, [&](auto tag) {

@@ -7,25 +7,25 @@
 
 // ANVIL_CUDA_CHECK(cudaMemcpyAsync(...)) throws anvil::Error naming the call,
 // the CUDA error and where it happened.
-#define ANVIL_CUDA_CHECK(call)                                                          \
-  do {                                                                                  \
-    cudaError_t anvil_cuda_err_ = (call);                                               \
-    if (anvil_cuda_err_ != cudaSuccess) {                                               \
-      ::anvil::fail(#call, " failed: ", cudaGetErrorString(anvil_cuda_err_), " (",     \
-                    cudaGetErrorName(anvil_cuda_err_), ") at ", __FILE__, ":", __LINE__); \
-    }                                                                                   \
+#define ANVIL_CUDA_CHECK(call) \
+  do { \
+    cudaError_t anvil_cuda_err_ = (call); \
+    if (anvil_cuda_err_ != cudaSuccess) { \
+      ::anvil::fail(#call, " failed: ", cudaGetErrorString(anvil_cuda_err_), " (", cudaGetErrorName(anvil_cuda_err_), \
+                    ") at ", __FILE__, ":", __LINE__); \
+    } \
   } while (0)
 
 // After every launch_kernel(...)(...) (kernels/cuda/launch.cuh): a bad
 // configuration (too many threads, too much shared memory) is reported here,
 // not at some later unrelated call.
-#define ANVIL_CUDA_CHECK_LAUNCH(kernel_name)                                               \
-  do {                                                                                     \
-    cudaError_t anvil_cuda_err_ = cudaGetLastError();                                      \
-    if (anvil_cuda_err_ != cudaSuccess) {                                                  \
-      ::anvil::fail("CUDA kernel launch ", kernel_name, " failed: ",                       \
-                    cudaGetErrorString(anvil_cuda_err_), " at ", __FILE__, ":", __LINE__); \
-    }                                                                                      \
+#define ANVIL_CUDA_CHECK_LAUNCH(kernel_name) \
+  do { \
+    cudaError_t anvil_cuda_err_ = cudaGetLastError(); \
+    if (anvil_cuda_err_ != cudaSuccess) { \
+      ::anvil::fail("CUDA kernel launch ", kernel_name, " failed: ", cudaGetErrorString(anvil_cuda_err_), " at ", \
+                    __FILE__, ":", __LINE__); \
+    } \
   } while (0)
 
 namespace anvil::cuda {

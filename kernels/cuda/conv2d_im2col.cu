@@ -62,7 +62,10 @@ View group_weight(const View& dense_weight, const ConvGeometry& g, int64_t group
 class GroupGradOut {
  public:
   GroupGradOut(CudaBackend& b, const View& grad_out, const ConvGeometry& g, DType dtype)
-      : b_(b), grad_out_(grad_out), g_(g), cout_g_(g.cout_per_group()),
+      : b_(b),
+        grad_out_(grad_out),
+        g_(g),
+        cout_g_(g.cout_per_group()),
         storage_(b, grad_out.device_index, static_cast<size_t>(cout_g_ * g.n * g.ho * g.wo) * itemsize(dtype)),
         matrix_(matrix(storage_.get(), 0, dtype, cout_g_, g.n * g.ho * g.wo, grad_out.device_index)) {}
   const View& load(int64_t group) {

@@ -12,10 +12,10 @@ class CudaBackend;
 
 void conv2d_im2col(CudaBackend& backend, const View& out, const View& in, const View& weight, const View* bias,
                    const Conv2dParams& p);
-void conv2d_backward_input_im2col(CudaBackend& backend, const View& grad_in, const View& grad_out,
-                                  const View& weight, const Conv2dParams& p);
-void conv2d_backward_weight_im2col(CudaBackend& backend, const View& grad_weight, const View& grad_out,
-                                   const View& in, const Conv2dParams& p);
+void conv2d_backward_input_im2col(CudaBackend& backend, const View& grad_in, const View& grad_out, const View& weight,
+                                  const Conv2dParams& p);
+void conv2d_backward_weight_im2col(CudaBackend& backend, const View& grad_weight, const View& grad_out, const View& in,
+                                   const Conv2dParams& p);
 
 // out += bias broadcast over N, H and W (any dtype, any bias stride), in
 // place: how both conv2d paths (this one and cuDNN's) add the bias.

@@ -28,8 +28,7 @@ namespace {
 
 using shapes::bits_of;
 
-template <typename To, typename From>
-struct CastF {
+template <typename To, typename From> struct CastF {
   __device__ __forceinline__ To operator()(From x) const { return dev::cast<To>(x); }
 };
 
@@ -38,9 +37,9 @@ constexpr int kTile = 32, kTileRows = 8;
 
 // dst[j * dst_s1 + i] = src[i * src_s0 + j] for i < n0, j < n1, per outer index z.
 template <typename Bits>
-__global__ void __launch_bounds__(kTile * kTileRows)
-transpose_tiles(Bits* dst, const Bits* src, int64_t n0, int64_t n1, int64_t dst_s1, int64_t src_s0,
-                dev::OffsetCalculator<2> outer, int64_t n_outer) {
+__global__ void __launch_bounds__(kTile* kTileRows)
+    transpose_tiles(Bits* dst, const Bits* src, int64_t n0, int64_t n1, int64_t dst_s1, int64_t src_s0,
+                    dev::OffsetCalculator<2> outer, int64_t n_outer) {
   __shared__ Bits tile[kTile][kTile + 1];  // +1: the column reads hit 32 different banks
   const int64_t i0 = static_cast<int64_t>(blockIdx.x) * kTile, j0 = static_cast<int64_t>(blockIdx.y) * kTile;
   for (int64_t z = blockIdx.z; z < n_outer; z += gridDim.z) {
@@ -59,8 +58,7 @@ transpose_tiles(Bits* dst, const Bits* src, int64_t n0, int64_t n1, int64_t dst_
   }
 }
 
-template <typename Bits>
-bool copy_in_tiles(const View& dst, const View& src, cudaStream_t stream) {
+template <typename Bits> bool copy_in_tiles(const View& dst, const View& src, cudaStream_t stream) {
   const auto calc = make_offset_calculator<2>("copy", {&dst, &src});  // dims innermost first, strides {dst, src}
   if (calc.ndim < 2 || calc.strides[0][0] != 1 || calc.strides[1][1] != 1 || calc.strides[0][1] == 1) return false;
   const int64_t n0 = calc.sizes[0], n1 = calc.sizes[1];
@@ -101,26 +99,30 @@ __global__ void __launch_bounds__(kElementwiseThreads) fill_contiguous(Bits* out
 
 template <typename Bits>
 __global__ void __launch_bounds__(kElementwiseThreads)
-fill_strided(Bits* out, int64_t n, Bits value, dev::OffsetCalculator<1> calc) {
+    fill_strided(Bits* out, int64_t n, Bits value, dev::OffsetCalculator<1> calc) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
     out[calc.offset(i)] = value;
 }
 
 // The Scalar as the host type of the dtype, as kernels/cpu/memory.cpp's scalar_as.
-template <typename H>
-H host_cast(double v) {
-  if constexpr (std::is_same_v<H, bool>) return v != 0.0;
-  else if constexpr (std::is_integral_v<H>) return float_to_int<H>(v);
-  else return H(static_cast<float>(v));
+template <typename H> H host_cast(double v) {
+  if constexpr (std::is_same_v<H, bool>)
+    return v != 0.0;
+  else if constexpr (std::is_integral_v<H>)
+    return float_to_int<H>(v);
+  else
+    return H(static_cast<float>(v));
 }
-template <typename H>
-H scalar_as(const Scalar& value) {
-  if constexpr (std::is_same_v<H, bool>) return value.to_double() != 0.0 || value.to_int() != 0;
+template <typename H> H scalar_as(const Scalar& value) {
+  if constexpr (std::is_same_v<H, bool>)
+    return value.to_double() != 0.0 || value.to_int() != 0;
   else if constexpr (std::is_integral_v<H>)
     return value.is_floating() ? host_cast<H>(value.to_double()) : static_cast<H>(value.to_int());
-  else if constexpr (std::is_same_v<H, double>) return value.to_double();
-  else return H(static_cast<float>(value.to_double()));  // float, Half, BFloat16 (double -> float first)
+  else if constexpr (std::is_same_v<H, double>)
+    return value.to_double();
+  else
+    return H(static_cast<float>(value.to_double()));  // float, Half, BFloat16 (double -> float first)
 }
 
 uint64_t fill_bits(const Scalar& value, DType dtype) {
@@ -138,8 +140,7 @@ uint64_t fill_bits(const Scalar& value, DType dtype) {
 
 void CudaBackend::copy(const View& dst, const View& src) {
   ANVIL_NVTX_RANGE("copy");
-  ANVIL_CHECK(dst.shape == src.shape, "copy: destination shape ", dst.shape, " differs from source shape ",
-              src.shape);
+  ANVIL_CHECK(dst.shape == src.shape, "copy: destination shape ", dst.shape, " differs from source shape ", src.shape);
   ANVIL_CHECK(dst.device_index == src.device_index, "copy: source on cuda:", src.device_index,
               " and destination on cuda:", dst.device_index, " (copy between GPUs goes through the host)");
   const int64_t n = dst.numel();
@@ -151,7 +152,8 @@ void CudaBackend::copy(const View& dst, const View& src) {
     const size_t item = itemsize(dst.dtype);
     if (dst.is_contiguous() && src.is_contiguous()) {
       if (dst.data != src.data)
-        ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, static_cast<size_t>(n) * item, cudaMemcpyDeviceToDevice, s));
+        ANVIL_CUDA_CHECK(
+            cudaMemcpyAsync(dst.data, src.data, static_cast<size_t>(n) * item, cudaMemcpyDeviceToDevice, s));
       return;
     }
     auto move_bits = [&](auto bits_tag) {
@@ -160,11 +162,16 @@ void CudaBackend::copy(const View& dst, const View& src) {
       launch_elementwise<Bits, Bits>("copy", s, device, dst, src, CastF<Bits, Bits>{});
     };
     switch (item) {
-      case 1: return move_bits(uint8_t{});
-      case 2: return move_bits(uint16_t{});
-      case 4: return move_bits(uint32_t{});
-      case 8: return move_bits(uint64_t{});
-      default: fail("copy: unsupported item size ", item, " of dtype ", dst.dtype);
+      case 1:
+        return move_bits(uint8_t{});
+      case 2:
+        return move_bits(uint16_t{});
+      case 4:
+        return move_bits(uint32_t{});
+      case 8:
+        return move_bits(uint64_t{});
+      default:
+        fail("copy: unsupported item size ", item, " of dtype ", dst.dtype);
     }
   }
   visit_device_dtype(dst.dtype, [&](auto dst_tag) {
@@ -199,17 +206,22 @@ void CudaBackend::fill(const View& out, const Scalar& value) {
       ANVIL_CUDA_CHECK_LAUNCH("fill");
     } else {
       const auto calc = make_offset_calculator<1>("fill", {&out});
-      launch_kernel(fill_strided<Bits>, wave_blocks(n, kElementwiseThreads, out.device_index), kElementwiseThreads, 0, s)(
-          out.ptr<Bits>(), n, v, calc);
+      launch_kernel(fill_strided<Bits>, wave_blocks(n, kElementwiseThreads, out.device_index), kElementwiseThreads, 0,
+                    s)(out.ptr<Bits>(), n, v, calc);
       ANVIL_CUDA_CHECK_LAUNCH("fill (strided)");
     }
   };
   switch (item) {
-    case 1: return launch(uint8_t{});
-    case 2: return launch(uint16_t{});
-    case 4: return launch(uint32_t{});
-    case 8: return launch(uint64_t{});
-    default: fail("fill: unsupported item size ", item, " of dtype ", out.dtype);
+    case 1:
+      return launch(uint8_t{});
+    case 2:
+      return launch(uint16_t{});
+    case 4:
+      return launch(uint32_t{});
+    case 8:
+      return launch(uint64_t{});
+    default:
+      fail("fill: unsupported item size ", item, " of dtype ", out.dtype);
   }
 }
 

@@ -147,8 +147,7 @@ void CudaBackend::cross_entropy(const View& losses, const View& logsumexp, const
 void CudaBackend::cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,
                                          const View& targets, const View& logsumexp, const CrossEntropyParams& p) {
   ANVIL_NVTX_RANGE("cross_entropy_backward");
-  const LossShape sh =
-      shapes::check_cross_entropy_backward(grad_logits, grad_losses, logits, targets, logsumexp);
+  const LossShape sh = shapes::check_cross_entropy_backward(grad_logits, grad_losses, logits, targets, logsumexp);
   ANVIL_CHECK(grad_logits.dtype == logits.dtype, "cross_entropy_backward: grad_logits dtype ", grad_logits.dtype,
               " differs from logits dtype ", logits.dtype);
   ANVIL_CHECK(is_floating(logits.dtype), "cross_entropy_backward: dtype ", logits.dtype,
@@ -165,9 +164,9 @@ void CudaBackend::cross_entropy_backward(const View& grad_logits, const View& gr
     DenseArg x(*this, logits, logits.dtype, DenseArg::In), t(*this, targets, kInt64, DenseArg::In);
     DenseArg g(*this, grad_losses, acc_dtype, DenseArg::In), lse(*this, logsumexp, acc_dtype, DenseArg::In);
     DenseArg grad(*this, grad_logits, logits.dtype, DenseArg::Out);
-    launch_kernel(cross_entropy_backward_kernel<T, C>, capped_blocks(sh.n, 1, kMaxRowBlocks), threads_for_row(sh.c), 0, s)(
-        grad.ptr<T>(), g.ptr<C>(), x.ptr<T>(), t.ptr<int64_t>(), lse.ptr<C>(), sh.n, sh.c, p.ignore_index,
-        static_cast<C>(p.label_smoothing), rec);
+    launch_kernel(cross_entropy_backward_kernel<T, C>, capped_blocks(sh.n, 1, kMaxRowBlocks), threads_for_row(sh.c), 0,
+                  s)(grad.ptr<T>(), g.ptr<C>(), x.ptr<T>(), t.ptr<int64_t>(), lse.ptr<C>(), sh.n, sh.c, p.ignore_index,
+                     static_cast<C>(p.label_smoothing), rec);
     ANVIL_CUDA_CHECK_LAUNCH("cross_entropy_backward_kernel");
     grad.commit();
   });

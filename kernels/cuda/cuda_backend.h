@@ -53,10 +53,8 @@ class CudaBackend final : public Backend {
   // --- memory.cpp ---
   Allocator& allocator(int device_index) override;
   Allocator* pinned_host_allocator() override;
-  void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index,
-                      bool non_blocking) override;
-  void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index,
-                    bool non_blocking) override;
+  void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index, bool non_blocking) override;
+  void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) override;
   Stream current_stream(int device_index) override;
   void set_current_stream(const Stream& stream) override;
   Stream new_stream(int device_index) override;
@@ -86,8 +84,7 @@ class CudaBackend final : public Backend {
   void scan(ScanOp op, const View& out, const View& in, int64_t dim) override;
   void sort(const View& values, const View& indices, const View& in, int64_t dim, const SortParams& p) override;
   void softmax(const View& out, const View& in, int64_t dim, bool log) override;
-  void softmax_backward(const View& grad_in, const View& grad_out, const View& out, int64_t dim,
-                        bool log) override;
+  void softmax_backward(const View& grad_in, const View& grad_out, const View& out, int64_t dim, bool log) override;
 
   // --- ../cublas/matmul.cpp ---
   void matmul(const View& out, const View& a, const View& b, const MatmulParams& p) override;
@@ -100,32 +97,28 @@ class CudaBackend final : public Backend {
   void svd(const View& a, const View& s, const View* u, const View* v, const View& info) override;
 
   // --- ../cudnn/ ---
-  void conv2d(const View& out, const View& in, const View& weight, const View* bias,
-              const Conv2dParams& p) override;
+  void conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) override;
   void conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
                              const Conv2dParams& p) override;
   void conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in,
                               const Conv2dParams& p) override;
   void pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) override;
-  void pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in,
-                       const View& out, const Pool2dParams& p) override;
-  void batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
-                  const View* weight, const View* bias, const View* running_mean,
-                  const View* running_var, const BatchNormParams& p) override;
-  void batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                           const View& grad_out, const View& in, const View* weight,
-                           const View& save_mean, const View& save_invstd,
+  void pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in, const View& out,
+                       const Pool2dParams& p) override;
+  void batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in, const View* weight,
+                  const View* bias, const View* running_mean, const View* running_var,
+                  const BatchNormParams& p) override;
+  void batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias, const View& grad_out,
+                           const View& in, const View* weight, const View& save_mean, const View& save_invstd,
                            const BatchNormParams& p) override;
 
   // --- layer_norm.cu, cross_entropy.cu, random.cu ---
-  void layer_norm(const View& out, const View& mean, const View& rstd, const View& in,
-                  const View* weight, const View* bias, double eps) override;
-  void layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                           const View& grad_out, const View& in, const View& mean, const View& rstd,
-                           const View* weight) override;
-  void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd,
-                      const View& x, const View& residual, const View* weight, const View* bias,
-                      double eps) override;
+  void layer_norm(const View& out, const View& mean, const View& rstd, const View& in, const View* weight,
+                  const View* bias, double eps) override;
+  void layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias, const View& grad_out,
+                           const View& in, const View& mean, const View& rstd, const View* weight) override;
+  void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd, const View& x,
+                      const View& residual, const View* weight, const View* bias, double eps) override;
   // rms_norm.cu
   void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) override;
   void rms_norm_backward(const View& grad_in, const View* grad_weight, const View& grad_out, const View& in,
@@ -136,13 +129,11 @@ class CudaBackend final : public Backend {
   void attention_backward(const View& grad_q, const View& grad_k, const View& grad_v, const View& grad_out,
                           const View& q, const View& k, const View& v, const View& out, const View& lse,
                           const View* mask, const AttentionParams& p) override;
-  void cross_entropy(const View& losses, const View& logsumexp, const View& logits,
-                     const View& targets, const CrossEntropyParams& p) override;
-  void cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,
-                              const View& targets, const View& logsumexp,
-                              const CrossEntropyParams& p) override;
-  void dropout(const View& out, const View& mask, const View& in, double p, uint64_t seed,
-               uint64_t offset) override;
+  void cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
+                     const CrossEntropyParams& p) override;
+  void cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits, const View& targets,
+                              const View& logsumexp, const CrossEntropyParams& p) override;
+  void dropout(const View& out, const View& mask, const View& in, double p, uint64_t seed, uint64_t offset) override;
   void random(const View& out, const RandomParams& p) override;
 
   // --- indexing.cu ---
@@ -154,11 +145,10 @@ class CudaBackend final : public Backend {
   void nonzero(const View& out, const View& in) override;
 
   // --- optim.cu ---
-  void adamw(std::span<const View> params, std::span<const View> grads,
-             std::span<const View> exp_avg, std::span<const View> exp_avg_sq,
-             const AdamWParams& p) override;
-  void sgd(std::span<const View> params, std::span<const View> grads,
-           std::span<const View> momentum, const SGDParams& p) override;
+  void adamw(std::span<const View> params, std::span<const View> grads, std::span<const View> exp_avg,
+             std::span<const View> exp_avg_sq, const AdamWParams& p) override;
+  void sgd(std::span<const View> params, std::span<const View> grads, std::span<const View> momentum,
+           const SGDParams& p) override;
 
  private:
   struct DeviceState;  // memory.cpp: allocator, streams, events of one GPU

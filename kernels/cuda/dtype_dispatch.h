@@ -16,31 +16,42 @@
 
 namespace anvil::cuda {
 
-template <typename F>
-decltype(auto) visit_device_dtype(DType t, F&& f) {
+template <typename F> decltype(auto) visit_device_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Float16: return f(__half{});
-    case DType::BFloat16: return f(__nv_bfloat16{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::Bool: return f(bool{});
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Float16:
+      return f(__half{});
+    case DType::BFloat16:
+      return f(__nv_bfloat16{});
+    case DType::Int32:
+      return f(int32_t{});
+    case DType::Int64:
+      return f(int64_t{});
+    case DType::UInt8:
+      return f(uint8_t{});
+    case DType::Bool:
+      return f(bool{});
   }
   fail("cuda: unknown dtype ", static_cast<int>(t));
 }
 
 // Only the floating dtypes (float, double, __half, __nv_bfloat16); others throw
 // "<op>: not supported for dtype <dtype> (floating dtypes only)".
-template <typename F>
-decltype(auto) visit_floating_device_dtype(const char* op, DType t, F&& f) {
+template <typename F> decltype(auto) visit_floating_device_dtype(const char* op, DType t, F&& f) {
   switch (t) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Float16: return f(__half{});
-    case DType::BFloat16: return f(__nv_bfloat16{});
-    default: break;
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Float16:
+      return f(__half{});
+    case DType::BFloat16:
+      return f(__nv_bfloat16{});
+    default:
+      break;
   }
   fail(op, ": not supported for dtype ", t, " (floating dtypes only)");
 }

@@ -16,8 +16,7 @@ namespace anvil::cuda {
 namespace {
 
 // where on the bit patterns: dtypes of one size share one kernel.
-template <typename Bits>
-struct SelectBits {
+template <typename Bits> struct SelectBits {
   __device__ __forceinline__ Bits operator()(uint8_t c, Bits x, Bits y) const { return c ? x : y; }
 };
 
@@ -29,7 +28,6 @@ void launch_where(const View& out, const View& cond, const View& a, const View& 
   launch_elementwise<Bits, uint8_t, Bits, Bits>("where", t.stream, t.device, out, cond, a, b, SelectBits<Bits>{});
 }
 
-
 }  // namespace
 
 void CudaBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) {
@@ -37,8 +35,10 @@ void CudaBackend::unary(UnaryOp op, const View& out, const View& in, const Unary
   shapes::check_unary(op, out, in);
   DeviceGuard guard(out.device_index);
   const LaunchTarget t{stream(out.device_index), out.device_index};
-  if (is_floating(in.dtype)) launch_unary_floating(op, out, in, p, t);
-  else launch_unary_integral(op, out, in, p, t);
+  if (is_floating(in.dtype))
+    launch_unary_floating(op, out, in, p, t);
+  else
+    launch_unary_integral(op, out, in, p, t);
 }
 
 void CudaBackend::binary(BinaryOp op, const View& out, const View& a, const View& b) {
@@ -47,9 +47,12 @@ void CudaBackend::binary(BinaryOp op, const View& out, const View& a, const View
   DeviceGuard guard(out.device_index);
   const LaunchTarget t{stream(out.device_index), out.device_index};
   switch (ops::binary_info(op).family) {
-    case ops::BinaryFamily::Arithmetic: return launch_binary_arithmetic(op, out, a, b, t);
-    case ops::BinaryFamily::Compare: return launch_binary_compare(op, out, a, b, t);
-    case ops::BinaryFamily::ActivationBackward: return launch_binary_backward(op, out, a, b, t);
+    case ops::BinaryFamily::Arithmetic:
+      return launch_binary_arithmetic(op, out, a, b, t);
+    case ops::BinaryFamily::Compare:
+      return launch_binary_compare(op, out, a, b, t);
+    case ops::BinaryFamily::ActivationBackward:
+      return launch_binary_backward(op, out, a, b, t);
   }
 }
 
@@ -60,11 +63,16 @@ void CudaBackend::where(const View& out, const View& cond, const View& a, const 
   const LaunchTarget t{stream(out.device_index), out.device_index};
   // The condition is read as bytes: any nonzero byte selects a (as on the CPU).
   switch (itemsize(out.dtype)) {
-    case 1: return launch_where<1>(out, cond, a, b, t);
-    case 2: return launch_where<2>(out, cond, a, b, t);
-    case 4: return launch_where<4>(out, cond, a, b, t);
-    case 8: return launch_where<8>(out, cond, a, b, t);
-    default: fail("where: unsupported item size ", itemsize(out.dtype), " of dtype ", out.dtype);
+    case 1:
+      return launch_where<1>(out, cond, a, b, t);
+    case 2:
+      return launch_where<2>(out, cond, a, b, t);
+    case 4:
+      return launch_where<4>(out, cond, a, b, t);
+    case 8:
+      return launch_where<8>(out, cond, a, b, t);
+    default:
+      fail("where: unsupported item size ", itemsize(out.dtype), " of dtype ", out.dtype);
   }
 }
 

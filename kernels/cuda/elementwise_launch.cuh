@@ -35,8 +35,7 @@ inline constexpr int kElementwiseThreads = 256;
 namespace ew_detail {
 
 template <int V, typename F, typename Out, typename A>
-__global__ void __launch_bounds__(kElementwiseThreads)
-contig1(int64_t n, F f, Out* out, const A* a) {
+__global__ void __launch_bounds__(kElementwiseThreads) contig1(int64_t n, F f, Out* out, const A* a) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t nvec = n / V;
@@ -51,8 +50,7 @@ contig1(int64_t n, F f, Out* out, const A* a) {
 }
 
 template <int V, typename F, typename Out, typename A, typename B>
-__global__ void __launch_bounds__(kElementwiseThreads)
-contig2(int64_t n, F f, Out* out, const A* a, const B* b) {
+__global__ void __launch_bounds__(kElementwiseThreads) contig2(int64_t n, F f, Out* out, const A* a, const B* b) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t nvec = n / V;
@@ -69,8 +67,7 @@ contig2(int64_t n, F f, Out* out, const A* a, const B* b) {
 
 template <int V, typename F, typename Out, typename A, typename B, typename C>
 __global__ void __launch_bounds__(kElementwiseThreads)
-contig3(int64_t n, F f, Out* out, const A* a, const B* b,
-        const C* c) {
+    contig3(int64_t n, F f, Out* out, const A* a, const B* b, const C* c) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t nvec = n / V;
@@ -88,7 +85,7 @@ contig3(int64_t n, F f, Out* out, const A* a, const B* b,
 
 template <typename F, typename Out, typename A>
 __global__ void __launch_bounds__(kElementwiseThreads)
-strided1(int64_t n, F f, dev::OffsetCalculator<2> calc, Out* out, const A* a) {
+    strided1(int64_t n, F f, dev::OffsetCalculator<2> calc, Out* out, const A* a) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t off[2];
@@ -99,7 +96,7 @@ strided1(int64_t n, F f, dev::OffsetCalculator<2> calc, Out* out, const A* a) {
 
 template <typename F, typename Out, typename A, typename B>
 __global__ void __launch_bounds__(kElementwiseThreads)
-strided2(int64_t n, F f, dev::OffsetCalculator<3> calc, Out* out, const A* a, const B* b) {
+    strided2(int64_t n, F f, dev::OffsetCalculator<3> calc, Out* out, const A* a, const B* b) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t off[3];
@@ -110,7 +107,7 @@ strided2(int64_t n, F f, dev::OffsetCalculator<3> calc, Out* out, const A* a, co
 
 template <typename F, typename Out, typename A, typename B, typename C>
 __global__ void __launch_bounds__(kElementwiseThreads)
-strided3(int64_t n, F f, dev::OffsetCalculator<4> calc, Out* out, const A* a, const B* b, const C* c) {
+    strided3(int64_t n, F f, dev::OffsetCalculator<4> calc, Out* out, const A* a, const B* b, const C* c) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t off[4];
@@ -119,15 +116,13 @@ strided3(int64_t n, F f, dev::OffsetCalculator<4> calc, Out* out, const A* a, co
   }
 }
 
-template <typename... T>
-constexpr int vec_width() {
+template <typename... T> constexpr int vec_width() {
   constexpr size_t widest = std::max({sizeof(T)...});
   return static_cast<int>(dev::kVecBytes / widest);
 }
 
 // Every view contiguous, and every pointer aligned for V elements of its type.
-template <int V, typename... T, typename... Views>
-bool vectorizable(const Views&... views) {
+template <int V, typename... T, typename... Views> bool vectorizable(const Views&... views) {
   const bool contiguous = (views.is_contiguous() && ...);
   const bool aligned = (dev::vec_aligned(views.data, static_cast<int64_t>(V * sizeof(T))) && ...);
   return contiguous && aligned;
@@ -146,8 +141,8 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
                   kElementwiseThreads, 0, stream)(n, f, out.ptr<Out>(), a.ptr<const A>());
   } else {
     const auto calc = make_offset_calculator<2>(name, {&out, &a});
-    launch_kernel(ew_detail::strided1<F, Out, A>, wave_blocks(n, kElementwiseThreads, device),
-                  kElementwiseThreads, 0, stream)(n, f, calc, out.ptr<Out>(), a.ptr<const A>());
+    launch_kernel(ew_detail::strided1<F, Out, A>, wave_blocks(n, kElementwiseThreads, device), kElementwiseThreads, 0,
+                  stream)(n, f, calc, out.ptr<Out>(), a.ptr<const A>());
   }
   ANVIL_CUDA_CHECK_LAUNCH(name);
 }
@@ -163,8 +158,8 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
                   kElementwiseThreads, 0, stream)(n, f, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>());
   } else {
     const auto calc = make_offset_calculator<3>(name, {&out, &a, &b});
-    launch_kernel(ew_detail::strided2<F, Out, A, B>, wave_blocks(n, kElementwiseThreads, device),
-                  kElementwiseThreads, 0, stream)(n, f, calc, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>());
+    launch_kernel(ew_detail::strided2<F, Out, A, B>, wave_blocks(n, kElementwiseThreads, device), kElementwiseThreads,
+                  0, stream)(n, f, calc, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>());
   }
   ANVIL_CUDA_CHECK_LAUNCH(name);
 }
@@ -177,13 +172,13 @@ void launch_elementwise(const char* name, cudaStream_t stream, int device, const
   constexpr int V = ew_detail::vec_width<Out, A, B, C>();
   if (ew_detail::vectorizable<V, Out, A, B, C>(out, a, b, c)) {
     launch_kernel(ew_detail::contig3<V, F, Out, A, B, C>, wave_blocks((n + V - 1) / V, kElementwiseThreads, device),
-                  kElementwiseThreads, 0, stream)(
-        n, f, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>(), c.ptr<const C>());
+                  kElementwiseThreads, 0,
+                  stream)(n, f, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>(), c.ptr<const C>());
   } else {
     const auto calc = make_offset_calculator<4>(name, {&out, &a, &b, &c});
     launch_kernel(ew_detail::strided3<F, Out, A, B, C>, wave_blocks(n, kElementwiseThreads, device),
-                  kElementwiseThreads, 0, stream)(
-        n, f, calc, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>(), c.ptr<const C>());
+                  kElementwiseThreads, 0,
+                  stream)(n, f, calc, out.ptr<Out>(), a.ptr<const A>(), b.ptr<const B>(), c.ptr<const C>());
   }
   ANVIL_CUDA_CHECK_LAUNCH(name);
 }

@@ -51,7 +51,8 @@ inline int64_t resident_blocks(int threads, int device) {
 // Blocks for `items` work items of one thread each on `device`, capped at one
 // resident wave; grid-stride loops do the rest.
 inline unsigned wave_blocks(int64_t items, int threads, int device) {
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min(ceil_div(items, threads), resident_blocks(threads, device))));
+  return static_cast<unsigned>(
+      std::max<int64_t>(1, std::min(ceil_div(items, threads), resident_blocks(threads, device))));
 }
 
 // Blocks for a grid-stride loop over `work_items` with `threads` items per

@@ -19,8 +19,7 @@ template <typename T>
 __global__ void im2col_kernel(T* __restrict__ cols, const T* __restrict__ x, ConvGeometry g, int64_t group) {
   const int64_t pixels = g.ho * g.wo, width = g.n * pixels;
   const int64_t total = g.col_rows() * width;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t col = i % width, row = i / width;
     const int64_t n = col / pixels, oh = (col % pixels) / g.wo, ow = col % g.wo;
     const int64_t kj = row % g.kw, ki = (row / g.kw) % g.kh, ci = row / (g.kh * g.kw);
@@ -48,8 +47,7 @@ __global__ void col2im_kernel(T* __restrict__ dx, const T* __restrict__ cols, Co
   using A = dev::acc_t<T>;
   const int64_t cg = g.cin_per_group(), pixels = g.ho * g.wo, width = g.n * pixels;
   const int64_t total = g.n * cg * g.h * g.w;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t iw = i % g.w, ih = (i / g.w) % g.h, ci = (i / (g.w * g.h)) % cg, n = i / (g.w * g.h * cg);
     A sum = 0;
     for (int64_t ki = 0; ki < g.kh; ++ki) {

@@ -18,13 +18,11 @@
 
 namespace anvil::cuda {
 
-void im2col(DType dtype, void* cols, const void* x, const shapes::ConvGeometry& g, int64_t group,
-            cudaStream_t stream);
+void im2col(DType dtype, void* cols, const void* x, const shapes::ConvGeometry& g, int64_t group, cudaStream_t stream);
 
 // dx[:, group's channels] = the sum, for each input element, of the column
 // entries that read it (a gather: deterministic, no atomics). Writes every
 // element of the group's channels, so dx needs no zeroing.
-void col2im(DType dtype, void* dx, const void* cols, const shapes::ConvGeometry& g, int64_t group,
-            cudaStream_t stream);
+void col2im(DType dtype, void* dx, const void* cols, const shapes::ConvGeometry& g, int64_t group, cudaStream_t stream);
 
 }  // namespace anvil::cuda

@@ -52,13 +52,20 @@ std::map<int, RecordSlot> g_records;
 
 const char* index_op_name(int op) {
   switch (op) {
-    case kit::kIndexSelect: return "index_select";
-    case kit::kIndexAdd: return "index_add";
-    case kit::kGather: return "gather";
-    case kit::kScatterAdd: return "scatter_add";
-    case kit::kCrossEntropy: return "cross_entropy";
-    case kit::kScatter: return "scatter";
-    default: return "indexing";
+    case kit::kIndexSelect:
+      return "index_select";
+    case kit::kIndexAdd:
+      return "index_add";
+    case kit::kGather:
+      return "gather";
+    case kit::kScatterAdd:
+      return "scatter_add";
+    case kit::kCrossEntropy:
+      return "cross_entropy";
+    case kit::kScatter:
+      return "scatter";
+    default:
+      return "indexing";
   }
 }
 }  // namespace
@@ -166,8 +173,8 @@ __global__ void select_rows_kernel(U* out, const U* in, const int64_t* index, in
 // the indexed dim's stride 0) takes index[(e / inner) % nidx].
 template <typename U>
 __global__ void select_strided_kernel(U* out, const U* in, const int64_t* index, int64_t index_stride,
-                                      dev::OffsetCalculator<2> offs, int64_t n, int64_t inner, int64_t nidx, int64_t in_dim,
-                                      int64_t in_step, IndexErrorRecord* rec, int dim) {
+                                      dev::OffsetCalculator<2> offs, int64_t n, int64_t inner, int64_t nidx,
+                                      int64_t in_dim, int64_t in_step, IndexErrorRecord* rec, int dim) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t v = index[((e / inner) % nidx) * index_stride];
@@ -189,8 +196,8 @@ template <> struct UnitOf<8> { using type = uint64_t; };
 template <> struct UnitOf<16> { using type = uint4; };
 
 template <size_t Bytes>
-void launch_select_rows(cudaStream_t s, const View& out, const View& in, const View& index, int64_t outer,
-                        int64_t nidx, int64_t in_dim, int64_t row_bytes, IndexErrorRecord* rec, int dim) {
+void launch_select_rows(cudaStream_t s, const View& out, const View& in, const View& index, int64_t outer, int64_t nidx,
+                        int64_t in_dim, int64_t row_bytes, IndexErrorRecord* rec, int dim) {
   using U = typename UnitOf<Bytes>::type;
   const int64_t units = row_bytes / static_cast<int64_t>(Bytes);
   const int threads = units >= 256 ? 256 : units >= 64 ? 64 : 32;
@@ -223,8 +230,8 @@ __global__ void index_add_rows_kernel(T* out, const T* src, const int64_t* index
 // Element e of src (walked by `offs`: out strides with the dim's stride 0, src strides).
 template <typename T>
 __global__ void index_add_strided_kernel(T* out, const T* src, const int64_t* index, int64_t index_stride,
-                                         dev::OffsetCalculator<2> offs, int64_t n, int64_t inner, int64_t nidx, int64_t out_dim,
-                                         int64_t out_step, IndexErrorRecord* rec, int dim) {
+                                         dev::OffsetCalculator<2> offs, int64_t n, int64_t inner, int64_t nidx,
+                                         int64_t out_dim, int64_t out_step, IndexErrorRecord* rec, int dim) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t v = index[((e / inner) % nidx) * index_stride];
@@ -248,9 +255,8 @@ __global__ void iota_kernel(int64_t* v, int64_t n) {
 // order. The block at the first position of each run of equal keys sums that
 // run's rows (in source order, in the compute type) and adds the sum once.
 template <typename T>
-__global__ void index_add_sorted_kernel(T* out, const T* src, const int64_t* keys, const int64_t* perm,
-                                        int64_t outer, int64_t nidx, int64_t out_dim, int64_t inner,
-                                        IndexErrorRecord* rec, int dim) {
+__global__ void index_add_sorted_kernel(T* out, const T* src, const int64_t* keys, const int64_t* perm, int64_t outer,
+                                        int64_t nidx, int64_t out_dim, int64_t inner, IndexErrorRecord* rec, int dim) {
   using C = dev::acc_t<T>;
   const int64_t rows = outer * nidx;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -276,8 +282,8 @@ __global__ void index_add_sorted_kernel(T* out, const T* src, const int64_t* key
 
 // Element e of index (walked by `offs`: out, index, in with the dim's stride 0).
 template <typename U>
-__global__ void gather_kernel(U* out, const int64_t* index, const U* in, dev::OffsetCalculator<3> offs, int64_t n, int64_t in_dim,
-                              int64_t in_step, IndexErrorRecord* rec, int dim) {
+__global__ void gather_kernel(U* out, const int64_t* index, const U* in, dev::OffsetCalculator<3> offs, int64_t n,
+                              int64_t in_dim, int64_t in_step, IndexErrorRecord* rec, int dim) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t off[3];
@@ -312,9 +318,9 @@ __global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, d
 // `offs` over the index's other dims), walking the dim serially. Two threads
 // never share an output element, so no atomics are needed.
 template <typename T>
-__global__ void scatter_add_serial_kernel(T* out, const int64_t* index, const T* src, dev::OffsetCalculator<3> offs, int64_t n,
-                                          int64_t len, int64_t out_step, int64_t index_step, int64_t src_step,
-                                          int64_t out_dim, IndexErrorRecord* rec, int dim) {
+__global__ void scatter_add_serial_kernel(T* out, const int64_t* index, const T* src, dev::OffsetCalculator<3> offs,
+                                          int64_t n, int64_t len, int64_t out_step, int64_t index_step,
+                                          int64_t src_step, int64_t out_dim, IndexErrorRecord* rec, int dim) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t off[3];
@@ -333,17 +339,27 @@ __global__ void scatter_add_serial_kernel(T* out, const int64_t* index, const T*
 template <typename F> void visit_accumulating(const char* op, DType dtype, F&& f) {
   visit_device_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) fail(op, ": not supported for dtype bool");
-    else f(tag);
+    if constexpr (std::is_same_v<T, bool>)
+      fail(op, ": not supported for dtype bool");
+    else
+      f(tag);
   });
 }
 
 template <typename F> void visit_bits(DType dtype, F&& f) {
   switch (itemsize(dtype)) {
-    case 1: f(uint8_t{}); return;
-    case 2: f(uint16_t{}); return;
-    case 4: f(uint32_t{}); return;
-    default: f(uint64_t{}); return;
+    case 1:
+      f(uint8_t{});
+      return;
+    case 2:
+      f(uint16_t{});
+      return;
+    case 4:
+      f(uint32_t{});
+      return;
+    default:
+      f(uint64_t{});
+      return;
   }
 }
 
@@ -369,11 +385,16 @@ void CudaBackend::index_select(const View& out_, const View& in_, int64_t dim, c
              reinterpret_cast<uintptr_t>(in.data) % b == 0;
     };
     const int d = static_cast<int>(dim);
-    if (aligned(16)) launch_select_rows<16>(s, out, in, idx, outer, nidx, in_dim, row_bytes, rec, d);
-    else if (aligned(8)) launch_select_rows<8>(s, out, in, idx, outer, nidx, in_dim, row_bytes, rec, d);
-    else if (aligned(4)) launch_select_rows<4>(s, out, in, idx, outer, nidx, in_dim, row_bytes, rec, d);
-    else if (aligned(2)) launch_select_rows<2>(s, out, in, idx, outer, nidx, in_dim, row_bytes, rec, d);
-    else launch_select_rows<1>(s, out, in, idx, outer, nidx, in_dim, row_bytes, rec, d);
+    if (aligned(16))
+      launch_select_rows<16>(s, out, in, idx, outer, nidx, in_dim, row_bytes, rec, d);
+    else if (aligned(8))
+      launch_select_rows<8>(s, out, in, idx, outer, nidx, in_dim, row_bytes, rec, d);
+    else if (aligned(4))
+      launch_select_rows<4>(s, out, in, idx, outer, nidx, in_dim, row_bytes, rec, d);
+    else if (aligned(2))
+      launch_select_rows<2>(s, out, in, idx, outer, nidx, in_dim, row_bytes, rec, d);
+    else
+      launch_select_rows<1>(s, out, in, idx, outer, nidx, in_dim, row_bytes, rec, d);
     return;
   }
   Shape in_walk = in.strides;
@@ -414,13 +435,11 @@ void CudaBackend::index_add(const View& out_, int64_t dim, const View& index, co
     ANVIL_CHECK(nidx < (int64_t(1) << 31), "index_add: at most 2^31 indices are supported, got ", nidx);
     const int n = static_cast<int>(nidx);
     size_t temp_bytes = 0;
-    ANVIL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys_in.ptr<int64_t>(),
-                                                     keys.as<int64_t>(), perm_in.as<int64_t>(), perm.as<int64_t>(),
-                                                     n, 0, 64, s));
+    ANVIL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys_in.ptr<int64_t>(), keys.as<int64_t>(),
+                                                     perm_in.as<int64_t>(), perm.as<int64_t>(), n, 0, 64, s));
     Scratch temp(*this, out.device_index, temp_bytes);
-    ANVIL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, keys_in.ptr<int64_t>(),
-                                                     keys.as<int64_t>(), perm_in.as<int64_t>(), perm.as<int64_t>(),
-                                                     n, 0, 64, s));
+    ANVIL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, keys_in.ptr<int64_t>(), keys.as<int64_t>(),
+                                                     perm_in.as<int64_t>(), perm.as<int64_t>(), n, 0, 64, s));
     visit_accumulating("index_add", out.dtype, [&](auto tag) {
       using T = decltype(tag);
       const int threads = inner >= 256 ? 256 : inner >= 64 ? 64 : 32;
@@ -494,7 +513,8 @@ void CudaBackend::scatter_add(const View& out_, int64_t dim, const View& index_,
       Shape out_rest = out.strides, src_rest = src.strides;
       out_rest.erase(out_rest.begin() + dim);
       src_rest.erase(src_rest.begin() + dim);
-      const auto offs = make_offset_calculator<3>("scatter_add", index_rest.shape, {&out_rest, &index_rest.strides, &src_rest});
+      const auto offs =
+          make_offset_calculator<3>("scatter_add", index_rest.shape, {&out_rest, &index_rest.strides, &src_rest});
       const int64_t rest = index_rest.numel();
       launch_kernel(scatter_add_serial_kernel<T>, capped_blocks(rest, kThreads), kThreads, 0, s)(
           static_cast<T*>(out.data), static_cast<const int64_t*>(index.data), static_cast<const T*>(src.data), offs,

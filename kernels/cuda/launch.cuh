@@ -23,8 +23,7 @@
 
 namespace anvil::cuda {
 
-template <typename... Params>
-struct KernelLaunch {
+template <typename... Params> struct KernelLaunch {
   void (*kernel)(Params...);
   dim3 grid;
   dim3 block;
@@ -35,14 +34,14 @@ struct KernelLaunch {
 #if defined(ANVIL_CUDA_EMULATOR)
     ::anvil::emulator::launch(kernel, grid, block, shared_bytes, stream, args...);
 #else
-    kernel<<<grid, block, shared_bytes, stream>>>(args...);
+    kernel<<<grid, block, shared_bytes, stream> > >(args...);
 #endif
   }
 };
 
 template <typename... Params>
-KernelLaunch<Params...> launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block,
-                                      size_t shared_bytes = 0, cudaStream_t stream = nullptr) {
+KernelLaunch<Params...> launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes = 0,
+                                      cudaStream_t stream = nullptr) {
   return KernelLaunch<Params...>{kernel, grid, block, shared_bytes, stream};
 }
 

@@ -43,8 +43,10 @@ constexpr int64_t kWarpRowMaxLength = 32 * 32;
 
 // Sum over the row's threads: the warp for the warp kernels, the block otherwise.
 template <bool kWarp, typename C> __device__ __forceinline__ C row_sum(C v) {
-  if constexpr (kWarp) return dev::warp_reduce_sum(v);
-  else return dev::block_reduce_sum(v);
+  if constexpr (kWarp)
+    return dev::warp_reduce_sum(v);
+  else
+    return dev::block_reduce_sum(v);
 }
 
 // Forward over one row held by `threads` threads starting at `first`
@@ -134,14 +136,14 @@ __global__ void __launch_bounds__(kRowThreads)
                                 float* mean, float* rstd, int64_t rows, int64_t cols, acc_t<T> eps) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t o = row * cols;
-    layer_norm_row<T, acc_t<T>, kPer, false, true>(y + o, x + o, cols, threadIdx.x, blockDim.x, w, b, eps,
-                                                   mean + row, rstd + row, res + o, sum_out + o);
+    layer_norm_row<T, acc_t<T>, kPer, false, true>(y + o, x + o, cols, threadIdx.x, blockDim.x, w, b, eps, mean + row,
+                                                   rstd + row, res + o, sum_out + o);
   }
 }
 
 template <typename T, int kPer>
-__global__ void layer_norm_warp_kernel(T* y, const T* x, const acc_t<T>* w, const acc_t<T>* b, float* mean,
-                                       float* rstd, int64_t rows, int64_t cols, acc_t<T> eps) {
+__global__ void layer_norm_warp_kernel(T* y, const T* x, const acc_t<T>* w, const acc_t<T>* b, float* mean, float* rstd,
+                                       int64_t rows, int64_t cols, acc_t<T> eps) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;  // uniform over the warp
   layer_norm_row<T, acc_t<T>, kPer, true>(y + row * cols, x + row * cols, cols, threadIdx.x & 31, 32, w, b, eps,
@@ -153,8 +155,8 @@ __global__ void __launch_bounds__(kRowThreads)
     layer_norm_block_kernel(T* y, const T* x, const acc_t<T>* w, const acc_t<T>* b, float* mean, float* rstd,
                             int64_t rows, int64_t cols, acc_t<T> eps) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)
-    layer_norm_row<T, acc_t<T>, kPer, false>(y + row * cols, x + row * cols, cols, threadIdx.x, blockDim.x, w, b,
-                                             eps, mean + row, rstd + row);
+    layer_norm_row<T, acc_t<T>, kPer, false>(y + row * cols, x + row * cols, cols, threadIdx.x, blockDim.x, w, b, eps,
+                                             mean + row, rstd + row);
 }
 
 // grad_in for one row: rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)).
@@ -224,7 +226,7 @@ __global__ void param_grads_partial_kernel(dev::ColumnChunkSums<acc_t<T>, 2> sum
                                            const float* mean, const float* rstd, int64_t rows, int64_t cols,
                                            int64_t rows_per_chunk) {
   using C = acc_t<T>;
-  dev::sum_column_chunk(sums, rows, cols, rows_per_chunk, [&](int64_t r, int64_t col, C (&acc)[2]) {
+  dev::sum_column_chunk(sums, rows, cols, rows_per_chunk, [&](int64_t r, int64_t col, C(&acc)[2]) {
     const C gv = dev::cast<C>(g[r * cols + col]);
     acc[0] += gv * ((dev::cast<C>(x[r * cols + col]) - C(mean[r])) * C(rstd[r]));
     acc[1] += gv;
@@ -232,18 +234,28 @@ __global__ void param_grads_partial_kernel(dev::ColumnChunkSums<acc_t<T>, 2> sum
 }
 
 template <typename F> void with_warp_per(int64_t n, F&& f) {
-  if (n <= 32) f(std::integral_constant<int, 1>{});
-  else if (n <= 64) f(std::integral_constant<int, 2>{});
-  else if (n <= 128) f(std::integral_constant<int, 4>{});
-  else if (n <= 256) f(std::integral_constant<int, 8>{});
-  else if (n <= 512) f(std::integral_constant<int, 16>{});
-  else f(std::integral_constant<int, 32>{});
+  if (n <= 32)
+    f(std::integral_constant<int, 1>{});
+  else if (n <= 64)
+    f(std::integral_constant<int, 2>{});
+  else if (n <= 128)
+    f(std::integral_constant<int, 4>{});
+  else if (n <= 256)
+    f(std::integral_constant<int, 8>{});
+  else if (n <= 512)
+    f(std::integral_constant<int, 16>{});
+  else
+    f(std::integral_constant<int, 32>{});
 }
 template <typename F> void with_block_per(int64_t n, F&& f) {
-  if (n <= 4 * kRowThreads) f(std::integral_constant<int, 4>{});
-  else if (n <= 8 * kRowThreads) f(std::integral_constant<int, 8>{});
-  else if (n <= 16 * kRowThreads) f(std::integral_constant<int, 16>{});
-  else f(std::integral_constant<int, 0>{});
+  if (n <= 4 * kRowThreads)
+    f(std::integral_constant<int, 4>{});
+  else if (n <= 8 * kRowThreads)
+    f(std::integral_constant<int, 8>{});
+  else if (n <= 16 * kRowThreads)
+    f(std::integral_constant<int, 16>{});
+  else
+    f(std::integral_constant<int, 0>{});
 }
 
 unsigned warp_row_grid(int64_t rows) {
@@ -252,8 +264,8 @@ unsigned warp_row_grid(int64_t rows) {
   return static_cast<unsigned>(blocks);
 }
 
-using shapes::RowLayout;
 using shapes::row_layout;
+using shapes::RowLayout;
 
 }  // namespace
 
@@ -281,16 +293,15 @@ void CudaBackend::layer_norm(const View& out, const View& mean, const View& rstd
       fill(r.view(), Scalar(1.0 / std::sqrt(eps)));
     } else if (l.cols <= kWarpRowMaxLength) {
       with_warp_per(l.cols, [&](auto per) {
-        launch_kernel(layer_norm_warp_kernel<T, decltype(per)::value>, warp_row_grid(l.rows),
-                      32 * kWarpRowsPerBlock, 0, s)(
-            y.ptr<T>(), x.ptr<T>(), wp, bp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols, C(eps));
+        launch_kernel(layer_norm_warp_kernel<T, decltype(per)::value>, warp_row_grid(l.rows), 32 * kWarpRowsPerBlock, 0,
+                      s)(y.ptr<T>(), x.ptr<T>(), wp, bp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols, C(eps));
       });
       ANVIL_CUDA_CHECK_LAUNCH("layer_norm_warp_kernel");
     } else {
       with_block_per(l.cols, [&](auto per) {
         launch_kernel(layer_norm_block_kernel<T, decltype(per)::value>, capped_blocks(l.rows, 1, kMaxRowBlocks),
-                      kRowThreads, 0, s)(
-            y.ptr<T>(), x.ptr<T>(), wp, bp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols, C(eps));
+                      kRowThreads, 0,
+                      s)(y.ptr<T>(), x.ptr<T>(), wp, bp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols, C(eps));
       });
       ANVIL_CUDA_CHECK_LAUNCH("layer_norm_block_kernel");
     }
@@ -338,7 +349,7 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
           ANVIL_CUDA_CHECK(cudaMemsetAsync(pb.get(), 0, rc.chunks * l.cols * sizeof(C), s));
         }
         launch_kernel(dev::sum_column_chunks_kernel<C, 2>, capped_blocks(l.cols, 256), 256, 0, s)(sums, rc.chunks,
-                                                                                                   l.cols);
+                                                                                                  l.cols);
         ANVIL_CUDA_CHECK_LAUNCH("sum_column_chunks_kernel");
       }
       if (gw) gw->commit();
@@ -353,15 +364,15 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
     if (l.cols <= kWarpRowMaxLength) {
       with_warp_per(l.cols, [&](auto per) {
         launch_kernel(layer_norm_backward_warp_kernel<T, decltype(per)::value>, warp_row_grid(l.rows),
-                      32 * kWarpRowsPerBlock, 0, s)(
-            gi.ptr<T>(), g.ptr<T>(), x.ptr<T>(), wp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols);
+                      32 * kWarpRowsPerBlock, 0,
+                      s)(gi.ptr<T>(), g.ptr<T>(), x.ptr<T>(), wp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols);
       });
       ANVIL_CUDA_CHECK_LAUNCH("layer_norm_backward_warp_kernel");
     } else {
       with_block_per(l.cols, [&](auto per) {
-        launch_kernel(layer_norm_backward_block_kernel<T, decltype(per)::value>, capped_blocks(l.rows, 1, kMaxRowBlocks),
-                      kRowThreads, 0, s)(
-            gi.ptr<T>(), g.ptr<T>(), x.ptr<T>(), wp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols);
+        launch_kernel(layer_norm_backward_block_kernel<T, decltype(per)::value>,
+                      capped_blocks(l.rows, 1, kMaxRowBlocks), kRowThreads, 0,
+                      s)(gi.ptr<T>(), g.ptr<T>(), x.ptr<T>(), wp, m.ptr<float>(), r.ptr<float>(), l.rows, l.cols);
       });
       ANVIL_CUDA_CHECK_LAUNCH("layer_norm_backward_block_kernel");
     }
@@ -403,17 +414,15 @@ void CudaBackend::add_layer_norm(const View& out, const View& sum_out, const Vie
     if (l.cols <= kWarpRowMaxLength) {
       with_warp_per(l.cols, [&](auto per) {
         launch_kernel(add_layer_norm_warp_kernel<T, decltype(per)::value>, warp_row_grid(l.rows),
-                      32 * kWarpRowsPerBlock, 0, s)(
-            y.ptr<T>(), sm.ptr<T>(), x.ptr<T>(), r.ptr<T>(), wp, bp, m.ptr<float>(), rs.ptr<float>(), l.rows, l.cols,
-            C(eps));
+                      32 * kWarpRowsPerBlock, 0, s)(y.ptr<T>(), sm.ptr<T>(), x.ptr<T>(), r.ptr<T>(), wp, bp,
+                                                    m.ptr<float>(), rs.ptr<float>(), l.rows, l.cols, C(eps));
       });
       ANVIL_CUDA_CHECK_LAUNCH("add_layer_norm_warp_kernel");
     } else {
       with_block_per(l.cols, [&](auto per) {
         launch_kernel(add_layer_norm_block_kernel<T, decltype(per)::value>, capped_blocks(l.rows, 1, kMaxRowBlocks),
-                      kRowThreads, 0, s)(
-            y.ptr<T>(), sm.ptr<T>(), x.ptr<T>(), r.ptr<T>(), wp, bp, m.ptr<float>(), rs.ptr<float>(), l.rows, l.cols,
-            C(eps));
+                      kRowThreads, 0, s)(y.ptr<T>(), sm.ptr<T>(), x.ptr<T>(), r.ptr<T>(), wp, bp, m.ptr<float>(),
+                                         rs.ptr<float>(), l.rows, l.cols, C(eps));
       });
       ANVIL_CUDA_CHECK_LAUNCH("add_layer_norm_block_kernel");
     }

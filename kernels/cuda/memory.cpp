@@ -137,11 +137,10 @@ DeviceStreams::~DeviceStreams() {
 }
 
 cudaStream_t DeviceStreams::lookup(uint64_t id) const {
-  ANVIL_CHECK(id <= kStreamsPerDevice, "cuda: stream id ", id, " on cuda:", device,
-              " does not exist (ids 0..", kStreamsPerDevice, "; make streams with new_stream)");
+  ANVIL_CHECK(id <= kStreamsPerDevice, "cuda: stream id ", id, " on cuda:", device, " does not exist (ids 0..",
+              kStreamsPerDevice, "; make streams with new_stream)");
   cudaStream_t s = handles[id].load(std::memory_order_acquire);
-  ANVIL_CHECK(id == 0 || s != nullptr, "cuda: stream id ", id, " on cuda:", device,
-              " was not made by new_stream");
+  ANVIL_CHECK(id == 0 || s != nullptr, "cuda: stream id ", id, " on cuda:", device, " was not made by new_stream");
   return s;
 }
 
@@ -274,8 +273,8 @@ CudaBackend::DeviceState::DeviceState(int d) : device(d), streams(d), events(d) 
   allocator = std::make_unique<CachingAllocator>(std::make_unique<CudaDeviceMemory>(d, streams, events));
 #if defined(ANVIL_CUDA_EMULATOR)
   // memcheck's view of which blocks are handed out (emulator/checked_allocator.h).
-  allocator = std::make_unique<emulator::CheckedAllocator>(
-      std::move(allocator), [this](uint64_t id) { return streams.lookup(id); });
+  allocator = std::make_unique<emulator::CheckedAllocator>(std::move(allocator),
+                                                           [this](uint64_t id) { return streams.lookup(id); });
 #endif
 }
 
@@ -328,8 +327,7 @@ bool finish_host_copy(EventPool& events, const void* host, cudaStream_t stream, 
 
 }  // namespace
 
-void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index,
-                                 bool non_blocking) {
+void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index, bool non_blocking) {
   ANVIL_NVTX_RANGE("copy_from_host");
   if (nbytes == 0) return;
   DeviceState& s = state(device_index);
@@ -339,8 +337,7 @@ void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes,
   finish_host_copy(s.events, host_src, st, non_blocking);
 }
 
-void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index,
-                               bool non_blocking) {
+void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) {
   ANVIL_NVTX_RANGE("copy_to_host");
   if (nbytes == 0) return;
   DeviceState& s = state(device_index);

@@ -26,7 +26,7 @@
 namespace anvil::cuda {
 namespace {
 
-constexpr int kTile = 256;       // elements per tile = threads per block
+constexpr int kTile = 256;  // elements per tile = threads per block
 constexpr int kScanThreads = 1024;
 constexpr int kMaxRank = 16;
 
@@ -117,7 +117,8 @@ void CudaBackend::nonzero(const View& out, const View& in) {
   for (int d = 0; d < shape.rank; ++d) shape.size[d] = in.shape[d];
   const auto offs = make_offset_calculator<1>("nonzero", {&in});
   const int64_t tiles = ceil_div(n, kTile);
-  Scratch counts(*this, in.device_index, tiles * sizeof(int64_t)), first(*this, in.device_index, tiles * sizeof(int64_t));
+  Scratch counts(*this, in.device_index, tiles * sizeof(int64_t)),
+      first(*this, in.device_index, tiles * sizeof(int64_t));
   const unsigned blocks = capped_blocks(tiles, 1);
   visit_device_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);

@@ -42,5 +42,4 @@ class NvtxRange {
 #define ANVIL_NVTX_CONCAT_INNER_(a, b) a##b
 #define ANVIL_NVTX_CONCAT_(a, b) ANVIL_NVTX_CONCAT_INNER_(a, b)
 // A range named `name` from here to the end of the enclosing scope.
-#define ANVIL_NVTX_RANGE(name) \
-  ::anvil::cuda::NvtxRange ANVIL_NVTX_CONCAT_(anvil_nvtx_range_, __COUNTER__)(name)
+#define ANVIL_NVTX_RANGE(name) ::anvil::cuda::NvtxRange ANVIL_NVTX_CONCAT_(anvil_nvtx_range_, __COUNTER__)(name)

@@ -42,8 +42,14 @@ template <int kDepth> struct TensorList {
 static_assert(sizeof(TensorList<4>) < 4000, "kernel parameters must stay under 4 KB");
 
 template <typename T> struct Vec16;
-template <> struct Vec16<float> { using type = float4; static constexpr int n = 4; };
-template <> struct Vec16<double> { using type = double2; static constexpr int n = 2; };
+template <> struct Vec16<float> {
+  using type = float4;
+  static constexpr int n = 4;
+};
+template <> struct Vec16<double> {
+  using type = double2;
+  static constexpr int n = 2;
+};
 
 template <typename T> struct AdamWOp {
   T b1, b2, one_minus_b1, one_minus_b2, step_size, inv_bias2_sqrt, eps, decay, wd;
@@ -51,8 +57,10 @@ template <typename T> struct AdamWOp {
   // x = {param, grad, exp_avg, exp_avg_sq}
   __device__ __forceinline__ void operator()(T (&x)[4]) const {
     T p = x[0], g = x[1];
-    if (decoupled) p *= decay;
-    else g += wd * p;
+    if (decoupled)
+      p *= decay;
+    else
+      g += wd * p;
     const T m = b1 * x[2] + one_minus_b1 * g;
     const T v = b2 * x[3] + one_minus_b2 * g * g;
     x[2] = m;
@@ -206,14 +214,16 @@ std::vector<Group> group_tensors(std::span<const View> params) {
 template <typename T> AdamWOp<T> make_adamw(const AdamWParams& hp) {
   const double bias1 = 1.0 - std::pow(hp.beta1, static_cast<double>(hp.step));
   const double bias2 = 1.0 - std::pow(hp.beta2, static_cast<double>(hp.step));
-  return AdamWOp<T>{T(hp.beta1), T(hp.beta2), T(1.0 - hp.beta1), T(1.0 - hp.beta2), T(hp.lr / bias1),
-                    T(1.0 / std::sqrt(bias2)), T(hp.eps), T(1.0 - hp.lr * hp.weight_decay), T(hp.weight_decay),
-                    hp.decoupled};
+  return AdamWOp<T>{T(hp.beta1),        T(hp.beta2),
+                    T(1.0 - hp.beta1),  T(1.0 - hp.beta2),
+                    T(hp.lr / bias1),   T(1.0 / std::sqrt(bias2)),
+                    T(hp.eps),          T(1.0 - hp.lr * hp.weight_decay),
+                    T(hp.weight_decay), hp.decoupled};
 }
 
 template <typename T> SGDOp<T> make_sgd(const SGDParams& hp) {
-  return SGDOp<T>{T(hp.lr), T(hp.weight_decay), T(hp.momentum), T(1.0 - hp.dampening), hp.momentum != 0.0,
-                  hp.first_step, hp.nesterov};
+  return SGDOp<T>{T(hp.lr),           T(hp.weight_decay), T(hp.momentum), T(1.0 - hp.dampening),
+                  hp.momentum != 0.0, hp.first_step,      hp.nesterov};
 }
 
 }  // namespace
@@ -233,8 +243,10 @@ void CudaBackend::adamw(std::span<const View> params, std::span<const View> grad
   for (const Group& g : group_tensors(params)) {
     DeviceGuard guard(g.device);
     const cudaStream_t s = stream(g.device);
-    if (g.dtype == kFloat32) launch_multi_tensor<float, 4>(s, lists, g.tensors, make_adamw<float>(p), 4);
-    else launch_multi_tensor<double, 4>(s, lists, g.tensors, make_adamw<double>(p), 4);
+    if (g.dtype == kFloat32)
+      launch_multi_tensor<float, 4>(s, lists, g.tensors, make_adamw<float>(p), 4);
+    else
+      launch_multi_tensor<double, 4>(s, lists, g.tensors, make_adamw<double>(p), 4);
   }
 }
 
@@ -253,8 +265,10 @@ void CudaBackend::sgd(std::span<const View> params, std::span<const View> grads,
   for (const Group& g : group_tensors(params)) {
     DeviceGuard guard(g.device);
     const cudaStream_t s = stream(g.device);
-    if (g.dtype == kFloat32) launch_multi_tensor<float, 3>(s, lists, g.tensors, make_sgd<float>(p), used);
-    else launch_multi_tensor<double, 3>(s, lists, g.tensors, make_sgd<double>(p), used);
+    if (g.dtype == kFloat32)
+      launch_multi_tensor<float, 3>(s, lists, g.tensors, make_sgd<float>(p), used);
+    else
+      launch_multi_tensor<double, 3>(s, lists, g.tensors, make_sgd<double>(p), used);
   }
 }
 

@@ -104,11 +104,11 @@ void* PinnedHostAllocator::allocate(size_t nbytes, uint64_t /*stream_id*/) {
       if (err == cudaErrorMemoryAllocation) {
         cudaGetLastError();
         std::ostringstream msg;
-        msg << "pin_memory: out of pinned host memory: cudaHostAlloc of " << size << " bytes (for a "
-            << nbytes << "-byte request) failed even after freeing the cache. Pinned memory: "
-            << stats_.allocated_bytes << " bytes (" << mib(stats_.allocated_bytes)
-            << " MiB) in use, " << stats_.reserved_bytes << " bytes reserved, peak "
-            << stats_.peak_allocated_bytes << " bytes. Page-locked memory is limited by the OS "
+        msg << "pin_memory: out of pinned host memory: cudaHostAlloc of " << size << " bytes (for a " << nbytes
+            << "-byte request) failed even after freeing the cache. Pinned memory: " << stats_.allocated_bytes
+            << " bytes (" << mib(stats_.allocated_bytes) << " MiB) in use, " << stats_.reserved_bytes
+            << " bytes reserved, peak " << stats_.peak_allocated_bytes
+            << " bytes. Page-locked memory is limited by the OS "
             << "(ulimit -l, container limits): pin fewer or smaller batches (fewer loader "
             << "workers or a smaller prefetch_factor), or turn pin_memory off.";
         throw Error(msg.str());
@@ -141,8 +141,10 @@ void PinnedHostAllocator::deallocate(void* ptr) {
   stats_.allocated_bytes -= static_cast<int64_t>(block->size);
   // Copies queued from or into the block may still be running; whether they
   // finished is asked at the next allocate, not here (no CUDA call on free).
-  if (block->uses.empty()) free_[block->size].push_back(block);
-  else pending_.push_back(block);
+  if (block->uses.empty())
+    free_[block->size].push_back(block);
+  else
+    pending_.push_back(block);
 }
 
 bool PinnedHostAllocator::owns(const void* ptr) const {

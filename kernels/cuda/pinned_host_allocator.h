@@ -70,13 +70,13 @@ class PinnedHostAllocator final : public Allocator {
   };
 
   Block* find_containing(const void* ptr) const;  // live or not; nullptr when none
-  void process_pending();                        // blocks whose copies finished -> free lists
-  void free_cached_blocks();                     // cudaFreeHost every block in the free lists
+  void process_pending();  // blocks whose copies finished -> free lists
+  void free_cached_blocks();  // cudaFreeHost every block in the free lists
 
   mutable std::mutex mutex_;
-  std::map<const char*, Block*> blocks_;       // every block we hold, by address
+  std::map<const char*, Block*> blocks_;  // every block we hold, by address
   std::map<size_t, std::vector<Block*>> free_;  // reusable blocks by size
-  std::vector<Block*> pending_;                // freed, but copies may still use them
+  std::vector<Block*> pending_;  // freed, but copies may still use them
   MemoryStats stats_;
 };
 

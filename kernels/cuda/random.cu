@@ -30,18 +30,21 @@
 namespace anvil::cuda {
 namespace {
 
-
 constexpr int kThreads = 256;
 
 template <typename T> constexpr bool is_half_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
 template <typename T> __device__ __forceinline__ uint16_t bits16(T v) {
-  if constexpr (std::is_same_v<T, __half>) return __half_as_ushort(v);
-  else return __bfloat16_as_ushort(v);
+  if constexpr (std::is_same_v<T, __half>)
+    return __half_as_ushort(v);
+  else
+    return __bfloat16_as_ushort(v);
 }
 template <typename T> __device__ __forceinline__ T from_bits16(uint16_t b) {
-  if constexpr (std::is_same_v<T, __half>) return __ushort_as_half(b);
-  else return __ushort_as_bfloat16(b);
+  if constexpr (std::is_same_v<T, __half>)
+    return __ushort_as_half(b);
+  else
+    return __ushort_as_bfloat16(b);
 }
 
 // The 16-bit float just below finite x, as the CPU's next_below.
@@ -70,9 +73,12 @@ template <typename T> __device__ __forceinline__ T uniform_value(double a, doubl
 
 template <typename T> __device__ __forceinline__ T normal_value(double a, double b, float z) {
   const double v = __dadd_rn(a, __dmul_rn(b, static_cast<double>(z)));
-  if constexpr (std::is_same_v<T, double>) return v;
-  else if constexpr (std::is_same_v<T, float>) return __double2float_rn(v);
-  else return kit::store_as<T>(__double2float_rn(v));
+  if constexpr (std::is_same_v<T, double>)
+    return v;
+  else if constexpr (std::is_same_v<T, float>)
+    return __double2float_rn(v);
+  else
+    return kit::store_as<T>(__double2float_rn(v));
 }
 
 // Box-Muller on one lane pair, as philox::normal_at.
@@ -119,8 +125,8 @@ __global__ void random_kernel(T* out, dev::OffsetCalculator<1> offs, int64_t n, 
 }
 
 template <typename T, typename C, bool kContiguous>
-__global__ void dropout_kernel(T* out, uint8_t* mask, const T* in, dev::OffsetCalculator<3> offs, int64_t n, double p, C scale,
-                               uint64_t seed, uint64_t offset, bool vectors) {
+__global__ void dropout_kernel(T* out, uint8_t* mask, const T* in, dev::OffsetCalculator<3> offs, int64_t n, double p,
+                               C scale, uint64_t seed, uint64_t offset, bool vectors) {
   const int64_t blocks = (n + 3) / 4;
   for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < blocks;
        c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -162,17 +168,16 @@ __global__ void dropout_kernel(T* out, uint8_t* mask, const T* in, dev::OffsetCa
 constexpr int64_t kPhiloxMaxBlocks = 8192;
 unsigned philox_grid(int64_t n) { return capped_blocks((n + 3) / 4, kThreads, kPhiloxMaxBlocks); }
 
-template <typename T, bool kNormal>
-void launch_random(cudaStream_t s, const View& out, const RandomParams& p) {
+template <typename T, bool kNormal> void launch_random(cudaStream_t s, const View& out, const RandomParams& p) {
   const int64_t n = out.numel();
   T* data = static_cast<T*>(out.data);
   if (out.is_contiguous()) {
-    launch_kernel(random_kernel<T, kNormal, true>, philox_grid(n), kThreads, 0, s)(
-        data, {}, n, p.a, p.b, p.seed, p.offset);
+    launch_kernel(random_kernel<T, kNormal, true>, philox_grid(n), kThreads, 0, s)(data, {}, n, p.a, p.b, p.seed,
+                                                                                   p.offset);
   } else {
     const auto offs = make_offset_calculator<1>("random", out.shape, {&out.strides});
-    launch_kernel(random_kernel<T, kNormal, false>, philox_grid(n), kThreads, 0, s)(
-        data, offs, n, p.a, p.b, p.seed, p.offset);
+    launch_kernel(random_kernel<T, kNormal, false>, philox_grid(n), kThreads, 0, s)(data, offs, n, p.a, p.b, p.seed,
+                                                                                    p.offset);
   }
   ANVIL_CUDA_CHECK_LAUNCH("random_kernel");
 }
@@ -186,26 +191,31 @@ void CudaBackend::random(const View& out, const RandomParams& p) {
   DeviceGuard guard(out.device_index);
   const cudaStream_t s = stream(out.device_index);
   switch (out.dtype) {
-    case DType::Bool: fail("random: not supported for dtype bool");
+    case DType::Bool:
+      fail("random: not supported for dtype bool");
     case DType::Int32:
     case DType::Int64:
     case DType::UInt8:
       ANVIL_CHECK(!normal, "random normal: not supported for dtype ", out.dtype, " (floating dtypes only)");
-      if (out.dtype == DType::Int32) launch_random<int32_t, false>(s, out, p);
-      else if (out.dtype == DType::Int64) launch_random<int64_t, false>(s, out, p);
-      else launch_random<uint8_t, false>(s, out, p);
+      if (out.dtype == DType::Int32)
+        launch_random<int32_t, false>(s, out, p);
+      else if (out.dtype == DType::Int64)
+        launch_random<int64_t, false>(s, out, p);
+      else
+        launch_random<uint8_t, false>(s, out, p);
       return;
     default:
       visit_floating_device_dtype("random", out.dtype, [&](auto tag) {
         using T = decltype(tag);
-        if (normal) launch_random<T, true>(s, out, p);
-        else launch_random<T, false>(s, out, p);
+        if (normal)
+          launch_random<T, true>(s, out, p);
+        else
+          launch_random<T, false>(s, out, p);
       });
   }
 }
 
-void CudaBackend::dropout(const View& out, const View& mask, const View& in, double p, uint64_t seed,
-                          uint64_t offset) {
+void CudaBackend::dropout(const View& out, const View& mask, const View& in, double p, uint64_t seed, uint64_t offset) {
   ANVIL_NVTX_RANGE("dropout");
   ANVIL_CHECK(out.shape == in.shape && mask.shape == in.shape, "dropout: shapes differ: out ", out.shape, ", mask ",
               mask.shape, ", in ", in.shape);
@@ -217,8 +227,9 @@ void CudaBackend::dropout(const View& out, const View& mask, const View& in, dou
   DeviceGuard guard(in.device_index);
   const cudaStream_t s = stream(in.device_index);
   const bool contiguous = out.is_contiguous() && mask.is_contiguous() && in.is_contiguous();
-  const auto offs = contiguous ? dev::OffsetCalculator<3>{}
-                               : make_offset_calculator<3>("dropout", in.shape, {&out.strides, &mask.strides, &in.strides});
+  const auto offs = contiguous
+                        ? dev::OffsetCalculator<3>{}
+                        : make_offset_calculator<3>("dropout", in.shape, {&out.strides, &mask.strides, &in.strides});
   visit_floating_device_dtype("dropout", in.dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = kit::acc_t<T>;
@@ -226,14 +237,14 @@ void CudaBackend::dropout(const View& out, const View& mask, const View& in, dou
     T* o = static_cast<T*>(out.data);
     uint8_t* m = static_cast<uint8_t*>(mask.data);
     const T* x = static_cast<const T*>(in.data);
-    const bool vectors = dev::vec_aligned(o, 4 * sizeof(T)) && dev::vec_aligned(x, 4 * sizeof(T)) &&
-                         dev::vec_aligned(m, 4);
+    const bool vectors =
+        dev::vec_aligned(o, 4 * sizeof(T)) && dev::vec_aligned(x, 4 * sizeof(T)) && dev::vec_aligned(m, 4);
     if (contiguous)
-      launch_kernel(dropout_kernel<T, C, true>, philox_grid(n), kThreads, 0, s)(
-          o, m, x, offs, n, p, scale, seed, offset, vectors);
+      launch_kernel(dropout_kernel<T, C, true>, philox_grid(n), kThreads, 0, s)(o, m, x, offs, n, p, scale, seed,
+                                                                                offset, vectors);
     else
-      launch_kernel(dropout_kernel<T, C, false>, philox_grid(n), kThreads, 0, s)(
-          o, m, x, offs, n, p, scale, seed, offset, false);
+      launch_kernel(dropout_kernel<T, C, false>, philox_grid(n), kThreads, 0, s)(o, m, x, offs, n, p, scale, seed,
+                                                                                 offset, false);
     ANVIL_CUDA_CHECK_LAUNCH("dropout_kernel");
   });
 }

@@ -23,10 +23,18 @@ void CudaBackend::reduce(ReduceOp op, const View& out, const View& in, const Red
   const reduce_detail::Launch l{*this, stream(in.device_index), in.device_index};
   using namespace reduce_detail;
   switch (op) {
-    case ReduceOp::Sum: case ReduceOp::Mean: case ReduceOp::Prod: return reduce_sum_family(op, plan, out, in, p, l);
-    case ReduceOp::Max: case ReduceOp::Min: return reduce_extreme_family(op, plan, out, in, p, l);
-    case ReduceOp::ArgMax: case ReduceOp::ArgMin: return reduce_arg_family(op, plan, out, in, l);
-    case ReduceOp::Var: return reduce_var_family(plan, out, in, p, l);
+    case ReduceOp::Sum:
+    case ReduceOp::Mean:
+    case ReduceOp::Prod:
+      return reduce_sum_family(op, plan, out, in, p, l);
+    case ReduceOp::Max:
+    case ReduceOp::Min:
+      return reduce_extreme_family(op, plan, out, in, p, l);
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin:
+      return reduce_arg_family(op, plan, out, in, l);
+    case ReduceOp::Var:
+      return reduce_var_family(plan, out, in, p, l);
     case ReduceOp::Norm:
       if (std::isinf(p.p)) return reduce_extreme_family(op, plan, out, in, p, l);
       return reduce_sum_family(op, plan, out, in, p, l);

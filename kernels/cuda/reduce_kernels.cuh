@@ -39,7 +39,6 @@
 #include "kernels/cuda/scratch.h"
 #include "kernels/shapes/reduce_plan.h"
 
-
 namespace anvil::cuda {
 using shapes::op_name;  // "sum", "mean", ... (both backends' names)
 }  // namespace anvil::cuda
@@ -54,23 +53,39 @@ inline constexpr int64_t kWarpRowMaxLength = 2048;
 
 struct ReduceGeometry {
   dev::OffsetCalculator<2> kept;  // output index -> {input offset, output offset}
-  dev::OffsetCalculator<1> red;   // reduced index -> input offset
+  dev::OffsetCalculator<1> red;  // reduced index -> input offset
   int64_t n_out = 1, n_red = 1;
-  int splits = 1;                 // blocks sharing one output (gridDim.y)
-  int64_t chunk = 0;              // reduced elements per split
+  int splits = 1;  // blocks sharing one output (gridDim.y)
+  int64_t chunk = 0;  // reduced elements per split
 };
 
 template <typename T, typename R>
 __device__ __forceinline__ void store_result(void* out, int64_t off, DType dtype, R v) {
   switch (dtype) {
-    case DType::Float32: static_cast<float*>(out)[off] = dev::cast<float>(v); break;
-    case DType::Float64: static_cast<double*>(out)[off] = dev::cast<double>(v); break;
-    case DType::Float16: static_cast<__half*>(out)[off] = dev::cast<__half>(v); break;
-    case DType::BFloat16: static_cast<__nv_bfloat16*>(out)[off] = dev::cast<__nv_bfloat16>(v); break;
-    case DType::Int32: static_cast<int32_t*>(out)[off] = dev::cast<int32_t>(v); break;
-    case DType::Int64: static_cast<int64_t*>(out)[off] = dev::cast<int64_t>(v); break;
-    case DType::UInt8: static_cast<uint8_t*>(out)[off] = dev::cast<uint8_t>(v); break;
-    case DType::Bool: static_cast<bool*>(out)[off] = dev::cast<bool>(v); break;
+    case DType::Float32:
+      static_cast<float*>(out)[off] = dev::cast<float>(v);
+      break;
+    case DType::Float64:
+      static_cast<double*>(out)[off] = dev::cast<double>(v);
+      break;
+    case DType::Float16:
+      static_cast<__half*>(out)[off] = dev::cast<__half>(v);
+      break;
+    case DType::BFloat16:
+      static_cast<__nv_bfloat16*>(out)[off] = dev::cast<__nv_bfloat16>(v);
+      break;
+    case DType::Int32:
+      static_cast<int32_t*>(out)[off] = dev::cast<int32_t>(v);
+      break;
+    case DType::Int64:
+      static_cast<int64_t*>(out)[off] = dev::cast<int64_t>(v);
+      break;
+    case DType::UInt8:
+      static_cast<uint8_t*>(out)[off] = dev::cast<uint8_t>(v);
+      break;
+    case DType::Bool:
+      static_cast<bool*>(out)[off] = dev::cast<bool>(v);
+      break;
   }
 }
 
@@ -84,8 +99,8 @@ __device__ __forceinline__ int64_t red_offset(const dev::OffsetCalculator<1>& re
 // alignment; other rows go through the reduced dims' offset calculator.
 template <typename Op, typename T>
 __device__ __forceinline__ typename Op::Acc fold_row(const Op& op, typename Op::Acc acc, const T* row,
-                                                     const dev::OffsetCalculator<1>& red, int64_t begin,
-                                                     int64_t end, int tid, int nthreads) {
+                                                     const dev::OffsetCalculator<1>& red, int64_t begin, int64_t end,
+                                                     int tid, int nthreads) {
   if (red.ndim == 1 && red.strides[0][0] == 1) {
     constexpr int V = dev::vec_size_v<T>;
     const T* p = row + begin;
@@ -124,7 +139,7 @@ __device__ __forceinline__ void emit(const Op& op, const ReduceGeometry& g, void
 // One warp per output (rows of up to a few thousand elements).
 template <typename T, typename Op>
 __global__ void __launch_bounds__(kRowThreads)
-reduce_rows_warp(Op op, const T* in, void* out, DType out_dtype, ReduceGeometry g) {
+    reduce_rows_warp(Op op, const T* in, void* out, DType out_dtype, ReduceGeometry g) {
   using Acc = typename Op::Acc;
   const int lane = threadIdx.x & 31, warps = blockDim.x / 32;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * warps + threadIdx.x / 32; o < g.n_out;
@@ -141,7 +156,7 @@ reduce_rows_warp(Op op, const T* in, void* out, DType out_dtype, ReduceGeometry 
 // One block per (output, split).
 template <typename T, typename Op>
 __global__ void __launch_bounds__(kRowThreads)
-reduce_rows_block(Op op, const T* in, void* out, DType out_dtype, typename Op::Acc* partial, ReduceGeometry g) {
+    reduce_rows_block(Op op, const T* in, void* out, DType out_dtype, typename Op::Acc* partial, ReduceGeometry g) {
   using Acc = typename Op::Acc;
   const int s = blockIdx.y;
   const int64_t begin = s * g.chunk, end = begin + g.chunk < g.n_red ? begin + g.chunk : g.n_red;
@@ -157,9 +172,9 @@ reduce_rows_block(Op op, const T* in, void* out, DType out_dtype, typename Op::A
 
 // Columns: kept dim 0 of the geometry (size ncol, input stride col_stride) runs along threadIdx.x.
 template <typename T, typename Op>
-__global__ void __launch_bounds__(kColX * kColY)
-reduce_columns(Op op, const T* in, void* out, DType out_dtype, typename Op::Acc* partial, ReduceGeometry g,
-               int64_t ncol, int64_t col_tiles) {
+__global__ void __launch_bounds__(kColX* kColY)
+    reduce_columns(Op op, const T* in, void* out, DType out_dtype, typename Op::Acc* partial, ReduceGeometry g,
+                   int64_t ncol, int64_t col_tiles) {
   using Acc = typename Op::Acc;
   __shared__ __align__(16) unsigned char raw[kColY * kColX * sizeof(Acc)];
   Acc* tile = reinterpret_cast<Acc*>(raw);
@@ -191,7 +206,7 @@ reduce_columns(Op op, const T* in, void* out, DType out_dtype, typename Op::Acc*
 // Second stage: one warp folds the splits of one output.
 template <typename T, typename Op>
 __global__ void __launch_bounds__(kRowThreads)
-reduce_finish(Op op, const typename Op::Acc* partial, void* out, DType out_dtype, ReduceGeometry g) {
+    reduce_finish(Op op, const typename Op::Acc* partial, void* out, DType out_dtype, ReduceGeometry g) {
   using Acc = typename Op::Acc;
   const int lane = threadIdx.x & 31, warps = blockDim.x / 32;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * warps + threadIdx.x / 32; o < g.n_out;
@@ -272,15 +287,15 @@ void run_reduce(const Op& op, const Plan& plan, const View& out, const View& in,
                                                                                 g, ncol, col_tiles);
     ANVIL_CUDA_CHECK_LAUNCH("reduce (columns)");
     if (g.splits > 1) {
-      launch_kernel(reduce_finish<T, Op>, wave_blocks(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
-          op, partial, out.data, out.dtype, g);
+      launch_kernel(reduce_finish<T, Op>, wave_blocks(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0,
+                    l.stream)(op, partial, out.data, out.dtype, g);
       ANVIL_CUDA_CHECK_LAUNCH("reduce (finish)");
     }
     return;
   }
   if (plan.n_red <= kWarpRowMaxLength && plan.n_out > 1) {  // short rows: a warp each
-    launch_kernel(reduce_rows_warp<T, Op>, wave_blocks(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0, l.stream)(
-        op, src, out.data, out.dtype, g);
+    launch_kernel(reduce_rows_warp<T, Op>, wave_blocks(plan.n_out * 32, kRowThreads, l.device), kRowThreads, 0,
+                  l.stream)(op, src, out.data, out.dtype, g);
     ANVIL_CUDA_CHECK_LAUNCH("reduce (rows, warp)");
     return;
   }
@@ -297,7 +312,6 @@ void run_reduce(const Op& op, const Plan& plan, const View& out, const View& in,
     ANVIL_CUDA_CHECK_LAUNCH("reduce (finish)");
   }
 }
-
 
 // One family's dispatch over the input dtype (reduce_<family>.cu).
 void reduce_sum_family(ReduceOp op, const Plan& plan, const View& out, const View& in, const ReduceParams& p,

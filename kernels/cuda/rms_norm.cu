@@ -94,7 +94,7 @@ __global__ void rms_norm_weight_grad_partial_kernel(dev::ColumnChunkSums<acc_t<T
                                                     const acc_t<T>* row_rstd, int64_t rows, int64_t cols,
                                                     int64_t rows_per_chunk) {
   using C = acc_t<T>;
-  dev::sum_column_chunk(sums, rows, cols, rows_per_chunk, [&](int64_t r, int64_t col, C (&acc)[1]) {
+  dev::sum_column_chunk(sums, rows, cols, rows_per_chunk, [&](int64_t r, int64_t col, C(&acc)[1]) {
     acc[0] += dev::cast<C>(g[r * cols + col]) * dev::cast<C>(x[r * cols + col]) * row_rstd[r];
   });
 }

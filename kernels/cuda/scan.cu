@@ -32,8 +32,7 @@ namespace {
 constexpr int kMaxRowThreads = 256;
 constexpr int kColumnThreads = 256;
 
-template <typename T, ScanOp Op>
-__global__ void scan_row_kernel(T* out, const T* in, int64_t rows, int64_t n) {
+template <typename T, ScanOp Op> __global__ void scan_row_kernel(T* out, const T* in, int64_t rows, int64_t n) {
   using A = dev::acc_t<T>;
   using S = ops::Scan<Op, A>;
   A* chunk = dev::dynamic_shared<A>();  // blockDim.x values
@@ -127,10 +126,13 @@ void CudaBackend::scan(ScanOp op, const View& out, const View& in, int64_t dim) 
   visit_device_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     switch (op) {
-      case ScanOp::Sum: return launch_scan<T, ScanOp::Sum>(s, y.ptr<T>(), x.ptr<T>(), outer, n, inner);
-      case ScanOp::Prod: return launch_scan<T, ScanOp::Prod>(s, y.ptr<T>(), x.ptr<T>(), outer, n, inner);
+      case ScanOp::Sum:
+        return launch_scan<T, ScanOp::Sum>(s, y.ptr<T>(), x.ptr<T>(), outer, n, inner);
+      case ScanOp::Prod:
+        return launch_scan<T, ScanOp::Prod>(s, y.ptr<T>(), x.ptr<T>(), outer, n, inner);
       case ScanOp::LogSumExp:
-        if constexpr (dev::is_floating_v<T>) launch_scan<T, ScanOp::LogSumExp>(s, y.ptr<T>(), x.ptr<T>(), outer, n, inner);
+        if constexpr (dev::is_floating_v<T>)
+          launch_scan<T, ScanOp::LogSumExp>(s, y.ptr<T>(), x.ptr<T>(), outer, n, inner);
         return;
     }
   });

@@ -51,8 +51,8 @@ __global__ void scatter_overwrite_kernel(T* out, const int64_t* index, const T* 
 // One thread per position off the scattered dim (walked by `offs` over the
 // index's other dims), walking the dim in index order.
 template <typename T, bool kMultiply>
-__global__ void scatter_serial_kernel(T* out, const int64_t* index, const T* src, dev::OffsetCalculator<3> offs, int64_t n,
-                                      int64_t len, int64_t out_step, int64_t index_step, int64_t src_step,
+__global__ void scatter_serial_kernel(T* out, const int64_t* index, const T* src, dev::OffsetCalculator<3> offs,
+                                      int64_t n, int64_t len, int64_t out_step, int64_t index_step, int64_t src_step,
                                       int64_t out_dim, IndexErrorRecord* rec, int dim) {
   using C = dev::compute_t<T>;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
@@ -67,8 +67,10 @@ __global__ void scatter_serial_kernel(T* out, const int64_t* index, const T* src
       }
       T* dst = out + off[0] + v * out_step;
       const T s = src[off[2] + k * src_step];
-      if constexpr (kMultiply) *dst = dev::cast<T>(static_cast<C>(dev::cast<C>(*dst) * dev::cast<C>(s)));
-      else *dst = s;
+      if constexpr (kMultiply)
+        *dst = dev::cast<T>(static_cast<C>(dev::cast<C>(*dst) * dev::cast<C>(s)));
+      else
+        *dst = s;
     }
   }
 }
@@ -96,7 +98,8 @@ void CudaBackend::scatter(const View& out_, int64_t dim, const View& index_, con
       Shape out_rest = out.strides, src_rest = src.strides;
       out_rest.erase(out_rest.begin() + dim);
       src_rest.erase(src_rest.begin() + dim);
-      const auto offs = make_offset_calculator<3>("scatter", index_rest.shape, {&out_rest, &index_rest.strides, &src_rest});
+      const auto offs =
+          make_offset_calculator<3>("scatter", index_rest.shape, {&out_rest, &index_rest.strides, &src_rest});
       const int64_t rest = index_rest.numel();
       const auto kernel = multiply ? scatter_serial_kernel<T, true> : scatter_serial_kernel<T, false>;
       launch_kernel(kernel, capped_blocks(rest, kThreads), kThreads, 0, s)(

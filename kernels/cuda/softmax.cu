@@ -39,7 +39,7 @@ namespace {
 using kit::acc_t;
 
 constexpr int kWarpRowsPerBlock = 4;  // 128-thread blocks for the warp-per-row kernels
-constexpr int kRowThreads = 512;      // block-per-row kernels
+constexpr int kRowThreads = 512;  // block-per-row kernels
 constexpr int kColumnThreads = 256;
 // Rows up to this long go one warp per row, the row in registers (at most 32
 // values per lane); longer rows get a block each.
@@ -69,8 +69,10 @@ template <typename C> __device__ __forceinline__ dev::MaxSum<C> to_max_sum(const
 
 // y from x given the row's max and sum (of exp(x - max)).
 template <bool kLog, typename C> __device__ __forceinline__ C softmax_value(C x, C mx, C sum, C log_sum, C inv) {
-  if constexpr (kLog) return (x - mx) - log_sum;  // (x - max) - log(sum): large logits keep precision
-  else return exp(x - mx) * inv;
+  if constexpr (kLog)
+    return (x - mx) - log_sum;  // (x - max) - log(sum): large logits keep precision
+  else
+    return exp(x - mx) * inv;
 }
 
 // ---------------- forward ----------------
@@ -229,12 +231,18 @@ struct RowLayout {
 
 // kPer for the warp kernels: registers per lane, a power of two with 32 * kPer >= n.
 template <typename F> void with_warp_per(int64_t n, F&& f) {
-  if (n <= 32) f(std::integral_constant<int, 1>{});
-  else if (n <= 64) f(std::integral_constant<int, 2>{});
-  else if (n <= 128) f(std::integral_constant<int, 4>{});
-  else if (n <= 256) f(std::integral_constant<int, 8>{});
-  else if (n <= 512) f(std::integral_constant<int, 16>{});
-  else f(std::integral_constant<int, 32>{});
+  if (n <= 32)
+    f(std::integral_constant<int, 1>{});
+  else if (n <= 64)
+    f(std::integral_constant<int, 2>{});
+  else if (n <= 128)
+    f(std::integral_constant<int, 4>{});
+  else if (n <= 256)
+    f(std::integral_constant<int, 8>{});
+  else if (n <= 512)
+    f(std::integral_constant<int, 16>{});
+  else
+    f(std::integral_constant<int, 32>{});
 }
 
 // Calls f(kPer, kVec) for a warp kernel over rows of n: 16-byte accesses when
@@ -263,8 +271,7 @@ unsigned warp_row_grid(int64_t rows) {
   return static_cast<unsigned>(blocks);
 }
 
-template <typename T, bool kLog>
-void launch_forward(cudaStream_t s, T* y, const T* x, const RowLayout& l) {
+template <typename T, bool kLog> void launch_forward(cudaStream_t s, T* y, const T* x, const RowLayout& l) {
   const int64_t rows = l.outer * l.inner;
   if (l.inner != 1) {
     launch_kernel(softmax_inner_kernel<T, kLog>, capped_blocks(rows, kColumnThreads), kColumnThreads, 0, s)(
@@ -342,14 +349,15 @@ void CudaBackend::softmax(const View& out, const View& in, int64_t dim, bool log
   const RowLayout l = row_layout(in.shape, dim);
   visit_floating_device_dtype(name, in.dtype, [&](auto tag) {
     using T = decltype(tag);
-    if (log) launch_forward<T, true>(s, y.ptr<T>(), x.ptr<T>(), l);
-    else launch_forward<T, false>(s, y.ptr<T>(), x.ptr<T>(), l);
+    if (log)
+      launch_forward<T, true>(s, y.ptr<T>(), x.ptr<T>(), l);
+    else
+      launch_forward<T, false>(s, y.ptr<T>(), x.ptr<T>(), l);
   });
   y.commit();
 }
 
-void CudaBackend::softmax_backward(const View& grad_in, const View& grad_out, const View& out, int64_t dim,
-                                   bool log) {
+void CudaBackend::softmax_backward(const View& grad_in, const View& grad_out, const View& out, int64_t dim, bool log) {
   ANVIL_NVTX_RANGE("softmax_backward");
   const char* name = log ? "log_softmax_backward" : "softmax_backward";
   ANVIL_CHECK(grad_in.shape == out.shape && grad_out.shape == out.shape, name, ": shapes differ: grad_in ",
@@ -367,8 +375,10 @@ void CudaBackend::softmax_backward(const View& grad_in, const View& grad_out, co
   const RowLayout l = row_layout(out.shape, dim);
   visit_floating_device_dtype(name, out.dtype, [&](auto tag) {
     using T = decltype(tag);
-    if (log) launch_backward<T, true>(s, gi.ptr<T>(), go.ptr<T>(), y.ptr<T>(), l);
-    else launch_backward<T, false>(s, gi.ptr<T>(), go.ptr<T>(), y.ptr<T>(), l);
+    if (log)
+      launch_backward<T, true>(s, gi.ptr<T>(), go.ptr<T>(), y.ptr<T>(), l);
+    else
+      launch_backward<T, false>(s, gi.ptr<T>(), go.ptr<T>(), y.ptr<T>(), l);
   });
   gi.commit();
 }

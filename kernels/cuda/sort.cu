@@ -181,10 +181,10 @@ void launch_sort(CudaBackend& backend, int device, cudaStream_t s, T* values, in
 
 void CudaBackend::sort(const View& values, const View& indices, const View& in, int64_t dim, const SortParams& p) {
   ANVIL_NVTX_RANGE("sort");
-  ANVIL_CHECK(values.shape == in.shape && indices.shape == in.shape && values.dtype == in.dtype &&
-                  indices.dtype == kInt64,
-              "sort: expected values ", in.dtype, in.shape, " and indices int64", in.shape, ", got values ",
-              values.dtype, values.shape, " and indices ", indices.dtype, indices.shape);
+  ANVIL_CHECK(
+      values.shape == in.shape && indices.shape == in.shape && values.dtype == in.dtype && indices.dtype == kInt64,
+      "sort: expected values ", in.dtype, in.shape, " and indices int64", in.shape, ", got values ", values.dtype,
+      values.shape, " and indices ", indices.dtype, indices.shape);
   ANVIL_CHECK(in.dim() == 0 ? (dim == 0 || dim == -1) : (dim >= 0 && dim < in.dim()), "sort: dim ", dim,
               " out of range for shape ", in.shape);
   if (in.numel() == 0) return;
@@ -200,8 +200,7 @@ void CudaBackend::sort(const View& values, const View& indices, const View& in, 
       i(*this, indices, kInt64, DenseArg::Out);
   visit_device_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch_sort<T>(*this, in.device_index, s, v.ptr<T>(), i.ptr<int64_t>(), x.ptr<T>(), outer, n, inner,
-                   p.descending);
+    launch_sort<T>(*this, in.device_index, s, v.ptr<T>(), i.ptr<int64_t>(), x.ptr<T>(), outer, n, inner, p.descending);
   });
   v.commit();
   i.commit();

@@ -19,18 +19,15 @@ namespace anvil::cuda {
 
 namespace dev {
 // out = Out(op(C(x)...)): the conversion wrapper around a table functor.
-template <typename T, typename Out, typename Op>
-struct TableMap {
+template <typename T, typename Out, typename Op> struct TableMap {
   Op op;
-  template <typename... X>
-  __device__ __forceinline__ Out operator()(X... x) const {
+  template <typename... X> __device__ __forceinline__ Out operator()(X... x) const {
     return cast<Out>(op(cast<compute_t<T>>(x)...));
   }
 };
 }  // namespace dev
 
-template <typename, typename U>
-using Same = U;
+template <typename, typename U> using Same = U;
 
 template <typename T, ops::Domain D, ops::Result R, typename Op, typename... In>
 void run_table_op(const char* name, const View& out, const Op& op, LaunchTarget t, const View& first,
@@ -39,8 +36,8 @@ void run_table_op(const char* name, const View& out, const Op& op, LaunchTarget 
     fail(name, ": not supported for dtype ", first.dtype);
   } else {
     const DType expected = R == ops::Result::Bool ? kBool : first.dtype;
-    ANVIL_CHECK(out.dtype == expected, name, ": output dtype ", out.dtype, " should be ", expected,
-                " for input dtype ", first.dtype);
+    ANVIL_CHECK(out.dtype == expected, name, ": output dtype ", out.dtype, " should be ", expected, " for input dtype ",
+                first.dtype);
     using Out = std::conditional_t<R == ops::Result::Bool, bool, T>;
     launch_elementwise<Out, T, Same<In, T>...>(name, t.stream, t.device, out, first, rest...,
                                                dev::TableMap<T, Out, Op>{op});
@@ -54,8 +51,8 @@ template <typename T>
 void launch_unary_rows(UnaryOp op, const View& out, const View& in, const UnaryParams& p, LaunchTarget t) {
   const char* name = op_name(op);
   switch (op) {
-#define ANVIL_CUDA_UNARY_CASE(Enum, function, domain, result, api)   \
-  case UnaryOp::Enum:                                                 \
+#define ANVIL_CUDA_UNARY_CASE(Enum, function, domain, result, api) \
+  case UnaryOp::Enum: \
     return run_table_op<T, ops::Domain::domain, ops::Result::result>( \
         name, out, ops::make_unary<ops::Enum, dev::compute_t<T>>(p), t, in);
     ANVIL_UNARY_OPS(ANVIL_CUDA_UNARY_CASE)
@@ -74,9 +71,9 @@ void launch_binary_family(BinaryOp op, const View& out, const View& a, const Vie
     using T = decltype(tag);
     using C = dev::compute_t<T>;
     switch (op) {
-#define ANVIL_CUDA_BINARY_CASE(Enum, name_, domain, result, family)                                          \
-  case BinaryOp::Enum:                                                                                       \
-    if constexpr (ops::BinaryFamily::family == Family)                                                      \
+#define ANVIL_CUDA_BINARY_CASE(Enum, name_, domain, result, family) \
+  case BinaryOp::Enum: \
+    if constexpr (ops::BinaryFamily::family == Family) \
       return run_table_op<T, ops::Domain::domain, ops::Result::result>(name, out, ops::Enum<C>{}, t, a, b); \
     break;
       ANVIL_BINARY_OPS(ANVIL_CUDA_BINARY_CASE)

@@ -11,11 +11,16 @@ namespace anvil::cuda {
 
 void launch_unary_integral(UnaryOp op, const View& out, const View& in, const UnaryParams& p, LaunchTarget t) {
   switch (in.dtype) {
-    case DType::Int32: return launch_unary_rows<int32_t>(op, out, in, p, t);
-    case DType::Int64: return launch_unary_rows<int64_t>(op, out, in, p, t);
-    case DType::UInt8: return launch_unary_rows<uint8_t>(op, out, in, p, t);
-    case DType::Bool: return launch_unary_rows<bool>(op, out, in, p, t);
-    default: break;
+    case DType::Int32:
+      return launch_unary_rows<int32_t>(op, out, in, p, t);
+    case DType::Int64:
+      return launch_unary_rows<int64_t>(op, out, in, p, t);
+    case DType::UInt8:
+      return launch_unary_rows<uint8_t>(op, out, in, p, t);
+    case DType::Bool:
+      return launch_unary_rows<bool>(op, out, in, p, t);
+    default:
+      break;
   }
   fail(op_name(op), ": dtype ", in.dtype, " is not an integer or bool dtype");
 }

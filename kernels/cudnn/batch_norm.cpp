@@ -35,8 +35,7 @@ View flat(const View& v, int64_t c) {
   if (v.dim() != 1) {
     // Per-channel views may have any shape with C elements; the backend's
     // copy needs matching shapes, so a non-1-D view must be contiguous.
-    ANVIL_CHECK(v.is_contiguous(), "batch_norm: per-channel tensor of shape ", v.shape,
-                " must be 1-D or contiguous");
+    ANVIL_CHECK(v.is_contiguous(), "batch_norm: per-channel tensor of shape ", v.shape, " must be 1-D or contiguous");
     r.shape = {c};
     r.strides = {1};
   }
@@ -75,8 +74,8 @@ class ParamBuffer {
 }  // namespace
 
 void CudaBackend::batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
-                             const View* weight, const View* bias, const View* running_mean,
-                             const View* running_var, const BatchNormParams& p) {
+                             const View* weight, const View* bias, const View* running_mean, const View* running_var,
+                             const BatchNormParams& p) {
   ANVIL_NVTX_RANGE("batch_norm");
   const char* op = "batch_norm";
   const ChannelLayout l =
@@ -112,9 +111,9 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
     if (running && !running_mean) fill(View{rm.data(), param, {l.c}, {1}, device}, Scalar(0.0));
     if (running && !running_var) fill(View{rv.data(), param, {l.c}, {1}, device}, Scalar(1.0));
     ANVIL_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-        handle, CUDNN_BATCHNORM_SPATIAL, one, zero, x_desc, x.data(), x_desc, y.data(), param_desc, w.data(),
-        b.data(), p.momentum, running ? rm.data() : nullptr, running ? rv.data() : nullptr, p.eps,
-        mean_out.data(), invstd_out.data()));
+        handle, CUDNN_BATCHNORM_SPATIAL, one, zero, x_desc, x.data(), x_desc, y.data(), param_desc, w.data(), b.data(),
+        p.momentum, running ? rm.data() : nullptr, running ? rv.data() : nullptr, p.eps, mean_out.data(),
+        invstd_out.data()));
     rm.write_back();
     rv.write_back();
   } else {
@@ -130,12 +129,12 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
 }
 
 void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                      const View& grad_out, const View& in, const View* weight,
-                                      const View& save_mean, const View& save_invstd, const BatchNormParams& p) {
+                                      const View& grad_out, const View& in, const View* weight, const View& save_mean,
+                                      const View& save_invstd, const BatchNormParams& p) {
   ANVIL_NVTX_RANGE("batch_norm_backward");
   const char* op = "batch_norm_backward";
-  const ChannelLayout l = shapes::check_batch_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, weight,
-                                                            save_mean, save_invstd);
+  const ChannelLayout l =
+      shapes::check_batch_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, weight, save_mean, save_invstd);
   const DType dtype = in.dtype, param = param_type(dtype);
   const cudnnDataType_t type = cudnn_type(op, dtype);
   const int device = in.device_index;
@@ -152,8 +151,8 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
   ParamBuffer mean(*this, &save_mean, param, l.c, true), invstd(*this, &save_invstd, param, l.c, true);
   ParamBuffer gw = grad_weight ? ParamBuffer(*this, grad_weight, param, l.c, false)
                                : ParamBuffer::scratch(*this, device, param, l.c);
-  ParamBuffer gb = grad_bias ? ParamBuffer(*this, grad_bias, param, l.c, false)
-                             : ParamBuffer::scratch(*this, device, param, l.c);
+  ParamBuffer gb =
+      grad_bias ? ParamBuffer(*this, grad_bias, param, l.c, false) : ParamBuffer::scratch(*this, device, param, l.c);
   std::optional<DenseArg> dx;
   DenseBuffer dx_scratch;  // cuDNN always writes dx
   void* dx_data = nullptr;
@@ -165,8 +164,7 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
   }
 
   if (p.training) {
-    ParamBuffer w = weight ? ParamBuffer(*this, weight, param, l.c, true)
-                           : ParamBuffer(*this, device, param, l.c, 1.0);
+    ParamBuffer w = weight ? ParamBuffer(*this, weight, param, l.c, true) : ParamBuffer(*this, device, param, l.c, 1.0);
     if (!dx_data) {
       dx_scratch = dense_buffer(*this, device, dtype, in.shape);
       dx_data = dx_scratch.view.data;
@@ -176,15 +174,14 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
     x_desc.set_nchw(type, l.n, l.c, l.s, 1);
     ANVIL_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(param_desc, x_desc, CUDNN_BATCHNORM_SPATIAL));
     const CudnnScalars& sc = cudnn_scalars();
-    ANVIL_CUDNN_CHECK(cudnnBatchNormalizationBackward(
-        handle, CUDNN_BATCHNORM_SPATIAL, sc.one(dtype), sc.zero(dtype), sc.one(dtype), sc.zero(dtype), x_desc,
-        x.data(), x_desc, dy.data(), x_desc, dx_data, param_desc, w.data(), gw.data(), gb.data(), p.eps, mean.data(),
-        invstd.data()));
+    ANVIL_CUDNN_CHECK(cudnnBatchNormalizationBackward(handle, CUDNN_BATCHNORM_SPATIAL, sc.one(dtype), sc.zero(dtype),
+                                                      sc.one(dtype), sc.zero(dtype), x_desc, x.data(), x_desc,
+                                                      dy.data(), x_desc, dx_data, param_desc, w.data(), gw.data(),
+                                                      gb.data(), p.eps, mean.data(), invstd.data()));
   } else {
     ParamBuffer w(*this, weight, param, l.c, true);  // null data when there is no weight
-    batch_norm_eval_backward(dtype, param, dx_data, grad_weight ? gw.data() : nullptr,
-                             grad_bias ? gb.data() : nullptr, dy.data(), x.data(), w.data(), mean.data(),
-                             invstd.data(), l.n, l.c, l.s, s);
+    batch_norm_eval_backward(dtype, param, dx_data, grad_weight ? gw.data() : nullptr, grad_bias ? gb.data() : nullptr,
+                             dy.data(), x.data(), w.data(), mean.data(), invstd.data(), l.n, l.c, l.s, s);
   }
   gw.write_back();
   gb.write_back();

@@ -33,8 +33,8 @@ namespace {
 // Workspaces above this are passed over while a smaller algorithm exists.
 constexpr size_t kWorkspaceLimitBytes = size_t{1} << 30;
 
-using shapes::ConvGeometry;
 using shapes::conv_geometry;  // the same checks (and messages) as the CPU kernels
+using shapes::ConvGeometry;
 
 enum class Direction : int64_t { Forward, BackwardData, BackwardFilter };
 
@@ -84,8 +84,27 @@ AlgoCache<AlgoChoice>& conv_algo_cache() {
 
 std::vector<int64_t> cache_key(Direction dir, int device, DType dtype, bool fma_only, bool deterministic,
                                const ConvGeometry& g) {
-  return {static_cast<int64_t>(dir), device, static_cast<int64_t>(dtype), fma_only, deterministic, g.n, g.c, g.h,
-          g.w, g.cout, g.ho, g.wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups};
+  return {static_cast<int64_t>(dir),
+          device,
+          static_cast<int64_t>(dtype),
+          fma_only,
+          deterministic,
+          g.n,
+          g.c,
+          g.h,
+          g.w,
+          g.cout,
+          g.ho,
+          g.wo,
+          g.kh,
+          g.kw,
+          g.sh,
+          g.sw,
+          g.ph,
+          g.pw,
+          g.dh,
+          g.dw,
+          g.groups};
 }
 
 // The first (best-ranked) heuristic result that succeeded, respects the math
@@ -147,8 +166,7 @@ AlgoChoice choose(Direction dir, const char* op, cudnnHandle_t handle, const Con
 
 }  // namespace
 
-void CudaBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias,
-                         const Conv2dParams& p) {
+void CudaBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) {
   ANVIL_NVTX_RANGE("conv2d");
   const char* op = "conv2d";
   const ConvGeometry g = conv_geometry(in.shape, weight.shape, out.shape, bias, p);
@@ -226,8 +244,7 @@ void CudaBackend::conv2d_backward_weight(const View& grad_weight, const View& gr
   ANVIL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, choice.math));
   const auto algo = static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo);
   size_t ws_bytes = 0;
-  ANVIL_CUDNN_CHECK(
-      cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d.x, d.y, d.conv, d.w, algo, &ws_bytes));
+  ANVIL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d.x, d.y, d.conv, d.w, algo, &ws_bytes));
   Scratch ws(*this, device, ws_bytes);
   const CudnnScalars& s = cudnn_scalars();
   ANVIL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, s.one(dtype), d.x, x.data(), d.y, dy.data(), d.conv, algo,

@@ -16,10 +16,14 @@ cudnnHandle_t cudnn_handle(int device, cudaStream_t stream) {
 
 cudnnDataType_t cudnn_type(const char* op, DType t) {
   switch (t) {
-    case DType::Float32: return CUDNN_DATA_FLOAT;
-    case DType::Float64: return CUDNN_DATA_DOUBLE;
-    case DType::Float16: return CUDNN_DATA_HALF;
-    case DType::BFloat16: return CUDNN_DATA_BFLOAT16;
+    case DType::Float32:
+      return CUDNN_DATA_FLOAT;
+    case DType::Float64:
+      return CUDNN_DATA_DOUBLE;
+    case DType::Float16:
+      return CUDNN_DATA_HALF;
+    case DType::BFloat16:
+      return CUDNN_DATA_BFLOAT16;
     default:
       fail(op, ": dtype ", dtype_name(t),
            " is not supported on CUDA (floating dtypes only: float32, float64, float16, bfloat16)");

@@ -9,13 +9,12 @@
 #include "core/base/error.h"
 #include "kernels/view.h"
 
-#define ANVIL_CUDNN_CHECK(call)                                                                    \
-  do {                                                                                             \
-    cudnnStatus_t anvil_cudnn_status_ = (call);                                                    \
-    if (anvil_cudnn_status_ != CUDNN_STATUS_SUCCESS) {                                             \
-      ::anvil::fail(#call, " failed: ", cudnnGetErrorString(anvil_cudnn_status_), " at ", __FILE__, \
-                    ":", __LINE__);                                                                \
-    }                                                                                              \
+#define ANVIL_CUDNN_CHECK(call) \
+  do { \
+    cudnnStatus_t anvil_cudnn_status_ = (call); \
+    if (anvil_cudnn_status_ != CUDNN_STATUS_SUCCESS) { \
+      ::anvil::fail(#call, " failed: ", cudnnGetErrorString(anvil_cudnn_status_), " at ", __FILE__, ":", __LINE__); \
+    } \
   } while (0)
 
 namespace anvil::cuda {

@@ -40,8 +40,7 @@ __device__ __forceinline__ Window window_at(const PoolShape& g, int64_t oh, int6
 }
 
 // First maximum in row-major window order; a NaN wins (the first NaN).
-template <typename T>
-__device__ int64_t window_argmax(const T* plane, const PoolShape& g, const Window& win) {
+template <typename T> __device__ int64_t window_argmax(const T* plane, const PoolShape& g, const Window& win) {
   int64_t best_idx = win.h0 * g.w + win.w0;
   double best = -INFINITY;
   bool first = true;
@@ -62,8 +61,7 @@ __device__ int64_t window_argmax(const T* plane, const PoolShape& g, const Windo
 template <typename T>
 __global__ void pool_forward_kernel(PoolKind kind, T* __restrict__ out, const T* __restrict__ in, PoolShape g) {
   const int64_t total = g.planes * g.ho * g.wo;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t ow = i % g.wo, oh = (i / g.wo) % g.ho, pl = i / (g.wo * g.ho);
     const T* plane = in + pl * g.h * g.w;
     const Window win = window_at(g, oh, ow);
@@ -79,8 +77,8 @@ __global__ void pool_forward_kernel(PoolKind kind, T* __restrict__ out, const T*
 }
 
 // Outputs [lo, hi) along one dim whose window [o*s - p, o*s - p + k) holds i.
-__device__ __forceinline__ void covering(int64_t i, int64_t k, int64_t s, int64_t p, int64_t out_size,
-                                         int64_t& lo, int64_t& hi) {
+__device__ __forceinline__ void covering(int64_t i, int64_t k, int64_t s, int64_t p, int64_t out_size, int64_t& lo,
+                                         int64_t& hi) {
   const int64_t a = i + p - k + 1;  // smallest o*s with o*s - p + k > i
   lo = a <= 0 ? 0 : (a + s - 1) / s;
   hi = min((i + p) / s + 1, out_size);
@@ -91,8 +89,7 @@ __global__ void pool_backward_kernel(PoolKind kind, T* __restrict__ grad_in, con
                                      const T* __restrict__ in, PoolShape g) {
   using A = dev::acc_t<T>;
   const int64_t total = g.planes * g.h * g.w;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t iw = i % g.w, ih = (i / g.w) % g.h, pl = i / (g.w * g.h);
     const int64_t here = ih * g.w + iw;
     const T* go = grad_out + pl * g.ho * g.wo;
@@ -132,8 +129,7 @@ template <typename T, typename P>
 __global__ void bn_eval_grad_input_kernel(T* __restrict__ grad_in, const T* __restrict__ grad_out,
                                           const P* __restrict__ weight, const P* __restrict__ invstd, int64_t c,
                                           int64_t s, int64_t total) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t ch = (i / s) % c;
     const double k = static_cast<double>(invstd[ch]) * (weight ? static_cast<double>(weight[ch]) : 1.0);
     grad_in[i] = dev::cast<T>(k * dev::cast<double>(grad_out[i]));
@@ -149,8 +145,8 @@ __device__ __forceinline__ int64_t channel_elem(int64_t j, int64_t ch, int64_t c
 // grad_weight = sum g * (x - mean) * invstd, grad_bias = sum g (either may be null).
 template <typename T, typename P>
 __global__ void bn_grad_params_kernel(P* grad_weight, P* grad_bias, const T* __restrict__ grad_out,
-                                      const T* __restrict__ x, const P* __restrict__ mean,
-                                      const P* __restrict__ invstd, int64_t n, int64_t c, int64_t s) {
+                                      const T* __restrict__ x, const P* __restrict__ mean, const P* __restrict__ invstd,
+                                      int64_t n, int64_t c, int64_t s) {
   const int64_t ch = blockIdx.x;
   const double m = static_cast<double>(mean[ch]);
   double sg = 0, sgx = 0;
@@ -193,8 +189,7 @@ __global__ void bn_train_stats_kernel(P* save_mean, P* save_invstd, P* running_m
     if (running_mean)
       running_mean[ch] = static_cast<P>((1 - momentum) * static_cast<double>(running_mean[ch]) + momentum * mean);
     if (running_var)
-      running_var[ch] =
-          static_cast<P>((1 - momentum) * static_cast<double>(running_var[ch]) + momentum * var * unbias);
+      running_var[ch] = static_cast<P>((1 - momentum) * static_cast<double>(running_var[ch]) + momentum * var * unbias);
   }
 }
 
@@ -202,15 +197,15 @@ __global__ void bn_train_stats_kernel(P* save_mean, P* save_invstd, P* running_m
 // compute type (float for float32 and 16-bit floats), as the CPU.
 template <typename T, typename P>
 __global__ void bn_apply_kernel(T* __restrict__ out, const T* __restrict__ x, const P* __restrict__ mean,
-                                const P* __restrict__ invstd, const P* __restrict__ weight,
-                                const P* __restrict__ bias, int64_t c, int64_t s, int64_t total) {
+                                const P* __restrict__ invstd, const P* __restrict__ weight, const P* __restrict__ bias,
+                                int64_t c, int64_t s, int64_t total) {
   using C = dev::acc_t<T>;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t ch = (i / s) % c;
     const double w = weight ? static_cast<double>(weight[ch]) : 1.0, b = bias ? static_cast<double>(bias[ch]) : 0.0;
     const C m = static_cast<C>(mean[ch]), scale = static_cast<C>(static_cast<double>(invstd[ch]) * w);
-    out[i] = dev::cast<T>(static_cast<double>((static_cast<C>(dev::cast<double>(x[i])) - m) * scale + static_cast<C>(b)));
+    out[i] =
+        dev::cast<T>(static_cast<double>((static_cast<C>(dev::cast<double>(x[i])) - m) * scale + static_cast<C>(b)));
   }
 }
 
@@ -224,22 +219,23 @@ __global__ void bn_train_grad_input_kernel(T* __restrict__ grad_in, const T* __r
                                            const P* __restrict__ sum_g, const P* __restrict__ sum_g_xhat, int64_t c,
                                            int64_t s, int64_t count, int64_t total) {
   using C = dev::acc_t<T>;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t ch = (i / s) % c;
     const double inv = static_cast<double>(invstd[ch]);
     const double k = inv * (weight ? static_cast<double>(weight[ch]) : 1.0);
     const C kt = static_cast<C>(k), shift = static_cast<C>(-k * static_cast<double>(sum_g[ch]) / count);
     const C slope = static_cast<C>(-k * inv * static_cast<double>(sum_g_xhat[ch]) / count);
     const C xc = static_cast<C>(dev::cast<double>(x[i])) - static_cast<C>(mean[ch]);
-    grad_in[i] = dev::cast<T>(static_cast<double>(kt * static_cast<C>(dev::cast<double>(grad_out[i])) + shift + slope * xc));
+    grad_in[i] =
+        dev::cast<T>(static_cast<double>(kt * static_cast<C>(dev::cast<double>(grad_out[i])) + shift + slope * xc));
   }
 }
 
-template <typename F>
-void dispatch_param(DType param, F&& f) {
-  if (param == DType::Float64) f(double{});
-  else f(float{});
+template <typename F> void dispatch_param(DType param, F&& f) {
+  if (param == DType::Float64)
+    f(double{});
+  else
+    f(float{});
 }
 
 }  // namespace
@@ -250,8 +246,8 @@ void pool_forward_dense(PoolKind kind, DType dtype, void* out, const void* in, c
   if (total == 0) return;
   visit_floating_device_dtype("pool2d", dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch_kernel(pool_forward_kernel<T>, capped_blocks(total, kThreads), kThreads, 0, stream)(kind, static_cast<T*>(out),
-                                                                                  static_cast<const T*>(in), g);
+    launch_kernel(pool_forward_kernel<T>, capped_blocks(total, kThreads), kThreads, 0, stream)(
+        kind, static_cast<T*>(out), static_cast<const T*>(in), g);
     ANVIL_CUDA_CHECK_LAUNCH("pool_forward_kernel");
   });
 }
@@ -333,8 +329,8 @@ void batch_norm_apply(DType dtype, DType param, void* out, const void* x, const 
     dispatch_param(param, [&](auto ptag) {
       using P = decltype(ptag);
       launch_kernel(bn_apply_kernel<T, P>, capped_blocks(total, kThreads), kThreads, 0, stream)(
-          static_cast<T*>(out), static_cast<const T*>(x), static_cast<const P*>(mean),
-          static_cast<const P*>(invstd), static_cast<const P*>(weight), static_cast<const P*>(bias), c, s, total);
+          static_cast<T*>(out), static_cast<const T*>(x), static_cast<const P*>(mean), static_cast<const P*>(invstd),
+          static_cast<const P*>(weight), static_cast<const P*>(bias), c, s, total);
       ANVIL_CUDA_CHECK_LAUNCH("bn_apply_kernel");
     });
   });

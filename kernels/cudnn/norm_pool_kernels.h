@@ -20,8 +20,7 @@ namespace anvil::cuda {
 using PoolShape = shapes::PoolGeometry;
 
 // Forward for any output size (ceil-mode sizes included); sums in double.
-void pool_forward_dense(PoolKind kind, DType dtype, void* out, const void* in, const PoolShape& g,
-                        cudaStream_t stream);
+void pool_forward_dense(PoolKind kind, DType dtype, void* out, const void* in, const PoolShape& g, cudaStream_t stream);
 // grad_in = the gradient of pooling, gathered per input element (no atomics,
 // deterministic). Max pooling gives each window's gradient to its first
 // maximum in row-major window order (a NaN wins), exactly as the CPU does.

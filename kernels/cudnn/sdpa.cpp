@@ -76,9 +76,9 @@ class Desc {
   cudnnBackendDescriptor_t get() const { return d_; }
   void set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count, const void* value) {
     // cuDNN has no names for its enums: the numbers are cudnn_graph.h's.
-    check(cudnnBackendSetAttribute(d_, name, type, count, value),
-          "cudnnBackendSetAttribute(attribute " + std::to_string(name) + " of descriptor type " +
-              std::to_string(type_) + ")");
+    check(cudnnBackendSetAttribute(d_, name, type, count, value), "cudnnBackendSetAttribute(attribute " +
+                                                                      std::to_string(name) + " of descriptor type " +
+                                                                      std::to_string(type_) + ")");
   }
   void set_desc(cudnnBackendAttributeName_t name, cudnnBackendDescriptor_t value) {
     set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value);
@@ -96,8 +96,21 @@ Dims dense_strides(const Dims& d) { return {d[1] * d[2] * d[3], d[2] * d[3], d[3
 
 // The real tensors' ids in the variant pack; virtual ones count up from kFirstVirtual.
 enum Uid : int64_t {
-  kQ = 1, kK, kV, kO, kStats, kGradOut, kGradQ, kGradK, kGradV,
-  kScale, kNegInf, kOne, kSoftmaxSum, kGradQAccum, kFirstVirtual = 100
+  kQ = 1,
+  kK,
+  kV,
+  kO,
+  kStats,
+  kGradOut,
+  kGradQ,
+  kGradK,
+  kGradV,
+  kScale,
+  kNegInf,
+  kOne,
+  kSoftmaxSum,
+  kGradQAccum,
+  kFirstVirtual = 100
 };
 
 // The op graph under construction: owns every descriptor it creates.
@@ -211,12 +224,12 @@ class Graph {
   cudnnBackendDescriptor_t causal(cudnnBackendDescriptor_t scores, const Dims& dims) {
     // The indices are computed in int32, as cudnn_frontend sets them: the
     // runtime fusion engines match the causal pattern on these types.
-    cudnnBackendDescriptor_t row = pointwise(
-        {.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .compute = CUDNN_DATA_INT32, .axis = 2},
-        virt(dims, CUDNN_DATA_INT32));
-    cudnnBackendDescriptor_t col = pointwise(
-        {.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .compute = CUDNN_DATA_INT32, .axis = 3},
-        virt(dims, CUDNN_DATA_INT32));
+    cudnnBackendDescriptor_t row =
+        pointwise({.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .compute = CUDNN_DATA_INT32, .axis = 2},
+                  virt(dims, CUDNN_DATA_INT32));
+    cudnnBackendDescriptor_t col =
+        pointwise({.mode = CUDNN_POINTWISE_GEN_INDEX, .x = scores, .compute = CUDNN_DATA_INT32, .axis = 3},
+                  virt(dims, CUDNN_DATA_INT32));
     cudnnBackendDescriptor_t keep_it =
         pointwise({.mode = CUDNN_POINTWISE_CMP_GE, .x = row, .b = col, .compute = CUDNN_DATA_BOOLEAN},
                   virt(dims, CUDNN_DATA_BOOLEAN));
@@ -264,8 +277,8 @@ class Graph {
         plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, raw[static_cast<size_t>(i)]);
         plan->finalize("execution plan");
         int64_t got = 0;
-        check(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-                                       &got, workspace),
+        check(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
+                                       workspace),
               "plan workspace size");
       } catch (const Declined& d) {
         last = d.why;
@@ -279,9 +292,9 @@ class Graph {
       for (Desc& c : configs) keep(std::move(c));
       return std::move(*plan);
     }
-    throw Declined{"none of cuDNN's " + std::to_string(count) + " engine configurations took the graph (last: " +
-                       last + ")",
-                   transient};
+    throw Declined{
+        "none of cuDNN's " + std::to_string(count) + " engine configurations took the graph (last: " + last + ")",
+        transient};
   }
 
  private:
@@ -349,8 +362,7 @@ void build_backward(Graph& g, const CudnnSdpaProblem& p) {
                                  stats = g.real(x.stats, x.stats_strides, CUDNN_DATA_FLOAT, kStats),
                                  d_q = g.real(x.q, dense_strides(x.q), g.io(), kGradQ),
                                  d_k = g.real(k, dense_strides(k), g.io(), kGradK),
-                                 d_v = g.real(x.v, dense_strides(x.v), g.io(), kGradV),
-                                 scale = g.scalar(kScale);
+                                 d_v = g.real(x.v, dense_strides(x.v), g.io(), kGradV), scale = g.scalar(kScale);
   // Dsum = rowsum(dO * O), kept in the workspace (cuDNN's pattern stores it).
   const cudnnBackendDescriptor_t row_dot =
       g.reduce(CUDNN_REDUCE_TENSOR_ADD, g.binary(CUDNN_POINTWISE_MUL, d_o, o, x.o), g.virt(x.stats));
@@ -435,8 +447,16 @@ PlanCache& plan_cache() {
 
 std::shared_ptr<Plan> cached_plan(cudnnHandle_t handle, const CudnnSdpaProblem& p, bool backward) {
   PlanCache& cache = plan_cache();
-  const std::vector<int64_t> key = {reinterpret_cast<int64_t>(handle), backward, static_cast<int64_t>(p.dtype),
-                                    p.batch, p.heads, p.len_q, p.len_k, p.dim_qk, p.dim_v, p.causal};
+  const std::vector<int64_t> key = {reinterpret_cast<int64_t>(handle),
+                                    backward,
+                                    static_cast<int64_t>(p.dtype),
+                                    p.batch,
+                                    p.heads,
+                                    p.len_q,
+                                    p.len_k,
+                                    p.dim_qk,
+                                    p.dim_v,
+                                    p.causal};
   {
     std::lock_guard<std::mutex> lock(cache.mu);
     auto it = cache.plans.find(key);
@@ -450,8 +470,8 @@ std::shared_ptr<Plan> cached_plan(cudnnHandle_t handle, const CudnnSdpaProblem& 
 }
 
 // Execution failures are call-level: the plan stays cached.
-CudnnSdpaOutcome execute(cudnnHandle_t handle, const Plan& plan, const std::string& problem,
-                         std::vector<int64_t> uids, std::vector<void*> ptrs, void* workspace) {
+CudnnSdpaOutcome execute(cudnnHandle_t handle, const Plan& plan, const std::string& problem, std::vector<int64_t> uids,
+                         std::vector<void*> ptrs, void* workspace) {
   try {
     Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
     pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
@@ -513,11 +533,14 @@ CudnnSdpaOutcome cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream
   const std::shared_ptr<Plan> plan = cached_plan(handle, p, false);
   if (!plan->plan) return {plan->declined, !plan->transient};
   Scratch ws;
-  if (CudnnSdpaOutcome o = allocate(backend, device, static_cast<size_t>(plan->workspace), cudnn_sdpa_text(p, false), &ws); !o.ran()) return o;
+  if (CudnnSdpaOutcome o =
+          allocate(backend, device, static_cast<size_t>(plan->workspace), cudnn_sdpa_text(p, false), &ws);
+      !o.ran())
+    return o;
   float scale = p.scale, neg_inf = -std::numeric_limits<float>::infinity();
   std::vector<int64_t> uids = {kQ, kK, kV, kO, kStats, kScale};
-  std::vector<void*> ptrs = {const_cast<void*>(a.q), const_cast<void*>(a.k), const_cast<void*>(a.v), a.out, a.lse,
-                             &scale};
+  std::vector<void*> ptrs = {
+      const_cast<void*>(a.q), const_cast<void*>(a.k), const_cast<void*>(a.v), a.out, a.lse, &scale};
   if (p.causal) {
     uids.push_back(kNegInf);
     ptrs.push_back(&neg_inf);
@@ -538,21 +561,30 @@ CudnnSdpaOutcome cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStrea
   const size_t sum_bytes = align_up(rows * sizeof(float));
   const size_t accum_bytes = rows * static_cast<size_t>(p.dim_qk) * sizeof(float);
   Scratch ws;
-  if (CudnnSdpaOutcome o = allocate(backend, device, plan_bytes + sum_bytes + accum_bytes, cudnn_sdpa_text(p, true), &ws); !o.ran()) return o;
+  if (CudnnSdpaOutcome o =
+          allocate(backend, device, plan_bytes + sum_bytes + accum_bytes, cudnn_sdpa_text(p, true), &ws);
+      !o.ran())
+    return o;
   char* base = ws.as<char>();
   void* softmax_sum = base + plan_bytes;
   void* dq_accum = base + plan_bytes + sum_bytes;
   // cuDNN before 9.6 expects the accumulator zeroed (cudnn_frontend memsets it then); harmless after.
   ANVIL_CUDA_CHECK(cudaMemsetAsync(dq_accum, 0, accum_bytes, s));
   float scale = p.scale, neg_inf = -std::numeric_limits<float>::infinity(), one = 1.0f;
-  std::vector<int64_t> uids = {kQ,     kK,     kV,     kO,    kGradOut,    kStats,     kGradQ,
-                               kGradK, kGradV, kScale, kOne,  kSoftmaxSum, kGradQAccum};
-  std::vector<void*> ptrs = {const_cast<void*>(a.q),        const_cast<void*>(a.k),
-                             const_cast<void*>(a.v),        const_cast<void*>(a.out),
-                             const_cast<void*>(a.grad_out), const_cast<float*>(a.lse),
-                             a.grad_q,                      a.grad_k,
-                             a.grad_v,                      &scale,
-                             &one,                          softmax_sum,
+  std::vector<int64_t> uids = {kQ,     kK,     kV,     kO,   kGradOut,    kStats,     kGradQ,
+                               kGradK, kGradV, kScale, kOne, kSoftmaxSum, kGradQAccum};
+  std::vector<void*> ptrs = {const_cast<void*>(a.q),
+                             const_cast<void*>(a.k),
+                             const_cast<void*>(a.v),
+                             const_cast<void*>(a.out),
+                             const_cast<void*>(a.grad_out),
+                             const_cast<float*>(a.lse),
+                             a.grad_q,
+                             a.grad_k,
+                             a.grad_v,
+                             &scale,
+                             &one,
+                             softmax_sum,
                              dq_accum};
   if (p.causal) {
     uids.push_back(kNegInf);

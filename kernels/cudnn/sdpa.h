@@ -25,7 +25,7 @@ struct CudnnSdpaProblem {
   DType dtype = DType::BFloat16;
   int64_t batch = 0, heads = 0, len_q = 0, len_k = 0, dim_qk = 0, dim_v = 0;
   bool causal = false;  // top-left aligned, as AttentionParams::is_causal
-  float scale = 1.0f;   // passed by value at execution: not part of the plan
+  float scale = 1.0f;  // passed by value at execution: not part of the plan
 };
 
 struct CudnnSdpaForwardArgs {

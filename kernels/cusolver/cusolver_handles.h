@@ -9,12 +9,12 @@
 
 #include "core/base/error.h"
 
-#define ANVIL_CUSOLVER_CHECK(call)                                                                             \
-  do {                                                                                                         \
-    cusolverStatus_t anvil_cusolver_status_ = (call);                                                          \
-    if (anvil_cusolver_status_ != CUSOLVER_STATUS_SUCCESS)                                                     \
+#define ANVIL_CUSOLVER_CHECK(call) \
+  do { \
+    cusolverStatus_t anvil_cusolver_status_ = (call); \
+    if (anvil_cusolver_status_ != CUSOLVER_STATUS_SUCCESS) \
       ::anvil::fail(#call, " failed with cusolverStatus_t ", static_cast<int>(anvil_cusolver_status_), " at ", \
-                    __FILE__, ":", __LINE__);                                                                  \
+                    __FILE__, ":", __LINE__); \
   } while (0)
 
 namespace anvil::cuda {

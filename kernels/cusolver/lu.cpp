@@ -37,8 +37,7 @@ void getrs(cusolverDnHandle_t h, int n, int nrhs, const double* a, const int* ip
 }
 
 template <typename T>
-void factor_batch(CudaBackend& backend, const View& a, const View& pivots, const View& info,
-                  const shapes::LuShape& s) {
+void factor_batch(CudaBackend& backend, const View& a, const View& pivots, const View& info, const shapes::LuShape& s) {
   const int device = a.device_index, n = solver_int("lu_factor", s.n);
   cusolverDnHandle_t h = cusolver_handle(device, backend.stream(device));
   T* base = a.ptr<T>();
@@ -69,8 +68,10 @@ void CudaBackend::lu_factor(const View& a, const View& pivots, const View& info)
     ANVIL_CUDA_CHECK(cudaMemsetAsync(info.data, 0, static_cast<size_t>(s.batch) * sizeof(int), stream(a.device_index)));
     return;
   }
-  if (a.dtype == kFloat32) factor_batch<float>(*this, a, pivots, info, s);
-  else factor_batch<double>(*this, a, pivots, info, s);
+  if (a.dtype == kFloat32)
+    factor_batch<float>(*this, a, pivots, info, s);
+  else
+    factor_batch<double>(*this, a, pivots, info, s);
 }
 
 void CudaBackend::lu_solve(const View& lu, const View& pivots, const View& b) {
@@ -78,8 +79,10 @@ void CudaBackend::lu_solve(const View& lu, const View& pivots, const View& b) {
   const shapes::LuShape s = shapes::check_lu_solve(lu, pivots, b);
   DeviceGuard guard(b.device_index);
   if (s.batch == 0 || s.n == 0 || s.rhs == 0) return;
-  if (b.dtype == kFloat32) solve_batch<float>(*this, lu, pivots, b, s);
-  else solve_batch<double>(*this, lu, pivots, b, s);
+  if (b.dtype == kFloat32)
+    solve_batch<float>(*this, lu, pivots, b, s);
+  else
+    solve_batch<double>(*this, lu, pivots, b, s);
 }
 
 }  // namespace anvil::cuda

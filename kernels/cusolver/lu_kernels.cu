@@ -18,16 +18,14 @@ constexpr int kFactorThreads = 128;
 constexpr int kSolveThreads = 64;
 constexpr int64_t kMaxGridY = 65535;
 
-template <typename T>
-__device__ T magnitude(T v) { return v < T(0) ? -v : v; }
+template <typename T> __device__ T magnitude(T v) { return v < T(0) ? -v : v; }
 
 // Column-major: element (row, col) of an n x n matrix is m[row + col * n].
 // Each thread owns the columns j = threadIdx.x (mod blockDim.x) and is the
 // only one to write them (the row swaps, the scaling of column k, the
 // trailing update): every element has one writer per launch, so the block's
 // barriers alone order the reads of other threads' columns.
-template <typename T>
-__global__ void lu_factor_kernel(T* a, int* pivots, int* info, int64_t n) {
+template <typename T> __global__ void lu_factor_kernel(T* a, int* pivots, int* info, int64_t n) {
   T* m = a + static_cast<int64_t>(blockIdx.x) * n * n;
   int* piv = pivots + static_cast<int64_t>(blockIdx.x) * n;
   int first_zero = 0;  // as LAPACK's info; thread 0 writes it
@@ -94,12 +92,11 @@ __global__ void lu_solve_kernel(const T* lu, const int* pivots, T* b, int64_t ba
   }
 }
 
-template <typename T>
-void factor(void* a, int* pivots, int* info, int64_t batch, int64_t n, cudaStream_t stream) {
+template <typename T> void factor(void* a, int* pivots, int* info, int64_t batch, int64_t n, cudaStream_t stream) {
   // One block per matrix; gridDim.x reaches 2^31 - 1.
   ANVIL_CHECK(batch <= (int64_t{1} << 31) - 1, "lu_factor: batch of ", batch, " matrices is too large");
-  launch_kernel(lu_factor_kernel<T>, dim3(static_cast<unsigned>(batch)), kFactorThreads, 0, stream)(
-      static_cast<T*>(a), pivots, info, n);
+  launch_kernel(lu_factor_kernel<T>, dim3(static_cast<unsigned>(batch)), kFactorThreads, 0, stream)(static_cast<T*>(a),
+                                                                                                    pivots, info, n);
   ANVIL_CUDA_CHECK_LAUNCH("linalg.lu_factor");
 }
 
@@ -108,21 +105,25 @@ void solve(const void* lu, const int* pivots, void* b, int64_t batch, int64_t n,
   const dim3 grid(static_cast<unsigned>((rhs + kSolveThreads - 1) / kSolveThreads),
                   static_cast<unsigned>(std::min(batch, kMaxGridY)));
   launch_kernel(lu_solve_kernel<T>, grid, kSolveThreads, 0, stream)(static_cast<const T*>(lu), pivots,
-                                                                     static_cast<T*>(b), batch, n, rhs);
+                                                                    static_cast<T*>(b), batch, n, rhs);
   ANVIL_CUDA_CHECK_LAUNCH("linalg.lu_solve");
 }
 
 }  // namespace
 
 void lu_factor_dense(DType dtype, void* a, int* pivots, int* info, int64_t batch, int64_t n, cudaStream_t stream) {
-  if (dtype == kFloat64) factor<double>(a, pivots, info, batch, n, stream);
-  else factor<float>(a, pivots, info, batch, n, stream);
+  if (dtype == kFloat64)
+    factor<double>(a, pivots, info, batch, n, stream);
+  else
+    factor<float>(a, pivots, info, batch, n, stream);
 }
 
 void lu_solve_dense(DType dtype, const void* lu, const int* pivots, void* b, int64_t batch, int64_t n, int64_t rhs,
                     cudaStream_t stream) {
-  if (dtype == kFloat64) solve<double>(lu, pivots, b, batch, n, rhs, stream);
-  else solve<float>(lu, pivots, b, batch, n, rhs, stream);
+  if (dtype == kFloat64)
+    solve<double>(lu, pivots, b, batch, n, rhs, stream);
+  else
+    solve<float>(lu, pivots, b, batch, n, rhs, stream);
 }
 
 }  // namespace anvil::cuda

@@ -39,25 +39,23 @@ struct SvdArgs {
 
 int gesvdj_buffer_size(cusolverDnHandle_t h, const SvdArgs& a, const float* A, const float* S, gesvdjInfo_t p) {
   int lwork = 0;
-  ANVIL_CUSOLVER_CHECK(cusolverDnSgesvdj_bufferSize(h, a.jobz, 1, a.m, a.n, A, a.m, S, nullptr, a.ldu, nullptr,
-                                                   a.ldv, &lwork, p));
+  ANVIL_CUSOLVER_CHECK(
+      cusolverDnSgesvdj_bufferSize(h, a.jobz, 1, a.m, a.n, A, a.m, S, nullptr, a.ldu, nullptr, a.ldv, &lwork, p));
   return lwork;
 }
 int gesvdj_buffer_size(cusolverDnHandle_t h, const SvdArgs& a, const double* A, const double* S, gesvdjInfo_t p) {
   int lwork = 0;
-  ANVIL_CUSOLVER_CHECK(cusolverDnDgesvdj_bufferSize(h, a.jobz, 1, a.m, a.n, A, a.m, S, nullptr, a.ldu, nullptr,
-                                                   a.ldv, &lwork, p));
+  ANVIL_CUSOLVER_CHECK(
+      cusolverDnDgesvdj_bufferSize(h, a.jobz, 1, a.m, a.n, A, a.m, S, nullptr, a.ldu, nullptr, a.ldv, &lwork, p));
   return lwork;
 }
 void gesvdj(cusolverDnHandle_t h, const SvdArgs& a, float* A, float* S, float* U, float* V, float* work, int lwork,
             int* info, gesvdjInfo_t p) {
-  ANVIL_CUSOLVER_CHECK(
-      cusolverDnSgesvdj(h, a.jobz, 1, a.m, a.n, A, a.m, S, U, a.ldu, V, a.ldv, work, lwork, info, p));
+  ANVIL_CUSOLVER_CHECK(cusolverDnSgesvdj(h, a.jobz, 1, a.m, a.n, A, a.m, S, U, a.ldu, V, a.ldv, work, lwork, info, p));
 }
-void gesvdj(cusolverDnHandle_t h, const SvdArgs& a, double* A, double* S, double* U, double* V, double* work,
-            int lwork, int* info, gesvdjInfo_t p) {
-  ANVIL_CUSOLVER_CHECK(
-      cusolverDnDgesvdj(h, a.jobz, 1, a.m, a.n, A, a.m, S, U, a.ldu, V, a.ldv, work, lwork, info, p));
+void gesvdj(cusolverDnHandle_t h, const SvdArgs& a, double* A, double* S, double* U, double* V, double* work, int lwork,
+            int* info, gesvdjInfo_t p) {
+  ANVIL_CUSOLVER_CHECK(cusolverDnDgesvdj(h, a.jobz, 1, a.m, a.n, A, a.m, S, U, a.ldu, V, a.ldv, work, lwork, info, p));
 }
 
 template <typename T>
@@ -65,8 +63,7 @@ void svd_batch(CudaBackend& backend, const View& a, const View& s, const View* u
                const shapes::SvdShape& sh) {
   const int device = a.device_index;
   const SvdArgs args{sh.vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR, solver_int("svd", sh.m),
-                     solver_int("svd", sh.n), std::max(1, static_cast<int>(sh.m)),
-                     std::max(1, static_cast<int>(sh.n))};
+                     solver_int("svd", sh.n), std::max(1, static_cast<int>(sh.m)), std::max(1, static_cast<int>(sh.n))};
   cusolverDnHandle_t h = cusolver_handle(device, backend.stream(device));
   GesvdjParams params;  // default tolerance (machine epsilon), 100 sweeps, sorted descending
   const int lwork = gesvdj_buffer_size(h, args, a.ptr<T>(), s.ptr<T>(), params.p);
@@ -93,11 +90,14 @@ void CudaBackend::svd(const View& a, const View& s, const View* u, const View* v
   DeviceGuard guard(a.device_index);
   if (sh.batch == 0) return;
   if (sh.k == 0) {
-    ANVIL_CUDA_CHECK(cudaMemsetAsync(info.data, 0, static_cast<size_t>(sh.batch) * sizeof(int), stream(a.device_index)));
+    ANVIL_CUDA_CHECK(
+        cudaMemsetAsync(info.data, 0, static_cast<size_t>(sh.batch) * sizeof(int), stream(a.device_index)));
     return;
   }
-  if (a.dtype == kFloat32) svd_batch<float>(*this, a, s, u, v, info, sh);
-  else svd_batch<double>(*this, a, s, u, v, info, sh);
+  if (a.dtype == kFloat32)
+    svd_batch<float>(*this, a, s, u, v, info, sh);
+  else
+    svd_batch<double>(*this, a, s, u, v, info, sh);
 }
 
 }  // namespace anvil::cuda

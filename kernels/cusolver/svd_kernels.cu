@@ -28,12 +28,10 @@ namespace {
 constexpr int kThreads = 64;  // matrices per block
 constexpr int kMaxSweeps = 40;  // Jacobi converges quadratically: real inputs need under 10
 
-template <typename T>
-__device__ T magnitude(T v) { return v < T(0) ? -v : v; }
+template <typename T> __device__ T magnitude(T v) { return v < T(0) ? -v : v; }
 
 // A rows x cols matrix with element (r, c) at r * rs + c * cs.
-template <typename T>
-struct Columns {
+template <typename T> struct Columns {
   T* data;
   int64_t rows, rs, cs;
   __device__ T& at(int64_t r, int64_t c) const { return data[r * rs + c * cs]; }
@@ -41,8 +39,7 @@ struct Columns {
 
 // Rotates columns p and q of w (and of v, when given) to make them
 // orthogonal; returns whether they were not already, to within tol.
-template <typename T>
-__device__ bool rotate(const Columns<T>& w, const Columns<T>* v, int64_t p, int64_t q, T tol) {
+template <typename T> __device__ bool rotate(const Columns<T>& w, const Columns<T>* v, int64_t p, int64_t q, T tol) {
   T alpha = 0, beta = 0, gamma = 0;
   for (int64_t r = 0; r < w.rows; ++r) {
     const T x = w.at(r, p), y = w.at(r, q);
@@ -71,8 +68,7 @@ __device__ bool rotate(const Columns<T>& w, const Columns<T>* v, int64_t p, int6
   return true;
 }
 
-template <typename T>
-__device__ void swap_columns(const Columns<T>& m, int64_t a, int64_t b) {
+template <typename T> __device__ void swap_columns(const Columns<T>& m, int64_t a, int64_t b) {
   for (int64_t r = 0; r < m.rows; ++r) {
     const T t = m.at(r, a);
     m.at(r, a) = m.at(r, b);
@@ -149,8 +145,10 @@ void jacobi(void* a, void* s, void* u, void* v, int* info, int64_t batch, int64_
 
 void svd_jacobi(DType dtype, void* a, void* s, void* u, void* v, int* info, int64_t batch, int64_t m, int64_t n,
                 cudaStream_t stream) {
-  if (dtype == kFloat64) jacobi<double>(a, s, u, v, info, batch, m, n, stream);
-  else jacobi<float>(a, s, u, v, info, batch, m, n, stream);
+  if (dtype == kFloat64)
+    jacobi<double>(a, s, u, v, info, batch, m, n, stream);
+  else
+    jacobi<float>(a, s, u, v, info, batch, m, n, stream);
 }
 
 }  // namespace anvil::cuda

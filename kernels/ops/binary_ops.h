@@ -25,36 +25,36 @@
 #include "kernels/ops/math.h"
 #include "kernels/ops/op_traits.h"
 
-#define ANVIL_BINARY_OPS(X)                                                   \
-  X(Add, add, Any, Same, Arithmetic)                                          \
-  X(Sub, sub, Numeric, Same, Arithmetic)                                      \
-  X(Mul, mul, Any, Same, Arithmetic)                                          \
-  X(Div, div, Floating, Same, Arithmetic)                                     \
-  X(Pow, pow, Floating, Same, Arithmetic)                                     \
-  X(Maximum, maximum, Any, Same, Arithmetic)                                  \
-  X(Minimum, minimum, Any, Same, Arithmetic)                                  \
-  X(BitwiseAnd, bitwise_and, Integral, Same, Arithmetic)                      \
-  X(BitwiseOr, bitwise_or, Integral, Same, Arithmetic)                        \
-  X(BitwiseXor, bitwise_xor, Integral, Same, Arithmetic)                      \
-  X(Eq, eq, Any, Bool, Compare)                                               \
-  X(Ne, ne, Any, Bool, Compare)                                               \
-  X(Lt, lt, Any, Bool, Compare)                                               \
-  X(Le, le, Any, Bool, Compare)                                               \
-  X(Gt, gt, Any, Bool, Compare)                                               \
-  X(Ge, ge, Any, Bool, Compare)                                               \
-  X(LogicalAnd, logical_and, Any, Bool, Compare)                              \
-  X(LogicalOr, logical_or, Any, Bool, Compare)                                \
-  X(ReluBackward, relu_backward, Floating, Same, ActivationBackward)          \
+#define ANVIL_BINARY_OPS(X) \
+  X(Add, add, Any, Same, Arithmetic) \
+  X(Sub, sub, Numeric, Same, Arithmetic) \
+  X(Mul, mul, Any, Same, Arithmetic) \
+  X(Div, div, Floating, Same, Arithmetic) \
+  X(Pow, pow, Floating, Same, Arithmetic) \
+  X(Maximum, maximum, Any, Same, Arithmetic) \
+  X(Minimum, minimum, Any, Same, Arithmetic) \
+  X(BitwiseAnd, bitwise_and, Integral, Same, Arithmetic) \
+  X(BitwiseOr, bitwise_or, Integral, Same, Arithmetic) \
+  X(BitwiseXor, bitwise_xor, Integral, Same, Arithmetic) \
+  X(Eq, eq, Any, Bool, Compare) \
+  X(Ne, ne, Any, Bool, Compare) \
+  X(Lt, lt, Any, Bool, Compare) \
+  X(Le, le, Any, Bool, Compare) \
+  X(Gt, gt, Any, Bool, Compare) \
+  X(Ge, ge, Any, Bool, Compare) \
+  X(LogicalAnd, logical_and, Any, Bool, Compare) \
+  X(LogicalOr, logical_or, Any, Bool, Compare) \
+  X(ReluBackward, relu_backward, Floating, Same, ActivationBackward) \
   X(GeluTanhBackward, gelu_tanh_backward, Floating, Same, ActivationBackward) \
-  X(GeluErfBackward, gelu_erf_backward, Floating, Same, ActivationBackward)   \
-  X(SiluBackward, silu_backward, Floating, Same, ActivationBackward)          \
-  X(SigmoidBackward, sigmoid_backward, Floating, Same, ActivationBackward)    \
-  X(TanhBackward, tanh_backward, Floating, Same, ActivationBackward)          \
-  X(SoftplusBackward, softplus_backward, Floating, Same, ActivationBackward)  \
-  X(ErfBackward, erf_backward, Floating, Same, ActivationBackward)            \
-  X(Expm1Backward, expm1_backward, Floating, Same, ActivationBackward)        \
-  X(Log1pBackward, log1p_backward, Floating, Same, ActivationBackward)        \
-  X(Fmod, fmod, Numeric, Same, Arithmetic)                                    \
+  X(GeluErfBackward, gelu_erf_backward, Floating, Same, ActivationBackward) \
+  X(SiluBackward, silu_backward, Floating, Same, ActivationBackward) \
+  X(SigmoidBackward, sigmoid_backward, Floating, Same, ActivationBackward) \
+  X(TanhBackward, tanh_backward, Floating, Same, ActivationBackward) \
+  X(SoftplusBackward, softplus_backward, Floating, Same, ActivationBackward) \
+  X(ErfBackward, erf_backward, Floating, Same, ActivationBackward) \
+  X(Expm1Backward, expm1_backward, Floating, Same, ActivationBackward) \
+  X(Log1pBackward, log1p_backward, Floating, Same, ActivationBackward) \
+  X(Fmod, fmod, Numeric, Same, Arithmetic) \
   X(Remainder, remainder, Numeric, Same, Arithmetic)
 
 namespace anvil {
@@ -86,8 +86,10 @@ constexpr const BinaryOpInfo& binary_info(BinaryOp op) { return kBinaryOps[stati
 
 template <class C> struct Add {
   ANVIL_HD C operator()(C a, C b) const {
-    if constexpr (std::is_same_v<C, bool>) return a || b;
-    else return math::wrapping_add(a, b);
+    if constexpr (std::is_same_v<C, bool>)
+      return a || b;
+    else
+      return math::wrapping_add(a, b);
   }
 };
 template <class C> struct Sub {
@@ -95,8 +97,10 @@ template <class C> struct Sub {
 };
 template <class C> struct Mul {
   ANVIL_HD C operator()(C a, C b) const {
-    if constexpr (std::is_same_v<C, bool>) return a && b;
-    else return math::wrapping_mul(a, b);
+    if constexpr (std::is_same_v<C, bool>)
+      return a && b;
+    else
+      return math::wrapping_mul(a, b);
   }
 };
 template <class C> struct Div {
@@ -204,11 +208,13 @@ template <class C> struct Log1pBackward {  // b = x: g / (x + 1)
 // 0 gives 0 here, where PyTorch's CPU raises and its GPU gives garbage: a
 // functor cannot raise, and C++'s x % 0 is undefined. x % -1 is 0 for every
 // x (C++'s INT_MIN % -1 is undefined too).
-template <class C>
-ANVIL_HD C truncated_remainder(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) return math::fmod(a, b);
-  else if constexpr (std::is_signed_v<C>) return b == C(0) || b == C(-1) ? C(0) : C(a % b);
-  else return b == C(0) ? C(0) : C(a % b);
+template <class C> ANVIL_HD C truncated_remainder(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>)
+    return math::fmod(a, b);
+  else if constexpr (std::is_signed_v<C>)
+    return b == C(0) || b == C(-1) ? C(0) : C(a % b);
+  else
+    return b == C(0) ? C(0) : C(a % b);
 }
 template <class C> struct Fmod {
   ANVIL_HD C operator()(C a, C b) const { return truncated_remainder(a, b); }
@@ -216,8 +222,10 @@ template <class C> struct Fmod {
 template <class C> struct Remainder {
   ANVIL_HD C operator()(C a, C b) const {
     const C r = truncated_remainder(a, b);
-    if constexpr (std::is_unsigned_v<C>) return r;
-    else return r != C(0) && ((r < C(0)) != (b < C(0))) ? C(r + b) : r;
+    if constexpr (std::is_unsigned_v<C>)
+      return r;
+    else
+      return r != C(0) && ((r < C(0)) != (b < C(0))) ? C(r + b) : r;
   }
 };
 

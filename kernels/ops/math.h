@@ -11,26 +11,14 @@ namespace anvil::ops::math {
 
 #if defined(__CUDA_ARCH__)
 #define ANVIL_OPS_MATH_1(fn) \
-  template <class C>         \
-  ANVIL_HD C fn(C x) {       \
-    return ::fn(x);          \
-  }
+  template <class C> ANVIL_HD C fn(C x) { return ::fn(x); }
 #define ANVIL_OPS_MATH_2(fn) \
-  template <class C>         \
-  ANVIL_HD C fn(C x, C y) {  \
-    return ::fn(x, y);       \
-  }
+  template <class C> ANVIL_HD C fn(C x, C y) { return ::fn(x, y); }
 #else
 #define ANVIL_OPS_MATH_1(fn) \
-  template <class C>         \
-  ANVIL_HD C fn(C x) {       \
-    return std::fn(x);       \
-  }
+  template <class C> ANVIL_HD C fn(C x) { return std::fn(x); }
 #define ANVIL_OPS_MATH_2(fn) \
-  template <class C>         \
-  ANVIL_HD C fn(C x, C y) {  \
-    return std::fn(x, y);    \
-  }
+  template <class C> ANVIL_HD C fn(C x, C y) { return std::fn(x, y); }
 #endif
 
 ANVIL_OPS_MATH_1(exp)
@@ -57,13 +45,13 @@ ANVIL_OPS_MATH_2(fmod)
 // Integer negation and products wrap around, as in PyTorch, instead of being
 // undefined behaviour on signed overflow (-INT_MIN, a large square): the
 // arithmetic is done in the unsigned type, and C++20 defines the conversion back.
-template <class C>
-ANVIL_HD C wrapping_neg(C x) {
-  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return C(-static_cast<std::make_unsigned_t<C>>(x));
-  else return C(-x);
+template <class C> ANVIL_HD C wrapping_neg(C x) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>)
+    return C(-static_cast<std::make_unsigned_t<C>>(x));
+  else
+    return C(-x);
 }
-template <class C>
-ANVIL_HD C wrapping_add(C a, C b) {
+template <class C> ANVIL_HD C wrapping_add(C a, C b) {
   if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
     using U = std::make_unsigned_t<C>;
     return C(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
@@ -71,8 +59,7 @@ ANVIL_HD C wrapping_add(C a, C b) {
     return C(a + b);
   }
 }
-template <class C>
-ANVIL_HD C wrapping_mul(C a, C b) {
+template <class C> ANVIL_HD C wrapping_mul(C a, C b) {
   if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
     using U = std::make_unsigned_t<C>;
     return C(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
@@ -81,24 +68,16 @@ ANVIL_HD C wrapping_mul(C a, C b) {
   }
 }
 
-template <class C>
-ANVIL_HD bool isnan(C x) {
+template <class C> ANVIL_HD bool isnan(C x) {
   return x != x;  // false for integers
 }
-template <class C>
-ANVIL_HD bool isinf(C x) {
+template <class C> ANVIL_HD bool isinf(C x) {
   return x == x && (x - x) != (x - x);  // inf - inf is NaN; false for integers and NaN
 }
 
 // NaN-propagating max and min, as torch.maximum: a NaN on either side wins.
-template <class C>
-ANVIL_HD C nan_max(C a, C b) {
-  return isnan(a) ? a : (isnan(b) || b > a) ? b : a;
-}
-template <class C>
-ANVIL_HD C nan_min(C a, C b) {
-  return isnan(a) ? a : (isnan(b) || b < a) ? b : a;
-}
+template <class C> ANVIL_HD C nan_max(C a, C b) { return isnan(a) ? a : (isnan(b) || b > a) ? b : a; }
+template <class C> ANVIL_HD C nan_min(C a, C b) { return isnan(a) ? a : (isnan(b) || b < a) ? b : a; }
 
 // The inverse error function. CUDA has one; the C++ library has none, so the
 // host (and the emulated GPU) computes it in double whatever C is: Giles'
@@ -147,11 +126,12 @@ inline double erfinv_host(double y) {
   return y < 0 ? -x : x;
 }
 
-template <class C>
-ANVIL_HD C erfinv(C y) {
+template <class C> ANVIL_HD C erfinv(C y) {
 #if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<C, float>) return ::erfinvf(y);
-  else return ::erfinv(y);
+  if constexpr (std::is_same_v<C, float>)
+    return ::erfinvf(y);
+  else
+    return ::erfinv(y);
 #else
   return static_cast<C>(erfinv_host(static_cast<double>(y)));
 #endif

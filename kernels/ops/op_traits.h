@@ -24,11 +24,13 @@ struct OpInfo {
 };
 
 // Whether storage type T (bool, an integer, float, double, Half, BFloat16) is in the domain.
-template <typename T>
-constexpr bool accepts(Domain d) {
-  if constexpr (std::is_same_v<T, bool>) return d == Domain::Any || d == Domain::Integral;
-  else if constexpr (std::is_integral_v<T>) return d != Domain::Floating;
-  else return d != Domain::Integral;
+template <typename T> constexpr bool accepts(Domain d) {
+  if constexpr (std::is_same_v<T, bool>)
+    return d == Domain::Any || d == Domain::Integral;
+  else if constexpr (std::is_integral_v<T>)
+    return d != Domain::Floating;
+  else
+    return d != Domain::Integral;
 }
 
 // Whether a row's result can carry a gradient: a result in the input's dtype,

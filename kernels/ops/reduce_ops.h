@@ -34,16 +34,16 @@ enum class ReduceResult : uint8_t { SameAsInput, Accumulated, Index };
 enum class ReduceEmpty : uint8_t { NoIdentity, Zero, One, NaN };
 
 //  X(Enum,  name,     inputs,       result,      empty,      reduces exactly one dim)
-#define ANVIL_REDUCE_OPS(X)                                          \
-  X(Sum, "sum", AnyDType, Accumulated, Zero, false)                  \
-  X(Mean, "mean", FloatingOnly, SameAsInput, NaN, false)             \
-  X(Max, "max", AnyDType, SameAsInput, NoIdentity, false)            \
-  X(Min, "min", AnyDType, SameAsInput, NoIdentity, false)            \
-  X(Prod, "prod", AnyDType, Accumulated, One, false)                 \
-  X(Var, "var", FloatingOnly, SameAsInput, NaN, false)               \
+#define ANVIL_REDUCE_OPS(X) \
+  X(Sum, "sum", AnyDType, Accumulated, Zero, false) \
+  X(Mean, "mean", FloatingOnly, SameAsInput, NaN, false) \
+  X(Max, "max", AnyDType, SameAsInput, NoIdentity, false) \
+  X(Min, "min", AnyDType, SameAsInput, NoIdentity, false) \
+  X(Prod, "prod", AnyDType, Accumulated, One, false) \
+  X(Var, "var", FloatingOnly, SameAsInput, NaN, false) \
   /* p-norms; the inf-norms (a max or min of |x|) have no identity */ \
-  X(Norm, "norm", FloatingOnly, SameAsInput, Zero, false)            \
-  X(ArgMax, "argmax", AnyDType, Index, NoIdentity, true)             \
+  X(Norm, "norm", FloatingOnly, SameAsInput, Zero, false) \
+  X(ArgMax, "argmax", AnyDType, Index, NoIdentity, true) \
   X(ArgMin, "argmin", AnyDType, Index, NoIdentity, true)
 
 #define ANVIL_REDUCE_ENUM(Name, ...) Name,
@@ -52,7 +52,7 @@ enum class ReduceOp : uint8_t { ANVIL_REDUCE_OPS(ANVIL_REDUCE_ENUM) };
 
 struct ReduceParams {
   int64_t correction = 1;  // Var: divide by n - correction
-  double p = 2.0;          // Norm: p-norm, p may be inf
+  double p = 2.0;  // Norm: p-norm, p may be inf
 };
 
 namespace ops {
@@ -83,9 +83,12 @@ inline bool reduce_accepts(ReduceOp op, DType input) {
 // The dtype a reduction of `input` produces.
 inline DType reduce_result_dtype(ReduceOp op, DType input) {
   switch (reduce_info(op).result) {
-    case ReduceResult::Index: return DType::Int64;
-    case ReduceResult::Accumulated: return is_floating(input) ? input : DType::Int64;
-    case ReduceResult::SameAsInput: break;
+    case ReduceResult::Index:
+      return DType::Int64;
+    case ReduceResult::Accumulated:
+      return is_floating(input) ? input : DType::Int64;
+    case ReduceResult::SameAsInput:
+      break;
   }
   return input;
 }
@@ -99,9 +102,12 @@ inline bool reduce_has_identity(ReduceOp op, const ReduceParams& p) {
 // The value of an empty slice (NaN for Mean and Var, as 0/0).
 inline double reduce_empty_value(ReduceOp op) {
   switch (reduce_info(op).empty) {
-    case ReduceEmpty::One: return 1.0;
-    case ReduceEmpty::NaN: return std::numeric_limits<double>::quiet_NaN();
-    default: return 0.0;
+    case ReduceEmpty::One:
+      return 1.0;
+    case ReduceEmpty::NaN:
+      return std::numeric_limits<double>::quiet_NaN();
+    default:
+      return 0.0;
   }
 }
 
@@ -113,27 +119,34 @@ namespace reduce {
 // (one kernel per dtype for all of them).
 enum class SumMode : uint8_t { Sum, Mean, AbsSum, SquareSqrt, NonZero, PowRoot };
 
-template <SumMode M, class A>
-ANVIL_HD A sum_lift(A v, A p) {
-  if constexpr (!std::is_floating_point_v<A> || M == SumMode::Sum || M == SumMode::Mean) return v;
-  else if constexpr (M == SumMode::AbsSum) return math::fabs(v);
-  else if constexpr (M == SumMode::SquareSqrt) return v * v;
-  else if constexpr (M == SumMode::NonZero) return v != A(0) ? A(1) : A(0);
-  else return math::pow(math::fabs(v), p);
+template <SumMode M, class A> ANVIL_HD A sum_lift(A v, A p) {
+  if constexpr (!std::is_floating_point_v<A> || M == SumMode::Sum || M == SumMode::Mean)
+    return v;
+  else if constexpr (M == SumMode::AbsSum)
+    return math::fabs(v);
+  else if constexpr (M == SumMode::SquareSqrt)
+    return v * v;
+  else if constexpr (M == SumMode::NonZero)
+    return v != A(0) ? A(1) : A(0);
+  else
+    return math::pow(math::fabs(v), p);
 }
 
-template <SumMode M, class A>
-ANVIL_HD A sum_finish(A s, int64_t n, A p) {
-  if constexpr (!std::is_floating_point_v<A>) return s;
-  else if constexpr (M == SumMode::Mean) return s / static_cast<A>(n);
-  else if constexpr (M == SumMode::SquareSqrt) return math::sqrt(s);
-  else if constexpr (M == SumMode::PowRoot) return math::pow(s, A(1) / p);
-  else return s;
+template <SumMode M, class A> ANVIL_HD A sum_finish(A s, int64_t n, A p) {
+  if constexpr (!std::is_floating_point_v<A>)
+    return s;
+  else if constexpr (M == SumMode::Mean)
+    return s / static_cast<A>(n);
+  else if constexpr (M == SumMode::SquareSqrt)
+    return math::sqrt(s);
+  else if constexpr (M == SumMode::PowRoot)
+    return math::pow(s, A(1) / p);
+  else
+    return s;
 }
 
 // The sum-shaped accumulator with its mode known at compile time (the CPU's).
-template <class A, SumMode M>
-struct Sum {
+template <class A, SumMode M> struct Sum {
   using Value = A;  // what lift takes (the backend converts stored values to it)
   using Acc = A;
   A p = A(2);  // PowRoot only
@@ -144,8 +157,7 @@ struct Sum {
 };
 
 // The same with the mode chosen at run time (the CUDA kernels').
-template <class A>
-struct SumAnyMode {
+template <class A> struct SumAnyMode {
   using Value = A;
   using Acc = A;
   SumMode mode = SumMode::Sum;
@@ -153,26 +165,34 @@ struct SumAnyMode {
   ANVIL_HD A identity() const { return A(0); }
   ANVIL_HD A lift(A v, int64_t = 0) const {
     switch (mode) {
-      case SumMode::AbsSum: return sum_lift<SumMode::AbsSum>(v, p);
-      case SumMode::SquareSqrt: return sum_lift<SumMode::SquareSqrt>(v, p);
-      case SumMode::NonZero: return sum_lift<SumMode::NonZero>(v, p);
-      case SumMode::PowRoot: return sum_lift<SumMode::PowRoot>(v, p);
-      default: return v;
+      case SumMode::AbsSum:
+        return sum_lift<SumMode::AbsSum>(v, p);
+      case SumMode::SquareSqrt:
+        return sum_lift<SumMode::SquareSqrt>(v, p);
+      case SumMode::NonZero:
+        return sum_lift<SumMode::NonZero>(v, p);
+      case SumMode::PowRoot:
+        return sum_lift<SumMode::PowRoot>(v, p);
+      default:
+        return v;
     }
   }
   ANVIL_HD A combine(A a, A b) const { return math::wrapping_add(a, b); }
   ANVIL_HD A finish(A s, int64_t n) const {
     switch (mode) {
-      case SumMode::Mean: return sum_finish<SumMode::Mean>(s, n, p);
-      case SumMode::SquareSqrt: return sum_finish<SumMode::SquareSqrt>(s, n, p);
-      case SumMode::PowRoot: return sum_finish<SumMode::PowRoot>(s, n, p);
-      default: return s;
+      case SumMode::Mean:
+        return sum_finish<SumMode::Mean>(s, n, p);
+      case SumMode::SquareSqrt:
+        return sum_finish<SumMode::SquareSqrt>(s, n, p);
+      case SumMode::PowRoot:
+        return sum_finish<SumMode::PowRoot>(s, n, p);
+      default:
+        return s;
     }
   }
 };
 
-template <class A>
-struct Product {
+template <class A> struct Product {
   using Value = A;
   using Acc = A;
   ANVIL_HD A identity() const { return A(1); }
@@ -184,8 +204,7 @@ struct Product {
 // Max or min of x, or of |x| (the inf-norms). A NaN wins, as in PyTorch.
 // `lowest`/`highest` are A's identities (-inf/+inf for floats), supplied by
 // the backend because numeric_limits is host-only.
-template <class A, bool kMax>
-struct Extreme {
+template <class A, bool kMax> struct Extreme {
   using Value = A;
   using Acc = A;
   A lowest, highest;
@@ -200,8 +219,7 @@ struct Extreme {
 };
 
 // Count, mean and sum of squared deviations; merged with Chan's formula.
-template <class A>
-struct Moments {
+template <class A> struct Moments {
   A mean;
   A m2;
   int64_t n;
@@ -229,8 +247,7 @@ struct Moments {
   }
 };
 
-template <class A>
-struct Variance {
+template <class A> struct Variance {
   using Value = A;
   using Acc = Moments<A>;
   int64_t correction = 1;
@@ -246,14 +263,12 @@ struct Variance {
 // The first index of the max (min); a NaN counts as the extreme. combine
 // does not depend on the order of its arguments (ties go to the smaller
 // index), so any split of the work gives the first index.
-template <class V>
-struct ArgAcc {
+template <class V> struct ArgAcc {
   V value;
   int64_t index;  // -1: empty
 };
 
-template <class V, bool kMax>
-struct ArgExtreme {
+template <class V, bool kMax> struct ArgExtreme {
   using Value = V;
   using Acc = ArgAcc<V>;
   ANVIL_HD Acc identity() const { return Acc{V(0), -1}; }

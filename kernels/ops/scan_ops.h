@@ -23,12 +23,14 @@ constexpr const char* scan_name(ScanOp op) {
 
 // The combine of each scan on accumulation type A (double or float for
 // floats, int64 for integers: core converts integer inputs to int64 first).
-template <ScanOp Op, class A>
-struct Scan {
+template <ScanOp Op, class A> struct Scan {
   ANVIL_HD static A identity() {
-    if constexpr (Op == ScanOp::Sum) return A(0);
-    else if constexpr (Op == ScanOp::Prod) return A(1);
-    else return A(-INFINITY);
+    if constexpr (Op == ScanOp::Sum)
+      return A(0);
+    else if constexpr (Op == ScanOp::Prod)
+      return A(1);
+    else
+      return A(-INFINITY);
   }
   ANVIL_HD static A combine(A a, A b) {
     if constexpr (Op == ScanOp::Sum) {

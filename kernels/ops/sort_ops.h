@@ -20,8 +20,7 @@ struct SortParams {
 namespace ops {
 
 // Whether element (a, ia) comes before (b, ib). A is the compute type.
-template <class A>
-ANVIL_HD bool sorts_before(A a, int64_t ia, A b, int64_t ib, bool descending) {
+template <class A> ANVIL_HD bool sorts_before(A a, int64_t ia, A b, int64_t ib, bool descending) {
   const bool an = math::isnan(a), bn = math::isnan(b);
   if (an != bn) return descending ? an : bn;  // NaN is the largest value
   if (!an && a != b) return descending ? b < a : a < b;

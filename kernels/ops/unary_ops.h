@@ -31,42 +31,42 @@
 #include "kernels/ops/math.h"
 #include "kernels/ops/op_traits.h"
 
-#define ANVIL_UNARY_OPS(X)                            \
-  X(Neg, neg, Numeric, Same, Plain)                   \
-  X(Abs, abs, Numeric, Same, Plain)                   \
-  X(Exp, exp, Floating, Same, Plain)                  \
-  X(Expm1, expm1, Floating, Same, Plain)              \
-  X(Log, log, Floating, Same, Plain)                  \
-  X(Log1p, log1p, Floating, Same, Plain)              \
-  X(Sqrt, sqrt, Floating, Same, Plain)                \
-  X(Rsqrt, rsqrt, Floating, Same, Plain)              \
-  X(Sin, sin, Floating, Same, Plain)                  \
-  X(Cos, cos, Floating, Same, Plain)                  \
-  X(Tanh, tanh, Floating, Same, Plain)                \
-  X(Sigmoid, sigmoid, Floating, Same, Plain)          \
-  X(Relu, relu, Numeric, Same, Plain)                 \
-  X(GeluTanh, gelu_tanh, Floating, Same, Custom)      \
-  X(GeluErf, gelu_erf, Floating, Same, Custom)        \
-  X(Silu, silu, Floating, Same, Plain)                \
-  X(Erf, erf, Floating, Same, Plain)                  \
-  X(Sign, sign, Numeric, Same, Plain)                 \
-  X(Reciprocal, reciprocal, Floating, Same, Plain)    \
-  X(Square, square, Numeric, Same, Plain)             \
-  X(Floor, floor, Numeric, Same, Plain)               \
-  X(Ceil, ceil, Numeric, Same, Plain)                 \
-  X(Round, round, Numeric, Same, Plain)               \
-  X(IsNan, isnan, Numeric, Bool, Plain)               \
-  X(LogicalNot, logical_not, Any, Bool, Plain)        \
-  X(BitwiseNot, bitwise_not, Integral, Same, Plain)   \
-  X(Clamp, clamp, Numeric, Same, Custom)             \
-  X(Erfinv, erfinv, Floating, Same, Plain)            \
-  X(Trunc, trunc, Numeric, Same, Plain)               \
-  X(IsInf, isinf, Any, Bool, Plain)                   \
-  X(IsFinite, isfinite, Any, Bool, Plain)             \
-  X(LeakyRelu, leaky_relu, Floating, Same, Custom)    \
-  X(Elu, elu, Floating, Same, Custom)                 \
-  X(Softplus, softplus, Floating, Same, Custom)       \
-  X(Mish, mish, Floating, Same, Plain)                \
+#define ANVIL_UNARY_OPS(X) \
+  X(Neg, neg, Numeric, Same, Plain) \
+  X(Abs, abs, Numeric, Same, Plain) \
+  X(Exp, exp, Floating, Same, Plain) \
+  X(Expm1, expm1, Floating, Same, Plain) \
+  X(Log, log, Floating, Same, Plain) \
+  X(Log1p, log1p, Floating, Same, Plain) \
+  X(Sqrt, sqrt, Floating, Same, Plain) \
+  X(Rsqrt, rsqrt, Floating, Same, Plain) \
+  X(Sin, sin, Floating, Same, Plain) \
+  X(Cos, cos, Floating, Same, Plain) \
+  X(Tanh, tanh, Floating, Same, Plain) \
+  X(Sigmoid, sigmoid, Floating, Same, Plain) \
+  X(Relu, relu, Numeric, Same, Plain) \
+  X(GeluTanh, gelu_tanh, Floating, Same, Custom) \
+  X(GeluErf, gelu_erf, Floating, Same, Custom) \
+  X(Silu, silu, Floating, Same, Plain) \
+  X(Erf, erf, Floating, Same, Plain) \
+  X(Sign, sign, Numeric, Same, Plain) \
+  X(Reciprocal, reciprocal, Floating, Same, Plain) \
+  X(Square, square, Numeric, Same, Plain) \
+  X(Floor, floor, Numeric, Same, Plain) \
+  X(Ceil, ceil, Numeric, Same, Plain) \
+  X(Round, round, Numeric, Same, Plain) \
+  X(IsNan, isnan, Numeric, Bool, Plain) \
+  X(LogicalNot, logical_not, Any, Bool, Plain) \
+  X(BitwiseNot, bitwise_not, Integral, Same, Plain) \
+  X(Clamp, clamp, Numeric, Same, Custom) \
+  X(Erfinv, erfinv, Floating, Same, Plain) \
+  X(Trunc, trunc, Numeric, Same, Plain) \
+  X(IsInf, isinf, Any, Bool, Plain) \
+  X(IsFinite, isfinite, Any, Bool, Plain) \
+  X(LeakyRelu, leaky_relu, Floating, Same, Custom) \
+  X(Elu, elu, Floating, Same, Custom) \
+  X(Softplus, softplus, Floating, Same, Custom) \
+  X(Mish, mish, Floating, Same, Plain) \
   X(Hardswish, hardswish, Floating, Same, Plain)
 
 namespace anvil {
@@ -78,8 +78,8 @@ enum class UnaryOp : uint8_t { ANVIL_UNARY_OPS(ANVIL_UNARY_ENUM) };
 struct UnaryParams {
   double lo = 0, hi = 0;  // Clamp's bounds (either may be +-inf)
   // The activations' parameters, with PyTorch's defaults.
-  double negative_slope = 0.01;       // LeakyRelu
-  double alpha = 1.0;                 // Elu
+  double negative_slope = 0.01;  // LeakyRelu
+  double alpha = 1.0;  // Elu
   double beta = 1.0, threshold = 20;  // Softplus: log1p(exp(beta x)) / beta, x where beta x > threshold
 };
 
@@ -102,9 +102,12 @@ template <class C> struct Neg {
 };
 template <class C> struct Abs {
   ANVIL_HD C operator()(C x) const {
-    if constexpr (std::is_floating_point_v<C>) return math::fabs(x);
-    else if constexpr (std::is_unsigned_v<C>) return x;
-    else return x < C(0) ? math::wrapping_neg(x) : x;
+    if constexpr (std::is_floating_point_v<C>)
+      return math::fabs(x);
+    else if constexpr (std::is_unsigned_v<C>)
+      return x;
+    else
+      return x < C(0) ? math::wrapping_neg(x) : x;
   }
 };
 template <class C> struct Exp {
@@ -139,8 +142,10 @@ template <class C> struct Sigmoid {
 };
 template <class C> struct Relu {  // NaN stays NaN
   ANVIL_HD C operator()(C x) const {
-    if constexpr (std::is_unsigned_v<C>) return x;
-    else return x < C(0) ? C(0) : x;
+    if constexpr (std::is_unsigned_v<C>)
+      return x;
+    else
+      return x < C(0) ? C(0) : x;
   }
 };
 template <class C> struct GeluTanh {
@@ -159,8 +164,10 @@ template <class C> struct Erf {
 };
 template <class C> struct Sign {
   ANVIL_HD C operator()(C x) const {
-    if constexpr (std::is_unsigned_v<C>) return C(x != C(0));
-    else return C((C(0) < x) - (x < C(0)));  // 0 for NaN
+    if constexpr (std::is_unsigned_v<C>)
+      return C(x != C(0));
+    else
+      return C((C(0) < x) - (x < C(0)));  // 0 for NaN
   }
 };
 template <class C> struct Reciprocal {
@@ -172,20 +179,26 @@ template <class C> struct Square {
 // floor, ceil and round leave integers as they are (as PyTorch does).
 template <class C> struct Floor {
   ANVIL_HD C operator()(C x) const {
-    if constexpr (std::is_floating_point_v<C>) return math::floor(x);
-    else return x;
+    if constexpr (std::is_floating_point_v<C>)
+      return math::floor(x);
+    else
+      return x;
   }
 };
 template <class C> struct Ceil {
   ANVIL_HD C operator()(C x) const {
-    if constexpr (std::is_floating_point_v<C>) return math::ceil(x);
-    else return x;
+    if constexpr (std::is_floating_point_v<C>)
+      return math::ceil(x);
+    else
+      return x;
   }
 };
 template <class C> struct Round {  // half to even, as torch.round
   ANVIL_HD C operator()(C x) const {
-    if constexpr (std::is_floating_point_v<C>) return math::nearbyint(x);
-    else return x;
+    if constexpr (std::is_floating_point_v<C>)
+      return math::nearbyint(x);
+    else
+      return x;
   }
 };
 template <class C> struct IsNan {
@@ -196,8 +209,10 @@ template <class C> struct LogicalNot {
 };
 template <class C> struct BitwiseNot {  // on bool the logical not, as torch.bitwise_not
   ANVIL_HD C operator()(C x) const {
-    if constexpr (std::is_same_v<C, bool>) return !x;
-    else return static_cast<C>(~x);  // ~ promotes uint8 to int: cast back
+    if constexpr (std::is_same_v<C, bool>)
+      return !x;
+    else
+      return static_cast<C>(~x);  // ~ promotes uint8 to int: cast back
   }
 };
 // min(max(x, lo), hi) as PyTorch: NaN stays NaN, lo > hi gives hi. The
@@ -225,20 +240,26 @@ template <class C> struct Erfinv {
 };
 template <class C> struct Trunc {  // integers unchanged, as torch.trunc
   ANVIL_HD C operator()(C x) const {
-    if constexpr (std::is_floating_point_v<C>) return math::trunc(x);
-    else return x;
+    if constexpr (std::is_floating_point_v<C>)
+      return math::trunc(x);
+    else
+      return x;
   }
 };
 template <class C> struct IsInf {
   ANVIL_HD bool operator()(C x) const {
-    if constexpr (std::is_floating_point_v<C>) return math::isinf(x);
-    else return false;
+    if constexpr (std::is_floating_point_v<C>)
+      return math::isinf(x);
+    else
+      return false;
   }
 };
 template <class C> struct IsFinite {  // neither NaN nor +-inf
   ANVIL_HD bool operator()(C x) const {
-    if constexpr (std::is_floating_point_v<C>) return !math::isnan(x) && !math::isinf(x);
-    else return true;
+    if constexpr (std::is_floating_point_v<C>)
+      return !math::isnan(x) && !math::isinf(x);
+    else
+      return true;
   }
 };
 // The parametrised activations take their parameter in the compute type (a
@@ -278,10 +299,11 @@ template <class C> struct Hardswish {  // x * relu6(x + 3) / 6
 };
 
 // The functor of op F in compute type C, given the call's params (host side).
-template <template <class> class F, class C>
-F<C> make_unary(const UnaryParams& p) {
-  if constexpr (std::is_constructible_v<F<C>, const UnaryParams&>) return F<C>(p);
-  else return F<C>{};
+template <template <class> class F, class C> F<C> make_unary(const UnaryParams& p) {
+  if constexpr (std::is_constructible_v<F<C>, const UnaryParams&>)
+    return F<C>(p);
+  else
+    return F<C>{};
 }
 
 }  // namespace ops

@@ -23,7 +23,7 @@ struct PoolGeometry {
 PoolGeometry pool_geometry(const char* op, const Shape& in, const Shape& out, const Pool2dParams& p);
 
 struct ConvGeometry {
-  int64_t n, c, h, w;    // input
+  int64_t n, c, h, w;  // input
   int64_t cout, ho, wo;  // output
   int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
 

@@ -26,8 +26,8 @@ void check_same_except(const char* op, const View& a, const char* a_name, const 
                        int64_t dim) {
   ANVIL_CHECK(a.dim() == b.dim(), op, ": ", a_name, " rank ", a.dim(), " differs from ", b_name, " rank ", b.dim());
   for (int64_t d = 0; d < a.dim(); ++d)
-    ANVIL_CHECK(d == dim || a.shape[d] == b.shape[d], op, ": ", a_name, " shape ", a.shape, " and ", b_name,
-                " shape ", b.shape, " must agree except in dim ", dim);
+    ANVIL_CHECK(d == dim || a.shape[d] == b.shape[d], op, ": ", a_name, " shape ", a.shape, " and ", b_name, " shape ",
+                b.shape, " must agree except in dim ", dim);
 }
 
 namespace {
@@ -80,18 +80,19 @@ int64_t check_scatter(const char* op, const View& out, int64_t dim, const View& 
   dim = checked_dim(op, dim, out.dim());
   check_index_dtype(op, index);
   ANVIL_CHECK(out.dtype == src.dtype, op, ": output dtype ", out.dtype, " differs from source dtype ", src.dtype);
-  ANVIL_CHECK(index.dim() == out.dim() && src.dim() == out.dim(), op, ": ranks differ: output ", out.dim(),
-              ", index ", index.dim(), ", source ", src.dim());
+  ANVIL_CHECK(index.dim() == out.dim() && src.dim() == out.dim(), op, ": ranks differ: output ", out.dim(), ", index ",
+              index.dim(), ", source ", src.dim());
   for (int64_t d = 0; d < out.dim(); ++d)
-    ANVIL_CHECK(index.shape[d] <= src.shape[d] && (d == dim || index.shape[d] <= out.shape[d]),
-                op, ": index shape ", index.shape, " must not exceed source shape ", src.shape,
-                " nor output shape ", out.shape, " (except in dim ", dim, " for the output)");
+    ANVIL_CHECK(index.shape[d] <= src.shape[d] && (d == dim || index.shape[d] <= out.shape[d]), op, ": index shape ",
+                index.shape, " must not exceed source shape ", src.shape, " nor output shape ", out.shape,
+                " (except in dim ", dim, " for the output)");
   return dim;
 }
 
 void check_nonzero(const View& out, const View& in) {
-  ANVIL_CHECK(out.dtype == kInt64 && out.dim() == 2 && out.shape[1] == in.dim(), "nonzero: expected an int64 output [n, ",
-              in.dim(), "] for input ", in.shape, ", got ", out.dtype, " ", out.shape);
+  ANVIL_CHECK(out.dtype == kInt64 && out.dim() == 2 && out.shape[1] == in.dim(),
+              "nonzero: expected an int64 output [n, ", in.dim(), "] for input ", in.shape, ", got ", out.dtype, " ",
+              out.shape);
 }
 
 }  // namespace anvil::shapes

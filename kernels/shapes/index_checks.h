@@ -10,7 +10,7 @@
 
 namespace anvil::shapes {
 
-View at_least_1d(const View& v);            // a 0-D view as [1]
+View at_least_1d(const View& v);  // a 0-D view as [1]
 View without_dim(const View& v, int64_t dim);
 
 int64_t checked_dim(const char* op, int64_t dim, int64_t rank);

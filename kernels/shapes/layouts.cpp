@@ -17,15 +17,14 @@ void check_per_channel(const char* op, const char* what, const View* v, int64_t 
 }
 
 ChannelLayout check_batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
-                               const View* weight, const View* bias, const View* running_mean,
-                               const View* running_var, bool training) {
+                               const View* weight, const View* bias, const View* running_mean, const View* running_var,
+                               bool training) {
   const char* op = "batch_norm";
   const ChannelLayout l = channel_layout(op, in.shape);
   ANVIL_CHECK(out.shape == in.shape, "batch_norm: output shape ", out.shape, " differs from input shape ", in.shape);
   ANVIL_CHECK(out.dtype == in.dtype, "batch_norm: output dtype ", out.dtype, " differs from input dtype ", in.dtype);
   if (training) {
-    ANVIL_CHECK(l.count() > 1, "batch_norm: training needs more than 1 value per channel, got input shape ",
-                in.shape);
+    ANVIL_CHECK(l.count() > 1, "batch_norm: training needs more than 1 value per channel, got input shape ", in.shape);
   } else {
     ANVIL_CHECK(running_mean && running_var,
                 "batch_norm: evaluation mode needs running_mean and running_var (use training mode without them)");
@@ -40,8 +39,8 @@ ChannelLayout check_batch_norm(const View& out, const View& save_mean, const Vie
 }
 
 ChannelLayout check_batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                        const View& grad_out, const View& in, const View* weight,
-                                        const View& save_mean, const View& save_invstd) {
+                                        const View& grad_out, const View& in, const View* weight, const View& save_mean,
+                                        const View& save_invstd) {
   const char* op = "batch_norm_backward";
   const ChannelLayout l = channel_layout(op, in.shape);
   ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
@@ -91,12 +90,13 @@ RowLayout check_rms_norm_backward(const View& grad_in, const View* grad_weight, 
   ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
               "rms_norm_backward: grad_out ", grad_out.shape, " and grad_in ", grad_in.shape,
               " must have the input's shape ", in.shape);
-  ANVIL_CHECK(grad_out.dtype == in.dtype && (!grad_in.data || grad_in.dtype == in.dtype), "rms_norm_backward: grad_out ",
-              dtype_name(grad_out.dtype), " and grad_in ", dtype_name(grad_in.dtype), " must have the input's dtype ",
-              dtype_name(in.dtype));
+  ANVIL_CHECK(grad_out.dtype == in.dtype && (!grad_in.data || grad_in.dtype == in.dtype),
+              "rms_norm_backward: grad_out ", dtype_name(grad_out.dtype), " and grad_in ", dtype_name(grad_in.dtype),
+              " must have the input's dtype ", dtype_name(in.dtype));
   ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!grad_weight || grad_weight->numel() == l.cols),
               "rms_norm_backward: weight and grad_weight must have ", l.cols, " elements (the input's last dim ",
-              in.shape, "), got ", weight ? weight->shape : Shape{}, " and ", grad_weight ? grad_weight->shape : Shape{});
+              in.shape, "), got ", weight ? weight->shape : Shape{}, " and ",
+              grad_weight ? grad_weight->shape : Shape{});
   return l;
 }
 
@@ -107,8 +107,8 @@ RowLayout check_layer_norm_backward(const View& grad_in, const View* grad_weight
   ANVIL_CHECK(grad_out.shape == in.shape && (!grad_in.data || grad_in.shape == in.shape),
               "layer_norm_backward: grad_out ", grad_out.shape, " and grad_in ", grad_in.shape,
               " must have the input's shape ", in.shape);
-  ANVIL_CHECK(mean.numel() == l.rows && rstd.numel() == l.rows, "layer_norm_backward: mean and rstd must have ",
-              l.rows, " elements, got ", mean.shape, " and ", rstd.shape);
+  ANVIL_CHECK(mean.numel() == l.rows && rstd.numel() == l.rows, "layer_norm_backward: mean and rstd must have ", l.rows,
+              " elements, got ", mean.shape, " and ", rstd.shape);
   ANVIL_CHECK((!weight || weight->numel() == l.cols) && (!grad_weight || grad_weight->numel() == l.cols) &&
                   (!grad_bias || grad_bias->numel() == l.cols),
               "layer_norm_backward: weight, grad_weight and grad_bias must have ", l.cols, " elements");

@@ -22,11 +22,11 @@ void check_per_channel(const char* op, const char* what, const View* v, int64_t 
 // than one value per channel; evaluation: running statistics); returns the
 // input's layout.
 ChannelLayout check_batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
-                               const View* weight, const View* bias, const View* running_mean,
-                               const View* running_var, bool training);
+                               const View* weight, const View* bias, const View* running_mean, const View* running_var,
+                               bool training);
 ChannelLayout check_batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                        const View& grad_out, const View& in, const View* weight,
-                                        const View& save_mean, const View& save_invstd);
+                                        const View& grad_out, const View& in, const View* weight, const View& save_mean,
+                                        const View& save_invstd);
 
 // in [..., cols] as rows x cols (rows = product of the leading dims).
 struct RowLayout {

@@ -14,15 +14,14 @@ void check_column_major(const char* op, const char* what, const View& v) {
   const int64_t rows = v.shape[1], cols = v.shape[2];
   const bool packed = (v.shape[0] <= 1 || v.strides[0] == rows * cols) && (rows <= 1 || v.strides[1] == 1) &&
                       (cols <= 1 || v.strides[2] == rows);
-  ANVIL_CHECK(v.numel() == 0 || packed, op, ": expected ", what, " column-major with strides {", rows * cols,
-              ", 1, ", rows, "}, got shape ", v.shape, " strides ", v.strides);
-  ANVIL_CHECK(v.dtype == kFloat32 || v.dtype == kFloat64, op, ": expected ", what,
-              " of dtype float32 or float64, got ", v.dtype);
+  ANVIL_CHECK(v.numel() == 0 || packed, op, ": expected ", what, " column-major with strides {", rows * cols, ", 1, ",
+              rows, "}, got shape ", v.shape, " strides ", v.strides);
+  ANVIL_CHECK(v.dtype == kFloat32 || v.dtype == kFloat64, op, ": expected ", what, " of dtype float32 or float64, got ",
+              v.dtype);
 }
 
 void check_info(const char* op, const View& info, int64_t batch) {
-  ANVIL_CHECK(info.dtype == kInt32 && info.dim() == 1 && info.shape[0] == batch &&
-                  (batch <= 1 || info.strides[0] == 1),
+  ANVIL_CHECK(info.dtype == kInt32 && info.dim() == 1 && info.shape[0] == batch && (batch <= 1 || info.strides[0] == 1),
               op, ": expected contiguous int32 info of shape [", batch, "], got ", info.dtype, " ", info.shape);
 }
 
@@ -60,8 +59,8 @@ SvdShape check_svd(const View& a, const View& s, const View* u, const View* v, c
   ANVIL_CHECK((u == nullptr) == (v == nullptr), "svd: expected both u and v, or neither");
   ANVIL_CHECK(s.dtype == a.dtype && s.dim() == 2 && s.shape[0] == r.batch && s.shape[1] == r.k &&
                   (s.numel() == 0 || s.is_contiguous()),
-              "svd: expected contiguous s of shape [", r.batch, ", ", r.k, "] and dtype ", a.dtype, ", got ",
-              s.dtype, " ", s.shape);
+              "svd: expected contiguous s of shape [", r.batch, ", ", r.k, "] and dtype ", a.dtype, ", got ", s.dtype,
+              " ", s.shape);
   if (r.vectors) {
     check_column_major("svd", "u", *u);
     check_column_major("svd", "v", *v);

@@ -15,7 +15,7 @@ LuShape check_lu_solve(const View& lu, const View& pivots, const View& b);
 
 struct SvdShape {
   int64_t batch = 0, m = 0, n = 0, k = 0;  // a is [batch, m, n]; k = min(m, n)
-  bool vectors = false;                    // u and v given
+  bool vectors = false;  // u and v given
 };
 
 SvdShape check_svd(const View& a, const View& s, const View* u, const View* v, const View& info);

@@ -25,8 +25,8 @@ View transposed(const View& v) {
 
 BatchedMatmul check_matmul(const View& out_in, const View& a_in, const View& b_in) {
   ANVIL_CHECK(out_in.dim() == a_in.dim() && a_in.dim() == b_in.dim() && (a_in.dim() == 2 || a_in.dim() == 3),
-              "matmul: expected a [B, M, K], b [B, K, N] and out [B, M, N] (or all 2-D), got a ", a_in.shape,
-              ", b ", b_in.shape, ", out ", out_in.shape);
+              "matmul: expected a [B, M, K], b [B, K, N] and out [B, M, N] (or all 2-D), got a ", a_in.shape, ", b ",
+              b_in.shape, ", out ", out_in.shape);
   BatchedMatmul m{as_batched(out_in), as_batched(a_in), as_batched(b_in)};
   ANVIL_CHECK(m.a.shape[0] == m.out.shape[0] && m.b.shape[0] == m.out.shape[0] && m.a.shape[1] == m.out.shape[1] &&
                   m.b.shape[2] == m.out.shape[2] && m.a.shape[2] == m.b.shape[1],

@@ -56,7 +56,8 @@ struct DataLoader::Epoch {
       int64_t b;
       {
         std::unique_lock<std::mutex> lock(mutex);
-        space.wait(lock, [&] { return stopping || next_to_make < std::min<int64_t>(batch_count(), next_to_take + window); });
+        space.wait(lock,
+                   [&] { return stopping || next_to_make < std::min<int64_t>(batch_count(), next_to_take + window); });
         if (stopping || next_to_make >= batch_count()) return;
         b = next_to_make++;
       }
@@ -68,8 +69,10 @@ struct DataLoader::Epoch {
         error = std::current_exception();
       }
       std::lock_guard<std::mutex> lock(mutex);
-      if (error) errors[b] = error;
-      else done[b] = std::move(e);
+      if (error)
+        errors[b] = error;
+      else
+        done[b] = std::move(e);
       ready.notify_all();
     }
   }
@@ -113,8 +116,10 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   ANVIL_CHECK(options_.num_workers >= 0, "DataLoader: num_workers must be >= 0, got ", options_.num_workers);
   ANVIL_CHECK(!(sampler_ && options_.shuffle), "DataLoader: pass either a sampler or shuffle=true, not both");
   if (!sampler_) {
-    if (options_.shuffle) sampler_ = std::make_shared<RandomSampler>(dataset_->size(), options_.seed);
-    else sampler_ = std::make_shared<SequentialSampler>(dataset_->size());
+    if (options_.shuffle)
+      sampler_ = std::make_shared<RandomSampler>(dataset_->size(), options_.seed);
+    else
+      sampler_ = std::make_shared<SequentialSampler>(dataset_->size());
   }
 }
 
@@ -135,7 +140,8 @@ DataLoader::Iterator DataLoader::begin() {
   for (size_t s = 0; s < order.size(); s += static_cast<size_t>(options_.batch_size)) {
     size_t end = std::min(order.size(), s + static_cast<size_t>(options_.batch_size));
     if (options_.drop_last && end - s < static_cast<size_t>(options_.batch_size)) break;
-    e->batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(s), order.begin() + static_cast<std::ptrdiff_t>(end));
+    e->batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(s),
+                            order.begin() + static_cast<std::ptrdiff_t>(end));
   }
   e->start(options_.num_workers, options_.prefetch_factor);
   ++epoch_;

@@ -32,8 +32,8 @@ class SharedBatchTransform {
  public:
   SharedBatchTransform() = default;
   template <class F>
-    requires(!std::same_as<std::remove_cvref_t<F>, SharedBatchTransform> && std::constructible_from<BatchTransform, F>)
-  SharedBatchTransform(F&& f)  // NOLINT: implicit, so `.transform = normalize` reads as the plain field did
+  requires(!std::same_as<std::remove_cvref_t<F>, SharedBatchTransform> && std::constructible_from<BatchTransform, F>)
+      SharedBatchTransform(F&& f)  // NOLINT: implicit, so `.transform = normalize` reads as the plain field did
       : fn_(std::make_shared<const BatchTransform>(std::forward<F>(f))) {}
   explicit operator bool() const { return fn_ && *fn_; }
   Example apply(Example batch, uint64_t seed) const { return (*fn_)(std::move(batch), seed); }
@@ -47,10 +47,10 @@ class SharedBatchTransform {
 struct DataLoaderOptions {
   ANVIL_OPTION(DataLoaderOptions, int64_t, batch_size) = 1;
   ANVIL_OPTION(DataLoaderOptions, bool, shuffle) = false;
-  ANVIL_OPTION(DataLoaderOptions, uint64_t, seed) = 0;          // shuffle and transform seed
+  ANVIL_OPTION(DataLoaderOptions, uint64_t, seed) = 0;  // shuffle and transform seed
   ANVIL_OPTION(DataLoaderOptions, bool, drop_last) = false;
-  ANVIL_OPTION(DataLoaderOptions, int, num_workers) = 0;        // 0: batches are made on the calling thread
-  ANVIL_OPTION(DataLoaderOptions, int, prefetch_factor) = 2;    // batches in flight per worker
+  ANVIL_OPTION(DataLoaderOptions, int, num_workers) = 0;  // 0: batches are made on the calling thread
+  ANVIL_OPTION(DataLoaderOptions, int, prefetch_factor) = 2;  // batches in flight per worker
   // Workers copy each batch into page-locked host memory, so that copies to
   // a GPU are asynchronous (Tensor::to(cuda, non_blocking)). Ignored when no
   // GPU is usable.
@@ -58,7 +58,8 @@ struct DataLoaderOptions {
   // Where batches are delivered. The copy there runs on the consuming thread
   // (on its current stream), when the batch is taken.
   ANVIL_OPTION(DataLoaderOptions, Device, device) = Device::cpu();
-  ANVIL_OPTION(DataLoaderOptions, bool, non_blocking) = true;  // device copies do not wait (needs pin_memory to overlap)
+  ANVIL_OPTION(DataLoaderOptions, bool,
+               non_blocking) = true;  // device copies do not wait (needs pin_memory to overlap)
   ANVIL_OPTION(DataLoaderOptions, SharedBatchTransform, transform) = {};  // optional
 
   // libtorch's name for num_workers.

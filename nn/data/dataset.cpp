@@ -45,7 +45,9 @@ int64_t Example::batch_size() const {
 }
 
 namespace {
-Tensor stack_defined(const std::vector<Tensor>& parts) { return parts.empty() || !parts[0].defined() ? Tensor() : stack(parts); }
+Tensor stack_defined(const std::vector<Tensor>& parts) {
+  return parts.empty() || !parts[0].defined() ? Tensor() : stack(parts);
+}
 }  // namespace
 
 Example Dataset::get_batch(const std::vector<int64_t>& indices) const {
@@ -70,8 +72,9 @@ TensorTupleDataset::TensorTupleDataset(std::vector<Tensor> tensors) : tensors_(s
   ANVIL_CHECK(!tensors_.empty(), "TensorTupleDataset: expected at least one tensor");
   for (size_t i = 0; i < tensors_.size(); ++i)
     ANVIL_CHECK(tensors_[i].defined() && tensors_[i].dim() >= 1 && tensors_[i].size(0) == tensors_[0].size(0),
-                "TensorTupleDataset: every tensor needs the same first dim (", tensors_[0].defined() ? tensors_[0].size(0) : 0,
-                " rows in tensor 0), tensor ", i, " is ", tensors_[i].defined() ? tensors_[i].shape_str() : "undefined");
+                "TensorTupleDataset: every tensor needs the same first dim (",
+                tensors_[0].defined() ? tensors_[0].size(0) : 0, " rows in tensor 0), tensor ", i, " is ",
+                tensors_[i].defined() ? tensors_[i].shape_str() : "undefined");
 }
 
 Example TensorTupleDataset::get(int64_t index) const {
@@ -135,9 +138,8 @@ std::shared_ptr<TensorDataset> idx_image_dataset(const std::string& dir, const s
   std::string prefix = dir + "/" + (split == "train" ? "train" : "t10k");
   Tensor images = read_idx(prefix + "-images-idx3-ubyte.gz");
   Tensor labels = read_idx(prefix + "-labels-idx1-ubyte.gz");
-  ANVIL_CHECK(images.dim() == 3 && labels.dim() == 1 && images.size(0) == labels.size(0), "idx_image_dataset: ",
-              prefix, ": expected images [N, H, W] and labels [N], got ", images.shape_str(), " and ",
-              labels.shape_str());
+  ANVIL_CHECK(images.dim() == 3 && labels.dim() == 1 && images.size(0) == labels.size(0), "idx_image_dataset: ", prefix,
+              ": expected images [N, H, W] and labels [N], got ", images.shape_str(), " and ", labels.shape_str());
   Tensor x = (images.to(kFloat32) / 255.0).unsqueeze(1);
   return std::make_shared<TensorDataset>(x, labels.to(kInt64));
 }

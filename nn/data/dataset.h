@@ -22,7 +22,7 @@ struct Example {
   std::vector<Tensor> tensors;
   std::map<std::string, Tensor> named;
 
-  const Tensor& operator[](size_t index) const;            // tensors[index], checked
+  const Tensor& operator[](size_t index) const;  // tensors[index], checked
   const Tensor& operator[](const std::string& key) const;  // named.at(key), checked
   // Replaces every defined tensor t (data, target, tensors, named) by fn(t).
   void transform(const std::function<Tensor(const Tensor&)>& fn);

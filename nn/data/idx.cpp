@@ -18,7 +18,9 @@ namespace {
 struct GzFile {
   gzFile f;
   explicit GzFile(const std::string& path) : f(gzopen(path.c_str(), "rb")) {}
-  ~GzFile() { if (f) gzclose(f); }
+  ~GzFile() {
+    if (f) gzclose(f);
+  }
 };
 
 void read_exact(GzFile& file, void* dst, size_t n, const std::string& path, const char* what) {
@@ -53,11 +55,24 @@ Tensor read_idx(const std::string& path) {
   DType dtype;
   size_t elem;
   switch (magic[2]) {
-    case 0x08: dtype = kUInt8; elem = 1; break;
-    case 0x0C: dtype = kInt32; elem = 4; break;
-    case 0x0D: dtype = kFloat32; elem = 4; break;
-    case 0x0E: dtype = kFloat64; elem = 8; break;
-    default: fail("read_idx: '", path, "' has unsupported IDX element type 0x", std::hex, int(magic[2]));
+    case 0x08:
+      dtype = kUInt8;
+      elem = 1;
+      break;
+    case 0x0C:
+      dtype = kInt32;
+      elem = 4;
+      break;
+    case 0x0D:
+      dtype = kFloat32;
+      elem = 4;
+      break;
+    case 0x0E:
+      dtype = kFloat64;
+      elem = 8;
+      break;
+    default:
+      fail("read_idx: '", path, "' has unsupported IDX element type 0x", std::hex, int(magic[2]));
   }
   int rank = magic[3];
   ANVIL_CHECK(rank >= 1 && rank <= 8, "read_idx: '", path, "' has an invalid rank ", rank);

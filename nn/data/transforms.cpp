@@ -16,7 +16,9 @@ Tensor as_images(const char* op, const Tensor& x) {
 }
 
 // Uniform draw k for sample i of a batch with this seed.
-float draw(uint64_t seed, int64_t sample, int k) { return philox::uniform_at(seed, static_cast<uint64_t>(sample) * 4, k); }
+float draw(uint64_t seed, int64_t sample, int k) {
+  return philox::uniform_at(seed, static_cast<uint64_t>(sample) * 4, k);
+}
 
 }  // namespace
 

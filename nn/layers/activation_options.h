@@ -24,8 +24,7 @@ struct SoftplusOptions {
 // f(x), written into x when inplace, x's autograd history rebased onto it.
 // Where x needs a gradient, f reads a copy: the backward reads f's saved
 // input, which writing x would change under it.
-template <class F>
-Tensor apply_in_place_if(bool inplace, const Tensor& x, F f) {
+template <class F> Tensor apply_in_place_if(bool inplace, const Tensor& x, F f) {
   if (!inplace) return f(x);
   Tensor result = f(x.requires_grad() ? x.clone() : x);
   Tensor self = x;

@@ -47,8 +47,8 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
 
 Tensor BatchNorm1d::forward(const Tensor& x) {
   ANVIL_CHECK(x.defined() && (x.dim() == 2 || x.dim() == 3) && x.size(1) == options.num_features,
-              "BatchNorm1d: expected input [N, ", options.num_features, "] or [N, ", options.num_features,
-              ", L], got ", x.defined() ? x.shape_str() : std::string("an undefined tensor"));
+              "BatchNorm1d: expected input [N, ", options.num_features, "] or [N, ", options.num_features, ", L], got ",
+              x.defined() ? x.shape_str() : std::string("an undefined tensor"));
   ANVIL_CHECK(!is_training() || x.numel() / options.num_features > 1,
               "BatchNorm1d: expected more than one value per channel in training, got input ", x.shape_str());
   return normalize(x);
@@ -72,7 +72,10 @@ Tensor BatchNormBase::normalize(const Tensor& x) {
 std::string BatchNormBase::extra_repr() const {
   std::ostringstream os;
   os << options.num_features << ", eps=" << options.eps << ", momentum=";
-  if (options.momentum) os << *options.momentum; else os << "None";
+  if (options.momentum)
+    os << *options.momentum;
+  else
+    os << "None";
   os << ", affine=" << (options.affine ? "True" : "False")
      << ", track_running_stats=" << (options.track_running_stats ? "True" : "False");
   return os.str();

@@ -16,7 +16,7 @@ struct BatchNorm2dOptions {
   // Weight of the new batch in the running averages; nullopt gives the
   // cumulative average (1 / num_batches_tracked), as PyTorch's momentum=None.
   ANVIL_OPTION(BatchNorm2dOptions, std::optional<double>, momentum) = 0.1;
-  ANVIL_OPTION(BatchNorm2dOptions, bool, affine) = true;               // learnable weight (ones) and bias (zeros)
+  ANVIL_OPTION(BatchNorm2dOptions, bool, affine) = true;  // learnable weight (ones) and bias (zeros)
   ANVIL_OPTION(BatchNorm2dOptions, bool, track_running_stats) = true;  // without: batch statistics in eval too
 };
 
@@ -32,7 +32,7 @@ class BatchNormBase : public Module {
   void reset_parameters();
 
   BatchNorm2dOptions options;
-  Tensor weight, bias;                                    // [C], when affine
+  Tensor weight, bias;  // [C], when affine
   Tensor running_mean, running_var, num_batches_tracked;  // [C], [C], int64 scalar; when tracking
 
  protected:

@@ -23,17 +23,14 @@ class ModuleListBase : public Module {
   using Ptr = std::shared_ptr<Module>;
 
   // Appends m, named by its position, and returns it with its own type.
-  template <typename M>
-  std::shared_ptr<M> push_back(std::shared_ptr<M> m) {
+  template <typename M> std::shared_ptr<M> push_back(std::shared_ptr<M> m) {
     add(std::to_string(modules_.size()), m);
     return m;
   }
-  template <typename M>
-  std::shared_ptr<M> append(std::shared_ptr<M> m) { return push_back(std::move(m)); }
+  template <typename M> std::shared_ptr<M> append(std::shared_ptr<M> m) { return push_back(std::move(m)); }
   // Appends under an explicit name (it must not contain '.'), like an
   // OrderedDict passed to torch.nn.Sequential.
-  template <typename M>
-  std::shared_ptr<M> push_back(const std::string& name, std::shared_ptr<M> m) {
+  template <typename M> std::shared_ptr<M> push_back(const std::string& name, std::shared_ptr<M> m) {
     add(name, m);
     return m;
   }
@@ -42,8 +39,7 @@ class ModuleListBase : public Module {
   bool empty() const { return modules_.empty(); }
   const Ptr& operator[](size_t index) const;  // checked
   // The module at index as its concrete type, or an error naming both types.
-  template <typename M>
-  std::shared_ptr<M> at(size_t index) const {
+  template <typename M> std::shared_ptr<M> at(size_t index) const {
     auto cast = std::dynamic_pointer_cast<M>((*this)[index]);
     ANVIL_CHECK(cast != nullptr, type_name(), ": module ", index, " is a ", (*this)[index]->type_name(),
                 ", not the requested type");
@@ -65,8 +61,7 @@ class Sequential : public ModuleListBase {
   Sequential() : ModuleListBase("Sequential") {}
   Sequential(std::initializer_list<Ptr> modules);
   explicit Sequential(const std::vector<Ptr>& modules);
-  template <typename... Ms>
-  explicit Sequential(std::shared_ptr<Ms>... modules) : ModuleListBase("Sequential") {
+  template <typename... Ms> explicit Sequential(std::shared_ptr<Ms>... modules) : ModuleListBase("Sequential") {
     (push_back(std::move(modules)), ...);
   }
 

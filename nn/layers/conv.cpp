@@ -11,16 +11,15 @@ namespace anvil::nn {
 Conv2d::Conv2d(const Conv2dOptions& o) : Module("Conv2d"), options(o) {
   ANVIL_CHECK(o.in_channels > 0 && o.out_channels > 0 && o.groups > 0, "Conv2d: expected positive in_channels, ",
               "out_channels and groups, got ", o.in_channels, ", ", o.out_channels, ", ", o.groups);
-  ANVIL_CHECK(o.in_channels % o.groups == 0 && o.out_channels % o.groups == 0, "Conv2d: in_channels (",
-              o.in_channels, ") and out_channels (", o.out_channels, ") must both be divisible by groups (", o.groups,
-              ")");
+  ANVIL_CHECK(o.in_channels % o.groups == 0 && o.out_channels % o.groups == 0, "Conv2d: in_channels (", o.in_channels,
+              ") and out_channels (", o.out_channels, ") must both be divisible by groups (", o.groups, ")");
   ANVIL_CHECK(o.kernel_size.h > 0 && o.kernel_size.w > 0 && o.stride.h > 0 && o.stride.w > 0 && o.dilation.h > 0 &&
                   o.dilation.w > 0 && o.padding.h >= 0 && o.padding.w >= 0,
               "Conv2d: expected positive kernel_size, stride and dilation and non-negative padding, got kernel_size ",
               o.kernel_size.str(), ", stride ", o.stride.str(), ", dilation ", o.dilation.str(), ", padding ",
               o.padding.str());
-  weight = register_parameter(
-      "weight", empty({o.out_channels, o.in_channels / o.groups, o.kernel_size.h, o.kernel_size.w}));
+  weight =
+      register_parameter("weight", empty({o.out_channels, o.in_channels / o.groups, o.kernel_size.h, o.kernel_size.w}));
   if (o.bias) bias = register_parameter("bias", empty({o.out_channels}));
   reset_parameters();
 }
@@ -35,8 +34,8 @@ void Conv2d::reset_parameters() {
 
 Tensor Conv2d::forward(const Tensor& x) {
   ANVIL_CHECK(x.defined() && (x.dim() == 3 || x.dim() == 4) && x.size(-3) == options.in_channels,
-              "Conv2d: expected input [N, ", options.in_channels, ", H, W] or [", options.in_channels,
-              ", H, W], got ", x.defined() ? x.shape_str() : std::string("an undefined tensor"));
+              "Conv2d: expected input [N, ", options.in_channels, ", H, W] or [", options.in_channels, ", H, W], got ",
+              x.defined() ? x.shape_str() : std::string("an undefined tensor"));
   anvil::Conv2dOptions o;
   o.stride = options.stride.array();
   o.padding = options.padding.array();

@@ -53,8 +53,8 @@ ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& o) : Module("Conv
   check_channels("ConvTranspose2d", o.in_channels, o.out_channels, o.groups);
   ANVIL_CHECK(o.kernel_size.h > 0 && o.kernel_size.w > 0, "ConvTranspose2d: expected a positive kernel_size, got ",
               o.kernel_size.str());
-  weight = register_parameter(
-      "weight", empty({o.in_channels, o.out_channels / o.groups, o.kernel_size.h, o.kernel_size.w}));
+  weight =
+      register_parameter("weight", empty({o.in_channels, o.out_channels / o.groups, o.kernel_size.h, o.kernel_size.w}));
   if (o.bias) bias = register_parameter("bias", empty({o.out_channels}));
   reset_parameters();
 }

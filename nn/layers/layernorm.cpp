@@ -24,7 +24,9 @@ void LayerNorm::reset_parameters() {
   if (bias.defined()) init::zeros_(bias);
 }
 
-Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, options.normalized_shape, weight, bias, options.eps); }
+Tensor LayerNorm::forward(const Tensor& x) {
+  return layer_norm(x, options.normalized_shape, weight, bias, options.eps);
+}
 
 std::string LayerNorm::extra_repr() const {
   std::ostringstream os;

@@ -9,8 +9,7 @@
 namespace anvil::nn {
 
 Linear::Linear(int64_t in, int64_t out, bool with_bias) : Module("Linear"), in_features(in), out_features(out) {
-  ANVIL_CHECK(in >= 0 && out >= 0, "Linear: expected non-negative sizes, got in_features ", in, ", out_features ",
-              out);
+  ANVIL_CHECK(in >= 0 && out >= 0, "Linear: expected non-negative sizes, got in_features ", in, ", out_features ", out);
   weight = register_parameter("weight", empty({out, in}));
   if (with_bias) bias = register_parameter("bias", empty({out}));
   reset_parameters();
@@ -25,8 +24,8 @@ void Linear::reset_parameters() {
 }
 
 Tensor Linear::forward(const Tensor& x) {
-  ANVIL_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) == in_features, "Linear: expected input [..., ",
-              in_features, "], got ", x.defined() ? x.shape_str() : std::string("an undefined tensor"));
+  ANVIL_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) == in_features, "Linear: expected input [..., ", in_features,
+              "], got ", x.defined() ? x.shape_str() : std::string("an undefined tensor"));
   return linear(x, weight, bias);
 }
 

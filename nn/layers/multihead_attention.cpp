@@ -54,8 +54,8 @@ Tensor pad_keys(const Tensor& m, int64_t extra) {
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o) : Module(kName), options(o) {
   ANVIL_CHECK(o.embed_dim > 0 && o.num_heads > 0, kName, ": expected embed_dim > 0 and num_heads > 0, got embed_dim ",
               o.embed_dim, ", num_heads ", o.num_heads);
-  ANVIL_CHECK(o.embed_dim % o.num_heads == 0, kName, ": embed_dim (", o.embed_dim,
-              ") must be divisible by num_heads (", o.num_heads, ")");
+  ANVIL_CHECK(o.embed_dim % o.num_heads == 0, kName, ": embed_dim (", o.embed_dim, ") must be divisible by num_heads (",
+              o.num_heads, ")");
   ANVIL_CHECK(o.dropout >= 0 && o.dropout < 1, kName, ": expected dropout in [0, 1), got ", o.dropout);
   ANVIL_CHECK(o.kdim >= 0 && o.vdim >= 0, kName, ": expected kdim, vdim >= 0 (0 = embed_dim), got ", o.kdim, ", ",
               o.vdim);
@@ -98,8 +98,9 @@ void MultiheadAttention::reset_parameters() {
 std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                                       const MHAForwardOptions& fo) {
   const int64_t e = options.embed_dim, heads = options.num_heads;
-  ANVIL_CHECK(query.defined() && key.defined() && value.defined(), kName, ": query, key and value must be defined, got ",
-              describe(query), ", ", describe(key), ", ", describe(value));
+  ANVIL_CHECK(query.defined() && key.defined() && value.defined(), kName,
+              ": query, key and value must be defined, got ", describe(query), ", ", describe(key), ", ",
+              describe(value));
   const bool batched = query.dim() == 3;
   const std::string layout = options.batch_first ? "[N, L, E]" : "[L, N, E]";
   ANVIL_CHECK((query.dim() == 3 || query.dim() == 2) && key.dim() == query.dim() && value.dim() == query.dim(), kName,
@@ -156,10 +157,10 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   Tensor mask;
   if (fo.key_padding_mask.defined()) {
     const Tensor& kpm = fo.key_padding_mask;
-    const bool ok = batched ? kpm.dim() == 2 && kpm.size(0) == n && kpm.size(1) == len_k
-                            : kpm.dim() == 1 && kpm.size(0) == len_k;
-    ANVIL_CHECK(ok, kName, ": expected key_padding_mask ", batched ? "[N, S] = [" + std::to_string(n) + ", " : "[S] = [",
-                len_k, "], got ", kpm.shape_str());
+    const bool ok =
+        batched ? kpm.dim() == 2 && kpm.size(0) == n && kpm.size(1) == len_k : kpm.dim() == 1 && kpm.size(0) == len_k;
+    ANVIL_CHECK(ok, kName, ": expected key_padding_mask ",
+                batched ? "[N, S] = [" + std::to_string(n) + ", " : "[S] = [", len_k, "], got ", kpm.shape_str());
     ANVIL_CHECK(kpm.dtype() == kBool || kpm.is_floating_point(), kName,
                 ": key_padding_mask must be bool (true = ignore this key) or floating (added), got ", kpm.dtype());
     mask = as_sdpa_mask(kpm.reshape({n, 1, 1, len_k}), dtype);
@@ -169,11 +170,12 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     ANVIL_CHECK(am.dtype() == kBool || am.is_floating_point(), kName,
                 ": attn_mask must be bool (true = may not attend) or floating (added), got ", am.dtype());
     Tensor m;
-    if (am.dim() == 2 && am.size(0) == len_q && am.size(1) == len_k) m = am;
+    if (am.dim() == 2 && am.size(0) == len_q && am.size(1) == len_k)
+      m = am;
     else if (am.dim() == 3 && am.size(0) == n * heads && am.size(1) == len_q && am.size(2) == len_k)
       m = am.reshape({n, heads, len_q, len_k});
-    ANVIL_CHECK(m.defined(), kName, ": expected attn_mask [L, S] = [", len_q, ", ", len_k, "] or [N * num_heads, L, S] = [",
-                n * heads, ", ", len_q, ", ", len_k, "], got ", am.shape_str());
+    ANVIL_CHECK(m.defined(), kName, ": expected attn_mask [L, S] = [", len_q, ", ", len_k,
+                "] or [N * num_heads, L, S] = [", n * heads, ", ", len_q, ", ", len_k, "], got ", am.shape_str());
     mask = combine(mask, as_sdpa_mask(m, dtype), dtype);
   }
   // The causal mask covers the given keys; the appended ones stay open to all.
@@ -212,8 +214,10 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     if (!batched) weights = weights.squeeze(0);
   }
   out = out_proj->forward(out.transpose(1, 2).reshape({n, len_q, e}));
-  if (!batched) out = out.squeeze(0);
-  else if (!options.batch_first) out = out.transpose(0, 1);
+  if (!batched)
+    out = out.squeeze(0);
+  else if (!options.batch_first)
+    out = out.transpose(0, 1);
   return {out, weights};
 }
 

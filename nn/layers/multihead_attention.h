@@ -39,9 +39,9 @@ struct MultiheadAttentionOptions {
   ANVIL_OPTION(MultiheadAttentionOptions, int64_t, embed_dim) = 0;
   ANVIL_OPTION(MultiheadAttentionOptions, int64_t, num_heads) = 1;
   ANVIL_OPTION(MultiheadAttentionOptions, double, dropout) = 0.0;  // on the attention weights, in training
-  ANVIL_OPTION(MultiheadAttentionOptions, bool, bias) = true;      // in_proj_bias and out_proj.bias
-  ANVIL_OPTION(MultiheadAttentionOptions, int64_t, kdim) = 0;      // 0: embed_dim
-  ANVIL_OPTION(MultiheadAttentionOptions, int64_t, vdim) = 0;      // 0: embed_dim
+  ANVIL_OPTION(MultiheadAttentionOptions, bool, bias) = true;  // in_proj_bias and out_proj.bias
+  ANVIL_OPTION(MultiheadAttentionOptions, int64_t, kdim) = 0;  // 0: embed_dim
+  ANVIL_OPTION(MultiheadAttentionOptions, int64_t, vdim) = 0;  // 0: embed_dim
   ANVIL_OPTION(MultiheadAttentionOptions, bool, batch_first) = false;  // [N, L, E] instead of [L, N, E]
   ANVIL_OPTION(MultiheadAttentionOptions, bool, add_bias_kv) = false;  // bias_k, bias_v appended to the keys
   ANVIL_OPTION(MultiheadAttentionOptions, bool, add_zero_attn) = false;  // a zero key and value appended
@@ -53,7 +53,7 @@ struct MHAForwardOptions {
   ANVIL_OPTION(MHAForwardOptions, bool, need_weights) = true;
   ANVIL_OPTION(MHAForwardOptions, Tensor, attn_mask) = {};  // [L, S] or [N * num_heads, L, S]
   ANVIL_OPTION(MHAForwardOptions, bool, average_attn_weights) = true;  // weights [N, L, S], else [N, H, L, S]
-  ANVIL_OPTION(MHAForwardOptions, bool, is_causal) = false;            // query i sees keys 0..i
+  ANVIL_OPTION(MHAForwardOptions, bool, is_causal) = false;  // query i sees keys 0..i
 };
 
 class MultiheadAttention : public Module {
@@ -81,11 +81,11 @@ class MultiheadAttention : public Module {
 
   MultiheadAttentionOptions options;
   int64_t head_dim = 0;
-  Tensor in_proj_weight;                               // [3E, E], when kdim == vdim == E
+  Tensor in_proj_weight;  // [3E, E], when kdim == vdim == E
   Tensor q_proj_weight, k_proj_weight, v_proj_weight;  // [E, E], [E, kdim], [E, vdim] otherwise
-  Tensor in_proj_bias;                                 // [3E], when bias
+  Tensor in_proj_bias;  // [3E], when bias
   std::shared_ptr<Linear> out_proj;
-  Tensor bias_k, bias_v;                               // [1, 1, E], when add_bias_kv
+  Tensor bias_k, bias_v;  // [1, 1, E], when add_bias_kv
 
  private:
   bool same_embed_dim() const { return options.kdim == options.embed_dim && options.vdim == options.embed_dim; }

@@ -35,7 +35,7 @@ class GroupNorm : public Module {
 struct RMSNormOptions {
   ANVIL_OPTION(RMSNormOptions, Shape, normalized_shape) = {};
   ANVIL_OPTION(RMSNormOptions, std::optional<double>, eps) = std::nullopt;  // default: the dtype's epsilon
-  ANVIL_OPTION(RMSNormOptions, bool, elementwise_affine) = true;              // weight (ones) [normalized_shape]
+  ANVIL_OPTION(RMSNormOptions, bool, elementwise_affine) = true;  // weight (ones) [normalized_shape]
 };
 
 class RMSNorm : public Module {

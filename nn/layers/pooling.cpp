@@ -12,9 +12,9 @@ void check_pool_input(const char* name, const Tensor& x) {
 }
 
 void check_window(const char* name, Size2 kernel, Size2 stride, Size2 padding) {
-  ANVIL_CHECK(kernel.h > 0 && kernel.w > 0 && stride.h > 0 && stride.w > 0 && padding.h >= 0 && padding.w >= 0,
-              name, ": expected positive kernel_size and stride and non-negative padding, got kernel_size ",
-              kernel.str(), ", stride ", stride.str(), ", padding ", padding.str());
+  ANVIL_CHECK(kernel.h > 0 && kernel.w > 0 && stride.h > 0 && stride.w > 0 && padding.h >= 0 && padding.w >= 0, name,
+              ": expected positive kernel_size and stride and non-negative padding, got kernel_size ", kernel.str(),
+              ", stride ", stride.str(), ", padding ", padding.str());
   ANVIL_CHECK(2 * padding.h <= kernel.h && 2 * padding.w <= kernel.w, name,
               ": padding should be at most half of kernel_size, got padding ", padding.str(), " and kernel_size ",
               kernel.str());
@@ -29,8 +29,7 @@ Pool2dOptions core_options(Size2 kernel, Size2 stride, Size2 padding) {
 }
 
 // The pooling ops take a batch; an unbatched [C, H, W] input gets one.
-template <typename Fn>
-Tensor batched(const Tensor& x, Fn&& fn) {
+template <typename Fn> Tensor batched(const Tensor& x, Fn&& fn) {
   return x.dim() == 3 ? fn(x.unsqueeze(0)).squeeze(0) : fn(x);
 }
 

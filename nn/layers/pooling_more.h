@@ -32,7 +32,8 @@ class AvgPool1d : public Module {
 class AdaptiveMaxPool2d : public Module {
  public:
   explicit AdaptiveMaxPool2d(const AdaptiveMaxPool2dOptions& options) : Module("AdaptiveMaxPool2d"), options(options) {}
-  explicit AdaptiveMaxPool2d(Size2 output_size) : AdaptiveMaxPool2d(AdaptiveMaxPool2dOptions{.output_size = output_size}) {}
+  explicit AdaptiveMaxPool2d(Size2 output_size)
+      : AdaptiveMaxPool2d(AdaptiveMaxPool2dOptions{.output_size = output_size}) {}
   Tensor forward(const Tensor& x) override { return functional::adaptive_max_pool2d(x, options); }
   std::string extra_repr() const override { return "output_size=" + options.output_size.str(); }
   AdaptiveMaxPool2dOptions options;

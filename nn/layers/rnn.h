@@ -31,7 +31,7 @@ struct RNNOptionsBase {
   ANVIL_OPTION(RNNOptionsBase, int64_t, num_layers) = 1;
   ANVIL_OPTION(RNNOptionsBase, bool, bias) = true;
   ANVIL_OPTION(RNNOptionsBase, bool, batch_first) = false;  // input/output [N, L, *] instead of [L, N, *]
-  ANVIL_OPTION(RNNOptionsBase, double, dropout) = 0.0;      // on each layer's output but the last, in training
+  ANVIL_OPTION(RNNOptionsBase, double, dropout) = 0.0;  // on each layer's output but the last, in training
   ANVIL_OPTION(RNNOptionsBase, bool, bidirectional) = false;
 };
 using LSTMOptions = RNNOptionsBase;

@@ -20,7 +20,7 @@ struct TransformerOptions {
   ANVIL_OPTION(TransformerOptions, int64_t, n_head) = 1;
   // On attention weights and on each residual branch, in training.
   ANVIL_OPTION(TransformerOptions, double, dropout) = 0.0;
-  ANVIL_OPTION(TransformerOptions, bool, bias) = true;       // biases in the Linear and LayerNorm layers
+  ANVIL_OPTION(TransformerOptions, bool, bias) = true;  // biases in the Linear and LayerNorm layers
   ANVIL_OPTION(TransformerOptions, int64_t, mlp_ratio) = 4;  // hidden width of the MLP, in multiples of n_embd
 };
 

@@ -7,9 +7,12 @@ namespace anvil::nn {
 namespace {
 const char* mode_name(InterpolateMode m) {
   switch (m) {
-    case InterpolateMode::Nearest: return "nearest";
-    case InterpolateMode::Linear: return "linear";
-    case InterpolateMode::Bilinear: return "bilinear";
+    case InterpolateMode::Nearest:
+      return "nearest";
+    case InterpolateMode::Linear:
+      return "linear";
+    case InterpolateMode::Bilinear:
+      return "bilinear";
   }
   return "?";
 }
@@ -39,7 +42,8 @@ std::string Upsample::extra_repr() const {
     os << ")";
   } else {
     os << "scale_factor=";
-    if (options.scale_factor.size() == 1) os << options.scale_factor[0];
+    if (options.scale_factor.size() == 1)
+      os << options.scale_factor[0];
     else {
       os << "(";
       for (size_t i = 0; i < options.scale_factor.size(); ++i) os << (i ? ", " : "") << options.scale_factor[i];

@@ -23,7 +23,7 @@ class Identity : public Module {
 };
 
 struct UpsampleOptions {
-  ANVIL_OPTION(UpsampleOptions, std::vector<int64_t>, size) = {};         // one per spatial dim, or one for all
+  ANVIL_OPTION(UpsampleOptions, std::vector<int64_t>, size) = {};  // one per spatial dim, or one for all
   ANVIL_OPTION(UpsampleOptions, std::vector<double>, scale_factor) = {};  // exactly one of size and scale_factor
   ANVIL_OPTION(UpsampleOptions, InterpolateMode, mode) = InterpolateMode::Nearest;
   ANVIL_OPTION(UpsampleOptions, std::optional<bool>, align_corners) = std::nullopt;  // (bi)linear only

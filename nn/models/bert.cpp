@@ -52,7 +52,8 @@ BertConfig BertConfig::from_json_file(const std::filesystem::path& path) {
     c.type_vocab_size = json_integer_field(j, "type_vocab_size", c.type_vocab_size, where);
     c.layer_norm_eps = json_number_field(j, "layer_norm_eps", c.layer_norm_eps, where);
     c.hidden_dropout_prob = json_number_field(j, "hidden_dropout_prob", c.hidden_dropout_prob, where);
-    c.attention_probs_dropout_prob = json_number_field(j, "attention_probs_dropout_prob", c.attention_probs_dropout_prob, where);
+    c.attention_probs_dropout_prob =
+        json_number_field(j, "attention_probs_dropout_prob", c.attention_probs_dropout_prob, where);
     c.pad_token_id = json_integer_field(j, "pad_token_id", c.pad_token_id, where);
   } catch (const nlohmann::json::exception& e) {
     ANVIL_CHECK(false, op, ": ", path.string(), " is not a BERT config.json: ", e.what());
@@ -66,8 +67,8 @@ BertEmbeddings::BertEmbeddings(const BertConfig& c) : Module("BertEmbeddings"), 
       register_module("position_embeddings", std::make_shared<Embedding>(c.max_position_embeddings, c.hidden_size));
   token_type_embeddings =
       register_module("token_type_embeddings", std::make_shared<Embedding>(c.type_vocab_size, c.hidden_size));
-  layer_norm = register_module(
-      "LayerNorm", std::make_shared<LayerNorm>(LayerNormOptions{.normalized_shape = {c.hidden_size}, .eps = c.layer_norm_eps}));
+  layer_norm = register_module("LayerNorm", std::make_shared<LayerNorm>(LayerNormOptions{
+                                                .normalized_shape = {c.hidden_size}, .eps = c.layer_norm_eps}));
   position_ids = register_buffer("position_ids", arange(c.max_position_embeddings).unsqueeze(0));
 }
 
@@ -109,8 +110,8 @@ Tensor BertSelfAttention::forward(const Tensor& x, const Tensor& key_mask) {
 BertResidualOutput::BertResidualOutput(const std::string& type_name, int64_t in_features, const BertConfig& c)
     : Module(type_name), config(c) {
   dense = register_module("dense", std::make_shared<Linear>(in_features, c.hidden_size));
-  layer_norm = register_module(
-      "LayerNorm", std::make_shared<LayerNorm>(LayerNormOptions{.normalized_shape = {c.hidden_size}, .eps = c.layer_norm_eps}));
+  layer_norm = register_module("LayerNorm", std::make_shared<LayerNorm>(LayerNormOptions{
+                                                .normalized_shape = {c.hidden_size}, .eps = c.layer_norm_eps}));
 }
 
 Tensor BertResidualOutput::forward(const Tensor& x, const Tensor& residual) {

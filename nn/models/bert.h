@@ -117,7 +117,7 @@ class BertPooler : public Module {
 
 struct BertOutput {
   Tensor last_hidden_state;  // [B, T, hidden]
-  Tensor pooler_output;      // [B, hidden]: tanh(dense(first token)); undefined without a pooler
+  Tensor pooler_output;  // [B, hidden]: tanh(dense(first token)); undefined without a pooler
 };
 
 class BertModel : public Module {

@@ -40,8 +40,9 @@ SentenceEmbedder::SentenceEmbedder(const std::filesystem::path& dir)
   int64_t max_length = std::min<int64_t>(tokenizer_.options().max_length, model_->config.max_position_embeddings);
   max_length = json_integer_field(st, "max_seq_length", max_length,
                                   "SentenceEmbedder: " + (dir / "sentence_bert_config.json").string());
-  ANVIL_CHECK(max_length >= 2 && max_length <= model_->config.max_position_embeddings, "SentenceEmbedder: ",
-              dir.string(), ": max_seq_length ", max_length, " is outside 2..", model_->config.max_position_embeddings);
+  ANVIL_CHECK(max_length >= 2 && max_length <= model_->config.max_position_embeddings,
+              "SentenceEmbedder: ", dir.string(), ": max_seq_length ", max_length, " is outside 2..",
+              model_->config.max_position_embeddings);
   set_max_seq_length(max_length);
 
   nlohmann::json pooling = read_optional_json(dir / "1_Pooling" / "config.json");
@@ -113,8 +114,7 @@ Tensor SentenceEmbedder::encode(const std::vector<std::string>& texts, const Enc
   std::iota(order.begin(), order.end(), size_t{0});
   if (options.sort_by_length) {
     // Longest first (by bytes, a cheap proxy for tokens), as sentence-transformers.
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return texts[a].size() > texts[b].size(); });
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return texts[a].size() > texts[b].size(); });
   }
   std::vector<Tensor> parts;
   for (size_t start = 0; start < texts.size(); start += static_cast<size_t>(options.batch_size)) {

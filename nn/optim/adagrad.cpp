@@ -26,13 +26,20 @@ HyperParams AdagradOptions::named() const {
 }
 
 bool AdagradOptions::set_named(std::string_view name, double value) {
-  if (name == "lr") lr = value;
-  else if (name == "lr_decay") lr_decay = value;
-  else if (name == "weight_decay") weight_decay = value;
-  else if (name == "initial_accumulator_value") initial_accumulator_value = value;
-  else if (name == "eps") eps = value;
-  else if (name == "maximize") maximize = value != 0;
-  else return false;
+  if (name == "lr")
+    lr = value;
+  else if (name == "lr_decay")
+    lr_decay = value;
+  else if (name == "weight_decay")
+    weight_decay = value;
+  else if (name == "initial_accumulator_value")
+    initial_accumulator_value = value;
+  else if (name == "eps")
+    eps = value;
+  else if (name == "maximize")
+    maximize = value != 0;
+  else
+    return false;
   return true;
 }
 

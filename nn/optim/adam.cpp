@@ -11,8 +11,7 @@ namespace anvil::nn::optim {
 namespace {
 
 // Adam and AdamW share everything but the options type and `decoupled`.
-template <class Options>
-void validate_adam(const Options& o, const std::string& optimizer) {
+template <class Options> void validate_adam(const Options& o, const std::string& optimizer) {
   ANVIL_CHECK(std::isfinite(o.lr) && o.lr >= 0, optimizer, ": invalid learning rate ", o.lr, " (expected >= 0)");
   ANVIL_CHECK(o.beta1 >= 0 && o.beta1 < 1, optimizer, ": invalid beta1 ", o.beta1, " (expected in [0, 1))");
   ANVIL_CHECK(o.beta2 >= 0 && o.beta2 < 1, optimizer, ": invalid beta2 ", o.beta2, " (expected in [0, 1))");
@@ -20,24 +19,33 @@ void validate_adam(const Options& o, const std::string& optimizer) {
   ANVIL_CHECK(o.weight_decay >= 0, optimizer, ": invalid weight_decay ", o.weight_decay, " (expected >= 0)");
 }
 
-template <class Options>
-HyperParams named_adam(const Options& o) {
-  return {{"lr", o.lr},     {"beta1", o.beta1},
-          {"beta2", o.beta2}, {"eps", o.eps},
-          {"weight_decay", o.weight_decay}, {"maximize", o.maximize ? 1.0 : 0.0},
+template <class Options> HyperParams named_adam(const Options& o) {
+  return {{"lr", o.lr},
+          {"beta1", o.beta1},
+          {"beta2", o.beta2},
+          {"eps", o.eps},
+          {"weight_decay", o.weight_decay},
+          {"maximize", o.maximize ? 1.0 : 0.0},
           {"amsgrad", o.amsgrad ? 1.0 : 0.0}};
 }
 
-template <class Options>
-bool set_named_adam(Options& o, std::string_view name, double value) {
-  if (name == "lr") o.lr = value;
-  else if (name == "beta1") o.beta1 = value;
-  else if (name == "beta2") o.beta2 = value;
-  else if (name == "eps") o.eps = value;
-  else if (name == "weight_decay") o.weight_decay = value;
-  else if (name == "maximize") o.maximize = value != 0;
-  else if (name == "amsgrad") o.amsgrad = value != 0;
-  else return false;
+template <class Options> bool set_named_adam(Options& o, std::string_view name, double value) {
+  if (name == "lr")
+    o.lr = value;
+  else if (name == "beta1")
+    o.beta1 = value;
+  else if (name == "beta2")
+    o.beta2 = value;
+  else if (name == "eps")
+    o.eps = value;
+  else if (name == "weight_decay")
+    o.weight_decay = value;
+  else if (name == "maximize")
+    o.maximize = value != 0;
+  else if (name == "amsgrad")
+    o.amsgrad = value != 0;
+  else
+    return false;
   return true;
 }
 
@@ -49,14 +57,17 @@ bool set_named_adam(Options& o, std::string_view name, double value) {
 template <class Options>
 void amsgrad_update(Tensor p, const Tensor& grad, ParamState& s, const Options& o, bool decoupled) {
   if (s.buffers.empty()) {
-    for (const char* name : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}) s.buffers.emplace(name, zeros(p.shape(), p.options()));
+    for (const char* name : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"})
+      s.buffers.emplace(name, zeros(p.shape(), p.options()));
   }
   ++s.step;
   const double lr = o.lr, beta1 = o.beta1, beta2 = o.beta2, eps = o.eps, weight_decay = o.weight_decay;
   Tensor g = o.maximize ? -grad : grad;
   if (weight_decay != 0) {
-    if (decoupled) p.mul_(1 - lr * weight_decay);
-    else g = g + p * weight_decay;
+    if (decoupled)
+      p.mul_(1 - lr * weight_decay);
+    else
+      g = g + p * weight_decay;
   }
   Tensor& m = s.buffers.at("exp_avg");
   Tensor& v = s.buffers.at("exp_avg_sq");
@@ -69,8 +80,7 @@ void amsgrad_update(Tensor p, const Tensor& grad, ParamState& s, const Options& 
   p.sub_(m / (sqrt(v_max) / std::sqrt(bias2) + eps), lr / bias1);
 }
 
-template <class Optim>
-void adam_step(Optim& opt, bool decoupled) {
+template <class Optim> void adam_step(Optim& opt, bool decoupled) {
   NoGradGuard no_grad;
   const char* op = decoupled ? "AdamW.step" : "Adam.step";
   for (size_t g = 0; g < opt.num_param_groups(); ++g) {
@@ -127,8 +137,7 @@ void Adam::step() { adam_step(*this, /*decoupled=*/false); }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
     : AdamW(std::vector<Group>{Group(std::move(params))}, options) {}
-AdamW::AdamW(std::vector<Group> groups, AdamWOptions defaults)
-    : OptimizerWith("AdamW", std::move(groups), defaults) {}
+AdamW::AdamW(std::vector<Group> groups, AdamWOptions defaults) : OptimizerWith("AdamW", std::move(groups), defaults) {}
 void AdamW::step() { adam_step(*this, /*decoupled=*/true); }
 
 }  // namespace anvil::nn::optim

@@ -16,18 +16,29 @@ void AdamaxOptions::validate(const std::string& optimizer) const {
 }
 
 HyperParams AdamaxOptions::named() const {
-  return {{"lr", lr}, {"beta1", beta1}, {"beta2", beta2}, {"eps", eps}, {"weight_decay", weight_decay},
+  return {{"lr", lr},
+          {"beta1", beta1},
+          {"beta2", beta2},
+          {"eps", eps},
+          {"weight_decay", weight_decay},
           {"maximize", maximize ? 1.0 : 0.0}};
 }
 
 bool AdamaxOptions::set_named(std::string_view name, double value) {
-  if (name == "lr") lr = value;
-  else if (name == "beta1") beta1 = value;
-  else if (name == "beta2") beta2 = value;
-  else if (name == "eps") eps = value;
-  else if (name == "weight_decay") weight_decay = value;
-  else if (name == "maximize") maximize = value != 0;
-  else return false;
+  if (name == "lr")
+    lr = value;
+  else if (name == "beta1")
+    beta1 = value;
+  else if (name == "beta2")
+    beta2 = value;
+  else if (name == "eps")
+    eps = value;
+  else if (name == "weight_decay")
+    weight_decay = value;
+  else if (name == "maximize")
+    maximize = value != 0;
+  else
+    return false;
   return true;
 }
 

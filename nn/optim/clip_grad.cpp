@@ -35,8 +35,10 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
   for (const Tensor& g : grads) {
     Tensor n = norm(g, norm_type).to(kFloat64).reshape({1});
     auto it = std::find_if(per_device.begin(), per_device.end(), [&](auto& e) { return e.first == g.device(); });
-    if (it == per_device.end()) per_device.push_back({g.device(), {n}});
-    else it->second.push_back(n);
+    if (it == per_device.end())
+      per_device.push_back({g.device(), {n}});
+    else
+      it->second.push_back(n);
   }
   std::vector<double> device_norms;
   for (auto& [device, norms] : per_device) device_norms.push_back(norm(cat(norms), norm_type).item<double>());
@@ -45,7 +47,8 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
     total = device_norms[0];
   } else if (std::isinf(norm_type)) {
     for (double n : device_norms) total = std::max(total, n);
-    for (double n : device_norms) if (std::isnan(n)) total = n;
+    for (double n : device_norms)
+      if (std::isnan(n)) total = n;
   } else {
     for (double n : device_norms) total += std::pow(n, norm_type);
     total = std::pow(total, 1.0 / norm_type);

@@ -25,4 +25,4 @@ namespace anvil::nn::utils {
 using optim::clip_grad_norm_;
 using optim::clip_grad_value_;
 
-}  // namespace anvil::nn::optim
+}  // namespace anvil::nn::utils

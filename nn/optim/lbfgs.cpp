@@ -17,7 +17,8 @@ namespace anvil::nn::optim {
 void LBFGSOptions::validate(const std::string& optimizer) const {
   internal::check_lr(optimizer, lr);
   ANVIL_CHECK(max_iter >= 1, optimizer, ": max_iter must be >= 1, got ", max_iter);
-  ANVIL_CHECK(!max_eval.has_value() || *max_eval >= 1, optimizer, ": max_eval must be >= 1, got ", max_eval.value_or(0));
+  ANVIL_CHECK(!max_eval.has_value() || *max_eval >= 1, optimizer, ": max_eval must be >= 1, got ",
+              max_eval.value_or(0));
   internal::check_non_negative(optimizer, "tolerance_grad", tolerance_grad);
   internal::check_non_negative(optimizer, "tolerance_change", tolerance_change);
   ANVIL_CHECK(history_size >= 1, optimizer, ": history_size must be >= 1, got ", history_size);
@@ -36,36 +37,48 @@ HyperParams LBFGSOptions::named() const {
 }
 
 bool LBFGSOptions::set_named(std::string_view name, double value) {
-  if (name == "lr") lr = value;
-  else if (name == "max_iter") max_iter = static_cast<int64_t>(value);
-  else if (name == "max_eval") max_eval = static_cast<int64_t>(value);
-  else if (name == "tolerance_grad") tolerance_grad = value;
-  else if (name == "tolerance_change") tolerance_change = value;
-  else if (name == "history_size") history_size = static_cast<int64_t>(value);
-  else if (name == "strong_wolfe") line_search_fn = value != 0 ? std::optional<std::string>("strong_wolfe") : std::nullopt;
-  else return false;
+  if (name == "lr")
+    lr = value;
+  else if (name == "max_iter")
+    max_iter = static_cast<int64_t>(value);
+  else if (name == "max_eval")
+    max_eval = static_cast<int64_t>(value);
+  else if (name == "tolerance_grad")
+    tolerance_grad = value;
+  else if (name == "tolerance_change")
+    tolerance_change = value;
+  else if (name == "history_size")
+    history_size = static_cast<int64_t>(value);
+  else if (name == "strong_wolfe")
+    line_search_fn = value != 0 ? std::optional<std::string>("strong_wolfe") : std::nullopt;
+  else
+    return false;
   return true;
 }
 
 LBFGS::LBFGS(std::vector<Tensor> params, LBFGSOptions options)
     : LBFGS(std::vector<Group>{Group(std::move(params))}, options) {}
 
-LBFGS::LBFGS(std::vector<Group> groups, LBFGSOptions defaults)
-    : OptimizerWith("LBFGS", std::move(groups), defaults) {
+LBFGS::LBFGS(std::vector<Group> groups, LBFGSOptions defaults) : OptimizerWith("LBFGS", std::move(groups), defaults) {
   ANVIL_CHECK(num_param_groups() == 1, "LBFGS doesn't support per-parameter options (parameter groups); got ",
               num_param_groups(), " groups");
   const std::vector<Tensor>& ps = params(0);
   for (const Tensor& p : ps)
-    ANVIL_CHECK(p.device() == ps[0].device() && p.dtype() == ps[0].dtype(), "LBFGS: every parameter must share "
-                "one device and dtype (it works on them as one flat vector); got ", anvil::detail::describe(ps[0]),
-                " and ", anvil::detail::describe(p));
+    ANVIL_CHECK(p.device() == ps[0].device() && p.dtype() == ps[0].dtype(),
+                "LBFGS: every parameter must share "
+                "one device and dtype (it works on them as one flat vector); got ",
+                anvil::detail::describe(ps[0]), " and ", anvil::detail::describe(p));
 }
 
-bool LBFGS::buffer_shaped_like_param(const std::string& key) const { (void)key; return false; }
+bool LBFGS::buffer_shaped_like_param(const std::string& key) const {
+  (void)key;
+  return false;
+}
 
 void LBFGS::step() {
-  fail("LBFGS.step: L-BFGS re-evaluates the loss several times per step; call step(closure) with a closure that "
-       "clears the gradients, computes the loss, calls backward and returns the loss");
+  fail(
+      "LBFGS.step: L-BFGS re-evaluates the loss several times per step; call step(closure) with a closure that "
+      "clears the gradients, computes the loss, calls backward and returns the loss");
 }
 
 Tensor LBFGS::flat_grad() const {

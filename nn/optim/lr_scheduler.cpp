@@ -91,8 +91,8 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, CosineAnnealingLROpti
 double CosineAnnealingLR::lr_at(int64_t t, size_t group) const {
   const double base = base_lrs().at(group);
   if (t < o_.warmup_steps) return base * warmup_factor(t, o_.warmup_steps, o_.warmup_start_factor);
-  const double progress = std::min(1.0, static_cast<double>(t - o_.warmup_steps) /
-                                            static_cast<double>(o_.total_steps - o_.warmup_steps));
+  const double progress =
+      std::min(1.0, static_cast<double>(t - o_.warmup_steps) / static_cast<double>(o_.total_steps - o_.warmup_steps));
   if (progress >= 1.0) return o_.min_lr;
   return o_.min_lr + (base - o_.min_lr) * (1.0 + std::cos(std::numbers::pi * progress)) / 2.0;
 }
@@ -103,13 +103,15 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, OneCycleLROptions options) : LRSche
   ANVIL_CHECK(o_.total_steps > 0, "OneCycleLR: total_steps must be > 0, got ", o_.total_steps);
   ANVIL_CHECK(o_.max_lr > 0, "OneCycleLR: max_lr must be > 0, got ", o_.max_lr);
   ANVIL_CHECK(o_.pct_start >= 0 && o_.pct_start <= 1, "OneCycleLR: pct_start must be in [0, 1], got ", o_.pct_start);
-  ANVIL_CHECK(o_.div_factor > 0 && o_.final_div_factor > 0, "OneCycleLR: div_factor and final_div_factor must be > 0, got ",
-              o_.div_factor, " and ", o_.final_div_factor);
+  ANVIL_CHECK(o_.div_factor > 0 && o_.final_div_factor > 0,
+              "OneCycleLR: div_factor and final_div_factor must be > 0, got ", o_.div_factor, " and ",
+              o_.final_div_factor);
   const double initial = o_.max_lr / o_.div_factor, min_lr = initial / o_.final_div_factor;
   const double up_end = o_.pct_start * static_cast<double>(o_.total_steps) - 1.0;
   const double last = static_cast<double>(o_.total_steps) - 1.0;
   if (o_.three_phase) {
-    phases_ = {{up_end, initial, o_.max_lr}, {2.0 * o_.pct_start * o_.total_steps - 2.0, o_.max_lr, initial},
+    phases_ = {{up_end, initial, o_.max_lr},
+               {2.0 * o_.pct_start * o_.total_steps - 2.0, o_.max_lr, initial},
                {last, initial, min_lr}};
   } else {
     phases_ = {{up_end, initial, o_.max_lr}, {last, o_.max_lr, min_lr}};
@@ -118,8 +120,8 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, OneCycleLROptions options) : LRSche
 }
 
 double OneCycleLR::lr_at(int64_t t, size_t /*group*/) const {
-  ANVIL_CHECK(t <= o_.total_steps, "OneCycleLR: tried to step ", t, " times; the schedule has total_steps = ",
-              o_.total_steps);
+  ANVIL_CHECK(t <= o_.total_steps, "OneCycleLR: tried to step ", t,
+              " times; the schedule has total_steps = ", o_.total_steps);
   const double step = static_cast<double>(t);
   double start_step = 0.0;
   for (size_t i = 0; i < phases_.size(); ++i) {
@@ -165,8 +167,7 @@ double MultiStepLR::lr_at(int64_t t, size_t group) const {
 
 // ----------------------------------------------------------- ExponentialLR
 
-ExponentialLR::ExponentialLR(Optimizer& optimizer, ExponentialLROptions options)
-    : LRScheduler(optimizer), o_(options) {
+ExponentialLR::ExponentialLR(Optimizer& optimizer, ExponentialLROptions options) : LRScheduler(optimizer), o_(options) {
   ANVIL_CHECK(o_.gamma >= 0, "ExponentialLR: gamma must be >= 0, got ", o_.gamma);
   start();
 }

@@ -30,8 +30,8 @@
 namespace anvil::nn::optim {
 
 struct SchedulerState {
-  int64_t last_step = 0;        // scheduler steps taken
-  std::vector<double> base_lrs; // one per parameter group
+  int64_t last_step = 0;  // scheduler steps taken
+  std::vector<double> base_lrs;  // one per parameter group
 };
 
 class LRScheduler {
@@ -82,6 +82,7 @@ class StepLR : public LRScheduler {
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1)
       : StepLR(optimizer, StepLROptions{step_size, gamma}) {}
   double lr_at(int64_t t, size_t group) const override;
+
  private:
   StepLROptions o_;
 };
@@ -98,6 +99,7 @@ class LinearWarmupLR : public LRScheduler {
  public:
   LinearWarmupLR(Optimizer& optimizer, LinearWarmupLROptions options);
   double lr_at(int64_t t, size_t group) const override;
+
  private:
   LinearWarmupLROptions o_;
 };
@@ -117,6 +119,7 @@ class CosineAnnealingLR : public LRScheduler {
  public:
   CosineAnnealingLR(Optimizer& optimizer, CosineAnnealingLROptions options);
   double lr_at(int64_t t, size_t group) const override;
+
  private:
   CosineAnnealingLROptions o_;
 };
@@ -140,8 +143,11 @@ class OneCycleLR : public LRScheduler {
  public:
   OneCycleLR(Optimizer& optimizer, OneCycleLROptions options);
   double lr_at(int64_t t, size_t group) const override;
+
  private:
-  struct Phase { double end_step, start_lr, end_lr; };
+  struct Phase {
+    double end_step, start_lr, end_lr;
+  };
   OneCycleLROptions o_;
   std::vector<Phase> phases_;
 };
@@ -154,6 +160,7 @@ class LambdaLR : public LRScheduler {
   LambdaLR(Optimizer& optimizer, Lambda lr_lambda);
   LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas);
   double lr_at(int64_t t, size_t group) const override;
+
  private:
   std::vector<Lambda> lambdas_;
 };
@@ -171,6 +178,7 @@ class MultiStepLR : public LRScheduler {
   MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1)
       : MultiStepLR(optimizer, MultiStepLROptions{std::move(milestones), gamma}) {}
   double lr_at(int64_t t, size_t group) const override;
+
  private:
   MultiStepLROptions o_;
 };
@@ -185,6 +193,7 @@ class ExponentialLR : public LRScheduler {
   // PyTorch's ExponentialLR(optimizer, gamma).
   ExponentialLR(Optimizer& optimizer, double gamma) : ExponentialLR(optimizer, ExponentialLROptions{gamma}) {}
   double lr_at(int64_t t, size_t group) const override;
+
  private:
   ExponentialLROptions o_;
 };
@@ -203,6 +212,7 @@ class SequentialLR : public LRScheduler {
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                std::vector<int64_t> milestones);
   double lr_at(int64_t t, size_t group) const override;
+
  private:
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
   std::vector<int64_t> milestones_;
@@ -216,6 +226,7 @@ class ChainedScheduler : public LRScheduler {
  public:
   ChainedScheduler(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers);
   double lr_at(int64_t t, size_t group) const override;
+
  private:
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
 };
@@ -276,7 +287,8 @@ class ReduceLROnPlateauScheduler : public ReduceLROnPlateau {
                                       int patience = 10, double threshold = 1e-4, ThresholdMode threshold_mode = rel,
                                       int cooldown = 0, const std::vector<float>& min_lr = {}, double eps = 1e-8,
                                       bool verbose = false)
-      : ReduceLROnPlateau(optimizer, options(mode, factor, patience, threshold, threshold_mode, cooldown, min_lr, eps)) {
+      : ReduceLROnPlateau(optimizer,
+                          options(mode, factor, patience, threshold, threshold_mode, cooldown, min_lr, eps)) {
     (void)verbose;  // nothing is printed either way
   }
 

@@ -5,8 +5,8 @@
 
 namespace anvil::nn::optim::internal {
 
-void MultiTensorBatch::add(const Tensor& param, const Tensor& grad, const std::vector<Tensor>& states,
-                           bool negate_grad, const char* op) {
+void MultiTensorBatch::add(const Tensor& param, const Tensor& grad, const std::vector<Tensor>& states, bool negate_grad,
+                           const char* op) {
   ANVIL_CHECK(grad.shape() == param.shape() && grad.device() == param.device(), op, ": gradient ",
               anvil::detail::describe(grad), " does not match parameter ", anvil::detail::describe(param));
   ANVIL_CHECK(states.size() == states_.size(), op, ": internal error: expected ", states_.size(),
@@ -18,8 +18,8 @@ void MultiTensorBatch::add(const Tensor& param, const Tensor& grad, const std::v
   work_params_.push_back(param.is_contiguous() ? param : param.contiguous());
   grads_.push_back(g.contiguous());
   for (size_t k = 0; k < states.size(); ++k) {
-    ANVIL_CHECK(states[k].is_contiguous() && states[k].shape() == param.shape(), op, ": internal error: state ", k,
-                " ", anvil::detail::describe(states[k]), " is not a contiguous tensor of the parameter's shape");
+    ANVIL_CHECK(states[k].is_contiguous() && states[k].shape() == param.shape(), op, ": internal error: state ", k, " ",
+                anvil::detail::describe(states[k]), " is not a contiguous tensor of the parameter's shape");
     states_[k].push_back(states[k]);
   }
 }

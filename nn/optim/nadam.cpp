@@ -28,22 +28,30 @@ HyperParams NAdamOptions::named() const {
 }
 
 bool NAdamOptions::set_named(std::string_view name, double value) {
-  if (name == "lr") lr = value;
-  else if (name == "beta1") beta1 = value;
-  else if (name == "beta2") beta2 = value;
-  else if (name == "eps") eps = value;
-  else if (name == "weight_decay") weight_decay = value;
-  else if (name == "momentum_decay") momentum_decay = value;
-  else if (name == "decoupled_weight_decay") decoupled_weight_decay = value != 0;
-  else if (name == "maximize") maximize = value != 0;
-  else return false;
+  if (name == "lr")
+    lr = value;
+  else if (name == "beta1")
+    beta1 = value;
+  else if (name == "beta2")
+    beta2 = value;
+  else if (name == "eps")
+    eps = value;
+  else if (name == "weight_decay")
+    weight_decay = value;
+  else if (name == "momentum_decay")
+    momentum_decay = value;
+  else if (name == "decoupled_weight_decay")
+    decoupled_weight_decay = value != 0;
+  else if (name == "maximize")
+    maximize = value != 0;
+  else
+    return false;
   return true;
 }
 
 NAdam::NAdam(std::vector<Tensor> params, NAdamOptions options)
     : NAdam(std::vector<Group>{Group(std::move(params))}, options) {}
-NAdam::NAdam(std::vector<Group> groups, NAdamOptions defaults)
-    : OptimizerWith("NAdam", std::move(groups), defaults) {}
+NAdam::NAdam(std::vector<Group> groups, NAdamOptions defaults) : OptimizerWith("NAdam", std::move(groups), defaults) {}
 
 void NAdam::step() {
   NoGradGuard no_grad;
@@ -52,8 +60,8 @@ void NAdam::step() {
     const double lr = o.lr, beta1 = o.beta1, beta2 = o.beta2;
     for (Tensor p : params(gi)) {
       if (!p.grad().defined()) continue;
-      Tensor g = internal::update_grad(p, o.maximize, o.decoupled_weight_decay ? 0.0 : o.weight_decay.value,
-                                       "NAdam.step");
+      Tensor g =
+          internal::update_grad(p, o.maximize, o.decoupled_weight_decay ? 0.0 : o.weight_decay.value, "NAdam.step");
       if (o.decoupled_weight_decay && o.weight_decay != 0) p.mul_(1.0 - lr * o.weight_decay);
       ParamState& s = state_for(p);
       ++s.step;

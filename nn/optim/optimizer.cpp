@@ -18,14 +18,14 @@ void Optimizer::add_group_params(std::vector<Tensor> params) {
     const Tensor& p = params[i];
     const size_t group = group_params_.size();
     ANVIL_CHECK(p.defined(), name_, ": parameter ", i, " of group ", group, " is an undefined tensor");
-    ANVIL_CHECK(p.is_floating_point(), name_, ": parameter ", i, " of group ", group,
-                " must be floating point, got ", detail::describe(p));
+    ANVIL_CHECK(p.is_floating_point(), name_, ": parameter ", i, " of group ", group, " must be floating point, got ",
+                detail::describe(p));
     ANVIL_CHECK(p.requires_grad(), name_, ": parameter ", i, " of group ", group, " (", detail::describe(p),
                 ") does not require grad; call requires_grad_() or leave it out");
     ANVIL_CHECK(p.is_leaf(), name_, ": parameter ", i, " of group ", group, " (", detail::describe(p),
                 ") is not a leaf tensor; optimize the tensor it was computed from");
-    ANVIL_CHECK(seen.insert(p.impl()).second, name_, ": parameter ", i, " of group ", group, " (",
-                detail::describe(p), ") already appears in this or another parameter group");
+    ANVIL_CHECK(seen.insert(p.impl()).second, name_, ": parameter ", i, " of group ", group, " (", detail::describe(p),
+                ") already appears in this or another parameter group");
   }
   group_params_.push_back(std::move(params));
 }
@@ -58,8 +58,10 @@ void Optimizer::zero_grad(bool set_to_none) {
     for (const Tensor& p : group) {
       Tensor g = p.grad();
       if (!g.defined()) continue;
-      if (set_to_none) p.set_grad(Tensor());
-      else g.zero_();
+      if (set_to_none)
+        p.set_grad(Tensor());
+      else
+        g.zero_();
     }
 }
 
@@ -109,8 +111,9 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
     ANVIL_CHECK(s.step >= 0, name_, op, ": parameter ", index, " has a negative step count ", s.step);
     for (const auto& [key, t] : s.buffers) {
       ANVIL_CHECK(t.defined(), name_, op, ": state '", key, "' of parameter ", index, " is undefined");
-      ANVIL_CHECK(!buffer_shaped_like_param(key) || t.shape() == it->second.shape(), name_, op, ": state '", key, "' of parameter ", index,
-                  " has shape ", t.shape_str(), " but the parameter has shape ", it->second.shape_str());
+      ANVIL_CHECK(!buffer_shaped_like_param(key) || t.shape() == it->second.shape(), name_, op, ": state '", key,
+                  "' of parameter ", index, " has shape ", t.shape_str(), " but the parameter has shape ",
+                  it->second.shape_str());
     }
   }
 
@@ -121,7 +124,8 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
     const Tensor& p = by_index.at(index);
     ParamState copy{s.step, {}, s.scalars};
     // clone: training on must not write into the caller's state.
-    for (const auto& [key, t] : s.buffers) copy.buffers[key] = t.detach().to(p.device(), p.dtype()).clone().contiguous();
+    for (const auto& [key, t] : s.buffers)
+      copy.buffers[key] = t.detach().to(p.device(), p.dtype()).clone().contiguous();
     state_[p.impl()] = std::move(copy);
   }
 }
@@ -134,13 +138,13 @@ StateDict flatten(const OptimizerState& state) {
     const std::string prefix = "state." + std::to_string(index) + ".";
     out.emplace_back(prefix + "step", scalar_tensor(Scalar(s.step), kInt64));
     for (const auto& [key, t] : s.buffers) out.emplace_back(prefix + key, t);
-    for (const auto& [key, v] : s.scalars) out.emplace_back(prefix + "scalars." + key, scalar_tensor(Scalar(v), kFloat64));
+    for (const auto& [key, v] : s.scalars)
+      out.emplace_back(prefix + "scalars." + key, scalar_tensor(Scalar(v), kFloat64));
   }
   for (size_t g = 0; g < state.param_groups.size(); ++g) {
     const auto& group = state.param_groups[g];
     const std::string prefix = "param_groups." + std::to_string(g) + ".";
-    out.emplace_back(prefix + "params",
-                     from_vector(group.params, {static_cast<int64_t>(group.params.size())}, kInt64));
+    out.emplace_back(prefix + "params", from_vector(group.params, {static_cast<int64_t>(group.params.size())}, kInt64));
     for (const auto& [key, value] : group.hyper_params)
       out.emplace_back(prefix + key, scalar_tensor(Scalar(value), kFloat64));
   }

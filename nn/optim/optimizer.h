@@ -34,7 +34,7 @@ using HyperParams = std::vector<std::pair<std::string, double>>;
 
 // What an optimizer keeps for one parameter between steps.
 struct ParamState {
-  int64_t step = 0;                      // updates applied so far
+  int64_t step = 0;  // updates applied so far
   std::map<std::string, Tensor> buffers;  // "exp_avg", "exp_avg_sq", "momentum_buffer"
   // Host-side numbers (NAdam's mu_product, LBFGS's counters), kept in double
   // as PyTorch keeps them in CPU scalars: reading them needs no device sync.
@@ -46,7 +46,7 @@ struct ParamState {
 struct OptimizerState {
   struct Group {
     std::vector<int64_t> params;  // indices of the group's parameters
-    HyperParams hyper_params;     // including the current lr
+    HyperParams hyper_params;  // including the current lr
   };
   std::map<int64_t, ParamState> state;  // only parameters that were stepped
   std::vector<Group> param_groups;
@@ -93,6 +93,7 @@ class Optimizer {
         opt_->set_lr(group_, lr);
         return *this;
       }
+
      private:
       friend class ParamGroupView;
       Options(Optimizer* opt, size_t group) : opt_(opt), group_(group) {}
@@ -101,6 +102,7 @@ class Optimizer {
     };
     Options options() const { return {opt_, group_}; }
     const std::vector<Tensor>& params() const { return opt_->params(group_); }
+
    private:
     friend class Optimizer;
     ParamGroupView(Optimizer* opt, size_t group) : opt_(opt), group_(group) {}
@@ -156,21 +158,18 @@ class Optimizer {
 };
 
 // A group of parameters with optional settings of its own.
-template <class Options>
-struct ParamGroup {
+template <class Options> struct ParamGroup {
   ParamGroup(std::vector<Tensor> p, std::optional<Options> o = std::nullopt)
       : params(std::move(p)), options(std::move(o)) {}
   std::vector<Tensor> params;
   std::optional<Options> options;  // unset: the optimizer's defaults
 };
-template <class Options>
-ParamGroup(std::vector<Tensor>, Options) -> ParamGroup<Options>;
+template <class Options> ParamGroup(std::vector<Tensor>, Options) -> ParamGroup<Options>;
 
 // The typed part every optimizer shares: groups of `Options`. Options are
 // aggregates with `double lr`, validate(optimizer name), named() -> HyperParams
 // and set_named(name, value) -> bool (false for an unknown name).
-template <class Options>
-class OptimizerWith : public Optimizer {
+template <class Options> class OptimizerWith : public Optimizer {
  public:
   using Group = ParamGroup<Options>;
 

@@ -26,21 +26,28 @@ HyperParams RAdamOptions::named() const {
 }
 
 bool RAdamOptions::set_named(std::string_view name, double value) {
-  if (name == "lr") lr = value;
-  else if (name == "beta1") beta1 = value;
-  else if (name == "beta2") beta2 = value;
-  else if (name == "eps") eps = value;
-  else if (name == "weight_decay") weight_decay = value;
-  else if (name == "decoupled_weight_decay") decoupled_weight_decay = value != 0;
-  else if (name == "maximize") maximize = value != 0;
-  else return false;
+  if (name == "lr")
+    lr = value;
+  else if (name == "beta1")
+    beta1 = value;
+  else if (name == "beta2")
+    beta2 = value;
+  else if (name == "eps")
+    eps = value;
+  else if (name == "weight_decay")
+    weight_decay = value;
+  else if (name == "decoupled_weight_decay")
+    decoupled_weight_decay = value != 0;
+  else if (name == "maximize")
+    maximize = value != 0;
+  else
+    return false;
   return true;
 }
 
 RAdam::RAdam(std::vector<Tensor> params, RAdamOptions options)
     : RAdam(std::vector<Group>{Group(std::move(params))}, options) {}
-RAdam::RAdam(std::vector<Group> groups, RAdamOptions defaults)
-    : OptimizerWith("RAdam", std::move(groups), defaults) {}
+RAdam::RAdam(std::vector<Group> groups, RAdamOptions defaults) : OptimizerWith("RAdam", std::move(groups), defaults) {}
 
 void RAdam::step() {
   NoGradGuard no_grad;
@@ -49,8 +56,8 @@ void RAdam::step() {
     const double lr = o.lr, beta1 = o.beta1, beta2 = o.beta2;
     for (Tensor p : params(gi)) {
       if (!p.grad().defined()) continue;
-      Tensor g = internal::update_grad(p, o.maximize, o.decoupled_weight_decay ? 0.0 : o.weight_decay.value,
-                                       "RAdam.step");
+      Tensor g =
+          internal::update_grad(p, o.maximize, o.decoupled_weight_decay ? 0.0 : o.weight_decay.value, "RAdam.step");
       if (o.decoupled_weight_decay && o.weight_decay != 0) p.mul_(1.0 - lr * o.weight_decay);
       ParamState& s = state_for(p);
       ++s.step;

@@ -17,21 +17,32 @@ void RMSpropOptions::validate(const std::string& optimizer) const {
 }
 
 HyperParams RMSpropOptions::named() const {
-  return {{"lr", lr},         {"alpha", alpha},
-          {"eps", eps},       {"weight_decay", weight_decay},
-          {"momentum", momentum}, {"centered", centered ? 1.0 : 0.0},
+  return {{"lr", lr},
+          {"alpha", alpha},
+          {"eps", eps},
+          {"weight_decay", weight_decay},
+          {"momentum", momentum},
+          {"centered", centered ? 1.0 : 0.0},
           {"maximize", maximize ? 1.0 : 0.0}};
 }
 
 bool RMSpropOptions::set_named(std::string_view name, double value) {
-  if (name == "lr") lr = value;
-  else if (name == "alpha") alpha = value;
-  else if (name == "eps") eps = value;
-  else if (name == "weight_decay") weight_decay = value;
-  else if (name == "momentum") momentum = value;
-  else if (name == "centered") centered = value != 0;
-  else if (name == "maximize") maximize = value != 0;
-  else return false;
+  if (name == "lr")
+    lr = value;
+  else if (name == "alpha")
+    alpha = value;
+  else if (name == "eps")
+    eps = value;
+  else if (name == "weight_decay")
+    weight_decay = value;
+  else if (name == "momentum")
+    momentum = value;
+  else if (name == "centered")
+    centered = value != 0;
+  else if (name == "maximize")
+    maximize = value != 0;
+  else
+    return false;
   return true;
 }
 

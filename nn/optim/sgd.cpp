@@ -27,18 +27,24 @@ HyperParams SGDOptions::named() const {
 }
 
 bool SGDOptions::set_named(std::string_view name, double value) {
-  if (name == "lr") lr = value;
-  else if (name == "momentum") momentum = value;
-  else if (name == "dampening") dampening = value;
-  else if (name == "weight_decay") weight_decay = value;
-  else if (name == "nesterov") nesterov = value != 0;
-  else if (name == "maximize") maximize = value != 0;
-  else return false;
+  if (name == "lr")
+    lr = value;
+  else if (name == "momentum")
+    momentum = value;
+  else if (name == "dampening")
+    dampening = value;
+  else if (name == "weight_decay")
+    weight_decay = value;
+  else if (name == "nesterov")
+    nesterov = value != 0;
+  else if (name == "maximize")
+    maximize = value != 0;
+  else
+    return false;
   return true;
 }
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions options)
-    : SGD(std::vector<Group>{Group(std::move(params))}, options) {}
+SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(std::vector<Group>{Group(std::move(params))}, options) {}
 
 SGD::SGD(std::vector<Group> groups, SGDOptions defaults) : OptimizerWith("SGD", std::move(groups), defaults) {}
 

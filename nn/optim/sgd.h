@@ -34,8 +34,8 @@ class SGD : public OptimizerWith<SGDOptions> {
   // libtorch's SGD(params, /*lr=*/0.01). A template, so SGD(params, {}) still
   // means the default options rather than lr 0.
   template <typename Lr>
-    requires std::is_arithmetic_v<Lr>
-  SGD(std::vector<Tensor> params, Lr lr) : SGD(std::move(params), SGDOptions().lr(static_cast<double>(lr))) {}
+  requires std::is_arithmetic_v<Lr> SGD(std::vector<Tensor> params, Lr lr)
+      : SGD(std::move(params), SGDOptions().lr(static_cast<double>(lr))) {}
   explicit SGD(std::vector<Group> groups, SGDOptions defaults = {});
   void step() override;
 };

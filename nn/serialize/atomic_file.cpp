@@ -52,7 +52,8 @@ class FileSink final : public std::streambuf {
     while (n > 0 && error_ == 0) {
       const ssize_t w = ::write(fd_, p, n);
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0) error_ = errno;
+      if (w < 0)
+        error_ = errno;
       else {
         p += w;
         n -= static_cast<size_t>(w);
@@ -108,8 +109,7 @@ void atomic_write_file(const std::filesystem::path& path, const std::function<vo
     std::ostream out(sink.get());
     write(out);
     if (!sink->drain() || out.bad())
-      fail(what, " failed: ", sink->error() != 0 ? cause(sink->error()) : std::string("the stream failed"),
-           unchanged);
+      fail(what, " failed: ", sink->error() != 0 ? cause(sink->error()) : std::string("the stream failed"), unchanged);
     if (::fsync(fd) != 0) {
       const int err = errno;
       fail(what, ": fsync failed: ", cause(err), unchanged);
@@ -135,9 +135,8 @@ void atomic_write_file(const std::filesystem::path& path, const std::function<vo
 }
 
 void atomic_write_file(const std::filesystem::path& path, std::string_view bytes) {
-  atomic_write_file(path, [&](std::ostream& out) {
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  });
+  atomic_write_file(path,
+                    [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
 }
 
 }  // namespace anvil::nn::serialize

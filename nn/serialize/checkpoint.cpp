@@ -72,8 +72,8 @@ const Tensor& required(const Section& section, const std::string& prefix, const 
 int64_t read_int64(const Section& section, const std::string& prefix, const std::string& key,
                    const std::string& where) {
   const Tensor& t = required(section, prefix, key, where);
-  ANVIL_CHECK(t.dtype() == kInt64 && t.numel() == 1, where, ": '", prefix, key,
-              "' must be one int64, got ", t.dtype(), " of shape ", t.shape_str());
+  ANVIL_CHECK(t.dtype() == kInt64 && t.numel() == 1, where, ": '", prefix, key, "' must be one int64, got ", t.dtype(),
+              " of shape ", t.shape_str());
   return *t.data<int64_t>();
 }
 
@@ -149,12 +149,18 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
     const size_t dot = name.find('.');
     const std::string prefix = dot == std::string::npos ? std::string() : name.substr(0, dot);  // "": unexpected
     std::string rest = dot == std::string::npos ? std::string() : name.substr(dot + 1);
-    if (prefix == "model") c.model.emplace_back(std::move(rest), std::move(t));
-    else if (prefix == "optimizer") optimizer.emplace_back(std::move(rest), std::move(t));
-    else if (prefix == "scheduler") scheduler.emplace(std::move(rest), std::move(t));
-    else if (prefix == "rng") rng.emplace(std::move(rest), std::move(t));
-    else if (prefix == "progress") progress.emplace(std::move(rest), std::move(t));
-    else if (prefix == "extra") c.extra.emplace_back(std::move(rest), std::move(t));
+    if (prefix == "model")
+      c.model.emplace_back(std::move(rest), std::move(t));
+    else if (prefix == "optimizer")
+      optimizer.emplace_back(std::move(rest), std::move(t));
+    else if (prefix == "scheduler")
+      scheduler.emplace(std::move(rest), std::move(t));
+    else if (prefix == "rng")
+      rng.emplace(std::move(rest), std::move(t));
+    else if (prefix == "progress")
+      progress.emplace(std::move(rest), std::move(t));
+    else if (prefix == "extra")
+      c.extra.emplace_back(std::move(rest), std::move(t));
     else
       fail(where, ": unexpected entry '", name,
            "' (expected model., optimizer., scheduler., rng., progress. or extra.)");
@@ -172,8 +178,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
     optim::SchedulerState s;
     s.last_step = read_int64(scheduler, "scheduler.", "last_step", where);
     const Tensor& lrs = required(scheduler, "scheduler.", "base_lrs", where);
-    ANVIL_CHECK(lrs.dtype() == kFloat64 && lrs.dim() == 1, where,
-                ": 'scheduler.base_lrs' must be 1-D float64, got ", lrs.dtype(), " of shape ", lrs.shape_str());
+    ANVIL_CHECK(lrs.dtype() == kFloat64 && lrs.dim() == 1, where, ": 'scheduler.base_lrs' must be 1-D float64, got ",
+                lrs.dtype(), " of shape ", lrs.shape_str());
     s.base_lrs = lrs.to_vector<double>();
     c.scheduler = std::move(s);
   }

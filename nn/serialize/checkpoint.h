@@ -43,9 +43,9 @@ struct Checkpoint {
   std::optional<optim::OptimizerState> optimizer;  // unset: not saved (nor is a state with no groups)
   std::optional<optim::SchedulerState> scheduler;
   std::optional<GeneratorState> rng;
-  int64_t step = 0;   // optimizer updates done
+  int64_t step = 0;  // optimizer updates done
   int64_t epoch = 0;  // epochs completed
-  StateDict extra;    // e.g. a loss scaler's state, the best validation metric
+  StateDict extra;  // e.g. a loss scaler's state, the best validation metric
   Metadata metadata;  // free-form strings (run name, config, ...)
 };
 

@@ -146,9 +146,7 @@ uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& where, const std
   return r;
 }
 
-std::string offsets_str(const HeaderEntry& e) {
-  return detail::concat("[", e.begin, ", ", e.end, "]");
-}
+std::string offsets_str(const HeaderEntry& e) { return detail::concat("[", e.begin, ", ", e.end, "]"); }
 
 HeaderEntry parse_entry(const std::string& name, const nlohmann::json& value, uint64_t data_size,
                         const std::string& where) {
@@ -176,9 +174,9 @@ HeaderEntry parse_entry(const std::string& name, const nlohmann::json& value, ui
   const uint64_t nbytes = checked_mul(numel, itemsize(info->dtype), where, name);
 
   const auto& offsets = value["data_offsets"];
-  ANVIL_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
-                  offsets[1].is_number_unsigned(),
-              what, ": \"data_offsets\" must be two non-negative integers [begin, end], got ", offsets.dump());
+  ANVIL_CHECK(
+      offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned(),
+      what, ": \"data_offsets\" must be two non-negative integers [begin, end], got ", offsets.dump());
   e.begin = offsets[0].get<uint64_t>();
   e.end = offsets[1].get<uint64_t>();
   ANVIL_CHECK(e.begin <= e.end, what, ": data_offsets ", offsets_str(e), " end before they begin");
@@ -242,8 +240,7 @@ void check_bools(const Tensor& t, const std::string& name, const std::string& wh
 
 // Reads the raw parts of a file: the 8-byte length, the header and where the
 // data starts. `read(offset, dst, n)` fills dst from the file or buffer.
-template <typename Read>
-SafetensorsContents read_contents(uint64_t total_size, Read&& read, const std::string& where) {
+template <typename Read> SafetensorsContents read_contents(uint64_t total_size, Read&& read, const std::string& where) {
   ANVIL_CHECK(total_size >= 8, where, ": truncated: ", total_size,
               " bytes is shorter than the 8-byte header length that starts a safetensors file");
   uint64_t header_size = 0;
@@ -263,8 +260,7 @@ SafetensorsContents read_contents(uint64_t total_size, Read&& read, const std::s
     if (e.dtype == kBool) check_bools(t, e.name, where);
     out.tensors.emplace_back(e.name, std::move(t));
   }
-  std::sort(out.tensors.begin(), out.tensors.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(out.tensors.begin(), out.tensors.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }
 
@@ -302,9 +298,7 @@ SafetensorsContents load_safetensors_with_metadata(const std::filesystem::path& 
   return read_contents(size, read, where);
 }
 
-StateDict load_safetensors(const std::filesystem::path& path) {
-  return load_safetensors_with_metadata(path).tensors;
-}
+StateDict load_safetensors(const std::filesystem::path& path) { return load_safetensors_with_metadata(path).tensors; }
 
 SafetensorsContents deserialize_safetensors(std::string_view bytes) {
   auto read = [&](uint64_t offset, char* dst, uint64_t n) { std::memcpy(dst, bytes.data() + offset, n); };

@@ -30,7 +30,8 @@ bool is_control(char32_t c) { return c != '\t' && c != '\n' && c != '\r' && is_o
 // ASCII's punctuation includes symbols such as $ + < = > ^ ` | ~ that
 // Unicode files under S*; BERT splits on both.
 bool is_bert_punctuation(char32_t c) {
-  const bool ascii_punct = (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126);
+  const bool ascii_punct =
+      (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126);
   return ascii_punct || is_punctuation(c);
 }
 
@@ -85,27 +86,29 @@ BertTokenizer BertTokenizer::from_file(const std::filesystem::path& tokenizer_js
   }
   try {
     const auto& model = j.at("model");
-    ANVIL_CHECK(model.value("type", "") == "WordPiece", op, ": ", tokenizer_json.string(),
-                " holds a '", model.value("type", "?"), "' model; expected WordPiece");
+    ANVIL_CHECK(model.value("type", "") == "WordPiece", op, ": ", tokenizer_json.string(), " holds a '",
+                model.value("type", "?"), "' model; expected WordPiece");
     BertTokenizerOptions o;
     o.unk_token = model.value("unk_token", o.unk_token);
     o.continuing_subword_prefix = model.value("continuing_subword_prefix", o.continuing_subword_prefix);
     const std::string where = std::string(op) + ": " + tokenizer_json.string();
-    o.max_input_chars_per_word = nn::json_integer_field(model, "max_input_chars_per_word", o.max_input_chars_per_word, where);
+    o.max_input_chars_per_word =
+        nn::json_integer_field(model, "max_input_chars_per_word", o.max_input_chars_per_word, where);
     const auto& norm = j.at("normalizer");
     ANVIL_CHECK(norm.is_object() && norm.value("type", "") == "BertNormalizer", op, ": ", tokenizer_json.string(),
                 " has no BertNormalizer; expected a BERT tokenizer");
     o.clean_text = norm.value("clean_text", o.clean_text);
     o.handle_chinese_chars = norm.value("handle_chinese_chars", o.handle_chinese_chars);
     o.lowercase = norm.value("lowercase", o.lowercase);
-    if (norm.contains("strip_accents") && !norm["strip_accents"].is_null()) o.strip_accents = norm["strip_accents"].get<bool>();
+    if (norm.contains("strip_accents") && !norm["strip_accents"].is_null())
+      o.strip_accents = norm["strip_accents"].get<bool>();
     // Ids in the file may leave no gap; the vector is indexed by id.
     const auto& map = model.at("vocab");
     std::vector<std::string> vocab(map.size());
     for (auto it = map.begin(); it != map.end(); ++it) {
       const int64_t id = nn::json_integer(it.value(), where + ": the id of '" + it.key() + "'");
-      ANVIL_CHECK(id >= 0 && id < static_cast<int64_t>(vocab.size()), op, ": ", tokenizer_json.string(),
-                  ": the id ", id, " of '", it.key(), "' is outside 0..", vocab.size() - 1);
+      ANVIL_CHECK(id >= 0 && id < static_cast<int64_t>(vocab.size()), op, ": ", tokenizer_json.string(), ": the id ",
+                  id, " of '", it.key(), "' is outside 0..", vocab.size() - 1);
       vocab[static_cast<size_t>(id)] = it.key();
     }
     std::vector<std::string> specials;

@@ -29,7 +29,7 @@
 namespace anvil::nn::text {
 
 struct BertTokenizerOptions {
-  bool clean_text = true;            // drop control characters, map whitespace to ' '
+  bool clean_text = true;  // drop control characters, map whitespace to ' '
   bool handle_chinese_chars = true;  // a space either side of each CJK ideograph
   std::optional<bool> strip_accents;  // unset: as lowercase (BERT's rule)
   bool lowercase = true;
@@ -65,7 +65,7 @@ class BertTokenizer {
   BatchEncoding encode_batch(const std::vector<std::string>& texts) const;
 
   int64_t token_to_id(std::string_view token) const;  // unk id when absent
-  const std::string& id_to_token(int64_t id) const;   // checked
+  const std::string& id_to_token(int64_t id) const;  // checked
   int64_t vocab_size() const { return static_cast<int64_t>(vocab_.size()); }
   int64_t pad_id() const { return pad_id_; }
   BertTokenizerOptions& options() { return options_; }

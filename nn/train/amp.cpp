@@ -8,18 +8,24 @@ namespace anvil::nn::train {
 
 const char* precision_name(Precision p) {
   switch (p) {
-    case Precision::FP32: return "fp32";
-    case Precision::BF16: return "bf16";
-    case Precision::FP16: return "fp16";
+    case Precision::FP32:
+      return "fp32";
+    case Precision::BF16:
+      return "bf16";
+    case Precision::FP16:
+      return "fp16";
   }
   return "?";
 }
 
 DType compute_dtype(Precision p) {
   switch (p) {
-    case Precision::BF16: return kBFloat16;
-    case Precision::FP16: return kFloat16;
-    default: return kFloat32;
+    case Precision::BF16:
+      return kBFloat16;
+    case Precision::FP16:
+      return kFloat16;
+    default:
+      return kFloat32;
   }
 }
 
@@ -59,8 +65,9 @@ bool GradScaler::unscale_(optim::Optimizer& optimizer) { return unscale_(optimiz
 
 bool GradScaler::unscale_(const std::vector<Tensor>& parameters) {
   if (!options_.enabled) return false;
-  ANVIL_CHECK(!unscaled_, "GradScaler::unscale_: already called since the last update() (gradients would be "
-                          "divided by the scale twice)");
+  ANVIL_CHECK(!unscaled_,
+              "GradScaler::unscale_: already called since the last update() (gradients would be "
+              "divided by the scale twice)");
   NoGradGuard no_grad;
   const double inv = 1.0 / state_.scale;
   for (const Tensor& p : parameters) {
@@ -97,10 +104,11 @@ void GradScaler::update() {
 }
 
 void GradScaler::load_state_dict(const GradScalerState& state) {
-  ANVIL_CHECK(state.scale > 0 && std::isfinite(state.scale), "GradScaler::load_state_dict: scale must be "
-              "positive and finite, got ", state.scale);
-  ANVIL_CHECK(state.growth_tracker >= 0, "GradScaler::load_state_dict: negative growth_tracker ",
-              state.growth_tracker);
+  ANVIL_CHECK(state.scale > 0 && std::isfinite(state.scale),
+              "GradScaler::load_state_dict: scale must be "
+              "positive and finite, got ",
+              state.scale);
+  ANVIL_CHECK(state.growth_tracker >= 0, "GradScaler::load_state_dict: negative growth_tracker ", state.growth_tracker);
   state_ = state;
   unscaled_ = found_inf_ = false;
 }
@@ -133,8 +141,10 @@ void MasterWeights::accumulate_grads() {
     Tensor g = params_[i].grad();
     if (!g.defined()) continue;
     Tensor g32 = g.to(kFloat32);
-    if (grads_[i].defined()) grads_[i].add_(g32);
-    else grads_[i] = g32.same(g) ? g32.clone() : g32;
+    if (grads_[i].defined())
+      grads_[i].add_(g32);
+    else
+      grads_[i] = g32.same(g) ? g32.clone() : g32;
     params_[i].set_grad(Tensor());
   }
 }

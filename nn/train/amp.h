@@ -43,14 +43,14 @@ enum class Precision { FP32, BF16, FP16 };
 enum class AmpMode { Autocast, WholeModel };
 
 const char* precision_name(Precision p);  // "fp32", "bf16", "fp16"
-DType compute_dtype(Precision p);         // float32, bfloat16, float16
+DType compute_dtype(Precision p);  // float32, bfloat16, float16
 
 struct GradScalerOptions {
   double init_scale = 65536.0;  // 2^16
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
   int64_t growth_interval = 2000;  // consecutive good steps before the scale grows
-  bool enabled = true;             // disabled: every method passes through
+  bool enabled = true;  // disabled: every method passes through
 };
 
 struct GradScalerState {
@@ -111,9 +111,9 @@ class MasterWeights {
   bool is_down() const { return down_; }
 
  private:
-  std::vector<Tensor> params_;   // the handles the model and optimizer share
+  std::vector<Tensor> params_;  // the handles the model and optimizer share
   std::vector<Tensor> masters_;  // float32 data, while down_
-  std::vector<Tensor> grads_;    // float32 accumulators
+  std::vector<Tensor> grads_;  // float32 accumulators
   DType dtype_;
   bool down_ = false;
 };

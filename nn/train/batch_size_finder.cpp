@@ -31,17 +31,20 @@ int64_t search_max_batch_size(const TryBatch& try_batch, BatchSizeSearchOptions 
   int64_t good = o.start, bad = -1;
   while (good < o.max) {  // doubling phase
     const int64_t next = std::min(o.max, good * 2);
-    if (fits(next)) good = next;
+    if (fits(next))
+      good = next;
     else {
       bad = next;
       break;
     }
   }
   if (bad < 0) return good;  // reached max
-  while (bad - good > 1) {   // invariant: good fits, bad does not
+  while (bad - good > 1) {  // invariant: good fits, bad does not
     const int64_t mid = good + (bad - good) / 2;
-    if (fits(mid)) good = mid;
-    else bad = mid;
+    if (fits(mid))
+      good = mid;
+    else
+      bad = mid;
   }
   return good;
 }

@@ -25,7 +25,7 @@ void EarlyStopping::on_train_epoch_end(Trainer& trainer, Task&, const Metrics& m
   }
   const double v = it->second;
   const bool improved = std::isfinite(v) && (options_.mode == MonitorMode::Min ? v < best_ - options_.min_delta
-                                                                                : v > best_ + options_.min_delta);
+                                                                               : v > best_ + options_.min_delta);
   if (improved) {
     best_ = v;
     wait_ = 0;
@@ -38,7 +38,8 @@ void EarlyStopping::on_train_epoch_end(Trainer& trainer, Task&, const Metrics& m
 }
 
 Metrics EarlyStopping::state_dict() const {
-  return {{"best", best_}, {"wait", static_cast<double>(wait_)}, {"stopped_epoch", static_cast<double>(stopped_epoch_)}};
+  return {
+      {"best", best_}, {"wait", static_cast<double>(wait_)}, {"stopped_epoch", static_cast<double>(stopped_epoch_)}};
 }
 
 void EarlyStopping::load_state_dict(const Metrics& state) {

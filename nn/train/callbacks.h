@@ -52,7 +52,7 @@ enum class MonitorMode { Min, Max };
 struct EarlyStoppingOptions {
   std::string monitor = "val_loss";
   MonitorMode mode = MonitorMode::Min;
-  int64_t patience = 3;    // epochs without improvement before stopping
+  int64_t patience = 3;  // epochs without improvement before stopping
   double min_delta = 0.0;  // an improvement must beat the best by more than this
 };
 

@@ -51,10 +51,10 @@ std::shared_ptr<Nvml> Nvml::load() {
             resolve(a.utilization, "nvmlDeviceGetUtilizationRates", nullptr) &&
             resolve(a.memory, "nvmlDeviceGetMemoryInfo", nullptr);
   resolve(a.power, "nvmlDeviceGetPowerUsage", nullptr);  // optional
-  resolve(a.name, "nvmlDeviceGetName", nullptr);         // optional
+  resolve(a.name, "nvmlDeviceGetName", nullptr);  // optional
   if (!ok || a.init() != NVML_SUCCESS) {
     a.shutdown = nullptr;  // nothing to shut down
-    return nullptr;        // the destructor closes the library
+    return nullptr;  // the destructor closes the library
   }
   if (nvml->device_count() == 0) return nullptr;
   return nvml;
@@ -107,7 +107,7 @@ int nvml_index_for_cuda_device(int cuda_index) {
     ids.push_back(std::stoi(item));
   }
   return cuda_index >= 0 && cuda_index < static_cast<int>(ids.size()) ? ids[static_cast<size_t>(cuda_index)]
-                                                                        : cuda_index;
+                                                                      : cuda_index;
 }
 
 GpuSummary summarize(const std::vector<GpuSample>& samples) {

@@ -19,11 +19,11 @@
 namespace anvil::nn::train {
 
 struct GpuSample {
-  double time_s = 0;          // since the sampler started
-  double utilization = 0;     // percent of time a kernel ran, over the driver's last window
-  double memory_used = 0;     // bytes, whole device (all processes)
-  double memory_total = 0;    // bytes
-  double power_watts = -1;    // -1 when the device does not report power
+  double time_s = 0;  // since the sampler started
+  double utilization = 0;  // percent of time a kernel ran, over the driver's last window
+  double memory_used = 0;  // bytes, whole device (all processes)
+  double memory_total = 0;  // bytes
+  double power_watts = -1;  // -1 when the device does not report power
 };
 
 // The few NVML entry points we use, resolved from the shared library.

@@ -36,9 +36,12 @@ std::string format_metric(double value) {
 
 MetricsLog::MetricsLog(std::string path, OpenMode mode) : path_(std::move(path)) {
   const std::string ext = file_extension(path_);
-  if (ext == ".csv") format_ = Format::Csv;
-  else if (ext == ".jsonl") format_ = Format::JsonLines;
-  else fail("MetricsLog: '", path_, "' has extension '", ext, "'; expected .csv or .jsonl");
+  if (ext == ".csv")
+    format_ = Format::Csv;
+  else if (ext == ".jsonl")
+    format_ = Format::JsonLines;
+  else
+    fail("MetricsLog: '", path_, "' has extension '", ext, "'; expected .csv or .jsonl");
   if (mode == OpenMode::Append && std::filesystem::exists(path_)) {
     load_existing();
     return;
@@ -95,8 +98,8 @@ void MetricsLog::load_existing() {
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     const std::vector<std::string> cells = split_commas(line);
-    ANVIL_CHECK(cells.size() == columns_.size(), "MetricsLog: cannot append to '", path_, "': a row has ",
-                cells.size(), " cells but the header has ", columns_.size());
+    ANVIL_CHECK(cells.size() == columns_.size(), "MetricsLog: cannot append to '", path_, "': a row has ", cells.size(),
+                " cells but the header has ", columns_.size());
     MetricsRow row;
     for (size_t c = 0; c < cells.size(); ++c)
       if (!cells[c].empty()) row[columns_[c]] = parse_cell(cells[c], path_);

@@ -19,7 +19,7 @@ class MetricsLog {
   enum class Format { Csv, JsonLines };
   enum class OpenMode {
     Truncate,  // start a new file
-    Append,    // keep the rows already in the file (a resumed run); a missing file starts empty
+    Append,  // keep the rows already in the file (a resumed run); a missing file starts empty
   };
   // Throws anvil::Error for an unknown extension or an unreadable existing file.
   explicit MetricsLog(std::string path, OpenMode mode = OpenMode::Truncate);

@@ -28,10 +28,13 @@ std::string format_value(const std::string& name, double value, const std::strin
   const char last = format.back();
   const std::string spec = "%" + format;
   int n = 0;
-  if (last == 'd' || last == 'i') n = std::snprintf(buf, sizeof buf, (spec.substr(0, spec.size() - 1) + "lld").c_str(),
-                                                    static_cast<long long>(value));
-  else if (last == 'f' || last == 'e' || last == 'g' || last == 'E' || last == 'G') n = std::snprintf(buf, sizeof buf, spec.c_str(), value);
-  else fail("ModelCheckpoint: unsupported format '", format, "' for ", name, " (use d, f, e or g)");
+  if (last == 'd' || last == 'i')
+    n = std::snprintf(buf, sizeof buf, (spec.substr(0, spec.size() - 1) + "lld").c_str(),
+                      static_cast<long long>(value));
+  else if (last == 'f' || last == 'e' || last == 'g' || last == 'E' || last == 'G')
+    n = std::snprintf(buf, sizeof buf, spec.c_str(), value);
+  else
+    fail("ModelCheckpoint: unsupported format '", format, "' for ", name, " (use d, f, e or g)");
   ANVIL_CHECK(n >= 0 && n < static_cast<int>(sizeof buf), "ModelCheckpoint: format '", format, "' for ", name,
               " gives too long a value");
   return buf;
@@ -113,8 +116,10 @@ void ModelCheckpoint::on_train_epoch_end(Trainer& trainer, Task&, const Metrics&
   const int64_t k = options_.save_top_k;
   bool keep = false;
   // A name already kept (a filename without changing fields) is replaced only by a better score.
-  if (k == -1 || (static_cast<int64_t>(best_k_.size()) < k && !best_k_.count(path))) keep = k != 0;
-  else if (k > 0) keep = ranks(score, best_k_.at(worst_path()));
+  if (k == -1 || (static_cast<int64_t>(best_k_.size()) < k && !best_k_.count(path)))
+    keep = k != 0;
+  else if (k > 0)
+    keep = ranks(score, best_k_.at(worst_path()));
   if (keep) {
     // The new ranking first: the checkpoint written now carries it (a resumed run ranks against it).
     std::map<std::string, double> kept = best_k_;

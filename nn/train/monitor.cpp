@@ -118,8 +118,8 @@ std::vector<std::string> advice(const MonitorSummary& s, const MonitorContext& c
   const bool gpu = c.device.is_cuda();
   if (step_time > 0 && s.data_wait_s / step_time > 0.15) {
     std::string a = "Training waited for data " + percent(s.data_wait_s, step_time) +
-                    " of step time: give the DataLoader more workers (num_workers is " +
-                    std::to_string(c.num_workers) + ")";
+                    " of step time: give the DataLoader more workers (num_workers is " + std::to_string(c.num_workers) +
+                    ")";
     if (gpu && !c.pin_memory) a += ", set pin_memory = true so copies to the GPU overlap compute";
     if (!gpu)
       a += "; on CPU the workers share cores with the training math, so also make batches cheap: a dataset "
@@ -136,15 +136,17 @@ std::vector<std::string> advice(const MonitorSummary& s, const MonitorContext& c
     out.push_back(a + ".");
   }
   if (gpu && c.precision == Precision::FP32 && (s.gpu.samples == 0 || s.gpu.mean_utilization >= 60))
-    out.push_back("Training runs in fp32: precision = bf16 halves activation memory and traffic and uses tensor "
-                  "cores.");
+    out.push_back(
+        "Training runs in fp32: precision = bf16 halves activation memory and traffic and uses tensor "
+        "cores.");
   if (gpu && s.has_memory && s.gpu.memory_total > 0 &&
       static_cast<double>(s.memory.peak_reserved_bytes) < 0.4 * s.gpu.memory_total)
     out.push_back("Peak memory was " + format_bytes(static_cast<double>(s.memory.peak_reserved_bytes)) + " of " +
                   format_bytes(s.gpu.memory_total) + ": a larger batch size would likely fit.");
   if (step_time > 0 && s.wall_s > 0 && s.other_s() / s.wall_s > 0.25)
-    out.push_back("A quarter or more of the wall time went outside training steps and validation (logging, "
-                  "checkpoints, callbacks): log or checkpoint less often.");
+    out.push_back(
+        "A quarter or more of the wall time went outside training steps and validation (logging, "
+        "checkpoints, callbacks): log or checkpoint less often.");
   return out;
 }
 
@@ -152,8 +154,8 @@ std::string format_report(const MonitorSummary& s, const MonitorContext& c) {
   std::ostringstream os;
   const bool gpu = c.device.is_cuda();
   os << "==== anvil training report ====\n";
-  os << "Device: " << c.device.str() << ", precision " << precision_name(c.precision) << ", batch size "
-     << c.batch_size << ", loader workers " << c.num_workers << (c.pin_memory ? ", pinned memory" : "") << "\n";
+  os << "Device: " << c.device.str() << ", precision " << precision_name(c.precision) << ", batch size " << c.batch_size
+     << ", loader workers " << c.num_workers << (c.pin_memory ? ", pinned memory" : "") << "\n";
   // On the CPU the speed depends on which GEMM and conv kernels run: name them.
   if (c.device.is_cpu()) os << "CPU: " << to_string(cpu_capability()) << "\n";
   os << "Steps: " << s.steps << " in " << format_duration(s.wall_s);
@@ -168,23 +170,26 @@ std::string format_report(const MonitorSummary& s, const MonitorContext& c) {
   };
   row("waiting for data (DataLoader)", s.data_wait_s);
   row("host work (forward, backward, optimizer)", s.host_s);
-  if (gpu) row("waiting for the GPU (reading results back)", s.device_wait_s);
-  else os << "  waiting for the GPU                                 n/a (CPU ops run synchronously)\n";
+  if (gpu)
+    row("waiting for the GPU (reading results back)", s.device_wait_s);
+  else
+    os << "  waiting for the GPU                                 n/a (CPU ops run synchronously)\n";
   row("validation", s.validation_s);
   row("other (logging, callbacks, checkpoints)", s.other_s());
 
   os << "\nMemory:\n";
   if (s.has_memory)
     os << "  peak allocated " << format_bytes(static_cast<double>(s.memory.peak_allocated_bytes)) << ", peak reserved "
-       << format_bytes(static_cast<double>(s.memory.peak_reserved_bytes)) << " (" << c.device.str()
-       << " allocator; " << s.memory.device_mallocs << " device mallocs, " << s.memory.cache_hits
-       << " cache hits)\n";
+       << format_bytes(static_cast<double>(s.memory.peak_reserved_bytes)) << " (" << c.device.str() << " allocator; "
+       << s.memory.device_mallocs << " device mallocs, " << s.memory.cache_hits << " cache hits)\n";
   else
     os << "  n/a (no allocator statistics for " << c.device.str() << ")\n";
 
   os << "\nGPU:\n";
-  if (!gpu) os << "  n/a (training on " << c.device.str() << ")\n";
-  else if (s.gpu.samples == 0) os << "  n/a (NVML not available: no libnvidia-ml.so.1 or no readings)\n";
+  if (!gpu)
+    os << "  n/a (training on " << c.device.str() << ")\n";
+  else if (s.gpu.samples == 0)
+    os << "  n/a (NVML not available: no libnvidia-ml.so.1 or no readings)\n";
   else {
     os << "  utilization " << fixed(s.gpu.mean_utilization, 0) << "% mean, " << fixed(s.gpu.max_utilization, 0)
        << "% max over " << s.gpu.samples << " samples\n";

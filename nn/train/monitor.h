@@ -53,9 +53,9 @@ struct MonitorSummary {
   double wall_s = 0;  // start() to stop()
   double data_wait_s = 0, host_s = 0, device_wait_s = 0, validation_s = 0;
   double other_s() const;  // wall minus the phases above (never negative)
-  MemoryStats memory;      // peak values since start()
+  MemoryStats memory;  // peak values since start()
   bool has_memory = false;
-  GpuSummary gpu;          // samples == 0 when no readings
+  GpuSummary gpu;  // samples == 0 when no readings
 };
 
 class Monitor {
@@ -93,7 +93,7 @@ std::string format_report(const MonitorSummary& s, const MonitorContext& context
 // Advice lines alone (empty when nothing stands out).
 std::vector<std::string> advice(const MonitorSummary& s, const MonitorContext& context);
 
-std::string format_bytes(double bytes);     // "12.3 MiB"
+std::string format_bytes(double bytes);  // "12.3 MiB"
 std::string format_duration(double seconds);  // "1:02:03", "4:05", "12.3s"
 
 }  // namespace anvil::nn::train

@@ -17,8 +17,7 @@ void write_text_file_atomically(const std::string& path, std::string_view conten
 }
 
 void write_binary_file_atomically(const std::string& path, const std::vector<uint8_t>& contents) {
-  serialize::atomic_write_file(
-      path, std::string_view(reinterpret_cast<const char*>(contents.data()), contents.size()));
+  serialize::atomic_write_file(path, std::string_view(reinterpret_cast<const char*>(contents.data()), contents.size()));
 }
 
 void ensure_writable_directory(const std::string& dir, const std::string& what) {

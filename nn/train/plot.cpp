@@ -15,7 +15,7 @@ namespace anvil::nn::train {
 namespace {
 
 // matplotlib's tab10 colors.
-constexpr Rgb kPalette[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},  {148, 103, 189},
+constexpr Rgb kPalette[] = {{31, 119, 180}, {255, 127, 14},  {44, 160, 44},   {214, 39, 40},  {148, 103, 189},
                             {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}};
 constexpr Rgb kBlack{0, 0, 0}, kGrid{225, 225, 225}, kText{40, 40, 40};
 
@@ -112,11 +112,20 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -145,13 +154,13 @@ class SvgPainter : public Painter {
   void text(double x, double y, const std::string& s, Anchor a, bool large, Rgb c) override {
     const char* anchor = a == Anchor::Start ? "start" : a == Anchor::Middle ? "middle" : "end";
     out << "<text x=\"" << x << "\" y=\"" << y << "\" text-anchor=\"" << anchor
-        << "\" dominant-baseline=\"middle\" font-size=\"" << (large ? 14 : 11) << "\" fill=\"" << svg_color(c)
-        << "\">" << xml_escape(s) << "</text>\n";
+        << "\" dominant-baseline=\"middle\" font-size=\"" << (large ? 14 : 11) << "\" fill=\"" << svg_color(c) << "\">"
+        << xml_escape(s) << "</text>\n";
   }
   void vertical_text(double x, double y, const std::string& s, Rgb c) override {
     out << "<text x=\"" << x << "\" y=\"" << y << "\" transform=\"rotate(-90 " << x << ' ' << y
-        << ")\" text-anchor=\"middle\" dominant-baseline=\"middle\" font-size=\"11\" fill=\"" << svg_color(c)
-        << "\">" << xml_escape(s) << "</text>\n";
+        << ")\" text-anchor=\"middle\" dominant-baseline=\"middle\" font-size=\"11\" fill=\"" << svg_color(c) << "\">"
+        << xml_escape(s) << "</text>\n";
   }
 };
 
@@ -162,7 +171,8 @@ class RasterPainter : public Painter {
     canvas_.line(x0, y0, x1, y1, c, width);
   }
   void polyline(const std::vector<std::pair<double, double>>& pts, Rgb c) override {
-    if (pts.size() == 1) canvas_.fill_rect(static_cast<int>(pts[0].first) - 1, static_cast<int>(pts[0].second) - 1, 3, 3, c);
+    if (pts.size() == 1)
+      canvas_.fill_rect(static_cast<int>(pts[0].first) - 1, static_cast<int>(pts[0].second) - 1, 3, 3, c);
     for (size_t i = 1; i < pts.size(); ++i)
       canvas_.line(pts[i - 1].first, pts[i - 1].second, pts[i].first, pts[i].second, c, 2);
   }
@@ -170,8 +180,8 @@ class RasterPainter : public Painter {
     const int scale = large ? 2 : 1;
     const int w = Canvas::text_width(s, scale);
     const double left = a == Anchor::Start ? x : a == Anchor::Middle ? x - w / 2.0 : x - w;
-    canvas_.text(static_cast<int>(std::lround(left)), static_cast<int>(std::lround(y - Canvas::text_height(scale) / 2.0)), s, c,
-                 scale);
+    canvas_.text(static_cast<int>(std::lround(left)),
+                 static_cast<int>(std::lround(y - Canvas::text_height(scale) / 2.0)), s, c, scale);
   }
   void vertical_text(double x, double y, const std::string& s, Rgb c) override {
     const int w = Canvas::text_width(s);
@@ -191,8 +201,8 @@ void check_size(const std::vector<Chart>& charts, PlotSize size) {
 }  // namespace
 
 std::vector<double> nice_ticks(double lo, double hi, int target) {
-  ANVIL_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo <= hi && target >= 1, "nice_ticks: bad range [", lo,
-              ", ", hi, "]");
+  ANVIL_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo <= hi && target >= 1, "nice_ticks: bad range [", lo, ", ",
+              hi, "]");
   if (lo == hi) return {lo};
   const double raw = (hi - lo) / target;
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
@@ -237,9 +247,12 @@ std::vector<uint8_t> render_png(const std::vector<Chart>& charts, PlotSize size)
 
 void write_plot(const std::string& path, const std::vector<Chart>& charts, PlotSize size) {
   const std::string ext = file_extension(path);
-  if (ext == ".svg") write_text_file_atomically(path, render_svg(charts, size));
-  else if (ext == ".png") write_binary_file_atomically(path, render_png(charts, size));
-  else fail("write_plot: '", path, "' has extension '", ext, "'; expected .svg or .png");
+  if (ext == ".svg")
+    write_text_file_atomically(path, render_svg(charts, size));
+  else if (ext == ".png")
+    write_binary_file_atomically(path, render_png(charts, size));
+  else
+    fail("write_plot: '", path, "' has extension '", ext, "'; expected .svg or .png");
 }
 
 }  // namespace anvil::nn::train

@@ -26,9 +26,9 @@ namespace anvil::nn::train {
 struct TraceEvent {
   std::string name;
   std::string category;
-  int64_t start_us = 0;     // since the profiler was made
+  int64_t start_us = 0;  // since the profiler was made
   int64_t duration_us = 0;
-  int thread = 0;           // small per-profiler thread number, 0 = first thread seen
+  int thread = 0;  // small per-profiler thread number, 0 = first thread seen
 };
 
 class Profiler {
@@ -42,8 +42,7 @@ class Profiler {
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
 
   // Thread-safe: ranges may end on loader worker threads.
-  void record(const std::string& name, const std::string& category, Clock::time_point start,
-              Clock::time_point end);
+  void record(const std::string& name, const std::string& category, Clock::time_point start, Clock::time_point end);
   std::vector<TraceEvent> events() const;
   void clear();
 

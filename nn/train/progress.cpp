@@ -31,8 +31,10 @@ std::string ProgressReporter::bar_line(const ProgressUpdate& u, double it_per_s,
   if (u.num_batches > 0) {
     const double frac = std::min(1.0, static_cast<double>(u.batch) / static_cast<double>(u.num_batches));
     const int filled = static_cast<int>(frac * width);
-    line += '[' + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.') + ']';
-    std::snprintf(buf, sizeof buf, " %lld/%lld", static_cast<long long>(u.batch), static_cast<long long>(u.num_batches));
+    line += '[' + std::string(static_cast<size_t>(filled), '#') +
+            std::string(static_cast<size_t>(width - filled), '.') + ']';
+    std::snprintf(buf, sizeof buf, " %lld/%lld", static_cast<long long>(u.batch),
+                  static_cast<long long>(u.num_batches));
     line += buf;
   } else {
     std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(u.batch));
@@ -87,8 +89,9 @@ void ProgressReporter::end_epoch(int64_t epoch, const std::map<std::string, doub
   if (mode_ == ProgressMode::Off) return;
   if (bar_open_) out_ << '\n';
   bar_open_ = false;
-  std::string line = "epoch " + std::to_string(epoch + 1) + " done in " +
-                     format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count());
+  std::string line =
+      "epoch " + std::to_string(epoch + 1) + " done in " +
+      format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count());
   for (const auto& [k, v] : metrics) line += "  " + k + " " + format_metric(v);
   out_ << line << '\n' << std::flush;
 }

@@ -14,22 +14,22 @@
 namespace anvil::nn::train {
 
 enum class ProgressMode {
-  Auto,   // Bar if stdout is a terminal, else Lines
+  Auto,  // Bar if stdout is a terminal, else Lines
   Bar,
   Lines,
   Off,
 };
 
 struct ProgressUpdate {
-  int64_t epoch = 0;            // 0-based
+  int64_t epoch = 0;  // 0-based
   int64_t max_epochs = 0;
-  int64_t batch = 0;            // batches done in this epoch
-  int64_t num_batches = 0;      // per epoch (0 if unknown)
-  int64_t global_step = 0;      // optimizer steps done
+  int64_t batch = 0;  // batches done in this epoch
+  int64_t num_batches = 0;  // per epoch (0 if unknown)
+  int64_t global_step = 0;  // optimizer steps done
   double loss = 0;
   double lr = 0;
   double samples_per_s = 0;
-  std::string device_info;      // e.g. "gpu 3.2 GiB 87%"; empty if none
+  std::string device_info;  // e.g. "gpu 3.2 GiB 87%"; empty if none
 };
 
 class ProgressReporter {

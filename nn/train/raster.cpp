@@ -76,8 +76,8 @@ Canvas::Canvas(int width, int height, Rgb background) : width_(width), height_(h
 }
 
 Rgb Canvas::pixel(int x, int y) const {
-  ANVIL_CHECK(x >= 0 && y >= 0 && x < width_ && y < height_, "Canvas::pixel: (", x, ", ", y, ") is off the ",
-              width_, "x", height_, " canvas");
+  ANVIL_CHECK(x >= 0 && y >= 0 && x < width_ && y < height_, "Canvas::pixel: (", x, ", ", y, ") is off the ", width_,
+              "x", height_, " canvas");
   const size_t i = (static_cast<size_t>(y) * static_cast<size_t>(width_) + static_cast<size_t>(x)) * 3;
   return {rgb_[i], rgb_[i + 1], rgb_[i + 2]};
 }

@@ -31,7 +31,7 @@ namespace anvil::nn::train {
 using Metrics = std::map<std::string, double>;
 
 struct StepOutput {
-  Tensor loss;      // scalar; the Trainer calls backward on it
+  Tensor loss;  // scalar; the Trainer calls backward on it
   Metrics metrics;  // optional extras, logged as train_<name>
 };
 

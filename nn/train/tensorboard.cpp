@@ -34,8 +34,7 @@ void put_varint(std::string& out, uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 void put_key(std::string& out, uint32_t field, uint32_t wire_type) { put_varint(out, (field << 3) | wire_type); }
-template <class T>
-void put_fixed(std::string& out, T v) {  // little-endian, as x86 and ARM store it
+template <class T> void put_fixed(std::string& out, T v) {  // little-endian, as x86 and ARM store it
   char bytes[sizeof(T)];
   std::memcpy(bytes, &v, sizeof(T));
   out.append(bytes, sizeof(T));
@@ -81,7 +80,7 @@ TensorBoardWriter::TensorBoardWriter(const std::string& log_dir) {
   gethostname(host, sizeof(host) - 1);
   const auto seconds = static_cast<long long>(now_seconds());
   path_ = (std::filesystem::path(log_dir) / ("events.out.tfevents." + std::to_string(seconds) + "." + host + "." +
-                                            std::to_string(getpid()) + "." + std::to_string(counter++)))
+                                             std::to_string(getpid()) + "." + std::to_string(counter++)))
               .string();
   out_.open(path_, std::ios::binary | std::ios::trunc);
   ANVIL_CHECK(out_.good(), "TensorBoardWriter: cannot open '", path_, "' for writing");

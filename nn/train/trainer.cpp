@@ -185,8 +185,8 @@ FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* va
   ANVIL_CHECK(dynamic_cast<optim::LBFGS*>(&optimizer) == nullptr ||
                   (options_.grad_accumulation_steps == 1 && options_.precision == Precision::FP32),
               "Trainer: LBFGS re-runs training_step on each step's batch, which needs grad_accumulation_steps = 1 "
-              "and precision FP32 (got ", options_.grad_accumulation_steps, " and ", precision_name(options_.precision),
-              ")");
+              "and precision FP32 (got ",
+              options_.grad_accumulation_steps, " and ", precision_name(options_.precision), ")");
   prepare(task);
   // Restores the previous mode however fit ends.
   std::optional<autograd::DetectAnomalyGuard> anomaly;
@@ -226,12 +226,12 @@ FitResult Trainer::fit(Task& task, data::DataLoader& train, data::DataLoader* va
                                            resuming ? MetricsLog::OpenMode::Append : MetricsLog::OpenMode::Truncate);
     if (resuming) run.log->drop_rows_after_step(static_cast<double>(global_step_));
   }
-  if (!options_.tensorboard_dir.empty()) run.tensorboard = std::make_unique<TensorBoardWriter>(options_.tensorboard_dir);
+  if (!options_.tensorboard_dir.empty())
+    run.tensorboard = std::make_unique<TensorBoardWriter>(options_.tensorboard_dir);
   run.progress = std::make_unique<ProgressReporter>(options_.progress, options_.log_every_n_steps, options_.out);
   const data::DataLoaderOptions& lo = train.options();
-  run.monitor = std::make_unique<Monitor>(
-      MonitorContext{device_, lo.num_workers, lo.pin_memory, lo.batch_size * options_.grad_accumulation_steps,
-                     options_.precision});
+  run.monitor = std::make_unique<Monitor>(MonitorContext{
+      device_, lo.num_workers, lo.pin_memory, lo.batch_size * options_.grad_accumulation_steps, options_.precision});
   run.monitor->start();
   run.fit_start = run.window_start = Clock::now();
   for (auto& c : callbacks_) c->on_fit_start(*this, task);
@@ -296,9 +296,9 @@ void Trainer::train_epoch(Run& r) {
   r.train.set_epoch(current_epoch_);  // the shuffle order depends only on (seed, epoch)
   r.model->train();
   r.num_batches = r.train.num_batches();
-  ANVIL_CHECK(r.num_batches > 0, "Trainer::fit: the train loader has no batches (dataset of ",
-              r.train.dataset().size(), " examples, batch_size ", r.train.options().batch_size,
-              r.train.options().drop_last ? ", drop_last" : "", ")");
+  ANVIL_CHECK(r.num_batches > 0, "Trainer::fit: the train loader has no batches (dataset of ", r.train.dataset().size(),
+              " examples, batch_size ", r.train.options().batch_size, r.train.options().drop_last ? ", drop_last" : "",
+              ")");
   r.batch_in_epoch = 0;
   r.epoch_loss_sum = 0;
   r.epoch_steps = r.epoch_micro_batches = r.epoch_samples = 0;

@@ -18,9 +18,9 @@
 // grad_accumulation_steps batches, each loss divided by that number; a
 // shorter group left at the end of an epoch steps too (its losses are still
 // divided by the full number, as in Lightning). The LR scheduler steps once
-// per optimizer step, also when fp16 loss scaling skips one. At each epoch start the train loader's epoch is set to the epoch
-// number, so its shuffle order depends only on (seed, epoch) and a resumed
-// run sees the same batches as an uninterrupted one.
+// per optimizer step, also when fp16 loss scaling skips one. At each epoch start the train loader's epoch is set to the
+// epoch number, so its shuffle order depends only on (seed, epoch) and a resumed run sees the same batches as an
+// uninterrupted one.
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
@@ -46,8 +46,8 @@ namespace anvil::nn::train {
 // What fit does when a step's training loss is NaN or inf.
 enum class NonFiniteLoss {
   Ignore,  // step anyway (the fp16 scaler still skips steps whose gradients overflowed)
-  Skip,    // drop the step's gradients, leave the weights and optimizer state untouched, count it in skipped_steps
-  Stop,    // throw an anvil::Error naming the epoch and step
+  Skip,  // drop the step's gradients, leave the weights and optimizer state untouched, count it in skipped_steps
+  Stop,  // throw an anvil::Error naming the epoch and step
 };
 
 // Optimizer steps [first, last) to profile (both 0: none).
@@ -66,8 +66,8 @@ struct TrainerOptions {
   // present, else cpu (see best_device()).
   std::optional<Device> device;
   int64_t grad_accumulation_steps = 1;  // batches per optimizer step; the loss is divided by it
-  double clip_grad_norm = 0.0;          // max global L2 norm of the gradients; 0: no clipping
-  double clip_grad_value = 0.0;         // clamp every gradient element into [-v, v] (after unscaling); 0: off
+  double clip_grad_norm = 0.0;  // max global L2 norm of the gradients; 0: no clipping
+  double clip_grad_value = 0.0;  // clamp every gradient element into [-v, v] (after unscaling); 0: off
   Precision precision = Precision::FP32;
   AmpMode amp_mode = AmpMode::Autocast;  // how BF16/FP16 is applied (amp.h)
   // Where checkpoints go; "{epoch}" in the path is replaced by the number of
@@ -80,17 +80,17 @@ struct TrainerOptions {
   int64_t checkpoint_every_n_epochs = 1;
   std::string resume_from;  // a checkpoint to continue from
   int64_t log_every_n_steps = 50;  // metrics-file rows and plain progress lines
-  std::string metrics_path;        // .csv or .jsonl; empty: none
+  std::string metrics_path;  // .csv or .jsonl; empty: none
   // TensorBoard event files (tfevents) of the same rows as the metrics log,
   // written into this folder; empty: none. `tensorboard --logdir` reads it.
   std::string tensorboard_dir;
-  std::string plot_path;           // .svg or .png; empty: none
+  std::string plot_path;  // .svg or .png; empty: none
   ProgressMode progress = ProgressMode::Auto;
-  std::optional<uint64_t> seed;    // seeds the global generator at fit start
-  bool print_report = true;        // the monitor's report at the end of fit (not with progress Off)
-  std::string profile_path;        // a Chrome trace of profile_steps; empty: none
+  std::optional<uint64_t> seed;  // seeds the global generator at fit start
+  bool print_report = true;  // the monitor's report at the end of fit (not with progress Off)
+  std::string profile_path;  // a Chrome trace of profile_steps; empty: none
   StepRange profile_steps;
-  std::ostream* out = nullptr;     // progress and report (default std::cout)
+  std::ostream* out = nullptr;  // progress and report (default std::cout)
   // Numerical guards (Lightning's detect_anomaly, and skipping bad steps).
   // detect_anomaly runs fit's backward passes in autograd anomaly mode: the
   // first NaN/inf gradient is an error naming the op that made it (slow).
@@ -100,14 +100,14 @@ struct TrainerOptions {
 
 // What fit() returns (and Trainer::history() keeps).
 struct FitResult {
-  std::vector<double> step_losses;     // per optimizer step of this call (mean over its batches, unscaled)
-  std::vector<double> step_lrs;        // the lr (group 0) each step used
+  std::vector<double> step_losses;  // per optimizer step of this call (mean over its batches, unscaled)
+  std::vector<double> step_lrs;  // the lr (group 0) each step used
   std::vector<Metrics> epoch_metrics;  // per epoch of this call: train_loss_epoch, val_*
-  int64_t epochs_completed = 0;        // counting epochs before a resume
+  int64_t epochs_completed = 0;  // counting epochs before a resume
   int64_t global_step = 0;
-  int64_t skipped_steps = 0;           // steps skipped: fp16 inf/nan gradients, or a non-finite loss (Skip)
-  bool stopped_early = false;          // a callback requested the stop
-  std::string report;                  // the monitor's report
+  int64_t skipped_steps = 0;  // steps skipped: fp16 inf/nan gradients, or a non-finite loss (Skip)
+  bool stopped_early = false;  // a callback requested the stop
+  std::string report;  // the monitor's report
 };
 
 Device best_device();
@@ -134,7 +134,7 @@ class Trainer {
   const TrainerOptions& options() const { return options_; }
   Device device() const { return device_; }
   int64_t current_epoch() const { return current_epoch_; }  // 0-based
-  int64_t global_step() const { return global_step_; }      // optimizer steps done
+  int64_t global_step() const { return global_step_; }  // optimizer steps done
   double last_lr() const { return last_lr_; }
   // The lr of every parameter group that the last optimizer step used.
   const std::vector<double>& last_lrs() const { return last_lrs_; }

@@ -14,7 +14,9 @@ namespace {
 
 using testing::expect_error;
 
-double max_diff(const Tensor& a, const Tensor& b) { return (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>(); }
+double max_diff(const Tensor& a, const Tensor& b) {
+  return (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
+}
 
 TEST(Autocast, LowPrecisionOpsComputeInTheGuardsDtype) {
   manual_seed(1);

@@ -77,7 +77,10 @@ TEST(Tensor, FactoriesProduceExpectedValues) {
   for (auto v : r) EXPECT_TRUE(v >= 3 && v < 7) << v;
   auto u = rand({10000}).to_vector<float>();
   double mean = 0;
-  for (float v : u) { EXPECT_TRUE(v >= 0 && v < 1); mean += v; }
+  for (float v : u) {
+    EXPECT_TRUE(v >= 0 && v < 1);
+    mean += v;
+  }
   EXPECT_NEAR(mean / u.size(), 0.5, 0.02);
 }
 
@@ -194,12 +197,19 @@ TEST(Tensor, TransposeShorthandOfAVectorPassesTheGradient) {
 
 TEST(Tensor, ViewGradientsMatchFiniteDifferences) {
   using testing::gradcheck;
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return in[0].transpose(0, 1).reshape({-1}) * arange(6, kFloat64); },
-                        {randn({2, 3}, kFloat64)}));
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return in[0].slice(1, 1, 4, 2).expand({3, 2, 2}); },
-                        {randn({2, 5}, kFloat64)}));
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return in[0].permute({2, 0, 1}).unsqueeze(1).squeeze(); },
-                        {randn({2, 3, 4}, kFloat64)}));
+  EXPECT_TRUE(
+      gradcheck([](const std::vector<Tensor>& in) { return in[0].transpose(0, 1).reshape({-1}) * arange(6, kFloat64); },
+                {randn({2, 3}, kFloat64)}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return in[0].slice(1, 1, 4, 2).expand({3, 2, 2});
+      },
+      {randn({2, 5}, kFloat64)}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return in[0].permute({2, 0, 1}).unsqueeze(1).squeeze();
+      },
+      {randn({2, 3, 4}, kFloat64)}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return in[0].select(0, 1) * in[0].narrow(0, 0, 1); },
                         {randn({3, 4}, kFloat64)}));
 }

@@ -10,9 +10,7 @@
 
 namespace anvil::test {
 
-inline bool emulated_gpu() {
-  return anvil::cuda::device_properties(0).name.find("emulated") != std::string::npos;
-}
+inline bool emulated_gpu() { return anvil::cuda::device_properties(0).name.find("emulated") != std::string::npos; }
 
 // Empty when `nproc` NCCL ranks can run here, else why not.
 inline std::string why_nccl_ranks_cannot_run(int nproc) {

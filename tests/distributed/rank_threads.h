@@ -62,7 +62,8 @@ inline void run_world_ranks(int n, const std::function<void(World&, std::shared_
 
 inline void run_ranks(int n, const std::function<void(std::shared_ptr<ProcessGroup>)>& body,
                       std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
-  run_world_ranks(n, [&](World&, std::shared_ptr<ProcessGroup> group) { body(std::move(group)); }, timeout);
+  run_world_ranks(
+      n, [&](World&, std::shared_ptr<ProcessGroup> group) { body(std::move(group)); }, timeout);
 }
 
 // Random float64 inputs of `numel` elements, one per rank, made on the calling

@@ -93,10 +93,14 @@ TEST(TasksPerNode, ExpandsRepeatCounts) {
     EXPECT_TRUE(contains(error_of([&] { expand_tasks_per_node(bad); }), "is not N or N(xK)")) << bad;
 }
 
-const Vars kSlurm = {{"SLURM_PROCID", "5"},        {"SLURM_NTASKS", "8"},
-                     {"SLURM_LOCALID", "1"},       {"SLURM_NODEID", "2"},
-                     {"SLURM_NNODES", "3"},        {"SLURM_TASKS_PER_NODE", "2(x2),4"},
-                     {"SLURM_JOB_NODELIST", "gpu[07-09]"}, {"SLURM_STEP_NODELIST", "gpu[08-09]"},
+const Vars kSlurm = {{"SLURM_PROCID", "5"},
+                     {"SLURM_NTASKS", "8"},
+                     {"SLURM_LOCALID", "1"},
+                     {"SLURM_NODEID", "2"},
+                     {"SLURM_NNODES", "3"},
+                     {"SLURM_TASKS_PER_NODE", "2(x2),4"},
+                     {"SLURM_JOB_NODELIST", "gpu[07-09]"},
+                     {"SLURM_STEP_NODELIST", "gpu[08-09]"},
                      {"SLURM_JOB_ID", "4242123"}};
 
 TEST(ClusterEnvironment, SlurmGivesEveryValue) {
@@ -114,8 +118,11 @@ TEST(ClusterEnvironment, SlurmGivesEveryValue) {
 }
 
 TEST(ClusterEnvironment, OpenMpiGivesRanksAndLoopbackOnOneNode) {
-  const Vars ompi = {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
-                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}, {"MASTER_PORT", "29600"}};
+  const Vars ompi = {{"OMPI_COMM_WORLD_RANK", "2"},
+                     {"OMPI_COMM_WORLD_SIZE", "4"},
+                     {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                     {"MASTER_PORT", "29600"}};
   const LaunchEnv e = env_of(ompi);
   EXPECT_EQ(e.source, "Open MPI");
   EXPECT_EQ(e.rank, 2);
@@ -144,8 +151,8 @@ TEST(ClusterEnvironment, TorchrunVariablesWinThenOpenMpiThenSlurm) {
   v["MASTER_ADDR"] = "explicit-host";
   v["MASTER_PORT"] = "29501";
   LaunchEnv e = env_of(v);
-  EXPECT_EQ(e.rank, 3);             // explicit
-  EXPECT_EQ(e.world_size, 8);       // SLURM's, RANK's neighbours not given
+  EXPECT_EQ(e.rank, 3);  // explicit
+  EXPECT_EQ(e.world_size, 8);  // SLURM's, RANK's neighbours not given
   EXPECT_EQ(e.master_addr, "explicit-host");
   EXPECT_EQ(e.master_port, 29501);
   // mpirun inside a SLURM allocation: every process inherits SLURM_PROCID.
@@ -171,7 +178,8 @@ TEST(ClusterEnvironment, MalformedSchedulerValuesNameTheirVariable) {
   EXPECT_TRUE(contains(with("SLURM_PROCID", "x1"), "SLURM_PROCID='x1' is not a non-negative integer"));
   EXPECT_TRUE(contains(with("SLURM_PROCID", "8"), "SLURM_PROCID=8 is not below SLURM_NTASKS=8"));
   EXPECT_TRUE(contains(with("SLURM_LOCALID", "4"), "SLURM_LOCALID=4 is not below SLURM_TASKS_PER_NODE=4"));
-  EXPECT_TRUE(contains(with("SLURM_STEP_NODELIST", "gpu[08-"), "SLURM_STEP_NODELIST: hostlist 'gpu[08-': '[' without ']'"));
+  EXPECT_TRUE(
+      contains(with("SLURM_STEP_NODELIST", "gpu[08-"), "SLURM_STEP_NODELIST: hostlist 'gpu[08-': '[' without ']'"));
   EXPECT_TRUE(contains(with("SLURM_TASKS_PER_NODE", "2(x"), "SLURM_TASKS_PER_NODE='2(x'"));
   EXPECT_TRUE(contains(with("SLURM_NODEID", "3"), "SLURM_NODEID='3' is not a node of SLURM_TASKS_PER_NODE"));
   EXPECT_TRUE(contains(with("SLURM_JOB_ID", "12ab"), "SLURM_JOB_ID='12ab' is not a number"));

@@ -51,8 +51,10 @@ TEST(DataParallel, OneDeviceRunsTheModule) {
   auto dp = std::make_shared<DataParallel>(model, nullptr);
   ASSERT_EQ(dp->devices().size(), 1u);
   Tensor x = randn({7, 5}, kFloat64), y = randn({7, 3}, kFloat64);
-  auto [out_ref, grads_ref] = outputs_and_grads(*model, [&](const Tensor& t) { return model->forward(t); }, x, y);
-  auto [out, grads] = outputs_and_grads(*model, [&](const Tensor& t) { return dp->forward(t); }, x, y);
+  auto [out_ref, grads_ref] = outputs_and_grads(
+      *model, [&](const Tensor& t) { return model->forward(t); }, x, y);
+  auto [out, grads] = outputs_and_grads(
+      *model, [&](const Tensor& t) { return dp->forward(t); }, x, y);
   EXPECT_EQ(max_abs_diff(out, out_ref), 0.0);
   for (size_t i = 0; i < grads.size(); ++i) EXPECT_EQ(max_abs_diff(grads[i], grads_ref[i]), 0.0);
   EXPECT_EQ(dp->parameters().size(), model->parameters().size());
@@ -61,15 +63,18 @@ TEST(DataParallel, OneDeviceRunsTheModule) {
 TEST(DataParallel, ReplicatedPathMatchesTheModule) {
   auto model = make_model();
   // Replicas start from their own random values: forward must rebind them to the module's.
-  auto dp = std::make_shared<DataParallel>(model, make_model,
-                                           DataParallelOptions{.devices = {Device::cpu(), Device::cpu(), Device::cpu()}});
+  auto dp = std::make_shared<DataParallel>(
+      model, make_model, DataParallelOptions{.devices = {Device::cpu(), Device::cpu(), Device::cpu()}});
   for (int64_t batch : {9, 7, 2}) {  // even split, uneven split, fewer rows than devices
     Tensor x = randn({batch, 5}, kFloat64), y = randn({batch, 3}, kFloat64);
-    auto [out_ref, grads_ref] = outputs_and_grads(*model, [&](const Tensor& t) { return model->forward(t); }, x, y);
-    auto [out, grads] = outputs_and_grads(*model, [&](const Tensor& t) { return dp->forward(t); }, x, y);
+    auto [out_ref, grads_ref] = outputs_and_grads(
+        *model, [&](const Tensor& t) { return model->forward(t); }, x, y);
+    auto [out, grads] = outputs_and_grads(
+        *model, [&](const Tensor& t) { return dp->forward(t); }, x, y);
     EXPECT_LT(max_abs_diff(out, out_ref), 1e-14) << "batch " << batch;
     ASSERT_EQ(grads.size(), grads_ref.size());
-    for (size_t i = 0; i < grads.size(); ++i) EXPECT_LT(max_abs_diff(grads[i], grads_ref[i]), 1e-13) << "batch " << batch;
+    for (size_t i = 0; i < grads.size(); ++i)
+      EXPECT_LT(max_abs_diff(grads[i], grads_ref[i]), 1e-13) << "batch " << batch;
   }
   // A training step on the originals is seen by the next forward's replicas.
   {
@@ -99,19 +104,23 @@ class MaskedPool : public nn::Module {
 
 TEST(DataParallel, SeveralInputsAreEachSplitAlongTheBatch) {
   auto model = std::make_shared<MaskedPool>();
-  auto dp = std::make_shared<DataParallel>(model, [] { return std::make_shared<MaskedPool>(); },
-                                           DataParallelOptions{.devices = {Device::cpu(), Device::cpu(), Device::cpu()}});
+  auto dp = std::make_shared<DataParallel>(
+      model, [] { return std::make_shared<MaskedPool>(); },
+      DataParallelOptions{.devices = {Device::cpu(), Device::cpu(), Device::cpu()}});
   for (int64_t batch : {9, 7, 2}) {
     Tensor x = randn({batch, 4, 5}, kFloat64), y = randn({batch, 3}, kFloat64);
     // Random masks with position 0 always kept, so no row divides by zero.
     Tensor mask = (rand({batch, 4}, kFloat64) < 0.5).to(kFloat64);
     mask.narrow(1, 0, 1).fill_(1.0);
-    auto [out_ref, grads_ref] = outputs_and_grads(*model, [&](const Tensor& t) { return (*model)(t, mask); }, x, y);
-    auto [out, grads] = outputs_and_grads(*model, [&](const Tensor& t) { return (*dp)(t, mask); }, x, y);
+    auto [out_ref, grads_ref] = outputs_and_grads(
+        *model, [&](const Tensor& t) { return (*model)(t, mask); }, x, y);
+    auto [out, grads] = outputs_and_grads(
+        *model, [&](const Tensor& t) { return (*dp)(t, mask); }, x, y);
     ASSERT_EQ(out.shape(), (Shape{batch, 3}));
     EXPECT_LT(max_abs_diff(out, out_ref), 1e-14) << "batch " << batch;
     ASSERT_EQ(grads.size(), grads_ref.size());
-    for (size_t i = 0; i < grads.size(); ++i) EXPECT_LT(max_abs_diff(grads[i], grads_ref[i]), 1e-13) << "batch " << batch;
+    for (size_t i = 0; i < grads.size(); ++i)
+      EXPECT_LT(max_abs_diff(grads[i], grads_ref[i]), 1e-13) << "batch " << batch;
     // The mask matters: all-ones gives another output.
     NoGradGuard no_grad;
     if (batch > 2) {
@@ -154,8 +163,8 @@ TEST(DataParallel, TwoGpusMatchTheCpuModule) {
   ASSERT_EQ(dp->devices().size(), 2u);
   for (int64_t batch : {8, 5}) {  // even and uneven split
     Tensor x = randn({batch, 5}, kFloat64), y = randn({batch, 3}, kFloat64);
-    auto [out_ref, grads_ref] =
-        outputs_and_grads(*reference, [&](const Tensor& t) { return reference->forward(t); }, x, y);
+    auto [out_ref, grads_ref] = outputs_and_grads(
+        *reference, [&](const Tensor& t) { return reference->forward(t); }, x, y);
     auto [out, grads] = outputs_and_grads(
         *model, [&](const Tensor& t) { return dp->forward(t.to(Device::cuda(0))); }, x, y.to(Device::cuda(0)));
     EXPECT_EQ(out.device(), Device::cuda(0));

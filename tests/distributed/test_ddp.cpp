@@ -129,8 +129,8 @@ void check_equivalence(int n, Opt kind, DDPOptions options) {
 
 TEST(DDP, MatchesOneProcessOnTheWholeBatchSGD) {
   for (int n : {2, 3}) {
-    check_equivalence(n, Opt::SGD, {});                          // one bucket
-    check_equivalence(n, Opt::SGD, {.bucket_cap_bytes = 200});   // a bucket per tensor or two
+    check_equivalence(n, Opt::SGD, {});  // one bucket
+    check_equivalence(n, Opt::SGD, {.bucket_cap_bytes = 200});  // a bucket per tensor or two
   }
 }
 

@@ -105,8 +105,9 @@ TEST(DDPSeveralInputs, TwoRanksMatchOneProcessOnTheWholeBatch) {
   {
     NoGradGuard no_grad;
     const Tensor no_padding = zeros({kBatch, kLen}, kBool);
-    EXPECT_GT((((*reference)(data[0].x, no_padding)) - (*reference)(data[0].x, data[0].mask)).abs().max().item<double>(),
-              1e-6);
+    EXPECT_GT(
+        (((*reference)(data[0].x, no_padding)) - (*reference)(data[0].x, data[0].mask)).abs().max().item<double>(),
+        1e-6);
   }
 
   // Rank 1 starts from other values: DDP's broadcast replaces them.

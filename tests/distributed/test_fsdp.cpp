@@ -44,7 +44,8 @@ double max_diff(const nn::StateDict& a, const nn::StateDict& b) {
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
     EXPECT_EQ(a[i].first, b[i].first);
     EXPECT_EQ(a[i].second.shape(), b[i].second.shape()) << a[i].first;
-    std::vector<double> x = a[i].second.to(kFloat64).to_vector<double>(), y = b[i].second.to(kFloat64).to_vector<double>();
+    std::vector<double> x = a[i].second.to(kFloat64).to_vector<double>(),
+                        y = b[i].second.to(kFloat64).to_vector<double>();
     for (size_t j = 0; j < x.size() && j < y.size(); ++j) m = std::max(m, std::abs(x[j] - y[j]));
   }
   return m;
@@ -426,13 +427,14 @@ TEST(FSDP, MemoryPerRankIsAboutOneNthPlusTheGatheredUnits) {
       const int64_t peak = s.sharded_param_bytes + s.sharded_grad_bytes + optimizer_bytes[r] +
                            s.peak_gathered_param_bytes + s.peak_full_grad_bytes;
       if (r == 0)
-        std::printf("%s, %d ranks: model %lld B (params+grads+AdamW unsharded: %lld B); per rank: shards %lld + "
-                    "grads %lld + AdamW %lld + peak gathered %lld + peak full grads %lld = %lld B (%.1f%%)\n",
-                    config.name, n, static_cast<long long>(model_bytes), static_cast<long long>(4 * model_bytes),
-                    static_cast<long long>(s.sharded_param_bytes), static_cast<long long>(s.sharded_grad_bytes),
-                    static_cast<long long>(optimizer_bytes[r]), static_cast<long long>(s.peak_gathered_param_bytes),
-                    static_cast<long long>(s.peak_full_grad_bytes), static_cast<long long>(peak),
-                    100.0 * double(peak) / double(4 * model_bytes));
+        std::printf(
+            "%s, %d ranks: model %lld B (params+grads+AdamW unsharded: %lld B); per rank: shards %lld + "
+            "grads %lld + AdamW %lld + peak gathered %lld + peak full grads %lld = %lld B (%.1f%%)\n",
+            config.name, n, static_cast<long long>(model_bytes), static_cast<long long>(4 * model_bytes),
+            static_cast<long long>(s.sharded_param_bytes), static_cast<long long>(s.sharded_grad_bytes),
+            static_cast<long long>(optimizer_bytes[r]), static_cast<long long>(s.peak_gathered_param_bytes),
+            static_cast<long long>(s.peak_full_grad_bytes), static_cast<long long>(peak),
+            100.0 * double(peak) / double(4 * model_bytes));
     }
   }
 }
@@ -462,9 +464,10 @@ TEST(FSDP, BadInputGivesClearErrors) {
     expect_error([&] { fsdp.load_sharded_state_dict(wrong); }, {"load_sharded_state_dict", "flat_param_2", "expected"});
     expect_error([&] { fsdp.load_sharded_state_dict({}); }, {"load_sharded_state_dict", "missing key 'flat_param_0'"});
     // Shards written by a world of 1 do not load into a world of 2.
-    const std::string prefix = (std::filesystem::temp_directory_path() /
-                                ("anvil_fsdp_bad_" + std::to_string(::getpid()) + "_" + std::to_string(group->rank()) + "_"))
-                                   .string();
+    const std::string prefix =
+        (std::filesystem::temp_directory_path() /
+         ("anvil_fsdp_bad_" + std::to_string(::getpid()) + "_" + std::to_string(group->rank()) + "_"))
+            .string();
     nn::serialize::save_safetensors(prefix + "rank" + std::to_string(group->rank()) + "-of-2.safetensors",
                                     fsdp.sharded_state_dict(), {{"fsdp_world_size", "1"}});
     expect_error([&] { fsdp.load_sharded_state_dict_file(prefix); },

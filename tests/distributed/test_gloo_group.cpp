@@ -77,20 +77,22 @@ TEST(GlooGroup, RejectsBadArgumentsBeforeCommunicating) {
 }
 
 TEST(GlooGroup, SendRecvHeaderMismatchNamesBothSides) {
-  with_groups(2, [](int rank, ProcessGroup& g) {
-    if (rank == 0) {
-      Tensor t = anvil::zeros({4}, kFloat32);
-      auto w = g.send(t, 1, 5);
-      try {
-        w->wait();  // may complete or fail: the receiver gave up on it
-      } catch (const Error&) {
-      }
-    } else {
-      Tensor t = anvil::zeros({6}, kFloat32);
-      std::string e = error_of([&] { g.recv(t, 0, 5)->wait(); });
-      EXPECT_TRUE(contains(e, "the sender sent float32 numel 4")) << e;
-    }
-  }, {.timeout = 3s});
+  with_groups(2,
+              [](int rank, ProcessGroup& g) {
+                if (rank == 0) {
+                  Tensor t = anvil::zeros({4}, kFloat32);
+                  auto w = g.send(t, 1, 5);
+                  try {
+                    w->wait();  // may complete or fail: the receiver gave up on it
+                  } catch (const Error&) {
+                  }
+                } else {
+                  Tensor t = anvil::zeros({6}, kFloat32);
+                  std::string e = error_of([&] { g.recv(t, 0, 5)->wait(); });
+                  EXPECT_TRUE(contains(e, "the sender sent float32 numel 4")) << e;
+                }
+              },
+              {.timeout = 3s});
 }
 
 TEST(GlooGroup, SingleRankIsAnIdentity) {
@@ -112,14 +114,18 @@ class EnvGuard {
     for (auto& [k, v] : vars) {
       const char* old = std::getenv(k.c_str());
       saved_.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
-      if (v) ::setenv(k.c_str(), v, 1);
-      else ::unsetenv(k.c_str());
+      if (v)
+        ::setenv(k.c_str(), v, 1);
+      else
+        ::unsetenv(k.c_str());
     }
   }
   ~EnvGuard() {
     for (auto& [k, v] : saved_) {
-      if (v) ::setenv(k.c_str(), v->c_str(), 1);
-      else ::unsetenv(k.c_str());
+      if (v)
+        ::setenv(k.c_str(), v->c_str(), 1);
+      else
+        ::unsetenv(k.c_str());
     }
   }
 
@@ -150,8 +156,12 @@ TEST(InitProcessGroup, MissingOrInvalidVariablesAreNamed) {
     EXPECT_TRUE(contains(e, "MASTER_ADDR is not set")) << e;
   }
   {
-    EnvGuard env({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
-                  {"MASTER_ADDR", "h"}, {"MASTER_PORT", "99"}});
+    EnvGuard env({{"RANK", "1"},
+                  {"WORLD_SIZE", "4"},
+                  {"LOCAL_RANK", "1"},
+                  {"LOCAL_WORLD_SIZE", "2"},
+                  {"MASTER_ADDR", "h"},
+                  {"MASTER_PORT", "99"}});
     LaunchEnv le = launch_env_from_environment();
     EXPECT_EQ(le.rank, 1);
     EXPECT_EQ(le.world_size, 4);

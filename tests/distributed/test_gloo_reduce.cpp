@@ -19,8 +19,7 @@ namespace {
 // nothing to compare: the sum is add<T> itself, scalar against scalar.
 constexpr const char* kNoVectorKernels = "vector kernels off: the sum is add<T> itself, scalar against scalar";
 
-template <typename T>
-void check_sum_matches_elementwise_add(DType dtype) {
+template <typename T> void check_sum_matches_elementwise_add(DType dtype) {
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> bits(0, 65535);
   const gloo_detail::ReduceFunc sum = gloo_detail::reduce_func(dtype, ReduceOp::Sum, "test");
@@ -33,8 +32,10 @@ void check_sum_matches_elementwise_add(DType dtype) {
     sum(c.data(), a.data(), b.data(), n);
     for (size_t i = 0; i < n; ++i) {
       const T want = gloo_detail::add<T>(a[i], b[i]);
-      if (std::isnan(static_cast<float>(want))) ASSERT_TRUE(std::isnan(static_cast<float>(c[i]))) << "element " << i;
-      else ASSERT_EQ(c[i].bits, want.bits) << "n " << n << ", element " << i;
+      if (std::isnan(static_cast<float>(want)))
+        ASSERT_TRUE(std::isnan(static_cast<float>(c[i]))) << "element " << i;
+      else
+        ASSERT_EQ(c[i].bits, want.bits) << "n " << n << ", element " << i;
     }
     std::vector<T> in_place = a;
     sum(in_place.data(), in_place.data(), b.data(), n);

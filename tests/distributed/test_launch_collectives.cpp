@@ -70,8 +70,7 @@ TEST(Failures, KilledRankMakesTheOthersFailWithinTheTimeout) {
 }
 
 TEST(Failures, SilentRankMakesTheOthersTimeOut) {
-  RunResult r = run_ranks(3, "collectives", {"silent", "--timeout-ms", "2000"},
-                          {.timeout = std::chrono::seconds(60)});
+  RunResult r = run_ranks(3, "collectives", {"silent", "--timeout-ms", "2000"}, {.timeout = std::chrono::seconds(60)});
   ASSERT_FALSE(r.timed_out) << r.output;
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (int rank : {0, 2}) {

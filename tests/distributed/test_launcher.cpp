@@ -54,10 +54,11 @@ TEST(Launcher, FailingRankStatusIsPropagatedAndOthersAreStopped) {
 }
 
 TEST(Launcher, SetsTheEnvironment) {
-  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--master-port", "23456", "--",
-                             "/bin/sh", "-c", "echo R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE LW=$LOCAL_WORLD_SIZE "
-                                              "A=$MASTER_ADDR P=$MASTER_PORT"},
-                            {.timeout = std::chrono::seconds(20)});
+  RunResult r =
+      run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--master-port", "23456", "--", "/bin/sh", "-c",
+                   "echo R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE LW=$LOCAL_WORLD_SIZE "
+                   "A=$MASTER_ADDR P=$MASTER_PORT"},
+                  {.timeout = std::chrono::seconds(20)});
   ASSERT_FALSE(r.timed_out) << r.output;
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "[rank 0] R=0 L=0 W=2 LW=2 A=127.0.0.1 P=23456")) << r.output;
@@ -77,8 +78,8 @@ TEST(Launcher, SharesTheCoresBetweenRanksUnlessOmpNumThreadsIsSet) {
   EXPECT_TRUE(contains(unset.output, "[rank 0] T=" + std::to_string(share))) << unset.output;
   EXPECT_TRUE(contains(unset.output, "OMP_NUM_THREADS is not set")) << unset.output;
 
-  RunResult chosen = run_command({"/usr/bin/env", "OMP_NUM_THREADS=3", bin_path("anvil-run"), "--nproc-per-node",
-                                  "2", "--", "/bin/sh", "-c", print},
+  RunResult chosen = run_command({"/usr/bin/env", "OMP_NUM_THREADS=3", bin_path("anvil-run"), "--nproc-per-node", "2",
+                                  "--", "/bin/sh", "-c", print},
                                  {.timeout = std::chrono::seconds(20)});
   ASSERT_FALSE(chosen.timed_out) << chosen.output;
   EXPECT_TRUE(contains(chosen.output, "[rank 1] T=3")) << chosen.output;
@@ -86,10 +87,10 @@ TEST(Launcher, SharesTheCoresBetweenRanksUnlessOmpNumThreadsIsSet) {
 }
 
 TEST(Launcher, MultiNodeRanksAreOffsetByNodeRank) {
-  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--nnodes", "3", "--node-rank", "1",
-                             "--master-addr", "10.0.0.1", "--master-port", "29500", "/bin/sh", "-c",
-                             "echo R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE"},
-                            {.timeout = std::chrono::seconds(20)});
+  RunResult r =
+      run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--nnodes", "3", "--node-rank", "1", "--master-addr",
+                   "10.0.0.1", "--master-port", "29500", "/bin/sh", "-c", "echo R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE"},
+                  {.timeout = std::chrono::seconds(20)});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "[rank 2] R=2 L=0 W=6")) << r.output;
   EXPECT_TRUE(contains(r.output, "[rank 3] R=3 L=1 W=6")) << r.output;
@@ -134,8 +135,8 @@ namespace {
 // Rank 1 fails on the first attempt only; --max-restarts 2 starts every rank
 // again, each seeing its restart count (torchrun's variable).
 TEST(LauncherRestarts, RestartsAllRanksWithTheRestartCount) {
-  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--max-restarts", "2", "--kill-grace",
-                             "2", "--", "/bin/sh", "-c",
+  RunResult r = run_command({bin_path("anvil-run"), "--nproc-per-node", "2", "--max-restarts", "2", "--kill-grace", "2",
+                             "--", "/bin/sh", "-c",
                              "echo attempt=$TORCHELASTIC_RESTART_COUNT of=$TORCHELASTIC_MAX_RESTARTS; "
                              "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exit 3; fi; "
                              "if [ $RANK = 0 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then sleep 30; fi"},

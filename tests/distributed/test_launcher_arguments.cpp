@@ -26,10 +26,9 @@ std::string refusal(const std::vector<std::string>& args) {
 }
 
 TEST(LauncherArguments, TorchrunSpellingsAndTheProgramsOwnOptions) {
-  const CommandLine a = parse_command_line({"--nproc_per_node=4", "--nnodes", "2", "--node-rank=1",
-                                            "--master_addr", "10.0.0.7", "--master-port=29400", "--kill-grace",
-                                            "0.25", "--no-prefix", "--keep-going", "--max-restarts=3", "train",
-                                            "--epochs", "2", "--", "x"});
+  const CommandLine a = parse_command_line({"--nproc_per_node=4", "--nnodes", "2", "--node-rank=1", "--master_addr",
+                                            "10.0.0.7", "--master-port=29400", "--kill-grace", "0.25", "--no-prefix",
+                                            "--keep-going", "--max-restarts=3", "train", "--epochs", "2", "--", "x"});
   EXPECT_FALSE(a.help);
   EXPECT_EQ(a.config.nproc_per_node, 4);
   EXPECT_EQ(a.config.nnodes, 2);
@@ -55,10 +54,13 @@ TEST(LauncherArguments, ParameterServerJobs) {
   EXPECT_EQ(a.config.num_ps, 1);
   EXPECT_EQ(a.config.max_restarts, 2);
   EXPECT_EQ(parse_command_line({"--nproc-per-node=2", "--nnodes=2", "--node-rank=0", "--master-addr=h",
-                                "--master-port=9", "--ps=3", "w"}).config.num_ps, 3);  // PS ranks span nodes
+                                "--master-port=9", "--ps=3", "w"})
+                .config.num_ps,
+            3);  // PS ranks span nodes
   EXPECT_EQ(parse_command_line({"--nproc-per-node", "2", "w"}).config.num_ps, 0);  // not a PS job
   EXPECT_NE(refusal({"--nproc-per-node", "2", "--ps", "2", "w"}).find("at least one worker"), std::string::npos);
-  EXPECT_NE(refusal({"--nproc-per-node", "2", "--ps", "0", "w"}).find("--ps must be at least 1, got 0"), std::string::npos);
+  EXPECT_NE(refusal({"--nproc-per-node", "2", "--ps", "0", "w"}).find("--ps must be at least 1, got 0"),
+            std::string::npos);
   EXPECT_NE(refusal({"--nproc-per-node", "2", "--ps", "-3", "w"}).find("--ps must be at least 1"), std::string::npos);
   EXPECT_NE(refusal({"--nproc-per-node", "2", "--ps", "one", "w"}).find("--ps expects an integer"), std::string::npos);
 }

@@ -44,9 +44,20 @@ class TwoNodes : public ::testing::Test {
   // master (the store, served by rank 0) is node 0's address on the link.
   std::unique_ptr<Job> start_node(int node, const std::vector<std::string>& worker_args,
                                   std::chrono::seconds timeout = kJobTimeout) {
-    std::vector<std::string> argv = {bin_path("anvil-run"), "--nnodes", "2", "--node-rank", std::to_string(node),
-                                     "--nproc-per-node", "2", "--master-addr", hosts_->address(0),
-                                     "--master-port", "29500", "--kill-grace", "2", "--",
+    std::vector<std::string> argv = {bin_path("anvil-run"),
+                                     "--nnodes",
+                                     "2",
+                                     "--node-rank",
+                                     std::to_string(node),
+                                     "--nproc-per-node",
+                                     "2",
+                                     "--master-addr",
+                                     hosts_->address(0),
+                                     "--master-port",
+                                     "29500",
+                                     "--kill-grace",
+                                     "2",
+                                     "--",
                                      bin_path("dist_worker_collectives")};
     argv.insert(argv.end(), worker_args.begin(), worker_args.end());
     return std::make_unique<Job>(hosts_->inside(node, argv),
@@ -79,8 +90,8 @@ TEST_F(TwoNodes, EveryCollectiveAcrossTheLinkAgreesOnAllFourRanks) {
   // Each rank checked every result against values recomputed for all four.
   for (int rank = 0; rank < 4; ++rank) {
     const RunResult& r = rank < 2 ? r0 : r1;
-    EXPECT_TRUE(contains(r.output, "[rank " + std::to_string(rank) + "] OK collectives rank " + std::to_string(rank) +
-                                       " of 4"))
+    EXPECT_TRUE(
+        contains(r.output, "[rank " + std::to_string(rank) + "] OK collectives rank " + std::to_string(rank) + " of 4"))
         << r.output;
   }
 }
@@ -101,19 +112,22 @@ TEST_P(TwoNodesOneKilled, TheOtherNodeFailsPromptlyNamingTheLostPeer) {
   RunResult survivor = nodes[alive]->finish();
   const auto elapsed = Clock::now() - killed_at;
   RunResult killed = nodes[dead]->finish();
-  RecordProperty("survivor_exit_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()));
+  RecordProperty("survivor_exit_ms",
+                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()));
   ASSERT_FALSE(survivor.timed_out) << survivor.output;
   EXPECT_EQ(killed.exit_code, 128 + SIGKILL) << killed.output;
   EXPECT_EQ(survivor.exit_code, 1) << "the surviving node's ranks fail with status 1\n" << survivor.output;
   EXPECT_LT(elapsed, std::chrono::milliseconds(kKilledNodeTimeoutMs))
-      << "the survivors waited for the timeout instead of seeing the closed sockets\n" << survivor.output;
+      << "the survivors waited for the timeout instead of seeing the closed sockets\n"
+      << survivor.output;
   // The first surviving rank to see a closed socket fails and names it; the
   // launcher then stops its sibling, which may go before it prints its own
   // failure (seen under ThreadSanitizer: only rank 1's line came out).
   int reported = 0;
   for (int rank : {2 * alive, 2 * alive + 1})
-    reported += contains(survivor.output, "[rank " + std::to_string(rank) + "] FAIL: GlooProcessGroup all_reduce (rank " +
-                                              std::to_string(rank) + " of 4)");
+    reported +=
+        contains(survivor.output, "[rank " + std::to_string(rank) + "] FAIL: GlooProcessGroup all_reduce (rank " +
+                                      std::to_string(rank) + " of 4)");
   EXPECT_GE(reported, 1) << "no surviving rank reported the lost peer\n" << survivor.output;
   // The error names the peer it lost (its address on the link) and says what
   // a closed connection means.
@@ -136,7 +150,8 @@ TEST_F(TwoNodes, CutLinkMakesBothNodesFailWithinTheTimeout) {
   hosts_->cut_link();
   RunResult r0 = node0->finish(), r1 = node1->finish();
   const auto elapsed = Clock::now() - cut_at;
-  RecordProperty("both_exit_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()));
+  RecordProperty("both_exit_ms",
+                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()));
   ASSERT_FALSE(r0.timed_out) << r0.output;
   ASSERT_FALSE(r1.timed_out) << r1.output;
   EXPECT_EQ(r0.exit_code, 1) << r0.output;
@@ -145,7 +160,7 @@ TEST_F(TwoNodes, CutLinkMakesBothNodesFailWithinTheTimeout) {
   // little earlier, so it ends a little sooner).
   EXPECT_LT(elapsed, std::chrono::milliseconds(kGroupTimeoutMs + kStopSlackMs)) << r0.output << r1.output;
   EXPECT_GT(elapsed, std::chrono::milliseconds(kGroupTimeoutMs / 2)) << "failed before any timeout could pass\n"
-                                                                       << r0.output << r1.output;
+                                                                     << r0.output << r1.output;
   for (const RunResult* r : {&r0, &r1})
     EXPECT_TRUE(contains(r->output, std::to_string(kGroupTimeoutMs) + " ms")) << "the error names the timeout\n"
                                                                               << r->output;

@@ -20,9 +20,7 @@ std::shared_ptr<nn::Sequential> make_mlp() {
                                           std::make_shared<nn::Linear>(12, 3));
 }
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  return (a.cpu() - b.cpu()).abs().max().item<double>();
-}
+double max_abs_diff(const Tensor& a, const Tensor& b) { return (a.cpu() - b.cpu()).abs().max().item<double>(); }
 
 TEST(ModelParallel, BalancedBoundaries) {
   EXPECT_EQ(balanced_boundaries({1, 1, 1, 1}, 2), (Boundaries{2}));
@@ -31,8 +29,8 @@ TEST(ModelParallel, BalancedBoundaries) {
   EXPECT_EQ(balanced_boundaries({5, 5, 5}, 1), (Boundaries{}));
   EXPECT_THROW(balanced_boundaries({1, 1}, 3), Error);
   EXPECT_THROW(check_boundaries({2, 2}, 5, 3), Error);  // an empty part
-  EXPECT_THROW(check_boundaries({5}, 5, 2), Error);     // past the end
-  EXPECT_THROW(check_boundaries({1}, 5, 3), Error);     // wrong count
+  EXPECT_THROW(check_boundaries({5}, 5, 2), Error);  // past the end
+  EXPECT_THROW(check_boundaries({1}, 5, 3), Error);  // wrong count
 }
 
 TEST(ModelParallel, SplitOnCpuPartsMatchesUnsplitModel) {
@@ -88,8 +86,7 @@ TEST(ModelParallel, StageOfSequentialSharesModulesAndNames) {
 TEST(ModelParallel, DevicePlacementOnCuda) {
   if (!cuda::is_available()) GTEST_SKIP() << "no CUDA GPU: device placement across GPUs not checked";
   // The same GPU listed twice still exercises the placement logic and the hops.
-  std::vector<Device> devices = {Device::cpu(), Device::cuda(0),
-                                 Device::cuda(cuda::device_count() > 1 ? 1 : 0)};
+  std::vector<Device> devices = {Device::cpu(), Device::cuda(0), Device::cuda(cuda::device_count() > 1 ? 1 : 0)};
   manual_seed(5);
   auto reference = make_mlp();
   manual_seed(5);

@@ -65,8 +65,7 @@ void check(const Case& c) {
 
 TEST(RingAllReduce, MatchesBackendSumOverRanksAndSizes) {
   for (int n : {2, 3, 4})
-    for (int64_t numel : {1, 2, 3, 5, 7, 64, 1001, 30011})
-      check({n, numel, kFloat32, ReduceOp::Sum, 256 * 1024});
+    for (int64_t numel : {1, 2, 3, 5, 7, 64, 1001, 30011}) check({n, numel, kFloat32, ReduceOp::Sum, 256 * 1024});
 }
 
 TEST(RingAllReduce, SmallChunksPipelineAndStayCorrect) {

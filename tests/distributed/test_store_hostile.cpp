@@ -193,7 +193,9 @@ TEST(TCPStoreHostile, AThousandSilentConnectionsAreDroppedAndCapped) {
   int closed = 0;
   for (int fd : silent) closed += closed_by_server(fd) ? 1 : 0;
   EXPECT_EQ(closed, 1000);
-  auto ms = [](auto d) { return static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
+  auto ms = [](auto d) {
+    return static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+  };
   std::printf("[ measured ] 1000 silent connections opened in %lld ms, all dropped %lld ms later\n",
               ms(connected - start), ms(net::Clock::now() - connected));
   for (int fd : silent) ::close(fd);
@@ -226,8 +228,10 @@ TEST(TCPStoreHostile, OversizedKeyIsAClearClientError) {
 
 struct TokenEnv {
   explicit TokenEnv(const char* value) {
-    if (value) ::setenv("ANVIL_STORE_TOKEN", value, 1);
-    else ::unsetenv("ANVIL_STORE_TOKEN");
+    if (value)
+      ::setenv("ANVIL_STORE_TOKEN", value, 1);
+    else
+      ::unsetenv("ANVIL_STORE_TOKEN");
   }
   ~TokenEnv() { ::unsetenv("ANVIL_STORE_TOKEN"); }
 };

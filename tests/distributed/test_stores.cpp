@@ -20,8 +20,8 @@ using anvil::test::contains;
 using anvil::test::error_of;
 
 std::shared_ptr<TCPStore> tcp_server(std::chrono::milliseconds timeout = 10s) {
-  return std::make_shared<TCPStore>(TCPStoreOptions{.host = "127.0.0.1", .port = 0, .is_server = true,
-                                                    .timeout = timeout});
+  return std::make_shared<TCPStore>(
+      TCPStoreOptions{.host = "127.0.0.1", .port = 0, .is_server = true, .timeout = timeout});
 }
 std::shared_ptr<TCPStore> tcp_client(int port, std::chrono::milliseconds timeout = 10s) {
   return std::make_shared<TCPStore>(TCPStoreOptions{.host = "127.0.0.1", .port = port, .timeout = timeout});
@@ -84,7 +84,10 @@ TEST_P(StoreContract, AddIsAtomicAcrossClients) {
 
 TEST_P(StoreContract, CheckAndWait) {
   EXPECT_FALSE(s_.a->check({"x"}));
-  std::thread setter([&] { s_.b->set("x", std::string("1")); s_.b->set("y", std::string("2")); });
+  std::thread setter([&] {
+    s_.b->set("x", std::string("1"));
+    s_.b->set("y", std::string("2"));
+  });
   s_.a->wait({"x", "y"});
   setter.join();
   EXPECT_TRUE(s_.a->check({"x", "y"}));
@@ -146,9 +149,8 @@ TEST(TCPStore, ManyClientsWaitOnOneKey) {
 
 TEST(TCPStore, PortInUseIsAClearError) {
   auto server = tcp_server();
-  std::string e = error_of([&] {
-    TCPStore second(TCPStoreOptions{.port = server->port(), .is_server = true, .timeout = 1s});
-  });
+  std::string e =
+      error_of([&] { TCPStore second(TCPStoreOptions{.port = server->port(), .is_server = true, .timeout = 1s}); });
   EXPECT_TRUE(contains(e, "cannot listen on port " + std::to_string(server->port()))) << e;
 }
 

@@ -103,9 +103,7 @@ TEST(ZeroAdamW, FollowsTheLearningRateSetOnIt) {
 TEST(ZeroAdamW, RejectsMixedDtypes) {
   Tensor a = zeros({3}).requires_grad_();
   Tensor b = zeros({3}, TensorOptions().dtype(kFloat64)).requires_grad_();
-  run_ranks(1, [&](std::shared_ptr<ProcessGroup> group) {
-    EXPECT_THROW(ZeroAdamW({a, b}, group), Error);
-  });
+  run_ranks(1, [&](std::shared_ptr<ProcessGroup> group) { EXPECT_THROW(ZeroAdamW({a, b}, group), Error); });
 }
 
 }  // namespace

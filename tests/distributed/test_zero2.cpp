@@ -102,11 +102,12 @@ TEST(ZeroStage2, MatchesAdamWOnOneProcessWithAccumulationAndClipping) {
         EXPECT_GE(grad_bytes_after_backward[r], kNumel / n * 8);
         EXPECT_LE(state_bytes[r], 2 * slice_bound * 8);
         if (r == 0)
-          std::printf("ZeRO-2 n=%d, %zu bucket(s): gradients after backward %lld B, AdamW state %lld B per rank "
-                      "(unsharded: %lld B and %lld B)\n",
-                      n, buckets[r], static_cast<long long>(grad_bytes_after_backward[r]),
-                      static_cast<long long>(state_bytes[r]), static_cast<long long>(kNumel * 8),
-                      static_cast<long long>(2 * kNumel * 8));
+          std::printf(
+              "ZeRO-2 n=%d, %zu bucket(s): gradients after backward %lld B, AdamW state %lld B per rank "
+              "(unsharded: %lld B and %lld B)\n",
+              n, buckets[r], static_cast<long long>(grad_bytes_after_backward[r]),
+              static_cast<long long>(state_bytes[r]), static_cast<long long>(kNumel * 8),
+              static_cast<long long>(2 * kNumel * 8));
       }
     }
   }
@@ -127,8 +128,7 @@ TEST(ZeroStage2, BadInputGivesClearErrors) {
       stage1.clip_grad_norm_(1.0);
       ADD_FAILURE() << "clipping in stage 1 must be refused";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("ZeroAdamW::clip_grad_norm_: needs stage 2"), std::string::npos)
-          << e.what();
+      EXPECT_NE(std::string(e.what()).find("ZeroAdamW::clip_grad_norm_: needs stage 2"), std::string::npos) << e.what();
     }
     ZeroAdamW stage2(model->parameters(), group, {}, {.stage = 2});
     EXPECT_THROW(stage2.clip_grad_norm_(-1.0), Error);

@@ -50,8 +50,8 @@ TEST(NnFunctional, BinaryCrossEntropyOnProbabilities) {
   EXPECT_NEAR(F::binary_cross_entropy(p, t).item<double>(), mean, 1e-12);
   // log(0) is clamped at -100: finite, as PyTorch.
   EXPECT_NEAR(F::binary_cross_entropy(tensor({0.0}, kFloat64), tensor({1.0}, kFloat64)).item<double>(), 100.0, 1e-9);
-  EXPECT_TRUE(testing::gradcheck([&](const std::vector<Tensor>& in) { return F::binary_cross_entropy(in[0], t); },
-                                 {p}));
+  EXPECT_TRUE(
+      testing::gradcheck([&](const std::vector<Tensor>& in) { return F::binary_cross_entropy(in[0], t); }, {p}));
   testing::expect_error([&] { F::binary_cross_entropy(p, t.view({2, 3})); }, {"binary_cross_entropy", "[6]", "[2, 3]"});
 }
 
@@ -91,10 +91,10 @@ TEST(NnFunctional, AttentionMasks) {
     for (int j = 0; j < 5; ++j) causal[i][j] = j <= i;
   custom[0][1] = custom[1][4] = custom[2][0] = custom[2][2] = false;
   expect_near_vec(F::scaled_dot_product_attention(q, k, v).to_vector<double>(), naive(all, 0.5), 1e-12, "plain");
-  expect_near_vec(F::scaled_dot_product_attention(q, k, v, {.is_causal = true}).to_vector<double>(),
-                  naive(causal, 0.5), 1e-12, "causal");
-  expect_near_vec(F::scaled_dot_product_attention(q, k, v, {.scale = 0.1}).to_vector<double>(), naive(all, 0.1),
-                  1e-12, "scale");
+  expect_near_vec(F::scaled_dot_product_attention(q, k, v, {.is_causal = true}).to_vector<double>(), naive(causal, 0.5),
+                  1e-12, "causal");
+  expect_near_vec(F::scaled_dot_product_attention(q, k, v, {.scale = 0.1}).to_vector<double>(), naive(all, 0.1), 1e-12,
+                  "scale");
   std::vector<uint8_t> bits;
   std::vector<double> additive;
   for (auto& row : custom)

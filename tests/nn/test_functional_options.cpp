@@ -17,8 +17,9 @@ using testing::max_abs_diff;
 TEST(NnFunctionalOptions, SameResultsAsTheCoreOps) {
   manual_seed(130);
   Tensor x = randn({2, 3, 5, 6});
-  EXPECT_EQ(max_abs_diff(F::pad(x, F::PadFuncOptions({1, 2, 0, 1}).mode(kReflect)),
-                         pad(x, {1, 2, 0, 1}, PadMode::Reflect)), 0);
+  EXPECT_EQ(
+      max_abs_diff(F::pad(x, F::PadFuncOptions({1, 2, 0, 1}).mode(kReflect)), pad(x, {1, 2, 0, 1}, PadMode::Reflect)),
+      0);
   EXPECT_EQ(F::pad(x, F::PadFuncOptions({1, 1}).value(2.5)).to_vector<double>()[0], 2.5);
   Tensor up = F::interpolate(
       x, F::InterpolateFuncOptions().size(std::vector<int64_t>{10, 9}).mode(kBilinear).align_corners(true));
@@ -32,7 +33,8 @@ TEST(NnFunctionalOptions, SameResultsAsTheCoreOps) {
   Tensor w1 = randn({4, 3, 3}), b1 = randn({4});
   Tensor s = randn({2, 3, 8});
   EXPECT_EQ(max_abs_diff(F::conv1d(s, w1, F::Conv1dFuncOptions().bias(b1).stride(2).padding(1)),
-                         conv1d(s, w1, b1, {2, 1, 1, 1})), 0);
+                         conv1d(s, w1, b1, {2, 1, 1, 1})),
+            0);
   Tensor wt = randn({3, 2, 3, 3});
   EXPECT_EQ(F::conv_transpose2d(x, wt, F::ConvTranspose2dFuncOptions().stride(2).padding(1).output_padding(1)).shape(),
             (Shape{2, 2, 10, 12}));
@@ -41,10 +43,11 @@ TEST(NnFunctionalOptions, SameResultsAsTheCoreOps) {
   EXPECT_EQ(F::adaptive_max_pool2d(x, F::AdaptiveMaxPool2dFuncOptions(nn::Size2{2, 4})).shape(), (Shape{2, 3, 2, 4}));
   Tensor gw = randn({3}), gb = randn({3});
   EXPECT_EQ(max_abs_diff(F::group_norm(x, F::GroupNormFuncOptions(3).weight(gw).bias(gb).eps(1e-3)),
-                         group_norm(x, 3, gw, gb, 1e-3)), 0);
+                         group_norm(x, 3, gw, gb, 1e-3)),
+            0);
   EXPECT_EQ(max_abs_diff(F::rms_norm(x, F::RMSNormFuncOptions({6}).eps(1e-5)), rms_norm(x, {6}, {}, 1e-5)), 0);
-  EXPECT_EQ(max_abs_diff(F::instance_norm(x, F::InstanceNormFuncOptions().eps(1e-3)), instance_norm(x, {}, {}, {}, {},
-                                                                                                    {true, 0.1, 1e-3})),
+  EXPECT_EQ(max_abs_diff(F::instance_norm(x, F::InstanceNormFuncOptions().eps(1e-3)),
+                         instance_norm(x, {}, {}, {}, {}, {true, 0.1, 1e-3})),
             0);
   Tensor lp = log_softmax(randn({4, 5}), 1), q = softmax(randn({4, 5}), 1);
   EXPECT_EQ(F::kl_div(lp, q, F::KLDivFuncOptions().reduction(kBatchMean)).item<double>(),
@@ -55,8 +58,9 @@ TEST(NnFunctionalOptions, SameResultsAsTheCoreOps) {
             smooth_l1_loss(lp, q, Reduction::Sum, 0.5).item<double>());
   EXPECT_EQ(F::huber_loss(lp, q, F::HuberLossFuncOptions().delta(0.3)).item<double>(),
             huber_loss(lp, q, Reduction::Mean, 0.3).item<double>());
-  EXPECT_EQ(max_abs_diff(F::cosine_similarity(lp, q, F::CosineSimilarityFuncOptions().dim(0)),
-                         cosine_similarity(lp, q, 0)), 0);
+  EXPECT_EQ(
+      max_abs_diff(F::cosine_similarity(lp, q, F::CosineSimilarityFuncOptions().dim(0)), cosine_similarity(lp, q, 0)),
+      0);
   EXPECT_EQ(F::pairwise_distance(lp, q, F::PairwiseDistanceFuncOptions().p(1).keepdim(true)).shape(), (Shape{4, 1}));
   EXPECT_EQ(F::one_hot(from_vector<int64_t>({1, 0}, {2}), 3).shape(), (Shape{2, 3}));
 }

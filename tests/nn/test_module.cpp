@@ -22,9 +22,9 @@ struct Net : nn::Module {
     conv = register_module("conv", std::make_shared<nn::Conv2d>(nn::Conv2dOptions{
                                        .in_channels = 1, .out_channels = 4, .kernel_size = 3, .padding = 1}));
     bn = register_module("bn", std::make_shared<nn::BatchNorm2d>(4));
-    head = register_module("head", std::make_shared<nn::Sequential>(
-                                       std::make_shared<nn::Flatten>(), std::make_shared<nn::Dropout>(0.2),
-                                       std::make_shared<nn::Linear>(4 * 4 * 4, 3)));
+    head = register_module(
+        "head", std::make_shared<nn::Sequential>(std::make_shared<nn::Flatten>(), std::make_shared<nn::Dropout>(0.2),
+                                                 std::make_shared<nn::Linear>(4 * 4 * 4, 3)));
   }
   Tensor forward(const Tensor& x) override { return head->forward(relu(bn->forward(conv->forward(x)))); }
 };
@@ -34,15 +34,15 @@ struct Gpt : nn::Module {
   std::shared_ptr<nn::TransformerBlock> block;
   Gpt() : nn::Module("Gpt") {
     wte = register_module("wte", std::make_shared<nn::Embedding>(11, 8));
-    block = register_module("block", std::make_shared<nn::TransformerBlock>(nn::TransformerOptions{.n_embd = 8, .n_head = 2}));
+    block = register_module("block",
+                            std::make_shared<nn::TransformerBlock>(nn::TransformerOptions{.n_embd = 8, .n_head = 2}));
   }
 };
 
 TEST(NnModule, NamedParametersOrderAndNames) {
   Net net;
-  EXPECT_EQ(names_of(net.named_parameters()),
-            (std::vector<std::string>{"conv.weight", "conv.bias", "bn.weight", "bn.bias", "head.2.weight",
-                                      "head.2.bias"}));
+  EXPECT_EQ(names_of(net.named_parameters()), (std::vector<std::string>{"conv.weight", "conv.bias", "bn.weight",
+                                                                        "bn.bias", "head.2.weight", "head.2.bias"}));
   EXPECT_EQ(names_of(net.named_buffers()),
             (std::vector<std::string>{"bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}));
   auto sd = net.state_dict();

@@ -36,8 +36,7 @@ void expect_values(const Tensor& t, const Doubles& want) {
 Tensor x23() { return anvil::arange(6, anvil::kFloat).view({2, 3}); }
 
 // Runs f and expects an anvil::Error whose message names every one of `words`.
-template <typename F>
-void expect_error_naming(F f, std::initializer_list<const char*> words) {
+template <typename F> void expect_error_naming(F f, std::initializer_list<const char*> words) {
   try {
     f();
     ADD_FAILURE() << "no error";
@@ -253,8 +252,7 @@ TEST(LibtorchHabits, NewOpsGradientsMatchFiniteDifferences) {
   EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].flip({0, 2}); }, {f64({2, 3, 4})}));
   EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].roll({1, -2}, {0, 1}); }, {f64({3, 4})}));
   EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].roll(2); }, {f64({3, 2})}));
-  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].unbind(1)[1] * 3.0 + in[0].unbind(1)[2]; },
-                        {f64({2, 3})}));
+  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].unbind(1)[1] * 3.0 + in[0].unbind(1)[2]; }, {f64({2, 3})}));
   EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].add(in[1], 2.5); }, {f64({2, 3}), f64({3})}));
   EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].sub(in[1], 0.5); }, {f64({2, 3}), f64({2, 3})}));
   EXPECT_TRUE(gradcheck([](const Inputs& in) { return anvil::addcmul(in[0], in[1], in[2], 0.5); },
@@ -309,9 +307,9 @@ TEST(LibtorchHabits, IndexWithTensorsAndMasks) {
   using namespace anvil::indexing;
   const Tensor x = x23();
   const Tensor rows = anvil::tensor({1, 0, 1}).to(anvil::kLong), cols = anvil::tensor({2, 2, -3}).to(anvil::kLong);
-  expect_values(x.index({rows, cols}), {5, 2, 3});           // x[rows, cols]: pairs
+  expect_values(x.index({rows, cols}), {5, 2, 3});  // x[rows, cols]: pairs
   EXPECT_EQ(x.index({Slice(), rows}).sizes(), (anvil::Shape{2, 3}));
-  expect_values(x.index({x > 2}), {3, 4, 5});                // x[x > 2]
+  expect_values(x.index({x > 2}), {3, 4, 5});  // x[x > 2]
   expect_values(x.masked_select(x.index({0}) > 0), {1, 2, 4, 5});  // the mask broadcasts over rows
   EXPECT_EQ(ints(x.nonzero()), (Ints{0, 1, 0, 2, 1, 0, 1, 1, 1, 2}));
   EXPECT_EQ(x.nonzero().scalar_type(), anvil::kLong);
@@ -321,9 +319,9 @@ TEST(LibtorchHabits, IndexWithTensorsAndMasks) {
 TEST(LibtorchHabits, IndexPutMasksAccumulateAndScatter) {
   using namespace anvil::indexing;
   Tensor x = x23();
-  x.index_put_({x > 3}, 0);                                  // x[x > 3] = 0
+  x.index_put_({x > 3}, 0);  // x[x > 3] = 0
   expect_values(x, {0, 1, 2, 3, 0, 0});
-  x.index_put_({Slice(), 0}, anvil::tensor({7, 8}));         // x[:, 0] = [7, 8]
+  x.index_put_({Slice(), 0}, anvil::tensor({7, 8}));  // x[:, 0] = [7, 8]
   expect_values(x, {7, 1, 2, 8, 0, 0});
   Tensor counts = anvil::zeros({3});
   const Tensor bins = anvil::tensor({2, 0, 2, 2}).to(anvil::kLong);
@@ -362,7 +360,8 @@ TEST(LibtorchHabits, IndexingBadInputNamesTheOpShapesAndDtypes) {
   using namespace anvil::indexing;
   const Tensor x = x23();
   expect_error_naming([&] { (void)x.index({0, 3}); }, {"index", "index 3", "size 3"});
-  expect_error_naming([&] { (void)x.index({anvil::tensor({2}).to(anvil::kLong)}); }, {"index", "index 2", "dim 0", "size 2"});
+  expect_error_naming([&] { (void)x.index({anvil::tensor({2}).to(anvil::kLong)}); },
+                      {"index", "index 2", "dim 0", "size 2"});
   expect_error_naming([&] { (void)x.index({anvil::ones({3}, anvil::kBool)}); }, {"index", "mask", "[3]", "[2, 3]"});
   expect_error_naming([&] { (void)x.index({anvil::ones({1})}); }, {"index", "float32"});
   expect_error_naming([&] { (void)x.masked_select(anvil::ones({2, 3})); }, {"masked_select", "bool", "float32"});
@@ -446,7 +445,7 @@ TEST(LibtorchHabits, ElementwiseRowsAsInLibtorch) {
   expect_values(anvil::leaky_relu(x, 0.1), {-0.25, -0.05, 0.5, 2.5});
   expect_values(anvil::elu(x), {std::expm1(-2.5), std::expm1(-0.5), 0.5, 2.5});
   expect_values(anvil::softplus(x, 1.0, 20.0), {std::log1p(std::exp(-2.5)), std::log1p(std::exp(-0.5)),
-                                               std::log1p(std::exp(0.5)), std::log1p(std::exp(2.5))});
+                                                std::log1p(std::exp(0.5)), std::log1p(std::exp(2.5))});
   expect_values(anvil::hardswish(x), {-2.5 * 0.5 / 6, -0.5 * 2.5 / 6, 0.5 * 3.5 / 6, 2.5 * 5.5 / 6});
   expect_values(anvil::mish(anvil::tensor({0.0})), {0});
   expect_values(anvil::tensor({0.3, 2.7}).log1p().expm1().floor(), {0, 2});
@@ -472,8 +471,8 @@ TEST(LibtorchHabits, ScansSortsAndLogicalReductions) {
   EXPECT_TRUE(x.any().item<bool>());
   EXPECT_EQ(ints(x.all(1)), (Ints{0, 1}));
   EXPECT_EQ(ints(x.any(0)), (Ints{1, 1, 1}));
-  expect_values(x.logsumexp(1), {std::log(1 + std::exp(1.0) + std::exp(2.0)),
-                                 std::log(std::exp(3.0) + std::exp(4.0) + std::exp(5.0))});
+  expect_values(x.logsumexp(1),
+                {std::log(1 + std::exp(1.0) + std::exp(2.0)), std::log(std::exp(3.0) + std::exp(4.0) + std::exp(5.0))});
   EXPECT_TRUE(anvil::testing::gradcheck([](const std::vector<Tensor>& in) { return in[0].cumprod(1); },
                                         {anvil::randn({2, 4}, anvil::kDouble)}));
   EXPECT_TRUE(anvil::testing::gradcheck([](const std::vector<Tensor>& in) { return std::get<0>(in[0].topk(2)); },
@@ -588,14 +587,13 @@ TEST(LibtorchHabits, PadAndInterpolateWithFuncOptions) {
   expect_values(F::pad(r, F::PadFuncOptions({1, 1}).mode(anvil::kReplicate)), {0, 0, 1, 2, 3, 3});
   expect_values(F::pad(r, F::PadFuncOptions({1, 0}).value(-1)), {-1, 0, 1, 2, 3});
   const Tensor img = anvil::arange(4, anvil::kFloat).view({1, 1, 2, 2});
-  const Tensor up = F::interpolate(img, F::InterpolateFuncOptions()
-                                            .size(std::vector<int64_t>({3, 3}))
-                                            .mode(anvil::kBilinear)
-                                            .align_corners(true));
+  const Tensor up = F::interpolate(
+      img, F::InterpolateFuncOptions().size(std::vector<int64_t>({3, 3})).mode(anvil::kBilinear).align_corners(true));
   expect_values(up, {0, 0.5, 1, 1, 1.5, 2, 2, 2.5, 3});
-  EXPECT_EQ(F::interpolate(img, F::InterpolateFuncOptions().scale_factor(std::vector<double>({2})).mode(anvil::kNearest))
-                .sizes(),
-            (anvil::Shape{1, 1, 4, 4}));
+  EXPECT_EQ(
+      F::interpolate(img, F::InterpolateFuncOptions().scale_factor(std::vector<double>({2})).mode(anvil::kNearest))
+          .sizes(),
+      (anvil::Shape{1, 1, 4, 4}));
   expect_error_naming([&] { F::pad(r, F::PadFuncOptions({4, 0}).mode(anvil::kReflect)); }, {"pad", "reflect"});
 }
 
@@ -608,8 +606,7 @@ TEST(LibtorchHabits, ConvPoolAndNormVariants) {
   auto deconv = std::make_shared<anvil::nn::ConvTranspose2d>(
       anvil::nn::ConvTranspose2dOptions(8, 4, 3).stride(2).padding(1).output_padding(1));
   EXPECT_EQ(deconv->forward(anvil::randn({1, 8, 5, 5})).sizes(), (anvil::Shape{1, 4, 10, 10}));
-  EXPECT_EQ(F::max_pool1d(seq, F::MaxPool1dFuncOptions(3).stride(2).ceil_mode(true)).sizes(),
-            (anvil::Shape{2, 4, 5}));
+  EXPECT_EQ(F::max_pool1d(seq, F::MaxPool1dFuncOptions(3).stride(2).ceil_mode(true)).sizes(), (anvil::Shape{2, 4, 5}));
   EXPECT_EQ(F::adaptive_max_pool2d(anvil::randn({1, 2, 7, 7}), F::AdaptiveMaxPool2dFuncOptions(3)).sizes(),
             (anvil::Shape{1, 2, 3, 3}));
   auto gn = std::make_shared<anvil::nn::GroupNorm>(anvil::nn::GroupNormOptions(2, 4));
@@ -633,9 +630,9 @@ TEST(LibtorchHabits, LossesAndDistancesWithFuncOptions) {
   const Tensor logp = anvil::log(anvil::tensor({0.5, 0.5})).unsqueeze(0), q = anvil::tensor({0.25, 0.75}).unsqueeze(0);
   const double kl = 0.25 * std::log(0.5) + 0.75 * std::log(1.5);
   EXPECT_NEAR(F::kl_div(logp, q, F::KLDivFuncOptions().reduction(anvil::kBatchMean)).item<double>(), kl, 1e-6);
-  EXPECT_NEAR(F::kl_div(logp, anvil::log(q), F::KLDivFuncOptions().reduction(anvil::kSum).log_target(true))
-                  .item<double>(),
-              kl, 1e-6);
+  EXPECT_NEAR(
+      F::kl_div(logp, anvil::log(q), F::KLDivFuncOptions().reduction(anvil::kSum).log_target(true)).item<double>(), kl,
+      1e-6);
   const Tensor u = anvil::tensor({1.0, 0.0}).unsqueeze(0), v = anvil::tensor({1.0, 1.0}).unsqueeze(0);
   expect_values(F::cosine_similarity(u, v, F::CosineSimilarityFuncOptions().dim(1)), {1 / std::sqrt(2.0)});
   EXPECT_NEAR(F::pairwise_distance(u, v, F::PairwiseDistanceFuncOptions().p(2).eps(0)).item<double>(), 1.0, 1e-6);
@@ -648,11 +645,14 @@ TEST(LibtorchHabits, FunctionalOpsGradientsMatchFiniteDifferences) {
   auto r = [](const anvil::Shape& s) { return anvil::randn(s, anvil::kDouble); };
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return anvil::einsum("bij,bjk->bik", t); },
                         {r({2, 2, 3}), r({2, 3, 2})}));
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return anvil::pad(t[0], {1, 2}, anvil::kReflect); },
-                        {r({2, 4})}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return anvil::pad(t[0], {1, 2}, anvil::kReflect);
+      },
+      {r({2, 4})}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return anvil::group_norm(t[0], 2); }, {r({2, 4, 3})}));
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return anvil::huber_loss(t[0], t[1]); },
-                        {r({3, 2}), r({3, 2})}));
+  EXPECT_TRUE(
+      gradcheck([](const std::vector<Tensor>& t) { return anvil::huber_loss(t[0], t[1]); }, {r({3, 2}), r({3, 2})}));
 }
 
 // ---- 5. the audit's gaps: options, in-place logic, activations, pools ----
@@ -781,8 +781,11 @@ TEST(LibtorchHabits, InPlaceBitwiseOperatorsAndLogicMethods) {
   Tensor f = x23();
   expect_error_naming([&] { f &= anvil::ones({2, 3}, anvil::kLong); }, {"bitwise_and_", "float32", "int64"});
   Tensor flag = anvil::ones({3}, anvil::kBool);
-  expect_error_naming([&] { flag |= anvil::tensor({1, 2, 3}).to(anvil::kLong); },
-                      {"bitwise_or_", "int64", "can't be cast", "bool"});
+  expect_error_naming(
+      [&] {
+        flag |= anvil::tensor({1, 2, 3}).to(anvil::kLong);
+      },
+      {"bitwise_or_", "int64", "can't be cast", "bool"});
   Tensor small = anvil::ones({3}, anvil::kInt);
   expect_error_naming([&] { small ^= anvil::ones({2, 3}, anvil::kInt); }, {"bitwise_xor_", "[2, 3]", "[3]"});
   expect_error_naming([&] { (void)f.bitwise_not(); }, {"bitwise_not", "float32"});
@@ -799,13 +802,13 @@ TEST(LibtorchHabits, DataLoaderOptionsChainAsTorchData) {
   const anvil::nn::data::DataLoaderOptions aggregate{.batch_size = 3, .num_workers = 1};  // anvil's form
   EXPECT_EQ(aggregate.batch_size, 3);
   auto dataset = std::make_shared<anvil::data::TensorDataset>(anvil::arange(10, anvil::kFloat).view({10, 1}),
-                                                             anvil::arange(10, anvil::kLong));
-  anvil::data::DataLoader loader(
-      dataset, anvil::data::DataLoaderOptions().batch_size(4).workers(2).drop_last(true).transform(
-                   [](anvil::data::Example e, uint64_t) {
-                     e.data = e.data * 2;
-                     return e;
-                   }));
+                                                              anvil::arange(10, anvil::kLong));
+  anvil::data::DataLoader loader(dataset,
+                                 anvil::data::DataLoaderOptions().batch_size(4).workers(2).drop_last(true).transform(
+                                     [](anvil::data::Example e, uint64_t) {
+                                       e.data = e.data * 2;
+                                       return e;
+                                     }));
   std::vector<double> seen;
   for (const anvil::data::Example& batch : loader)
     for (double v : values(batch.data)) seen.push_back(v);

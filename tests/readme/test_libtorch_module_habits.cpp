@@ -139,8 +139,7 @@ TEST(LibtorchModuleHabits, IdentityUpsampleAndPixelShuffleMoveValuesWhereTorchDo
 // ---- optimizers and clipping ----
 
 // Least squares: a Linear(4, 1) fitted to a random target; the loss after `steps` steps.
-template <class MakeOptimizer>
-std::pair<double, double> fit(MakeOptimizer make, int steps) {
+template <class MakeOptimizer> std::pair<double, double> fit(MakeOptimizer make, int steps) {
   torch::manual_seed(6);
   auto model = std::make_shared<torch::nn::Sequential>(std::make_shared<torch::nn::Linear>(4, 1));
   const Tensor x = torch::randn({32, 4}), y = torch::randn({32, 1});
@@ -158,17 +157,42 @@ std::pair<double, double> fit(MakeOptimizer make, int steps) {
 TEST(LibtorchModuleHabits, EveryOptimizerAsLibtorchSpellsItLowersTheLoss) {
   using P = std::vector<Tensor>;
   std::vector<std::pair<std::string, std::pair<double, double>>> runs{
-      {"SGD", fit([](P p) { return torch::optim::SGD(p, torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(1e-4)); }, 20)},
-      {"Adam", fit([](P p) { return torch::optim::Adam(p, torch::optim::AdamOptions(1e-2).betas(std::make_tuple(0.9, 0.98)).eps(1e-8)); }, 20)},
-      {"AdamW", fit([](P p) { return torch::optim::AdamW(p, torch::optim::AdamWOptions(1e-2).weight_decay(0.01)); }, 20)},
-      {"RMSprop", fit([](P p) { return torch::optim::RMSprop(p, torch::optim::RMSpropOptions(0.01).alpha(0.99).momentum(0.9).centered(true)); }, 20)},
-      {"Adagrad", fit([](P p) { return torch::optim::Adagrad(p, torch::optim::AdagradOptions(0.1).lr_decay(1e-3).initial_accumulator_value(0.1)); }, 20)},
-      {"Adamax", fit([](P p) { return torch::optim::Adamax(p, torch::optim::AdamaxOptions(2e-2).weight_decay(0.01)); }, 20)},
-      {"NAdam", fit([](P p) { return torch::optim::NAdam(p, torch::optim::NAdamOptions(2e-2).momentum_decay(4e-3)); }, 20)},
-      {"RAdam", fit([](P p) { return torch::optim::RAdam(p, torch::optim::RAdamOptions(1e-2).weight_decay(0.01)); }, 20)},
+      {"SGD", fit(
+                  [](P p) {
+                    return torch::optim::SGD(
+                        p, torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(1e-4));
+                  },
+                  20)},
+      {"Adam", fit(
+                   [](P p) {
+                     return torch::optim::Adam(
+                         p, torch::optim::AdamOptions(1e-2).betas(std::make_tuple(0.9, 0.98)).eps(1e-8));
+                   },
+                   20)},
+      {"AdamW",
+       fit([](P p) { return torch::optim::AdamW(p, torch::optim::AdamWOptions(1e-2).weight_decay(0.01)); }, 20)},
+      {"RMSprop", fit(
+                      [](P p) {
+                        return torch::optim::RMSprop(
+                            p, torch::optim::RMSpropOptions(0.01).alpha(0.99).momentum(0.9).centered(true));
+                      },
+                      20)},
+      {"Adagrad", fit(
+                      [](P p) {
+                        return torch::optim::Adagrad(
+                            p, torch::optim::AdagradOptions(0.1).lr_decay(1e-3).initial_accumulator_value(0.1));
+                      },
+                      20)},
+      {"Adamax",
+       fit([](P p) { return torch::optim::Adamax(p, torch::optim::AdamaxOptions(2e-2).weight_decay(0.01)); }, 20)},
+      {"NAdam",
+       fit([](P p) { return torch::optim::NAdam(p, torch::optim::NAdamOptions(2e-2).momentum_decay(4e-3)); }, 20)},
+      {"RAdam",
+       fit([](P p) { return torch::optim::RAdam(p, torch::optim::RAdamOptions(1e-2).weight_decay(0.01)); }, 20)},
       {"Lion", fit([](P p) { return torch::optim::Lion(p, torch::optim::LionOptions(1e-2).weight_decay(0.01)); }, 20)},
   };
-  for (const auto& [name, r] : runs) EXPECT_LT(r.second, 0.9 * r.first) << name << ": " << r.first << " -> " << r.second;
+  for (const auto& [name, r] : runs)
+    EXPECT_LT(r.second, 0.9 * r.first) << name << ": " << r.first << " -> " << r.second;
 
   // libtorch's param_groups()[g].options() reads and writes the group's lr.
   {
@@ -231,19 +255,18 @@ TEST(LibtorchModuleHabits, ClipGradValueAndNormAsTorchNnUtils) {
   EXPECT_LE(lin->bias.grad().abs().max().item<double>(), 0.5);
   const double norm = torch::nn::utils::clip_grad_norm_(lin->parameters(), 0.1);
   EXPECT_GT(norm, 0.1);
-  const double after = std::sqrt(lin->weight.grad().pow(2).sum().item<double>() + lin->bias.grad().pow(2).sum().item<double>());
+  const double after =
+      std::sqrt(lin->weight.grad().pow(2).sum().item<double>() + lin->bias.grad().pow(2).sum().item<double>());
   EXPECT_NEAR(after, 0.1, 1e-5);
 }
 
 // ---- schedules: the lr of each of the first `n` steps against PyTorch's closed form ----
 
-template <class Formula>
-void expect_lrs(const std::vector<double>& got, Formula want) {
+template <class Formula> void expect_lrs(const std::vector<double>& got, Formula want) {
   for (size_t t = 0; t < got.size(); ++t) EXPECT_NEAR(got[t], want(static_cast<int64_t>(t)), 1e-12) << "step " << t;
 }
 // The lr in effect at t = 0, 1, ..., n - 1 (step() after each optimizer step).
-template <class Sched>
-std::vector<double> lrs(torch::optim::Optimizer& opt, Sched& sched, int n) {
+template <class Sched> std::vector<double> lrs(torch::optim::Optimizer& opt, Sched& sched, int n) {
   std::vector<double> out;
   for (int t = 0; t < n; ++t) {
     out.push_back(opt.lr());
@@ -278,7 +301,8 @@ TEST(LibtorchModuleHabits, SchedulesFollowPyTorchsClosedForms) {
   }
   {
     torch::optim::SGD opt(model->parameters(), 0.1);
-    auto warm = std::make_shared<torch::optim::LinearWarmupLR>(opt, torch::optim::LinearWarmupLROptions{.warmup_steps = 3});
+    auto warm =
+        std::make_shared<torch::optim::LinearWarmupLR>(opt, torch::optim::LinearWarmupLROptions{.warmup_steps = 3});
     auto decay = std::make_shared<torch::optim::ExponentialLR>(opt, 0.9);
     torch::optim::SequentialLR sched(opt, {warm, decay}, {3});
     expect_lrs(lrs(opt, sched, n), [](int64_t t) { return t < 3 ? 0.1 * t / 3.0 : 0.1 * std::pow(0.9, t - 3); });
@@ -361,7 +385,7 @@ TEST(LibtorchModuleHabits, CustomFunctionAndAutocast) {
     torch::AutocastGuard autocast(torch::kBFloat16);
     EXPECT_TRUE(torch::autocast::is_enabled());
     const Tensor h = F::linear(a, w);
-    EXPECT_EQ(h.scalar_type(), torch::kBFloat16);          // matmul-like ops in low precision
+    EXPECT_EQ(h.scalar_type(), torch::kBFloat16);  // matmul-like ops in low precision
     EXPECT_EQ(h.softmax(-1).scalar_type(), torch::kFloat);  // softmax in float32
     EXPECT_LT(max_diff(h, torch::matmul(a, w.t())), 0.1 * torch::matmul(a, w.t()).abs().max().item<double>());
   }
@@ -397,8 +421,9 @@ struct MapTask : TupleTask {
 };
 
 struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("anvil_module_habits_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-                                              std::to_string(reinterpret_cast<uintptr_t>(this)));
+  fs::path path = fs::temp_directory_path() /
+                  ("anvil_module_habits_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+                   std::to_string(reinterpret_cast<uintptr_t>(this)));
   TempDir() { fs::remove_all(path); }
   ~TempDir() { fs::remove_all(path); }
 };
@@ -420,14 +445,23 @@ TEST(LibtorchModuleHabits, TrainerWithMaxStepsCheckpointsLrMonitorTensorBoardAnd
   TupleTask task;
   torch::optim::SGD opt(task.net->parameters(), 0.5);
   // Trainer(max_epochs=5, max_steps=14, callbacks=[...], logger=TensorBoardLogger(...)).
-  torch::nn::train::Trainer trainer({.max_epochs = 5, .max_steps = 14, .device = torch::Device(torch::kCPU),
-                                     .log_every_n_steps = 1, .tensorboard_dir = (dir.path / "tb").string(),
-                                     .progress = torch::nn::train::ProgressMode::Off, .print_report = false});
-  auto ckpt = std::make_shared<torch::nn::train::ModelCheckpoint>(torch::nn::train::ModelCheckpointOptions{
-      .dirpath = (dir.path / "ckpt").string(), .filename = "{epoch}", .monitor = "val_loss",
-      .mode = torch::nn::train::MonitorMode::Min, .save_top_k = 2, .save_last = true});
-  auto lr_monitor = std::make_shared<torch::nn::train::LearningRateMonitor>(torch::nn::train::LearningRateMonitorOptions{
-      .logging_interval = torch::nn::train::LearningRateMonitorOptions::Interval::Step});
+  torch::nn::train::Trainer trainer({.max_epochs = 5,
+                                     .max_steps = 14,
+                                     .device = torch::Device(torch::kCPU),
+                                     .log_every_n_steps = 1,
+                                     .tensorboard_dir = (dir.path / "tb").string(),
+                                     .progress = torch::nn::train::ProgressMode::Off,
+                                     .print_report = false});
+  auto ckpt = std::make_shared<torch::nn::train::ModelCheckpoint>(
+      torch::nn::train::ModelCheckpointOptions{.dirpath = (dir.path / "ckpt").string(),
+                                               .filename = "{epoch}",
+                                               .monitor = "val_loss",
+                                               .mode = torch::nn::train::MonitorMode::Min,
+                                               .save_top_k = 2,
+                                               .save_last = true});
+  auto lr_monitor =
+      std::make_shared<torch::nn::train::LearningRateMonitor>(torch::nn::train::LearningRateMonitorOptions{
+          .logging_interval = torch::nn::train::LearningRateMonitorOptions::Interval::Step});
   trainer.add_callback(ckpt);
   trainer.add_callback(lr_monitor);
   const auto result = trainer.fit(task, loader, &loader, opt);
@@ -461,8 +495,10 @@ TEST(LibtorchModuleHabits, TrainerWithMaxStepsCheckpointsLrMonitorTensorBoardAnd
   torch::nn::data::DataLoader map_loader(named, torch::nn::data::DataLoaderOptions().batch_size(16));
   MapTask map_task;
   torch::optim::SGD map_opt(map_task.net->parameters(), 0.5);
-  torch::nn::train::Trainer map_trainer({.max_steps = 6, .device = torch::Device(torch::kCPU),
-                                         .progress = torch::nn::train::ProgressMode::Off, .print_report = false});
+  torch::nn::train::Trainer map_trainer({.max_steps = 6,
+                                         .device = torch::Device(torch::kCPU),
+                                         .progress = torch::nn::train::ProgressMode::Off,
+                                         .print_report = false});
   const auto map_result = map_trainer.fit(map_task, map_loader, map_opt);
   EXPECT_EQ(map_trainer.global_step(), 6);  // max_steps alone: no epoch limit
   EXPECT_LT(map_result.step_losses.back(), map_result.step_losses.front());

@@ -33,9 +33,9 @@ TEST(ReadmeCustomFunction, TheReadmeExampleWorksFromTheUmbrellaHeader) {
   Tensor x = torch::randn({3}, torch::kFloat64).requires_grad_(), w = torch::randn({3}, torch::kFloat64);
   Tensor y = MulAdd::apply(x, w, 2.0);
   EXPECT_EQ(y.grad_fn()->name(), "(anonymous namespace)::MulAdd");
-  EXPECT_TRUE(anvil::testing::gradcheck(
-      [&](const std::vector<Tensor>& in) { return MulAdd::apply(in[0], in[1], 2.0); },
-      {torch::randn({2, 3}, torch::kFloat64), torch::randn({2, 3}, torch::kFloat64)}));
+  EXPECT_TRUE(
+      anvil::testing::gradcheck([&](const std::vector<Tensor>& in) { return MulAdd::apply(in[0], in[1], 2.0); },
+                                {torch::randn({2, 3}, torch::kFloat64), torch::randn({2, 3}, torch::kFloat64)}));
 }
 
 // libtorch's custom function habits: torch::autograd::Function, AutogradContext, variable_list.
@@ -76,7 +76,8 @@ TEST(ReadmeOptim, OptimizersAndSchedulesAsLibtorchSpellsThem) {
   }
   EXPECT_NEAR(rmsprop.lr(), 0.01 * 0.25, 1e-15);
 
-  torch::optim::LBFGS lbfgs(model->parameters(), torch::optim::LBFGSOptions(1).max_iter(20).line_search_fn("strong_wolfe"));
+  torch::optim::LBFGS lbfgs(model->parameters(),
+                            torch::optim::LBFGSOptions(1).max_iter(20).line_search_fn("strong_wolfe"));
   auto closure = [&] {
     lbfgs.zero_grad();
     torch::Tensor loss = loss_fn();

@@ -56,8 +56,7 @@ Tensor masked_scores(const Tensor& q, const Tensor& k, const Tensor& mask, doubl
 }
 
 // PyTorch's math path. A fully masked row gives NaN here, as PyTorch's.
-Tensor attention_composed(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o,
-                          double scale) {
+Tensor attention_composed(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o, double scale) {
   Tensor weights = softmax(masked_scores(q, k, o.attn_mask, scale, o.is_causal), -1);
   if (o.dropout_p > 0) weights = dropout(weights, o.dropout_p, true);
   return matmul(weights, v);
@@ -66,7 +65,7 @@ Tensor attention_composed(const Tensor& q, const Tensor& k, const Tensor& v, con
 // What the fused node's backward needs. q, k, v, mask are [B, H, ...].
 struct AttentionSaved {
   SavedTensor q, k, v, out;
-  Tensor lse;   // [B, H, L] float32, internal to the node
+  Tensor lse;  // [B, H, L] float32, internal to the node
   Tensor mask;  // [B, H, L, S] (strides 0 where broadcast) or undefined; never requires grad
   AttentionParams params;
   bool need_q = false, need_k = false, need_v = false;

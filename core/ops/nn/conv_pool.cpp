@@ -45,7 +45,8 @@ Tensor conv_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, c
                                  nn_detail::optional_view(bias, bias_slot), p);
   }
   if (autograd::needs_grad({x, weight, bias})) {
-    const bool need_x = x.requires_grad(), need_w = weight.requires_grad(), need_b = bias.defined() && bias.requires_grad();
+    const bool need_x = x.requires_grad(), need_w = weight.requires_grad(),
+               need_b = bias.defined() && bias.requires_grad();
     // Each gradient needs only the other operand.
     autograd::record("conv2d", {x, weight, bias}, out,
                      [sx = need_w ? SavedTensor(x, "conv2d") : SavedTensor(),
@@ -74,8 +75,8 @@ Tensor conv_input_grad(const Tensor& g, const Tensor& weight, const Shape& in_sh
     const bool need_g = g.requires_grad(), need_w = weight.requires_grad();
     autograd::record("conv2d_backward_input", {g, weight}, grad_in,
                      [sg = need_w ? SavedTensor(g, "conv2d_backward_input") : SavedTensor(),
-                      sw = need_g ? SavedTensor(weight, "conv2d_backward_input") : SavedTensor(),
-                      ws = weight.shape(), p, need_g, need_w](const Tensor& u) {
+                      sw = need_g ? SavedTensor(weight, "conv2d_backward_input") : SavedTensor(), ws = weight.shape(),
+                      p, need_g, need_w](const Tensor& u) {
                        Grads r(2);
                        if (need_g) r[0] = conv_forward(u, sw.get(), {}, p);
                        if (need_w) r[1] = conv_weight_grad(sg.get(), u, ws, p);
@@ -98,8 +99,8 @@ Tensor conv_weight_grad(const Tensor& g, const Tensor& x, const Shape& weight_sh
     const bool need_g = g.requires_grad(), need_x = x.requires_grad();
     autograd::record("conv2d_backward_weight", {g, x}, grad_w,
                      [sg = need_x ? SavedTensor(g, "conv2d_backward_weight") : SavedTensor(),
-                      sx = need_g ? SavedTensor(x, "conv2d_backward_weight") : SavedTensor(), xs = x.shape(), p,
-                      need_g, need_x](const Tensor& u) {
+                      sx = need_g ? SavedTensor(x, "conv2d_backward_weight") : SavedTensor(), xs = x.shape(), p, need_g,
+                      need_x](const Tensor& u) {
                        Grads r(2);
                        if (need_g) r[0] = conv_forward(sx.get(), u, {}, p);
                        if (need_x) r[1] = conv_input_grad(sg.get(), u, xs, p);
@@ -112,8 +113,7 @@ Tensor conv_weight_grad(const Tensor& g, const Tensor& x, const Shape& weight_sh
 void check_conv_args(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
   detail::check_floating("conv2d", weight, "weight");
   detail::check_same_device("conv2d", {x, weight, bias});
-  ANVIL_CHECK(x.dim() == 4, "conv2d: expected input [N, C, H, W] (or unbatched [C, H, W]), got ",
-              detail::describe(x));
+  ANVIL_CHECK(x.dim() == 4, "conv2d: expected input [N, C, H, W] (or unbatched [C, H, W]), got ", detail::describe(x));
   ANVIL_CHECK(weight.dim() == 4, "conv2d: expected weight [Cout, Cin/groups, kH, kW], got ", detail::describe(weight));
   ANVIL_CHECK(x.dtype() == weight.dtype(), "conv2d: input ", detail::describe(x), " and weight ",
               detail::describe(weight), " must have the same dtype");
@@ -132,14 +132,15 @@ void check_conv_args(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   if (bias.defined()) {
     ANVIL_CHECK(bias.dim() == 1 && bias.size(0) == cout, "conv2d: expected bias [", cout, "], got ",
                 detail::describe(bias));
-    ANVIL_CHECK(bias.dtype() == x.dtype(), "conv2d: bias ", detail::describe(bias), " and input ",
-                detail::describe(x), " must have the same dtype");
+    ANVIL_CHECK(bias.dtype() == x.dtype(), "conv2d: bias ", detail::describe(bias), " and input ", detail::describe(x),
+                " must have the same dtype");
   }
   for (int d = 0; d < 2; ++d) {
     const int64_t padded = x.size(2 + d) + 2 * o.padding[d], extent = o.dilation[d] * (weight.size(2 + d) - 1) + 1;
     ANVIL_CHECK(padded >= extent, "conv2d: input ", detail::describe(x), " with padding ",
                 std::vector<int64_t>(o.padding.begin(), o.padding.end()), " is smaller than the dilated kernel (",
-                extent, " in spatial dim ", d, " from weight ", detail::describe(weight), "); the output would be empty");
+                extent, " in spatial dim ", d, " from weight ", detail::describe(weight),
+                "); the output would be empty");
   }
 }
 
@@ -196,8 +197,8 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
     p.stride[d] = o.stride[d];
     p.padding[d] = o.padding[d];
     p.dilation[d] = o.dilation[d];
-    out_shape[2 + d] = (x.size(2 + d) - 1) * o.stride[d] - 2 * o.padding[d] +
-                       o.dilation[d] * (weight.size(2 + d) - 1) + o.output_padding[d] + 1;
+    out_shape[2 + d] = (x.size(2 + d) - 1) * o.stride[d] - 2 * o.padding[d] + o.dilation[d] * (weight.size(2 + d) - 1) +
+                       o.output_padding[d] + 1;
     ANVIL_CHECK(out_shape[2 + d] > 0, "conv_transpose2d: input ", detail::describe(x), " with weight ",
                 detail::describe(weight), " and padding ", o.padding[d], " gives an empty output (size ",
                 out_shape[2 + d], " in spatial dim ", d, ")");
@@ -206,7 +207,8 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
   p.groups = o.groups;
   if (bias.defined()) {
     ANVIL_CHECK(bias.dim() == 1 && bias.size(0) == out_shape[1] && bias.dtype() == x.dtype(),
-                "conv_transpose2d: expected bias [", out_shape[1], "] of the input's dtype, got ", detail::describe(bias));
+                "conv_transpose2d: expected bias [", out_shape[1], "] of the input's dtype, got ",
+                detail::describe(bias));
   }
   Tensor out;
   if (!beyond_stride) {
@@ -241,12 +243,12 @@ Pool2dParams pool_params(const char* op, const Tensor& x, const Pool2dOptions& o
     p.padding[d] = o.padding[d];
   }
   ANVIL_CHECK(p.kernel[0] > 0 && p.kernel[1] > 0 && p.stride[0] > 0 && p.stride[1] > 0, op,
-              ": kernel and stride must be positive (stride 0 means the kernel size), got kernel [", o.kernel[0],
-              ", ", o.kernel[1], "], stride [", o.stride[0], ", ", o.stride[1], "]");
-  ANVIL_CHECK(p.padding[0] >= 0 && p.padding[1] >= 0 && 2 * p.padding[0] <= p.kernel[0] &&
-                  2 * p.padding[1] <= p.kernel[1],
-              op, ": padding must be between 0 and half the kernel size, got padding [", p.padding[0], ", ",
-              p.padding[1], "] for kernel [", p.kernel[0], ", ", p.kernel[1], "]");
+              ": kernel and stride must be positive (stride 0 means the kernel size), got kernel [", o.kernel[0], ", ",
+              o.kernel[1], "], stride [", o.stride[0], ", ", o.stride[1], "]");
+  ANVIL_CHECK(
+      p.padding[0] >= 0 && p.padding[1] >= 0 && 2 * p.padding[0] <= p.kernel[0] && 2 * p.padding[1] <= p.kernel[1], op,
+      ": padding must be between 0 and half the kernel size, got padding [", p.padding[0], ", ", p.padding[1],
+      "] for kernel [", p.kernel[0], ", ", p.kernel[1], "]");
   for (int d = 0; d < 2; ++d) {
     const int64_t padded = x.size(x.dim() - 2 + d) + 2 * p.padding[d];
     ANVIL_CHECK(padded >= p.kernel[d], op, ": input ", detail::describe(x), " with padding [", p.padding[0], ", ",
@@ -273,8 +275,7 @@ Tensor pool_forward(PoolKind kind, const Tensor& x, const Pool2dParams& p) {
 Tensor avg_pool_grad(const Tensor& g, const Tensor& x, const Tensor& out, const Pool2dParams& p) {
   Tensor grad_in = empty(x.shape(), x.options());
   if (grad_in.numel() > 0)
-    detail::backend_of(g).pool2d_backward(PoolKind::Avg, grad_in.view_of(), g.view_of(), x.view_of(),
-                                          out.view_of(), p);
+    detail::backend_of(g).pool2d_backward(PoolKind::Avg, grad_in.view_of(), g.view_of(), x.view_of(), out.view_of(), p);
   if (autograd::needs_grad({g}))
     autograd::record("avg_pool2d_backward", {g}, grad_in,
                      [p](const Tensor& u) { return Grads{pool_forward(PoolKind::Avg, u, p)}; });
@@ -332,17 +333,17 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o) {
   }
   Tensor out = pool_forward(PoolKind::Max, x, p);
   if (autograd::needs_grad({x}))
-    autograd::record("max_pool2d", {x}, out,
-                     [sx = SavedTensor(x, "max_pool2d"), sy = SavedTensor::output(out, "max_pool2d"), p](
-                         const Tensor& g) {
-                       nn_detail::refuse_double_backward("max_pool2d");
-                       Tensor in = sx.get();
-                       Tensor grad_in = empty(in.shape(), in.options());
-                       if (grad_in.numel() > 0)
-                         detail::backend_of(g).pool2d_backward(PoolKind::Max, grad_in.view_of(), g.view_of(),
-                                                               in.view_of(), sy.get().view_of(), p);
-                       return Grads{grad_in};
-                     });
+    autograd::record(
+        "max_pool2d", {x}, out,
+        [sx = SavedTensor(x, "max_pool2d"), sy = SavedTensor::output(out, "max_pool2d"), p](const Tensor& g) {
+          nn_detail::refuse_double_backward("max_pool2d");
+          Tensor in = sx.get();
+          Tensor grad_in = empty(in.shape(), in.options());
+          if (grad_in.numel() > 0)
+            detail::backend_of(g).pool2d_backward(PoolKind::Max, grad_in.view_of(), g.view_of(), in.view_of(),
+                                                  sy.get().view_of(), p);
+          return Grads{grad_in};
+        });
   return out;
 }
 
@@ -355,8 +356,8 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o) {
       Pool2dOptions sum_o = o;
       sum_o.ceil_mode = false;
       sum_o.count_include_pad = true;
-      Tensor sums = avg_pool2d(pad(x, {0, overhang[1], 0, overhang[0]}), sum_o) *
-                    static_cast<double>(p.kernel[0] * p.kernel[1]);
+      Tensor sums =
+          avg_pool2d(pad(x, {0, overhang[1], 0, overhang[0]}), sum_o) * static_cast<double>(p.kernel[0] * p.kernel[1]);
       return sums / ceil_mode_divisors(x, p, {sums.size(-2), sums.size(-1)});
     }
   }

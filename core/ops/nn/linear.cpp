@@ -31,10 +31,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   ANVIL_CHECK(x.dtype() == weight.dtype(), "linear: input ", detail::describe(x), " and weight ",
               detail::describe(weight), " must have the same dtype");
   if (bias.defined()) {
-    ANVIL_CHECK(bias.dim() == 1 && bias.size(0) == out_features, "linear: expected bias [", out_features,
-                "], got ", detail::describe(bias));
-    ANVIL_CHECK(bias.dtype() == x.dtype(), "linear: bias ", detail::describe(bias), " and input ",
-                detail::describe(x), " must have the same dtype");
+    ANVIL_CHECK(bias.dim() == 1 && bias.size(0) == out_features, "linear: expected bias [", out_features, "], got ",
+                detail::describe(bias));
+    ANVIL_CHECK(bias.dtype() == x.dtype(), "linear: bias ", detail::describe(bias), " and input ", detail::describe(x),
+                " must have the same dtype");
   }
   // All leading dims fold into the rows of one GEMM, which the backend may
   // fuse with the bias add (Backend::linear). The backward is written with

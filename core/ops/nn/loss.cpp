@@ -38,9 +38,12 @@ namespace {
 
 Tensor reduce_loss(const Tensor& losses, Reduction reduction) {
   switch (reduction) {
-    case Reduction::Sum: return sum(losses);
-    case Reduction::Mean: return mean(losses);
-    case Reduction::None: break;
+    case Reduction::Sum:
+      return sum(losses);
+    case Reduction::Mean:
+      return mean(losses);
+    case Reduction::None:
+      break;
   }
   return losses;
 }
@@ -61,8 +64,8 @@ using ClassLossFn = Tensor (*)(const Tensor&, const Tensor&, const CrossEntropyO
 Tensor reshape_class_loss(const char* op, ClassLossFn fn, const Tensor& input, const Tensor& targets,
                           const CrossEntropyOptions& o) {
   if (input.dim() == 1) {
-    ANVIL_CHECK(targets.dim() == 0 || (targets.dim() == 1 && targets.size(0) == 1), op,
-                ": unbatched input ", detail::describe(input), " takes a 0-d target, got ", detail::describe(targets));
+    ANVIL_CHECK(targets.dim() == 0 || (targets.dim() == 1 && targets.size(0) == 1), op, ": unbatched input ",
+                detail::describe(input), " takes a 0-d target, got ", detail::describe(targets));
     Tensor r = fn(input.unsqueeze(0), targets.reshape({1}), o);
     return o.reduction == Reduction::None ? r.reshape({}) : r;
   }
@@ -121,12 +124,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEnt
   Tensor losses = empty({rows}, logits.options());
   Tensor logsumexp = empty({rows}, logits.options().dtype(kFloat32));
   if (rows > 0)
-    detail::backend_of(logits).cross_entropy(losses.view_of(), logsumexp.view_of(), logits.view_of(),
-                                             targets.view_of(), p);
+    detail::backend_of(logits).cross_entropy(losses.view_of(), logsumexp.view_of(), logits.view_of(), targets.view_of(),
+                                             p);
   if (autograd::needs_grad({logits})) {
     autograd::record("cross_entropy", {logits}, losses,
-                     [sl = SavedTensor(logits, "cross_entropy"), st = SavedTensor(targets, "cross_entropy"),
-                      logsumexp, p](const Tensor& g) {
+                     [sl = SavedTensor(logits, "cross_entropy"), st = SavedTensor(targets, "cross_entropy"), logsumexp,
+                      p](const Tensor& g) {
                        Tensor x = sl.get(), t = st.get();
                        // Ignored rows get no gradient whatever the reduction sent them.
                        Tensor grad_losses = g * ne(t, Scalar(p.ignore_index)).to(g.dtype());
@@ -135,8 +138,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEnt
                        Tensor grad = empty(x.shape(), x.options());
                        if (grad.numel() > 0)
                          detail::backend_of(x).cross_entropy_backward(grad.view_of(),
-                                                                      grad_losses.to(x.dtype()).view_of(),
-                                                                      x.view_of(), t.view_of(), logsumexp.view_of(), p);
+                                                                      grad_losses.to(x.dtype()).view_of(), x.view_of(),
+                                                                      t.view_of(), logsumexp.view_of(), p);
                        return Grads{grad};
                      });
   }
@@ -194,16 +197,16 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
     losses = relu(x) - x * t + log(1.0 + exp(-abs(x)));
   }
   if (autograd::needs_grad({logits, target})) {
-    autograd::record(op, {logits, target}, losses,
-                     [sx = SavedTensor(logits, op), st = SavedTensor(target, op), xdt = logits.dtype(),
-                      tdt = target.dtype(), need_x = logits.requires_grad(),
-                      need_t = target.requires_grad()](const Tensor& g) {
-                       Tensor x = sx.get();
-                       Grads r(2);
-                       if (need_x) r[0] = (g * (sigmoid(x) - st.get())).to(xdt);
-                       if (need_t) r[1] = (-(g * x)).to(tdt);
-                       return r;
-                     });
+    autograd::record(
+        op, {logits, target}, losses,
+        [sx = SavedTensor(logits, op), st = SavedTensor(target, op), xdt = logits.dtype(), tdt = target.dtype(),
+         need_x = logits.requires_grad(), need_t = target.requires_grad()](const Tensor& g) {
+          Tensor x = sx.get();
+          Grads r(2);
+          if (need_x) r[0] = (g * (sigmoid(x) - st.get())).to(xdt);
+          if (need_t) r[1] = (-(g * x)).to(tdt);
+          return r;
+        });
   }
   return reduce_loss(losses, reduction);
 }

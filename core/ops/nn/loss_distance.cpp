@@ -27,9 +27,12 @@ void check_loss_args(const char* op, const Tensor& input, const Tensor& target) 
 
 Tensor reduce_loss(const Tensor& loss, Reduction r) {
   switch (r) {
-    case Reduction::None: return loss;
-    case Reduction::Sum: return loss.sum();
-    case Reduction::Mean: return loss.mean();
+    case Reduction::None:
+      return loss;
+    case Reduction::Sum:
+      return loss.sum();
+    case Reduction::Mean:
+      return loss.mean();
   }
   return loss;
 }
@@ -50,10 +53,14 @@ Tensor kl_div(const Tensor& input, const Tensor& target, KLDivReduction reductio
     loss = target * log(safe) - target * input;
   }
   switch (reduction) {
-    case KLDivReduction::None: return loss;
-    case KLDivReduction::Sum: return loss.sum();
-    case KLDivReduction::Mean: return loss.mean();
-    case KLDivReduction::BatchMean: return input.dim() == 0 ? loss.sum() : loss.sum() / static_cast<double>(input.size(0));
+    case KLDivReduction::None:
+      return loss;
+    case KLDivReduction::Sum:
+      return loss.sum();
+    case KLDivReduction::Mean:
+      return loss.mean();
+    case KLDivReduction::BatchMean:
+      return input.dim() == 0 ? loss.sum() : loss.sum() / static_cast<double>(input.size(0));
   }
   return loss;
 }
@@ -86,8 +93,8 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double
   const Shape common = broadcast_shapes(x1.shape(), x2.shape(), "cosine_similarity");
   Tensor a = x1.expand(common), b = x2.expand(common);
   const int64_t nd = std::max<int64_t>(a.dim(), 1);
-  ANVIL_CHECK(dim >= -nd && dim < nd, "cosine_similarity: dim ", dim, " out of range for inputs ",
-              detail::describe(x1), " and ", detail::describe(x2));
+  ANVIL_CHECK(dim >= -nd && dim < nd, "cosine_similarity: dim ", dim, " out of range for inputs ", detail::describe(x1),
+              " and ", detail::describe(x2));
   // Each vector divided by its norm, the norm clamped to eps in value only
   // (PyTorch clamps under no_grad, so the gradient is the unclamped norm's).
   auto unit = [&](const Tensor& v) {

@@ -24,8 +24,9 @@ inline const View* optional_view(const Tensor& t, View& slot) {
 // wrong higher-order gradients, so they refuse instead.
 inline void refuse_double_backward(const char* op) {
   if (autograd::GradMode::is_enabled())
-    fail(op, ": double backward (create_graph=true through this op) is not supported; compute its gradient "
-             "without create_graph, or express the op with differentiable elementwise/reduce ops");
+    fail(op,
+         ": double backward (create_graph=true through this op) is not supported; compute its gradient "
+         "without create_graph, or express the op with differentiable elementwise/reduce ops");
 }
 
 // Checks class-index targets on the host where that is free (CPU tensors):

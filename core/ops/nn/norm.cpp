@@ -88,10 +88,9 @@ Grads batch_norm_fused_backward(const Tensor& g, const BatchNormSaved& s) {
     if (grad_b.defined()) grad_b.zero_();
   } else {
     View w_slot, gw_slot, gb_slot;
-    detail::backend_of(x).batch_norm_backward(grad_in.view_of(), optional_view(grad_w, gw_slot),
-                                              optional_view(grad_b, gb_slot), g.view_of(), x.view_of(),
-                                              optional_view(weight, w_slot), s.save_mean.view_of(),
-                                              s.save_invstd.view_of(), s.params);
+    detail::backend_of(x).batch_norm_backward(
+        grad_in.view_of(), optional_view(grad_w, gw_slot), optional_view(grad_b, gb_slot), g.view_of(), x.view_of(),
+        optional_view(weight, w_slot), s.save_mean.view_of(), s.save_invstd.view_of(), s.params);
   }
   return Grads{s.need_x ? grad_in : Tensor(), grad_w, grad_b};
 }
@@ -216,8 +215,8 @@ Grads layer_norm_fused_backward(const Tensor& g, const LayerNormSaved& s) {
     Tensor w2 = weight.defined() ? weight.reshape({s.cols}) : Tensor();
     detail::backend_of(x).layer_norm_backward(grad_in.view_of(), optional_view(grad_w, gw_slot),
                                               optional_view(grad_b, gb_slot), g.reshape({s.rows, s.cols}).view_of(),
-                                              x.reshape({s.rows, s.cols}).view_of(), s.mean.view_of(),
-                                              s.rstd.view_of(), optional_view(w2, w_slot));
+                                              x.reshape({s.rows, s.cols}).view_of(), s.mean.view_of(), s.rstd.view_of(),
+                                              optional_view(w2, w_slot));
   }
   Grads r(3);
   if (s.need_x) r[0] = grad_in.view(x.shape());

@@ -63,10 +63,9 @@ nn_detail::Grads rms_norm_fused_backward(const Tensor& g, const Tensor& x, const
     View w_slot, gw_slot;
     Tensor w1 = weight.defined() ? weight.reshape({cols}) : Tensor();
     const Tensor g2 = g.to(x.dtype()).reshape({rows, cols});
-    detail::backend_of(x).rms_norm_backward(grad_in.defined() ? grad_in.view_of() : View{},
-                                            nn_detail::optional_view(grad_w, gw_slot), g2.view_of(),
-                                            x.reshape({rows, cols}).view_of(), nn_detail::optional_view(w1, w_slot),
-                                            eps);
+    detail::backend_of(x).rms_norm_backward(
+        grad_in.defined() ? grad_in.view_of() : View{}, nn_detail::optional_view(grad_w, gw_slot), g2.view_of(),
+        x.reshape({rows, cols}).view_of(), nn_detail::optional_view(w1, w_slot), eps);
   } else if (grad_w.defined()) {
     grad_w.zero_();
   }
@@ -97,8 +96,8 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
   }
   Shape dims;
   for (int64_t i = 0; i < nd; ++i) dims.push_back(x.dim() - nd + i);
-  const double e = eps.value_or(x.dtype() == kFloat64   ? std::numeric_limits<double>::epsilon()
-                                : x.dtype() == kFloat16 ? 0.0009765625
+  const double e = eps.value_or(x.dtype() == kFloat64    ? std::numeric_limits<double>::epsilon()
+                                : x.dtype() == kFloat16  ? 0.0009765625
                                 : x.dtype() == kBFloat16 ? 0.0078125
                                                          : static_cast<double>(std::numeric_limits<float>::epsilon()));
   const int64_t cols = numel_of(normalized_shape);

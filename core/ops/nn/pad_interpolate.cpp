@@ -19,10 +19,14 @@ namespace {
 
 const char* pad_mode_name(PadMode m) {
   switch (m) {
-    case PadMode::Constant: return "constant";
-    case PadMode::Reflect: return "reflect";
-    case PadMode::Replicate: return "replicate";
-    case PadMode::Circular: return "circular";
+    case PadMode::Constant:
+      return "constant";
+    case PadMode::Reflect:
+      return "reflect";
+    case PadMode::Replicate:
+      return "replicate";
+    case PadMode::Circular:
+      return "circular";
   }
   return "?";
 }
@@ -80,7 +84,8 @@ Tensor pad(const Tensor& x, const Shape& amounts, PadMode mode, double value) {
               ", got ", amounts);
   if (mode != PadMode::Constant) {
     ANVIL_CHECK(pairs <= x.dim() - 1 || x.dim() == 1, "pad: ", pad_mode_name(mode), " padding of input ",
-                detail::describe(x), " with ", amounts, " would pad its batch dim; PyTorch pads at most dim() - 1 dims");
+                detail::describe(x), " with ", amounts,
+                " would pad its batch dim; PyTorch pads at most dim() - 1 dims");
   }
   Tensor y = x;
   for (int64_t k = 0; k < pairs; ++k) {
@@ -94,11 +99,11 @@ Tensor pad(const Tensor& x, const Shape& amounts, PadMode mode, double value) {
     }
     ANVIL_CHECK(before >= 0 && after >= 0, "pad: ", pad_mode_name(mode), " padding needs non-negative amounts, got ",
                 amounts, " for input ", detail::describe(x));
-    const bool fits = mode == PadMode::Reflect   ? before < n && after < n
+    const bool fits = mode == PadMode::Reflect    ? before < n && after < n
                       : mode == PadMode::Circular ? before <= n && after <= n
                                                   : n > 0;
-    ANVIL_CHECK(fits, "pad: ", pad_mode_name(mode), " padding (", before, ", ", after, ") of dim ", dim,
-                " of input ", detail::describe(x), " needs ",
+    ANVIL_CHECK(fits, "pad: ", pad_mode_name(mode), " padding (", before, ", ", after, ") of dim ", dim, " of input ",
+                detail::describe(x), " needs ",
                 mode == PadMode::Reflect    ? "each amount < the dim's size"
                 : mode == PadMode::Circular ? "each amount <= the dim's size"
                                             : "a non-empty dim");
@@ -117,9 +122,10 @@ InterpolateMode check_interpolate_args(const Tensor& x, const InterpolateOptions
   const bool linear = o.mode != InterpolateMode::Nearest;
   const int64_t want = o.mode == InterpolateMode::Linear ? 1 : o.mode == InterpolateMode::Bilinear ? 2 : 0;
   ANVIL_CHECK(linear ? x.dim() == want + 2 : (spatial >= 1 && spatial <= 3), "interpolate: ",
-              o.mode == InterpolateMode::Linear     ? "linear mode expects input [N, C, L]"
-              : o.mode == InterpolateMode::Bilinear ? "bilinear mode expects input [N, C, H, W]"
-                                                    : "nearest mode expects input [N, C, L], [N, C, H, W] or [N, C, D, H, W]",
+              o.mode == InterpolateMode::Linear ? "linear mode expects input [N, C, L]"
+              : o.mode == InterpolateMode::Bilinear
+                  ? "bilinear mode expects input [N, C, H, W]"
+                  : "nearest mode expects input [N, C, L], [N, C, H, W] or [N, C, D, H, W]",
               ", got ", detail::describe(x));
   ANVIL_CHECK(o.size.empty() != o.scale_factor.empty(), "interpolate: give exactly one of size and scale_factor, got ",
               o.size.size(), " sizes and ", o.scale_factor.size(), " scale factors");
@@ -140,8 +146,8 @@ InterpolateMode check_interpolate_args(const Tensor& x, const InterpolateOptions
       scales[d] = o.scale_factor[k];
       out_size[d] = static_cast<int64_t>(std::floor(static_cast<double>(in) * o.scale_factor[k]));
     }
-    ANVIL_CHECK(out_size[d] > 0 && in > 0, "interpolate: input ", detail::describe(x), " and output size ",
-                out_size[d], " of spatial dim ", d, " must both be non-empty");
+    ANVIL_CHECK(out_size[d] > 0 && in > 0, "interpolate: input ", detail::describe(x), " and output size ", out_size[d],
+                " of spatial dim ", d, " must both be non-empty");
   }
   return o.mode;
 }
@@ -150,8 +156,8 @@ InterpolateMode check_interpolate_args(const Tensor& x, const InterpolateOptions
 // float as PyTorch computes it (so the chosen rows match its exactly).
 Tensor nearest_along(const Tensor& x, int64_t dim, int64_t out, double scale_factor) {
   const int64_t in = x.size(dim);
-  const float scale = scale_factor > 0 ? static_cast<float>(1.0 / scale_factor)
-                                       : static_cast<float>(in) / static_cast<float>(out);
+  const float scale =
+      scale_factor > 0 ? static_cast<float>(1.0 / scale_factor) : static_cast<float>(in) / static_cast<float>(out);
   std::vector<int64_t> idx(static_cast<size_t>(out));
   for (int64_t o = 0; o < out; ++o)
     idx[o] = std::min(static_cast<int64_t>(std::floor(static_cast<float>(o) * scale)), in - 1);

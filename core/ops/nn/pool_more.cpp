@@ -25,12 +25,16 @@ Tensor with_unit_height(const char* op, const Tensor& x) {
 // kernel; a 1-D caller should read its own op and numbers.
 void check_pool1d(const char* op, const Tensor& x, const Pool1dOptions& o) {
   detail::check_floating(op, x, "input");
-  ANVIL_CHECK(o.kernel > 0 && o.stride >= 0, op, ": kernel_size must be positive and stride non-negative "
-              "(0 means the kernel size), got kernel_size ", o.kernel, ", stride ", o.stride);
-  ANVIL_CHECK(o.padding >= 0 && 2 * o.padding <= o.kernel, op, ": padding must be between 0 and half the "
-              "kernel size, got padding ", o.padding, " for kernel_size ", o.kernel);
-  ANVIL_CHECK(x.size(-1) + 2 * o.padding >= o.kernel, op, ": input ", detail::describe(x), " with padding ",
-              o.padding, " is shorter than kernel_size ", o.kernel, "; the output would be empty");
+  ANVIL_CHECK(o.kernel > 0 && o.stride >= 0, op,
+              ": kernel_size must be positive and stride non-negative "
+              "(0 means the kernel size), got kernel_size ",
+              o.kernel, ", stride ", o.stride);
+  ANVIL_CHECK(o.padding >= 0 && 2 * o.padding <= o.kernel, op,
+              ": padding must be between 0 and half the "
+              "kernel size, got padding ",
+              o.padding, " for kernel_size ", o.kernel);
+  ANVIL_CHECK(x.size(-1) + 2 * o.padding >= o.kernel, op, ": input ", detail::describe(x), " with padding ", o.padding,
+              " is shorter than kernel_size ", o.kernel, "; the output would be empty");
 }
 
 Pool2dOptions as_2d(const Pool1dOptions& o) {

@@ -37,24 +37,21 @@ namespace anvil::cuda::dev::attention_mma {
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kRows = kWarps * 16;  // rows a block owns: 16 per warp (one mma M)
-constexpr int kTile = 64;           // rows of a streamed tile
+constexpr int kTile = 64;  // rows of a streamed tile
 constexpr int kTileN8 = kTile / 8;  // n8 accumulator tiles across a streamed tile
-constexpr int kPad = 8;             // elements of row padding (16 bytes)
-constexpr int kChunk = 8;           // 16-bit elements per 16-byte cp.async
+constexpr int kPad = 8;  // elements of row padding (16 bytes)
+constexpr int kChunk = 8;  // 16-bit elements per 16-byte cp.async
 
-template <int kDim>
-constexpr int kStride = kDim + kPad;  // elements from one shared row to the next
+template <int kDim> constexpr int kStride = kDim + kPad;  // elements from one shared row to the next
 
-template <typename T>
-__device__ __forceinline__ uint16_t bits_of(float v) {
+template <typename T> __device__ __forceinline__ uint16_t bits_of(float v) {
   const T x = cast<T>(v);
   uint16_t b;
   memcpy(&b, &x, sizeof b);
   return b;
 }
 // Two floats as one register of two 16-bit values, the lower index in the low half.
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float low, float high) {
+template <typename T> __device__ __forceinline__ uint32_t pack2(float low, float high) {
   return uint32_t{bits_of<T>(low)} | uint32_t{bits_of<T>(high)} << 16;
 }
 
@@ -84,8 +81,7 @@ __device__ __forceinline__ void copy_tile(uint16_t* dst, const T* src, int64_t f
   }
 }
 
-template <int N>
-__device__ __forceinline__ void zero(float (&acc)[N][4]) {
+template <int N> __device__ __forceinline__ void zero(float (&acc)[N][4]) {
 #pragma unroll
   for (int t = 0; t < N; ++t)
     for (int e = 0; e < 4; ++e) acc[t][e] = 0.f;

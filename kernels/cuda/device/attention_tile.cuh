@@ -69,9 +69,7 @@ __device__ __forceinline__ C attention_dropout_factor(const AttentionArgs& a, in
 // forward multiplied v_j by: dV's weight) and dS_ij = P_ij (dP_ij M_ij - D_i),
 // with P_ij = exp(score - lse_i) (0 when masked or when lse_i is +inf) and
 // dP_ij = dO_i . v_j. Both backward kernels call this, one per (i, j) a lane owns.
-template <typename C> struct AttentionGradTerms {
-  C dropped_p, ds;
-};
+template <typename C> struct AttentionGradTerms { C dropped_p, ds; };
 template <typename T, typename C>
 __device__ __forceinline__ AttentionGradTerms<C> attention_grad_terms(const C* q_row, const C* k_row, const C* do_row,
                                                                       const C* v_row, C lse_i, C d_i,

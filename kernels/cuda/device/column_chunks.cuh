@@ -14,10 +14,9 @@ namespace anvil::cuda::dev {
 
 inline constexpr int kColTile = 32, kRowLanes = 8;
 
-template <typename C, int K>
-struct ColumnChunkSums {
+template <typename C, int K> struct ColumnChunkSums {
   C* partial[K];  // [chunks, cols] each
-  C* out[K];      // [cols] each; stage 2 skips a null one
+  C* out[K];  // [cols] each; stage 2 skips a null one
 };
 
 // How many chunks of how many rows: about 64 rows each, at most 256 chunks.

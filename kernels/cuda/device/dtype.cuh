@@ -30,11 +30,9 @@
 
 namespace anvil::cuda::dev {
 
-template <typename T>
-inline constexpr bool is_half_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+template <typename T> inline constexpr bool is_half_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 // Floating storage types (float, double, __half, __nv_bfloat16).
-template <typename T>
-inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_half_v<T>;
+template <typename T> inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_half_v<T>;
 
 // The type elementwise math is done in: float for 16-bit floats, the type
 // itself otherwise (the CPU's compute_t).
@@ -54,17 +52,19 @@ template <typename T> using acc_t = typename Acc<T>::type;
 
 // ---- conversions ----
 
-template <typename T>
-__device__ __forceinline__ float to_float(T v) {
-  if constexpr (std::is_same_v<T, __half>) return __half2float(v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(v);
-  else if constexpr (std::is_same_v<T, bool>) return v ? 1.0f : 0.0f;
-  else return static_cast<float>(v);
+template <typename T> __device__ __forceinline__ float to_float(T v) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __half2float(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __bfloat162float(v);
+  else if constexpr (std::is_same_v<T, bool>)
+    return v ? 1.0f : 0.0f;
+  else
+    return static_cast<float>(v);
 }
 
 // value -> To with the CPU's rules (see the top of the file).
-template <typename To, typename From>
-__device__ __forceinline__ To cast(From v) {
+template <typename To, typename From> __device__ __forceinline__ To cast(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
   } else if constexpr (is_half_v<From>) {
@@ -82,53 +82,57 @@ __device__ __forceinline__ To cast(From v) {
   }
 }
 
-template <typename T>
-__device__ __forceinline__ T from_float(float v) { return cast<T>(v); }
+template <typename T> __device__ __forceinline__ T from_float(float v) { return cast<T>(v); }
 
 // Loads and stores converting to/from the compute or accumulate type in one
 // step: load_as<float>(p) reads any dtype as float.
-template <typename C, typename T>
-__device__ __forceinline__ C load_as(const T* p) { return cast<C>(*p); }
-template <typename T, typename C>
-__device__ __forceinline__ void store_from(T* p, C v) { *p = cast<T>(v); }
+template <typename C, typename T> __device__ __forceinline__ C load_as(const T* p) { return cast<C>(*p); }
+template <typename T, typename C> __device__ __forceinline__ void store_from(T* p, C v) { *p = cast<T>(v); }
 
 __device__ __forceinline__ float load_float(const __half* p) { return __half2float(*p); }
 __device__ __forceinline__ float load_float(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-template <typename T>
-__device__ __forceinline__ float load_float(const T* p) { return to_float(*p); }
-template <typename T>
-__device__ __forceinline__ void store_float(T* p, float v) { *p = cast<T>(v); }
+template <typename T> __device__ __forceinline__ float load_float(const T* p) { return to_float(*p); }
+template <typename T> __device__ __forceinline__ void store_float(T* p, float v) { *p = cast<T>(v); }
 
 // ---- limits (for max/min identities) ----
 
-template <typename T>
-__device__ __forceinline__ T lowest() {
-  if constexpr (std::is_same_v<T, float>) return -__int_as_float(0x7f800000);  // -inf
-  else if constexpr (std::is_same_v<T, double>) return -__longlong_as_double(0x7ff0000000000000LL);
-  else if constexpr (std::is_same_v<T, bool>) return false;
-  else if constexpr (std::is_same_v<T, uint8_t>) return 0;
-  else if constexpr (std::is_same_v<T, int32_t>) return INT32_MIN;
-  else if constexpr (std::is_same_v<T, int64_t>) return INT64_MIN;
-  else return cast<T>(-__int_as_float(0x7f800000));
+template <typename T> __device__ __forceinline__ T lowest() {
+  if constexpr (std::is_same_v<T, float>)
+    return -__int_as_float(0x7f800000);  // -inf
+  else if constexpr (std::is_same_v<T, double>)
+    return -__longlong_as_double(0x7ff0000000000000LL);
+  else if constexpr (std::is_same_v<T, bool>)
+    return false;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return 0;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return INT32_MIN;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return INT64_MIN;
+  else
+    return cast<T>(-__int_as_float(0x7f800000));
 }
-template <typename T>
-__device__ __forceinline__ T highest() {
-  if constexpr (std::is_same_v<T, float>) return __int_as_float(0x7f800000);  // +inf
-  else if constexpr (std::is_same_v<T, double>) return __longlong_as_double(0x7ff0000000000000LL);
-  else if constexpr (std::is_same_v<T, bool>) return true;
-  else if constexpr (std::is_same_v<T, uint8_t>) return 255;
-  else if constexpr (std::is_same_v<T, int32_t>) return INT32_MAX;
-  else if constexpr (std::is_same_v<T, int64_t>) return INT64_MAX;
-  else return cast<T>(__int_as_float(0x7f800000));
+template <typename T> __device__ __forceinline__ T highest() {
+  if constexpr (std::is_same_v<T, float>)
+    return __int_as_float(0x7f800000);  // +inf
+  else if constexpr (std::is_same_v<T, double>)
+    return __longlong_as_double(0x7ff0000000000000LL);
+  else if constexpr (std::is_same_v<T, bool>)
+    return true;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return 255;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return INT32_MAX;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return INT64_MAX;
+  else
+    return cast<T>(__int_as_float(0x7f800000));
 }
 
 // NaN test (false for integers) and NaN-propagating max/min (a NaN in either
 // wins): the op tables' own, so reductions and maximum/minimum agree.
 using ops::math::nan_max;
 using ops::math::nan_min;
-template <typename C>
-__device__ __forceinline__ bool is_nan(C x) {
-  return ops::math::isnan(x);
-}
+template <typename C> __device__ __forceinline__ bool is_nan(C x) { return ops::math::isnan(x); }
 
 }  // namespace anvil::cuda::dev

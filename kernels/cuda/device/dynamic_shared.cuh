@@ -16,8 +16,7 @@ unsigned char* dynamic_shared_memory();  // scheduler.cpp
 
 namespace anvil::cuda::dev {
 
-template <typename T>
-__device__ __forceinline__ T* dynamic_shared() {
+template <typename T> __device__ __forceinline__ T* dynamic_shared() {
 #if defined(ANVIL_EMULATED_DEVICE_CODE)
   return reinterpret_cast<T*>(::anvil::emulator::dynamic_shared_memory());
 #else

@@ -10,7 +10,7 @@ namespace anvil::cuda::kit {
 
 struct IndexErrorRecord {
   int state;  // 0 none, 1 being written, 2 complete
-  int op;     // IndexOpCode of the kernel that found it
+  int op;  // IndexOpCode of the kernel that found it
   long long value, size;
   int dim;
 };

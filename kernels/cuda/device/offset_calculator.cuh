@@ -17,9 +17,8 @@ namespace anvil::cuda::dev {
 
 inline constexpr int kMaxDims = 12;
 
-template <int N>
-struct OffsetCalculator {
-  int ndim = 0;         // <= kMaxDims; 0 means a single element
+template <int N> struct OffsetCalculator {
+  int ndim = 0;  // <= kMaxDims; 0 means a single element
   bool index32 = true;  // every logical index fits in uint32
   int64_t sizes[kMaxDims] = {};
   int64_t strides[kMaxDims][N] = {};  // in elements, may be 0 (broadcast) or negative

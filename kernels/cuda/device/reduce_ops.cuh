@@ -16,11 +16,8 @@ namespace anvil::cuda::dev {
 using ops::reduce::SumMode;
 
 // Reducer R with lift taking storage type T (converted to R's value type first).
-template <typename T, typename R>
-struct OnStorage : R {
-  __device__ __forceinline__ auto lift(T x, int64_t index) const {
-    return R::lift(cast<typename R::Value>(x), index);
-  }
+template <typename T, typename R> struct OnStorage : R {
+  __device__ __forceinline__ auto lift(T x, int64_t index) const { return R::lift(cast<typename R::Value>(x), index); }
 };
 
 template <typename T> using SumReduce = OnStorage<T, ops::reduce::SumAnyMode<acc_t<T>>>;
@@ -34,23 +31,20 @@ template <typename T> using VarReduce = OnStorage<T, ops::reduce::Variance<acc_t
 template <typename T, bool kMax> using ArgReduce = OnStorage<T, ops::reduce::ArgExtreme<acc_t<T>, kMax>>;
 
 // Host-side constructors.
-template <typename T>
-SumReduce<T> sum_reduce(SumMode mode) {
+template <typename T> SumReduce<T> sum_reduce(SumMode mode) {
   SumReduce<T> r;
   r.mode = mode;
   return r;
 }
 
-template <typename T>
-NormReduce<T> norm_reduce(SumMode mode, double p) {
+template <typename T> NormReduce<T> norm_reduce(SumMode mode, double p) {
   NormReduce<T> r;
   r.mode = mode;
   r.p = p;
   return r;
 }
 
-template <typename T, bool kMax>
-ExtremeReduce<T, kMax> extreme_reduce(bool abs) {
+template <typename T, bool kMax> ExtremeReduce<T, kMax> extreme_reduce(bool abs) {
   using A = acc_t<T>;
   using Limits = std::numeric_limits<A>;
   ExtremeReduce<T, kMax> r;
@@ -60,19 +54,18 @@ ExtremeReduce<T, kMax> extreme_reduce(bool abs) {
   return r;
 }
 
-template <typename T>
-VarReduce<T> var_reduce(int64_t correction) {
+template <typename T> VarReduce<T> var_reduce(int64_t correction) {
   VarReduce<T> r;
   r.correction = correction;
   return r;
 }
 
 // Adapts op.combine to the (a, b) functor warp_reduce/block_reduce take.
-template <typename Op>
-struct CombineWith {
+template <typename Op> struct CombineWith {
   const Op& op;
-  template <typename Acc>
-  __device__ __forceinline__ Acc operator()(const Acc& a, const Acc& b) const { return op.combine(a, b); }
+  template <typename Acc> __device__ __forceinline__ Acc operator()(const Acc& a, const Acc& b) const {
+    return op.combine(a, b);
+  }
 };
 
 }  // namespace anvil::cuda::dev

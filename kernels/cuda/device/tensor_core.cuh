@@ -119,21 +119,17 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], const void* 
 
 // `dst` shared, `src` global, both 16-byte aligned; 0 <= src_bytes <= 16.
 __device__ __forceinline__ void cp_async_16(void* dst, const void* src, int src_bytes = 16) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-               "r"(src_bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
+template <int kPending> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 #else  // the emulated GPU: the same functions as emulator collectives
 
 namespace detail {
-inline unsigned emulated_lane() {
-  return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32;
-}
+inline unsigned emulated_lane() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32; }
 
 // This lane reads its row itself (one 16-byte shared load through the
 // checkers, as LDSM reads 16-byte rows); the collective distributes them.
@@ -156,8 +152,8 @@ template <typename T>
 inline void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                          std::source_location l = std::source_location::current()) {
   static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "mma_m16n8k16: bf16 or f16 inputs");
-  constexpr auto inputs = std::is_same_v<T, __nv_bfloat16> ? ::anvil::emulator::MmaInputs::BFloat16
-                                                           : ::anvil::emulator::MmaInputs::Float16;
+  constexpr auto inputs =
+      std::is_same_v<T, __nv_bfloat16> ? ::anvil::emulator::MmaInputs::BFloat16 : ::anvil::emulator::MmaInputs::Float16;
   ::anvil::emulator::mma_m16n8k16(inputs, d, a, b, d, ::anvil::emulator::site_of(l));
 }
 
@@ -190,8 +186,7 @@ inline void cp_async_16(void* dst, const void* src, int src_bytes = 16) {
   *static_cast<unsigned __int128*>(dst) = v;
 }
 inline void cp_async_commit() {}
-template <int kPending>
-inline void cp_async_wait() {}
+template <int kPending> inline void cp_async_wait() {}
 
 #endif
 

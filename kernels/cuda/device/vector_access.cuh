@@ -13,27 +13,22 @@ inline constexpr int kVecBytes = 16;
 
 // Elements of T per 16-byte access.
 template <typename T>
-inline constexpr int vec_size_v = kVecBytes / static_cast<int>(sizeof(T)) > 0 ? kVecBytes / static_cast<int>(sizeof(T)) : 1;
+inline constexpr int vec_size_v = kVecBytes / static_cast<int>(sizeof(T)) > 0 ? kVecBytes / static_cast<int>(sizeof(T))
+                                                                              : 1;
 
 // N elements of T, aligned as one access of N * sizeof(T) bytes.
-template <typename T, int N>
-struct alignas(sizeof(T) * N) Vec {
-  T v[N];
-};
+template <typename T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };
 
-template <int N, typename T>
-__device__ __forceinline__ Vec<T, N> load_vec(const T* p) {  // p aligned to N * sizeof(T)
+template <int N, typename T> __device__ __forceinline__ Vec<T, N> load_vec(const T* p) {  // p aligned to N * sizeof(T)
   return *reinterpret_cast<const Vec<T, N>*>(p);
 }
 
-template <int N, typename T>
-__device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
+template <int N, typename T> __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
   *reinterpret_cast<Vec<T, N>*>(p) = v;
 }
 
 // Read-only-cache load of a whole vector (the data must not be written by the kernel).
-template <int N, typename T>
-__device__ __forceinline__ Vec<T, N> load_vec_ro(const T* p) {
+template <int N, typename T> __device__ __forceinline__ Vec<T, N> load_vec_ro(const T* p) {
   Vec<T, N> r;
   if constexpr (sizeof(Vec<T, N>) == 16) {
     const int4 w = __ldg(reinterpret_cast<const int4*>(p));

@@ -28,8 +28,8 @@ void misaligned(const void* p, size_t n, bool write, const void* pc) {
   record_once(Checker::Memcheck, kMisaligned, pc, nullptr, [&] {
     const std::string size = std::to_string(n);
     return "misaligned " + size + "-byte " + (write ? "write" : "read") + " at " + describe_address(p) +
-           " (the type promises " + size + "-byte alignment; a GPU faults: misaligned address): " +
-           running_thread_text();
+           " (the type promises " + size +
+           "-byte alignment; a GPU faults: misaligned address): " + running_thread_text();
   });
 }
 
@@ -49,8 +49,8 @@ inline void on_access(const void* p, size_t n, bool write, bool atomic, const vo
   if (!running_fiber()) return;
   const auto* byte = static_cast<const unsigned char*>(p);
   const unsigned char* dynamic = t_dynamic_shared;
-  if (byte >= dynamic && byte < dynamic + kDynamicSharedCapacity &&
-      static_cast<size_t>(byte - dynamic) + n > running_launch()->shared_bytes)
+  if (byte >= dynamic &&
+      byte<dynamic + kDynamicSharedCapacity&& static_cast<size_t>(byte - dynamic) + n> running_launch()->shared_bytes)
     past_dynamic_shared(p, n, write, pc);
   if (t_block_recorder) profile_access(p, n, write, atomic, pc);
   if (check_shared_access(p, n, write, atomic, pc)) return;
@@ -77,13 +77,13 @@ void __tsan_func_exit(void) {}
 void __tsan_vptr_update(void**, void*) {}
 void __tsan_vptr_read(void**) {}
 
-#define ANVIL_EMU_RW(N)                                                                        \
-  void __tsan_read##N(void* p) { on_aligned_access(p, N, false, false, ANVIL_EMU_PC); }      \
-  void __tsan_write##N(void* p) { on_aligned_access(p, N, true, false, ANVIL_EMU_PC); }      \
-  void __tsan_unaligned_read##N(void* p) { on_access(p, N, false, false, ANVIL_EMU_PC); }    \
-  void __tsan_unaligned_write##N(void* p) { on_access(p, N, true, false, ANVIL_EMU_PC); }    \
-  void __tsan_volatile_read##N(void* p) { on_access(p, N, false, false, ANVIL_EMU_PC); }     \
-  void __tsan_volatile_write##N(void* p) { on_access(p, N, true, false, ANVIL_EMU_PC); }     \
+#define ANVIL_EMU_RW(N) \
+  void __tsan_read##N(void* p) { on_aligned_access(p, N, false, false, ANVIL_EMU_PC); } \
+  void __tsan_write##N(void* p) { on_aligned_access(p, N, true, false, ANVIL_EMU_PC); } \
+  void __tsan_unaligned_read##N(void* p) { on_access(p, N, false, false, ANVIL_EMU_PC); } \
+  void __tsan_unaligned_write##N(void* p) { on_access(p, N, true, false, ANVIL_EMU_PC); } \
+  void __tsan_volatile_read##N(void* p) { on_access(p, N, false, false, ANVIL_EMU_PC); } \
+  void __tsan_volatile_write##N(void* p) { on_access(p, N, true, false, ANVIL_EMU_PC); } \
   void __tsan_read##N##_pc(void* p, void* pc) { on_aligned_access(p, N, false, false, pc); } \
   void __tsan_write##N##_pc(void* p, void* pc) { on_aligned_access(p, N, true, false, pc); }
 ANVIL_EMU_RW(1)
@@ -96,51 +96,51 @@ void __tsan_read_range(void* p, unsigned long n) { on_access(p, n, false, false,
 void __tsan_write_range(void* p, unsigned long n) { on_access(p, n, true, false, ANVIL_EMU_PC); }
 
 // Atomics: the access is recorded as atomic, then done for real.
-#define ANVIL_EMU_ATOMIC(N, T)                                                                                  \
-  T __tsan_atomic##N##_load(const volatile T* a, int) {                                                        \
-    on_access((const void*)a, N / 8, false, true, ANVIL_EMU_PC);                                               \
-    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                               \
-  }                                                                                                            \
-  void __tsan_atomic##N##_store(volatile T* a, T v, int) {                                                     \
-    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
-    __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                  \
-  }                                                                                                            \
-  T __tsan_atomic##N##_exchange(volatile T* a, T v, int) {                                                     \
-    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
-    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                        \
-  }                                                                                                            \
-  T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int) {                                                    \
-    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
-    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                         \
-  }                                                                                                            \
-  T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int) {                                                    \
-    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
-    return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                         \
-  }                                                                                                            \
-  T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int) {                                                    \
-    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
-    return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                         \
-  }                                                                                                            \
-  T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int) {                                                     \
-    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
-    return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                          \
-  }                                                                                                            \
-  T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int) {                                                    \
-    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
-    return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                                         \
-  }                                                                                                            \
-  int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {                         \
-    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
-    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                     \
-  }                                                                                                            \
-  int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {                           \
-    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
-    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                     \
-  }                                                                                                            \
-  T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                               \
-    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC);                                                \
-    __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                           \
-    return c;                                                                                                  \
+#define ANVIL_EMU_ATOMIC(N, T) \
+  T __tsan_atomic##N##_load(const volatile T* a, int) { \
+    on_access((const void*)a, N / 8, false, true, ANVIL_EMU_PC); \
+    return __atomic_load_n(a, __ATOMIC_SEQ_CST); \
+  } \
+  void __tsan_atomic##N##_store(volatile T* a, T v, int) { \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC); \
+    __atomic_store_n(a, v, __ATOMIC_SEQ_CST); \
+  } \
+  T __tsan_atomic##N##_exchange(volatile T* a, T v, int) { \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC); \
+    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); \
+  } \
+  T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int) { \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC); \
+    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); \
+  } \
+  T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int) { \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC); \
+    return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); \
+  } \
+  T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int) { \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC); \
+    return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); \
+  } \
+  T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int) { \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC); \
+    return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); \
+  } \
+  T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int) { \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC); \
+    return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); \
+  } \
+  int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) { \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC); \
+    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+  } \
+  int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) { \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC); \
+    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+  } \
+  T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) { \
+    on_access((const void*)a, N / 8, true, true, ANVIL_EMU_PC); \
+    __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+    return c; \
   }
 ANVIL_EMU_ATOMIC(8, uint8_t)
 ANVIL_EMU_ATOMIC(16, uint16_t)

@@ -19,7 +19,7 @@ namespace {
 struct Job {
   const std::function<void()>* work;
   uint64_t serial;  // jobs live on their owner's stack: addresses repeat, serials do not
-  int active = 0;   // pool threads inside work(), guarded by Pool::mutex
+  int active = 0;  // pool threads inside work(), guarded by Pool::mutex
 };
 
 struct Pool {

@@ -58,13 +58,13 @@ void* prepare_fiber_stack(char* stack, size_t stack_bytes, void (*entry)(void*),
   uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + stack_bytes - 64) & ~uintptr_t(15);
   auto* w = reinterpret_cast<uint64_t*>(top);
   w[-1] = reinterpret_cast<uint64_t>(&anvil_emu_fiber_start);  // ret address
-  w[-2] = 0;                                                    // rbp
-  w[-3] = 0;                                                    // rbx
-  w[-4] = reinterpret_cast<uint64_t>(arg);                      // r12
-  w[-5] = reinterpret_cast<uint64_t>(entry);                    // r13
-  w[-6] = 0;                                                    // r14
-  w[-7] = 0;                                                    // r15
-  w[-8] = 0x1F80 | (uint64_t(0x037F) << 32);                    // default mxcsr, x87 control word
+  w[-2] = 0;  // rbp
+  w[-3] = 0;  // rbx
+  w[-4] = reinterpret_cast<uint64_t>(arg);  // r12
+  w[-5] = reinterpret_cast<uint64_t>(entry);  // r13
+  w[-6] = 0;  // r14
+  w[-7] = 0;  // r15
+  w[-8] = 0x1F80 | (uint64_t(0x037F) << 32);  // default mxcsr, x87 control word
   return &w[-8];
 }
 

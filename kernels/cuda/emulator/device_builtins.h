@@ -61,15 +61,13 @@ int syncthreads_reduce(int predicate, int kind, Site s);  // kind: 0 count, 1 an
 enum WarpOp : int { kShflIdx, kShflUp, kShflDown, kShflXor, kBallot, kSyncwarp };
 uint64_t warp_op(unsigned mask, uint64_t value, WarpOp op, int arg, int width, Site s);
 
-template <typename T>
-inline uint64_t to_bits(T v) {
+template <typename T> inline uint64_t to_bits(T v) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "shuffle of a type wider than 8 bytes");
   uint64_t b = 0;
   std::memcpy(&b, &v, sizeof(T));
   return b;
 }
-template <typename T>
-inline T from_bits(uint64_t b) {
+template <typename T> inline T from_bits(uint64_t b) {
   T v;
   std::memcpy(&v, &b, sizeof(T));
   return v;
@@ -77,8 +75,7 @@ inline T from_bits(uint64_t b) {
 
 // Read-modify-write by compare-and-swap, for the atomics the hardware has but
 // __atomic lacks (floating add, 16-bit types, min/max on floats).
-template <typename T, typename F>
-inline T cas_update(T* p, F f) {
+template <typename T, typename F> inline T cas_update(T* p, F f) {
   using U = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
   static_assert(sizeof(T) == sizeof(U), "atomic on an unsupported type size");
   U* w = reinterpret_cast<U*>(p);
@@ -120,13 +117,13 @@ inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_s
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 // ---- warp shuffles and votes ----
-#define ANVIL_EMU_SHUFFLE(name, op, ArgT)                                                                   \
-  template <typename T>                                                                                     \
-  inline T name(unsigned mask, T v, ArgT arg, int width = 32,                                               \
-                std::source_location l = std::source_location::current()) {                                 \
-    return ::anvil::emulator::from_bits<T>(::anvil::emulator::warp_op(                                      \
-        mask, ::anvil::emulator::to_bits(v), ::anvil::emulator::op, static_cast<int>(arg), width,           \
-        ::anvil::emulator::site_of(l)));                                                                    \
+#define ANVIL_EMU_SHUFFLE(name, op, ArgT) \
+  template <typename T> \
+  inline T name(unsigned mask, T v, ArgT arg, int width = 32, \
+                std::source_location l = std::source_location::current()) { \
+    return ::anvil::emulator::from_bits<T>(::anvil::emulator::warp_op(mask, ::anvil::emulator::to_bits(v), \
+                                                                      ::anvil::emulator::op, static_cast<int>(arg), \
+                                                                      width, ::anvil::emulator::site_of(l))); \
   }
 ANVIL_EMU_SHUFFLE(__shfl_sync, kShflIdx, int)
 ANVIL_EMU_SHUFFLE(__shfl_up_sync, kShflUp, unsigned)
@@ -135,8 +132,8 @@ ANVIL_EMU_SHUFFLE(__shfl_xor_sync, kShflXor, int)
 #undef ANVIL_EMU_SHUFFLE
 
 inline unsigned __ballot_sync(unsigned mask, int pred, std::source_location l = std::source_location::current()) {
-  return static_cast<unsigned>(::anvil::emulator::warp_op(mask, pred != 0, ::anvil::emulator::kBallot, 0, 32,
-                                                          ::anvil::emulator::site_of(l)));
+  return static_cast<unsigned>(
+      ::anvil::emulator::warp_op(mask, pred != 0, ::anvil::emulator::kBallot, 0, 32, ::anvil::emulator::site_of(l)));
 }
 inline int __any_sync(unsigned mask, int pred, std::source_location l = std::source_location::current()) {
   return __ballot_sync(mask, pred, l) != 0;
@@ -147,15 +144,11 @@ inline int __all_sync(unsigned mask, int pred, std::source_location l = std::sou
 
 // ---- atomics (device scope) ----
 template <typename T>
-  requires std::is_integral_v<T>
-inline T atomicAdd(T* p, T v) {
-  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-}
+requires std::is_integral_v<T>
+inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 template <typename T>
-  requires std::is_integral_v<T>
-inline T atomicSub(T* p, T v) {
-  return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST);
-}
+requires std::is_integral_v<T>
+inline T atomicSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }
 inline float atomicAdd(float* p, float v) {
   return ::anvil::emulator::cas_update(p, [v](float x) { return x + v; });
 }
@@ -170,22 +163,21 @@ inline __nv_bfloat16 atomicAdd(__nv_bfloat16* p, __nv_bfloat16 v) {
       p, [v](__nv_bfloat16 x) { return __float2bfloat16_rn(__bfloat162float(x) + __bfloat162float(v)); });
 }
 template <typename T>
-  requires std::is_integral_v<T>
+requires std::is_integral_v<T>
 inline T atomicCAS(T* p, T expected, T desired) {
   __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return expected;  // the old value either way
 }
-template <typename T>
-inline T atomicExch(T* p, T v) {
-  if constexpr (std::is_integral_v<T>) return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-  else return ::anvil::emulator::cas_update(p, [v](T) { return v; });
+template <typename T> inline T atomicExch(T* p, T v) {
+  if constexpr (std::is_integral_v<T>)
+    return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+  else
+    return ::anvil::emulator::cas_update(p, [v](T) { return v; });
 }
-template <typename T>
-inline T atomicMax(T* p, T v) {
+template <typename T> inline T atomicMax(T* p, T v) {
   return ::anvil::emulator::cas_update(p, [v](T x) { return x < v ? v : x; });
 }
-template <typename T>
-inline T atomicMin(T* p, T v) {
+template <typename T> inline T atomicMin(T* p, T v) {
   return ::anvil::emulator::cas_update(p, [v](T x) { return v < x ? v : x; });
 }
 
@@ -193,10 +185,7 @@ inline T atomicMin(T* p, T v) {
 // The emulated build compiles with -ffp-contract=off, so a + b is one rounding
 // like __dadd_rn; the GPU's fast approximations (__expf, __logf) differ from
 // libm by a few ulp, which the tests' tolerances allow.
-template <typename T>
-inline T __ldg(const T* p) {
-  return *p;
-}
+template <typename T> inline T __ldg(const T* p) { return *p; }
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __dsub_rn(double a, double b) { return a - b; }
 inline double __dmul_rn(double a, double b) { return a * b; }
@@ -220,25 +209,25 @@ inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
 inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
-inline unsigned __umulhi(unsigned a, unsigned b) {
-  return static_cast<unsigned>((static_cast<uint64_t>(a) * b) >> 32);
-}
+inline unsigned __umulhi(unsigned a, unsigned b) { return static_cast<unsigned>((static_cast<uint64_t>(a) * b) >> 32); }
 inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
   return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
 }
 
 // CUDA's min/max take mixed integer types (promoting) and are fminf/fmaxf for floats.
 template <typename A, typename B>
-  requires(std::is_arithmetic_v<A> && std::is_arithmetic_v<B>)
-inline std::common_type_t<A, B> min(A a, B b) {
+requires(std::is_arithmetic_v<A>&& std::is_arithmetic_v<B>) inline std::common_type_t<A, B> min(A a, B b) {
   using C = std::common_type_t<A, B>;
-  if constexpr (std::is_floating_point_v<C>) return std::fmin(C(a), C(b));
-  else return C(b) < C(a) ? C(b) : C(a);
+  if constexpr (std::is_floating_point_v<C>)
+    return std::fmin(C(a), C(b));
+  else
+    return C(b) < C(a) ? C(b) : C(a);
 }
 template <typename A, typename B>
-  requires(std::is_arithmetic_v<A> && std::is_arithmetic_v<B>)
-inline std::common_type_t<A, B> max(A a, B b) {
+requires(std::is_arithmetic_v<A>&& std::is_arithmetic_v<B>) inline std::common_type_t<A, B> max(A a, B b) {
   using C = std::common_type_t<A, B>;
-  if constexpr (std::is_floating_point_v<C>) return std::fmax(C(a), C(b));
-  else return C(a) < C(b) ? C(b) : C(a);
+  if constexpr (std::is_floating_point_v<C>)
+    return std::fmax(C(a), C(b));
+  else
+    return C(a) < C(b) ? C(b) : C(a);
 }

@@ -18,8 +18,8 @@ std::string running_thread_text();  // scheduler.cpp
 
 namespace {
 
-constexpr size_t kAlignment = 512;   // cudaMalloc gives 256; anvil's allocator assumes 512
-constexpr size_t kRedZone = 512;     // unaddressable bytes after every allocation
+constexpr size_t kAlignment = 512;  // cudaMalloc gives 256; anvil's allocator assumes 512
+constexpr size_t kRedZone = 512;  // unaddressable bytes after every allocation
 constexpr size_t kQuarantine = size_t{64} << 20;  // freed bytes kept unaddressable before reuse
 
 struct Allocation {
@@ -70,9 +70,7 @@ Arena& arena() {
   return *a;
 }
 
-size_t offset_of(const Arena& a, const void* p) {
-  return static_cast<size_t>(static_cast<const char*>(p) - a.base);
-}
+size_t offset_of(const Arena& a, const void* p) { return static_cast<size_t>(static_cast<const char*>(p) - a.base); }
 
 void release_range(DeviceHeap& h, size_t offset, size_t length) {
   auto next = h.free_ranges.lower_bound(offset);
@@ -274,15 +272,16 @@ void check_global_access(const void* ptr, size_t nbytes, bool write, bool atomic
       return;
     }
   }
-  const uint64_t me = (launch->serial << 40) | (uint64_t(atomic) << 39) | (running_global_thread() & ((1ull << 39) - 1));
+  const uint64_t me =
+      (launch->serial << 40) | (uint64_t(atomic) << 39) | (running_global_thread() & ((1ull << 39) - 1));
   for (size_t i = 0; i < nbytes; ++i) {
     uint8_t& s = a.state[offset + i];
     if (s < kUninitialized) {
       if (enabled(Checker::Memcheck)) {
         const bool cached = s == kCached;
         record_once(Checker::Memcheck, cached ? kNotHandedOut : kInvalidAccess, pc, nullptr, [&] {
-          return std::string("invalid ") + (write ? "write" : "read") + " of " + std::to_string(nbytes) +
-                 " bytes at " + describe_address(static_cast<const char*>(ptr) + i) +
+          return std::string("invalid ") + (write ? "write" : "read") + " of " + std::to_string(nbytes) + " bytes at " +
+                 describe_address(static_cast<const char*>(ptr) + i) +
                  (cached ? ": the caching allocator holds this memory but has not handed it out" : "") + ": " +
                  running_thread_text();
         });

@@ -18,7 +18,7 @@ namespace anvil::emulator {
 enum MemoryState : uint8_t { kUnaddressable = 0, kCached = 1, kUninitialized = 2, kInitialized = 3 };
 
 void* device_malloc(int device, size_t nbytes);  // null when the device is full
-bool device_free(const void* ptr);               // false: not the start of a live allocation
+bool device_free(const void* ptr);  // false: not the start of a live allocation
 size_t device_bytes_in_use(int device);
 int device_of(const void* ptr);  // -1: not device memory
 
@@ -27,7 +27,7 @@ int device_of(const void* ptr);  // -1: not device memory
 const char* unusable_range(const void* ptr, size_t nbytes, std::string* detail);
 void set_state(const void* ptr, size_t nbytes, MemoryState state);
 void copy_state(void* dst, const void* src, size_t nbytes);  // a device-to-device copy keeps initcheck's view
-void poison(void* ptr, size_t nbytes);                        // fresh memory reads as NaN / -1, as garbage would
+void poison(void* ptr, size_t nbytes);  // fresh memory reads as NaN / -1, as garbage would
 
 // The kernels' instrumented accesses (access_hooks.cpp), on a fiber.
 void check_global_access(const void* ptr, size_t nbytes, bool write, bool atomic, const void* pc);

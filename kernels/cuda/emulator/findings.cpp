@@ -20,10 +20,20 @@ size_t parse_bytes(const char* s) {
   char* end = nullptr;
   double v = std::strtod(s, &end);
   switch (end && *end ? *end : ' ') {
-    case 'K': case 'k': v *= 1024.0; break;
-    case 'M': case 'm': v *= 1024.0 * 1024; break;
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-    default: break;
+    case 'K':
+    case 'k':
+      v *= 1024.0;
+      break;
+    case 'M':
+    case 'm':
+      v *= 1024.0 * 1024;
+      break;
+    case 'G':
+    case 'g':
+      v *= 1024.0 * 1024 * 1024;
+      break;
+    default:
+      break;
   }
   return static_cast<size_t>(v);
 }
@@ -35,8 +45,10 @@ Config read_config() {
   c.memory_bytes = std::max<size_t>(c.memory_bytes, size_t{1} << 20) & ~size_t{0xFFFF};
   if (const char* s = std::getenv("ANVIL_EMU_SCHEDULE")) {
     const std::string v = s;
-    if (v == "reverse") c.order = Order::Reverse;
-    else if (v == "lifo") c.order = Order::Lifo;
+    if (v == "reverse")
+      c.order = Order::Reverse;
+    else if (v == "lifo")
+      c.order = Order::Lifo;
     else if (v.rfind("random", 0) == 0) {
       c.order = Order::Random;
       if (v.size() > 7) c.seed = std::strtoull(v.c_str() + 7, nullptr, 10);
@@ -47,7 +59,8 @@ Config read_config() {
   if (const char* s = std::getenv("ANVIL_EMU_BLOCK_THREADS")) c.block_threads = std::max(1, std::min(64, std::atoi(s)));
   if (const char* s = std::getenv("ANVIL_EMU_CHECKS")) {
     const std::string v = s;
-    if (v == "none") c.checks = 0;
+    if (v == "none")
+      c.checks = 0;
     else if (v != "all") {
       c.checks = 0;
       for (int i = 0; i < 4; ++i)
@@ -106,10 +119,14 @@ const Config& config() {
 
 const char* checker_name(Checker c) {
   switch (c) {
-    case Checker::Memcheck: return "memcheck";
-    case Checker::Racecheck: return "racecheck";
-    case Checker::Synccheck: return "synccheck";
-    case Checker::Initcheck: return "initcheck";
+    case Checker::Memcheck:
+      return "memcheck";
+    case Checker::Racecheck:
+      return "racecheck";
+    case Checker::Synccheck:
+      return "synccheck";
+    case Checker::Initcheck:
+      return "initcheck";
   }
   return "?";
 }

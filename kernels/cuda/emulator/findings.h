@@ -45,12 +45,12 @@ void record_once(Checker c, int kind, const void* pc, const void* other_pc, Desc
 
 // Memcheck's kinds of finding (record()'s `kind`): findings merge by kind and place.
 enum MemcheckKind : int {
-  kInvalidAccess = 0,      // unallocated, freed or red-zone memory
-  kNotHandedOut = 1,       // cached by the caching allocator, not handed out
-  kOtherDevice = 3,        // another device's memory (no peer access)
-  kMisaligned = 4,         // an access its type promised aligned, at an unaligned address
+  kInvalidAccess = 0,  // unallocated, freed or red-zone memory
+  kNotHandedOut = 1,  // cached by the caching allocator, not handed out
+  kOtherDevice = 3,  // another device's memory (no peer access)
+  kMisaligned = 4,  // an access its type promised aligned, at an unaligned address
   kPastDynamicShared = 5,  // dynamic shared memory past the launch's shared_bytes
-  kUnusableCopy = 20,      // a copy or memset over unusable memory
+  kUnusableCopy = 20,  // a copy or memset over unusable memory
 };
 
 // After a launch: returns the number of findings it had (0: clean).

@@ -61,8 +61,8 @@ __global__ void matmul_float64_tiles(double* c, const double* a, const double* b
 void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p) {
   const shapes::BatchedMatmul m = shapes::check_matmul(out_in, a_in, b_in);  // the CPU's checks and messages
   check_matmul_dtype(m.out.dtype);
-  ANVIL_CHECK(m.a.dtype == m.out.dtype && m.b.dtype == m.out.dtype, "matmul: mixed dtypes ", m.a.dtype, ", ",
-              m.b.dtype, " -> ", m.out.dtype, " are not supported on the emulated GPU");
+  ANVIL_CHECK(m.a.dtype == m.out.dtype && m.b.dtype == m.out.dtype, "matmul: mixed dtypes ", m.a.dtype, ", ", m.b.dtype,
+              " -> ", m.out.dtype, " are not supported on the emulated GPU");
   const int device = m.out.device_index;
   DeviceGuard guard(device);
   const int64_t batches = m.out.shape[0], rows = m.out.shape[1], cols = m.out.shape[2], inner = m.a.shape[2];
@@ -146,8 +146,7 @@ void CudaBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View
   dx.commit();
 }
 
-void CudaBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias,
-                         const Conv2dParams& p) {
+void CudaBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) {
   conv2d_im2col(*this, out, in, weight, bias, p);
 }
 void CudaBackend::conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
@@ -196,8 +195,8 @@ class ChannelArg {
 }  // namespace
 
 void CudaBackend::batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
-                             const View* weight, const View* bias, const View* running_mean,
-                             const View* running_var, const BatchNormParams& p) {
+                             const View* weight, const View* bias, const View* running_mean, const View* running_var,
+                             const BatchNormParams& p) {
   const shapes::ChannelLayout l =
       shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p.training);
   const DType dtype = in.dtype, param = param_type(dtype);
@@ -211,25 +210,25 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
   const DenseArg::Mode running_mode = p.training ? DenseArg::InOut : DenseArg::In;
   ChannelArg rm(*this, running_mean, param, l.c, running_mode), rv(*this, running_var, param, l.c, running_mode);
   if (p.training) {
-    batch_norm_train_stats(dtype, param, mean.data(), invstd.data(), rm.data(), rv.data(), x.view().data, l.n, l.c,
-                           l.s, p.momentum, p.eps, s);
+    batch_norm_train_stats(dtype, param, mean.data(), invstd.data(), rm.data(), rv.data(), x.view().data, l.n, l.c, l.s,
+                           p.momentum, p.eps, s);
     rm.commit();
     rv.commit();
   } else {
     batch_norm_eval_stats(param, mean.data(), invstd.data(), rm.data(), rv.data(), l.c, p.eps, s);
   }
-  batch_norm_apply(dtype, param, y.view().data, x.view().data, mean.data(), invstd.data(), w.data(), b.data(), l.n,
-                   l.c, l.s, s);
+  batch_norm_apply(dtype, param, y.view().data, x.view().data, mean.data(), invstd.data(), w.data(), b.data(), l.n, l.c,
+                   l.s, s);
   mean.commit();
   invstd.commit();
   y.commit();
 }
 
 void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                      const View& grad_out, const View& in, const View* weight,
-                                      const View& save_mean, const View& save_invstd, const BatchNormParams& p) {
-  const shapes::ChannelLayout l = shapes::check_batch_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in,
-                                                                    weight, save_mean, save_invstd);
+                                      const View& grad_out, const View& in, const View* weight, const View& save_mean,
+                                      const View& save_invstd, const BatchNormParams& p) {
+  const shapes::ChannelLayout l =
+      shapes::check_batch_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, weight, save_mean, save_invstd);
   const DType dtype = in.dtype, param = param_type(dtype);
   const int device = in.device_index;
   DeviceGuard guard(device);

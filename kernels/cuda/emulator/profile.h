@@ -34,7 +34,7 @@ struct MemoryCounters {
   uint64_t load_requests = 0, load_sectors = 0, load_ideal_sectors = 0;
   uint64_t store_requests = 0, store_sectors = 0, store_ideal_sectors = 0;
   uint64_t shared_requests = 0, shared_wavefronts = 0, shared_ideal_wavefronts = 0;
-  uint64_t atomics = 0;       // global-memory atomic operations, per lane (shared ones are shared requests)
+  uint64_t atomics = 0;  // global-memory atomic operations, per lane (shared ones are shared requests)
   uint64_t active_lanes = 0;  // lanes taking part, summed over all requests (divergence)
 
   uint64_t requests() const { return load_requests + store_requests + shared_requests; }
@@ -73,8 +73,8 @@ struct KernelProfile {
   std::string kernel;
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   MemoryCounters totals;
-  uint64_t barriers = 0;   // __syncthreads executed, per warp
-  uint64_t warp_ops = 0;   // shuffles, votes and __syncwarp, per warp
+  uint64_t barriers = 0;  // __syncthreads executed, per warp
+  uint64_t warp_ops = 0;  // shuffles, votes and __syncwarp, per warp
   uint64_t unique_bytes_read = 0, unique_bytes_written = 0;  // distinct 32-byte sectors x 32 (DRAM traffic
                                                              // if every sector crossed it exactly once)
   std::vector<SiteCounters> sites;  // by source line, most global requests first

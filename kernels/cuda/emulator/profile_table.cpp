@@ -19,8 +19,8 @@ std::string row(const char* name_format, const std::string& name, uint64_t launc
                 c.load_requests ? static_cast<double>(c.load_sectors) / static_cast<double>(c.load_requests) : 0.0,
                 static_cast<unsigned long long>(c.store_requests),
                 c.store_requests ? static_cast<double>(c.store_sectors) / static_cast<double>(c.store_requests) : 0.0,
-                100 * c.sector_efficiency(), static_cast<unsigned long long>(c.shared_requests),
-                c.bank_conflict_ways(), static_cast<unsigned long long>(c.atomics), c.lanes_per_request(), tail);
+                100 * c.sector_efficiency(), static_cast<unsigned long long>(c.shared_requests), c.bank_conflict_ways(),
+                static_cast<unsigned long long>(c.atomics), c.lanes_per_request(), tail);
   return out + buf;
 }
 

@@ -205,9 +205,8 @@ void profile_launch_end(const Launch& launch) {
     p.totals += counters;
   }
   for (auto& [site, counters] : by_site) p.sites.push_back({site, counters});
-  std::sort(p.sites.begin(), p.sites.end(), [](const SiteCounters& a, const SiteCounters& b) {
-    return a.counters.requests() > b.counters.requests();
-  });
+  std::sort(p.sites.begin(), p.sites.end(),
+            [](const SiteCounters& a, const SiteCounters& b) { return a.counters.requests() > b.counters.requests(); });
   p.unique_bytes_read = 32 * state->read_sectors.size();
   p.unique_bytes_written = 32 * state->written_sectors.size();
   {
@@ -293,9 +292,8 @@ void profile_access(const void* p, size_t n, bool write, bool atomic, const void
   const uint32_t occurrence = next_occurrence(r.seen[f.linear], pc);
   // A range access (a struct copy) wider than 16 bytes is served as 16-byte pieces.
   for (size_t at = 0; at < n; at += 16)
-    mine.push_back(
-        {pc, occurrence, static_cast<uint8_t>(f.lane), kind, static_cast<uint16_t>(std::min<size_t>(16, n - at)),
-         address + at});
+    mine.push_back({pc, occurrence, static_cast<uint8_t>(f.lane), kind,
+                    static_cast<uint16_t>(std::min<size_t>(16, n - at)), address + at});
 }
 
 }  // namespace anvil::emulator

@@ -88,8 +88,10 @@ cudaError_t queue_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
     if (dst_dev && !usable_in_stream_order(dst, n, device, "cudaMemcpy (destination)")) return;
     if (src_dev && !usable_in_stream_order(src, n, device, "cudaMemcpy (source)")) return;
     std::memcpy(dst, src, n);
-    if (dst_dev && src_dev) copy_state(dst, src, n);
-    else if (dst_dev) set_state(dst, n, kInitialized);
+    if (dst_dev && src_dev)
+      copy_state(dst, src, n);
+    else if (dst_dev)
+      set_state(dst, n, kInitialized);
   });
   // Pageable host memory makes an "async" copy synchronous, as on a GPU:
   // the caller may reuse or read its buffer as soon as the call returns.
@@ -199,34 +201,55 @@ cudaError_t cudaPeekAtLastError(void) { return t_last_error; }
 
 const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorNotReady: return "cudaErrorNotReady";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
-    case cudaErrorNoDevice: return "cudaErrorNoDevice";
-    case cudaErrorNotSupported: return "cudaErrorNotSupported";
-    default: return "cudaErrorUnknown";
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+    case cudaErrorNoDevice:
+      return "cudaErrorNoDevice";
+    case cudaErrorNotSupported:
+      return "cudaErrorNotSupported";
+    default:
+      return "cudaErrorUnknown";
   }
 }
 const char* cudaGetErrorString(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorNotReady: return "device not ready";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorNotReady:
+      return "device not ready";
     case cudaErrorLaunchFailure:
       return "unspecified launch failure (anvil emulator: a checker found a bug in a kernel; see its report on "
              "stderr)";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    case cudaErrorNotSupported: return "operation not supported (by the anvil emulator)";
-    default: return "unknown error";
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    case cudaErrorNotSupported:
+      return "operation not supported (by the anvil emulator)";
+    default:
+      return "unknown error";
   }
 }
 
@@ -282,18 +305,43 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
   if (!valid_device(device)) return fail(cudaErrorInvalidDevice);
   switch (attr) {
-    case cudaDevAttrMultiProcessorCount: *value = 132; break;
-    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
-    case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *value = static_cast<int>(kStaticSharedLimit); break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = static_cast<int>(kOptInSharedLimit); break;
-    case cudaDevAttrWarpSize: *value = 32; break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = 2048; break;
-    case cudaDevAttrMaxGridDimX: *value = 0x7fffffff; break;
-    case cudaDevAttrMaxGridDimY: case cudaDevAttrMaxGridDimZ: *value = 65535; break;
-    case cudaDevAttrL2CacheSize: *value = 50 * 1024 * 1024; break;
-    default: *value = 0; break;
+    case cudaDevAttrMultiProcessorCount:
+      *value = 132;
+      break;
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = 9;
+      break;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = 0;
+      break;
+    case cudaDevAttrMaxThreadsPerBlock:
+      *value = 1024;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      *value = static_cast<int>(kStaticSharedLimit);
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *value = static_cast<int>(kOptInSharedLimit);
+      break;
+    case cudaDevAttrWarpSize:
+      *value = 32;
+      break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+      *value = 2048;
+      break;
+    case cudaDevAttrMaxGridDimX:
+      *value = 0x7fffffff;
+      break;
+    case cudaDevAttrMaxGridDimY:
+    case cudaDevAttrMaxGridDimZ:
+      *value = 65535;
+      break;
+    case cudaDevAttrL2CacheSize:
+      *value = 50 * 1024 * 1024;
+      break;
+    default:
+      *value = 0;
+      break;
   }
   return cudaSuccess;
 }

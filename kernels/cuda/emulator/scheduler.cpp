@@ -90,8 +90,9 @@ std::string thread_text(const Fiber& f) {
 // longer make progress as the kernel meant).
 void sync_failure(Worker& w, const Site& site, const std::string& what) {
   if (!already_recorded(Checker::Synccheck, 0, nullptr, nullptr))
-    record(Checker::Synccheck, 0, nullptr, nullptr,
-           "kernel " + kernel_name(w.launch->kernel) + ", " + block_text(w) + ": " + what + " (at " + where(site) + ")");
+    record(
+        Checker::Synccheck, 0, nullptr, nullptr,
+        "kernel " + kernel_name(w.launch->kernel) + ", " + block_text(w) + ": " + what + " (at " + where(site) + ")");
   w.aborted = true;
 }
 
@@ -393,9 +394,10 @@ bool last_to_arrive(Worker& w, unsigned mask, uint64_t value, int op, int arg, i
     ws.width = width;
     ws.site = s;
   } else if (ws.mask != mask || ws.op != op || ws.site.line != s.line || std::strcmp(ws.site.file, s.file) != 0) {
-    return fail("warp divergence in warp %u: lane %u is at this warp operation (mask 0x%08x) while lanes 0x%08x wait "
-                "at %s:%u (mask 0x%08x)",
-                f->warp, f->lane, mask, ws.arrived, ws.site.file, ws.site.line, ws.mask);
+    return fail(
+        "warp divergence in warp %u: lane %u is at this warp operation (mask 0x%08x) while lanes 0x%08x wait "
+        "at %s:%u (mask 0x%08x)",
+        f->warp, f->lane, mask, ws.arrived, ws.site.file, ws.site.line, ws.mask);
   }
   f->value = value;
   f->arg = arg;
@@ -438,11 +440,20 @@ uint64_t warp_op(unsigned mask, uint64_t value, WarpOp op, int arg, int width, S
     const int segment = l & ~(width - 1);
     int src = l;
     switch (op) {
-      case kShflIdx: src = segment + (me.arg & (width - 1)); break;
-      case kShflUp: src = l - me.arg >= segment ? l - me.arg : l; break;
-      case kShflDown: src = l + me.arg < segment + width ? l + me.arg : l; break;
-      case kShflXor: src = (l ^ me.arg) < segment + width ? (l ^ me.arg) : l; break;
-      default: break;
+      case kShflIdx:
+        src = segment + (me.arg & (width - 1));
+        break;
+      case kShflUp:
+        src = l - me.arg >= segment ? l - me.arg : l;
+        break;
+      case kShflDown:
+        src = l + me.arg < segment + width ? l + me.arg : l;
+        break;
+      case kShflXor:
+        src = (l ^ me.arg) < segment + width ? (l ^ me.arg) : l;
+        break;
+      default:
+        break;
     }
     if (op <= kShflXor && !(mask >> src & 1)) {
       char buf[160];

@@ -28,10 +28,10 @@ namespace {
 // kept small. Epochs and serials wrap after 2^32 barriers or blocks on one
 // worker; a stale cell then looks current only if it wrapped exactly.
 struct Cell {
-  uint32_t epoch = 0;    // barrier epoch of writer/reader below
+  uint32_t epoch = 0;  // barrier epoch of writer/reader below
   uint32_t written = 0;  // block serial of the last write (initcheck)
-  int16_t writer = -1;   // thread of the last write in this epoch (< 1024)
-  int16_t reader = -1;   // -1 none, -2 several threads
+  int16_t writer = -1;  // thread of the last write in this epoch (< 1024)
+  int16_t reader = -1;  // -1 none, -2 several threads
   bool write_atomic = false;
   const void* write_pc = nullptr;
   const void* read_pc = nullptr;
@@ -94,16 +94,17 @@ SharedShadow& shadow() {
 }
 
 enum Hazard { kReadAfterWrite, kWriteAfterRead, kWriteAfterWrite, kUninitializedRead };
-const char* const kHazardName[] = {"read-after-write", "write-after-read", "write-after-write",
-                                   "uninitialized read"};
+const char* const kHazardName[] = {"read-after-write", "write-after-read", "write-after-write", "uninitialized read"};
 
 void hazard(Hazard h, const void* first_pc, const void* pc, int first_thread, size_t offset) {
   const Checker c = h == kUninitializedRead ? Checker::Initcheck : Checker::Racecheck;
   record_once(c, h, pc, first_pc, [&] {
     std::string what = std::string("shared-memory ") + kHazardName[h] + " hazard: " + running_thread_text() +
                        ", shared byte " + std::to_string(offset);
-    if (h == kUninitializedRead) what += ", which no thread of this block has written";
-    else what += ", after thread " + std::to_string(first_thread) + " (linear index) with no __syncthreads between";
+    if (h == kUninitializedRead)
+      what += ", which no thread of this block has written";
+    else
+      what += ", after thread " + std::to_string(first_thread) + " (linear index) with no __syncthreads between";
     return what;
   });
 }

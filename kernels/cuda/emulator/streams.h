@@ -20,7 +20,7 @@ namespace anvil::emulator {
 
 struct StreamImpl {
   int device = 0;
-  bool legacy = false;    // the device's default stream (handle nullptr)
+  bool legacy = false;  // the device's default stream (handle nullptr)
   bool blocking = false;  // created without cudaStreamNonBlocking: ordered with the legacy stream
   unsigned flags = 0;
 
@@ -37,7 +37,7 @@ struct EventImpl {
   unsigned flags = 0;
   std::mutex mutex;
   StreamImpl* stream = nullptr;  // where it was last recorded (null: never)
-  uint64_t seq = 0;              // done when stream->completed >= seq
+  uint64_t seq = 0;  // done when stream->completed >= seq
   std::shared_ptr<std::atomic<double>> recorded_ms;  // when the worker reached it (cudaEventElapsedTime)
 };
 

@@ -15,11 +15,12 @@ void CudaBackend::svd(const View& a, const View& s, const View* u, const View* v
   DeviceGuard guard(a.device_index);
   if (sh.batch == 0) return;
   if (sh.k == 0) {
-    ANVIL_CUDA_CHECK(cudaMemsetAsync(info.data, 0, static_cast<size_t>(sh.batch) * sizeof(int), stream(a.device_index)));
+    ANVIL_CUDA_CHECK(
+        cudaMemsetAsync(info.data, 0, static_cast<size_t>(sh.batch) * sizeof(int), stream(a.device_index)));
     return;
   }
-  svd_jacobi(a.dtype, a.data, s.data, sh.vectors ? u->data : nullptr, sh.vectors ? v->data : nullptr,
-             info.ptr<int>(), sh.batch, sh.m, sh.n, stream(a.device_index));
+  svd_jacobi(a.dtype, a.data, s.data, sh.vectors ? u->data : nullptr, sh.vectors ? v->data : nullptr, info.ptr<int>(),
+             sh.batch, sh.m, sh.n, stream(a.device_index));
 }
 
 }  // namespace anvil::cuda

@@ -115,8 +115,8 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 
 }  // namespace
 
-void mma_m16n8k16(MmaInputs inputs, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
-                  const float (&c)[4], Site s) {
+void mma_m16n8k16(MmaInputs inputs, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
+                  Site s) {
   MmaLane mine{{a[0], a[1], a[2], a[3]}, {b[0], b[1]}, {c[0], c[1], c[2], c[3]}, {}};
   warp_collective(&mine, compute_mma, kMmaOp, static_cast<int>(inputs), s);
   for (int e = 0; e < 4; ++e) d[e] = mine.d[e];

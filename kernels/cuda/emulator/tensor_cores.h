@@ -18,8 +18,8 @@ enum class MmaInputs : int { BFloat16, Float16 };
 // is exact in float; the sum is c[i][j] + a[i][0] b[0][j] + ... + a[i][15] b[15][j]
 // in float, in that order. (A GPU's tensor core adds the 16 products in its
 // own order and rounding, so results may differ from it in the last bits.)
-void mma_m16n8k16(MmaInputs inputs, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
-                  const float (&c)[4], Site s);
+void mma_m16n8k16(MmaInputs inputs, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
+                  Site s);
 
 // ldmatrix.sync.aligned.m8n8.x{matrices}{.trans}.shared.b16. `address` is
 // the row address this lane supplies and `row` the 16 bytes the lane read

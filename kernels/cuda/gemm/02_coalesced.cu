@@ -17,7 +17,7 @@ namespace anvil::cuda::gemm {
 namespace {
 
 constexpr int kBlockX = 32;  // one warp across the columns
-constexpr int kBlockY = 8;   // 256 threads per block
+constexpr int kBlockY = 8;  // 256 threads per block
 
 __global__ void gemm_coalesced(Fp32Args p) {
   const int col = blockIdx.x * kBlockX + threadIdx.x;

@@ -27,8 +27,8 @@ __global__ void __launch_bounds__(kThreads) gemm_register_tile_1d(Fp32Args p) {
   __shared__ float Bs[BK][BN];
   const int t = threadIdx.x;
   const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
-  const int tx = t % BN;       // output column within the tile
-  const int ty = t / BN;       // which group of TM rows
+  const int tx = t % BN;  // output column within the tile
+  const int ty = t / BN;  // which group of TM rows
   const int a_row = t / BK, a_col = t % BK;  // this thread's load slots
   const int b_row = t / BN, b_col = t % BN;
 

@@ -19,8 +19,8 @@ namespace {
 
 constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
 constexpr int kThreads = (BM / TM) * (BN / TN);  // 256
-constexpr int kALoads = BM * BK / kThreads;       // 4 elements of A per thread per tile
-constexpr int kBLoads = BK * BN / kThreads;       // 4 elements of B
+constexpr int kALoads = BM * BK / kThreads;  // 4 elements of A per thread per tile
+constexpr int kBLoads = BK * BN / kThreads;  // 4 elements of B
 
 __global__ void __launch_bounds__(kThreads) gemm_register_tile_2d(Fp32Args p) {
   __shared__ float As[BM][BK];

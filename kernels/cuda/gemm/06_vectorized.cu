@@ -44,8 +44,7 @@ __global__ void __launch_bounds__(kThreads) gemm_vectorized(Fp32Args p) {
     As[a_k + 1][a_row] = a.y;
     As[a_k + 2][a_row] = a.z;
     As[a_k + 3][a_row] = a.w;
-    *reinterpret_cast<float4*>(&Bs[b_row][b_col]) =
-        load_float4_or_zero(p.B, k0 + b_row, bn + b_col, p.K, p.N, p.ldb);
+    *reinterpret_cast<float4*>(&Bs[b_row][b_col]) = load_float4_or_zero(p.B, k0 + b_row, bn + b_col, p.K, p.N, p.ldb);
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < BK; ++k) {

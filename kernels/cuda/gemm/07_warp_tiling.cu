@@ -29,13 +29,13 @@ namespace anvil::cuda::gemm {
 namespace {
 
 constexpr int BM = 128, BN = 128, BK = 16;
-constexpr int WM = 64, WN = 32;               // warp tile
-constexpr int kWarpsN = BN / WN;              // 4 (2 x 4 warps)
+constexpr int WM = 64, WN = 32;  // warp tile
+constexpr int kWarpsN = BN / WN;  // 4 (2 x 4 warps)
 constexpr int kThreads = (BM / WM) * kWarpsN * 32;  // 256
-constexpr int TM = 4, TN = 4;                 // one lane's sub-tile
-constexpr int kLanesM = 8, kLanesN = 4;       // lanes in a warp: 8 x 4
-constexpr int WMITER = WM / (kLanesM * TM);   // 2 sub-tiles down
-constexpr int WNITER = WN / (kLanesN * TN);   // 2 sub-tiles across
+constexpr int TM = 4, TN = 4;  // one lane's sub-tile
+constexpr int kLanesM = 8, kLanesN = 4;  // lanes in a warp: 8 x 4
+constexpr int WMITER = WM / (kLanesM * TM);  // 2 sub-tiles down
+constexpr int WNITER = WN / (kLanesN * TN);  // 2 sub-tiles across
 constexpr int kALoads = BM * BK / 4 / kThreads;  // 2 float4 of A per thread per tile
 constexpr int kBLoads = BK * BN / 4 / kThreads;  // 2 float4 of B
 static_assert(kLanesM * kLanesN == 32 && WMITER == 2 && WNITER == 2);

@@ -43,14 +43,14 @@ namespace {
 
 constexpr int BM = 128, BN = 128, BK = 32;
 constexpr int WM = 64, WN = 32;
-constexpr int kWarpsN = BN / WN;                      // 4
-constexpr int kThreads = (BM / WM) * kWarpsN * 32;    // 256
-constexpr int MI = WM / 16, NI = WN / 8;              // 4 x 4 mma tiles per warp
-constexpr int kPad = 8;                               // elements (16 bytes) of row padding
+constexpr int kWarpsN = BN / WN;  // 4
+constexpr int kThreads = (BM / WM) * kWarpsN * 32;  // 256
+constexpr int MI = WM / 16, NI = WN / 8;  // 4 x 4 mma tiles per warp
+constexpr int kPad = 8;  // elements (16 bytes) of row padding
 constexpr int kAStride = BK + kPad, kBStride = BN + kPad;
-constexpr int kChunk = 8;                             // elements per 16-byte cp.async
-constexpr int kAChunks = BM * BK / kChunk / kThreads; // 2 per thread per tile
-constexpr int kBChunks = BK * BN / kChunk / kThreads; // 2
+constexpr int kChunk = 8;  // elements per 16-byte cp.async
+constexpr int kAChunks = BM * BK / kChunk / kThreads;  // 2 per thread per tile
+constexpr int kBChunks = BK * BN / kChunk / kThreads;  // 2
 
 template <typename T> __device__ __forceinline__ float to_float(T v);
 template <> __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
@@ -59,8 +59,7 @@ template <typename T> __device__ __forceinline__ T from_float(float v);
 template <> __device__ __forceinline__ __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
 
-template <typename T>
-struct MmaArgs {
+template <typename T> struct MmaArgs {
   int M, N, K;
   const T* A;
   int lda;
@@ -71,8 +70,7 @@ struct MmaArgs {
   float alpha, beta;
 };
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads) gemm_tensor_core_mma(MmaArgs<T> p) {
+template <typename T> __global__ void __launch_bounds__(kThreads) gemm_tensor_core_mma(MmaArgs<T> p) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   // 16-bit storage as raw bits: __shared__ arrays of class types are not allowed.
   __shared__ __align__(16) uint16_t As[2][BM][kAStride];
@@ -111,7 +109,7 @@ __global__ void __launch_bounds__(kThreads) gemm_tensor_core_mma(MmaArgs<T> p) {
     if (kt + 1 < k_tiles) load_tile(buf ^ 1, (kt + 1) * BK);
     dev::cp_async_commit();  // possibly empty: keeps "all but the newest group" meaning tile kt
     dev::cp_async_wait<1>();
-    __syncthreads();     // tile kt is visible to every warp
+    __syncthreads();  // tile kt is visible to every warp
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
       uint32_t a[MI][4], b[NI][2];
@@ -147,8 +145,7 @@ __global__ void __launch_bounds__(kThreads) gemm_tensor_core_mma(MmaArgs<T> p) {
         const int col = bn + wn + ni * 8 + q * 2 + e % 2;
         if (row < p.M && col < p.N) {
           T* c = p.C + row * p.ldc + col;
-          const float v = p.beta == 0.0f ? p.alpha * acc[mi][ni][e]
-                                         : p.alpha * acc[mi][ni][e] + p.beta * to_float(*c);
+          const float v = p.beta == 0.0f ? p.alpha * acc[mi][ni][e] : p.alpha * acc[mi][ni][e] + p.beta * to_float(*c);
           *c = from_float<T>(v);
         }
       }
@@ -159,12 +156,18 @@ __global__ void __launch_bounds__(kThreads) gemm_tensor_core_mma(MmaArgs<T> p) {
 #endif
 }
 
-template <typename T>
-void launch_typed(const GemmArgs& a, cudaStream_t stream) {
-  MmaArgs<T> p{static_cast<int>(a.M), static_cast<int>(a.N), static_cast<int>(a.K),
-               static_cast<const T*>(a.A), static_cast<int>(a.lda),
-               static_cast<const T*>(a.B), static_cast<int>(a.ldb),
-               static_cast<T*>(a.C), static_cast<int>(a.ldc), a.alpha, a.beta};
+template <typename T> void launch_typed(const GemmArgs& a, cudaStream_t stream) {
+  MmaArgs<T> p{static_cast<int>(a.M),
+               static_cast<int>(a.N),
+               static_cast<int>(a.K),
+               static_cast<const T*>(a.A),
+               static_cast<int>(a.lda),
+               static_cast<const T*>(a.B),
+               static_cast<int>(a.ldb),
+               static_cast<T*>(a.C),
+               static_cast<int>(a.ldc),
+               a.alpha,
+               a.beta};
   dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
   launch_kernel(gemm_tensor_core_mma<T>, grid, kThreads, 0, stream)(p);
   ANVIL_CUDA_CHECK_LAUNCH("gemm_tensor_core_mma");

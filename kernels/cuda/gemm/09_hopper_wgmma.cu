@@ -62,12 +62,12 @@ namespace {
 
 constexpr int BM = 128, BN = 128, BK = 64;
 constexpr int kStages = 4;
-constexpr int kWarpgroups = BM / 64;       // 2 consumer warpgroups, 64 rows each
+constexpr int kWarpgroups = BM / 64;  // 2 consumer warpgroups, 64 rows each
 constexpr int kThreads = kWarpgroups * 128;
-constexpr int kHalfN = 64;                 // columns of B per TMA box (128 bytes of bf16)
-constexpr int kABytes = BM * BK * 2;       // 16 KiB
+constexpr int kHalfN = 64;  // columns of B per TMA box (128 bytes of bf16)
+constexpr int kABytes = BM * BK * 2;  // 16 KiB
 constexpr int kBHalfBytes = BK * kHalfN * 2;  // 8 KiB
-constexpr int kBBytes = BK * BN * 2;       // 16 KiB
+constexpr int kBBytes = BK * BN * 2;  // 16 KiB
 constexpr int kStageBytes = kABytes + kBBytes;
 constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + slack to align to 1024
 
@@ -81,9 +81,7 @@ __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t count) {
 }
 // One arrival that also announces `bytes` of TMA traffic to wait for.
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)),
-               "r"(bytes)
-               : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {
   asm volatile(
@@ -98,8 +96,7 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {
 }
 
 // 2D TMA load of the box at (c0 = inner coordinate, c1 = outer) into dst.
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1,
-                                            uint64_t* bar) {
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_u32(dst)),
@@ -131,17 +128,19 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a
       ".reg .pred p;\n"
       "setp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "
+      "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
       "%64, %65, p, 1, 1, 0, 1;\n"
       "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(1));
 }
 #endif  // ANVIL_WGMMA_DEVICE
@@ -154,8 +153,8 @@ struct WgmmaArgs {
 };
 
 __global__ void __launch_bounds__(kThreads, 1)
-    gemm_hopper_wgmma(const __grid_constant__ CUtensorMap map_a,
-                      const __grid_constant__ CUtensorMap map_b, WgmmaArgs p) {
+    gemm_hopper_wgmma(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                      WgmmaArgs p) {
 #if ANVIL_WGMMA_DEVICE
   uint8_t* smem_raw = dev::dynamic_shared<uint8_t>();  // the launch's shared_bytes
   __shared__ __align__(8) uint64_t full[kStages];  // "stage s holds tile kt" barriers
@@ -227,8 +226,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int col = bn + j * 8 + q * 2 + e % 2;
       if (row < p.M && col < p.N) {
         __nv_bfloat16* c = p.C + static_cast<int64_t>(row) * p.ldc + col;
-        const float v = p.beta == 0.0f ? p.alpha * d[4 * j + e]
-                                       : p.alpha * d[4 * j + e] + p.beta * __bfloat162float(*c);
+        const float v =
+            p.beta == 0.0f ? p.alpha * d[4 * j + e] : p.alpha * d[4 * j + e] + p.beta * __bfloat162float(*c);
         *c = __float2bfloat16_rn(v);
       }
     }
@@ -240,9 +239,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 #if ANVIL_GEMM_SM90A
 using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
-                                 CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
-                                 CUtensorMapFloatOOBfill);
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
 // cuTensorMapEncodeTiled is a driver API call; fetching it through the
 // runtime avoids linking libcuda directly.
@@ -250,8 +248,8 @@ EncodeTiled encode_tiled() {
   static EncodeTiled fn = [] {
     void* ptr = nullptr;
     cudaDriverEntryPointQueryResult status{};
-    ANVIL_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000,
-                                                      cudaEnableDefault, &status));
+    ANVIL_CUDA_CHECK(
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &status));
     ANVIL_CHECK(status == cudaDriverEntryPointSuccess && ptr != nullptr,
                 "gemm 09_hopper_wgmma: the driver has no cuTensorMapEncodeTiled (needs CUDA 12+ driver)");
     return reinterpret_cast<EncodeTiled>(ptr);
@@ -261,17 +259,15 @@ EncodeTiled encode_tiled() {
 
 // A row-major rows x cols bf16 matrix, read in box_rows x box_cols boxes with
 // the 128-byte swizzle; reads outside the matrix return zeros.
-CUtensorMap make_map(const void* base, int64_t rows, int64_t cols, int64_t ld, uint32_t box_rows,
-                     uint32_t box_cols) {
+CUtensorMap make_map(const void* base, int64_t rows, int64_t cols, int64_t ld, uint32_t box_rows, uint32_t box_cols) {
   CUtensorMap map;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};  // bytes, dims 1.. only
   const cuuint32_t box[2] = {box_cols, box_rows};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims,
-                                    strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                    CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides,
+                                    box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   ANVIL_CHECK(r == CUDA_SUCCESS, "gemm 09_hopper_wgmma: cuTensorMapEncodeTiled failed with CUresult ",
               static_cast<int>(r), " for a ", rows, "x", cols, " matrix with leading dimension ", ld);
   return map;
@@ -294,16 +290,21 @@ void launch_hopper_wgmma(const GemmArgs& args, cudaStream_t stream) {
   const CUtensorMap map_b = make_map(args.B, args.K, args.N, args.ldb, BK, kHalfN);
   // Per device (the attribute belongs to the current context), so set it on
   // every launch: it is a cheap host-side call.
-  ANVIL_CUDA_CHECK(cudaFuncSetAttribute(gemm_hopper_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        kSmemBytes));
-  WgmmaArgs p{static_cast<int>(args.M), static_cast<int>(args.N), static_cast<int>(args.K),
-              static_cast<__nv_bfloat16*>(args.C), static_cast<int>(args.ldc), args.alpha, args.beta};
+  ANVIL_CUDA_CHECK(cudaFuncSetAttribute(gemm_hopper_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  WgmmaArgs p{static_cast<int>(args.M),
+              static_cast<int>(args.N),
+              static_cast<int>(args.K),
+              static_cast<__nv_bfloat16*>(args.C),
+              static_cast<int>(args.ldc),
+              args.alpha,
+              args.beta};
   dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
   launch_kernel(gemm_hopper_wgmma, grid, kThreads, kSmemBytes, stream)(map_a, map_b, p);
   ANVIL_CUDA_CHECK_LAUNCH("gemm_hopper_wgmma");
 #else
-  fail("gemm 09_hopper_wgmma: this build does not include sm_90a code "
-       "(configure with CMAKE_CUDA_ARCHITECTURES containing 90 or 90a)");
+  fail(
+      "gemm 09_hopper_wgmma: this build does not include sm_90a code "
+      "(configure with CMAKE_CUDA_ARCHITECTURES containing 90 or 90a)");
 #endif
 }
 

@@ -10,8 +10,7 @@ namespace anvil::cuda::gemm {
 // Elements (row, col..col+3) of a row-major rows x cols matrix with leading
 // dimension ld. Requires ld % 4 == 0, col % 4 == 0 and a 16-byte aligned base
 // (checked on the host) so the full case is an aligned vector load.
-__device__ __forceinline__ float4 load_float4_or_zero(const float* base, int row, int col, int rows,
-                                                      int cols, int ld) {
+__device__ __forceinline__ float4 load_float4_or_zero(const float* base, int row, int col, int rows, int cols, int ld) {
   if (row >= rows) return make_float4(0.f, 0.f, 0.f, 0.f);
   const float* p = base + row * ld + col;
   if (col + 3 < cols) return *reinterpret_cast<const float4*>(p);

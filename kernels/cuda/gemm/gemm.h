@@ -31,15 +31,15 @@
 namespace anvil::cuda::gemm {
 
 enum class GemmRung : int {
-  Naive = 1,           // 01_naive.cu
-  Coalesced = 2,       // 02_coalesced.cu
-  SharedTiles = 3,     // 03_shared_tiles.cu
+  Naive = 1,  // 01_naive.cu
+  Coalesced = 2,  // 02_coalesced.cu
+  SharedTiles = 3,  // 03_shared_tiles.cu
   RegisterTile1D = 4,  // 04_register_tile_1d.cu
   RegisterTile2D = 5,  // 05_register_tile_2d.cu
-  Vectorized = 6,      // 06_vectorized.cu
-  WarpTiling = 7,      // 07_warp_tiling.cu
-  TensorCoreMma = 8,   // 08_tensor_core_mma.cu
-  HopperWgmma = 9,     // 09_hopper_wgmma.cu
+  Vectorized = 6,  // 06_vectorized.cu
+  WarpTiling = 7,  // 07_warp_tiling.cu
+  TensorCoreMma = 8,  // 08_tensor_core_mma.cu
+  HopperWgmma = 9,  // 09_hopper_wgmma.cu
 };
 inline constexpr int kGemmRungCount = 9;
 

@@ -30,10 +30,17 @@ struct Fp32Args {
 };
 
 inline Fp32Args fp32_args(const GemmArgs& a) {
-  return Fp32Args{static_cast<int>(a.M), static_cast<int>(a.N), static_cast<int>(a.K),
-                  static_cast<const float*>(a.A), static_cast<int>(a.lda),
-                  static_cast<const float*>(a.B), static_cast<int>(a.ldb),
-                  static_cast<float*>(a.C), static_cast<int>(a.ldc), a.alpha, a.beta};
+  return Fp32Args{static_cast<int>(a.M),
+                  static_cast<int>(a.N),
+                  static_cast<int>(a.K),
+                  static_cast<const float*>(a.A),
+                  static_cast<int>(a.lda),
+                  static_cast<const float*>(a.B),
+                  static_cast<int>(a.ldb),
+                  static_cast<float*>(a.C),
+                  static_cast<int>(a.ldc),
+                  a.alpha,
+                  a.beta};
 }
 
 }  // namespace anvil::cuda::gemm

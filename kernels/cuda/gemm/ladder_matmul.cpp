@@ -10,10 +10,14 @@ namespace {
 
 std::optional<GemmDType> gemm_dtype(DType t) {
   switch (t) {
-    case DType::Float32: return GemmDType::Float32;
-    case DType::BFloat16: return GemmDType::BFloat16;
-    case DType::Float16: return GemmDType::Float16;
-    default: return std::nullopt;
+    case DType::Float32:
+      return GemmDType::Float32;
+    case DType::BFloat16:
+      return GemmDType::BFloat16;
+    case DType::Float16:
+      return GemmDType::Float16;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -36,10 +40,8 @@ std::optional<Matrix> as_matrix(const View& v) {
 
 }  // namespace
 
-bool ladder_matmul(const View& out, const View& a, const View& b, const MatmulParams& p,
-                   cudaStream_t stream) {
-  if (a.dtype != out.dtype || b.dtype != out.dtype || a.dim() != out.dim() || b.dim() != out.dim())
-    return false;
+bool ladder_matmul(const View& out, const View& a, const View& b, const MatmulParams& p, cudaStream_t stream) {
+  if (a.dtype != out.dtype || b.dtype != out.dtype || a.dim() != out.dim() || b.dim() != out.dim()) return false;
   const std::optional<GemmDType> dtype = gemm_dtype(out.dtype);
   const std::optional<Matrix> ma = as_matrix(a), mb = as_matrix(b), mc = as_matrix(out);
   if (!dtype || !ma || !mb || !mc) return false;

@@ -17,7 +17,6 @@ namespace anvil::cuda::gemm {
 // and does nothing when no rung handles them: another dtype, a matrix whose
 // last dimension is not contiguous (transposed views), leading dimensions or
 // pointers the rungs cannot take, or sizes past 32-bit indexing.
-bool ladder_matmul(const View& out, const View& a, const View& b, const MatmulParams& p,
-                   cudaStream_t stream);
+bool ladder_matmul(const View& out, const View& a, const View& b, const MatmulParams& p, cudaStream_t stream);
 
 }  // namespace anvil::cuda::gemm

@@ -65,8 +65,8 @@ TEST(CustomFunction, GradientsMatchFiniteDifferences) {
   manual_seed(1);
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return MulAdd::apply(in[0], in[1], 0.5); },
                         {randn({3, 4}, kFloat64), randn({3, 4}, kFloat64)}));
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return Exp::apply(in[0] * 0.5).sin(); },
-                        {randn({5}, kFloat64)}));
+  EXPECT_TRUE(
+      gradcheck([](const std::vector<Tensor>& in) { return Exp::apply(in[0] * 0.5).sin(); }, {randn({5}, kFloat64)}));
 }
 
 TEST(CustomFunction, MatchesTheSameComputationWithBuiltInOps) {
@@ -269,8 +269,7 @@ struct SavesInput : autograd::Function<SavesInput> {
 TEST(CustomFunction, BadUsesGiveClearErrors) {
   Tensor x = randn({3}, kFloat64).requires_grad_();
   Tensor y = randn({3}, kFloat64).requires_grad_();
-  expect_error([&] { WrongCount::apply(x, y).sum().backward(); },
-               {"WrongCount", "returned 1 gradients, expected 2"});
+  expect_error([&] { WrongCount::apply(x, y).sum().backward(); }, {"WrongCount", "returned 1 gradients, expected 2"});
   expect_error([&] { WrongShape::apply(x).backward(); }, {"WrongShape", "shape [] for input 0 of shape [3]"});
   expect_error([&] { GradForAnInt::apply(x, int64_t{2}).sum().backward(); },
                {"GradForAnInt", "position 1", "not a tensor"});

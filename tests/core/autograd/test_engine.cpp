@@ -25,8 +25,8 @@ TEST(Autograd, LeafGradientsAccumulateAcrossBackwardCalls) {
 
 TEST(Autograd, SharedSubgraphSumsBothPaths) {
   Tensor x = randn({5}, kFloat64).requires_grad_();
-  Tensor h = x.sin();                    // used twice below
-  Tensor y = (h * h + h * 2.0).sum();    // dy/dx = (2 sin x + 2) cos x
+  Tensor h = x.sin();  // used twice below
+  Tensor y = (h * h + h * 2.0).sum();  // dy/dx = (2 sin x + 2) cos x
   y.backward();
   Tensor xs = x.detach();
   EXPECT_LT(max_abs_diff(x.grad(), (xs.sin() * 2.0 + 2.0) * xs.cos()), 1e-12);
@@ -71,16 +71,23 @@ TEST(Autograd, TensorHooksSeeAndReplaceGradients) {
   Tensor x = randn({3}, kFloat64).requires_grad_();
   Tensor h = x * 2.0;
   Tensor seen;
-  h.register_hook([&](const Tensor& g) { seen = g.clone(); return g * 10.0; });
+  h.register_hook([&](const Tensor& g) {
+    seen = g.clone();
+    return g * 10.0;
+  });
   h.sum().backward();
   EXPECT_LT(max_abs_diff(seen, ones({3}, kFloat64)), 1e-12);
   EXPECT_LT(max_abs_diff(x.grad(), full({3}, 20.0, kFloat64)), 1e-12);
 
   Tensor w = randn({2}, kFloat64).requires_grad_();
   int leaf_hook_calls = 0;
-  w.register_hook([&](const Tensor& g) { ++leaf_hook_calls; return Tensor(); });
+  w.register_hook([&](const Tensor& g) {
+    ++leaf_hook_calls;
+    return Tensor();
+  });
   std::vector<double> grad_at_post_hook;
-  w.register_post_accumulate_grad_hook([&](const Tensor& leaf) { grad_at_post_hook = leaf.grad().to_vector<double>(); });
+  w.register_post_accumulate_grad_hook(
+      [&](const Tensor& leaf) { grad_at_post_hook = leaf.grad().to_vector<double>(); });
   (w * 3.0).sum().backward();
   EXPECT_EQ(leaf_hook_calls, 1);
   EXPECT_EQ(grad_at_post_hook, (std::vector<double>{3.0, 3.0}));
@@ -98,7 +105,7 @@ TEST(Autograd, InPlaceChangeOfSavedTensorIsCaught) {
   Tensor x = randn({3}, kFloat64).requires_grad_();
   Tensor h = x * 2.0;
   Tensor y = h.exp();  // saves its output
-  y.mul_(2.0);         // ...which is then changed in place
+  y.mul_(2.0);  // ...which is then changed in place
   try {
     y.sum().backward();
     FAIL() << "expected an error";
@@ -120,7 +127,7 @@ TEST(Autograd, InPlaceOnLeafRequiringGradIsRefused) {
 TEST(Autograd, InPlaceOpsOnNonLeavesKeepCorrectGradients) {
   Tensor x = randn({4}, kFloat64).requires_grad_();
   Tensor h = x * 2.0;
-  h.add_(x);   // h = 3x
+  h.add_(x);  // h = 3x
   h.mul_(full({4}, 3.0, kFloat64));  // h = 9x
   h.relu_();
   h.sum().backward();

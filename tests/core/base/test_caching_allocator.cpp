@@ -232,7 +232,7 @@ TEST(CachingAllocator, FreedNeighboursCoalesce) {
     void* c = alloc->allocate(512 * KiB);
     ASSERT_EQ(fake->raw_allocs, 1);
     // Free in different orders: merging with the left, the right, or both.
-    std::vector<void*> frees = order == 0 ? std::vector<void*>{a, c, b}
+    std::vector<void*> frees = order == 0   ? std::vector<void*>{a, c, b}
                                : order == 1 ? std::vector<void*>{a, b, c}
                                             : std::vector<void*>{c, b, a};
     for (void* p : frees) alloc->deallocate(p);
@@ -265,8 +265,8 @@ TEST(CachingAllocator, LargeBlocksCoalesce) {
 
 TEST(CachingAllocator, StatsTrackAllocatedReservedAndPeaks) {
   auto [fake, alloc] = make_allocator();
-  void* a = alloc->allocate(1000);       // 1024
-  void* b = alloc->allocate(3 * MiB);    // large pool, 20 MiB segment
+  void* a = alloc->allocate(1000);  // 1024
+  void* b = alloc->allocate(3 * MiB);  // large pool, 20 MiB segment
   MemoryStats s = alloc->stats();
   EXPECT_EQ(s.allocated_bytes, int64_t(1024 + 3 * MiB));
   EXPECT_EQ(s.reserved_bytes, int64_t(2 * MiB + 20 * MiB));
@@ -302,10 +302,10 @@ TEST(CachingAllocator, StatsTrackAllocatedReservedAndPeaks) {
 
 TEST(CachingAllocator, EmptyCacheReturnsOnlyUnusedSegments) {
   auto [fake, alloc] = make_allocator();
-  void* keep = alloc->allocate(100);         // its segment must stay
-  void* small = alloc->allocate(1 * MiB);    // same small segment as `keep`
-  void* large = alloc->allocate(30 * MiB);   // its own segment
-  void* medium = alloc->allocate(2 * MiB);   // a 20 MiB segment
+  void* keep = alloc->allocate(100);  // its segment must stay
+  void* small = alloc->allocate(1 * MiB);  // same small segment as `keep`
+  void* large = alloc->allocate(30 * MiB);  // its own segment
+  void* medium = alloc->allocate(2 * MiB);  // a 20 MiB segment
   alloc->deallocate(small);
   alloc->deallocate(large);
   alloc->deallocate(medium);
@@ -575,14 +575,14 @@ TEST(CachingAllocator, DestructorReturnsEverySegmentNotInUse) {
   auto in_use = watch->in_use_at_end;
   {
     CachingAllocator alloc(std::move(watch));
-    void* small_live = alloc.allocate(100);    // its small segment stays: still in use
-    void* small_freed = alloc.allocate(200);   // the same segment
+    void* small_live = alloc.allocate(100);  // its small segment stays: still in use
+    void* small_freed = alloc.allocate(200);  // the same segment
     void* b = alloc.allocate(5 * MiB);
     alloc.record_stream(b, 1);
     alloc.deallocate(b);  // pending on an event at destruction: returned
     void* large_freed = alloc.allocate(12 * MiB);
     alloc.deallocate(large_freed);  // cached at destruction: returned
-    alloc.allocate(50 * MiB);       // still live at destruction: its segment stays
+    alloc.allocate(50 * MiB);  // still live at destruction: its segment stays
     alloc.deallocate(small_freed);
     (void)small_live;
   }
@@ -605,7 +605,7 @@ void stress(CachingAllocatorOptions options, size_t capacity, size_t max_size, u
     uint64_t stream;
   };
   std::map<uintptr_t, Live> live;  // by start address
-  std::vector<uintptr_t> order;      // the same blocks in allocation order
+  std::vector<uintptr_t> order;  // the same blocks in allocation order
   // Freed blocks another stream may still read, until the event completes.
   struct InFlight {
     uintptr_t start;
@@ -713,8 +713,8 @@ void stress(CachingAllocatorOptions options, size_t capacity, size_t max_size, u
   EXPECT_EQ(s.device_mallocs, s.device_frees);
   EXPECT_EQ(fake->live_events(), 0u);
   EXPECT_GT(s.cache_hits, 0);
-  std::cout << "  stress: " << s.num_allocs << " allocs, " << s.device_mallocs << " device mallocs, "
-            << s.cache_hits << " cache hits, " << ooms << " out-of-memory errors\n";
+  std::cout << "  stress: " << s.num_allocs << " allocs, " << s.device_mallocs << " device mallocs, " << s.cache_hits
+            << " cache hits, " << ooms << " out-of-memory errors\n";
 }
 
 TEST(CachingAllocator, RandomStressDefaultOptions) {

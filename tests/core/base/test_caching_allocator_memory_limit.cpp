@@ -33,7 +33,7 @@ TEST(CachingAllocatorMemoryLimit, ARequestPastTheCapFreesTheCacheThenFailsWithTh
   EXPECT_EQ(a.memory_limit(), 40 * kMiB);
   EXPECT_EQ(a.stats().limit_bytes, static_cast<int64_t>(40 * kMiB));
   void* first = a.allocate(24 * kMiB);  // its own 24 MiB segment
-  a.deallocate(first);                  // cached
+  a.deallocate(first);  // cached
   EXPECT_EQ(a.stats().reserved_bytes, static_cast<int64_t>(24 * kMiB));
 
   // 32 MiB fits only once the cached 24 MiB segment is given back.
@@ -49,7 +49,8 @@ TEST(CachingAllocatorMemoryLimit, ARequestPastTheCapFreesTheCacheThenFailsWithTh
   }
   ASSERT_FALSE(msg.empty()) << "16 MiB more passed a 40 MiB cap holding 32 MiB";
   const std::string held = std::to_string(32 * kMiB) + " bytes", cap = std::to_string(40 * kMiB) + " bytes";
-  for (const std::string& part : {std::string("out of memory"), "allocated " + held, "reserved " + held, "limit " + cap})
+  for (const std::string& part :
+       {std::string("out of memory"), "allocated " + held, "reserved " + held, "limit " + cap})
     EXPECT_NE(msg.find(part), std::string::npos) << part << " missing from: " << msg;
   EXPECT_EQ(dev->mallocs, 2) << "the device was asked past the cap";
   EXPECT_EQ(a.stats().reserved_bytes, a.stats().allocated_bytes);

@@ -98,14 +98,14 @@ TEST(CpuAllocator, SizesThatWouldWrapWhenRoundedAreErrors) {
 TEST(CpuCachingAllocator, SegmentsGoOnHugePages) {
   auto alloc = make_cpu_caching_allocator();
   expect_huge_page_block(*alloc, size_t{64} << 20);  // a segment of its own
-  expect_huge_page_block(*alloc, size_t{3} << 20);   // the start of a shared medium segment
+  expect_huge_page_block(*alloc, size_t{3} << 20);  // the start of a shared medium segment
 }
 
 TEST(CpuAllocator, BlocksAre64ByteAlignedAndWritable) {
   auto alloc = make_cpu_allocator();
   std::vector<void*> ptrs;
-  for (size_t n : {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{1000},
-                   size_t{4096}, size_t{1} << 20, (size_t{1} << 20) + 3}) {
+  for (size_t n : {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}, size_t{4096},
+                   size_t{1} << 20, (size_t{1} << 20) + 3}) {
     void* p = alloc->allocate(n);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << "size " << n;
@@ -130,7 +130,7 @@ TEST(CpuAllocator, ZeroBytesGivesDistinctNonNullPointers) {
 
 TEST(CpuAllocator, StatsCountRoundedBytesAndPeak) {
   auto alloc = make_cpu_allocator();
-  void* a = alloc->allocate(100);   // 128 bytes held
+  void* a = alloc->allocate(100);  // 128 bytes held
   void* b = alloc->allocate(1000);  // 1024
   MemoryStats s = alloc->stats();
   EXPECT_EQ(s.allocated_bytes, 128 + 1024);
@@ -228,7 +228,6 @@ TEST(CpuAllocator, ConcurrentUseKeepsStatsExact) {
   EXPECT_EQ(s.num_allocs, int64_t(kThreads) * (kOps - kOps / 3));
   EXPECT_GT(s.peak_allocated_bytes, 0);
 }
-
 
 TEST(CpuCachingAllocator, ReusesFreedBlocksWithoutNewMallocs) {
   auto alloc = make_cpu_caching_allocator();

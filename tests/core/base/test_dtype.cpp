@@ -38,8 +38,7 @@ uint32_t to_bits(float f) {
 double float_bits_value_unbounded(uint32_t b) {
   int exp_field = static_cast<int>((b >> 23) & 0xff);
   double mant = static_cast<double>(b & 0x7fffff);
-  double v = exp_field == 0 ? std::ldexp(mant, -149)
-                            : std::ldexp(1.0 + mant / 8388608.0, exp_field - 127);
+  double v = exp_field == 0 ? std::ldexp(mant, -149) : std::ldexp(1.0 + mant / 8388608.0, exp_field - 127);
   return (b >> 31) ? -v : v;
 }
 
@@ -51,13 +50,12 @@ uint16_t reference_half_bits(float f) {
   if (std::isinf(a)) return sign | 0x7c00;
   if (a == 0) return sign;
   int e;
-  std::frexp(a, &e);                // a = m * 2^e with m in [0.5, 1)
-  int exp = std::max(e - 1, -14);   // below 2^-14 halves are subnormal, quantum 2^-24
+  std::frexp(a, &e);  // a = m * 2^e with m in [0.5, 1)
+  int exp = std::max(e - 1, -14);  // below 2^-14 halves are subnormal, quantum 2^-24
   double quantum = std::ldexp(1.0, exp - 10);
   double r = std::nearbyint(a / quantum);  // default rounding mode: ties to even
   uint32_t bits = (exp == -14 && r < 1024) ? static_cast<uint32_t>(r)
-                                           : (static_cast<uint32_t>(exp + 15) << 10) +
-                                                 static_cast<uint32_t>(r - 1024);
+                                           : (static_cast<uint32_t>(exp + 15) << 10) + static_cast<uint32_t>(r - 1024);
   if (bits >= 0x7c00) bits = 0x7c00;  // overflow rounds to infinity
   return static_cast<uint16_t>(sign | bits);
 }
@@ -65,9 +63,12 @@ uint16_t reference_half_bits(float f) {
 double reference_half_value(uint16_t h) {
   int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   double v;
-  if (exp == 0x1f) v = mant ? std::numeric_limits<double>::quiet_NaN() : INFINITY;
-  else if (exp == 0) v = std::ldexp(mant, -24);
-  else v = std::ldexp(1024 + mant, exp - 25);
+  if (exp == 0x1f)
+    v = mant ? std::numeric_limits<double>::quiet_NaN() : INFINITY;
+  else if (exp == 0)
+    v = std::ldexp(mant, -24);
+  else
+    v = std::ldexp(1024 + mant, exp - 25);
   return (h & 0x8000) ? -v : v;
 }
 
@@ -92,13 +93,22 @@ bool bf16_is_nan(uint16_t b) { return (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0;
 // ---- Half ------------------------------------------------------------------
 
 TEST(Half, KnownBitPatterns) {
-  struct Case { float value; uint16_t bits; };
+  struct Case {
+    float value;
+    uint16_t bits;
+  };
   const Case cases[] = {
-      {1.0f, 0x3c00}, {-2.0f, 0xc000}, {0.5f, 0x3800}, {65504.0f, 0x7bff},
-      {0.1f, 0x2e66}, {1.0f / 3.0f, 0x3555}, {-0.0f, 0x8000}, {0.0f, 0x0000},
-      {std::ldexp(1.0f, -14), 0x0400},           // smallest normal
-      {std::ldexp(1.0f, -24), 0x0001},           // smallest subnormal
-      {std::ldexp(1023.0f, -24), 0x03ff},        // largest subnormal
+      {1.0f, 0x3c00},
+      {-2.0f, 0xc000},
+      {0.5f, 0x3800},
+      {65504.0f, 0x7bff},
+      {0.1f, 0x2e66},
+      {1.0f / 3.0f, 0x3555},
+      {-0.0f, 0x8000},
+      {0.0f, 0x0000},
+      {std::ldexp(1.0f, -14), 0x0400},  // smallest normal
+      {std::ldexp(1.0f, -24), 0x0001},  // smallest subnormal
+      {std::ldexp(1023.0f, -24), 0x03ff},  // largest subnormal
       {-std::ldexp(1.0f, -24), 0x8001},
   };
   for (const Case& c : cases) {
@@ -109,18 +119,18 @@ TEST(Half, KnownBitPatterns) {
 
 TEST(Half, RoundsToNearestEven) {
   // Exactly halfway cases go to the even mantissa; a hair above goes up.
-  EXPECT_EQ(Half(1.0f + std::ldexp(1.0f, -11)).bits, 0x3c00);       // 1 + half ulp -> 1
-  EXPECT_EQ(Half(1.0f + 3 * std::ldexp(1.0f, -11)).bits, 0x3c02);   // 1.5 ulp -> 2 ulp
+  EXPECT_EQ(Half(1.0f + std::ldexp(1.0f, -11)).bits, 0x3c00);  // 1 + half ulp -> 1
+  EXPECT_EQ(Half(1.0f + 3 * std::ldexp(1.0f, -11)).bits, 0x3c02);  // 1.5 ulp -> 2 ulp
   EXPECT_EQ(Half(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)).bits, 0x3c01);
-  EXPECT_EQ(Half(std::ldexp(1.0f, -25)).bits, 0x0000);              // subnormal tie -> 0
-  EXPECT_EQ(Half(3 * std::ldexp(1.0f, -25)).bits, 0x0002);          // 1.5 -> 2
-  EXPECT_EQ(Half(5 * std::ldexp(1.0f, -25)).bits, 0x0002);          // 2.5 -> 2
+  EXPECT_EQ(Half(std::ldexp(1.0f, -25)).bits, 0x0000);  // subnormal tie -> 0
+  EXPECT_EQ(Half(3 * std::ldexp(1.0f, -25)).bits, 0x0002);  // 1.5 -> 2
+  EXPECT_EQ(Half(5 * std::ldexp(1.0f, -25)).bits, 0x0002);  // 2.5 -> 2
   EXPECT_EQ(Half(std::ldexp(1.0f, -25) * 1.001f).bits, 0x0001);
-  EXPECT_EQ(Half(65519.0f).bits, 0x7bff);                           // below the overflow tie
-  EXPECT_EQ(Half(65520.0f).bits, 0x7c00);                           // tie with 2^16 -> inf
+  EXPECT_EQ(Half(65519.0f).bits, 0x7bff);  // below the overflow tie
+  EXPECT_EQ(Half(65520.0f).bits, 0x7c00);  // tie with 2^16 -> inf
   EXPECT_EQ(Half(1e10f).bits, 0x7c00);
   EXPECT_EQ(Half(-1e10f).bits, 0xfc00);
-  EXPECT_EQ(Half(std::ldexp(1.0f, -30)).bits, 0x0000);              // underflow to zero
+  EXPECT_EQ(Half(std::ldexp(1.0f, -30)).bits, 0x0000);  // underflow to zero
 }
 
 TEST(Half, InfinityAndNan) {
@@ -198,7 +208,7 @@ TEST(BFloat16, InfinityAndNan) {
   EXPECT_TRUE(bf16_is_nan(BFloat16(NAN).bits));
   EXPECT_TRUE(bf16_is_nan(BFloat16(from_bits(0x7f800001u)).bits));  // would truncate to inf
   EXPECT_TRUE(bf16_is_nan(BFloat16(from_bits(0xff800001u)).bits));
-  EXPECT_TRUE(bf16_is_nan(BFloat16(from_bits(0x7fffffffu)).bits));   // would carry into sign
+  EXPECT_TRUE(bf16_is_nan(BFloat16(from_bits(0x7fffffffu)).bits));  // would carry into sign
   BFloat16 nan;
   nan.bits = 0x7fc0;
   EXPECT_TRUE(std::isnan(static_cast<float>(nan)));
@@ -231,8 +241,8 @@ TEST(BFloat16, RandomFloatsMatchReferenceRounding) {
 TEST(DType, PromotionTableMatchesPyTorch) {
   // Rows and columns in this order; the table is PyTorch's promote_types.
   const DType order[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool};
-  const DType f32 = kFloat32, f64 = kFloat64, f16 = kFloat16, bf = kBFloat16, i32 = kInt32,
-              i64 = kInt64, u8 = kUInt8, b = kBool;
+  const DType f32 = kFloat32, f64 = kFloat64, f16 = kFloat16, bf = kBFloat16, i32 = kInt32, i64 = kInt64, u8 = kUInt8,
+              b = kBool;
   const DType expected[8][8] = {
       /* f32 */ {f32, f64, f32, f32, f32, f32, f32, f32},
       /* f64 */ {f64, f64, f64, f64, f64, f64, f64, f64},
@@ -245,14 +255,12 @@ TEST(DType, PromotionTableMatchesPyTorch) {
   };
   for (int r = 0; r < 8; ++r)
     for (int c = 0; c < 8; ++c)
-      EXPECT_EQ(promote(order[r], order[c]), expected[r][c])
-          << order[r] << " with " << order[c];
+      EXPECT_EQ(promote(order[r], order[c]), expected[r][c]) << order[r] << " with " << order[c];
 }
 
 TEST(DType, NamesSizesAndErrors) {
-  const std::pair<DType, size_t> sizes[] = {{kFloat32, 4}, {kFloat64, 8}, {kFloat16, 2},
-                                            {kBFloat16, 2}, {kInt32, 4}, {kInt64, 8},
-                                            {kUInt8, 1}, {kBool, 1}};
+  const std::pair<DType, size_t> sizes[] = {{kFloat32, 4}, {kFloat64, 8}, {kFloat16, 2}, {kBFloat16, 2},
+                                            {kInt32, 4},   {kInt64, 8},   {kUInt8, 1},   {kBool, 1}};
   for (auto [t, size] : sizes) {
     EXPECT_EQ(itemsize(t), size) << t;
     EXPECT_EQ(dtype_from_name(dtype_name(t)), t);
@@ -287,8 +295,7 @@ TEST(Device, BadSpecsNameTheSpec) {
       Device d(spec);
       ADD_FAILURE() << "'" << spec << "' parsed as " << d;
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("'") + spec + "'"), std::string::npos)
-          << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + spec + "'"), std::string::npos) << e.what();
     }
   }
 }
@@ -302,8 +309,7 @@ std::array<uint32_t, 4> philox_full(std::array<uint32_t, 4> ctr, std::array<uint
   const uint64_t m0 = 0xD2511F53u, m1 = 0xCD9E8D57u;
   for (int round = 0; round < 10; ++round) {
     uint64_t p0 = m0 * ctr[0], p1 = m1 * ctr[2];
-    uint32_t hi0 = uint32_t(p0 >> 32), lo0 = uint32_t(p0), hi1 = uint32_t(p1 >> 32),
-             lo1 = uint32_t(p1);
+    uint32_t hi0 = uint32_t(p0 >> 32), lo0 = uint32_t(p0), hi1 = uint32_t(p1 >> 32), lo1 = uint32_t(p1);
     ctr = {hi1 ^ ctr[1] ^ key[0], lo1, hi0 ^ ctr[3] ^ key[1], lo0};
     key[0] += 0x9E3779B9u;  // golden ratio
     key[1] += 0xBB67AE85u;  // sqrt(3) - 1
@@ -330,8 +336,8 @@ TEST(Philox, TwoWordCounterFormMatchesTheFullAlgorithm) {
   std::mt19937_64 rng(3);
   for (int i = 0; i < 1000; ++i) {
     uint64_t seed = rng(), counter = rng();
-    auto expected = philox_full({uint32_t(counter), uint32_t(counter >> 32), 0, 0},
-                                {uint32_t(seed), uint32_t(seed >> 32)});
+    auto expected =
+        philox_full({uint32_t(counter), uint32_t(counter >> 32), 0, 0}, {uint32_t(seed), uint32_t(seed >> 32)});
     ASSERT_EQ(as_array(philox::philox4x32(seed, counter)), expected) << seed << " " << counter;
   }
 }
@@ -370,7 +376,7 @@ TEST(Philox, UniformIsInHalfOpenUnitInterval) {
     sum_sq += double(u) * u;
   }
   double mean = sum / n, var = sum_sq / n - mean * mean;
-  EXPECT_NEAR(mean, 0.5, 0.005);        // ~5 standard errors
+  EXPECT_NEAR(mean, 0.5, 0.005);  // ~5 standard errors
   EXPECT_NEAR(var, 1.0 / 12, 0.002);
   EXPECT_LT(lo, 0.001f);
   EXPECT_GT(hi, 0.999f);
@@ -388,8 +394,8 @@ TEST(Philox, NormalHasMeanZeroAndVarianceOne) {
     within_one += std::fabs(z) < 1.0f;
   }
   double mean = sum / n, var = sum_sq / n - mean * mean;
-  EXPECT_NEAR(mean, 0.0, 0.02);   // standard error 0.003
-  EXPECT_NEAR(var, 1.0, 0.03);    // standard error 0.0045
+  EXPECT_NEAR(mean, 0.0, 0.02);  // standard error 0.003
+  EXPECT_NEAR(var, 1.0, 0.03);  // standard error 0.0045
   EXPECT_NEAR(double(within_one) / n, 0.6827, 0.01);
 }
 

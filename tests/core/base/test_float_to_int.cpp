@@ -28,7 +28,7 @@ TEST(FloatToInt, SpecialValuesSaturateOrGoToZero) {
 }
 
 TEST(FloatToInt, EdgesOfInt64) {
-  EXPECT_EQ(float_to_int64(9223372036854775808.0), INT64_MAX);   // 2^63: just out of range
+  EXPECT_EQ(float_to_int64(9223372036854775808.0), INT64_MAX);  // 2^63: just out of range
   EXPECT_EQ(float_to_int64(-9223372036854775808.0), INT64_MIN);  // -2^63: exactly representable
   EXPECT_EQ(float_to_int64(9223372036854774784.0), 9223372036854774784);  // the largest double below 2^63
   EXPECT_EQ(float_to_int64(-9223372036854774784.0), -9223372036854774784);
@@ -39,11 +39,11 @@ TEST(FloatToInt, InRangeTruncatesTowardZeroThenWraps) {
   EXPECT_EQ(float_to_int64(-2.9), -2);
   EXPECT_EQ(float_to_int64(-0.5f), 0);
   EXPECT_EQ(float_to_int<uint8_t>(-1.0), 255);  // as in PyTorch
-  EXPECT_EQ(float_to_int<uint8_t>(300.7), 44);   // 300 mod 256
+  EXPECT_EQ(float_to_int<uint8_t>(300.7), 44);  // 300 mod 256
   EXPECT_EQ(float_to_int<int32_t>(3e9), static_cast<int32_t>(int64_t{3000000000}));
   EXPECT_EQ(float_to_int<int32_t>(kNan), 0);
   EXPECT_EQ(float_to_int<int32_t>(kInf), -1);  // INT64_MAX wrapped to 32 bits
-  EXPECT_EQ(float_to_int<uint8_t>(-kInf), 0);   // INT64_MIN wrapped to 8 bits
+  EXPECT_EQ(float_to_int<uint8_t>(-kInf), 0);  // INT64_MIN wrapped to 8 bits
 }
 
 TEST(FloatToInt, ScalarUsesTheSameRule) {

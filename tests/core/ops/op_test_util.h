@@ -16,15 +16,15 @@
 namespace anvil::testing {
 
 // Asserts that `stmt` throws anvil::Error whose message contains `text`.
-#define EXPECT_ANVIL_ERROR(stmt, text)                                                        \
-  do {                                                                                        \
-    try {                                                                                     \
-      stmt;                                                                                   \
-      ADD_FAILURE() << "expected anvil::Error from: " #stmt;                                  \
-    } catch (const ::anvil::Error& e) {                                                       \
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos)                         \
-          << "message \"" << e.what() << "\" does not contain \"" << (text) << "\"";          \
-    }                                                                                         \
+#define EXPECT_ANVIL_ERROR(stmt, text) \
+  do { \
+    try { \
+      stmt; \
+      ADD_FAILURE() << "expected anvil::Error from: " #stmt; \
+    } catch (const ::anvil::Error& e) { \
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) \
+          << "message \"" << e.what() << "\" does not contain \"" << (text) << "\""; \
+    } \
   } while (0)
 
 // Row-major multi-index of a linear index.

@@ -114,14 +114,20 @@ TEST(Index, BoolMasksSelectInRowMajorOrder) {
 
 TEST(Index, GradientsOfMixedIndicesWithRepeats) {
   Tensor idx = ints({2, 0, 2, -1});
-  EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return in[0].index({Slice(1, None, 2), idx, None}); },
-                        {randn({5, 4, 3}, f64())}));
-  EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return in[0].index({idx, 1, ints({0, 1, 0, 1})}); },
-                        {randn({3, 4, 2}, f64())}));
+  EXPECT_TRUE(gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return in[0].index({Slice(1, None, 2), idx, None});
+      },
+      {randn({5, 4, 3}, f64())}));
+  EXPECT_TRUE(gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return in[0].index({idx, 1, ints({0, 1, 0, 1})});
+      },
+      {randn({3, 4, 2}, f64())}));
   Tensor m = randn({3, 4}) > 0.0;
   EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return in[0].index({m}); }, {randn({3, 4, 2}, f64())}));
-  EXPECT_TRUE(gradgradcheck([&](const std::vector<Tensor>& in) { return in[0].index({idx}).pow(2); },
-                            {randn({4, 2}, f64())}));
+  EXPECT_TRUE(
+      gradgradcheck([&](const std::vector<Tensor>& in) { return in[0].index({idx}).pow(2); }, {randn({4, 2}, f64())}));
 }
 
 TEST(Index, BadInputNamesTheOpAndShapes) {
@@ -167,7 +173,7 @@ TEST(IndexPut, AccumulateSumsRepeatsAndOverwriteKeepsTheLast) {
   y.index_put_({ints({1, 3, 1})}, tensor({1, 2, 3}, kFloat64));  // CPU: last write wins
   EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{0, 3, 0, 2, 0}));
   Tensor z = zeros({2, 3}, kInt64);  // both dims of a transposed view
-  Tensor t = z.t();                  // [3, 2]
+  Tensor t = z.t();  // [3, 2]
   t.index_put_({ints({2, 0}), ints({1, 0})}, from_vector(std::vector<int64_t>{9, 4}), true);
   EXPECT_EQ(z.to_vector<int64_t>(), (std::vector<int64_t>{4, 0, 0, 0, 0, 9}));
 }
@@ -187,8 +193,11 @@ TEST(IndexPut, GradientsForSelfAndValues) {
   Tensor idx = ints({2, 0, 3});  // unique: overwrite's gradient is then exact
   for (bool accumulate : {false, true}) {
     SCOPED_TRACE(accumulate);
-    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return index_put(in[0], {Slice(), idx}, in[1], accumulate); },
-                          {randn({2, 4}, f64()), randn({3}, f64())}));
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Tensor>& in) {
+          return index_put(in[0], {Slice(), idx}, in[1], accumulate);
+        },
+        {randn({2, 4}, f64()), randn({3}, f64())}));
     EXPECT_TRUE(gradcheck(
         [&](const std::vector<Tensor>& in) {
           Tensor y = in[0] * 2.0;  // in place on a non-leaf

@@ -111,7 +111,8 @@ TEST(Sampling, MultinomialWithoutReplacementNeverRepeats) {
   for (int t = 0; t < 400; ++t) first_is_heaviest += multinomial(w[0], 1, false).item<int64_t>() == 1;
   EXPECT_NEAR(first_is_heaviest / 400.0, 5.0 / 5.1, 0.03);
   EXPECT_ANVIL_ERROR(multinomial(w, 3, false), "multinomial: cannot draw 3 samples without replacement");
-  EXPECT_ANVIL_ERROR(multinomial(from_vector<float>({1.0f, -1.0f}), 1), "multinomial: probs must be finite and non-negative");
+  EXPECT_ANVIL_ERROR(multinomial(from_vector<float>({1.0f, -1.0f}), 1),
+                     "multinomial: probs must be finite and non-negative");
   EXPECT_ANVIL_ERROR(multinomial(zeros({2}), 1, true), "positive sum");
 }
 

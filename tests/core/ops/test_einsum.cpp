@@ -134,7 +134,8 @@ TEST(Einsum, EmptyDimsGiveZerosOrEmptyResults) {
 
 TEST(Einsum, Gradcheck) {
   manual_seed(5);
-  for (const char* eq : {"ij,jk->ik", "bij,bkj->bik", "ii->i", "iij->", "i,j->ij", "ij,jk,kl->il", "...ij,...j->...i"}) {
+  for (const char* eq :
+       {"ij,jk->ik", "bij,bkj->bik", "ii->i", "iij->", "i,j->ij", "ij,jk,kl->il", "...ij,...j->...i"}) {
     std::vector<Tensor> in;
     const std::string e = eq;
     if (e == "ij,jk->ik") in = {r({2, 3}), r({3, 2})};

@@ -25,9 +25,7 @@ struct UnaryCase {
 double ref_sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 double ref_relu(double x) { return x > 0 ? x : 0; }
 double ref_gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
-double ref_gelu_tanh(double x) {
-  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-}
+double ref_gelu_tanh(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
 double ref_silu(double x) { return x * ref_sigmoid(x); }
 Tensor gelu_erf(const Tensor& x) { return gelu(x); }
 Tensor gelu_tanh(const Tensor& x) { return gelu(x, GeluApprox::Tanh); }
@@ -81,7 +79,8 @@ TEST(Elementwise, UnaryGradients) {
     Tensor x = uniform({3, 4}, c.lo, c.hi);
     if (std::string(c.name) == "relu" || std::string(c.name) == "abs") x = x + sign(x) * 0.1;
     EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return c.op(in[0]); }, {x})) << c.name;
-    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return c.op(in[0].t()); }, {x})) << c.name << " (transposed)";
+    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return c.op(in[0].t()); }, {x}))
+        << c.name << " (transposed)";
   }
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return clamp(in[0], -0.5, 0.7); },
                         {from_vector(std::vector<double>{-1, -0.3, 0.1, 0.6, 0.9})}));

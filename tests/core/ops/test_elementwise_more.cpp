@@ -23,9 +23,12 @@ void expect_values(const Tensor& got, const std::vector<double>& want, double to
   const std::vector<double> g = got.to_vector<double>();
   ASSERT_EQ(g.size(), want.size());
   for (size_t i = 0; i < g.size(); ++i) {
-    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(g[i])) << "at " << i;
-    else if (std::isinf(want[i])) EXPECT_EQ(g[i], want[i]) << "at " << i;
-    else EXPECT_NEAR(g[i], want[i], tol * (1 + std::abs(want[i]))) << "at " << i;
+    if (std::isnan(want[i]))
+      EXPECT_TRUE(std::isnan(g[i])) << "at " << i;
+    else if (std::isinf(want[i]))
+      EXPECT_EQ(g[i], want[i]) << "at " << i;
+    else
+      EXPECT_NEAR(g[i], want[i], tol * (1 + std::abs(want[i]))) << "at " << i;
   }
 }
 
@@ -71,9 +74,11 @@ TEST(ElementwiseMore, ActivationsMatchPyTorchsFormulas) {
   const Tensor x = from_vector<double>({-3.0, -0.5, 0.0, 0.5, 25.0, -4.0, 2.0});
   expect_values(leaky_relu(x, 0.2), {-0.6, -0.1, 0.0, 0.5, 25.0, -0.8, 2.0});
   expect_values(leaky_relu(x), {-0.03, -0.005, 0.0, 0.5, 25.0, -0.04, 2.0});
-  expect_values(elu(x, 1.5), {1.5 * std::expm1(-3.0), 1.5 * std::expm1(-0.5), 0.0, 0.5, 25.0, 1.5 * std::expm1(-4.0), 2.0});
+  expect_values(elu(x, 1.5),
+                {1.5 * std::expm1(-3.0), 1.5 * std::expm1(-0.5), 0.0, 0.5, 25.0, 1.5 * std::expm1(-4.0), 2.0});
   std::vector<double> sp;
-  for (double v : {-3.0, -0.5, 0.0, 0.5, 25.0, -4.0, 2.0}) sp.push_back(v * 2 > 20 ? v : std::log1p(std::exp(2 * v)) / 2);
+  for (double v : {-3.0, -0.5, 0.0, 0.5, 25.0, -4.0, 2.0})
+    sp.push_back(v * 2 > 20 ? v : std::log1p(std::exp(2 * v)) / 2);
   expect_values(softplus(x, 2.0), sp);
   std::vector<double> mi, hs;
   for (double v : {-3.0, -0.5, 0.0, 0.5, 25.0, -4.0, 2.0}) {

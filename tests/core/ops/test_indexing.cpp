@@ -160,8 +160,8 @@ TEST(Embedding, PicksRowsForAnyIndexShape) {
 
 TEST(IndexingGrad, IndexSelectGatherScatterEmbedding) {
   Tensor rep = index_of({2, 0, 2, 3});  // repeated index: gradients add up
-  EXPECT_TRUE(gradcheck([rep](const std::vector<Tensor>& in) { return index_select(in[0], 0, rep); },
-                        {randn({4, 3}, f64())}));
+  EXPECT_TRUE(
+      gradcheck([rep](const std::vector<Tensor>& in) { return index_select(in[0], 0, rep); }, {randn({4, 3}, f64())}));
   EXPECT_TRUE(gradcheck([rep](const std::vector<Tensor>& in) { return index_select(in[0].t(), 1, rep); },
                         {randn({4, 3}, f64())}));
   Tensor gi = randint(0, 3, {4, 5});

@@ -61,16 +61,16 @@ void expect_matches_naive(const Tensor& a, const Tensor& b, double tol = 1e-12) 
 }
 
 TEST(Matmul, AllRankCombinationsMatchNaive) {
-  expect_matches_naive(randn({5}, f64()), randn({5}, f64()));            // dot -> 0-d
-  expect_matches_naive(randn({3, 5}, f64()), randn({5, 4}, f64()));      // mm
-  expect_matches_naive(randn({5}, f64()), randn({5, 4}, f64()));         // vec @ mat
-  expect_matches_naive(randn({3, 5}, f64()), randn({5}, f64()));         // mat @ vec
+  expect_matches_naive(randn({5}, f64()), randn({5}, f64()));  // dot -> 0-d
+  expect_matches_naive(randn({3, 5}, f64()), randn({5, 4}, f64()));  // mm
+  expect_matches_naive(randn({5}, f64()), randn({5, 4}, f64()));  // vec @ mat
+  expect_matches_naive(randn({3, 5}, f64()), randn({5}, f64()));  // mat @ vec
   expect_matches_naive(randn({2, 3, 5}, f64()), randn({2, 5, 4}, f64()));  // bmm
-  expect_matches_naive(randn({2, 3, 5}, f64()), randn({5, 4}, f64()));   // shared weight
+  expect_matches_naive(randn({2, 3, 5}, f64()), randn({5, 4}, f64()));  // shared weight
   expect_matches_naive(randn({3, 5}, f64()), randn({2, 5, 4}, f64()));
   expect_matches_naive(randn({5}, f64()), randn({2, 5, 4}, f64()));
   expect_matches_naive(randn({2, 3, 5}, f64()), randn({5}, f64()));
-  expect_matches_naive(randn({2, 1, 3, 5}, f64()), randn({4, 5, 2}, f64()));   // broadcast batch
+  expect_matches_naive(randn({2, 1, 3, 5}, f64()), randn({4, 5, 2}, f64()));  // broadcast batch
   expect_matches_naive(randn({1, 3, 3, 5}, f64()), randn({2, 1, 5, 2}, f64()));  // mixed: needs a copy
 }
 
@@ -95,7 +95,7 @@ TEST(Matmul, HalfPrecision) {
 }
 
 TEST(Matmul, NonContiguousOperands) {
-  Tensor a = randn({5, 3}, f64()).t();                 // [3, 5] transposed
+  Tensor a = randn({5, 3}, f64()).t();  // [3, 5] transposed
   Tensor b = randn({4, 10}, f64()).slice(1, 0, 10, 2);  // [4, 5] strided
   expect_matches_naive(a, b.t());
   Tensor ba = randn({3, 2, 5}, f64()).permute({1, 0, 2});  // batch stride not outermost
@@ -143,9 +143,17 @@ TEST(Matmul, BadInputs) {
 TEST(MatmulGrad, EveryRankCombination) {
   auto fn = [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); };
   std::vector<std::pair<Shape, Shape>> cases = {
-      {{4}, {4}},       {{3, 4}, {4, 2}},    {{4}, {4, 2}},          {{3, 4}, {4}},
-      {{2, 3, 4}, {2, 4, 5}}, {{2, 3, 4}, {4, 5}}, {{3, 4}, {2, 4, 5}}, {{4}, {2, 4, 3}},
-      {{2, 3, 4}, {4}}, {{2, 1, 3, 4}, {3, 4, 2}}, {{1, 3, 2, 4}, {2, 1, 4, 2}},
+      {{4}, {4}},
+      {{3, 4}, {4, 2}},
+      {{4}, {4, 2}},
+      {{3, 4}, {4}},
+      {{2, 3, 4}, {2, 4, 5}},
+      {{2, 3, 4}, {4, 5}},
+      {{3, 4}, {2, 4, 5}},
+      {{4}, {2, 4, 3}},
+      {{2, 3, 4}, {4}},
+      {{2, 1, 3, 4}, {3, 4, 2}},
+      {{1, 3, 2, 4}, {2, 1, 4, 2}},
   };
   for (auto& [sa, sb] : cases) {
     SCOPED_TRACE(::testing::Message() << ::testing::PrintToString(sa) << " @ " << ::testing::PrintToString(sb));
@@ -168,8 +176,8 @@ TEST(MatmulGrad, NonContiguousAndOneSided) {
 TEST(MatmulGrad, SecondOrder) {
   EXPECT_TRUE(gradgradcheck([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
                             {randn({2, 3, 4}, f64()), randn({4, 2}, f64())}));
-  EXPECT_TRUE(gradgradcheck([](const std::vector<Tensor>& in) { return matmul(in[0], in[0].t()); },
-                            {randn({3, 4}, f64())}));
+  EXPECT_TRUE(
+      gradgradcheck([](const std::vector<Tensor>& in) { return matmul(in[0], in[0].t()); }, {randn({3, 4}, f64())}));
 }
 
 }  // namespace

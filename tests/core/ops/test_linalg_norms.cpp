@@ -71,8 +71,8 @@ TEST(LinalgMatrixNorm, OrdersAgainstRowAndColumnSums) {
   // Other dims: the matrices of x over dims (0, 2) are [2, 4], one per dim-1 index.
   Tensor over02 = linalg::matrix_norm(x, kInf, {0, 2});
   EXPECT_EQ(over02.shape(), (Shape{3}));
-  expect_near_all(over02.to_vector<double>(),
-                  linalg::matrix_norm(x.permute({1, 0, 2}), kInf).to_vector<double>(), 1e-12);
+  expect_near_all(over02.to_vector<double>(), linalg::matrix_norm(x.permute({1, 0, 2}), kInf).to_vector<double>(),
+                  1e-12);
 }
 
 TEST(LinalgNorm, PicksVectorOrMatrixNormsAsPyTorch) {
@@ -86,8 +86,8 @@ TEST(LinalgNorm, PicksVectorOrMatrixNormsAsPyTorch) {
   EXPECT_NEAR(linalg::norm(m, "fro").item<double>(), host_vector_norm(m.to_vector<double>(), 2), 1e-12);
   // One dim: vector norms; two dims: matrix norms.
   expect_near_all(linalg::norm(t, 3, {1}).to_vector<double>(), linalg::vector_norm(t, 3, {1}).to_vector<double>(), 0);
-  expect_near_all(linalg::norm(t, kInf, {1, 2}).to_vector<double>(),
-                  linalg::matrix_norm(t, kInf).to_vector<double>(), 0);
+  expect_near_all(linalg::norm(t, kInf, {1, 2}).to_vector<double>(), linalg::matrix_norm(t, kInf).to_vector<double>(),
+                  0);
   expect_near_all(linalg::norm(t, std::nullopt, {1, 2}).to_vector<double>(),
                   linalg::matrix_norm(t, "fro").to_vector<double>(), 0);
 }
@@ -119,7 +119,8 @@ TEST(LinalgNormErrors, BadOrdersDimsAndInputs) {
   EXPECT_ANVIL_ERROR(linalg::norm(randn({2, 3, 4}), "fro"), "needs a 2-D input");
   EXPECT_ANVIL_ERROR(linalg::norm(m, 2, {0, 1, 1}), "dim must have 1 or 2 dims");
   EXPECT_ANVIL_ERROR(linalg::vector_norm(ones({3}, kInt64)), "linalg.vector_norm: expected a floating input");
-  EXPECT_ANVIL_ERROR(linalg::vector_norm(m, 2, {2}), "linalg.vector_norm: dim 2 is out of range for a tensor with 2 dims");
+  EXPECT_ANVIL_ERROR(linalg::vector_norm(m, 2, {2}),
+                     "linalg.vector_norm: dim 2 is out of range for a tensor with 2 dims");
   EXPECT_ANVIL_ERROR(linalg::vector_norm(m, 2, {-3}, false, kFloat64), "linalg.vector_norm: dim -3");
 }
 

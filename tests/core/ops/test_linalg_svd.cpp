@@ -97,17 +97,15 @@ double power_iteration(const HostMatrix& g) {
 std::vector<std::vector<double>> reference_singular_values(const Tensor& x) {
   std::vector<std::vector<double>> out;
   for (int64_t b = 0; b < x.size(0); ++b) {
-    std::vector<double> ev = symmetric_eigenvalues(small_gram(x[b].contiguous().to_vector<double>(), x.size(1),
-                                                              x.size(2)));
+    std::vector<double> ev =
+        symmetric_eigenvalues(small_gram(x[b].contiguous().to_vector<double>(), x.size(1), x.size(2)));
     for (double& v : ev) v = std::sqrt(std::max(v, 0.0));
     out.push_back(ev);
   }
   return out;
 }
 
-Tensor matrices_product(const Tensor& U, const Tensor& S, const Tensor& Vh) {
-  return matmul(U * S.unsqueeze(-2), Vh);
-}
+Tensor matrices_product(const Tensor& U, const Tensor& S, const Tensor& Vh) { return matmul(U * S.unsqueeze(-2), Vh); }
 
 TEST(LinalgSvd, FactorsReconstructAndAreOrthonormal) {
   manual_seed(31);
@@ -123,8 +121,8 @@ TEST(LinalgSvd, FactorsReconstructAndAreOrthonormal) {
       EXPECT_EQ(Vh.size(-2), k);
       EXPECT_EQ(Vh.size(-1), n);
       EXPECT_EQ(S.dtype(), dtype);
-      expect_near_all(matrices_product(U, S, Vh).to(kFloat64).to_vector<double>(),
-                      A.to(kFloat64).to_vector<double>(), 10 * tol);
+      expect_near_all(matrices_product(U, S, Vh).to(kFloat64).to_vector<double>(), A.to(kFloat64).to_vector<double>(),
+                      10 * tol);
       auto expect_identity = [&](const Tensor& gram) {
         expect_near_all(gram.to(kFloat64).contiguous().to_vector<double>(),
                         eye(k, f64()).expand(gram.shape()).contiguous().to_vector<double>(), 10 * tol);
@@ -295,8 +293,10 @@ TEST(LinalgSvdErrors, BadOrdsInputsAndOptions) {
   Tensor m = randn({3, 4});
   EXPECT_ANVIL_ERROR(linalg::matrix_norm(m, "fro2"),
                      "linalg.matrix_norm: order \"fro2\" is not supported; expected \"fro\", \"nuc\"");
-  EXPECT_ANVIL_ERROR(linalg::matrix_norm(m, 3), "linalg.matrix_norm: order 3 is not supported; expected one of 1, -1, 2");
-  EXPECT_ANVIL_ERROR(linalg::matrix_norm(randn({4}), 2), "linalg.matrix_norm: the input must have at least 2 dimensions");
+  EXPECT_ANVIL_ERROR(linalg::matrix_norm(m, 3),
+                     "linalg.matrix_norm: order 3 is not supported; expected one of 1, -1, 2");
+  EXPECT_ANVIL_ERROR(linalg::matrix_norm(randn({4}), 2),
+                     "linalg.matrix_norm: the input must have at least 2 dimensions");
   EXPECT_ANVIL_ERROR(linalg::matrix_norm(ones({3, 3}, kInt64), "nuc"), "linalg.matrix_norm: expected a floating input");
   EXPECT_ANVIL_ERROR(linalg::matrix_norm(m.to(kFloat16), 2), "need float32 or float64");
   EXPECT_ANVIL_ERROR(linalg::matrix_norm(randn({0, 3}), -2), "needs non-empty matrices");

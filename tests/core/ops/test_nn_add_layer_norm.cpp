@@ -22,7 +22,8 @@ using testing::randn64;
                                          << b.shape_str() << " " << b.dtype();
   const auto x = a.to_vector<double>(), y = b.to_vector<double>();
   for (size_t i = 0; i < x.size(); ++i)
-    if (!(std::abs(x[i] - y[i]) <= tol)) return ::testing::AssertionFailure() << "at " << i << ": " << x[i] << " vs " << y[i];
+    if (!(std::abs(x[i] - y[i]) <= tol))
+      return ::testing::AssertionFailure() << "at " << i << ": " << x[i] << " vs " << y[i];
   return ::testing::AssertionSuccess();
 }
 

@@ -2,8 +2,8 @@
 // kernels in kernels/cpu/attention*.cpp): forward against a naive float64
 // loop and against the composed matmul/softmax path, gradients against finite
 // differences (float64) and against autograd through the composed path, every
-// mask kind, dropout (the same mask as the math path's under one seed), odd lengths that leave partial tiles, head dims up to 256, fully
-// masked rows, 16-bit inputs, broadcasting, and bad input.
+// mask kind, dropout (the same mask as the math path's under one seed), odd lengths that leave partial tiles, head dims
+// up to 256, fully masked rows, 16-bit inputs, broadcasting, and bad input.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,16 +32,18 @@ std::string text(const Dims& d) {
 // softmax(q k^T * scale + mask) v in double over host values; q, k, v
 // [B, H, *, *]; mask (optional) broadcast to [B, H, L, S] (bool: may attend;
 // floating: added). A row with no allowed key is 0.
-std::vector<double> naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                                    double scale, bool causal) {
+std::vector<double> naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
+                                    bool causal) {
   const int64_t B = q.size(0), H = q.size(1), L = q.size(2), S = k.size(2), E = q.size(3), Ev = v.size(3);
   const auto qv = q.to(kFloat64).to_vector<double>(), kv = k.to(kFloat64).to_vector<double>(),
              vv = v.to(kFloat64).to_vector<double>();
   std::vector<double> allowed(static_cast<size_t>(B * H * L * S), 1.0), added(allowed.size(), 0.0);
   if (mask.defined()) {
     Tensor m = mask.expand({B, H, L, S}).contiguous();
-    if (mask.dtype() == kBool) allowed = m.to(kFloat64).to_vector<double>();
-    else added = m.to(kFloat64).to_vector<double>();
+    if (mask.dtype() == kBool)
+      allowed = m.to(kFloat64).to_vector<double>();
+    else
+      added = m.to(kFloat64).to_vector<double>();
   }
   std::vector<double> out;
   for (int64_t n = 0; n < B * H; ++n)
@@ -157,7 +159,7 @@ TEST(NnAttention, Float32MatchesComposedPath) {
   // A float32 additive mask reaches the kernel cast to q's dtype.
   Tensor additive = additive_mask(d.l, d.s).to(kFloat32);
   EXPECT_TRUE(close(scaled_dot_product_attention(q, k, v, opts(additive, false)),
-                       composed_attention(q, k, v, additive, 1.0 / 8.0, false), 1e-5, 1e-6));
+                    composed_attention(q, k, v, additive, 1.0 / 8.0, false), 1e-5, 1e-6));
 }
 
 TEST(NnAttention, GradientsMatchFiniteDifferences) {
@@ -167,9 +169,9 @@ TEST(NnAttention, GradientsMatchFiniteDifferences) {
     bool causal;
     int mask;  // 0 none, 1 bool key padding, 2 additive
   };
-  for (const Case& c : {Case{{1, 2, 5, 7, 3, 4}, false, 0}, Case{{1, 2, 5, 7, 3, 4}, true, 0},
-                        Case{{2, 1, 4, 6, 3, 2}, false, 1}, Case{{1, 1, 6, 5, 4, 3}, true, 2},
-                        Case{{1, 1, 1, 3, 2, 2}, false, 0}}) {
+  for (const Case& c :
+       {Case{{1, 2, 5, 7, 3, 4}, false, 0}, Case{{1, 2, 5, 7, 3, 4}, true, 0}, Case{{2, 1, 4, 6, 3, 2}, false, 1},
+        Case{{1, 1, 6, 5, 4, 3}, true, 2}, Case{{1, 1, 1, 3, 2, 2}, false, 0}}) {
     SCOPED_TRACE(text(c.d) + " causal " + std::to_string(c.causal) + " mask " + std::to_string(c.mask));
     const Dims& d = c.d;
     const Tensor mask = c.mask == 1 ? key_padding_mask(d.b, d.s, 0) : c.mask == 2 ? additive_mask(d.l, d.s) : Tensor();
@@ -198,8 +200,7 @@ TEST(NnAttention, GradientsMatchComposedPathAcrossTiles) {
       o.scale = scale;
       auto fused = autograd::grad({(scaled_dot_product_attention(in[0], in[1], in[2], o) * g).sum()}, in);
       auto composed = autograd::grad({(composed_attention(in[0], in[1], in[2], padding, scale, causal) * g).sum()}, in);
-      for (size_t i = 0; i < 3; ++i)
-        EXPECT_TRUE(close(fused[i], composed[i], 1e-10, 1e-12)) << "input " << i;
+      for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(close(fused[i], composed[i], 1e-10, 1e-12)) << "input " << i;
     }
   }
 }
@@ -272,18 +273,18 @@ TEST(NnAttention, SixteenBitInputsAccumulateInFloat) {
     EXPECT_EQ(got.dtype(), dt);
     // Against float64 math on the same (rounded) inputs: only the output's rounding differs.
     const double tol = dt == kBFloat16 ? 1e-2 : 2e-3;
-    testing::expect_near_vec(got.to(kFloat64).to_vector<double>(),
-                             naive_attention(q16, k16, v16, padding, 0.125, true), tol, dtype_name(dt));
+    testing::expect_near_vec(got.to(kFloat64).to_vector<double>(), naive_attention(q16, k16, v16, padding, 0.125, true),
+                             tol, dtype_name(dt));
     // The backward runs in float too and agrees with float32 gradients to the 16-bit rounding.
     std::vector<Tensor> in16 = {q16.requires_grad_(true), k16.requires_grad_(true), v16.requires_grad_(true)};
     std::vector<Tensor> in32 = {q16.detach().to(kFloat32).requires_grad_(true),
                                 k16.detach().to(kFloat32).requires_grad_(true),
                                 v16.detach().to(kFloat32).requires_grad_(true)};
     Tensor g = randn(got.shape()).to(dt);
-    auto g16 = autograd::grad({(scaled_dot_product_attention(in16[0], in16[1], in16[2], opts(padding, true)) *
-                                g).to(kFloat32).sum()}, in16);
-    auto g32 = autograd::grad({(scaled_dot_product_attention(in32[0], in32[1], in32[2], opts(padding, true)) *
-                                g.to(kFloat32)).sum()}, in32);
+    auto g16 = autograd::grad(
+        {(scaled_dot_product_attention(in16[0], in16[1], in16[2], opts(padding, true)) * g).to(kFloat32).sum()}, in16);
+    auto g32 = autograd::grad(
+        {(scaled_dot_product_attention(in32[0], in32[1], in32[2], opts(padding, true)) * g.to(kFloat32)).sum()}, in32);
     for (size_t i = 0; i < 3; ++i) {
       EXPECT_EQ(g16[i].dtype(), dt);
       EXPECT_TRUE(close(g16[i], g32[i], 4 * tol, 4 * tol)) << dtype_name(dt) << " input " << i;
@@ -295,16 +296,16 @@ TEST(NnAttention, LeadingDimsBroadcastAndFlatten) {
   manual_seed(7);
   // 3-D, 5-D, and k/v shared across heads (their gradient sums over the heads).
   Tensor q3 = randn({3, 5, 4}, kFloat64), k3 = randn({3, 6, 4}, kFloat64), v3 = randn({3, 6, 2}, kFloat64);
-  EXPECT_TRUE(close(scaled_dot_product_attention(q3, k3, v3), composed_attention(q3, k3, v3, {}, 0.5, false),
-                       1e-12, 1e-12));
+  EXPECT_TRUE(
+      close(scaled_dot_product_attention(q3, k3, v3), composed_attention(q3, k3, v3, {}, 0.5, false), 1e-12, 1e-12));
   Tensor q5 = randn({2, 2, 3, 5, 4}, kFloat64), k5 = randn({2, 2, 3, 6, 4}, kFloat64),
          v5 = randn({2, 2, 3, 6, 2}, kFloat64);
   Tensor m5 = rand({2, 1, 3, 1, 6}, kFloat64);
   EXPECT_TRUE(close(scaled_dot_product_attention(q5, k5, v5, opts(m5, true)),
-                       composed_attention(q5, k5, v5, m5, 0.5, true), 1e-12, 1e-12));
+                    composed_attention(q5, k5, v5, m5, 0.5, true), 1e-12, 1e-12));
   auto f = [](const std::vector<Tensor>& in) { return scaled_dot_product_attention(in[0], in[1], in[2]); };
-  EXPECT_TRUE(gradcheck(f, {randn({2, 3, 4, 3}, kFloat64), randn({2, 1, 5, 3}, kFloat64),
-                            randn({1, 1, 5, 2}, kFloat64)}));
+  EXPECT_TRUE(
+      gradcheck(f, {randn({2, 3, 4, 3}, kFloat64), randn({2, 1, 5, 3}, kFloat64), randn({1, 1, 5, 2}, kFloat64)}));
 }
 
 // Dropout stays in the fused kernels, drawing each probability's fate from
@@ -332,8 +333,7 @@ TEST(NnAttention, FusedDropoutDropsWhatTheMathPathDrops) {
       EXPECT_TRUE(close(out_fused, out_math, 1e-10, 1e-12));
       for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(close(grad_fused[i], grad_math[i], 1e-10, 1e-12)) << "input " << i;
       // Dropout did act: without it the output differs.
-      EXPECT_FALSE(close(out_fused, scaled_dot_product_attention(in[0], in[1], in[2], opts(mask, causal)), 1e-6,
-                         1e-6));
+      EXPECT_FALSE(close(out_fused, scaled_dot_product_attention(in[0], in[1], in[2], opts(mask, causal)), 1e-6, 1e-6));
     }
   }
 }
@@ -372,33 +372,51 @@ TEST(NnAttention, SecondOrderGradients) {
   auto f = [](const std::vector<Tensor>& in) {
     return scaled_dot_product_attention(in[0], in[1], in[2], opts({}, true));
   };
-  EXPECT_TRUE(testing::gradgradcheck(f, {randn({1, 1, 3, 2}, kFloat64), randn({1, 1, 4, 2}, kFloat64),
-                                         randn({1, 1, 4, 2}, kFloat64)}));
+  EXPECT_TRUE(testing::gradgradcheck(
+      f, {randn({1, 1, 3, 2}, kFloat64), randn({1, 1, 4, 2}, kFloat64), randn({1, 1, 4, 2}, kFloat64)}));
 }
 
 TEST(NnAttention, BadInputNamesOpShapesDtypesAndDevices) {
   Tensor q = randn({2, 3, 4}), k = randn({2, 5, 4}), v = randn({2, 5, 6});
   expect_error([&] { scaled_dot_product_attention(randn({4}), k, v); },
                {"scaled_dot_product_attention", "[4]", "q [..., L, E]"});
-  expect_error([&] { scaled_dot_product_attention(q, randn({2, 5, 3}), v); },
-               {"scaled_dot_product_attention", "[2, 3, 4]", "[2, 5, 3]"});
-  expect_error([&] { scaled_dot_product_attention(q, k, randn({2, 4, 6})); },
-               {"scaled_dot_product_attention", "[2, 5, 4]", "[2, 4, 6]"});
+  expect_error(
+      [&] {
+        scaled_dot_product_attention(q, randn({2, 5, 3}), v);
+      },
+      {"scaled_dot_product_attention", "[2, 3, 4]", "[2, 5, 3]"});
+  expect_error(
+      [&] {
+        scaled_dot_product_attention(q, k, randn({2, 4, 6}));
+      },
+      {"scaled_dot_product_attention", "[2, 5, 4]", "[2, 4, 6]"});
   expect_error([&] { scaled_dot_product_attention(q, k.to(kFloat64), v); },
                {"scaled_dot_product_attention", "float32", "float64"});
   expect_error([&] { scaled_dot_product_attention(q.to(kInt64), k.to(kInt64), v.to(kInt64)); },
                {"scaled_dot_product_attention", "int64"});
-  expect_error([&] { scaled_dot_product_attention(q, k, v, opts(randn({3, 4}), false)); },
-               {"scaled_dot_product_attention", "attn_mask", "[3, 4]", "[2, 3, 5]"});
-  expect_error([&] { scaled_dot_product_attention(q, k, v, opts(ones({3, 5}, TensorOptions().dtype(kInt32)), false)); },
-               {"scaled_dot_product_attention", "attn_mask", "int32"});
-  expect_error([&] { scaled_dot_product_attention(randn({2, 3, 4}), randn({3, 5, 4}), randn({3, 5, 6})); },
-               {"scaled_dot_product_attention", "[2]", "[3]"});
+  expect_error(
+      [&] {
+        scaled_dot_product_attention(q, k, v, opts(randn({3, 4}), false));
+      },
+      {"scaled_dot_product_attention", "attn_mask", "[3, 4]", "[2, 3, 5]"});
+  expect_error(
+      [&] {
+        scaled_dot_product_attention(q, k, v, opts(ones({3, 5}, TensorOptions().dtype(kInt32)), false));
+      },
+      {"scaled_dot_product_attention", "attn_mask", "int32"});
+  expect_error(
+      [&] {
+        scaled_dot_product_attention(randn({2, 3, 4}), randn({3, 5, 4}), randn({3, 5, 6}));
+      },
+      {"scaled_dot_product_attention", "[2]", "[3]"});
   AttentionOptions o;
   o.dropout_p = 1.5;
   expect_error([&] { scaled_dot_product_attention(q, k, v, o); }, {"scaled_dot_product_attention", "dropout_p", "1.5"});
-  expect_error([&] { scaled_dot_product_attention(q, testing::fake_cuda_tensor({2, 5, 4}), v); },
-               {"scaled_dot_product_attention", "cpu", "cuda"});
+  expect_error(
+      [&] {
+        scaled_dot_product_attention(q, testing::fake_cuda_tensor({2, 5, 4}), v);
+      },
+      {"scaled_dot_product_attention", "cpu", "cuda"});
 }
 
 }  // namespace

@@ -72,12 +72,9 @@ std::vector<ConvCase> conv_cases() {
   depthwise.stride = {2, 2};
   depthwise.padding = {1, 1};
   return {
-      {{2, 3, 5, 6}, {4, 3, 3, 3}, plain, true},
-      {{2, 3, 7, 6}, {2, 3, 3, 2}, strided, true},
-      {{1, 2, 7, 7}, {3, 2, 3, 3}, dilated, false},
-      {{2, 4, 5, 5}, {6, 2, 3, 3}, grouped, true},
-      {{1, 3, 6, 5}, {3, 1, 3, 3}, depthwise, false},
-      {{2, 3, 4, 4}, {5, 3, 1, 1}, plain, true},  // pointwise
+      {{2, 3, 5, 6}, {4, 3, 3, 3}, plain, true},      {{2, 3, 7, 6}, {2, 3, 3, 2}, strided, true},
+      {{1, 2, 7, 7}, {3, 2, 3, 3}, dilated, false},   {{2, 4, 5, 5}, {6, 2, 3, 3}, grouped, true},
+      {{1, 3, 6, 5}, {3, 1, 3, 3}, depthwise, false}, {{2, 3, 4, 4}, {5, 3, 1, 1}, plain, true},  // pointwise
   };
 }
 

@@ -49,8 +49,10 @@ std::vector<double> naive_conv_transpose2d(const Tensor& x, const Tensor& w, con
 
 TEST(NnConvTranspose2d, MatchesScatterLoops) {
   manual_seed(11);
-  const std::vector<ConvT> cases{{{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1}, {{2, 2}, {1, 0}, {1, 0}, {1, 1}, 1},
-                                 {{2, 3}, {0, 1}, {1, 2}, {1, 2}, 2}, {{1, 1}, {1, 1}, {1, 0}, {2, 1}, 1},
+  const std::vector<ConvT> cases{{{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1},
+                                 {{2, 2}, {1, 0}, {1, 0}, {1, 1}, 1},
+                                 {{2, 3}, {0, 1}, {1, 2}, {1, 2}, 2},
+                                 {{1, 1}, {1, 1}, {1, 0}, {2, 1}, 1},
                                  {{3, 1}, {2, 0}, {0, 0}, {2, 1}, 4}};
   for (const ConvT& c : cases) {
     Tensor x = randn64({2, 4, 3, 4}), w = randn64({4, 3, 3, 2}), b = randn64({3 * c.groups});
@@ -303,9 +305,9 @@ TEST(NnAdaptivePool, MaxMatchesLoops) {
   Tensor r3 = randn64({2, 3, 7});
   Tensor avg = adaptive_avg_pool1d(r3, 3);
   ASSERT_EQ(avg.shape(), (Shape{2, 3, 3}));
-  EXPECT_NEAR(avg.to_vector<double>()[1], r3.narrow(2, 2, 3).to_vector<double>()[0] / 3 +
-                                             r3.narrow(2, 3, 1).to_vector<double>()[0] / 3 +
-                                             r3.narrow(2, 4, 1).to_vector<double>()[0] / 3,
+  EXPECT_NEAR(avg.to_vector<double>()[1],
+              r3.narrow(2, 2, 3).to_vector<double>()[0] / 3 + r3.narrow(2, 3, 1).to_vector<double>()[0] / 3 +
+                  r3.narrow(2, 4, 1).to_vector<double>()[0] / 3,
               1e-12);
   expect_error([&] { adaptive_max_pool2d(x, {0, 2}); }, {"adaptive_max_pool2d", "positive output_size"});
   expect_error([&] { adaptive_max_pool2d(randn64({7, 6}), {2, 2}); }, {"adaptive_max_pool2d", "[N, C, H, W]"});
@@ -313,8 +315,11 @@ TEST(NnAdaptivePool, MaxMatchesLoops) {
 
 TEST(NnAdaptivePool, Gradcheck) {
   manual_seed(19);
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return adaptive_max_pool2d(t[0], {3, 2}); },
-                        {randn64({1, 2, 5, 4})}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return adaptive_max_pool2d(t[0], {3, 2});
+      },
+      {randn64({1, 2, 5, 4})}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return adaptive_max_pool1d(t[0], 4); }, {randn64({2, 7})}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return adaptive_avg_pool1d(t[0], 4); }, {randn64({2, 7})}));
 }

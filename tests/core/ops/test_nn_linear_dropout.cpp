@@ -50,8 +50,8 @@ TEST(NnLinear, GradcheckAndDoubleBackward) {
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return linear(t[0], t[1], t[2]); },
                         {randn64({2, 3, 4}), randn64({2, 4}), randn64({2})}))
       << "batched input with bias";
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return linear(t[0], t[1]); },
-                        {randn64({4}), randn64({3, 4})}))
+  EXPECT_TRUE(
+      gradcheck([](const std::vector<Tensor>& t) { return linear(t[0], t[1]); }, {randn64({4}), randn64({3, 4})}))
       << "1-D input without bias";
   auto f = [](const std::vector<Tensor>& t) { return linear(t[0], t[1], t[2]).tanh(); };
   std::vector<Tensor> in{randn64({3, 4}), randn64({2, 4}), randn64({2})};

@@ -127,7 +127,9 @@ TEST(NnCrossEntropy, Gradcheck) {
     }
   }
   EXPECT_TRUE(gradcheck(
-      [](const std::vector<Tensor>& in) { return cross_entropy(in[0], from_vector<int64_t>({1, 0}, {1, 2})); },
+      [](const std::vector<Tensor>& in) {
+        return cross_entropy(in[0], from_vector<int64_t>({1, 0}, {1, 2}));
+      },
       {randn64({1, 3, 2})}))
       << "spatial";
 }
@@ -148,8 +150,11 @@ TEST(NnCrossEntropy, RejectsBadArguments) {
   expect_error([&] { cross_entropy(x, from_vector<float>({0, 1, 2})); }, {"cross_entropy", "int64", "float32"});
   expect_error([&] { cross_entropy(x, targets_of({0, 1})); }, {"cross_entropy", "[3]", "[2]"});
   expect_error([&] { cross_entropy(x.to(kInt64), targets_of({0, 1, 2})); }, {"cross_entropy", "floating"});
-  expect_error([&] { cross_entropy(x, targets_of({0, 1, 2}), ce_options(Reduction::Mean, -100, 1.5)); },
-               {"cross_entropy", "label_smoothing"});
+  expect_error(
+      [&] {
+        cross_entropy(x, targets_of({0, 1, 2}), ce_options(Reduction::Mean, -100, 1.5));
+      },
+      {"cross_entropy", "label_smoothing"});
   expect_error([&] { cross_entropy(randn({2, 3, 4}), targets_of({0, 1})); }, {"cross_entropy", "[2, 4]"});
   expect_error([&] { cross_entropy(scalar_tensor(1.0), targets_of({0})); }, {"cross_entropy", "0-d"});
 }
@@ -237,8 +242,7 @@ TEST(NnBceWithLogits, ForwardMatchesFormulaAndIsStable) {
   // Where the naive formula overflows: log(1 + e^100) = 100 (+ e^-100).
   Tensor big = from_vector<float>({100.f, -100.f, 100.f});
   Tensor tb = from_vector<float>({0.f, 1.f, 1.f});
-  expect_near_vec(binary_cross_entropy_with_logits(big, tb, Reduction::None).to_vector<double>(), {100, 100, 0},
-                  1e-4);
+  expect_near_vec(binary_cross_entropy_with_logits(big, tb, Reduction::None).to_vector<double>(), {100, 100, 0}, 1e-4);
 }
 
 TEST(NnBceWithLogits, GradientAtZeroLogitIsSigmoidMinusTarget) {
@@ -254,8 +258,8 @@ TEST(NnBceWithLogits, GradcheckAndDoubleBackward) {
   manual_seed(62);
   std::vector<Tensor> in{randn64({3, 4}), rand({3, 4}, kFloat64)};
   for (Reduction r : {Reduction::Mean, Reduction::None})
-    EXPECT_TRUE(gradcheck(
-        [r](const std::vector<Tensor>& t) { return binary_cross_entropy_with_logits(t[0], t[1], r); }, in));
+    EXPECT_TRUE(
+        gradcheck([r](const std::vector<Tensor>& t) { return binary_cross_entropy_with_logits(t[0], t[1], r); }, in));
   auto f = [](const std::vector<Tensor>& t) { return binary_cross_entropy_with_logits(t[0], t[1]); };
   Tensor wy = scalar_tensor(1.0, kFloat64);
   for (size_t which : {0u, 1u})
@@ -264,8 +268,11 @@ TEST(NnBceWithLogits, GradcheckAndDoubleBackward) {
 }
 
 TEST(NnBceWithLogits, RejectsBadArguments) {
-  expect_error([] { binary_cross_entropy_with_logits(randn({4}), rand({4, 1})); },
-               {"binary_cross_entropy_with_logits", "[4]", "[4, 1]"});
+  expect_error(
+      [] {
+        binary_cross_entropy_with_logits(randn({4}), rand({4, 1}));
+      },
+      {"binary_cross_entropy_with_logits", "[4]", "[4, 1]"});
   expect_error([] { binary_cross_entropy_with_logits(randn({4}), ones({4}, kInt64)); },
                {"binary_cross_entropy_with_logits", "target", "floating"});
 }

@@ -165,7 +165,8 @@ std::vector<double> naive_layer_norm(const Tensor& xt, int64_t cols, const Tenso
     mean /= static_cast<double>(cols);
     for (int64_t j = 0; j < cols; ++j) var += std::pow(x[r * cols + j] - mean, 2);
     var /= static_cast<double>(cols);
-    for (int64_t j = 0; j < cols; ++j) out[r * cols + j] = (x[r * cols + j] - mean) / std::sqrt(var + eps) * wv[j] + bv[j];
+    for (int64_t j = 0; j < cols; ++j)
+      out[r * cols + j] = (x[r * cols + j] - mean) / std::sqrt(var + eps) * wv[j] + bv[j];
   }
   return out;
 }
@@ -189,8 +190,11 @@ TEST(NnLayerNorm, ForwardMatchesHandComputedStats) {
 
 TEST(NnLayerNorm, Gradcheck) {
   manual_seed(22);
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return layer_norm(t[0], {3, 4}, t[1], t[2]); },
-                        {randn64({2, 3, 4}), randn64({3, 4}), randn64({3, 4})}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return layer_norm(t[0], {3, 4}, t[1], t[2]);
+      },
+      {randn64({2, 3, 4}), randn64({3, 4}), randn64({3, 4})}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return layer_norm(t[0], {5}); }, {randn64({3, 5})}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return layer_norm(t[0], {4}, t[1]); },
                         {randn64({4, 3}).t(), randn64({4})}))

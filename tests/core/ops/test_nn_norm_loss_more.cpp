@@ -189,9 +189,10 @@ TEST(NnKLDiv, ReductionsAndLogTarget) {
   EXPECT_NEAR(kl_div(input, log_t, KLDivReduction::Sum, true).item<double>(), lt_total, 1e-12);
   for (bool log_target : {false, true}) {
     Tensor t0 = log_target ? randn64({2, 3}) : uniform64({2, 3}, 0.1, 1.0);
-    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& t) {
-      return kl_div(t[0], t[1], KLDivReduction::BatchMean, log_target);
-    }, {randn64({2, 3}), t0})) << "log_target " << log_target;
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Tensor>& t) { return kl_div(t[0], t[1], KLDivReduction::BatchMean, log_target); },
+        {randn64({2, 3}), t0}))
+        << "log_target " << log_target;
   }
   expect_error([&] { kl_div(input, randn64({4, 3})); }, {"kl_div", "same shape", "[3, 4]", "[4, 3]"});
 }

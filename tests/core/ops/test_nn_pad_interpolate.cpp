@@ -58,8 +58,11 @@ TEST(NnPad, EmptyBatchAndEmptyPaddedDim) {
 TEST(NnPad, Gradcheck) {
   manual_seed(7);
   for (PadMode mode : {PadMode::Constant, PadMode::Reflect, PadMode::Replicate, PadMode::Circular}) {
-    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& t) { return pad(t[0], {2, 1, 1, 2}, mode, 0.5); },
-                          {randn64({2, 3, 4})}))
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Tensor>& t) {
+          return pad(t[0], {2, 1, 1, 2}, mode, 0.5);
+        },
+        {randn64({2, 3, 4})}))
         << static_cast<int>(mode);
   }
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return pad(t[0], {-1, 2}); }, {randn64({2, 4})}));
@@ -149,8 +152,8 @@ TEST(NnInterpolate, Gradcheck) {
   }
   InterpolateOptions nearest;
   nearest.scale_factor = {1.7, 0.6};
-  EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& t) { return interpolate(t[0], nearest); },
-                        {randn64({2, 1, 3, 5})}));
+  EXPECT_TRUE(
+      gradcheck([&](const std::vector<Tensor>& t) { return interpolate(t[0], nearest); }, {randn64({2, 1, 3, 5})}));
 }
 
 TEST(NnInterpolate, RefusesBadArguments) {

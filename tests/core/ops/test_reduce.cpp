@@ -48,8 +48,8 @@ struct DimsCase {
 };
 
 const std::vector<DimsCase> kDimsCases = {
-    {{}, false, {}},           {{}, true, {1, 1, 1}},   {{1}, false, {2, 4}},
-    {{1}, true, {2, 1, 4}},    {{-1}, false, {2, 3}},   {{0, 2}, false, {3}},
+    {{}, false, {}},           {{}, true, {1, 1, 1}},  {{1}, false, {2, 4}},
+    {{1}, true, {2, 1, 4}},    {{-1}, false, {2, 3}},  {{0, 2}, false, {3}},
     {{2, 0}, true, {1, 3, 1}}, {{-3, -2}, false, {4}}, {{0, 1, 2}, false, {}},
 };
 
@@ -70,8 +70,8 @@ TEST(Reduce, SumMeanProdMatchNaiveLoopsForEveryDimsCase) {
 
 TEST(Reduce, WorksOnTransposedAndSlicedInputs) {
   Tensor base = randn({4, 6}, f64());
-  Tensor xt = base.t();                 // [6, 4], not contiguous
-  Tensor xs = base.slice(1, 1, 6, 2);   // [4, 3], stride 2
+  Tensor xt = base.t();  // [6, 4], not contiguous
+  Tensor xs = base.slice(1, 1, 6, 2);  // [4, 3], stride 2
   for (const Tensor& x : {xt, xs}) {
     ASSERT_FALSE(x.is_contiguous());
     expect_near_all(sum(x, {0}).to_vector<double>(), naive_reduce(x, {0}, vsum), 1e-12);
@@ -207,8 +207,10 @@ TEST(Reduce, MaxMinAlongDimGiveValuesAndFirstIndices) {
       EXPECT_EQ(imx.dtype(), kInt64);
       Shape expected = x.shape();
       int64_t d = dim < 0 ? dim + 2 : dim;
-      if (keepdim) expected[d] = 1;
-      else expected.erase(expected.begin() + d);
+      if (keepdim)
+        expected[d] = 1;
+      else
+        expected.erase(expected.begin() + d);
       EXPECT_EQ(vmx.shape(), expected);
       EXPECT_EQ(imn.shape(), expected);
       auto sl = slices(x, {d});
@@ -289,8 +291,8 @@ TEST(ReduceGrad, SumMeanForEveryDimsCase) {
 
 TEST(ReduceGrad, NonContiguousAndBroadcastInputs) {
   auto fn = [](const std::vector<Tensor>& in) {
-    Tensor xt = in[0].transpose(0, 1);           // [4, 3]
-    Tensor xb = in[1].expand({4, 3});            // broadcast row
+    Tensor xt = in[0].transpose(0, 1);  // [4, 3]
+    Tensor xb = in[1].expand({4, 3});  // broadcast row
     return var(xt * xb, {0}) + amax(xt.slice(0, 0, 4, 2), {0}) + prod(xt + xb, {-1}).sum();
   };
   EXPECT_TRUE(gradcheck(fn, {randn({3, 4}, f64()), randn({1, 3}, f64())}));
@@ -298,8 +300,11 @@ TEST(ReduceGrad, NonContiguousAndBroadcastInputs) {
 
 TEST(ReduceGrad, AmaxAmin) {
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return amax(in[0], {1}); }, {randn({3, 5}, f64())}));
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return amin(in[0], {0, -1}, true); },
-                        {randn({3, 2, 5}, f64())}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return amin(in[0], {0, -1}, true);
+      },
+      {randn({3, 2, 5}, f64())}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return amax(in[0]); }, {randn({4, 2}, f64())}));
 }
 
@@ -326,12 +331,15 @@ TEST(ReduceGrad, ProdIncludingZeros) {
 
 TEST(ReduceGrad, VarStd) {
   for (int64_t correction : {0, 1}) {
-    EXPECT_TRUE(gradcheck([=](const std::vector<Tensor>& in) { return var(in[0], {1}, correction); },
-                          {randn({3, 5}, f64())}));
-    EXPECT_TRUE(gradcheck([=](const std::vector<Tensor>& in) { return std(in[0], {0, 2}, correction, true); },
-                          {randn({3, 2, 4}, f64())}));
-    EXPECT_TRUE(gradcheck([=](const std::vector<Tensor>& in) { return std(in[0], {}, correction); },
-                          {randn({6}, f64())}));
+    EXPECT_TRUE(
+        gradcheck([=](const std::vector<Tensor>& in) { return var(in[0], {1}, correction); }, {randn({3, 5}, f64())}));
+    EXPECT_TRUE(gradcheck(
+        [=](const std::vector<Tensor>& in) {
+          return std(in[0], {0, 2}, correction, true);
+        },
+        {randn({3, 2, 4}, f64())}));
+    EXPECT_TRUE(
+        gradcheck([=](const std::vector<Tensor>& in) { return std(in[0], {}, correction); }, {randn({6}, f64())}));
   }
 }
 
@@ -356,8 +364,8 @@ TEST(ReduceGrad, Norm) {
 
 TEST(ReduceGrad, MaxMinAlongDimScatterToTheIndex) {
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return max(in[0], 1).first; }, {randn({3, 5}, f64())}));
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return min(in[0], -3, true).first; },
-                        {randn({3, 2, 4}, f64())}));
+  EXPECT_TRUE(
+      gradcheck([](const std::vector<Tensor>& in) { return min(in[0], -3, true).first; }, {randn({3, 2, 4}, f64())}));
   // With ties, all the gradient goes to the reported index.
   Tensor x = tensor({4.0, 1.0, 4.0}, kFloat64).requires_grad_();
   max(x, 0).first.backward();
@@ -367,8 +375,8 @@ TEST(ReduceGrad, MaxMinAlongDimScatterToTheIndex) {
 TEST(ReduceGrad, SoftmaxLogSoftmax) {
   for (int64_t dim : {0, 1, -1}) {
     EXPECT_TRUE(gradcheck([=](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, {randn({3, 4}, f64())}));
-    EXPECT_TRUE(gradcheck([=](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); },
-                          {randn({3, 4}, f64())}));
+    EXPECT_TRUE(
+        gradcheck([=](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); }, {randn({3, 4}, f64())}));
   }
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return softmax(in[0].t(), 0); }, {randn({3, 4}, f64())}));
 }

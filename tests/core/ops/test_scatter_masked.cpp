@@ -81,7 +81,8 @@ TEST(Scatter, Gradients) {
   Tensor idx = column_index(3, 4, 5, /*unique=*/true, 2);
   EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return scatter(in[0], 0, idx, in[1]); },
                         {randn({5, 4}, f64()), randn({4, 4}, f64())}));  // src larger than index: the rest gets 0
-  EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return scatter(in[0], 0, idx, 1.5); }, {randn({5, 4}, f64())}));
+  EXPECT_TRUE(
+      gradcheck([&](const std::vector<Tensor>& in) { return scatter(in[0], 0, idx, 1.5); }, {randn({5, 4}, f64())}));
   Tensor rep = column_index(3, 4, 5, /*unique=*/false, 3);
   EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return scatter(in[0], 0, rep, in[1], "add"); },
                         {randn({5, 4}, f64()), randn({3, 4}, f64())}));
@@ -96,12 +97,15 @@ TEST(Scatter, Gradients) {
 
 TEST(Scatter, BadInput) {
   Tensor self = zeros({3, 4});
-  EXPECT_ANVIL_ERROR(scatter(self, 0, ints({3}, {1, 1}), ones({1, 1})), "scatter: index 3 is out of range for dim 0 of size 3");
-  EXPECT_ANVIL_ERROR(scatter(self, 0, ints({0}, {1, 1}), ones({1, 1}, kFloat64)), "scatter: expected self and src of the same dtype");
+  EXPECT_ANVIL_ERROR(scatter(self, 0, ints({3}, {1, 1}), ones({1, 1})),
+                     "scatter: index 3 is out of range for dim 0 of size 3");
+  EXPECT_ANVIL_ERROR(scatter(self, 0, ints({0}, {1, 1}), ones({1, 1}, kFloat64)),
+                     "scatter: expected self and src of the same dtype");
   EXPECT_ANVIL_ERROR(scatter(self, 0, ints({0}, {1}), ones({1})), "same number of dims");
   EXPECT_ANVIL_ERROR(scatter(self, 2, ints({0}, {1, 1}), ones({1, 1})), "scatter");
   EXPECT_ANVIL_ERROR(scatter(self, 0, ones({1, 1}), ones({1, 1})), "int64");
-  EXPECT_ANVIL_ERROR(scatter(self, 0, ints({0}, {1, 1}), ones({1, 1}), "max"), "reduce must be \"add\" or \"multiply\"");
+  EXPECT_ANVIL_ERROR(scatter(self, 0, ints({0}, {1, 1}), ones({1, 1}), "max"),
+                     "reduce must be \"add\" or \"multiply\"");
   Tensor leaf = zeros({3, 4}, f64()).requires_grad_();
   EXPECT_ANVIL_ERROR(scatter(leaf, 0, ints({0}, {1, 1}), 2.0, "multiply"), "multiply\" is not implemented");
   EXPECT_ANVIL_ERROR(leaf.scatter_(0, ints({0}, {1, 1}), 2.0), "scatter_");
@@ -157,7 +161,8 @@ TEST(MaskedSelect, BroadcastMaskValuesAndGradient) {
   EXPECT_EQ(masked_select(tensor({1, 2}), ones({3, 2}, kBool)).numel(), 6);  // x broadcast too
   Tensor mm = randn({3, 4}) > 0.0;
   EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return masked_select(in[0], mm); }, {x}));
-  EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return masked_select(in[0], m); }, {randn({2, 4}, f64())}));
+  EXPECT_TRUE(
+      gradcheck([&](const std::vector<Tensor>& in) { return masked_select(in[0], m); }, {randn({2, 4}, f64())}));
   EXPECT_ANVIL_ERROR(masked_select(x, ones({4}, kUInt8)), "masked_select: expected a bool mask, got [4] uint8");
   EXPECT_ANVIL_ERROR(masked_select(x, ones({3}, kBool)), "masked_select: shapes [3, 4] and [3]");
 }
@@ -182,9 +187,11 @@ TEST(MaskedScatter, TakesSourceInOrderAndGradients) {
   Tensor row = from_vector(std::vector<uint8_t>{0, 1, 1}, {3}).to(kBool);  // broadcast over rows
   EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return masked_scatter(in[0], row, in[1]); },
                         {self, randn({5}, f64())}));
-  EXPECT_ANVIL_ERROR(masked_scatter(self, m, randn({3}, f64())), "masked_scatter: mask [2, 3] bool cpu selects 4 elements");
+  EXPECT_ANVIL_ERROR(masked_scatter(self, m, randn({3}, f64())),
+                     "masked_scatter: mask [2, 3] bool cpu selects 4 elements");
   EXPECT_ANVIL_ERROR(masked_scatter(self, m, randn({7})), "same dtype");
-  EXPECT_ANVIL_ERROR(self.clone().masked_scatter_(ones({3, 2, 3}, kBool), randn({20}, f64())), "must broadcast to self");
+  EXPECT_ANVIL_ERROR(self.clone().masked_scatter_(ones({3, 2, 3}, kBool), randn({20}, f64())),
+                     "must broadcast to self");
 }
 
 // ---- take_along_dim ----
@@ -204,14 +211,18 @@ TEST(TakeAlongDim, GathersAfterBroadcastingAndGradient) {
   Tensor yb = x.take_along_dim(row, 1);
   ASSERT_EQ(yb.shape(), (Shape{3, 2}));
   EXPECT_EQ(yb.index({2, 1}).item<double>(), vx[2 * 4 + 3]);
-  EXPECT_EQ(take_along_dim(x, ints({5, 0}, {2})).to_vector<double>(), (std::vector<double>{vx[5], vx[0]}));  // flattened
+  EXPECT_EQ(take_along_dim(x, ints({5, 0}, {2})).to_vector<double>(),
+            (std::vector<double>{vx[5], vx[0]}));  // flattened
   // The argsort-style use: values at argmax.
   Tensor am = x.argmax(1, true);
   EXPECT_EQ(take_along_dim(x, am, 1).squeeze(1).to_vector<double>(), std::get<0>(x.max(1)).to_vector<double>());
   EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return take_along_dim(in[0], row, 1); }, {x}));
-  EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return take_along_dim(in[0], idx, -1); }, {randn({1, 4}, f64())}));
-  EXPECT_ANVIL_ERROR(take_along_dim(x, ints({0}, {1}), 0), "take_along_dim: input and indices must have the same number of dims");
-  EXPECT_ANVIL_ERROR(take_along_dim(x, ones({3, 1}), 1), "take_along_dim: expected int64 (or int32) indices, got [3, 1] float32");
+  EXPECT_TRUE(
+      gradcheck([&](const std::vector<Tensor>& in) { return take_along_dim(in[0], idx, -1); }, {randn({1, 4}, f64())}));
+  EXPECT_ANVIL_ERROR(take_along_dim(x, ints({0}, {1}), 0),
+                     "take_along_dim: input and indices must have the same number of dims");
+  EXPECT_ANVIL_ERROR(take_along_dim(x, ones({3, 1}), 1),
+                     "take_along_dim: expected int64 (or int32) indices, got [3, 1] float32");
   EXPECT_ANVIL_ERROR(take_along_dim(x, ints({4}, {1, 1}), 1), "gather: index 4 is out of range");
 }
 

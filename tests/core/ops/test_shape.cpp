@@ -152,12 +152,21 @@ TEST(Chunk, LikePyTorch) {
 }
 
 TEST(ShapeGrad, CatStackSplitChunk) {
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return cat({in[0], in[1].t(), in[0]}, 1); },
-                        {randn({3, 2}, f64()), randn({4, 3}, f64())}));
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return cat({in[0], empty({0}, f64()), in[1]}, -2); },
-                        {randn({1, 2}, f64()), randn({3, 2}, f64())}));
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return stack({in[0], in[1] * in[0]}, 1); },
-                        {randn({3, 2}, f64()), randn({3, 2}, f64())}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return cat({in[0], in[1].t(), in[0]}, 1);
+      },
+      {randn({3, 2}, f64()), randn({4, 3}, f64())}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return cat({in[0], empty({0}, f64()), in[1]}, -2);
+      },
+      {randn({1, 2}, f64()), randn({3, 2}, f64())}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return stack({in[0], in[1] * in[0]}, 1);
+      },
+      {randn({3, 2}, f64()), randn({3, 2}, f64())}));
   EXPECT_TRUE(gradcheck(
       [](const std::vector<Tensor>& in) {
         auto p = split(in[0], 2, 1);
@@ -170,8 +179,11 @@ TEST(ShapeGrad, CatStackSplitChunk) {
         return matmul(p[1], p[0].t());
       },
       {randn({4, 3}, f64())}));
-  EXPECT_TRUE(testing::gradgradcheck([](const std::vector<Tensor>& in) { return cat({in[0] * in[0], in[0]}, 0); },
-                                     {randn({2, 3}, f64())}));
+  EXPECT_TRUE(testing::gradgradcheck(
+      [](const std::vector<Tensor>& in) {
+        return cat({in[0] * in[0], in[0]}, 0);
+      },
+      {randn({2, 3}, f64())}));
 }
 
 TEST(ShapeGrad, CatIntoWiderDtypeGivesGradientInInputDtype) {

@@ -49,8 +49,8 @@ std::vector<PlainRow> differentiable_rows() {
 Tensor points(double sign, uint64_t seed) {
   manual_seed(seed);
   Tensor u = rand({2, 5}, kFloat64);  // [0, 1)
-  Tensor magnitude = u * 0.4 + 0.3 + where(gt(rand({2, 5}, kFloat64), 0.5), full({2, 5}, 1.0, kFloat64),
-                                           zeros({2, 5}, kFloat64));
+  Tensor magnitude =
+      u * 0.4 + 0.3 + where(gt(rand({2, 5}, kFloat64), 0.5), full({2, 5}, 1.0, kFloat64), zeros({2, 5}, kFloat64));
   return magnitude * sign;
 }
 

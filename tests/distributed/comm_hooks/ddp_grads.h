@@ -56,9 +56,9 @@ inline Batches random_batches(int ranks, int steps, DType dtype) {
 
 struct HookRun {
   std::vector<std::vector<Grads>> local, reduced;  // [rank][step]
-  std::vector<std::vector<int64_t>> bytes;         // [rank][step]: comm_stats().last_step_bytes
-  std::vector<std::vector<int64_t>> collectives;   // [rank][step]
-  std::vector<size_t> buckets;                     // [rank]
+  std::vector<std::vector<int64_t>> bytes;  // [rank][step]: comm_stats().last_step_bytes
+  std::vector<std::vector<int64_t>> collectives;  // [rank][step]
+  std::vector<size_t> buckets;  // [rank]
   int64_t params = 0;
 };
 

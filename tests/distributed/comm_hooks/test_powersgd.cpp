@@ -78,10 +78,10 @@ TEST(PowerSGD, LowRankSendsRTimesNPlusMPerMatrixAfterTheStartIteration) {
 // same rank-1 part forever: P and Q stay orthogonal to the residual, which
 // then grows without being sent. Real gradients vary; so does this one.)
 struct FeedbackRun {
-  std::vector<std::vector<double>> applied_sum;      // [rank]: sum over steps of the results
-  std::vector<std::vector<double>> residual;         // [rank]: error after the last step
-  std::vector<double> relative_error_after;          // |sum - true sum| / |true sum| after each step (rank 0)
-  double bookkeeping_error = 0;                      // max |residual - (input - result)| over ranks and steps
+  std::vector<std::vector<double>> applied_sum;  // [rank]: sum over steps of the results
+  std::vector<std::vector<double>> residual;  // [rank]: error after the last step
+  std::vector<double> relative_error_after;  // |sum - true sum| / |true sum| after each step (rank 0)
+  double bookkeeping_error = 0;  // max |residual - (input - result)| over ranks and steps
 };
 
 // grads[s][r]: rank r's gradient at step s; truth_sums[s]: the true averages summed up to step s.
@@ -94,8 +94,10 @@ FeedbackRun run_feedback(int ranks, int steps, bool error_feedback, const std::v
   testing::run_ranks(ranks, [&](std::shared_ptr<ProcessGroup> group) {
     const int r = group->rank();
     Tensor param = zeros({16, 12}, kFloat64);
-    PowerSGDState state({.matrix_approximation_rank = 2, .start_powerSGD_iter = 0,
-                         .use_error_feedback = error_feedback, .random_seed = 7});
+    PowerSGDState state({.matrix_approximation_rank = 2,
+                         .start_powerSGD_iter = 0,
+                         .use_error_feedback = error_feedback,
+                         .random_seed = 7});
     Tensor sum = zeros({16 * 12}, kFloat64);
     for (int s = 0; s < steps; ++s) {
       Tensor buffer = grads[s][r].clone();

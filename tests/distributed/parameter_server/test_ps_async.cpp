@@ -47,7 +47,8 @@ struct WorkerLog {
   int64_t max_applied_staleness = 0;
   int refused = 0;
 };
-WorkerLog train(ParameterServerClient& client, nn::Module& model, const Regression& task, int steps, int max_staleness) {
+WorkerLog train(ParameterServerClient& client, nn::Module& model, const Regression& task, int steps,
+                int max_staleness) {
   WorkerLog log;
   for (int s = 0; s < steps; ++s) {
     client.pull();
@@ -170,7 +171,9 @@ TEST(ParameterServerAsync, DeadWorkerDoesNotStopTrainingAndARestartRejoins) {
 TEST(ParameterServerAsync, AWorkerThatNeverReturnsIsWaitedForOnlyTheGrace) {
   auto init = linear_model(60);
   Job job(init->parameters(), 1,
-          {.mode = Mode::Async, .num_workers = 2, .make_optimizer = sgd(0.05),
+          {.mode = Mode::Async,
+           .num_workers = 2,
+           .make_optimizer = sgd(0.05),
            .rejoin_grace = std::chrono::milliseconds(150)});
   auto a = linear_model(61), b = linear_model(62);
   ParameterServerClient ca(a->parameters(), job.plan, job.client_options(0));
@@ -196,7 +199,8 @@ TEST(ParameterServerAsync, StalenessIsCountedAndTheBoundIsExact) {
   for (int bound : {0, 1}) {
     SCOPED_TRACE("max_staleness=" + std::to_string(bound));
     auto init = linear_model(70);
-    Job job(init->parameters(), 2, {.mode = Mode::Async, .num_workers = 2, .max_staleness = bound, .make_optimizer = sgd(0.1)});
+    Job job(init->parameters(), 2,
+            {.mode = Mode::Async, .num_workers = 2, .max_staleness = bound, .make_optimizer = sgd(0.1)});
     auto a = linear_model(71), b = linear_model(72);
     ParameterServerClient ca(a->parameters(), job.plan, job.client_options(0));
     ParameterServerClient cb(b->parameters(), job.plan, job.client_options(1));

@@ -126,8 +126,9 @@ TEST(ParameterServerHostile, WorkerErrorsAreClear) {
   // A different model: the layout fingerprints differ.
   auto other = std::make_shared<nn::Linear>(5, 4);
   const ShardPlan other_plan = make_shard_plan(numels_of(other->parameters()), 2);
-  EXPECT_TRUE(contains(error_of([&] { ParameterServerClient c(other->parameters(), other_plan, job.client_options(0)); }),
-                       "model layout"));
+  EXPECT_TRUE(
+      contains(error_of([&] { ParameterServerClient c(other->parameters(), other_plan, job.client_options(0)); }),
+               "model layout"));
   // A worker id out of range, and one already connected.
   EXPECT_TRUE(contains(error_of([&] { ParameterServerClient c(model->parameters(), job.plan, job.client_options(2)); }),
                        "worker id 2 is not in 0..1"));
@@ -165,10 +166,13 @@ TEST(ParameterServerHostile, SyncPushForAnotherStepIsRefused) {
   h.version = job.plan.fingerprint();
   ASSERT_TRUE(net::send_all(fd, &h, sizeof h, Clock::now() + std::chrono::seconds(5)));
   Frame f;
-  ASSERT_EQ(recv_frame(fd, &f, 0, Clock::now() + std::chrono::seconds(5), std::chrono::seconds(5)).status, RecvStatus::Ok);
+  ASSERT_EQ(recv_frame(fd, &f, 0, Clock::now() + std::chrono::seconds(5), std::chrono::seconds(5)).status,
+            RecvStatus::Ok);
   std::vector<float> grad(static_cast<size_t>(job.plan.shard_numel(0)), 1.0f);
-  ASSERT_TRUE(send_frame(fd, FrameType::Push, 7, 0, grad.data(), grad.size() * 4, Clock::now() + std::chrono::seconds(5)));
-  ASSERT_EQ(recv_frame(fd, &f, 0, Clock::now() + std::chrono::seconds(5), std::chrono::seconds(5)).status, RecvStatus::Ok);
+  ASSERT_TRUE(
+      send_frame(fd, FrameType::Push, 7, 0, grad.data(), grad.size() * 4, Clock::now() + std::chrono::seconds(5)));
+  ASSERT_EQ(recv_frame(fd, &f, 0, Clock::now() + std::chrono::seconds(5), std::chrono::seconds(5)).status,
+            RecvStatus::Ok);
   EXPECT_EQ(f.type, FrameType::Error);
   EXPECT_TRUE(contains(std::string(f.payload.begin(), f.payload.end()), "server is only at 0"));
   net::close_fd(fd);
@@ -176,8 +180,8 @@ TEST(ParameterServerHostile, SyncPushForAnotherStepIsRefused) {
 }
 
 TEST(ParameterServerJob, RolesFromTheEnvironmentAndTheirErrors) {
-  std::map<std::string, std::string> env{{"ANVIL_PS_ROLE", "worker"}, {"ANVIL_NUM_PS", "2"},
-                                         {"ANVIL_NUM_WORKERS", "3"}, {"ANVIL_WORKER_INDEX", "2"}};
+  std::map<std::string, std::string> env{
+      {"ANVIL_PS_ROLE", "worker"}, {"ANVIL_NUM_PS", "2"}, {"ANVIL_NUM_WORKERS", "3"}, {"ANVIL_WORKER_INDEX", "2"}};
   auto lookup = [&](const char* name) -> std::optional<std::string> {
     auto it = env.find(name);
     if (it == env.end()) return std::nullopt;
@@ -189,7 +193,8 @@ TEST(ParameterServerJob, RolesFromTheEnvironmentAndTheirErrors) {
   EXPECT_EQ(r.num_ps, 2);
   EXPECT_EQ(r.num_workers, 3);
   env["ANVIL_WORKER_INDEX"] = "3";
-  EXPECT_TRUE(contains(error_of([&] { job_role_from(lookup); }), "ANVIL_WORKER_INDEX 3 is not below ANVIL_NUM_WORKERS 3"));
+  EXPECT_TRUE(
+      contains(error_of([&] { job_role_from(lookup); }), "ANVIL_WORKER_INDEX 3 is not below ANVIL_NUM_WORKERS 3"));
   env["ANVIL_PS_ROLE"] = "ps";
   env["ANVIL_PS_INDEX"] = "1";
   r = job_role_from(lookup);

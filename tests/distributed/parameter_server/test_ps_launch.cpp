@@ -27,8 +27,8 @@ TEST(ParameterServerLaunch, SyncJobMatchesOneProcess) {
     EXPECT_TRUE(contains(lines.back(), "OK ps " + std::to_string(rank) + " version 4 lost 0")) << r.output;
   }
   for (int rank = 2; rank < 5; ++rank)
-    EXPECT_TRUE(contains(r.output, "[rank " + std::to_string(rank) + "] OK worker " + std::to_string(rank - 2) +
-                                       " matches one process"))
+    EXPECT_TRUE(contains(
+        r.output, "[rank " + std::to_string(rank) + "] OK worker " + std::to_string(rank - 2) + " matches one process"))
         << r.output;
 }
 

@@ -22,8 +22,8 @@ Tensor shard_rows(const Tensor& t, int w, int n) {
 }
 
 void check_sync_matches_one_process(int num_ps, int num_workers, const OptimizerFactory& make_opt, uint64_t seed) {
-  SCOPED_TRACE("ps=" + std::to_string(num_ps) + " workers=" + std::to_string(num_workers) + " seed=" +
-               std::to_string(seed));
+  SCOPED_TRACE("ps=" + std::to_string(num_ps) + " workers=" + std::to_string(num_workers) +
+               " seed=" + std::to_string(seed));
   const int steps = 5;
   manual_seed(seed);
   std::vector<Tensor> xs, ys;
@@ -87,8 +87,11 @@ TEST(ParameterServerSync, MatchesOneProcessOnTheWholeBatchAdamW) {
 
 TEST(ParameterServerSync, DeadWorkerLeavesTheStepToTheOthers) {
   auto init = make_mlp(5);
-  Job job(init->parameters(), 2, {.mode = Mode::Sync, .num_workers = 2, .make_optimizer = sgd(0.05),
-                                  .rejoin_grace = std::chrono::milliseconds(100)});
+  Job job(init->parameters(), 2,
+          {.mode = Mode::Sync,
+           .num_workers = 2,
+           .make_optimizer = sgd(0.05),
+           .rejoin_grace = std::chrono::milliseconds(100)});
   auto a = make_mlp(6), b = make_mlp(7);
   ParameterServerClient ca(a->parameters(), job.plan, job.client_options(0));
   {

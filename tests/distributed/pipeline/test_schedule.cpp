@@ -149,23 +149,23 @@ TEST(Schedule, ValidationCatchesBrokenSchedules) {
   }
   {  // an activation sent before it was computed
     Schedule s = gpipe_schedule(2, 1);
-    s.stages[0] = {{StepKind::SendActivation, 0}, {StepKind::Forward, 0}, {StepKind::RecvGrad, 0},
-                   {StepKind::Backward, 0}};
+    s.stages[0] = {
+        {StepKind::SendActivation, 0}, {StepKind::Forward, 0}, {StepKind::RecvGrad, 0}, {StepKind::Backward, 0}};
     expect_error(s, "after its forward");
   }
   {  // stage 0 waits for a gradient before sending the activation that causes it
     Schedule s = gpipe_schedule(2, 1);
-    s.stages[0] = {{StepKind::Forward, 0}, {StepKind::RecvGrad, 0}, {StepKind::SendActivation, 0},
-                   {StepKind::Backward, 0}};
+    s.stages[0] = {
+        {StepKind::Forward, 0}, {StepKind::RecvGrad, 0}, {StepKind::SendActivation, 0}, {StepKind::Backward, 0}};
     expect_error(s, "deadlock");
   }
   {  // both stages receive before they send: each rule holds, the order deadlocks
     Schedule s = gpipe_schedule(2, 2);
-    s.stages[1] = {{StepKind::RecvActivation, 1}, {StepKind::Forward, 1}, {StepKind::RecvActivation, 0},
-                   {StepKind::Forward, 0}, {StepKind::Backward, 0}, {StepKind::SendGrad, 0},
-                   {StepKind::Backward, 1}, {StepKind::SendGrad, 1}};
-    s.stages[0] = {{StepKind::Forward, 0}, {StepKind::SendActivation, 0}, {StepKind::RecvGrad, 0},
-                   {StepKind::Forward, 1}, {StepKind::SendActivation, 1}, {StepKind::Backward, 0},
+    s.stages[1] = {{StepKind::RecvActivation, 1}, {StepKind::Forward, 1},  {StepKind::RecvActivation, 0},
+                   {StepKind::Forward, 0},        {StepKind::Backward, 0}, {StepKind::SendGrad, 0},
+                   {StepKind::Backward, 1},       {StepKind::SendGrad, 1}};
+    s.stages[0] = {{StepKind::Forward, 0},  {StepKind::SendActivation, 0}, {StepKind::RecvGrad, 0},
+                   {StepKind::Forward, 1},  {StepKind::SendActivation, 1}, {StepKind::Backward, 0},
                    {StepKind::RecvGrad, 1}, {StepKind::Backward, 1}};
     expect_error(s, "deadlock");
   }

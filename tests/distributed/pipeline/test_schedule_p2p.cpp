@@ -77,8 +77,7 @@ TEST(ScheduleP2P, MessagesOutOfOrderAreReportedSinceNcclHasNoTags) {
                  {StepKind::Forward, 1},        {StepKind::Backward, 0},       {StepKind::SendGrad, 0},
                  {StepKind::Backward, 1},       {StepKind::SendGrad, 1}};
   std::string e = error_of(s, P2PIssue::PerTimeStep);
-  EXPECT_NE(e.find("message 0 from stage 0 to stage 1 is SA0 on the sender but RA1 on the receiver"),
-            std::string::npos)
+  EXPECT_NE(e.find("message 0 from stage 0 to stage 1 is SA0 on the sender but RA1 on the receiver"), std::string::npos)
       << e;
   EXPECT_NE(e.find("NCCL has no tags"), std::string::npos) << e;
 }

@@ -67,8 +67,7 @@ TEST(PipelineStage, ExchangePostsOnlySendsAndReceives) {
     stage.exchange({{StepKind::Forward, 3}});
     FAIL() << "no error for a Forward step";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("step F3 of stage 0 is not a send or receive"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("step F3 of stage 0 is not a send or receive"), std::string::npos) << e.what();
   }
   // Stage 0 has no previous stage: its receive of an activation is a misuse.
   EXPECT_THROW(stage.exchange({{StepKind::RecvActivation, 0}}), Error);

@@ -54,8 +54,7 @@ TEST_P(VocabParallelCrossEntropy, MatchesCrossEntropyOnTheWholeLogits) {
     EXPECT_LT(max_abs_diff(mine.grad(), slice_of(exact_grad, -1, r, n)), 1e-12);
     EXPECT_LT(max_abs_diff(mine.grad(), slice_of(full.grad(), -1, r, n)), 1e-5) << "cross_entropy's own gradient";
 
-    EXPECT_LT(max_abs_diff(vocab_parallel_cross_entropy(mine, targets, group, {.reduction = Reduction::Sum}),
-                           want_sum),
+    EXPECT_LT(max_abs_diff(vocab_parallel_cross_entropy(mine, targets, group, {.reduction = Reduction::Sum}), want_sum),
               1e-9);
     Tensor each = vocab_parallel_cross_entropy(mine, targets, group, {.reduction = Reduction::None});
     EXPECT_EQ(each.shape(), (Shape{3, 5}));
@@ -87,7 +86,8 @@ TEST_P(VocabParallelCrossEntropy, BadTargetsAreErrors) {
     Tensor logits = zeros({4, 3});
     std::string e = error_of([&] { vocab_parallel_cross_entropy(logits, full({4}, 3 * n, kInt64), group); });
     EXPECT_TRUE(contains(e, "targets must be in [0, " + std::to_string(3 * n) + ") (3 logits on each of " +
-                                std::to_string(n) + " ranks)")) << e;
+                                std::to_string(n) + " ranks)"))
+        << e;
     e = error_of([&] { vocab_parallel_cross_entropy(logits, zeros({5}, kInt64), group); });
     EXPECT_TRUE(contains(e, "got logits [4, 3] and targets [5]")) << e;
   });

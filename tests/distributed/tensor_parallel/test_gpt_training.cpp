@@ -71,8 +71,8 @@ std::vector<double> single_process_losses(const std::vector<Batch>& batches, uin
 // [first_row, first_row + rows) of each batch; with a dp group, gradients
 // and the reported loss are averaged over it.
 std::vector<double> parallel_losses(const Gpt& full, const std::vector<Batch>& batches,
-                                    std::shared_ptr<ProcessGroup> tp, ProcessGroup* dp, int64_t first_row,
-                                    int64_t rows, const distributed::tensor_parallel::ParallelOptions& parallel) {
+                                    std::shared_ptr<ProcessGroup> tp, ProcessGroup* dp, int64_t first_row, int64_t rows,
+                                    const distributed::tensor_parallel::ParallelOptions& parallel) {
   TensorParallelGpt gpt(full, std::move(tp), parallel);
   nn::optim::AdamW opt(gpt.parameters(), kAdamW);
   std::vector<double> losses;
@@ -120,9 +120,9 @@ TEST(TensorParallelGptTraining, TwoByTwoMeshFollowsTheSingleProcessLossCurve) {
   run_world_ranks(4, [&](World& world, std::shared_ptr<ProcessGroup>) {
     DeviceMesh mesh(world, "cpu", {2, 2}, {"dp", "tp"});
     const int64_t dp_rank = mesh.get_local_rank("dp");
-    expect_same_curve(parallel_losses(*full, batches, mesh.get_group("tp"), mesh.get_group("dp").get(), 2 * dp_rank,
-                                      2, {}),
-                      want, "tp=2 x dp=2");
+    expect_same_curve(
+        parallel_losses(*full, batches, mesh.get_group("tp"), mesh.get_group("dp").get(), 2 * dp_rank, 2, {}), want,
+        "tp=2 x dp=2");
   });
 }
 
@@ -140,9 +140,8 @@ TEST(TensorParallelGptTraining, PipelineOfTensorParallelStagesFollowsTheSinglePr
     // [embeddings, block 0] on stage 0; [block 1, LayerNorm, head] on stage 1.
     auto stage = distributed::stage_of_sequential(*gpt.as_sequential(), mesh.get_local_rank("pp"), 2, {2});
     pipe::PipelineExecutor executor(
-        stage, mesh.get_group("pp"), [&](const Tensor& logits, const Tensor& targets) {
-          return gpt.loss_of_logits(logits, targets);
-        },
+        stage, mesh.get_group("pp"),
+        [&](const Tensor& logits, const Tensor& targets) { return gpt.loss_of_logits(logits, targets); },
         {.schedule = pipe::ScheduleKind::OneFOneB, .micro_batches = 2});
     nn::optim::AdamW opt(stage->parameters(), kAdamW);
     std::vector<double> losses;

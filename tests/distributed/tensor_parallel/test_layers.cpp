@@ -110,8 +110,9 @@ TEST_P(ParallelLayers, SizesThatDoNotDivideAreErrorsNamingLayerSizeAndWorld) {
   run_ranks(n, [&](std::shared_ptr<ProcessGroup> group) {
     const std::string world = "tensor-parallel size " + std::to_string(n);
     std::string e = error_of([&] { ColumnParallelLinear(4, 4 * n + 1, group); });
-    EXPECT_TRUE(contains(e, "ColumnParallelLinear: out_features " + std::to_string(4 * n + 1) +
-                                " does not divide by the " + world)) << e;
+    EXPECT_TRUE(contains(
+        e, "ColumnParallelLinear: out_features " + std::to_string(4 * n + 1) + " does not divide by the " + world))
+        << e;
     e = error_of([&] { RowParallelLinear(4 * n + 1, 4, group); });
     EXPECT_TRUE(contains(e, "RowParallelLinear: in_features " + std::to_string(4 * n + 1))) << e;
     EXPECT_TRUE(contains(e, world)) << e;
@@ -120,8 +121,9 @@ TEST_P(ParallelLayers, SizesThatDoNotDivideAreErrorsNamingLayerSizeAndWorld) {
 
     auto row = std::make_shared<RowParallelLinear>(4 * n, 3, group, RowParallelOptions{.input_is_parallel = true});
     e = error_of([&] { row->forward(zeros({2, 4 * n})); });
-    EXPECT_TRUE(contains(e, "RowParallelLinear: expected input [..., 4] (this rank's slice), got [2, " +
-                                std::to_string(4 * n) + "]")) << e;
+    EXPECT_TRUE(contains(
+        e, "RowParallelLinear: expected input [..., 4] (this rank's slice), got [2, " + std::to_string(4 * n) + "]"))
+        << e;
     VocabParallelEmbedding emb(4 * n, 2, group);
     e = error_of([&] { emb.forward(full({3}, 4 * n, kInt64)); });
     EXPECT_TRUE(contains(e, "ids must be in [0, " + std::to_string(4 * n) + ")")) << e;

@@ -49,8 +49,10 @@ std::shared_ptr<nn::TransformerBlock> gradients_of(const nn::TransformerBlock& f
   NoGradGuard no_grad;
   for (size_t i = 0; i < from.size(); ++i) {
     const Tensor grad = from[i].second.grad();  // none outside the part a reference ran
-    if (grad.defined()) to[i].second.copy_(grad);
-    else to[i].second.zero_();
+    if (grad.defined())
+      to[i].second.copy_(grad);
+    else
+      to[i].second.zero_();
   }
   return grads;
 }
@@ -135,7 +137,8 @@ TEST_P(ParallelTransformer, HeadsThatDoNotDivideAndDropoutAreErrors) {
   run_ranks(n, [&](std::shared_ptr<ProcessGroup> group) {
     std::string e = error_of([&] { ParallelSelfAttention({.n_embd = 6 * n + 3, .n_head = n + 1}, group); });
     EXPECT_TRUE(contains(e, "ParallelSelfAttention: n_head " + std::to_string(n + 1) +
-                                " does not divide by the tensor-parallel size " + std::to_string(n))) << e;
+                                " does not divide by the tensor-parallel size " + std::to_string(n)))
+        << e;
     e = error_of([&] { ParallelTransformerBlock({.n_embd = 8, .n_head = 4, .dropout = 0.1}, group); });
     EXPECT_TRUE(contains(e, "ParallelTransformerBlock: dropout 0.1 is not supported")) << e;
   });

@@ -89,7 +89,9 @@ void run_collectives(uint64_t seed, bool async) {
         }
         Tensor t = make(dt, v[rank]);
         auto w = all_reduce(t, op, call);
-        done(w, [=] { expect_close(label(std::string("all_reduce ") + to_string(op), dt, n, async), dt, values_of(t), want); });
+        done(w, [=] {
+          expect_close(label(std::string("all_reduce ") + to_string(op), dt, n, async), dt, values_of(t), want);
+        });
       }
       // broadcast from every root.
       for (int root = 0; root < world; ++root) {
@@ -97,7 +99,9 @@ void run_collectives(uint64_t seed, bool async) {
         Tensor t = make(dt, v[rank]);
         auto w = broadcast(t, root, call);
         auto want = v[root];
-        done(w, [=] { expect_close(label("broadcast root " + std::to_string(root), dt, n, async), dt, values_of(t), want); });
+        done(w, [=] {
+          expect_close(label("broadcast root " + std::to_string(root), dt, n, async), dt, values_of(t), want);
+        });
       }
       // all_gather.
       {
@@ -122,7 +126,9 @@ void run_collectives(uint64_t seed, bool async) {
           for (int r = 0; r < world; ++r) xs.push_back(v[r][rank * n + i]);
           want[i] = round_to(dt, reduce(op, xs));
         }
-        done(w, [=] { expect_close(label(std::string("reduce_scatter ") + to_string(op), dt, n, async), dt, values_of(out), want); });
+        done(w, [=] {
+          expect_close(label(std::string("reduce_scatter ") + to_string(op), dt, n, async), dt, values_of(out), want);
+        });
       }
       // send/recv around the ring: posted together, then waited.
       if (world > 1) {
@@ -148,7 +154,9 @@ void run_collectives(uint64_t seed, bool async) {
     std::vector<double> want(n, 0.0);
     for (int r = 0; r < world; ++r)
       for (size_t i = 0; i < n; ++i) want[i] += v[r][i];
-    done(w, [=] { expect_close(label("all_reduce Sum (large)", DType::Float32, n, async), DType::Float32, values_of(t), want); });
+    done(w, [=] {
+      expect_close(label("all_reduce Sum (large)", DType::Float32, n, async), DType::Float32, values_of(t), want);
+    });
   }
   done(barrier(call), [] {});
   for (auto& w : pending) w->wait();
@@ -278,7 +286,8 @@ int main(int argc, char** argv) {
         const int n = 2000;
         for (int i = 0; i < n; ++i) g.all_reduce(t)->wait();
         double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / n;
-        if (rank == 0) std::cout << "check_consistency=" << check << ": " << us << " us per 1-element all_reduce" << std::endl;
+        if (rank == 0)
+          std::cout << "check_consistency=" << check << ": " << us << " us per 1-element all_reduce" << std::endl;
         g.barrier()->wait();
       }
     } else {

@@ -64,10 +64,14 @@ int main(int argc, char** argv) {
     manual_seed(seed);
     init_process_group();
     auto g = default_group_ptr();
-    if (mode == "ring") ring(*g);
-    else if (mode == "ddp") anvil::test::worker::check_ddp_matches_one_process(g, Device::cpu(), 4);
-    else if (mode == "zero") zero(g);
-    else throw std::runtime_error("unknown mode '" + mode + "'");
+    if (mode == "ring")
+      ring(*g);
+    else if (mode == "ddp")
+      anvil::test::worker::check_ddp_matches_one_process(g, Device::cpu(), 4);
+    else if (mode == "zero")
+      zero(g);
+    else
+      throw std::runtime_error("unknown mode '" + mode + "'");
     g->barrier()->wait();
     g.reset();
     destroy_process_group();

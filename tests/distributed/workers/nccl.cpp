@@ -176,9 +176,9 @@ void ring(uint64_t seed) {
       const double tol = dtype == kFloat32 ? 1e-3 : (dtype == kFloat64 ? 1e-9 : 0.0);
       const double vs_backend = (a.cpu().to(kFloat64) - b.cpu().to(kFloat64)).abs().max().item<double>();
       const double vs_cpu = (a.cpu().to(kFloat64) - c.to(kFloat64)).abs().max().item<double>();
-      check(vs_backend <= tol && vs_cpu <= tol, "ring_all_reduce on cuda, numel " + std::to_string(numel) + " " +
-                                                    dtype_name(dtype) + ": off by " + std::to_string(vs_backend) +
-                                                    " from NCCL's all_reduce, " + std::to_string(vs_cpu) + " from Gloo's");
+      check(vs_backend <= tol && vs_cpu <= tol,
+            "ring_all_reduce on cuda, numel " + std::to_string(numel) + " " + dtype_name(dtype) + ": off by " +
+                std::to_string(vs_backend) + " from NCCL's all_reduce, " + std::to_string(vs_cpu) + " from Gloo's");
     }
   }
 }
@@ -230,7 +230,7 @@ void exchange(bool batched) {
   Tensor in = zeros({8}, TensorOptions(kFloat32).device(dev));
   Tensor warm = ones({1}, TensorOptions(kFloat32).device(dev));
   all_reduce(warm);  // the communicator exists on both ranks
-  barrier();         // (Gloo) both start together
+  barrier();  // (Gloo) both start together
   if (batched) {
     batch_isend_irecv({P2POp::isend(out, peer), P2POp::irecv(in, peer)});
     expect_close("batched exchange", kFloat32, values_of(in.cpu()), std::vector<double>(8, peer + 1.0));
@@ -246,7 +246,8 @@ void exchange(bool batched) {
     all_reduce(warm);
   } catch (const Error& e) {
     const std::string msg = e.what();
-    check(msg.find("looks like a deadlock") != std::string::npos || msg.find("closed its connection") != std::string::npos,
+    check(msg.find("looks like a deadlock") != std::string::npos ||
+              msg.find("closed its connection") != std::string::npos,
           "the error does not explain the deadlock: " + msg);
     std::cout << "CAUGHT: " << msg << std::endl;
     return;
@@ -263,15 +264,24 @@ int main(int argc, char** argv) {
     InitOptions init;
     init.group.timeout = std::chrono::seconds(60);
     init_process_group(init);
-    if (mode == "collectives") collectives(seed);
-    else if (mode == "batch_ring") batch_ring(seed);
-    else if (mode == "ring") ring(seed);
-    else if (mode == "ddp") ddp(seed);
-    else if (mode == "zero") zero(seed);
-    else if (mode == "subgroups") subgroups();
-    else if (mode == "deadlock") exchange(false);
-    else if (mode == "batched") exchange(true);
-    else throw std::runtime_error("unknown mode '" + mode + "'");
+    if (mode == "collectives")
+      collectives(seed);
+    else if (mode == "batch_ring")
+      batch_ring(seed);
+    else if (mode == "ring")
+      ring(seed);
+    else if (mode == "ddp")
+      ddp(seed);
+    else if (mode == "zero")
+      zero(seed);
+    else if (mode == "subgroups")
+      subgroups();
+    else if (mode == "deadlock")
+      exchange(false);
+    else if (mode == "batched")
+      exchange(true);
+    else
+      throw std::runtime_error("unknown mode '" + mode + "'");
     if (mode == "deadlock") {
       std::cout << "OK " << mode << std::endl;
       std::_Exit(0);  // the NCCL group is broken; the peer may be gone

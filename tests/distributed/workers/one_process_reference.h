@@ -50,8 +50,7 @@ inline std::pair<std::vector<Tensor>, std::vector<Tensor>> random_mlp_steps(cons
 
 inline double max_parameter_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   double m = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    m = std::max(m, (a[i].detach() - b[i].detach()).abs().max().item<double>());
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, (a[i].detach() - b[i].detach()).abs().max().item<double>());
   return m;
 }
 
@@ -77,8 +76,8 @@ inline void check_ddp_matches_one_process(const std::shared_ptr<distributed::Pro
   auto model = small_mlp(device);
   const auto [xs, ys] = random_mlp_steps(device, steps);
   auto ref = one_process_adamw(model, xs, ys, {.lr = 0.01}, device);
-  auto wrapped =
-      std::make_shared<distributed::DistributedDataParallel>(model, g, distributed::DDPOptions{.bucket_cap_bytes = 256});
+  auto wrapped = std::make_shared<distributed::DistributedDataParallel>(
+      model, g, distributed::DDPOptions{.bucket_cap_bytes = 256});
   nn::optim::AdamW opt(wrapped->parameters(), {.lr = 0.01});
   const int64_t per = kMlpBatch / n;
   for (size_t s = 0; s < xs.size(); ++s) {

@@ -46,7 +46,8 @@ std::shared_ptr<nn::Module> make_model(bool sync, uint64_t seed) {
 }
 
 std::unique_ptr<nn::optim::Optimizer> make_optimizer(bool sync, std::vector<Tensor> params) {
-  if (sync) return std::make_unique<nn::optim::SGD>(std::move(params), nn::optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+  if (sync)
+    return std::make_unique<nn::optim::SGD>(std::move(params), nn::optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
   return std::make_unique<nn::optim::SGD>(std::move(params), nn::optim::SGDOptions{.lr = 0.2});
 }
 
@@ -138,7 +139,8 @@ int run_async_worker(const ps::JobRole& role, ps::ParameterServerClient& client,
                      int die_at) {
   manual_seed(77);
   const Tensor w_true = randn({8, 2}), b_true = randn({2});
-  manual_seed(500 + static_cast<uint64_t>(role.index) * 10 + static_cast<uint64_t>(env_int("TORCHELASTIC_RESTART_COUNT")));
+  manual_seed(500 + static_cast<uint64_t>(role.index) * 10 +
+              static_cast<uint64_t>(env_int("TORCHELASTIC_RESTART_COUNT")));
   const bool first_run = env_int("TORCHELASTIC_RESTART_COUNT") == 0;
   client.pull();
   if (!first_run) std::cout << "rejoined at version " << client.versions()[0] << std::endl;
@@ -193,7 +195,8 @@ int main(int argc, char** argv) {
     o.worker_id = role.index;
     o.servers = ps::lookup_servers(store, role.num_ps);
     auto client = connect(*model, plan, o);
-    return sync ? run_sync_worker(role, *client, *model, steps) : run_async_worker(role, *client, *model, steps, die_at);
+    return sync ? run_sync_worker(role, *client, *model, steps)
+                : run_async_worker(role, *client, *model, steps, die_at);
   } catch (const std::exception& e) {
     std::cout << "FAIL: " << e.what() << std::endl;
     return 1;

@@ -40,10 +40,10 @@ namespace {
 // order of additions can differ between the pipelined and the plain run.
 std::shared_ptr<nn::Sequential> make_model(uint64_t seed) {
   manual_seed(seed);
-  auto seq = std::make_shared<nn::Sequential>(
-      std::make_shared<nn::Linear>(8, 16), std::make_shared<nn::Tanh>(), std::make_shared<nn::Linear>(16, 16),
-      std::make_shared<nn::Tanh>(), std::make_shared<nn::Linear>(16, 16), std::make_shared<nn::Tanh>(),
-      std::make_shared<nn::Linear>(16, 4));
+  auto seq = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(8, 16), std::make_shared<nn::Tanh>(),
+                                              std::make_shared<nn::Linear>(16, 16), std::make_shared<nn::Tanh>(),
+                                              std::make_shared<nn::Linear>(16, 16), std::make_shared<nn::Tanh>(),
+                                              std::make_shared<nn::Linear>(16, 4));
   seq->to(kFloat64);
   return seq;
 }
@@ -51,9 +51,7 @@ std::shared_ptr<nn::Sequential> make_model(uint64_t seed) {
 Tensor loss_fn(const Tensor& out, const Tensor& target) { return mse_loss(out, target); }
 
 // Largest |a - b| relative to max(1, |b|) over the tensors.
-double rel_diff(const Tensor& a, const Tensor& b) {
-  return ((a - b).abs() / (b.abs() + 1.0)).max().item<double>();
-}
+double rel_diff(const Tensor& a, const Tensor& b) { return ((a - b).abs() / (b.abs() + 1.0)).max().item<double>(); }
 
 // Compares every parameter of `stage` with the one of the same name in `full`.
 bool compare(const char* what, const nn::Module& stage, const nn::Module& full, bool grads, double tol) {
@@ -110,8 +108,10 @@ int run_train(const TrainSettings& t) {
   model->to(t.device);
   auto stage = stage_of_sequential(*model, rank, p);
   PipelineExecutor pipe(stage, group, loss_fn,
-                        {.schedule = schedule_kind_from_string(t.schedule), .micro_batches = t.micro_batches,
-                         .device = t.device, .record_timeline = !t.trace.empty()});
+                        {.schedule = schedule_kind_from_string(t.schedule),
+                         .micro_batches = t.micro_batches,
+                         .device = t.device,
+                         .record_timeline = !t.trace.empty()});
   nn::optim::SGD stage_sgd(stage->parameters(), {.lr = 0.1, .momentum = 0.9});
   nn::optim::SGD full_sgd(full->parameters(), {.lr = 0.1, .momentum = 0.9});
   manual_seed(t.seed + 100);
@@ -173,8 +173,10 @@ int run_stage(uint64_t seed) {
   auto part = stage_of_sequential(*model, rank, p);
   PipelineStage stage(part, group);
   Tensor out = stage.forward(x);
-  if (stage.is_last()) stage.backward(loss_fn(out, y));
-  else stage.backward();
+  if (stage.is_last())
+    stage.backward(loss_fn(out, y));
+  else
+    stage.backward();
   bool ok = compare("gradient", *part, *full, true, 1e-12);
   std::printf("%s stage=%d\n", ok ? "OK" : "FAIL", rank);
   return ok ? 0 : 1;

@@ -24,14 +24,29 @@ inline Tensor make(DType dtype, const std::vector<double>& values) {
   for (size_t i = 0; i < values.size(); ++i) {
     double v = values[i];
     switch (dtype) {
-      case DType::Float32: t.data<float>()[i] = static_cast<float>(v); break;
-      case DType::Float64: t.data<double>()[i] = v; break;
-      case DType::Float16: t.data<Half>()[i] = Half(static_cast<float>(v)); break;
-      case DType::BFloat16: t.data<BFloat16>()[i] = BFloat16(static_cast<float>(v)); break;
-      case DType::Int32: t.data<int32_t>()[i] = static_cast<int32_t>(v); break;
-      case DType::Int64: t.data<int64_t>()[i] = static_cast<int64_t>(v); break;
-      case DType::UInt8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
-      default: throw std::runtime_error("make: unsupported dtype");
+      case DType::Float32:
+        t.data<float>()[i] = static_cast<float>(v);
+        break;
+      case DType::Float64:
+        t.data<double>()[i] = v;
+        break;
+      case DType::Float16:
+        t.data<Half>()[i] = Half(static_cast<float>(v));
+        break;
+      case DType::BFloat16:
+        t.data<BFloat16>()[i] = BFloat16(static_cast<float>(v));
+        break;
+      case DType::Int32:
+        t.data<int32_t>()[i] = static_cast<int32_t>(v);
+        break;
+      case DType::Int64:
+        t.data<int64_t>()[i] = static_cast<int64_t>(v);
+        break;
+      case DType::UInt8:
+        t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+        break;
+      default:
+        throw std::runtime_error("make: unsupported dtype");
     }
   }
   return t;
@@ -41,14 +56,29 @@ inline std::vector<double> values_of(const Tensor& t) {
   std::vector<double> out(static_cast<size_t>(t.numel()));
   for (size_t i = 0; i < out.size(); ++i) {
     switch (t.dtype()) {
-      case DType::Float32: out[i] = t.data<float>()[i]; break;
-      case DType::Float64: out[i] = t.data<double>()[i]; break;
-      case DType::Float16: out[i] = static_cast<float>(t.data<Half>()[i]); break;
-      case DType::BFloat16: out[i] = static_cast<float>(t.data<BFloat16>()[i]); break;
-      case DType::Int32: out[i] = t.data<int32_t>()[i]; break;
-      case DType::Int64: out[i] = static_cast<double>(t.data<int64_t>()[i]); break;
-      case DType::UInt8: out[i] = t.data<uint8_t>()[i]; break;
-      default: throw std::runtime_error("values_of: unsupported dtype");
+      case DType::Float32:
+        out[i] = t.data<float>()[i];
+        break;
+      case DType::Float64:
+        out[i] = t.data<double>()[i];
+        break;
+      case DType::Float16:
+        out[i] = static_cast<float>(t.data<Half>()[i]);
+        break;
+      case DType::BFloat16:
+        out[i] = static_cast<float>(t.data<BFloat16>()[i]);
+        break;
+      case DType::Int32:
+        out[i] = t.data<int32_t>()[i];
+        break;
+      case DType::Int64:
+        out[i] = static_cast<double>(t.data<int64_t>()[i]);
+        break;
+      case DType::UInt8:
+        out[i] = t.data<uint8_t>()[i];
+        break;
+      default:
+        throw std::runtime_error("values_of: unsupported dtype");
     }
   }
   return out;

@@ -26,8 +26,8 @@ static bool autograd_works() {
   const float expected_grad[] = {11, 15, 11, 15};
   bool ok = std::fabs(c00 - 19.0f) < 1e-5f;
   for (int i = 0; i < 4; ++i) ok = ok && std::fabs(grad[i] - expected_grad[i]) < 1e-5f;
-  std::printf("consumer: c[0][0] = %g, a.grad = [%g, %g, %g, %g]: %s\n", c00, grad[0], grad[1], grad[2],
-              grad[3], ok ? "ok" : "WRONG");
+  std::printf("consumer: c[0][0] = %g, a.grad = [%g, %g, %g, %g]: %s\n", c00, grad[0], grad[1], grad[2], grad[3],
+              ok ? "ok" : "WRONG");
   return ok;
 }
 

@@ -22,8 +22,7 @@ namespace anvil::test {
 inline Backend& cpu() { return backend_for(DeviceType::CPU); }
 
 // A buffer and a View over it.
-template <typename T>
-struct TestTensor {
+template <typename T> struct TestTensor {
   std::vector<T> storage;
   View view;
   TestTensor() = default;
@@ -70,15 +69,17 @@ inline Shape reversed_padded_strides(const Shape& shape) {
   return strides;
 }
 
-template <typename T>
-T from_double(double v) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return T(static_cast<float>(v));
-  else return static_cast<T>(v);
+template <typename T> T from_double(double v) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+    return T(static_cast<float>(v));
+  else
+    return static_cast<T>(v);
 }
-template <typename T>
-double to_double(T v) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return static_cast<double>(static_cast<float>(v));
-  else return static_cast<double>(v);
+template <typename T> double to_double(T v) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+    return static_cast<double>(static_cast<float>(v));
+  else
+    return static_cast<double>(v);
 }
 
 // A tensor of the given shape and strides filled with uniform values in [lo, hi).
@@ -97,20 +98,17 @@ TestTensor<T> random_tensor(const Shape& shape, std::mt19937& rng, double lo = -
   return random_tensor<T>(shape, contiguous_strides(shape), rng, lo, hi);
 }
 // Filled with `value` (NaN by default, so unwritten outputs show up).
-template <typename T>
-TestTensor<T> filled_tensor(const Shape& shape, const Shape& strides, double value = NAN) {
+template <typename T> TestTensor<T> filled_tensor(const Shape& shape, const Shape& strides, double value = NAN) {
   TestTensor<T> t;
   t.storage.assign(static_cast<size_t>(storage_span(shape, strides)), from_double<T>(value));
   t.view = View{t.storage.data(), dtype_of<T>::value, shape, strides};
   return t;
 }
-template <typename T>
-TestTensor<T> filled_tensor(const Shape& shape, double value = NAN) {
+template <typename T> TestTensor<T> filled_tensor(const Shape& shape, double value = NAN) {
   return filled_tensor<T>(shape, contiguous_strides(shape), value);
 }
 // A contiguous tensor holding the given values.
-template <typename T>
-TestTensor<T> tensor_of(const Shape& shape, const std::vector<double>& values) {
+template <typename T> TestTensor<T> tensor_of(const Shape& shape, const std::vector<double>& values) {
   TestTensor<T> t = filled_tensor<T>(shape, 0.0);
   for (size_t i = 0; i < values.size(); ++i) t.storage[i] = from_double<T>(values[i]);
   return t;
@@ -164,14 +162,13 @@ inline void expect_close(const std::vector<double>& actual, const std::vector<do
   for (size_t i = 0; i < actual.size(); ++i) {
     const bool ok = std::isnan(expected[i]) ? std::isnan(actual[i])
                                             : std::abs(actual[i] - expected[i]) <= atol + rtol * std::abs(expected[i]);
-    if (!ok && reported++ < 5) ADD_FAILURE() << what << ": element " << i << " is " << actual[i] << ", expected "
-                                             << expected[i];
+    if (!ok && reported++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " is " << actual[i] << ", expected " << expected[i];
   }
 }
 
 // The message of the anvil::Error that f throws ("" when it throws none).
-template <typename F>
-std::string error_message(F&& f) {
+template <typename F> std::string error_message(F&& f) {
   try {
     f();
   } catch (const Error& e) {

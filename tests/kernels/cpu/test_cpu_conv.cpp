@@ -15,9 +15,12 @@ struct ConvCase {
 
   Conv2dParams params() const {
     Conv2dParams p;
-    p.stride[0] = sh; p.stride[1] = sw;
-    p.padding[0] = ph; p.padding[1] = pw;
-    p.dilation[0] = dh; p.dilation[1] = dw;
+    p.stride[0] = sh;
+    p.stride[1] = sw;
+    p.padding[0] = ph;
+    p.padding[1] = pw;
+    p.dilation[0] = dh;
+    p.dilation[1] = dw;
     p.groups = groups;
     return p;
   }
@@ -27,24 +30,24 @@ struct ConvCase {
   Shape weight_shape() const { return {cout, c / groups, kh, kw}; }
   Shape out_shape() const { return {n, cout, ho(), wo()}; }
   std::string name() const {
-    return "conv n" + std::to_string(n) + " c" + std::to_string(c) + " " + std::to_string(h) + "x" +
-           std::to_string(w) + " cout" + std::to_string(cout) + " k" + std::to_string(kh) + "x" + std::to_string(kw) +
-           " s" + std::to_string(sh) + "," + std::to_string(sw) + " p" + std::to_string(ph) + "," +
-           std::to_string(pw) + " d" + std::to_string(dh) + "," + std::to_string(dw) + " g" + std::to_string(groups);
+    return "conv n" + std::to_string(n) + " c" + std::to_string(c) + " " + std::to_string(h) + "x" + std::to_string(w) +
+           " cout" + std::to_string(cout) + " k" + std::to_string(kh) + "x" + std::to_string(kw) + " s" +
+           std::to_string(sh) + "," + std::to_string(sw) + " p" + std::to_string(ph) + "," + std::to_string(pw) + " d" +
+           std::to_string(dh) + "," + std::to_string(dw) + " g" + std::to_string(groups);
   }
 };
 
 const ConvCase kCases[] = {
-    {2, 3, 7, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},    // 3x3 same padding, odd sizes
-    {1, 4, 8, 8, 6, 1, 1, 1, 1, 0, 0, 1, 1, 1, false},   // pointwise fast path
-    {2, 4, 8, 7, 6, 1, 1, 1, 1, 0, 0, 1, 1, 2, true},    // pointwise, grouped
-    {2, 3, 9, 8, 5, 1, 1, 2, 2, 0, 0, 1, 1, 1, true},    // 1x1 with stride: not the fast path
+    {2, 3, 7, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},  // 3x3 same padding, odd sizes
+    {1, 4, 8, 8, 6, 1, 1, 1, 1, 0, 0, 1, 1, 1, false},  // pointwise fast path
+    {2, 4, 8, 7, 6, 1, 1, 1, 1, 0, 0, 1, 1, 2, true},  // pointwise, grouped
+    {2, 3, 9, 8, 5, 1, 1, 2, 2, 0, 0, 1, 1, 1, true},  // 1x1 with stride: not the fast path
     {3, 2, 11, 10, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, true},  // asymmetric kernel and stride
     {2, 4, 10, 9, 6, 3, 3, 2, 2, 1, 2, 1, 1, 2, false},  // groups 2, stride 2
-    {2, 6, 9, 9, 6, 3, 3, 1, 1, 1, 1, 1, 1, 6, true},    // depthwise
+    {2, 6, 9, 9, 6, 3, 3, 1, 1, 1, 1, 1, 1, 6, true},  // depthwise
     {1, 3, 12, 11, 4, 3, 3, 1, 1, 2, 2, 2, 2, 1, true},  // dilation 2
-    {2, 2, 6, 7, 3, 2, 3, 3, 2, 3, 1, 2, 1, 1, false},   // padding > kernel/2, stride 3
-    {1, 1, 5, 5, 2, 5, 5, 1, 1, 0, 0, 1, 1, 1, true},    // kernel covers the image
+    {2, 2, 6, 7, 3, 2, 3, 3, 2, 3, 1, 2, 1, 1, false},  // padding > kernel/2, stride 3
+    {1, 1, 5, 5, 2, 5, 5, 1, 1, 0, 0, 1, 1, 1, true},  // kernel covers the image
 };
 
 // Naive direct convolution from the views' elements.
@@ -98,8 +101,7 @@ Shape maybe_strided(const Shape& shape, bool strided) {
   return strided ? reversed_padded_strides(shape) : contiguous_strides(shape);
 }
 
-template <typename T>
-void check_case(const ConvCase& c, bool strided, double tol, std::mt19937& rng) {
+template <typename T> void check_case(const ConvCase& c, bool strided, double tol, std::mt19937& rng) {
   const std::string name = c.name() + (strided ? " strided" : "") + " " + dtype_name(dtype_of<T>::value);
   auto in = random_tensor<T>(c.in_shape(), maybe_strided(c.in_shape(), strided), rng);
   auto weight = random_tensor<T>(c.weight_shape(), maybe_strided(c.weight_shape(), strided), rng);
@@ -156,7 +158,7 @@ TEST(CpuConv2d, LargeEnoughToUseThreadsMatchesNaive) {
   check_case<float>({2, 8, 30, 29, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true}, false, 1e-4, rng);
   check_case<float>({7, 8, 30, 29, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true}, false, 1e-4, rng);
   check_case<double>({5, 8, 24, 25, 12, 3, 3, 2, 1, 1, 1, 1, 1, 2, false}, true, 1e-12, rng);  // grouped, strided
-  check_case<double>({5, 8, 30, 29, 12, 1, 1, 1, 1, 0, 0, 1, 1, 2, true}, false, 1e-12, rng);   // pointwise, grouped
+  check_case<double>({5, 8, 30, 29, 12, 1, 1, 1, 1, 0, 0, 1, 1, 2, true}, false, 1e-12, rng);  // pointwise, grouped
 }
 
 TEST(CpuConv2d, EmptyBatchGivesZeroWeightGradient) {
@@ -172,8 +174,7 @@ TEST(CpuConv2d, MismatchedChannelsAreAClearError) {
   auto in = filled_tensor<float>({1, 3, 5, 5});
   auto weight = filled_tensor<float>({4, 2, 3, 3});  // expects 2 input channels
   auto out = filled_tensor<float>({1, 4, 3, 3});
-  const std::string msg =
-      error_message([&] { cpu().conv2d(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
+  const std::string msg = error_message([&] { cpu().conv2d(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
   EXPECT_NE(msg.find("conv2d"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[4, 2, 3, 3]"), std::string::npos) << msg;
 }
@@ -182,8 +183,7 @@ TEST(CpuConv2d, WrongOutputSizeIsAClearError) {
   auto in = filled_tensor<float>({1, 2, 5, 5});
   auto weight = filled_tensor<float>({4, 2, 3, 3});
   auto out = filled_tensor<float>({1, 4, 5, 5});  // needs padding 1 for 5x5
-  const std::string msg =
-      error_message([&] { cpu().conv2d(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
+  const std::string msg = error_message([&] { cpu().conv2d(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
   EXPECT_NE(msg.find("conv2d"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[3, 3]"), std::string::npos) << msg;
 }
@@ -202,8 +202,7 @@ TEST(CpuConv2d, IntegerDtypeIsAClearError) {
   auto in = filled_tensor<int32_t>({1, 1, 3, 3}, 1);
   auto weight = filled_tensor<int32_t>({1, 1, 3, 3}, 1);
   auto out = filled_tensor<int32_t>({1, 1, 1, 1}, 0);
-  const std::string msg =
-      error_message([&] { cpu().conv2d(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
+  const std::string msg = error_message([&] { cpu().conv2d(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
   EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
 }
 

@@ -54,14 +54,15 @@ const UnaryCase kFloatUnary[] = {
     {UnaryOp::GeluTanh, -4, 4, gelu_tanh},
     {UnaryOp::GeluErf, -4, 4, gelu_erf},
     {UnaryOp::Silu, -6, 6, silu},
-    {UnaryOp::Sign, -3, 3, [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }},
+    {UnaryOp::Sign, -3, 3, [](double x) { return x > 0   ? 1.0
+                                                 : x < 0 ? -1.0
+                                                         : 0.0; }},
     {UnaryOp::Reciprocal, 0.2, 5, [](double x) { return 1 / x; }},
     {UnaryOp::Square, -3, 3, [](double x) { return x * x; }},
     {UnaryOp::Clamp, -3, 3, [](double x) { return std::min(std::max(x, -0.5), 1.25); }},
 };
 
-template <typename T>
-void check_unary_ops(double rtol, double atol, bool transposed_input) {
+template <typename T> void check_unary_ops(double rtol, double atol, bool transposed_input) {
   std::mt19937 rng(10);
   for (const UnaryCase& c : kFloatUnary) {
     auto in = random_tensor<T>({7, 9}, rng, c.lo, c.hi);
@@ -158,8 +159,7 @@ const BinaryCase kArithmetic[] = {
 };
 
 // out[i, j] = op(a[i, j], b[.., ..]) with b broadcast along rows, columns or both.
-template <typename T>
-void check_binary_broadcasts(double rtol) {
+template <typename T> void check_binary_broadcasts(double rtol) {
   std::mt19937 rng(11);
   const Shape shape = {13, 37};
   for (const BinaryCase& c : kArithmetic) {
@@ -208,9 +208,9 @@ TEST(CpuElementwise, Float32ArithmeticIsCorrectlyRoundedOnEveryLayout) {
         int reported = 0;
         for (size_t i = 0; i < xs.size(); ++i)
           if (static_cast<float>(got[i]) != static_cast<float>(c.ref(xs[i], ys[i])) && reported++ < 3)
-            ADD_FAILURE() << ops::binary_info(c.op).name << " b " << b_shape[0] << "x" << b_shape[1] << (transposed_out ? " (transposed out)" : "")
-                          << ": element " << i << " is " << got[i] << ", expected "
-                          << static_cast<float>(c.ref(xs[i], ys[i]));
+            ADD_FAILURE() << ops::binary_info(c.op).name << " b " << b_shape[0] << "x" << b_shape[1]
+                          << (transposed_out ? " (transposed out)" : "") << ": element " << i << " is " << got[i]
+                          << ", expected " << static_cast<float>(c.ref(xs[i], ys[i]));
       }
     }
   }

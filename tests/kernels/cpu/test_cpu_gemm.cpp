@@ -24,8 +24,8 @@ void expect_wide_enough(const GemmKernel& k, const char* which) {
   ASSERT_GE(cpu::isa_rank(k.isa), 0) << which << " GEMM: unknown ISA '" << k.isa << "' of " << k.library << " "
                                      << k.kernel;
   EXPECT_GE(cpu::isa_rank(k.isa), required_rank())
-      << which << " GEMM runs " << k.library << "'s " << k.kernel << " kernels (" << k.isa
-      << ") on a CPU that offers " << cpu::cpu_isa() << ": " << to_string(cpu_capability());
+      << which << " GEMM runs " << k.library << "'s " << k.kernel << " kernels (" << k.isa << ") on a CPU that offers "
+      << cpu::cpu_isa() << ": " << to_string(cpu_capability());
 }
 
 TEST(CpuGemm, Float32KernelUsesTheWidestIsaTheCpuOffers) { expect_wide_enough(cpu::float32_gemm_kernel(), "float32"); }
@@ -56,8 +56,7 @@ TEST(CpuCapability, NamesTheCpuItsIsaAndEveryLibrary) {
 
 // C = alpha * op(A) @ op(B) + beta * C with padded leading dimensions, in
 // every transpose combination, against a double-precision loop.
-template <typename T>
-void check_against_naive(double tol) {
+template <typename T> void check_against_naive(double tol) {
   std::mt19937 rng(7);
   std::normal_distribution<double> normal;
   const int64_t m = 37, n = 29, k = 53, pad = 3;

@@ -31,8 +31,7 @@ const std::vector<int64_t> kChunks = {1, 2, 3, 5, 7, 8, 9, 13, 15, 16, 17, 23, 3
 
 // vec::convert over `in` in consecutive chunks of the lengths above, with
 // plain or streaming stores (the chunks start at every alignment).
-template <typename To, typename From>
-std::vector<To> convert_in_chunks(const std::vector<From>& in, bool stream) {
+template <typename To, typename From> std::vector<To> convert_in_chunks(const std::vector<From>& in, bool stream) {
   std::vector<To> out(in.size());
   const auto n = static_cast<int64_t>(in.size());
   for (int64_t i = 0, c = 0; i < n; ++c) {
@@ -43,8 +42,7 @@ std::vector<To> convert_in_chunks(const std::vector<From>& in, bool stream) {
   return out;
 }
 
-template <typename T>
-std::vector<T> all_16_bit_patterns() {
+template <typename T> std::vector<T> all_16_bit_patterns() {
   std::vector<T> v(65536);
   for (uint32_t b = 0; b < 65536; ++b) v[b].bits = static_cast<uint16_t>(b);
   return v;
@@ -93,8 +91,7 @@ void expect_float_bits(const std::vector<float>& got, const std::vector<T>& in, 
   }
 }
 
-template <typename T>
-void check_round_trips(const char* name) {
+template <typename T> void check_round_trips(const char* name) {
   const std::vector<T> all = all_16_bit_patterns<T>();
   const std::vector<float> edges = float_edges();
   std::string targets;
@@ -118,8 +115,8 @@ TEST(CpuHalfConvert, BFloat16MatchesScalarBitForBit) { check_round_trips<BFloat1
 
 TEST(CpuHalfConvert, NamedEdgeValues) {
   // The rules themselves, not only agreement with the scalar code.
-  const float in[] = {65504.0f, 65519.0f, 65520.0f, 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 0x1p-25f, 0x1p-24f,
-                      0x1.8p-24f, bits_float(0x7f800001u), bits_float(0xffc12345u)};
+  const float in[] = {65504.0f, 65519.0f, 65520.0f,   1.0f + 0x1p-11f,         1.0f + 3 * 0x1p-11f,
+                      0x1p-25f, 0x1p-24f, 0x1.8p-24f, bits_float(0x7f800001u), bits_float(0xffc12345u)};
   const uint16_t want[] = {0x7bff, 0x7bff, 0x7c00, 0x3c00, 0x3c02, 0x0000, 0x0001, 0x0002, 0x7e00, 0xfe00};
   std::vector<Half> out(std::size(in));
   vec::convert(out.data(), in, static_cast<int64_t>(out.size()));
@@ -135,8 +132,7 @@ TEST(CpuHalfConvert, NamedEdgeValues) {
 
 // The backend's copy between float32 and a 16-bit type, contiguous (split
 // over threads) and transposed (the scalar path), against the scalar conversion.
-template <typename T>
-void check_backend_copy() {
+template <typename T> void check_backend_copy() {
   const int64_t rows = 517, cols = 1031;  // odd, and > kParallelGrain elements
   std::vector<float> src = float_edges();
   src.resize(static_cast<size_t>(rows * cols));
@@ -154,7 +150,8 @@ void check_backend_copy() {
   cpu().copy(View{half_t.data(), dt, {cols, rows}, {rows, 1}}, View{src.data(), kFloat32, {cols, rows}, {1, cols}});
   std::vector<float> src_t(src.size());
   for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) src_t[static_cast<size_t>(j * rows + i)] = src[static_cast<size_t>(i * cols + j)];
+    for (int64_t j = 0; j < cols; ++j)
+      src_t[static_cast<size_t>(j * rows + i)] = src[static_cast<size_t>(i * cols + j)];
   expect_16_bits(half_t, src_t, "transposed copy float32 -> 16-bit");
 }
 

@@ -17,8 +17,7 @@ TestTensor<int64_t> random_indices(const Shape& shape, int64_t limit, std::mt199
   return t;
 }
 
-template <typename T>
-void check_index_select(const View& in, int dim, const View& index) {
+template <typename T> void check_index_select(const View& in, int dim, const View& index) {
   Shape out_shape = in.shape;
   out_shape[dim] = index.numel();
   auto out = filled_tensor<T>(out_shape);
@@ -94,8 +93,7 @@ TEST(CpuIndexing, BadIndexThrowsWithValueAndRange) {
   EXPECT_NE(msg.find("int64"), std::string::npos) << msg;
 }
 
-template <typename T>
-void check_index_add(const Shape& out_shape, int dim, int64_t n_index, double tol) {
+template <typename T> void check_index_add(const Shape& out_shape, int dim, int64_t n_index, double tol) {
   std::mt19937 rng(53);
   auto out = random_tensor<T>(out_shape, rng);
   const std::vector<double> before = values(out.view);
@@ -128,7 +126,7 @@ TEST(CpuIndexing, GatherEveryDimWithSmallerIndex) {
   auto in = random_tensor<float>({5, 6, 7}, rng);
   for (int dim = 0; dim < 3; ++dim) {
     Shape index_shape = {4, 5, 6};  // smaller than in along every dim
-    index_shape[dim] = 9;           // and longer along the gathered one
+    index_shape[dim] = 9;  // and longer along the gathered one
     auto index = random_indices(index_shape, in.view.shape[dim], rng);
     auto out = filled_tensor<float>(index_shape);
     cpu().gather(out.view, in.view, dim, index.view);

@@ -9,8 +9,7 @@
 namespace anvil::test {
 namespace {
 
-template <typename T>
-std::vector<double> reference_linear(const View& in, const View& weight, const View* bias) {
+template <typename T> std::vector<double> reference_linear(const View& in, const View& weight, const View* bias) {
   const int64_t rows = in.shape[0], in_f = in.shape[1], out_f = weight.shape[0];
   std::vector<double> out(static_cast<size_t>(rows * out_f));
   for (int64_t r = 0; r < rows; ++r) {
@@ -24,17 +23,17 @@ std::vector<double> reference_linear(const View& in, const View& weight, const V
 }
 
 template <typename T>
-void check_linear(int64_t rows, int64_t in_f, int64_t out_f, bool with_bias, bool transposed_weight,
-                  bool strided_in, uint32_t seed, int64_t out_row_pad = 0) {
-  SCOPED_TRACE(::testing::Message() << "rows " << rows << ", in " << in_f << ", out " << out_f << ", bias "
-                                    << with_bias << ", transposed weight " << transposed_weight << ", strided in "
-                                    << strided_in << ", " << dtype_name(dtype_of<T>::value));
+void check_linear(int64_t rows, int64_t in_f, int64_t out_f, bool with_bias, bool transposed_weight, bool strided_in,
+                  uint32_t seed, int64_t out_row_pad = 0) {
+  SCOPED_TRACE(::testing::Message() << "rows " << rows << ", in " << in_f << ", out " << out_f << ", bias " << with_bias
+                                    << ", transposed weight " << transposed_weight << ", strided in " << strided_in
+                                    << ", " << dtype_name(dtype_of<T>::value));
   std::mt19937 rng(seed);
   const Shape in_shape{rows, in_f}, w_shape{out_f, in_f};
-  auto in = random_tensor<T>(in_shape, strided_in ? strides_in_order(in_shape, {0, 1}, 3) : contiguous_strides(in_shape),
-                             rng);
-  auto weight = random_tensor<T>(w_shape, transposed_weight ? strides_in_order(w_shape, {1, 0}) : contiguous_strides(w_shape),
-                                 rng);
+  auto in = random_tensor<T>(in_shape,
+                             strided_in ? strides_in_order(in_shape, {0, 1}, 3) : contiguous_strides(in_shape), rng);
+  auto weight = random_tensor<T>(
+      w_shape, transposed_weight ? strides_in_order(w_shape, {1, 0}) : contiguous_strides(w_shape), rng);
   auto bias = random_tensor<T>({out_f}, {2}, rng);  // every other element
   auto out = filled_tensor<T>({rows, out_f}, {out_f + out_row_pad, 1});
   const View* bias_view = with_bias ? &bias.view : nullptr;

@@ -43,8 +43,8 @@ TestTensor<int64_t> targets_tensor(const std::vector<int64_t>& t) {
 template <typename T>
 void check_forward(int64_t n, int64_t c, const CrossEntropyParams& p, bool strided, double tol, std::mt19937& rng) {
   const Shape shape{n, c};
-  auto logits = random_tensor<T>(shape, strided ? reversed_padded_strides(shape) : contiguous_strides(shape), rng,
-                                 -4.0, 4.0);
+  auto logits =
+      random_tensor<T>(shape, strided ? reversed_padded_strides(shape) : contiguous_strides(shape), rng, -4.0, 4.0);
   const std::vector<int64_t> t = random_targets(n, c, p.ignore_index, rng);
   auto targets = targets_tensor(t);
   auto losses = filled_tensor<T>({n});
@@ -109,7 +109,8 @@ void check_backward(const CrossEntropyParams& p, bool strided_grad) {
     return s;
   };
   objective();
-  auto grad = filled_tensor<double>({n, c}, strided_grad ? reversed_padded_strides({n, c}) : contiguous_strides({n, c}));
+  auto grad =
+      filled_tensor<double>({n, c}, strided_grad ? reversed_padded_strides({n, c}) : contiguous_strides({n, c}));
   cpu().cross_entropy_backward(grad.view, w.view, logits.view, targets.view, lse.view, p);
   std::vector<double> numeric;
   const double eps = 1e-6;
@@ -124,7 +125,8 @@ void check_backward(const CrossEntropyParams& p, bool strided_grad) {
       x = x0;
       numeric.push_back((up - down) / (2 * eps));
     }
-  expect_close(values(grad.view), numeric, 1e-8, 1e-6, "cross_entropy_backward ls " + std::to_string(p.label_smoothing));
+  expect_close(values(grad.view), numeric, 1e-8, 1e-6,
+               "cross_entropy_backward ls " + std::to_string(p.label_smoothing));
   for (int64_t i = 0; i < n; ++i) {
     if (t[i] != p.ignore_index) continue;
     for (int64_t j = 0; j < c; ++j) {

@@ -12,12 +12,18 @@ enum class Layout { Contiguous, Transposed, PaddedRows, Strided, BroadcastBatch,
 
 const char* layout_name(Layout l) {
   switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Transposed: return "transposed";
-    case Layout::PaddedRows: return "padded-rows";
-    case Layout::Strided: return "strided";
-    case Layout::BroadcastBatch: return "broadcast-batch";
-    case Layout::TransposedBroadcast: return "transposed-broadcast";
+    case Layout::Contiguous:
+      return "contiguous";
+    case Layout::Transposed:
+      return "transposed";
+    case Layout::PaddedRows:
+      return "padded-rows";
+    case Layout::Strided:
+      return "strided";
+    case Layout::BroadcastBatch:
+      return "broadcast-batch";
+    case Layout::TransposedBroadcast:
+      return "transposed-broadcast";
   }
   return "?";
 }
@@ -25,10 +31,14 @@ const char* layout_name(Layout l) {
 // Strides of a [B, R, C] operand stored in the given layout.
 Shape layout_strides(const Shape& shape, Layout l) {
   switch (l) {
-    case Layout::Contiguous: return contiguous_strides(shape);
-    case Layout::Transposed: return strides_in_order(shape, {0, 2, 1});
-    case Layout::PaddedRows: return strides_in_order(shape, {0, 1, 2}, 5);
-    case Layout::Strided: return reversed_padded_strides(shape);
+    case Layout::Contiguous:
+      return contiguous_strides(shape);
+    case Layout::Transposed:
+      return strides_in_order(shape, {0, 2, 1});
+    case Layout::PaddedRows:
+      return strides_in_order(shape, {0, 1, 2}, 5);
+    case Layout::Strided:
+      return reversed_padded_strides(shape);
     case Layout::BroadcastBatch: {
       Shape s = contiguous_strides(shape);
       s[0] = 0;
@@ -65,8 +75,7 @@ struct MatmulCase {
   float alpha, beta;
 };
 
-template <typename T>
-void run_case(const MatmulCase& c, double tol, std::mt19937& rng) {
+template <typename T> void run_case(const MatmulCase& c, double tol, std::mt19937& rng) {
   const Shape as{c.batch, c.m, c.k}, bs{c.batch, c.k, c.n}, os{c.batch, c.m, c.n};
   auto a = random_tensor<T>(as, layout_strides(as, c.a), rng);
   auto b = random_tensor<T>(bs, layout_strides(bs, c.b), rng);

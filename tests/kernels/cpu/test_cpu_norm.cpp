@@ -81,9 +81,10 @@ void check_batch_norm_training(const Shape& shape, bool affine, bool strided, do
   std::vector<double> mean, var;
   naive_channel_stats(in.view, mean, var);
   const std::string name = std::string("batch_norm ") + dtype_name(dtype_of<T>::value) + (strided ? " strided" : "");
-  expect_close(values(out.view), naive_batch_norm(in.view, mean, var, affine ? &weight.view : nullptr,
-                                                  affine ? &bias.view : nullptr, p.eps),
-               tol, tol, name + " out");
+  expect_close(
+      values(out.view),
+      naive_batch_norm(in.view, mean, var, affine ? &weight.view : nullptr, affine ? &bias.view : nullptr, p.eps), tol,
+      tol, name + " out");
   std::vector<double> invstd(c), rm(c), rv(c);
   const double n = static_cast<double>(in.view.numel() / c);
   for (int64_t i = 0; i < c; ++i) {
@@ -123,8 +124,8 @@ TEST(CpuBatchNorm, EvalUsesRunningStatistics) {
   auto save_invstd = filled_tensor<float>({4});
   BatchNormParams p;
   p.training = false;
-  cpu().batch_norm(out.view, save_mean.view, save_invstd.view, in.view, &weight.view, &bias.view,
-                   &running_mean.view, &running_var.view, p);
+  cpu().batch_norm(out.view, save_mean.view, save_invstd.view, in.view, &weight.view, &bias.view, &running_mean.view,
+                   &running_var.view, p);
   expect_close(values(out.view), naive_batch_norm(in.view, rm, rv, &weight.view, &bias.view, p.eps), 1e-12, 1e-12,
                "eval out");
   expect_close(values(running_mean.view), rm, 0, 0, "running_mean unchanged");
@@ -155,8 +156,8 @@ void check_batch_norm_backward(bool training, const Shape& shape, bool affine) {
   const View* rvar = training ? nullptr : &running_var.view;
   const View* w = affine ? &weight.view : nullptr;
   auto objective = [&] {
-    cpu().batch_norm(out.view, save_mean.view, save_invstd.view, in.view, w, affine ? &bias.view : nullptr, rmean,
-                     rvar, p);
+    cpu().batch_norm(out.view, save_mean.view, save_invstd.view, in.view, w, affine ? &bias.view : nullptr, rmean, rvar,
+                     p);
     return weighted_sum(out, r);
   };
   objective();
@@ -170,8 +171,7 @@ void check_batch_norm_backward(bool training, const Shape& shape, bool affine) {
   if (affine) {
     expect_close(values(grad_weight.view), numeric_gradient(weight.storage, objective), 1e-7, 1e-6,
                  name + " grad_weight");
-    expect_close(values(grad_bias.view), numeric_gradient(bias.storage, objective), 1e-7, 1e-6,
-                 name + " grad_bias");
+    expect_close(values(grad_bias.view), numeric_gradient(bias.storage, objective), 1e-7, 1e-6, name + " grad_bias");
   }
   // Null gradient outputs are skipped, and grad_in does not depend on them.
   objective();  // the finite differences left perturbed statistics behind
@@ -185,9 +185,7 @@ TEST(CpuBatchNorm, TrainingBackwardMatchesFiniteDifferences) {
   check_batch_norm_backward(true, {5, 4}, false);
 }
 
-TEST(CpuBatchNorm, EvalBackwardMatchesFiniteDifferences) {
-  check_batch_norm_backward(false, {3, 3, 2, 3}, true);
-}
+TEST(CpuBatchNorm, EvalBackwardMatchesFiniteDifferences) { check_batch_norm_backward(false, {3, 3, 2, 3}, true); }
 
 TEST(CpuBatchNorm, BackwardFloat32MatchesFloat64) {
   std::mt19937 rng(34);
@@ -225,8 +223,8 @@ TEST(CpuBatchNorm, EvalWithoutRunningStatsIsAClearError) {
   auto s = filled_tensor<float>({3});
   BatchNormParams p;
   p.training = false;
-  const std::string msg =
-      error_message([&] { cpu().batch_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, nullptr, nullptr, p); });
+  const std::string msg = error_message(
+      [&] { cpu().batch_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, nullptr, nullptr, p); });
   EXPECT_NE(msg.find("running_mean"), std::string::npos) << msg;
 }
 
@@ -235,8 +233,9 @@ TEST(CpuBatchNorm, OneValuePerChannelInTrainingIsAClearError) {
   auto out = filled_tensor<float>({1, 3});
   auto m = filled_tensor<float>({3});
   auto s = filled_tensor<float>({3});
-  const std::string msg = error_message(
-      [&] { cpu().batch_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, nullptr, nullptr, BatchNormParams{}); });
+  const std::string msg = error_message([&] {
+    cpu().batch_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, nullptr, nullptr, BatchNormParams{});
+  });
   EXPECT_NE(msg.find("more than 1 value per channel"), std::string::npos) << msg;
 }
 
@@ -246,8 +245,9 @@ TEST(CpuBatchNorm, WrongWeightSizeIsAClearError) {
   auto m = filled_tensor<float>({3});
   auto s = filled_tensor<float>({3});
   auto w = filled_tensor<float>({4}, 1.0);
-  const std::string msg = error_message(
-      [&] { cpu().batch_norm(out.view, m.view, s.view, in.view, &w.view, nullptr, nullptr, nullptr, BatchNormParams{}); });
+  const std::string msg = error_message([&] {
+    cpu().batch_norm(out.view, m.view, s.view, in.view, &w.view, nullptr, nullptr, nullptr, BatchNormParams{});
+  });
   EXPECT_NE(msg.find("weight must have 3 elements"), std::string::npos) << msg;
 }
 
@@ -315,8 +315,7 @@ void check_layer_norm_backward(int64_t rows, int64_t cols, bool affine) {
   auto grad_in = filled_tensor<double>(shape);
   auto grad_weight = filled_tensor<double>({cols});
   auto grad_bias = filled_tensor<double>({cols});
-  cpu().layer_norm_backward(grad_in.view, &grad_weight.view, &grad_bias.view, r.view, in.view, mean.view, rstd.view,
-                            w);
+  cpu().layer_norm_backward(grad_in.view, &grad_weight.view, &grad_bias.view, r.view, in.view, mean.view, rstd.view, w);
   const std::string name = "layer_norm " + std::to_string(rows) + "x" + std::to_string(cols);
   expect_close(values(grad_in.view), numeric_gradient(in.storage, objective), 1e-7, 1e-6, name + " grad_in");
   if (affine) {
@@ -360,7 +359,8 @@ TEST(CpuLayerNorm, WrongStatisticsSizeIsAClearError) {
   auto out = filled_tensor<float>({4, 3});
   auto m = filled_tensor<float>({3});
   auto s = filled_tensor<float>({4});
-  const std::string msg = error_message([&] { cpu().layer_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, 1e-5); });
+  const std::string msg =
+      error_message([&] { cpu().layer_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, 1e-5); });
   EXPECT_NE(msg.find("layer_norm"), std::string::npos) << msg;
   EXPECT_NE(msg.find("4 elements"), std::string::npos) << msg;
 }
@@ -370,7 +370,8 @@ TEST(CpuLayerNorm, IntegerDtypeIsAClearError) {
   auto out = filled_tensor<int32_t>({2, 3}, 0);
   auto m = filled_tensor<float>({2});
   auto s = filled_tensor<float>({2});
-  const std::string msg = error_message([&] { cpu().layer_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, 1e-5); });
+  const std::string msg =
+      error_message([&] { cpu().layer_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, 1e-5); });
   EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
 }
 

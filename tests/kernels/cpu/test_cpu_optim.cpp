@@ -9,14 +9,12 @@
 namespace anvil::test {
 namespace {
 
-template <typename T>
-struct AdamState {
+template <typename T> struct AdamState {
   TestTensor<T> p, g, m, v;
   std::vector<double> rp, rm, rv;  // reference, in double
 };
 
-template <typename T>
-void run_adam(bool decoupled, double tol) {
+template <typename T> void run_adam(bool decoupled, double tol) {
   std::mt19937 rng(60);
   AdamWParams hp;
   hp.lr = 0.01;
@@ -27,8 +25,13 @@ void run_adam(bool decoupled, double tol) {
   hp.decoupled = decoupled;
   std::vector<AdamState<T>> tensors;
   for (int64_t n : {int64_t{1}, int64_t{17}, int64_t{100003}}) {  // the last one is threaded
-    AdamState<T> s{random_tensor<T>({n}, rng), filled_tensor<T>({n}, 0.0), filled_tensor<T>({n}, 0.0),
-                   filled_tensor<T>({n}, 0.0), {}, {}, {}};
+    AdamState<T> s{random_tensor<T>({n}, rng),
+                   filled_tensor<T>({n}, 0.0),
+                   filled_tensor<T>({n}, 0.0),
+                   filled_tensor<T>({n}, 0.0),
+                   {},
+                   {},
+                   {}};
     s.rp.assign(s.p.storage.begin(), s.p.storage.end());
     s.rm.assign(n, 0.0);
     s.rv.assign(n, 0.0);
@@ -44,8 +47,10 @@ void run_adam(bool decoupled, double tol) {
       v.push_back(s.v.view);
       for (size_t i = 0; i < s.rp.size(); ++i) {
         double grad = s.g.storage[i], param = s.rp[i];
-        if (decoupled) param -= hp.lr * hp.weight_decay * param;
-        else grad += hp.weight_decay * param;
+        if (decoupled)
+          param -= hp.lr * hp.weight_decay * param;
+        else
+          grad += hp.weight_decay * param;
         s.rm[i] = hp.beta1 * s.rm[i] + (1 - hp.beta1) * grad;
         s.rv[i] = hp.beta2 * s.rv[i] + (1 - hp.beta2) * grad * grad;
         const double mhat = s.rm[i] / (1 - std::pow(hp.beta1, step));
@@ -105,10 +110,10 @@ void run_sgd(SGDParams hp, double tol) {
 }
 
 TEST(CpuOptim, SgdVariants) {
-  run_sgd(SGDParams{0.1, 0.0, 0.0, 0.0, false, false}, 1e-14);   // plain
+  run_sgd(SGDParams{0.1, 0.0, 0.0, 0.0, false, false}, 1e-14);  // plain
   run_sgd(SGDParams{0.1, 0.0, 0.0, 0.01, false, false}, 1e-14);  // weight decay
   run_sgd(SGDParams{0.05, 0.9, 0.0, 0.0, false, false}, 1e-14);  // momentum
-  run_sgd(SGDParams{0.05, 0.9, 0.2, 1e-3, false, false}, 1e-14); // dampening + decay
+  run_sgd(SGDParams{0.05, 0.9, 0.2, 1e-3, false, false}, 1e-14);  // dampening + decay
   run_sgd(SGDParams{0.05, 0.9, 0.0, 1e-3, true, false}, 1e-14);  // nesterov
 }
 

@@ -16,9 +16,12 @@ struct PoolCase {
 
   Pool2dParams params() const {
     Pool2dParams p;
-    p.kernel[0] = kh; p.kernel[1] = kw;
-    p.stride[0] = sh; p.stride[1] = sw;
-    p.padding[0] = ph; p.padding[1] = pw;
+    p.kernel[0] = kh;
+    p.kernel[1] = kw;
+    p.stride[0] = sh;
+    p.stride[1] = sw;
+    p.padding[0] = ph;
+    p.padding[1] = pw;
     p.count_include_pad = count_include_pad;
     return p;
   }
@@ -31,13 +34,11 @@ struct PoolCase {
     return o;
   }
   Shape in_shape() const { return {n, c, h, w}; }
-  Shape out_shape() const {
-    return {n, c, out_size(h, kh, sh, ph, ceil_mode), out_size(w, kw, sw, pw, ceil_mode)};
-  }
+  Shape out_shape() const { return {n, c, out_size(h, kh, sh, ph, ceil_mode), out_size(w, kw, sw, pw, ceil_mode)}; }
   std::string name() const {
-    return std::to_string(h) + "x" + std::to_string(w) + " k" + std::to_string(kh) + "x" + std::to_string(kw) +
-           " s" + std::to_string(sh) + "," + std::to_string(sw) + " p" + std::to_string(ph) + "," +
-           std::to_string(pw) + (count_include_pad ? "" : " exclude-pad") + (ceil_mode ? " ceil" : "");
+    return std::to_string(h) + "x" + std::to_string(w) + " k" + std::to_string(kh) + "x" + std::to_string(kw) + " s" +
+           std::to_string(sh) + "," + std::to_string(sw) + " p" + std::to_string(ph) + "," + std::to_string(pw) +
+           (count_include_pad ? "" : " exclude-pad") + (ceil_mode ? " ceil" : "");
   }
 };
 
@@ -47,7 +48,7 @@ const PoolCase kCases[] = {
     {1, 3, 7, 9, 3, 3, 2, 2, 1, 1, false, false},
     {2, 2, 6, 5, 3, 3, 1, 1, 1, 1, true, false},
     {1, 2, 9, 6, 3, 2, 2, 1, 1, 0, false, false},
-    {2, 1, 7, 7, 2, 2, 2, 2, 0, 0, true, true},   // ceil mode: partial last window
+    {2, 1, 7, 7, 2, 2, 2, 2, 0, 0, true, true},  // ceil mode: partial last window
     {1, 2, 8, 7, 3, 3, 3, 2, 1, 1, false, true},  // ceil mode with padding
     {1, 1, 5, 5, 5, 5, 1, 1, 2, 2, true, false},  // windows hang over both sides
 };
@@ -108,8 +109,7 @@ std::vector<double> reference_backward(PoolKind kind, const PoolCase& c, const V
   return grad_in;
 }
 
-template <typename T>
-void check_case(PoolKind kind, const PoolCase& c, bool strided, double tol, std::mt19937& rng) {
+template <typename T> void check_case(PoolKind kind, const PoolCase& c, bool strided, double tol, std::mt19937& rng) {
   const std::string name = std::string(kind == PoolKind::Max ? "max " : "avg ") + c.name() +
                            (strided ? " strided " : " ") + dtype_name(dtype_of<T>::value);
   const Shape in_strides = strided ? reversed_padded_strides(c.in_shape()) : contiguous_strides(c.in_shape());
@@ -122,8 +122,7 @@ void check_case(PoolKind kind, const PoolCase& c, bool strided, double tol, std:
   auto grad_out = random_tensor<T>(c.out_shape(), out_strides, rng);
   auto grad_in = filled_tensor<T>(c.in_shape(), in_strides);
   cpu().pool2d_backward(kind, grad_in.view, grad_out.view, in.view, out.view, c.params());
-  expect_close(values(grad_in.view), reference_backward(kind, c, in.view, grad_out.view), tol, tol,
-               name + " backward");
+  expect_close(values(grad_in.view), reference_backward(kind, c, in.view, grad_out.view), tol, tol, name + " backward");
 }
 
 TEST(CpuPool2d, MaxAndAvgMatchNaiveLoops) {

@@ -37,8 +37,7 @@ TEST(CpuRandom, StridedOutputGetsTheSameNumbersAsContiguous) {
   const View t = transposed(storage.view);  // logical [7, 11], column-major in memory
   cpu().random(t, p);
   EXPECT_EQ(values(t), values(dense.view));
-  for (uint64_t i = 0; i < dense.storage.size(); ++i)
-    EXPECT_NEAR(dense.storage[i], philox::normal_at(99, 5, i), 1e-6);
+  for (uint64_t i = 0; i < dense.storage.size(); ++i) EXPECT_NEAR(dense.storage[i], philox::normal_at(99, 5, i), 1e-6);
 }
 
 TEST(CpuRandom, NormalMomentsAndOtherDtypes) {

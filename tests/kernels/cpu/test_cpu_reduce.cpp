@@ -165,7 +165,7 @@ TEST(CpuReduce, ArgMaxFirstOccurrenceWinsAndNanIsMax) {
   // Long rows (the unrolled path): a NaN anywhere wins, otherwise the true extreme.
   std::mt19937 rng(26);
   auto rows = random_tensor<double>({3, 37}, rng);
-  rows.storage[13] = NAN;           // row 0, inside the unrolled part
+  rows.storage[13] = NAN;  // row 0, inside the unrolled part
   rows.storage[2 * 37 + 36] = NAN;  // row 2, in the tail
   auto ext = filled_tensor<double>({3, 1});
   for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
@@ -292,9 +292,9 @@ TEST(CpuReduce, ColumnVarianceOfDriftingDataIsAccurate) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j) {
       float v = 100.0f + normal(rng);
-      if (j % 3 == 0) v += 0.5f * static_cast<float>(r);       // a ramp
-      if (j % 3 == 1 && r >= 300) v += 1e4f;                   // a jump after the first run
-      if (j % 3 == 2 && r < 10) v = -5e3f + normal(rng);        // a far start
+      if (j % 3 == 0) v += 0.5f * static_cast<float>(r);  // a ramp
+      if (j % 3 == 1 && r >= 300) v += 1e4f;  // a jump after the first run
+      if (j % 3 == 2 && r < 10) v = -5e3f + normal(rng);  // a far start
       in.storage[r * cols + j] = v;
     }
   auto out = filled_tensor<float>({1, cols});

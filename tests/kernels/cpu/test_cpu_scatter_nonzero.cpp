@@ -31,17 +31,21 @@ TEST(CpuScatter, BadArgumentsNameScatter) {
   auto out = filled_tensor<float>({3, 2}, 0.0);
   auto src = filled_tensor<float>({3, 2}, 1.0);
   auto index = tensor_of<int64_t>({1, 2}, {0, 3});
-  EXPECT_NE(error_message([&] { cpu().scatter(out.view, 0, index.view, src.view, ScatterReduce::None); })
-                .find("scatter: index 3 is out of range for dim 0 of size 3"),
+  EXPECT_NE(error_message([&] {
+              cpu().scatter(out.view, 0, index.view, src.view, ScatterReduce::None);
+            }).find("scatter: index 3 is out of range for dim 0 of size 3"),
             std::string::npos);
   auto flat = tensor_of<int64_t>({2}, {0, 1});
-  EXPECT_NE(error_message([&] { cpu().scatter(out.view, 0, flat.view, src.view, ScatterReduce::None); }).find("scatter: ranks differ"),
+  EXPECT_NE(error_message([&] {
+              cpu().scatter(out.view, 0, flat.view, src.view, ScatterReduce::None);
+            }).find("scatter: ranks differ"),
             std::string::npos);
   auto flags = filled_tensor<uint8_t>({3, 2}, 1.0), bools = filled_tensor<uint8_t>({1, 2}, 1.0);
   flags.view.dtype = bools.view.dtype = kBool;  // bool storage as bytes (std::vector<bool> has no data())
   auto zero = tensor_of<int64_t>({1, 2}, {0, 0});
-  EXPECT_NE(error_message([&] { cpu().scatter(flags.view, 0, zero.view, bools.view, ScatterReduce::Multiply); })
-                .find("multiply"),
+  EXPECT_NE(error_message([&] {
+              cpu().scatter(flags.view, 0, zero.view, bools.view, ScatterReduce::Multiply);
+            }).find("multiply"),
             std::string::npos);
 }
 

@@ -27,8 +27,7 @@ std::vector<double> naive_softmax(const View& in, int dim, bool log) {
   return out;
 }
 
-template <typename T>
-void check_forward(const View& in, int dim, double rtol, double atol, const std::string& what) {
+template <typename T> void check_forward(const View& in, int dim, double rtol, double atol, const std::string& what) {
   const int positive_dim = dim < 0 ? dim + static_cast<int>(in.dim()) : dim;
   for (bool log : {false, true}) {
     auto out = filled_tensor<T>(in.shape);
@@ -131,8 +130,7 @@ TEST(CpuSoftmax, BackwardFloat32MatchesFormula) {
     std::vector<double> expected;
     for (int64_t r = 0; r < 64; ++r) {
       double s = 0;
-      for (int64_t c = 0; c < 700; ++c)
-        s += log ? at(g.view, {r, c}) : at(g.view, {r, c}) * at(y.view, {r, c});
+      for (int64_t c = 0; c < 700; ++c) s += log ? at(g.view, {r, c}) : at(g.view, {r, c}) * at(y.view, {r, c});
       for (int64_t c = 0; c < 700; ++c) {
         const double gv = at(g.view, {r, c}), yv = at(y.view, {r, c});
         expected.push_back(log ? gv - std::exp(yv) * s : yv * (gv - s));

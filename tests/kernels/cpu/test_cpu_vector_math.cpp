@@ -26,10 +26,10 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Special and large values, then random ones: n elements.
 std::vector<double> edge_inputs(int64_t n, double lo, double hi, uint32_t seed) {
-  std::vector<double> v = {0.0,    -0.0,   kInf,  -kInf, kNaN,   1.4e-45, -1.4e-45, 1e-40, -1e-40, 3.4e38, -3.4e38,
-                           1e30,   -1e30,  100.0, -100.0, 88.7,  -88.7,   89.0,     -89.0, 104.0,  -104.0, 20.0,
-                           -20.0,  9.0,    -9.0,  5.0,   -5.0,   1e-7,    -1e-7,    0.5,   -0.5,   -0.999, -1.0,
-                           -2.0,   1.0,    4.0,   -4.0,  3.9,    -3.9};
+  std::vector<double> v = {0.0,     -0.0,   kInf,  -kInf, kNaN,   1.4e-45, -1.4e-45, 1e-40, -1e-40, 3.4e38,
+                           -3.4e38, 1e30,   -1e30, 100.0, -100.0, 88.7,    -88.7,    89.0,  -89.0,  104.0,
+                           -104.0,  20.0,   -20.0, 9.0,   -9.0,   5.0,     -5.0,     1e-7,  -1e-7,  0.5,
+                           -0.5,    -0.999, -1.0,  -2.0,  1.0,    4.0,     -4.0,     3.9,   -3.9};
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(lo, hi);
   while (static_cast<int64_t>(v.size()) < n) v.push_back(static_cast<float>(u(rng)));
@@ -48,11 +48,15 @@ void expect_float_close(const std::vector<double>& got, const std::vector<double
     const double w = want[i];
     const float wf = static_cast<float>(w);
     bool ok;
-    if (std::isnan(w)) ok = std::isnan(got[i]);
-    else if (std::isinf(wf)) ok = got[i] == wf;
-    else ok = std::abs(got[i] - w) <= atol + rtol * std::abs(w);
+    if (std::isnan(w))
+      ok = std::isnan(got[i]);
+    else if (std::isinf(wf))
+      ok = got[i] == wf;
+    else
+      ok = std::abs(got[i] - w) <= atol + rtol * std::abs(w);
     if (!ok && reported++ < 5)
-      ADD_FAILURE() << what << ": x = " << in[i] << " gives " << got[i] << ", expected " << w << " (element " << i << ")";
+      ADD_FAILURE() << what << ": x = " << in[i] << " gives " << got[i] << ", expected " << w << " (element " << i
+                    << ")";
   }
 }
 
@@ -190,7 +194,8 @@ TEST(CpuVectorMath, UnaryOnStridedAndInPlaceViews) {
 // Streamed outputs (vector_math.h, stream_output) at an output that is not
 // vector-aligned: the same bits as plain stores give, and no store outside.
 TEST(CpuVectorMath, StreamedMapsGiveTheSameBitsAtAnyAlignment) {
-  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  if (!cpu::vec::enabled())
+    GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
   const int64_t n = 100'003;
   std::mt19937 rng(21);
   std::normal_distribution<float> normal;
@@ -233,10 +238,10 @@ TEST(CpuVectorMath, StreamedMapsGiveTheSameBitsAtAnyAlignment) {
 
 // The fused gradients at the special values, against the float64 kernels.
 TEST(CpuVectorMath, ActivationBackwardsMatchFloat64) {
-  for (BinaryOp op : {BinaryOp::GeluTanhBackward, BinaryOp::GeluErfBackward, BinaryOp::SiluBackward,
-                      BinaryOp::SoftplusBackward, BinaryOp::ReluBackward, BinaryOp::TanhBackward,
-                      BinaryOp::SigmoidBackward, BinaryOp::ErfBackward, BinaryOp::Expm1Backward,
-                      BinaryOp::Log1pBackward}) {
+  for (BinaryOp op :
+       {BinaryOp::GeluTanhBackward, BinaryOp::GeluErfBackward, BinaryOp::SiluBackward, BinaryOp::SoftplusBackward,
+        BinaryOp::ReluBackward, BinaryOp::TanhBackward, BinaryOp::SigmoidBackward, BinaryOp::ErfBackward,
+        BinaryOp::Expm1Backward, BinaryOp::Log1pBackward}) {
     for (int64_t n : {5, 67, 515}) {
       const std::vector<double> xs = edge_inputs(n, -10, 10, 11);
       std::mt19937 rng(12);
@@ -266,8 +271,8 @@ TEST(CpuVectorMath, GradientsFromTheOutputGiveTheScalarBits) {
       cpu().binary(op, out.view, g.view, y.view);
       for (int64_t i = 0; i < n; ++i) {
         const float gf = g.storage[static_cast<size_t>(i)], yf = y.storage[static_cast<size_t>(i)];
-        const float want = op == BinaryOp::TanhBackward ? ops::TanhBackward<float>{}(gf, yf)
-                                                        : ops::SigmoidBackward<float>{}(gf, yf);
+        const float want =
+            op == BinaryOp::TanhBackward ? ops::TanhBackward<float>{}(gf, yf) : ops::SigmoidBackward<float>{}(gf, yf);
         const float got = out.storage[static_cast<size_t>(i)];
         EXPECT_TRUE(std::memcmp(&got, &want, sizeof got) == 0 || (std::isnan(got) && std::isnan(want)))
             << ops::binary_info(op).name << " n=" << n << " g=" << gf << " y=" << yf << ": " << got << " vs " << want;
@@ -280,18 +285,20 @@ TEST(CpuVectorMath, GradientsFromTheOutputGiveTheScalarBits) {
 // functor's, and g * sigmoid(x) up to it, in vector lanes and the tail.
 TEST(CpuVectorMath, SoftplusBackwardAtItsThreshold) {
   const std::vector<double> xs = {19.0, 19.999998, 20.0, 20.000002, 21.0, 30.0, 1e30, -30.0, 0.5,
-                                  19.0, 20.0, 20.5, 25.0, -1.0, 3.0, 20.0, 40.0};
+                                  19.0, 20.0,      20.5, 25.0,      -1.0, 3.0,  20.0, 40.0};
   const int64_t n = static_cast<int64_t>(xs.size());
   std::vector<double> gs;
   for (int64_t i = 0; i < n; ++i) gs.push_back(0.25 * static_cast<double>(i + 1));
   auto g = tensor_of<float>({n}, gs), x = tensor_of<float>({n}, xs), out = filled_tensor<float>({n});
   cpu().binary(BinaryOp::SoftplusBackward, out.view, g.view, x.view);
   for (int64_t i = 0; i < n; ++i) {
-    const float xf = static_cast<float>(xs[static_cast<size_t>(i)]), gf = static_cast<float>(gs[static_cast<size_t>(i)]);
+    const float xf = static_cast<float>(xs[static_cast<size_t>(i)]),
+                gf = static_cast<float>(gs[static_cast<size_t>(i)]);
     if (xf > 20.0f) {
       EXPECT_EQ(out.storage[static_cast<size_t>(i)], gf) << "x=" << xf;
     } else {
-      EXPECT_NEAR(out.storage[static_cast<size_t>(i)], gs[i] / (1 + std::exp(-static_cast<double>(xf))), 2e-6 * gs[i]) << "x=" << xf;
+      EXPECT_NEAR(out.storage[static_cast<size_t>(i)], gs[i] / (1 + std::exp(-static_cast<double>(xf))), 2e-6 * gs[i])
+          << "x=" << xf;
     }
   }
 }
@@ -318,7 +325,7 @@ TEST(CpuVectorMath, SoftmaxRowsOfEveryLength) {
       auto x = random_tensor<float>({3, n}, rng, -30, 30);
       auto y = filled_tensor<float>({3, n});
       x.storage[static_cast<size_t>(n) + n / 2] = -std::numeric_limits<float>::infinity();  // row 1: one -inf logit
-      x.storage[2 * static_cast<size_t>(n)] = std::numeric_limits<float>::quiet_NaN();    // row 2: NaN
+      x.storage[2 * static_cast<size_t>(n)] = std::numeric_limits<float>::quiet_NaN();  // row 2: NaN
       cpu().softmax(y.view, x.view, -1, log);
       for (int64_t r = 0; r < 3; ++r) {
         const std::vector<double> all = values(x.view);
@@ -327,9 +334,9 @@ TEST(CpuVectorMath, SoftmaxRowsOfEveryLength) {
         const std::vector<double> got(got_all.begin() + r * n, got_all.begin() + (r + 1) * n);
         std::vector<double> want = softmax_ref(row, log);
         if (r == 1 && n == 1) continue;  // a row of only -inf: NaN, checked by the softmax tests
-        expect_float_close(got, want, row, log ? 2e-5 : 1e-7, 1e-5,
-                           std::string(log ? "log_softmax" : "softmax") + " n=" + std::to_string(n) + " row " +
-                               std::to_string(r));
+        expect_float_close(
+            got, want, row, log ? 2e-5 : 1e-7, 1e-5,
+            std::string(log ? "log_softmax" : "softmax") + " n=" + std::to_string(n) + " row " + std::to_string(r));
       }
       // backward: softmax gi = y (g - sum g y); log_softmax gi = g - exp(y) sum g
       auto g = random_tensor<float>({1, n}, rng, -1, 1);
@@ -352,7 +359,8 @@ TEST(CpuVectorMath, SoftmaxRowsOfEveryLength) {
 // The attention kernels' row helpers: exp(x - shift) with its sum, and a
 // bool mask's select, on rows of every length (the vector tails), in place.
 TEST(CpuVectorMath, AttentionRowHelpersOfEveryLength) {
-  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  if (!cpu::vec::enabled())
+    GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
   std::mt19937 rng(13);
   std::uniform_real_distribution<float> u(-20, 5);
   for (int64_t n : kRowLengths) {
@@ -427,7 +435,8 @@ TEST(CpuVectorMath, LayerNormAndRmsNormRowsOfEveryLength) {
     auto mean64 = tensor_of<double>({rows}, values(mean.view)), rstd64 = tensor_of<double>({rows}, values(rstd.view));
     auto gi64 = filled_tensor<double>({rows, n});
     cpu().layer_norm_backward(gi64.view, nullptr, nullptr, g64.view, x64.view, mean64.view, rstd64.view, &w64.view);
-    expect_float_close(values(gi.view), values(gi64.view), xv, 1e-3, 1e-3, "layer_norm backward n=" + std::to_string(n));
+    expect_float_close(values(gi.view), values(gi64.view), xv, 1e-3, 1e-3,
+                       "layer_norm backward n=" + std::to_string(n));
     // A one-element row normalises to 0 whatever x is, so its gradient is exactly 0: g*w - mean(g*w)
     // must round the product the same way twice (an FMA that fused one of them left an ulp, times
     // rstd = 1/sqrt(eps), and disagreed with the CUDA kernel).
@@ -444,17 +453,18 @@ TEST(CpuVectorMath, LayerNormAndRmsNormRowsOfEveryLength) {
 // that the one pass's lost bits on the far row would fail; a NaN, an inf
 // and a constant row as the scalar kernel has them.
 TEST(CpuVectorMath, LayerNormShortRowsInOnePassOrTwo) {
-  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  if (!cpu::vec::enabled())
+    GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   for (int64_t n : {64, 200, 256}) {
     const int64_t rows = 5;
     std::vector<float> x(static_cast<size_t>(rows * n));
     for (float& v : x) v = 1000.0f + normal(rng);
-    x[static_cast<size_t>(n)] = 1300.0f;                             // row 1: x[0] far from the mean
-    x[static_cast<size_t>(2 * n + 7)] = NAN;                         // row 2
-    x[static_cast<size_t>(3 * n + 9)] = INFINITY;                    // row 3
-    std::fill_n(x.begin() + 4 * n, n, 3.5f);                         // row 4: constant
+    x[static_cast<size_t>(n)] = 1300.0f;  // row 1: x[0] far from the mean
+    x[static_cast<size_t>(2 * n + 7)] = NAN;  // row 2
+    x[static_cast<size_t>(3 * n + 9)] = INFINITY;  // row 3
+    std::fill_n(x.begin() + 4 * n, n, 3.5f);  // row 4: constant
     std::vector<float> y(x.size());
     std::vector<double> mean(static_cast<size_t>(rows)), rstd(mean.size());
     cpu::vec::layer_norm_rows(y.data(), x.data(), rows, n, nullptr, nullptr, 1e-5, mean.data(), rstd.data(), false);
@@ -462,7 +472,8 @@ TEST(CpuVectorMath, LayerNormShortRowsInOnePassOrTwo) {
       double m = 0, m2 = 0;
       for (int64_t j = 0; j < n; ++j) m += x[static_cast<size_t>(r * n + j)];
       m /= static_cast<double>(n);
-      for (int64_t j = 0; j < n; ++j) m2 += (x[static_cast<size_t>(r * n + j)] - m) * (x[static_cast<size_t>(r * n + j)] - m);
+      for (int64_t j = 0; j < n; ++j)
+        m2 += (x[static_cast<size_t>(r * n + j)] - m) * (x[static_cast<size_t>(r * n + j)] - m);
       const double rs = 1 / std::sqrt(m2 / static_cast<double>(n) + 1e-5);
       EXPECT_NEAR(mean[static_cast<size_t>(r)], m, 1e-7 * m) << "n=" << n << " row " << r;
       EXPECT_NEAR(rstd[static_cast<size_t>(r)], rs, 1e-6 * rs) << "n=" << n << " row " << r;
@@ -479,9 +490,8 @@ TEST(CpuVectorMath, LayerNormShortRowsInOnePassOrTwo) {
 // first row in the rows made-up statistics are given for (the backward
 // kernels' inputs).
 constexpr float kRowSentinel = -777.0f;
-using RowKernel =
-    std::function<void(float* out, const float* x, const float* g, const float* w, size_t first, int64_t rows, int64_t n,
-                       bool)>;
+using RowKernel = std::function<void(float* out, const float* x, const float* g, const float* w, size_t first,
+                                     int64_t rows, int64_t n, bool)>;
 std::vector<std::pair<const char*, RowKernel>> row_kernels() {
   // Made-up statistics for the backward kernels, one per row.
   static const std::vector<double> mean = [] {
@@ -495,20 +505,18 @@ std::vector<std::pair<const char*, RowKernel>> row_kernels() {
     return r;
   }();
   return {
-      {"softmax", [](float* o, const float* x, const float*, const float*, size_t, int64_t rows, int64_t n, bool s) {
-         cpu::vec::softmax_rows(o, n, x, n, rows, n, false, s);
-       }},
-      {"log_softmax", [](float* o, const float* x, const float*, const float*, size_t, int64_t rows, int64_t n, bool s) {
-         cpu::vec::softmax_rows(o, n, x, n, rows, n, true, s);
-       }},
-      {"softmax_backward", [](float* o, const float* x, const float* g, const float*, size_t, int64_t rows, int64_t n, bool s) {
-         cpu::vec::softmax_backward_rows(o, n, g, n, x, n, rows, n, false, s);
-       }},
+      {"softmax", [](float* o, const float* x, const float*, const float*, size_t, int64_t rows, int64_t n,
+                     bool s) { cpu::vec::softmax_rows(o, n, x, n, rows, n, false, s); }},
+      {"log_softmax", [](float* o, const float* x, const float*, const float*, size_t, int64_t rows, int64_t n,
+                         bool s) { cpu::vec::softmax_rows(o, n, x, n, rows, n, true, s); }},
+      {"softmax_backward", [](float* o, const float* x, const float* g, const float*, size_t, int64_t rows, int64_t n,
+                              bool s) { cpu::vec::softmax_backward_rows(o, n, g, n, x, n, rows, n, false, s); }},
       {"log_softmax_backward",
        [](float* o, const float* x, const float* g, const float*, size_t, int64_t rows, int64_t n, bool s) {
          cpu::vec::softmax_backward_rows(o, n, g, n, x, n, rows, n, true, s);
        }},
-      {"layer_norm", [](float* o, const float* x, const float*, const float* w, size_t, int64_t rows, int64_t n, bool s) {
+      {"layer_norm",
+       [](float* o, const float* x, const float*, const float* w, size_t, int64_t rows, int64_t n, bool s) {
          std::vector<double> m(static_cast<size_t>(rows)), r(m.size());
          cpu::vec::layer_norm_rows(o, x, rows, n, w, w, 1e-5, m.data(), r.data(), s);
        }},
@@ -516,11 +524,13 @@ std::vector<std::pair<const char*, RowKernel>> row_kernels() {
        [](float* o, const float* x, const float* g, const float* w, size_t first, int64_t rows, int64_t n, bool s) {
          cpu::vec::layer_norm_backward_rows(o, g, x, rows, n, w, mean.data() + first, rstd.data() + first, s);
        }},
-      {"rms_norm", [](float* o, const float* x, const float*, const float* w, size_t, int64_t rows, int64_t n, bool s) {
+      {"rms_norm",
+       [](float* o, const float* x, const float*, const float* w, size_t, int64_t rows, int64_t n, bool s) {
          std::vector<float> r(static_cast<size_t>(rows));
          cpu::vec::rms_norm_rows(o, x, rows, n, w, 1e-5, r.data(), s);
        }},
-      {"rms_norm_backward", [](float* o, const float* x, const float* g, const float* w, size_t, int64_t rows, int64_t n, bool s) {
+      {"rms_norm_backward",
+       [](float* o, const float* x, const float* g, const float* w, size_t, int64_t rows, int64_t n, bool s) {
          std::vector<double> r(static_cast<size_t>(rows));
          cpu::vec::rms_norm_backward_rows(o, g, x, rows, n, w, 1e-5, r.data(), s);
        }},
@@ -532,7 +542,8 @@ std::vector<std::pair<const char*, RowKernel>> row_kernels() {
 // them): the same bits as the plain stores give (softmax's rows past its
 // stack buffer included), nothing written outside.
 TEST(CpuVectorMath, StreamedRowsGiveTheSameBitsAtAnyAlignment) {
-  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  if (!cpu::vec::enabled())
+    GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
   std::mt19937 rng(22);
   std::normal_distribution<float> normal;
   const int64_t rows = 3;
@@ -562,7 +573,8 @@ TEST(CpuVectorMath, StreamedRowsGiveTheSameBitsAtAnyAlignment) {
 // output changes. 37 rows: softmax over short rows works in batches of a
 // vector's lanes (up to 16), so they span two whole batches and a part.
 TEST(CpuVectorMath, RowsOfOneCallGiveTheBitsOfSingleRows) {
-  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  if (!cpu::vec::enabled())
+    GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
   std::mt19937 rng(23);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   const int64_t rows = 37;
@@ -594,7 +606,8 @@ TEST(CpuVectorMath, RowsOfOneCallGiveTheBitsOfSingleRows) {
 // float64, with a NaN and an inf in later rows; and each row the bits it
 // gives alone.
 TEST(CpuVectorMath, SoftmaxRowsOnEveryTarget) {
-  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  if (!cpu::vec::enabled())
+    GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
   std::mt19937 rng(26);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   const int64_t rows = 37;
@@ -607,7 +620,8 @@ TEST(CpuVectorMath, SoftmaxRowsOnEveryTarget) {
       x[static_cast<size_t>(17 * n + n / 2)] = std::numeric_limits<float>::quiet_NaN();
       x[static_cast<size_t>(30 * n)] = -std::numeric_limits<float>::infinity();
       for (bool log : {false, true}) {
-        const std::string what = std::string(log ? "log_softmax" : "softmax") + " on " + target + " n=" + std::to_string(n);
+        const std::string what =
+            std::string(log ? "log_softmax" : "softmax") + " on " + target + " n=" + std::to_string(n);
         std::vector<float> y(x.size()), alone(x.size());
         cpu::vec::softmax_rows(y.data(), n, x.data(), n, rows, n, log);
         for (int64_t r = 0; r < rows; ++r) {
@@ -615,7 +629,8 @@ TEST(CpuVectorMath, SoftmaxRowsOnEveryTarget) {
           const std::vector<double> row(x.begin() + r * n, x.begin() + (r + 1) * n);
           if (r == 30 && n == 1) continue;  // a row of only -inf: NaN, checked by the softmax tests
           const std::vector<double> got(y.begin() + r * n, y.begin() + (r + 1) * n);
-          expect_float_close(got, softmax_ref(row, log), row, log ? 2e-5 : 1e-7, 1e-5, what + " row " + std::to_string(r));
+          expect_float_close(got, softmax_ref(row, log), row, log ? 2e-5 : 1e-7, 1e-5,
+                             what + " row " + std::to_string(r));
         }
         EXPECT_EQ(0, std::memcmp(y.data(), alone.data(), y.size() * sizeof(float))) << what << ": rows alone";
       }
@@ -629,7 +644,8 @@ TEST(CpuVectorMath, SoftmaxRowsOnEveryTarget) {
 // flight (past 256 floats) and shorter: 37 rows a call around a mean of 100,
 // against float64, and each row the bits it gives alone.
 TEST(CpuVectorMath, LayerNormRowsOnEveryTarget) {
-  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  if (!cpu::vec::enabled())
+    GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
   std::mt19937 rng(27);
   std::normal_distribution<float> normal(100.0f, 3.0f);
   const int64_t rows = 37;
@@ -645,7 +661,8 @@ TEST(CpuVectorMath, LayerNormRowsOnEveryTarget) {
       cpu::vec::layer_norm_rows(y.data(), x.data(), rows, n, w.data(), b.data(), 1e-5, mean.data(), rstd.data(), false);
       for (int64_t r = 0; r < rows; ++r) {
         const float* xr = x.data() + r * n;
-        cpu::vec::layer_norm_rows(alone.data() + r * n, xr, 1, n, w.data(), b.data(), 1e-5, m1.data(), r1.data(), false);
+        cpu::vec::layer_norm_rows(alone.data() + r * n, xr, 1, n, w.data(), b.data(), 1e-5, m1.data(), r1.data(),
+                                  false);
         EXPECT_EQ(m1[0], mean[static_cast<size_t>(r)]) << what << " row " << r;
         EXPECT_EQ(r1[0], rstd[static_cast<size_t>(r)]) << what << " row " << r;
         double m = 0, sq = 0;
@@ -656,7 +673,8 @@ TEST(CpuVectorMath, LayerNormRowsOnEveryTarget) {
         EXPECT_NEAR(mean[static_cast<size_t>(r)], m, 1e-6 * std::abs(m)) << what << " row " << r;
         EXPECT_NEAR(rstd[static_cast<size_t>(r)], rs, 1e-4 * rs) << what << " row " << r;
         std::vector<double> want, in(xr, xr + n);
-        for (int64_t j = 0; j < n; ++j) want.push_back((xr[j] - m) * rs * w[static_cast<size_t>(j)] + b[static_cast<size_t>(j)]);
+        for (int64_t j = 0; j < n; ++j)
+          want.push_back((xr[j] - m) * rs * w[static_cast<size_t>(j)] + b[static_cast<size_t>(j)]);
         expect_float_close(std::vector<double>(y.begin() + r * n, y.begin() + (r + 1) * n), want, in, 1e-4, 1e-4,
                            what + " row " + std::to_string(r));
       }
@@ -669,7 +687,8 @@ TEST(CpuVectorMath, LayerNormRowsOnEveryTarget) {
 // loop writing one row while it reads the two after it, which must still
 // hold their inputs. Same bits as out of place, 1 to 7 rows a call.
 TEST(CpuVectorMath, SoftmaxRowsInPlaceGiveTheBitsOutOfPlace) {
-  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  if (!cpu::vec::enabled())
+    GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
   std::mt19937 rng(25);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   for (int64_t n : kRowLengths) {
@@ -690,7 +709,8 @@ TEST(CpuVectorMath, SoftmaxRowsInPlaceGiveTheBitsOutOfPlace) {
 // softmax_rows with rows apart (a row stride past n, as a StridedLoop run
 // over a non-contiguous tensor gives): the rows between are not touched.
 TEST(CpuVectorMath, SoftmaxRowsWithAStride) {
-  if (!cpu::vec::enabled()) GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
+  if (!cpu::vec::enabled())
+    GTEST_SKIP() << "built without Highway or ANVIL_CPU_VECTOR=off: the kernels use scalar loops";
   std::mt19937 rng(24);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   for (int64_t n : {int64_t{3}, int64_t{64}, int64_t{100}}) {
@@ -722,8 +742,8 @@ TEST(CpuVectorMath, ReductionsOfEveryLengthWithSpecialValues) {
   for (int64_t n : kRowLengths) {
     auto x = random_tensor<float>({4, n}, rng, -2, 2);
     x.storage[static_cast<size_t>(n) + n - 1] = std::numeric_limits<float>::quiet_NaN();  // row 1: NaN last
-    x.storage[2 * static_cast<size_t>(n)] = std::numeric_limits<float>::infinity();        // row 2: +inf first
-    x.storage[3 * static_cast<size_t>(n) + n / 2] = -3e38f;                                 // row 3: large
+    x.storage[2 * static_cast<size_t>(n)] = std::numeric_limits<float>::infinity();  // row 2: +inf first
+    x.storage[3 * static_cast<size_t>(n) + n / 2] = -3e38f;  // row 3: large
     const std::vector<double> xv = values(x.view);
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::Var}) {
       if (op == ReduceOp::Var && n == 1) continue;
@@ -734,11 +754,15 @@ TEST(CpuVectorMath, ReductionsOfEveryLengthWithSpecialValues) {
         const double* p = xv.data() + r * n;
         double s = 0, mx = -kInf, mn = kInf;
         bool nan = false;
-        for (int64_t j = 0; j < n; ++j) s += p[j], mx = std::max(mx, p[j]), mn = std::min(mn, p[j]), nan |= std::isnan(p[j]);
+        for (int64_t j = 0; j < n; ++j)
+          s += p[j], mx = std::max(mx, p[j]), mn = std::min(mn, p[j]), nan |= std::isnan(p[j]);
         double m2 = 0;
         for (int64_t j = 0; j < n; ++j) m2 += (p[j] - s / n) * (p[j] - s / n);
-        double v = op == ReduceOp::Sum ? s : op == ReduceOp::Mean ? s / n : op == ReduceOp::Max ? mx
-                 : op == ReduceOp::Min ? mn : m2 / (n - 1);
+        double v = op == ReduceOp::Sum    ? s
+                   : op == ReduceOp::Mean ? s / n
+                   : op == ReduceOp::Max  ? mx
+                   : op == ReduceOp::Min  ? mn
+                                          : m2 / (n - 1);
         if (nan) v = kNaN;
         if (op == ReduceOp::Var && std::isinf(s)) v = kNaN;
         want.push_back(v);
@@ -789,9 +813,9 @@ TEST(CpuVectorMath, FirstDimReductionsOfEveryWidthWithSpecialValues) {
   for (int64_t n : kRowLengths) {
     const int64_t rows = 37;
     auto x = random_tensor<float>({rows, n}, rng, -2, 2);
-    x.storage[static_cast<size_t>(n) - 1] = std::numeric_limits<float>::quiet_NaN();   // last column, row 0
-    x.storage[20 * static_cast<size_t>(n)] = std::numeric_limits<float>::infinity();     // first column, row 20
-    x.storage[35 * static_cast<size_t>(n) + n / 2] = -3e38f;                             // a middle column, row 35
+    x.storage[static_cast<size_t>(n) - 1] = std::numeric_limits<float>::quiet_NaN();  // last column, row 0
+    x.storage[20 * static_cast<size_t>(n)] = std::numeric_limits<float>::infinity();  // first column, row 20
+    x.storage[35 * static_cast<size_t>(n) + n / 2] = -3e38f;  // a middle column, row 35
     const std::vector<double> xv = values(x.view);
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min}) {
       auto out = filled_tensor<float>({1, n});

@@ -45,9 +45,8 @@ Tolerance matmul_tolerance(DType dtype, int64_t k) {
 using MakeView = std::function<Tensor(const Tensor&)>;
 Tensor identity(const Tensor& t) { return t; }
 
-void expect_matmul_matches(const Tensor& a_base, const MakeView& make_a, const Tensor& b_base,
-                           const MakeView& make_b, const Tensor& out_base, const MakeView& make_out,
-                           MatmulParams p, Tolerance tol) {
+void expect_matmul_matches(const Tensor& a_base, const MakeView& make_a, const Tensor& b_base, const MakeView& make_b,
+                           const Tensor& out_base, const MakeView& make_out, MatmulParams p, Tolerance tol) {
   Tensor a_cpu = make_a(a_base), b_cpu = make_b(b_base);
   Tensor out_cpu_storage = out_base.clone();
   Tensor out_cpu = make_out(out_cpu_storage);
@@ -118,9 +117,9 @@ TEST(CublasMatmul, TransposedOperandsAndOutputs) {
     Tensor a = random_tensor({batch, m, k}, dtype, seed++), a_t = random_tensor({batch, k, m}, dtype, seed++);
     Tensor b = random_tensor({batch, k, n}, dtype, seed++), b_t = random_tensor({batch, n, k}, dtype, seed++);
     Tensor out = random_tensor({batch, m, n}, dtype, seed++), out_t = random_tensor({batch, n, m}, dtype, seed++);
-    expect_matmul_matches(a_t, t12, b, identity, out, identity, {}, tol);    // a^T
-    expect_matmul_matches(a, identity, b_t, t12, out, identity, {}, tol);    // b^T
-    expect_matmul_matches(a_t, t12, b_t, t12, out, identity, {}, tol);       // both
+    expect_matmul_matches(a_t, t12, b, identity, out, identity, {}, tol);  // a^T
+    expect_matmul_matches(a, identity, b_t, t12, out, identity, {}, tol);  // b^T
+    expect_matmul_matches(a_t, t12, b_t, t12, out, identity, {}, tol);  // both
     expect_matmul_matches(a, identity, b, identity, out_t, t12, {1.0f, 0.5f}, tol);  // column-major out
     expect_matmul_matches(a_t, t12, b_t, t12, out_t, t12, {}, tol);
   }
@@ -138,8 +137,7 @@ TEST(CublasMatmul, NonContiguousOperands) {
     Tensor b_wide = random_tensor({batch, k, n + 5}, dtype, seed++);
     Tensor out_wide = random_tensor({batch, m, n + 3}, dtype, seed++);
     auto narrow_last = [](int64_t len) { return [len](const Tensor& t) { return t.narrow(2, 0, len); }; };
-    expect_matmul_matches(a_wide, narrow_last(k), b_wide, narrow_last(n), out_wide, narrow_last(n), {1.0f, 1.0f},
-                          tol);
+    expect_matmul_matches(a_wide, narrow_last(k), b_wide, narrow_last(n), out_wide, narrow_last(n), {1.0f, 1.0f}, tol);
     // Every other column: no unit stride in either matrix dim, copied first.
     Tensor a_step = random_tensor({batch, m, 2 * k}, dtype, seed++);
     Tensor out_step = random_tensor({batch, m, 2 * n}, dtype, seed++);
@@ -210,7 +208,6 @@ TEST(CublasMatmul, MatmulOpAndGradients) {
   }
 }
 
-
 // With the GEMM ladder switched on, matmul goes to the hand-written GEMM where
 // it applies (and to cuBLASLt where it does not); results stay the same.
 TEST(CublasMatmul, GemmLadderRouteMatchesCpu) {
@@ -233,8 +230,8 @@ TEST(CublasLinear, FusedBiasForwardAndGradients) {
   for (DType dtype : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
     for (bool with_bias : {true, false}) {
       for (const Shape& x_shape : {Shape{4, 7, 129}, Shape{1, 33}, Shape{1000, 64}}) {
-        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << ", bias " << with_bias << ", rank "
-                                          << x_shape.size() << ", in_features " << x_shape.back());
+        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << ", bias " << with_bias << ", rank " << x_shape.size()
+                                          << ", in_features " << x_shape.back());
         const int64_t in_f = x_shape.back(), out_f = 37;
         Tensor x = random_tensor(x_shape, dtype, seed++), w = random_tensor({out_f, in_f}, dtype, seed++);
         Tensor b = random_tensor({out_f}, dtype, seed++);

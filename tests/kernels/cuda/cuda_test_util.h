@@ -30,12 +30,12 @@
 #include "kernels/cuda_info.h"
 
 // Skips the current test (from the test body) when no CUDA GPU is visible.
-#define ANVIL_SKIP_WITHOUT_GPU()                                                     \
-  do {                                                                               \
-    if (!::anvil::cuda::is_available()) {                                            \
-      GTEST_SKIP() << "no CUDA GPU is visible to this process (built with CUDA, "    \
-                      "but cudaGetDeviceCount found none): CUDA test skipped";       \
-    }                                                                                \
+#define ANVIL_SKIP_WITHOUT_GPU() \
+  do { \
+    if (!::anvil::cuda::is_available()) { \
+      GTEST_SKIP() << "no CUDA GPU is visible to this process (built with CUDA, " \
+                      "but cudaGetDeviceCount found none): CUDA test skipped"; \
+    } \
   } while (0)
 
 namespace anvil::test {
@@ -71,11 +71,16 @@ struct Tolerance {
 // bound (e.g. tf32 matmul, ~3e-4 relative).
 inline Tolerance tolerance_for(DType dtype) {
   switch (dtype) {
-    case DType::Float64: return {1e-10, 1e-12};
-    case DType::Float32: return {1e-5, 1e-6};
-    case DType::Float16: return {2e-3, 1e-3};
-    case DType::BFloat16: return {1.6e-2, 1e-2};
-    default: return {0, 0};
+    case DType::Float64:
+      return {1e-10, 1e-12};
+    case DType::Float32:
+      return {1e-5, 1e-6};
+    case DType::Float16:
+      return {2e-3, 1e-3};
+    case DType::BFloat16:
+      return {1.6e-2, 1e-2};
+    default:
+      return {0, 0};
   }
 }
 
@@ -104,8 +109,7 @@ inline Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed = 0) 
 }
 
 // Uniform values in [lo, hi) (e.g. positive inputs for log/sqrt).
-inline Tensor random_uniform_tensor(const Shape& shape, DType dtype, double lo, double hi,
-                                    uint64_t seed = 0) {
+inline Tensor random_uniform_tensor(const Shape& shape, DType dtype, double lo, double hi, uint64_t seed = 0) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + 777);
@@ -120,12 +124,10 @@ inline Tensor random_uniform_tensor(const Shape& shape, DType dtype, double lo, 
 // EXPECT_TRUE(...) and carries the details.
 inline ::testing::AssertionResult all_close(const Tensor& got, const Tensor& want, Tolerance tol) {
   if (got.shape() != want.shape()) {
-    return ::testing::AssertionFailure() << "shape mismatch: got " << got.shape_str() << ", want "
-                                         << want.shape_str();
+    return ::testing::AssertionFailure() << "shape mismatch: got " << got.shape_str() << ", want " << want.shape_str();
   }
   if (got.dtype() != want.dtype()) {
-    return ::testing::AssertionFailure() << "dtype mismatch: got " << got.dtype() << ", want "
-                                         << want.dtype();
+    return ::testing::AssertionFailure() << "dtype mismatch: got " << got.dtype() << ", want " << want.dtype();
   }
   const std::vector<double> g = got.cpu().to_vector<double>();
   const std::vector<double> w = want.cpu().to_vector<double>();
@@ -156,11 +158,11 @@ inline ::testing::AssertionResult all_close(const Tensor& got, const Tensor& wan
     }
   }
   if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << bad << " of " << g.size() << " elements differ (dtype " << got.dtype() << ", shape "
-         << got.shape_str() << ", rtol " << tol.rtol << ", atol " << tol.atol << "); worst at flat index "
-         << worst << ": got " << g[worst] << ", want " << w[worst] << "; max |got - want| over finite "
-         << "elements " << max_abs;
+  return ::testing::AssertionFailure() << bad << " of " << g.size() << " elements differ (dtype " << got.dtype()
+                                       << ", shape " << got.shape_str() << ", rtol " << tol.rtol << ", atol "
+                                       << tol.atol << "); worst at flat index " << worst << ": got " << g[worst]
+                                       << ", want " << w[worst] << "; max |got - want| over finite "
+                                       << "elements " << max_abs;
 }
 
 inline ::testing::AssertionResult all_close(const Tensor& got, const Tensor& want) {

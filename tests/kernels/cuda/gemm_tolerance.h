@@ -22,9 +22,12 @@ struct Tol {
 inline Tol tolerance(GemmDType t, int64_t K) {
   const double k = static_cast<double>(K > 0 ? K : 1);
   switch (t) {
-    case GemmDType::Float32: return {1e-4, 2e-6 * k + 1e-5};
-    case GemmDType::BFloat16: return {1.6e-2, 4e-3 * std::sqrt(k) + 1e-2};
-    case GemmDType::Float16: return {2e-3, 5e-4 * std::sqrt(k) + 1e-3};
+    case GemmDType::Float32:
+      return {1e-4, 2e-6 * k + 1e-5};
+    case GemmDType::BFloat16:
+      return {1.6e-2, 4e-3 * std::sqrt(k) + 1e-2};
+    case GemmDType::Float16:
+      return {2e-3, 5e-4 * std::sqrt(k) + 1e-3};
   }
   return {0, 0};
 }

@@ -26,8 +26,7 @@ namespace anvil::test {
 
 class StreamBlocker {
  public:
-  explicit StreamBlocker(cudaStream_t stream, std::chrono::seconds limit = std::chrono::seconds(60))
-      : stream_(stream) {
+  explicit StreamBlocker(cudaStream_t stream, std::chrono::seconds limit = std::chrono::seconds(60)) : stream_(stream) {
     ANVIL_CUDA_CHECK(cudaLaunchHostFunc(stream_, &hold, &go_));
     watchdog_ = std::thread([this, limit] {
       std::unique_lock<std::mutex> lock(mutex_);

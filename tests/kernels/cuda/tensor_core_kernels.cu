@@ -14,8 +14,7 @@ namespace {
 __device__ __forceinline__ uint32_t pack(uint16_t low, uint16_t high) { return low | uint32_t{high} << 16; }
 
 // Fragments by the PTX ISA's m16n8k16 layouts (tensor_core.cuh): g = lane / 4, q = lane % 4.
-template <typename T>
-__global__ void mma_tile(const uint16_t* A, const uint16_t* B, const float* C, float* D) {
+template <typename T> __global__ void mma_tile(const uint16_t* A, const uint16_t* B, const float* C, float* D) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   const int lane = static_cast<int>(threadIdx.x), g = lane / 4, q = lane % 4;
   auto a_at = [&](int row, int k) { return pack(A[row * 16 + k], A[row * 16 + k + 1]); };
@@ -41,11 +40,15 @@ __global__ void ldmatrix_rows(const uint16_t* rows, const int* row_of_lane, uint
   uint32_t r[kMatrices];
   const void* row = &tile[row_of_lane[lane]][0];
   if constexpr (kMatrices == 4) {
-    if constexpr (kTrans) dev::ldmatrix_x4_trans(r, row);
-    else dev::ldmatrix_x4(r, row);
+    if constexpr (kTrans)
+      dev::ldmatrix_x4_trans(r, row);
+    else
+      dev::ldmatrix_x4(r, row);
   } else {
-    if constexpr (kTrans) dev::ldmatrix_x2_trans(r, row);
-    else dev::ldmatrix_x2(r, row);
+    if constexpr (kTrans)
+      dev::ldmatrix_x2_trans(r, row);
+    else
+      dev::ldmatrix_x2(r, row);
   }
   for (int i = 0; i < kMatrices; ++i) out[lane * kMatrices + i] = r[i];
 #endif
@@ -54,17 +57,23 @@ __global__ void ldmatrix_rows(const uint16_t* rows, const int* row_of_lane, uint
 }  // namespace
 
 void launch_mma_tile(bool bf16, const uint16_t* a, const uint16_t* b, const float* c, float* d, cudaStream_t s) {
-  if (bf16) launch_kernel(mma_tile<__nv_bfloat16>, 1, 32, 0, s)(a, b, c, d);
-  else launch_kernel(mma_tile<__half>, 1, 32, 0, s)(a, b, c, d);
+  if (bf16)
+    launch_kernel(mma_tile<__nv_bfloat16>, 1, 32, 0, s)(a, b, c, d);
+  else
+    launch_kernel(mma_tile<__half>, 1, 32, 0, s)(a, b, c, d);
   ANVIL_CUDA_CHECK_LAUNCH("mma_tile");
 }
 
 void launch_ldmatrix(int matrices, bool trans, const uint16_t* rows, const int* row_of_lane, uint32_t* out,
                      cudaStream_t s) {
-  if (matrices == 4 && trans) launch_kernel(ldmatrix_rows<4, true>, 1, 32, 0, s)(rows, row_of_lane, out);
-  else if (matrices == 4) launch_kernel(ldmatrix_rows<4, false>, 1, 32, 0, s)(rows, row_of_lane, out);
-  else if (trans) launch_kernel(ldmatrix_rows<2, true>, 1, 32, 0, s)(rows, row_of_lane, out);
-  else launch_kernel(ldmatrix_rows<2, false>, 1, 32, 0, s)(rows, row_of_lane, out);
+  if (matrices == 4 && trans)
+    launch_kernel(ldmatrix_rows<4, true>, 1, 32, 0, s)(rows, row_of_lane, out);
+  else if (matrices == 4)
+    launch_kernel(ldmatrix_rows<4, false>, 1, 32, 0, s)(rows, row_of_lane, out);
+  else if (trans)
+    launch_kernel(ldmatrix_rows<2, true>, 1, 32, 0, s)(rows, row_of_lane, out);
+  else
+    launch_kernel(ldmatrix_rows<2, false>, 1, 32, 0, s)(rows, row_of_lane, out);
   ANVIL_CUDA_CHECK_LAUNCH("ldmatrix_rows");
 }
 

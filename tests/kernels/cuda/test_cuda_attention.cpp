@@ -51,8 +51,8 @@ using test::attention_with_grads;
 
 // With dropout_p > 0 both runs start from one generator state, so both
 // backends drop the same probabilities (each indexes Philox as the dropout op).
-void expect_matches_cpu(const Dims& d, DType dt, const char* mask_name, const Tensor& mask, bool causal,
-                        uint64_t seed, double dropout_p = 0) {
+void expect_matches_cpu(const Dims& d, DType dt, const char* mask_name, const Tensor& mask, bool causal, uint64_t seed,
+                        double dropout_p = 0) {
   SCOPED_TRACE(text(d, dt, mask_name, causal) + " dropout " + std::to_string(dropout_p));
   const Tensor q = random_tensor({d.b, d.h, d.l, d.e}, dt, seed), k = random_tensor({d.b, d.h, d.s, d.e}, dt, seed + 1),
                v = random_tensor({d.b, d.h, d.s, d.ev}, dt, seed + 2),
@@ -132,10 +132,9 @@ TEST(CudaAttention, FullyMaskedRows) {
   const Tensor mask = from_vector(bits, {L, S}).to(kBool);
   for (DType dt : {kFloat32, kFloat16}) {
     expect_matches_cpu({1, 2, L, S, 8, 4}, dt, "row 2 empty", mask, false, 7);
-    const Tensor out = scaled_dot_product_attention(random_tensor({1, 2, L, 8}, dt, 1).cuda(),
-                                                    random_tensor({1, 2, S, 8}, dt, 2).cuda(),
-                                                    random_tensor({1, 2, S, 4}, dt, 3).cuda(),
-                                                    AttentionOptions{.attn_mask = mask.cuda()});
+    const Tensor out = scaled_dot_product_attention(
+        random_tensor({1, 2, L, 8}, dt, 1).cuda(), random_tensor({1, 2, S, 8}, dt, 2).cuda(),
+        random_tensor({1, 2, S, 4}, dt, 3).cuda(), AttentionOptions{.attn_mask = mask.cuda()});
     EXPECT_EQ(out.select(2, 2).abs().sum().cpu().item<double>(), 0.0);
     EXPECT_TRUE(out.isfinite().all().cpu().item<bool>());
   }
@@ -161,9 +160,9 @@ TEST(CudaAttention, TensorCoresMatchCpuAndTheOtherKernels) {
   };
   const std::vector<Case> cases = {
       {{1, 2, 70, 130, 64, 64}, false, false, 0.0},  // partial query and key tiles, kDim 64
-      {{2, 1, 65, 65, 72, 40}, true, false, 0.0},    // kDim 128, E != Ev, causal
+      {{2, 1, 65, 65, 72, 40}, true, false, 0.0},  // kDim 128, E != Ev, causal
       {{1, 1, 33, 97, 128, 128}, false, true, 0.0},  // bool mask with an empty row
-      {{1, 2, 40, 70, 16, 8}, false, true, 0.3},     // dropout beside the mask
+      {{1, 2, 40, 70, 16, 8}, false, true, 0.3},  // dropout beside the mask
   };
   uint64_t seed = 300;
   for (DType dt : {kBFloat16, kFloat16}) {

@@ -68,7 +68,8 @@ TEST(CudaCopy, SlicedAndBroadcastSources) {
   Tensor row = test::random_tensor({1, 50}, kFloat32, 6);
   EXPECT_CUDA_CLOSE(row.cuda().expand({40, 50}).contiguous(), row.expand({40, 50}).contiguous());
   // misaligned contiguous source (offset by one element)
-  EXPECT_CUDA_CLOSE(x.cuda().reshape({2000}).slice(0, 1, 2000).to(kFloat16), x.reshape({2000}).slice(0, 1, 2000).to(kFloat16));
+  EXPECT_CUDA_CLOSE(x.cuda().reshape({2000}).slice(0, 1, 2000).to(kFloat16),
+                    x.reshape({2000}).slice(0, 1, 2000).to(kFloat16));
 }
 
 TEST(CudaCopy, FillAllDtypes) {

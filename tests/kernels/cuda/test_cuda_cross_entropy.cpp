@@ -43,8 +43,8 @@ TEST(CudaCrossEntropy, PerRowLossesAndLogsumexpThroughBackend) {
         const Tensor targets = random_targets(n, classes, classes + 1, -100, 0.2);
         const CrossEntropyParams p{-100, ls};
         Tensor loss_c = empty({n}, logits.options()), lse_c = empty({n}, logits.options().dtype(kFloat32));
-        backend_for(DeviceType::CPU).cross_entropy(loss_c.view_of(), lse_c.view_of(), logits.view_of(),
-                                                   targets.view_of(), p);
+        backend_for(DeviceType::CPU)
+            .cross_entropy(loss_c.view_of(), lse_c.view_of(), logits.view_of(), targets.view_of(), p);
         const Tensor lg = logits.cuda(), tg = targets.cuda();
         Tensor loss_g = empty({n}, lg.options()), lse_g = empty({n}, lg.options().dtype(kFloat32));
         backend_for(DeviceType::CUDA).cross_entropy(loss_g.view_of(), lse_g.view_of(), lg.view_of(), tg.view_of(), p);
@@ -102,8 +102,8 @@ TEST(CudaCrossEntropy, OutOfRangeTargetRaises) {
   EXPECT_THROW(
       {
         Tensor l = cross_entropy(logits, targets, {Reduction::None});
-        l.cpu();                                  // a synchronising point
-        cuda::raise_pending_index_error(0);       // what synchronize() does
+        l.cpu();  // a synchronising point
+        cuda::raise_pending_index_error(0);  // what synchronize() does
       },
       Error);
   // Raising clears the record: the next call works.

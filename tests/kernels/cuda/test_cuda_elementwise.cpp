@@ -23,9 +23,12 @@ using BinaryFn = std::function<Tensor(const Tensor&, const Tensor&)>;
 TEST(CudaElementwise, FloatingUnaryOps) {
   ANVIL_SKIP_WITHOUT_GPU();
   const std::pair<const char*, UnaryFn> ops[] = {
-      {"neg", [](const Tensor& x) { return neg(x); }},         {"abs", [](const Tensor& x) { return abs(x); }},
-      {"exp", [](const Tensor& x) { return exp(x); }},         {"tanh", [](const Tensor& x) { return tanh(x); }},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }}, {"relu", [](const Tensor& x) { return relu(x); }},
+      {"neg", [](const Tensor& x) { return neg(x); }},
+      {"abs", [](const Tensor& x) { return abs(x); }},
+      {"exp", [](const Tensor& x) { return exp(x); }},
+      {"tanh", [](const Tensor& x) { return tanh(x); }},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
+      {"relu", [](const Tensor& x) { return relu(x); }},
       {"gelu", [](const Tensor& x) { return gelu(x); }},
       {"gelu_tanh", [](const Tensor& x) { return gelu(x, GeluApprox::Tanh); }},
       {"clamp", [](const Tensor& x) { return clamp(x, -0.5, INFINITY); }},
@@ -113,8 +116,10 @@ TEST(CudaElementwise, WhereAllDtypes) {
 TEST(CudaElementwise, GradientsMatchCpu) {
   ANVIL_SKIP_WITHOUT_GPU();
   const std::pair<const char*, UnaryFn> ops[] = {
-      {"tanh", [](const Tensor& x) { return tanh(x); }},       {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
-      {"relu", [](const Tensor& x) { return relu(x); }},       {"gelu", [](const Tensor& x) { return gelu(x); }},
+      {"tanh", [](const Tensor& x) { return tanh(x); }},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
+      {"relu", [](const Tensor& x) { return relu(x); }},
+      {"gelu", [](const Tensor& x) { return gelu(x); }},
       {"gelu_tanh", [](const Tensor& x) { return gelu(x, GeluApprox::Tanh); }},
       {"mul_self", [](const Tensor& x) { return mul(x, exp(x)); }},
   };

@@ -24,10 +24,14 @@ const DType kAllDtypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kIn
 // Of kAllDtypes, how many a row's domain takes: each must have run and been compared.
 int dtypes_accepted(ops::Domain d) {
   switch (d) {
-    case ops::Domain::Any: return 8;
-    case ops::Domain::Numeric: return 7;
-    case ops::Domain::Floating: return 4;
-    case ops::Domain::Integral: return 4;  // int32, int64, uint8 and bool
+    case ops::Domain::Any:
+      return 8;
+    case ops::Domain::Numeric:
+      return 7;
+    case ops::Domain::Floating:
+      return 4;
+    case ops::Domain::Integral:
+      return 4;  // int32, int64, uint8 and bool
   }
   return 0;
 }
@@ -43,11 +47,11 @@ Tensor input(DType dtype, const Shape& shape, uint64_t seed, bool nonzero) {
 
 // Runs `run(backend, out, device)` on both backends: the same refusal, or
 // results within the dtype's tolerance. True when both ran and were compared.
-template <typename Run>
-bool expect_same(const char* what, DType dtype, DType out_dtype, const Shape& shape, Run run) {
+template <typename Run> bool expect_same(const char* what, DType dtype, DType out_dtype, const Shape& shape, Run run) {
   Backend& cpu = backend_for(DeviceType::CPU);
   Backend& gpu = backend_for(DeviceType::CUDA);
-  Tensor want = empty(shape, TensorOptions(out_dtype)), got = empty(shape, TensorOptions(out_dtype).device(Device::cuda(0)));
+  Tensor want = empty(shape, TensorOptions(out_dtype)),
+         got = empty(shape, TensorOptions(out_dtype).device(Device::cuda(0)));
   bool cpu_ok = true;
   std::string cpu_error;
   try {
@@ -57,8 +61,8 @@ bool expect_same(const char* what, DType dtype, DType out_dtype, const Shape& sh
     cpu_error = e.what();
   }
   if (!cpu_ok) {
-    EXPECT_THROW(run(gpu, got, Device::cuda(0)), Error) << what << " " << dtype << ": the CPU refuses (" << cpu_error
-                                                        << ") but CUDA ran";
+    EXPECT_THROW(run(gpu, got, Device::cuda(0)), Error)
+        << what << " " << dtype << ": the CPU refuses (" << cpu_error << ") but CUDA ran";
     return false;
   }
   try {
@@ -106,7 +110,7 @@ TEST(CudaEveryElementwiseOp, BinaryOpsInEveryDtypeWithBroadcast) {
     for (DType dtype : kAllDtypes) {
       const Tensor a = input(dtype, shape, 50 + i, false);
       Tensor b = input(dtype, {3, 1}, 80 + i, op == BinaryOp::Div);  // broadcast over dims 0 and 2
-      if (op == BinaryOp::Pow && is_floating(dtype)) b = abs(b);     // real powers of negative bases are NaN
+      if (op == BinaryOp::Pow && is_floating(dtype)) b = abs(b);  // real powers of negative bases are NaN
       const DType out_dtype = info.result == ops::Result::Bool ? kBool : dtype;
       compared += expect_same(what.c_str(), dtype, out_dtype, shape, [&](Backend& be, Tensor& out, Device d) {
         const Tensor ad = a.to(d), bd = b.to(d).expand(shape);

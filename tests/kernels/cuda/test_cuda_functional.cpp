@@ -65,7 +65,10 @@ TEST(CudaFunctional, Einsum) {
 TEST(CudaFunctional, PadAndInterpolate) {
   ANVIL_SKIP_WITHOUT_GPU();
   for (PadMode mode : {PadMode::Constant, PadMode::Reflect, PadMode::Replicate, PadMode::Circular})
-    expect_cuda_matches_cpu("pad", [mode](auto& t) { return pad(t[0], {2, 1, 1, 2}, mode, 0.25); },
+    expect_cuda_matches_cpu("pad",
+                            [mode](auto& t) {
+                              return pad(t[0], {2, 1, 1, 2}, mode, 0.25);
+                            },
                             {rnd({2, 3, 4, 5}, 6)});
   for (bool align : {false, true}) {
     InterpolateOptions o;
@@ -81,7 +84,10 @@ TEST(CudaFunctional, PadAndInterpolate) {
 
 TEST(CudaFunctional, ConvolutionsAndPools) {
   ANVIL_SKIP_WITHOUT_GPU();
-  expect_cuda_matches_cpu("conv1d", [](auto& t) { return conv1d(t[0], t[1], t[2], {2, 1, 2, 2}); },
+  expect_cuda_matches_cpu("conv1d",
+                          [](auto& t) {
+                            return conv1d(t[0], t[1], t[2], {2, 1, 2, 2});
+                          },
                           {rnd({2, 4, 11}, 9), rnd({6, 2, 3}, 10), rnd({6}, 11)});
   ConvTranspose2dOptions ct;
   ct.stride = {2, 1};
@@ -110,7 +116,10 @@ TEST(CudaFunctional, ConvolutionsAndPools) {
   Pool1dOptions p1{3, 2, 1, true, true};
   expect_cuda_matches_cpu("max_pool1d", [p1](auto& t) { return max_pool1d(t[0], p1); }, {rnd({2, 3, 10}, 19)});
   expect_cuda_matches_cpu("avg_pool1d", [p1](auto& t) { return avg_pool1d(t[0], p1); }, {rnd({2, 3, 10}, 20)});
-  expect_cuda_matches_cpu("adaptive_max_pool2d", [](auto& t) { return adaptive_max_pool2d(t[0], {3, 4}); },
+  expect_cuda_matches_cpu("adaptive_max_pool2d",
+                          [](auto& t) {
+                            return adaptive_max_pool2d(t[0], {3, 4});
+                          },
                           {rnd({2, 3, 7, 9}, 21)});
   expect_cuda_matches_cpu("adaptive_max_pool1d", [](auto& t) { return adaptive_max_pool1d(t[0], 4); },
                           {rnd({2, 3, 10}, 22)});
@@ -145,9 +154,9 @@ TEST(CudaFunctional, LossesDistancesAndOneHot) {
   ANVIL_SKIP_WITHOUT_GPU();
   Tensor logp = log_softmax(rnd({4, 5}, 34), 1), p = softmax(rnd({4, 5}, 35), 1);
   for (bool log_target : {false, true})
-    expect_cuda_matches_cpu("kl_div", [log_target](auto& t) {
-      return kl_div(t[0], t[1], KLDivReduction::BatchMean, log_target);
-    }, {logp, log_target ? logp.flip(0) : p});
+    expect_cuda_matches_cpu("kl_div",
+                            [log_target](auto& t) { return kl_div(t[0], t[1], KLDivReduction::BatchMean, log_target); },
+                            {logp, log_target ? logp.flip(0) : p});
   expect_cuda_matches_cpu("smooth_l1_loss", [](auto& t) { return smooth_l1_loss(t[0], t[1], Reduction::None, 0.5); },
                           {rnd({4, 5}, 36), rnd({4, 5}, 37)});
   expect_cuda_matches_cpu("huber_loss", [](auto& t) { return huber_loss(t[0], t[1], Reduction::Mean, 0.5); },
@@ -172,7 +181,8 @@ TEST(CudaFunctional, EmbeddingPaddingIdx) {
     SCOPED_TRACE(padding_idx);
     const Tensor w = rnd({rows, dim}, 30);
     Tensor ids = (test::random_tensor({4, 9}, kFloat32, 31).abs() * 7).to(kInt64).remainder(rows);
-    ids.view({-1}).slice(0, 0, 5).fill_(padding_idx < 0 ? padding_idx + rows : padding_idx);  // the padding row, read 5 times
+    ids.view({-1}).slice(0, 0, 5).fill_(padding_idx < 0 ? padding_idx + rows
+                                                        : padding_idx);  // the padding row, read 5 times
     const Tensor upstream = rnd({4, 9, dim}, 32);
     Tensor wc = w.clone().requires_grad_(true), wg = w.cuda().requires_grad_(true);
     const Tensor yc = embedding(wc, ids, padding_idx), yg = embedding(wg, ids.cuda(), padding_idx);

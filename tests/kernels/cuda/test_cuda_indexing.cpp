@@ -61,8 +61,8 @@ TEST(CudaIndexing, IndexSelectAllDtypesAndLayouts) {
   const Tensor idx = random_index({11}, 7, 4);
   EXPECT_CUDA_CLOSE(index_select(x.cuda().transpose(0, 2), 1, idx.cuda()), index_select(x.transpose(0, 2), 1, idx),
                     {0, 0});
-  EXPECT_CUDA_CLOSE(index_select(x.cuda(), 1, idx.cuda().slice(0, 0, 11, 2)), index_select(x, 1, idx.slice(0, 0, 11, 2)),
-                    {0, 0});
+  EXPECT_CUDA_CLOSE(index_select(x.cuda(), 1, idx.cuda().slice(0, 0, 11, 2)),
+                    index_select(x, 1, idx.slice(0, 0, 11, 2)), {0, 0});
   EXPECT_EQ(index_select(x.cuda(), 1, empty({0}, kInt64).cuda()).numel(), 0);
 }
 
@@ -75,8 +75,8 @@ TEST(CudaIndexing, IndexAddAtomicAndDeterministic) {
         const Tensor out = random_tensor({9, cols}, dt, cols);
         const Tensor src = random_tensor({300, cols}, dt, cols + 1);
         const Tensor idx = random_index({300}, 9, cols + 2);  // many repeats
-        EXPECT_TRUE(all_close(index_add(out.cuda(), 0, idx.cuda(), src.cuda()), index_add(out, 0, idx, src),
-                              sum_tol(dt)))
+        EXPECT_TRUE(
+            all_close(index_add(out.cuda(), 0, idx.cuda(), src.cuda()), index_add(out, 0, idx, src), sum_tol(dt)))
             << dt << " cols " << cols << (deterministic ? " deterministic" : " atomic");
       }
     }
@@ -108,8 +108,8 @@ TEST(CudaIndexing, GatherAndScatterAdd) {
         const Tensor idx = random_index({5, 6, 7}, x.shape()[dim], 7 + dim);
         EXPECT_TRUE(all_close(gather(x.cuda(), dim, idx.cuda()), gather(x, dim, idx), {0, 0})) << dt << " dim " << dim;
         const Tensor src = random_tensor({6, 7, 8}, dt, 8 + dim);
-        EXPECT_TRUE(all_close(scatter_add(x.cuda(), dim, idx.cuda(), src.cuda()), scatter_add(x, dim, idx, src),
-                              sum_tol(dt)))
+        EXPECT_TRUE(
+            all_close(scatter_add(x.cuda(), dim, idx.cuda(), src.cuda()), scatter_add(x, dim, idx, src), sum_tol(dt)))
             << dt << " dim " << dim;
       }
     }
@@ -170,7 +170,6 @@ TEST(CudaIndexing, BadIndexSurfacesAtSynchronisingPoints) {
   EXPECT_THROW(backend_for(DeviceType::CUDA).synchronize(0), Error);
   EXPECT_NO_THROW(backend_for(DeviceType::CUDA).synchronize(0));  // raising cleared it
 }
-
 
 // The strided nn kernels share the backend's one offset calculator (12 dims),
 // so ranks past 8 work as they do for elementwise ops.

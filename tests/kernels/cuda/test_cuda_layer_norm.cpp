@@ -129,7 +129,8 @@ TEST(CudaLayerNorm, FusedAddLayerNormMatchesCpu) {
   const Tensor x = random_tensor({6, 50}, kFloat32, 1), r = random_tensor({50, 6}, kFloat32, 2).transpose(0, 1);
   Tensor xc = x.clone().requires_grad_(), rc = r.clone().requires_grad_();
   Tensor xg = x.cuda().requires_grad_(), rg = r.contiguous().cuda().requires_grad_();
-  const auto c = add_layer_norm(xc, rc, {50}), g = add_layer_norm(xg, rg.transpose(0, 1).contiguous().transpose(0, 1), {50});
+  const auto c = add_layer_norm(xc, rc, {50}),
+             g = add_layer_norm(xg, rg.transpose(0, 1).contiguous().transpose(0, 1), {50});
   (c.sum.sum() + (c.out * c.out).sum()).backward();
   (g.sum.sum() + (g.out * g.out).sum()).backward();
   EXPECT_CUDA_CLOSE(xg.grad(), xc.grad(), tol(kFloat32));

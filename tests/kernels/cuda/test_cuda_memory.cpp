@@ -54,7 +54,8 @@ TEST(CudaMemory, FreedBlockIsReusedWithoutADeviceMalloc) {
   MemoryStats before = a.stats();
   void* q = a.allocate(kOddLarge);
   MemoryStats after = a.stats();
-  EXPECT_EQ(after.device_mallocs, before.device_mallocs) << "second allocation of the same size must be served from the cache";
+  EXPECT_EQ(after.device_mallocs, before.device_mallocs)
+      << "second allocation of the same size must be served from the cache";
   EXPECT_EQ(after.cache_hits, before.cache_hits + 1);
   EXPECT_EQ(q, p) << "best fit on the same stream should find the block just freed";
   a.deallocate(q);

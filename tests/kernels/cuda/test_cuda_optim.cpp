@@ -78,9 +78,13 @@ TEST(CudaOptim, AdamWAndAdamMatchCpu) {
 
 TEST(CudaOptim, SgdVariantsMatchCpu) {
   ANVIL_SKIP_WITHOUT_GPU();
-  struct Case { double momentum, dampening, wd; bool nesterov; };
+  struct Case {
+    double momentum, dampening, wd;
+    bool nesterov;
+  };
   for (DType dt : {kFloat32, kFloat64}) {
-    for (Case c : {Case{0, 0, 0, false}, Case{0.9, 0, 1e-2, false}, Case{0.9, 0.1, 0, false}, Case{0.9, 0, 1e-3, true}}) {
+    for (Case c :
+         {Case{0, 0, 0, false}, Case{0.9, 0, 1e-2, false}, Case{0.9, 0.1, 0, false}, Case{0.9, 0, 1e-3, true}}) {
       const auto sz = sizes(dt == kFloat32 && c.nesterov);
       auto pc = make_list(sz, dt, 1), gc = make_list(sz, dt, 100), bc = make_list(sz, dt, 200);
       auto pg = to_cuda(pc), gg = to_cuda(gc), bg = to_cuda(bc);
@@ -122,8 +126,8 @@ TEST(CudaOptim, MisalignedViewsAndEmptyLists) {
   EXPECT_NO_THROW(backend_for(DeviceType::CUDA).adamw({}, {}, {}, {}, AdamWParams{}));
   // A float16 parameter is refused, as on the CPU.
   const Tensor h = zeros({4}, kFloat16).cuda();
-  EXPECT_THROW(backend_for(DeviceType::CUDA).sgd(std::vector<View>{h.view_of()}, std::vector<View>{h.view_of()}, {}, sp),
-               Error);
+  EXPECT_THROW(
+      backend_for(DeviceType::CUDA).sgd(std::vector<View>{h.view_of()}, std::vector<View>{h.view_of()}, {}, sp), Error);
 }
 
 }  // namespace

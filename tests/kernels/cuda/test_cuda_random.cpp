@@ -56,7 +56,7 @@ TEST(CudaRandom, NormalMatchesCpu) {
     p.offset = 1;
     const Tensor c = fill_random({100001}, dt, p, DeviceType::CPU), g = fill_random({100001}, dt, p, DeviceType::CUDA);
     // float32/float64: 1e-6 relative. 16-bit: a one-ulp difference before rounding may flip one rounding.
-    const test::Tolerance tol = dt == kFloat16 ? test::Tolerance{1e-3, 1e-6}
+    const test::Tolerance tol = dt == kFloat16    ? test::Tolerance{1e-3, 1e-6}
                                 : dt == kBFloat16 ? test::Tolerance{8e-3, 1e-6}
                                                   : test::Tolerance{1e-6, 1e-6};
     EXPECT_TRUE(test::all_close(g, c, tol)) << dt;

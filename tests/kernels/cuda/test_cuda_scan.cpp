@@ -46,8 +46,8 @@ TEST(CudaScan, EveryPathEveryDtype) {
   ANVIL_SKIP_WITHOUT_GPU();
   // [rows, n] along the last dim: n = 1, 5 (< a warp), 256 (one chunk), 700 (three chunks);
   // then the column kernel (dim 0 of [n, 6]) and dim 1 of a 3-D tensor.
-  const std::vector<std::pair<Shape, int64_t>> cases = {
-      {{3, 1}, 1}, {{4, 5}, 1}, {{2, 256}, 1}, {{3, 700}, 1}, {{37, 6}, 0}, {{2, 9, 5}, 1}};
+  const std::vector<std::pair<Shape, int64_t>> cases = {{{3, 1}, 1},   {{4, 5}, 1},  {{2, 256}, 1},
+                                                        {{3, 700}, 1}, {{37, 6}, 0}, {{2, 9, 5}, 1}};
   uint64_t seed = 1;
   for (ScanOp op : {ScanOp::Sum, ScanOp::Prod, ScanOp::LogSumExp}) {
     for (DType dtype : kAllDtypes) {

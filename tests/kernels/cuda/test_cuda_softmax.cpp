@@ -29,8 +29,8 @@ void check_forward(const Tensor& x, int64_t dim) {
   for (bool log : {false, true}) {
     const Tensor want = log ? log_softmax(x, dim) : softmax(x, dim);
     const Tensor got = log ? log_softmax(x.cuda(), dim) : softmax(x.cuda(), dim);
-    EXPECT_TRUE(all_close(got, want, tol(x.dtype()))) << (log ? "log_softmax" : "softmax") << " shape "
-                                                      << x.shape_str() << " dim " << dim;
+    EXPECT_TRUE(all_close(got, want, tol(x.dtype())))
+        << (log ? "log_softmax" : "softmax") << " shape " << x.shape_str() << " dim " << dim;
   }
 }
 
@@ -90,8 +90,8 @@ TEST(CudaSoftmax, ExtremeValues) {
 TEST(CudaSoftmax, Backward) {
   ANVIL_SKIP_WITHOUT_GPU();
   for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
-    for (auto [rows, cols, dim] : {std::tuple<int64_t, int64_t, int64_t>{37, 3, 1}, {6, 200, 1}, {5, 1000, 1}, {3, 4097, 1},
-                                   {9, 11, 0}}) {
+    for (auto [rows, cols, dim] :
+         {std::tuple<int64_t, int64_t, int64_t>{37, 3, 1}, {6, 200, 1}, {5, 1000, 1}, {3, 4097, 1}, {9, 11, 0}}) {
       for (bool log : {false, true}) {
         const Tensor x = random_tensor({rows, cols}, dt, rows * cols);
         const Tensor g = random_tensor({rows, cols}, dt, rows + cols);

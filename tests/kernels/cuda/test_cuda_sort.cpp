@@ -45,8 +45,8 @@ void check(const Tensor& x, int64_t dim, bool descending) {
 
 TEST(CudaSort, SharedMemoryRowsEveryDtypeBothDirections) {
   ANVIL_SKIP_WITHOUT_GPU();
-  const std::vector<std::pair<Shape, int64_t>> cases = {{{3, 1}, 1}, {{4, 7}, 1}, {{2, 64}, 1}, {{2, 1000}, 1},
-                                                        {{33, 5}, 0}, {{3, 17, 4}, 1}};
+  const std::vector<std::pair<Shape, int64_t>> cases = {{{3, 1}, 1},    {{4, 7}, 1},  {{2, 64}, 1},
+                                                        {{2, 1000}, 1}, {{33, 5}, 0}, {{3, 17, 4}, 1}};
   uint64_t seed = 1;
   for (DType dtype : kAllDtypes)
     for (const auto& [shape, dim] : cases)

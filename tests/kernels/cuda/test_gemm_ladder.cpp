@@ -36,7 +36,7 @@ struct Shape3 {
 
 // 1x1x1 and primes exercise every edge predicate; 128^3 is exactly one tile
 // of the big rungs; 1000^3 is many tiles with ragged edges (1000 % 128 != 0).
-const std::vector<Shape3> kShapes = {{1, 1, 1},     {17, 33, 65},   {128, 128, 128}, {64, 200, 8},
+const std::vector<Shape3> kShapes = {{1, 1, 1},      {17, 33, 65},   {128, 128, 128},   {64, 200, 8},
                                      {130, 257, 31}, {3, 300, 1000}, {1000, 1000, 1000}};
 
 size_t elem_size(GemmDType t) { return t == GemmDType::Float32 ? 4 : 2; }
@@ -87,9 +87,12 @@ struct DeviceBuffer {
 
 cudaDataType_t cublas_type(GemmDType t) {
   switch (t) {
-    case GemmDType::Float32: return CUDA_R_32F;
-    case GemmDType::BFloat16: return CUDA_R_16BF;
-    case GemmDType::Float16: return CUDA_R_16F;
+    case GemmDType::Float32:
+      return CUDA_R_32F;
+    case GemmDType::BFloat16:
+      return CUDA_R_16BF;
+    case GemmDType::Float16:
+      return CUDA_R_16F;
   }
   return CUDA_R_32F;
 }
@@ -107,10 +110,13 @@ struct Case {
 int64_t ld_multiple(GemmRung rung) {
   switch (rung) {
     case GemmRung::Vectorized:
-    case GemmRung::WarpTiling: return 4;
+    case GemmRung::WarpTiling:
+      return 4;
     case GemmRung::TensorCoreMma:
-    case GemmRung::HopperWgmma: return 8;
-    default: return 1;
+    case GemmRung::HopperWgmma:
+      return 8;
+    default:
+      return 1;
   }
 }
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -153,8 +159,8 @@ void run_case(GemmRung rung, const Case& c, cublasHandle_t handle, uint64_t seed
 
   // Row-major C = A B is column-major C^T = B^T A^T: swap the operands.
   CUBLAS_OK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
-                         static_cast<int>(K), &c.alpha, dB.ptr, cublas_type(t), static_cast<int>(ldb),
-                         dA.ptr, cublas_type(t), static_cast<int>(lda), &c.beta, dRef.ptr, cublas_type(t),
+                         static_cast<int>(K), &c.alpha, dB.ptr, cublas_type(t), static_cast<int>(ldb), dA.ptr,
+                         cublas_type(t), static_cast<int>(lda), &c.beta, dRef.ptr, cublas_type(t),
                          static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   CUDA_OK(cudaDeviceSynchronize());
 
@@ -198,11 +204,11 @@ void run_case(GemmRung rung, const Case& c, cublasHandle_t handle, uint64_t seed
   }
   if (bad > 0) {
     const size_t w = static_cast<size_t>(worst_i * ldc + worst_j);
-    ADD_FAILURE() << rung_name(rung) << " " << dtype_name(t) << " M=" << M << " N=" << N << " K=" << K
-                  << " lda=" << lda << " ldb=" << ldb << " ldc=" << ldc << " alpha=" << c.alpha << " beta=" << c.beta
-                  << ": " << bad << " judged elements are off the exact result; worst at (" << worst_i << ", "
-                  << worst_j << "): got " << got[w] << ", exact " << exact(worst_i, worst_j) << ", cuBLAS " << ref[w]
-                  << " (tolerance " << tol.atol << " + " << tol.rtol << " * |exact|)";
+    ADD_FAILURE() << rung_name(rung) << " " << dtype_name(t) << " M=" << M << " N=" << N << " K=" << K << " lda=" << lda
+                  << " ldb=" << ldb << " ldc=" << ldc << " alpha=" << c.alpha << " beta=" << c.beta << ": " << bad
+                  << " judged elements are off the exact result; worst at (" << worst_i << ", " << worst_j << "): got "
+                  << got[w] << ", exact " << exact(worst_i, worst_j) << ", cuBLAS " << ref[w] << " (tolerance "
+                  << tol.atol << " + " << tol.rtol << " * |exact|)";
   }
   // Padding columns of C (j >= N) must be untouched.
   const std::vector<float> before = decode(c_bytes, t);
@@ -220,8 +226,8 @@ TEST_P(GemmLadder, MatchesCublas) {
   if (rung == GemmRung::HopperWgmma) {
     const DeviceProperties props = device_properties(0);
     if (props.major != 9 || props.minor != 0)
-      GTEST_SKIP() << "09_hopper_wgmma needs an sm_90 GPU; this one is " << props.name << " (sm_"
-                   << props.major << props.minor << ")";
+      GTEST_SKIP() << "09_hopper_wgmma needs an sm_90 GPU; this one is " << props.name << " (sm_" << props.major
+                   << props.minor << ")";
     if (!detail::hopper_wgmma_built())
       GTEST_SKIP() << "09_hopper_wgmma was not built (CMAKE_CUDA_ARCHITECTURES has no 90/90a)";
   }
@@ -241,16 +247,15 @@ TEST_P(GemmLadder, MatchesCublas) {
       if (HasFatalFailure()) break;
     }
     run_case(rung, {{45, 70, 129}, t, 0.75f, 2.0f, /*pad=*/8}, handle, seed++);  // padded leading dims
-    run_case(rung, {{19, 23, 0}, t, 1.0f, 0.5f}, handle, seed++);               // K = 0: C = beta * C
+    run_case(rung, {{19, 23, 0}, t, 1.0f, 0.5f}, handle, seed++);  // K = 0: C = beta * C
   }
   cublasDestroy(handle);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllRungs, GemmLadder,
                          ::testing::Values(GemmRung::Naive, GemmRung::Coalesced, GemmRung::SharedTiles,
-                                           GemmRung::RegisterTile1D, GemmRung::RegisterTile2D,
-                                           GemmRung::Vectorized, GemmRung::WarpTiling,
-                                           GemmRung::TensorCoreMma, GemmRung::HopperWgmma),
+                                           GemmRung::RegisterTile1D, GemmRung::RegisterTile2D, GemmRung::Vectorized,
+                                           GemmRung::WarpTiling, GemmRung::TensorCoreMma, GemmRung::HopperWgmma),
                          [](const ::testing::TestParamInfo<GemmRung>& info) {
                            return std::string("rung_") + rung_name(info.param);
                          });
@@ -295,8 +300,7 @@ TEST(GemmLadderArgs, RejectsMisalignedPointersAndSmallLeadingDimensions) {
   EXPECT_NE(gemm_unsupported_reason(GemmRung::Vectorized, a).find("16-byte aligned"), std::string::npos);
   a = fake_fp32_args();
   a.ldc = 7;
-  EXPECT_NE(gemm_unsupported_reason(GemmRung::Naive, a).find("leading dimensions too small"),
-            std::string::npos);
+  EXPECT_NE(gemm_unsupported_reason(GemmRung::Naive, a).find("leading dimensions too small"), std::string::npos);
   a = fake_fp32_args();
   a.M = -1;
   EXPECT_FALSE(gemm_unsupported_reason(GemmRung::Naive, a).empty());
@@ -346,9 +350,8 @@ TEST(LadderMatmul, BatchedFloat32MatchesCublas) {
   CUBLAS_OK(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH));
   const float one = 1.0f, zero = 0.0f;
   CUBLAS_OK(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
-                                      static_cast<const float*>(dB.ptr), N, K * N,
-                                      static_cast<const float*>(dA.ptr), K, M * K, &zero,
-                                      static_cast<float*>(dRef.ptr), N, M * N, B));
+                                      static_cast<const float*>(dB.ptr), N, K * N, static_cast<const float*>(dA.ptr), K,
+                                      M * K, &zero, static_cast<float*>(dRef.ptr), N, M * N, B));
   CUDA_OK(cudaDeviceSynchronize());
   cublasDestroy(handle);
   std::vector<float> got(B * M * N), ref(B * M * N);

@@ -23,22 +23,20 @@
 namespace anvil::cuda {
 namespace {
 
-#define SKIP_BEFORE_SM80()                                                                        \
-  do {                                                                                            \
-    ANVIL_SKIP_WITHOUT_GPU();                                                                     \
+#define SKIP_BEFORE_SM80() \
+  do { \
+    ANVIL_SKIP_WITHOUT_GPU(); \
     if (device_properties(0).major < 8) GTEST_SKIP() << "mma.m16n8k16 and ldmatrix need sm_80+"; \
   } while (0)
 
-template <typename T>
-T* device_copy(const std::vector<T>& host) {
+template <typename T> T* device_copy(const std::vector<T>& host) {
   void* p = nullptr;
   ANVIL_CUDA_CHECK(cudaMalloc(&p, host.size() * sizeof(T)));
   ANVIL_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
   return static_cast<T*>(p);
 }
 
-template <typename T>
-std::vector<T> host_copy(const T* device, size_t n) {
+template <typename T> std::vector<T> host_copy(const T* device, size_t n) {
   std::vector<T> host(n);
   ANVIL_CUDA_CHECK(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost));
   return host;

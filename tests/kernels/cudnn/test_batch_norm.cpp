@@ -17,8 +17,8 @@ namespace anvil {
 namespace {
 
 using test::random_tensor;
-using test::shape_text;
 using test::random_uniform_tensor;
+using test::shape_text;
 using test::Tolerance;
 
 struct BnResult {

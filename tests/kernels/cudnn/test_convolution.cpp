@@ -23,7 +23,7 @@ using test::shape_text;
 using test::Tolerance;
 
 struct ConvCase {
-  Shape input;   // [N, C, H, W]
+  Shape input;  // [N, C, H, W]
   int64_t cout, kh, kw;
   Conv2dOptions o;
   bool bias = true;
@@ -37,10 +37,10 @@ Tolerance conv_tolerance(DType dtype, int64_t terms) {
 }
 
 void expect_conv_matches(const ConvCase& c, DType dtype, uint64_t seed) {
-  SCOPED_TRACE(::testing::Message() << "input " << shape_text(c.input) << ", cout " << c.cout << ", kernel " << c.kh << "x"
-                                    << c.kw << ", stride " << c.o.stride[0] << "," << c.o.stride[1] << ", padding "
-                                    << c.o.padding[0] << "," << c.o.padding[1] << ", dilation " << c.o.dilation[0]
-                                    << "," << c.o.dilation[1] << ", groups " << c.o.groups << ", "
+  SCOPED_TRACE(::testing::Message() << "input " << shape_text(c.input) << ", cout " << c.cout << ", kernel " << c.kh
+                                    << "x" << c.kw << ", stride " << c.o.stride[0] << "," << c.o.stride[1]
+                                    << ", padding " << c.o.padding[0] << "," << c.o.padding[1] << ", dilation "
+                                    << c.o.dilation[0] << "," << c.o.dilation[1] << ", groups " << c.o.groups << ", "
                                     << dtype_name(dtype));
   const int64_t cin_g = c.input[1] / c.o.groups;
   Tensor x = random_tensor(c.input, dtype, seed);
@@ -70,12 +70,12 @@ std::vector<ConvCase> cases() {
   v.push_back({{2, 3, 9, 9}, 4, 3, 3, {}});
   v.push_back({{1, 1, 1, 1}, 1, 1, 1, {}});
   v.push_back({{3, 5, 13, 7}, 6, 3, 2, Conv2dOptions{{2, 1}, {1, 0}, {1, 1}, 1}, false});
-  v.push_back({{2, 4, 17, 17}, 8, 3, 3, Conv2dOptions{{1, 1}, {2, 2}, {2, 2}, 1}});     // dilation
-  v.push_back({{2, 6, 11, 12}, 9, 3, 3, Conv2dOptions{{2, 2}, {1, 1}, {1, 1}, 3}});     // groups
-  v.push_back({{2, 8, 10, 10}, 8, 3, 3, Conv2dOptions{{1, 1}, {1, 1}, {1, 1}, 8}});     // depthwise
-  v.push_back({{4, 16, 7, 7}, 32, 1, 1, {}});                                            // pointwise
-  v.push_back({{2, 3, 32, 32}, 16, 7, 7, Conv2dOptions{{2, 2}, {3, 3}, {1, 1}, 1}});    // stem-like
-  v.push_back({{1, 4, 15, 9}, 6, 5, 3, Conv2dOptions{{3, 2}, {2, 1}, {2, 3}, 2}});      // everything at once
+  v.push_back({{2, 4, 17, 17}, 8, 3, 3, Conv2dOptions{{1, 1}, {2, 2}, {2, 2}, 1}});  // dilation
+  v.push_back({{2, 6, 11, 12}, 9, 3, 3, Conv2dOptions{{2, 2}, {1, 1}, {1, 1}, 3}});  // groups
+  v.push_back({{2, 8, 10, 10}, 8, 3, 3, Conv2dOptions{{1, 1}, {1, 1}, {1, 1}, 8}});  // depthwise
+  v.push_back({{4, 16, 7, 7}, 32, 1, 1, {}});  // pointwise
+  v.push_back({{2, 3, 32, 32}, 16, 7, 7, Conv2dOptions{{2, 2}, {3, 3}, {1, 1}, 1}});  // stem-like
+  v.push_back({{1, 4, 15, 9}, 6, 5, 3, Conv2dOptions{{3, 2}, {2, 1}, {2, 3}, 2}});  // everything at once
   return v;
 }
 
@@ -134,13 +134,15 @@ TEST(CudaConv2dIm2col, MatchesCpuWithStridedOutputsAndGroups) {
       p.dilation[i] = c.o.dilation[i];
     }
     p.groups = c.o.groups;
-    const Tensor x = random_tensor(c.input, kFloat32, 5), w = random_tensor({c.cout, c.input[1] / c.o.groups, c.kh, c.kw}, kFloat32, 6);
+    const Tensor x = random_tensor(c.input, kFloat32, 5),
+                 w = random_tensor({c.cout, c.input[1] / c.o.groups, c.kh, c.kw}, kFloat32, 6);
     const Tensor b = random_tensor({c.cout}, kFloat32, 7);
     const Tensor y_cpu = conv2d(x, w, b, c.o);
     // Outputs and gradients written into channel slices of larger tensors.
     Shape wide = y_cpu.shape();
     wide[1] += 2;
-    const Tensor out_base = random_tensor(wide, kFloat32, 8), gx_base = random_tensor({c.input[0], c.input[1] + 1, c.input[2], c.input[3]}, kFloat32, 9);
+    const Tensor out_base = random_tensor(wide, kFloat32, 8),
+                 gx_base = random_tensor({c.input[0], c.input[1] + 1, c.input[2], c.input[3]}, kFloat32, 9);
     Tensor want = out_base.clone(), got = out_base.cuda();
     const Tensor xg = x.cuda(), wg = w.cuda(), bg = b.cuda();
     const View b_cpu = b.view_of(), b_gpu = bg.view_of();
@@ -155,7 +157,8 @@ TEST(CudaConv2dIm2col, MatchesCpuWithStridedOutputsAndGroups) {
     Tensor dw_want = zeros(w.shape()), dw_got = full(w.shape(), 7.0).cuda();
     cpu.conv2d_backward_weight(dw_want.view_of(), dy.view_of(), x.view_of(), p);
     cuda::conv2d_backward_weight_im2col(gpu, dw_got.view_of(), dyg.view_of(), xg.view_of(), p);
-    EXPECT_CUDA_CLOSE(dw_got, dw_want, conv_tolerance(kFloat32, c.input[0] * y_cpu.size(2) * y_cpu.size(3))) << "grad weight";
+    EXPECT_CUDA_CLOSE(dw_got, dw_want, conv_tolerance(kFloat32, c.input[0] * y_cpu.size(2) * y_cpu.size(3)))
+        << "grad weight";
   }
 }
 

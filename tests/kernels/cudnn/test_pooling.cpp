@@ -25,8 +25,7 @@ void expect_pool_matches(PoolKind kind, const Tensor& x, const Pool2dOptions& o,
   SCOPED_TRACE(::testing::Message() << (kind == PoolKind::Max ? "max" : "avg") << " pool, input " << x.shape_str()
                                     << ", kernel " << o.kernel[0] << "x" << o.kernel[1] << ", stride " << o.stride[0]
                                     << "," << o.stride[1] << ", padding " << o.padding[0] << "," << o.padding[1]
-                                    << ", count_include_pad " << o.count_include_pad << ", "
-                                    << dtype_name(x.dtype()));
+                                    << ", count_include_pad " << o.count_include_pad << ", " << dtype_name(x.dtype()));
   auto pool = [&](const Tensor& t) { return kind == PoolKind::Max ? max_pool2d(t, o) : avg_pool2d(t, o); };
   Tensor g = random_tensor(pool(x).shape(), x.dtype(), seed);
   auto run = [&](Device d) {
@@ -43,11 +42,11 @@ void expect_pool_matches(PoolKind kind, const Tensor& x, const Pool2dOptions& o,
 std::vector<PoolCase> cases() {
   std::vector<PoolCase> v;
   v.push_back({{2, 3, 8, 8}, Pool2dOptions{{2, 2}, {0, 0}, {0, 0}, true}});
-  v.push_back({{2, 3, 9, 7}, Pool2dOptions{{3, 3}, {2, 2}, {1, 1}, true}});   // overlapping, padded
+  v.push_back({{2, 3, 9, 7}, Pool2dOptions{{3, 3}, {2, 2}, {1, 1}, true}});  // overlapping, padded
   v.push_back({{2, 3, 9, 7}, Pool2dOptions{{3, 3}, {2, 2}, {1, 1}, false}});
   v.push_back({{1, 2, 11, 13}, Pool2dOptions{{3, 2}, {1, 2}, {1, 1}, false}});
   v.push_back({{1, 1, 5, 5}, Pool2dOptions{{5, 5}, {1, 1}, {2, 2}, true}});
-  v.push_back({{3, 4, 6}, Pool2dOptions{{2, 3}, {2, 3}, {0, 0}, true}});       // [C, H, W]
+  v.push_back({{3, 4, 6}, Pool2dOptions{{2, 3}, {2, 3}, {0, 0}, true}});  // [C, H, W]
   v.push_back({{4, 16, 32, 32}, Pool2dOptions{{3, 3}, {2, 2}, {1, 1}, true}});
   return v;
 }
@@ -78,9 +77,9 @@ TEST(CudnnPooling, MaxTiesGoToFirstMaximumLikeCpu) {
   ANVIL_SKIP_WITHOUT_GPU();
   // ReLU-like input: most windows are all zeros, so every element ties.
   Tensor x = relu(random_tensor({2, 3, 12, 12}, kFloat32, 60) - 1.0);
-  for (const Pool2dOptions& o : {Pool2dOptions{{2, 2}, {0, 0}, {0, 0}, true},
-                                  Pool2dOptions{{3, 3}, {2, 2}, {1, 1}, true},
-                                  Pool2dOptions{{3, 3}, {1, 1}, {0, 0}, true}}) {
+  for (const Pool2dOptions& o :
+       {Pool2dOptions{{2, 2}, {0, 0}, {0, 0}, true}, Pool2dOptions{{3, 3}, {2, 2}, {1, 1}, true},
+        Pool2dOptions{{3, 3}, {1, 1}, {0, 0}, true}}) {
     expect_pool_matches(PoolKind::Max, x, o, 61);
   }
 }

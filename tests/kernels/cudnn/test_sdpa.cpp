@@ -29,9 +29,9 @@ using cuda::ScopedSdpaBackend;
 using cuda::SdpaPath;
 using test::random_tensor;
 
-#define ANVIL_SKIP_WITHOUT_CUDNN()                                                                     \
-  do {                                                                                                 \
-    ANVIL_SKIP_WITHOUT_GPU();                                                                          \
+#define ANVIL_SKIP_WITHOUT_CUDNN() \
+  do { \
+    ANVIL_SKIP_WITHOUT_GPU(); \
     if (test::emulated_gpu()) GTEST_SKIP() << "cuDNN is not emulated: the emulated GPU has no cuDNN"; \
   } while (0)
 
@@ -94,8 +94,15 @@ TEST(CudnnSdpa, GraphOpsPassCudnnChecksWithoutAGpu) {
     for (const Dims& d : {Dims{2, 3, 77, 131, 64, 64}, Dims{1, 1, 1, 1, 8, 8}, Dims{2, 4, 65, 33, 128, 128},
                           Dims{1, 2, 40, 70, 64, 32}}) {
       for (bool causal : {false, true}) {
-        const cuda::CudnnSdpaProblem p{.dtype = dt, .batch = d.b, .heads = d.h, .len_q = d.l, .len_k = d.s,
-                                       .dim_qk = d.e, .dim_v = d.ev, .causal = causal, .scale = 0.125f};
+        const cuda::CudnnSdpaProblem p{.dtype = dt,
+                                       .batch = d.b,
+                                       .heads = d.h,
+                                       .len_q = d.l,
+                                       .len_k = d.s,
+                                       .dim_qk = d.e,
+                                       .dim_v = d.ev,
+                                       .causal = causal,
+                                       .scale = 0.125f};
         for (bool backward : {false, true}) {
           EXPECT_EQ(cuda::cudnn_sdpa_check_ops(p, backward), "")
               << text(d, dt, causal) << (backward ? " backward" : " forward");
@@ -108,12 +115,12 @@ TEST(CudnnSdpa, GraphOpsPassCudnnChecksWithoutAGpu) {
 TEST(CudnnSdpa, MatchesFlashAndComposed) {
   ANVIL_SKIP_WITHOUT_CUDNN();
   const std::vector<Dims> shapes = {
-      {2, 3, 128, 128, 64, 64},   // tile-aligned
-      {1, 2, 77, 131, 64, 64},    // odd lengths, S > L
-      {2, 2, 100, 257, 128, 128}, // the largest head dim, odd S
-      {1, 4, 65, 33, 32, 32},     // L > S: causal rows past S see every key
-      {1, 1, 19, 45, 8, 8},       // the smallest head dim
-      {2, 1, 50, 70, 80, 80},     // a head dim that is no power of two
+      {2, 3, 128, 128, 64, 64},  // tile-aligned
+      {1, 2, 77, 131, 64, 64},  // odd lengths, S > L
+      {2, 2, 100, 257, 128, 128},  // the largest head dim, odd S
+      {1, 4, 65, 33, 32, 32},  // L > S: causal rows past S see every key
+      {1, 1, 19, 45, 8, 8},  // the smallest head dim
+      {2, 1, 50, 70, 80, 80},  // a head dim that is no power of two
   };
   uint64_t seed = 900;
   for (DType dt : {kBFloat16, kFloat16}) {
@@ -213,8 +220,7 @@ TEST(CudnnSdpa, FallsBackToFlashWithTheReason) {
       EXPECT_EQ(d.path, SdpaPath::Flash) << d.why;
       EXPECT_NE(d.why.find(c.reason), std::string::npos) << d.why;
     }
-    const test::Tolerance out_tol =
-        c.dtype == kFloat32 ? test::Tolerance{2e-5, 2e-6} : out_tolerance(c.dtype);
+    const test::Tolerance out_tol = c.dtype == kFloat32 ? test::Tolerance{2e-5, 2e-6} : out_tolerance(c.dtype);
     EXPECT_CUDA_CLOSE(gpu.out, cpu.out, out_tol);
     EXPECT_CUDA_CLOSE(gpu.gq, cpu.gq, c.dtype == kFloat32 ? test::Tolerance{1e-4, 1e-5} : grad_tolerance(c.dtype));
   }

@@ -84,8 +84,8 @@ TEST(CusolverLu, MoreColumnsThanThreadsAndRightHandSidesThanABlock) {
 TEST(CusolverLu, SingularMatricesReportTheFirstZeroPivotLikeCpu) {
   ANVIL_SKIP_WITHOUT_GPU();
   Tensor a = invertible(3, 4, kFloat64, 40);
-  a.select(0, 1).zero_();                  // all zero: U[0][0] = 0
-  a.select(0, 2).select(0, 3).zero_();     // one column (row of the transposed storage) zero
+  a.select(0, 1).zero_();  // all zero: U[0][0] = 0
+  a.select(0, 2).select(0, 3).zero_();  // one column (row of the transposed storage) zero
   Factors cpu = factor_on(a, Device::cpu()), gpu = factor_on(a, Device::cuda(0));
   EXPECT_EQ(gpu.info.to_vector<int64_t>(), cpu.info.to_vector<int64_t>());
   EXPECT_EQ(cpu.info.to_vector<int64_t>()[0], 0);

@@ -48,8 +48,7 @@ bool close(double got, double want, Tolerance tol) {
   return std::abs(got - want) <= tol.abs + tol.rel * std::abs(want);
 }
 
-template <typename T>
-using reference_t = std::conditional_t<std::is_integral_v<T>, T, double>;
+template <typename T> using reference_t = std::conditional_t<std::is_integral_v<T>, T, double>;
 
 // Runs `run(out)` (the backend call) on inputs `in` and checks the result
 // against f applied to each element (f: the row's functor in reference_t<T>),
@@ -91,8 +90,10 @@ void sweep(const ops::OpInfo& info, DType dtype, const std::vector<Tensor>& in, 
       return s + ") at element " + std::to_string(i);
     };
     auto want_at = [&](size_t i) {
-      if constexpr (std::is_invocable_v<const Functor&, Ref>) return f(values[0][i]);
-      else return f(values[0][i], values[1][i]);
+      if constexpr (std::is_invocable_v<const Functor&, Ref>)
+        return f(values[0][i]);
+      else
+        return f(values[0][i], values[1][i]);
     };
     if constexpr (std::is_integral_v<T>) {  // integers and bool: exact
       const std::vector<int64_t> got = out.contiguous().to_vector<int64_t>();
@@ -112,21 +113,20 @@ void sweep(const ops::OpInfo& info, DType dtype, const std::vector<Tensor>& in, 
   }
 }
 
-template <ops::Domain D, ops::Result R, template <class> class F>
-void sweep_unary_row(UnaryOp op) {
+template <ops::Domain D, ops::Result R, template <class> class F> void sweep_unary_row(UnaryOp op) {
   for (DType dtype : kAllDtypes) {
     visit_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
       // A transposed (strided) view of [33, 7]: 231 values, the specials first.
       const Tensor x = test::sweep_input(dtype, 33, 7, 17 + static_cast<int>(op)).transpose(0, 1);
-      sweep<T, D, R>(ops::unary_info(op), dtype, {x}, ops::make_unary<F, reference_t<T>>(kClampBounds),
-                     [&](Tensor& out) { backend_for(DeviceType::CPU).unary(op, out.view_of(), x.view_of(), kClampBounds); });
+      sweep<T, D, R>(
+          ops::unary_info(op), dtype, {x}, ops::make_unary<F, reference_t<T>>(kClampBounds),
+          [&](Tensor& out) { backend_for(DeviceType::CPU).unary(op, out.view_of(), x.view_of(), kClampBounds); });
     });
   }
 }
 
-template <ops::Domain D, ops::Result R, template <class> class F>
-void sweep_binary_row(BinaryOp op) {
+template <ops::Domain D, ops::Result R, template <class> class F> void sweep_binary_row(BinaryOp op) {
   for (DType dtype : kAllDtypes) {
     visit_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -143,7 +143,7 @@ void sweep_binary_row(BinaryOp op) {
 
 TEST(UnaryOpTable, EveryOpInEveryDtypeMatchesItsFunctorOrIsRefused) {
   int swept = 0;
-#define ANVIL_SWEEP_ROW(Enum, function, domain, result, api)                                 \
+#define ANVIL_SWEEP_ROW(Enum, function, domain, result, api) \
   sweep_unary_row<ops::Domain::domain, ops::Result::result, ops::Enum>(UnaryOp::Enum); \
   ++swept;
   ANVIL_UNARY_OPS(ANVIL_SWEEP_ROW)
@@ -153,7 +153,7 @@ TEST(UnaryOpTable, EveryOpInEveryDtypeMatchesItsFunctorOrIsRefused) {
 
 TEST(BinaryOpTable, EveryOpInEveryDtypeMatchesItsFunctorOrIsRefused) {
   int swept = 0;
-#define ANVIL_SWEEP_ROW(Enum, name, domain, result, family)                                   \
+#define ANVIL_SWEEP_ROW(Enum, name, domain, result, family) \
   sweep_binary_row<ops::Domain::domain, ops::Result::result, ops::Enum>(BinaryOp::Enum); \
   ++swept;
   ANVIL_BINARY_OPS(ANVIL_SWEEP_ROW)
@@ -182,7 +182,8 @@ TEST(UnaryOpTable, RoundsTiesToEvenAndIntegersWrap) {
   EXPECT_EQ(neg(from_vector<int32_t>({INT32_MIN, 5})).to_vector<int32_t>(), (std::vector<int32_t>{INT32_MIN, -5}));
   EXPECT_EQ(abs(from_vector<int64_t>({INT64_MIN, -3})).to_vector<int64_t>(), (std::vector<int64_t>{INT64_MIN, 3}));
   EXPECT_EQ(square(from_vector<int32_t>({65536, -3})).to_vector<int32_t>(), (std::vector<int32_t>{0, 9}));
-  EXPECT_EQ(floor(from_vector<float>({-1.5f, 1.5f, -0.0f})).to_vector<float>(), (std::vector<float>{-2.0f, 1.0f, 0.0f}));
+  EXPECT_EQ(floor(from_vector<float>({-1.5f, 1.5f, -0.0f})).to_vector<float>(),
+            (std::vector<float>{-2.0f, 1.0f, 0.0f}));
   EXPECT_EQ(ceil(from_vector<float>({-1.5f, 1.5f, 2.0f})).to_vector<float>(), (std::vector<float>{-1.0f, 2.0f, 2.0f}));
   EXPECT_EQ(floor(from_vector<int64_t>({-3, 4})).to_vector<int64_t>(), (std::vector<int64_t>{-3, 4}));
   const Tensor nan_in = from_vector<float>({NAN, 1.0f});

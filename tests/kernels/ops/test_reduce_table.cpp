@@ -149,8 +149,11 @@ void sweep(ReduceOp op, DType dtype, const Tensor& x, int64_t dim, const ReduceP
   const std::vector<double> want_rounded = from_vector(want, {slices}, result).to_vector<double>();
   for (int64_t s = 0; s < slices; ++s) {
     const double g = got[static_cast<size_t>(s)], w = want_rounded[static_cast<size_t>(s)];
-    if (is_floating(result)) EXPECT_TRUE(close(g, w, scale[static_cast<size_t>(s)], result)) << what << ", slice " << s << ": got " << g << ", want " << w;
-    else EXPECT_EQ(g, w) << what << ", slice " << s;
+    if (is_floating(result))
+      EXPECT_TRUE(close(g, w, scale[static_cast<size_t>(s)], result))
+          << what << ", slice " << s << ": got " << g << ", want " << w;
+    else
+      EXPECT_EQ(g, w) << what << ", slice " << s;
   }
 }
 
@@ -210,8 +213,10 @@ TEST(ReduceOpTable, VarianceBeyondTheRangeIsInfiniteNotNaN) {
       EXPECT_FALSE(std::isnan(acc.mean)) << (float32 ? "float" : "double");
       EXPECT_TRUE(std::isinf(var.finish(acc, 5))) << (float32 ? "float" : "double");
     };
-    if (float32) run(0.0f);
-    else run(0.0);
+    if (float32)
+      run(0.0f);
+    else
+      run(0.0);
   }
 }
 

@@ -71,9 +71,9 @@ TEST(CudaModules, MultiheadAttentionBothPathsWithMasks) {
         m,
         [&](nn::Module& mod, const std::vector<Tensor>& in) {
           auto& mha = static_cast<nn::MultiheadAttention&>(mod);
-          auto [out, w] = mha.forward(in[0], in[1], in[2],
-                                      {.key_padding_mask = kpm.to(in[0].device()), .need_weights = need_weights,
-                                       .is_causal = true});
+          auto [out, w] = mha.forward(
+              in[0], in[1], in[2],
+              {.key_padding_mask = kpm.to(in[0].device()), .need_weights = need_weights, .is_causal = true});
           return need_weights ? cat({out.flatten(), w.flatten()}) : out;
         },
         {rnd({2, 5, 8}, 2), rnd({2, 5, 8}, 3), rnd({2, 5, 8}, 4)});
@@ -84,21 +84,19 @@ TEST(CudaModules, LstmAndGruBidirectionalTwoLayers) {
   ANVIL_SKIP_WITHOUT_GPU();
   manual_seed(2);
   nn::LSTM lstm(nn::LSTMOptions(3, 4).num_layers(2).bidirectional(true).batch_first(true));
-  expect_cuda_matches_cpu(
-      lstm,
-      [](nn::Module& mod, const std::vector<Tensor>& in) {
-        auto [y, s] = static_cast<nn::LSTM&>(mod).forward(in[0], std::make_tuple(in[1], in[2]));
-        return cat({y.flatten(), std::get<0>(s).flatten(), std::get<1>(s).flatten()});
-      },
-      {rnd({2, 4, 3}, 5), rnd({4, 2, 4}, 6), rnd({4, 2, 4}, 7)});
+  expect_cuda_matches_cpu(lstm,
+                          [](nn::Module& mod, const std::vector<Tensor>& in) {
+                            auto [y, s] = static_cast<nn::LSTM&>(mod).forward(in[0], std::make_tuple(in[1], in[2]));
+                            return cat({y.flatten(), std::get<0>(s).flatten(), std::get<1>(s).flatten()});
+                          },
+                          {rnd({2, 4, 3}, 5), rnd({4, 2, 4}, 6), rnd({4, 2, 4}, 7)});
   nn::GRU gru(nn::GRUOptions(3, 4).num_layers(2));
-  expect_cuda_matches_cpu(
-      gru,
-      [](nn::Module& mod, const std::vector<Tensor>& in) {
-        auto [y, h] = static_cast<nn::GRU&>(mod).forward(in[0]);
-        return cat({y.flatten(), h.flatten()});
-      },
-      {rnd({4, 2, 3}, 8)});
+  expect_cuda_matches_cpu(gru,
+                          [](nn::Module& mod, const std::vector<Tensor>& in) {
+                            auto [y, h] = static_cast<nn::GRU&>(mod).forward(in[0]);
+                            return cat({y.flatten(), h.flatten()});
+                          },
+                          {rnd({4, 2, 3}, 8)});
 }
 
 TEST(CudaModules, BatchNorm1dUpsamplePixelShuffle) {
@@ -120,19 +118,18 @@ TEST(CudaModules, BatchNorm1dUpsamplePixelShuffle) {
 TEST(CudaModules, AutocastGivesTheSameDtypesAndCloseValues) {
   ANVIL_SKIP_WITHOUT_GPU();
   manual_seed(3);
-  auto model = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(8, 16), std::make_shared<nn::LayerNorm>(16),
-                                                std::make_shared<nn::Linear>(16, 4));
-  expect_cuda_matches_cpu(
-      *model,
-      [](nn::Module& mod, const std::vector<Tensor>& in) {
-        AutocastGuard autocast(kBFloat16);
-        Tensor y = mod.forward(in[0]);
-        EXPECT_EQ(y.dtype(), kBFloat16);
-        Tensor p = softmax(y, -1);
-        EXPECT_EQ(p.dtype(), kFloat32);
-        return p;
-      },
-      {rnd({6, 8}, 15)}, {3e-2, 1e-2});
+  auto model = std::make_shared<nn::Sequential>(
+      std::make_shared<nn::Linear>(8, 16), std::make_shared<nn::LayerNorm>(16), std::make_shared<nn::Linear>(16, 4));
+  expect_cuda_matches_cpu(*model,
+                          [](nn::Module& mod, const std::vector<Tensor>& in) {
+                            AutocastGuard autocast(kBFloat16);
+                            Tensor y = mod.forward(in[0]);
+                            EXPECT_EQ(y.dtype(), kBFloat16);
+                            Tensor p = softmax(y, -1);
+                            EXPECT_EQ(p.dtype(), kFloat32);
+                            return p;
+                          },
+                          {rnd({6, 8}, 15)}, {3e-2, 1e-2});
 }
 
 }  // namespace

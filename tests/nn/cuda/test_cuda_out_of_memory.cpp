@@ -13,8 +13,13 @@ TEST(CudaOutOfMemory, AFitThatDoesNotFitFailsWithStatsAndTrainingContinuesAtTheF
   ANVIL_SKIP_WITHOUT_GPU();
   // Batch 4096 x 256 floats is 4 MiB per activation: each takes a 20 MiB
   // segment, past a cap a few small (2 MiB) segments over what batch 8 needs.
-  testing::run_out_of_memory_scenario({.device = Device::cuda(0), .hidden = 256, .samples = 4096, .too_big = 4096,
-                                       .probe = 8, .cap_factor = 3.0, .epochs = 1});
+  testing::run_out_of_memory_scenario({.device = Device::cuda(0),
+                                       .hidden = 256,
+                                       .samples = 4096,
+                                       .too_big = 4096,
+                                       .probe = 8,
+                                       .cap_factor = 3.0,
+                                       .epochs = 1});
 }
 
 TEST(CudaOutOfMemory, TheErrorCarriesTheStatsAndTheCacheIsFreed) {

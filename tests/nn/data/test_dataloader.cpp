@@ -54,7 +54,7 @@ TEST(DataLoader, ShuffleIsAPermutationSeededAndNewEachEpoch) {
   DataLoader b(numbered(100), {.batch_size = 7, .shuffle = true, .seed = 5});
   auto e0 = epoch_targets(a), e1 = epoch_targets(a);
   EXPECT_EQ(e0, epoch_targets(b));  // same seed, same first epoch
-  EXPECT_NE(e0, e1);                // a new order each epoch
+  EXPECT_NE(e0, e1);  // a new order each epoch
   std::vector<int64_t> sorted = e0;
   std::sort(sorted.begin(), sorted.end());
   for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(sorted[i], i);  // nothing lost or duplicated
@@ -67,8 +67,8 @@ TEST(DataLoader, WorkersGiveTheSameBatchesInTheSameOrder) {
   DataLoader serial(numbered(1000), {.batch_size = 32, .shuffle = true, .seed = 9});
   auto expected = epoch_targets(serial);
   for (int workers : {1, 2, 4}) {
-    DataLoader parallel(numbered(1000), {.batch_size = 32, .shuffle = true, .seed = 9, .num_workers = workers,
-                                         .prefetch_factor = 3});
+    DataLoader parallel(numbered(1000),
+                        {.batch_size = 32, .shuffle = true, .seed = 9, .num_workers = workers, .prefetch_factor = 3});
     EXPECT_EQ(epoch_targets(parallel), expected) << workers << " workers";
   }
 }

@@ -42,8 +42,7 @@ TEST(DataLoaderPinMemory, PinsWhenAGpuIsUsableAndIsHarmlessOtherwise) {
 
 TEST(DataLoaderPinMemory, PinnedBatchesReachTheGpu) {
   if (!has_backend(DeviceType::CUDA)) GTEST_SKIP() << "no CUDA backend: nothing to deliver batches to";
-  DataLoader loader(numbered(10),
-                    {.batch_size = 4, .num_workers = 2, .pin_memory = true, .device = Device::cuda(0)});
+  DataLoader loader(numbered(10), {.batch_size = 4, .num_workers = 2, .pin_memory = true, .device = Device::cuda(0)});
   check_epoch(loader, /*expect_pinned=*/false, Device::cuda(0));
 }
 

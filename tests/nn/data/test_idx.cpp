@@ -28,7 +28,8 @@ std::vector<unsigned char> idx_bytes(unsigned char type, const std::vector<uint3
 }
 
 void write_plain(const std::string& path, const std::vector<unsigned char>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 void write_gz(const std::string& path, const std::vector<unsigned char>& bytes) {

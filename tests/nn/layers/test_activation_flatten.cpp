@@ -23,16 +23,16 @@ TEST(NnActivation, ModulesMatchFormulas) {
   Tensor x = randn({3, 5}, kFloat64) * 3.0;
   expect_near_vec(nn::ReLU()(x).to_vector<double>(), map(x, [](double v) { return v > 0 ? v : 0.0; }), 1e-12, "relu");
   expect_near_vec(nn::Tanh()(x).to_vector<double>(), map(x, [](double v) { return std::tanh(v); }), 1e-12, "tanh");
-  expect_near_vec(nn::Sigmoid()(x).to_vector<double>(), map(x, [](double v) { return 1 / (1 + std::exp(-v)); }),
-                  1e-12, "sigmoid");
+  expect_near_vec(nn::Sigmoid()(x).to_vector<double>(), map(x, [](double v) { return 1 / (1 + std::exp(-v)); }), 1e-12,
+                  "sigmoid");
   expect_near_vec(nn::SiLU()(x).to_vector<double>(), map(x, [](double v) { return v / (1 + std::exp(-v)); }), 1e-12,
                   "silu");
   expect_near_vec(nn::GELU()(x).to_vector<double>(),
                   map(x, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }), 1e-10, "gelu");
-  expect_near_vec(nn::GELU(GeluApprox::Tanh)(x).to_vector<double>(), map(x, [](double v) {
-                    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-                  }),
-                  1e-10, "gelu tanh");
+  expect_near_vec(
+      nn::GELU(GeluApprox::Tanh)(x).to_vector<double>(),
+      map(x, [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }),
+      1e-10, "gelu tanh");
   EXPECT_EQ(nn::GELU(GeluApprox::Tanh).extra_repr(), "approximate='tanh'");
   EXPECT_EQ(nn::ReLU().repr(), "ReLU()");
 }

@@ -48,7 +48,12 @@ TEST(NnConv2d, ForwardMatchesNaiveLoop) {
   const nn::Conv2dOptions cases[] = {
       {.in_channels = 3, .out_channels = 4, .kernel_size = 3},
       {.in_channels = 3, .out_channels = 4, .kernel_size = {3, 2}, .stride = 2, .padding = 1},
-      {.in_channels = 4, .out_channels = 6, .kernel_size = 3, .stride = {1, 2}, .padding = {2, 1}, .dilation = 2,
+      {.in_channels = 4,
+       .out_channels = 6,
+       .kernel_size = 3,
+       .stride = {1, 2},
+       .padding = {2, 1},
+       .dilation = 2,
        .groups = 2},
       {.in_channels = 2, .out_channels = 2, .kernel_size = 1, .bias = false},
   };

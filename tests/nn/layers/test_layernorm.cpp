@@ -23,8 +23,8 @@ std::vector<double> naive_layer_norm(const Tensor& xt, int64_t inner, const std:
     for (int64_t i = 0; i < inner; ++i) mean += x[r * inner + i] / inner;
     for (int64_t i = 0; i < inner; ++i) var += std::pow(x[r * inner + i] - mean, 2) / inner;
     for (int64_t i = 0; i < inner; ++i)
-      y[r * inner + i] = (x[r * inner + i] - mean) / std::sqrt(var + eps) * (w.empty() ? 1.0 : w[i]) +
-                         (b.empty() ? 0.0 : b[i]);
+      y[r * inner + i] =
+          (x[r * inner + i] - mean) / std::sqrt(var + eps) * (w.empty() ? 1.0 : w[i]) + (b.empty() ? 0.0 : b[i]);
   }
   return y;
 }

@@ -20,7 +20,7 @@ using testing::expect_error;
 using Vec = std::vector<double>;
 
 struct RefOut {
-  Vec out;      // [N, L, E]
+  Vec out;  // [N, L, E]
   Vec weights;  // [N, L, S], averaged over heads
 };
 
@@ -66,7 +66,8 @@ RefOut reference(nn::MultiheadAttention& m, const Tensor& q, const Tensor& k, co
         for (int64_t j = 0; j < s; ++j) {
           double dot = 0;
           for (int64_t c = 0; c < d; ++c) dot += pq[(bi * l + i) * e + h * d + c] * pk[(bi * s + j) * e + h * d + c];
-          sc[j] = banned(bi, i, j) ? -std::numeric_limits<double>::infinity() : dot / std::sqrt(double(d)) + additive(bi, h, i, j);
+          sc[j] = banned(bi, i, j) ? -std::numeric_limits<double>::infinity()
+                                   : dot / std::sqrt(double(d)) + additive(bi, h, i, j);
           mx = std::max(mx, sc[j]);
         }
         double z = 0;
@@ -74,7 +75,8 @@ RefOut reference(nn::MultiheadAttention& m, const Tensor& q, const Tensor& k, co
         for (int64_t j = 0; j < s; ++j) {
           sc[j] /= z;
           r.weights[(bi * l + i) * s + j] += sc[j] / double(heads);
-          for (int64_t c = 0; c < d; ++c) concat[(bi * l + i) * e + h * d + c] += sc[j] * pv[(bi * s + j) * e + h * d + c];
+          for (int64_t c = 0; c < d; ++c)
+            concat[(bi * l + i) * e + h * d + c] += sc[j] * pv[(bi * s + j) * e + h * d + c];
         }
       }
   for (int64_t i = 0; i < n * l; ++i)
@@ -125,9 +127,8 @@ TEST(MultiheadAttention, KeyPaddingCausalAndAttnMasksInTorchsConvention) {
                          v.transpose(0, 1).contiguous(), banned, add_fn);
   for (bool need_weights : {true, false}) {
     SCOPED_TRACE(need_weights ? "composed (need_weights)" : "fused");
-    auto [out, w] = m.forward(q, k, v,
-                              {.key_padding_mask = kpm, .need_weights = need_weights, .attn_mask = additive,
-                               .is_causal = true});
+    auto [out, w] = m.forward(
+        q, k, v, {.key_padding_mask = kpm, .need_weights = need_weights, .attn_mask = additive, .is_causal = true});
     testing::expect_near_vec(out.transpose(0, 1).contiguous().to_vector<double>(), ref.out, 1e-10);
     if (need_weights) testing::expect_near_vec(w.to_vector<double>(), ref.weights, 1e-10);
   }
@@ -177,8 +178,8 @@ TEST(MultiheadAttention, GradientsMatchFiniteDifferences) {
     EXPECT_TRUE(testing::module_gradcheck(
         m,
         [&](const std::vector<Tensor>& in) {
-          auto [out, w] = m.forward(in[0], in[1], in[2], {.key_padding_mask = kpm, .need_weights = need_weights,
-                                                         .is_causal = true});
+          auto [out, w] = m.forward(in[0], in[1], in[2],
+                                    {.key_padding_mask = kpm, .need_weights = need_weights, .is_causal = true});
           return need_weights ? cat({out.flatten(), w.flatten()}) : out;
         },
         {randn({2, 3, 4}, kFloat64), randn({2, 3, 4}, kFloat64), randn({2, 3, 4}, kFloat64)}));
@@ -199,7 +200,8 @@ TEST(MultiheadAttention, DropoutOnlyInTrainingAndSeveralInputsThroughContainers)
   kpm[0][5].fill_(true);
   Tensor want = m->forward(x, x, x, {.key_padding_mask = kpm, .need_weights = false}).first;
   EXPECT_LT(((*m)(x, x, x, kpm) - want).abs().max().item<double>(), 1e-6);
-  auto seq = std::make_shared<nn::Sequential>(m, std::make_shared<nn::Checkpointed>(std::make_shared<nn::MultiheadAttention>(8, 2)));
+  auto seq = std::make_shared<nn::Sequential>(
+      m, std::make_shared<nn::Checkpointed>(std::make_shared<nn::MultiheadAttention>(8, 2)));
   Tensor y = (*seq)(x, x, x, kpm);
   EXPECT_LT((y - seq->at<nn::Checkpointed>(1)->forward(want)).abs().max().item<double>(), 1e-6);
   // Checkpointed with several inputs gives the same gradients as without.
@@ -217,8 +219,7 @@ TEST(MultiheadAttention, DropoutOnlyInTrainingAndSeveralInputsThroughContainers)
 
 TEST(MultiheadAttention, AddBiasKvAndZeroAttnAppendKeysOpenToEveryQuery) {
   manual_seed(6);
-  nn::MultiheadAttention m(
-      nn::MultiheadAttentionOptions(4, 2).batch_first(true).add_bias_kv(true).add_zero_attn(true));
+  nn::MultiheadAttention m(nn::MultiheadAttentionOptions(4, 2).batch_first(true).add_bias_kv(true).add_zero_attn(true));
   m.to(kFloat64);
   ASSERT_TRUE(m.bias_k.defined() && m.bias_v.defined());
   EXPECT_EQ(m.bias_k.shape(), (Shape{1, 1, 4}));
@@ -254,8 +255,11 @@ TEST(MultiheadAttention, AddBiasKvAndZeroAttnAppendKeysOpenToEveryQuery) {
       },
       {randn({2, 3, 4}, kFloat64), randn({2, 3, 4}, kFloat64), randn({2, 3, 4}, kFloat64)}));
   // Masks are checked against the given keys, not the appended ones.
-  expect_error([&] { m.forward(x, x, x, {.attn_mask = zeros({3, 5}, kBool)}); },
-               {"MultiheadAttention", "attn_mask", "[L, S] = [3, 3]", "[3, 5]"});
+  expect_error(
+      [&] {
+        m.forward(x, x, x, {.attn_mask = zeros({3, 5}, kBool)});
+      },
+      {"MultiheadAttention", "attn_mask", "[L, S] = [3, 3]", "[3, 5]"});
   EXPECT_NE(m.repr().find("add_bias_kv=True"), std::string::npos);
 }
 
@@ -264,12 +268,21 @@ TEST(MultiheadAttention, BadInputNamesTheModuleAndShapes) {
   Tensor x = randn({2, 3, 8});
   expect_error([&] { m.forward(randn({2, 3, 6}), x, x); }, {"MultiheadAttention", "embed_dim 8", "[2, 3, 6]"});
   expect_error([&] { m.forward(x, randn({2, 4, 8}), x); }, {"MultiheadAttention", "key and value", "[2, 4, 8]"});
-  expect_error([&] { m.forward(x, x, x, {.key_padding_mask = zeros({2, 4}, kBool)}); },
-               {"MultiheadAttention", "key_padding_mask", "[2, 3]", "[2, 4]"});
-  expect_error([&] { m.forward(x, x, x, {.attn_mask = zeros({3, 4}, kBool)}); },
-               {"MultiheadAttention", "attn_mask", "[L, S] = [3, 3]", "[3, 4]"});
-  expect_error([&] { m.forward(x, x, x, {.key_padding_mask = zeros({2, 3}, kInt64)}); },
-               {"MultiheadAttention", "key_padding_mask", "bool"});
+  expect_error(
+      [&] {
+        m.forward(x, x, x, {.key_padding_mask = zeros({2, 4}, kBool)});
+      },
+      {"MultiheadAttention", "key_padding_mask", "[2, 3]", "[2, 4]"});
+  expect_error(
+      [&] {
+        m.forward(x, x, x, {.attn_mask = zeros({3, 4}, kBool)});
+      },
+      {"MultiheadAttention", "attn_mask", "[L, S] = [3, 3]", "[3, 4]"});
+  expect_error(
+      [&] {
+        m.forward(x, x, x, {.key_padding_mask = zeros({2, 3}, kInt64)});
+      },
+      {"MultiheadAttention", "key_padding_mask", "bool"});
   expect_error([&] { m.forward_inputs({x, x}); }, {"MultiheadAttention", "2 inputs"});
   expect_error([] { nn::MultiheadAttention(10, 3); }, {"MultiheadAttention", "divisible", "10", "3"});
 }

@@ -36,8 +36,8 @@ struct Fixture {
 };
 
 const Fixture& fixture() {
-  static const Fixture f{serialize::load_safetensors(fs::path(__FILE__).parent_path() /
-                                                     "fixtures/pytorch_mha_rnn.safetensors")};
+  static const Fixture f{
+      serialize::load_safetensors(fs::path(__FILE__).parent_path() / "fixtures/pytorch_mha_rnn.safetensors")};
   return f;
 }
 
@@ -102,9 +102,8 @@ TEST(PyTorchFixtures, MultiheadAttentionAddZeroAttnWithOtherKvDimsGivesPyTorchsO
       MultiheadAttentionOptions().embed_dim(16).num_heads(4).batch_first(true).add_zero_attn(true).kdim(10).vdim(12));
   mha.load_state_dict(f.weights_for("mha_zero", mha));
   mha.eval();
-  auto [out, weights] =
-      mha.forward(f.get("mha_zero.query"), f.get("mha_zero.key"), f.get("mha_zero.value"),
-                  MHAForwardOptions().key_padding_mask(f.get("mha_zero.key_padding_mask").to(kBool)));
+  auto [out, weights] = mha.forward(f.get("mha_zero.query"), f.get("mha_zero.key"), f.get("mha_zero.value"),
+                                    MHAForwardOptions().key_padding_mask(f.get("mha_zero.key_padding_mask").to(kBool)));
   EXPECT_TRUE(close(out, f.get("mha_zero.out")));
   EXPECT_TRUE(close(weights, f.get("mha_zero.weights")));  // [N, L, S + 1]
 }

@@ -95,7 +95,8 @@ std::vector<std::vector<Vec>> time_major(const Tensor& x) {  // [L, N, F] -> nes
 void expect_matches(const Tensor& got, const std::vector<std::vector<Vec>>& want) {  // got [A, B, F]
   ASSERT_EQ(got.size(0), static_cast<int64_t>(want.size()));
   for (int64_t a = 0; a < got.size(0); ++a)
-    for (int64_t b = 0; b < got.size(1); ++b) testing::expect_near_vec(got[a][b].to_vector<double>(), want[a][b], 1e-10);
+    for (int64_t b = 0; b < got.size(1); ++b)
+      testing::expect_near_vec(got[a][b].to_vector<double>(), want[a][b], 1e-10);
 }
 
 struct Case {
@@ -109,9 +110,13 @@ class RnnMatchesLoop : public ::testing::TestWithParam<Case> {};
 TEST_P(RnnMatchesLoop, OutputAndFinalStates) {
   const Case k = GetParam();
   manual_seed(7);
-  auto o = nn::LSTMOptions(3, 4).num_layers(k.layers).bidirectional(k.bidirectional).batch_first(k.batch_first).bias(k.bias);
+  auto o =
+      nn::LSTMOptions(3, 4).num_layers(k.layers).bidirectional(k.bidirectional).batch_first(k.batch_first).bias(k.bias);
   std::shared_ptr<nn::RNNBase> m;
-  if (k.lstm) m = std::make_shared<nn::LSTM>(o); else m = std::make_shared<nn::GRU>(o);
+  if (k.lstm)
+    m = std::make_shared<nn::LSTM>(o);
+  else
+    m = std::make_shared<nn::GRU>(o);
   m->to(kFloat64);
   Tensor x = randn({5, 2, 3}, kFloat64);  // [L, N, in]
   Tensor out, h, c;
@@ -140,8 +145,9 @@ INSTANTIATE_TEST_SUITE_P(Rnn, RnnMatchesLoop,
 TEST(Lstm, ParameterNamesAndShapesAreTorchs) {
   nn::LSTM lstm(nn::LSTMOptions(3, 5).num_layers(2).bidirectional(true));
   const std::vector<std::string> want = {
-      "weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_ih_l0_reverse", "weight_hh_l0_reverse",
-      "bias_ih_l0_reverse", "bias_hh_l0_reverse", "weight_ih_l1", "weight_hh_l1", "bias_ih_l1", "bias_hh_l1",
+      "weight_ih_l0",         "weight_hh_l0",         "bias_ih_l0",         "bias_hh_l0",
+      "weight_ih_l0_reverse", "weight_hh_l0_reverse", "bias_ih_l0_reverse", "bias_hh_l0_reverse",
+      "weight_ih_l1",         "weight_hh_l1",         "bias_ih_l1",         "bias_hh_l1",
       "weight_ih_l1_reverse", "weight_hh_l1_reverse", "bias_ih_l1_reverse", "bias_hh_l1_reverse"};
   EXPECT_EQ(testing::names_of(lstm.named_parameters()), want);
   EXPECT_EQ(lstm.weights(1, 1).w_ih.shape(), (Shape{20, 10}));
@@ -173,26 +179,25 @@ TEST(Lstm, GradientsMatchFiniteDifferences) {
   manual_seed(11);
   nn::LSTM lstm(nn::LSTMOptions(2, 3).num_layers(2).bidirectional(true).batch_first(true));
   lstm.to(kFloat64);
-  EXPECT_TRUE(testing::module_gradcheck(
-      lstm,
-      [&](const std::vector<Tensor>& in) {
-        auto [y, s] = lstm.forward(in[0], std::make_tuple(in[1], in[2]));
-        return cat({y.flatten(), std::get<0>(s).flatten(), std::get<1>(s).flatten()});
-      },
-      {randn({2, 3, 2}, kFloat64), randn({4, 2, 3}, kFloat64), randn({4, 2, 3}, kFloat64)}));
+  EXPECT_TRUE(
+      testing::module_gradcheck(lstm,
+                                [&](const std::vector<Tensor>& in) {
+                                  auto [y, s] = lstm.forward(in[0], std::make_tuple(in[1], in[2]));
+                                  return cat({y.flatten(), std::get<0>(s).flatten(), std::get<1>(s).flatten()});
+                                },
+                                {randn({2, 3, 2}, kFloat64), randn({4, 2, 3}, kFloat64), randn({4, 2, 3}, kFloat64)}));
 }
 
 TEST(Gru, GradientsMatchFiniteDifferences) {
   manual_seed(12);
   nn::GRU gru(nn::GRUOptions(2, 3).num_layers(2));
   gru.to(kFloat64);
-  EXPECT_TRUE(testing::module_gradcheck(
-      gru,
-      [&](const std::vector<Tensor>& in) {
-        auto [y, h] = gru.forward(in[0], in[1]);
-        return cat({y.flatten(), h.flatten()});
-      },
-      {randn({3, 2, 2}, kFloat64), randn({2, 2, 3}, kFloat64)}));
+  EXPECT_TRUE(testing::module_gradcheck(gru,
+                                        [&](const std::vector<Tensor>& in) {
+                                          auto [y, h] = gru.forward(in[0], in[1]);
+                                          return cat({y.flatten(), h.flatten()});
+                                        },
+                                        {randn({3, 2, 2}, kFloat64), randn({2, 2, 3}, kFloat64)}));
 }
 
 TEST(Rnn, DropoutBetweenLayersOnlyInTraining) {
@@ -228,10 +233,16 @@ TEST(Rnn, InSequentialThroughForwardInputs) {
 TEST(Rnn, BadInputNamesTheModuleAndShapes) {
   nn::LSTM lstm(nn::LSTMOptions(3, 4).num_layers(2));
   expect_error([&] { lstm.forward(randn({5, 2, 7})); }, {"LSTM", "[L, N, 3]", "[5, 2, 7]"});
-  expect_error([&] { lstm.forward(randn({5, 2, 3}), std::make_tuple(randn({1, 2, 4}), randn({2, 2, 4}))); },
-               {"LSTM", "h_0", "[2, 2, 4]", "[1, 2, 4]"});
-  expect_error([&] { lstm.forward(randn({5, 2, 3}), std::make_tuple(randn({2, 2, 4}), Tensor())); },
-               {"LSTM", "h_0 and c_0 together"});
+  expect_error(
+      [&] {
+        lstm.forward(randn({5, 2, 3}), std::make_tuple(randn({1, 2, 4}), randn({2, 2, 4})));
+      },
+      {"LSTM", "h_0", "[2, 2, 4]", "[1, 2, 4]"});
+  expect_error(
+      [&] {
+        lstm.forward(randn({5, 2, 3}), std::make_tuple(randn({2, 2, 4}), Tensor()));
+      },
+      {"LSTM", "h_0 and c_0 together"});
   nn::GRU gru(nn::GRUOptions(3, 4).batch_first(true));
   expect_error([&] { gru.forward(randn({2, 5, 3}), randn({1, 5, 4})); }, {"GRU", "h_0", "[1, 2, 4]", "[1, 5, 4]"});
   expect_error([&] { gru.forward_inputs({randn({2, 5, 3}), Tensor(), Tensor()}); }, {"GRU", "3 inputs"});

@@ -79,7 +79,8 @@ void expect_causal(nn::Module& m, int64_t T, int64_t C) {
     }
     Tensor y2 = m.forward(x2);
     expect_near_vec(y2.narrow(1, 0, t + 1).contiguous().to_vector<double>(),
-                    y.narrow(1, 0, t + 1).contiguous().to_vector<double>(), 1e-6, "prefix up to t=" + std::to_string(t));
+                    y.narrow(1, 0, t + 1).contiguous().to_vector<double>(), 1e-6,
+                    "prefix up to t=" + std::to_string(t));
     EXPECT_GT(testing::max_abs_diff(y2.narrow(1, t + 1, 1), y.narrow(1, t + 1, 1)), 1e-3)
         << "position " << t + 1 << " should see its own changed input";
   }

@@ -73,18 +73,30 @@ TEST(BertModel, StateDictKeysArePyTorchs) {
   for (auto& [n, t] : model.state_dict()) names.push_back(n);
   std::sort(names.begin(), names.end());
   // transformers' BertModel(config).state_dict().keys(), sorted, for one layer.
-  const std::vector<std::string> expected = {
-      "embeddings.LayerNorm.bias", "embeddings.LayerNorm.weight", "embeddings.position_embeddings.weight",
-      "embeddings.position_ids", "embeddings.token_type_embeddings.weight", "embeddings.word_embeddings.weight",
-      "encoder.layer.0.attention.output.LayerNorm.bias", "encoder.layer.0.attention.output.LayerNorm.weight",
-      "encoder.layer.0.attention.output.dense.bias", "encoder.layer.0.attention.output.dense.weight",
-      "encoder.layer.0.attention.self.key.bias", "encoder.layer.0.attention.self.key.weight",
-      "encoder.layer.0.attention.self.query.bias", "encoder.layer.0.attention.self.query.weight",
-      "encoder.layer.0.attention.self.value.bias", "encoder.layer.0.attention.self.value.weight",
-      "encoder.layer.0.intermediate.dense.bias", "encoder.layer.0.intermediate.dense.weight",
-      "encoder.layer.0.output.LayerNorm.bias", "encoder.layer.0.output.LayerNorm.weight",
-      "encoder.layer.0.output.dense.bias", "encoder.layer.0.output.dense.weight", "pooler.dense.bias",
-      "pooler.dense.weight"};
+  const std::vector<std::string> expected = {"embeddings.LayerNorm.bias",
+                                             "embeddings.LayerNorm.weight",
+                                             "embeddings.position_embeddings.weight",
+                                             "embeddings.position_ids",
+                                             "embeddings.token_type_embeddings.weight",
+                                             "embeddings.word_embeddings.weight",
+                                             "encoder.layer.0.attention.output.LayerNorm.bias",
+                                             "encoder.layer.0.attention.output.LayerNorm.weight",
+                                             "encoder.layer.0.attention.output.dense.bias",
+                                             "encoder.layer.0.attention.output.dense.weight",
+                                             "encoder.layer.0.attention.self.key.bias",
+                                             "encoder.layer.0.attention.self.key.weight",
+                                             "encoder.layer.0.attention.self.query.bias",
+                                             "encoder.layer.0.attention.self.query.weight",
+                                             "encoder.layer.0.attention.self.value.bias",
+                                             "encoder.layer.0.attention.self.value.weight",
+                                             "encoder.layer.0.intermediate.dense.bias",
+                                             "encoder.layer.0.intermediate.dense.weight",
+                                             "encoder.layer.0.output.LayerNorm.bias",
+                                             "encoder.layer.0.output.LayerNorm.weight",
+                                             "encoder.layer.0.output.dense.bias",
+                                             "encoder.layer.0.output.dense.weight",
+                                             "pooler.dense.bias",
+                                             "pooler.dense.weight"};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(model.embeddings->position_ids.to_vector<int64_t>()[5], 5);
 }
@@ -100,9 +112,8 @@ TEST(BertModel, LoadErrorsNameTheFileAndEveryBadTensor) {
     serialize::save_safetensors(p, s);
     return error_of([&] { BertModel(tiny_config()).load_safetensors(p); });
   };
-  std::string missing = with([](StateDict& s) {
-    std::erase_if(s, [](auto& kv) { return kv.first == "encoder.layer.1.output.dense.bias"; });
-  });
+  std::string missing = with(
+      [](StateDict& s) { std::erase_if(s, [](auto& kv) { return kv.first == "encoder.layer.1.output.dense.bias"; }); });
   EXPECT_NE(missing.find("edited.safetensors"), std::string::npos) << missing;
   EXPECT_NE(missing.find("missing keys: encoder.layer.1.output.dense.bias"), std::string::npos) << missing;
   std::string unexpected = with([](StateDict& s) { s.emplace_back("encoder.layer.2.output.dense.bias", zeros({8})); });
@@ -120,9 +131,8 @@ TEST(BertModel, LoadErrorsNameTheFileAndEveryBadTensor) {
   EXPECT_NE(dtype.find("pooler.dense.bias (int32)"), std::string::npos) << dtype;
 
   // Without position_ids (newer transformers do not save the buffer) the file still loads.
-  std::string none = with([](StateDict& s) {
-    std::erase_if(s, [](auto& kv) { return kv.first == "embeddings.position_ids"; });
-  });
+  std::string none =
+      with([](StateDict& s) { std::erase_if(s, [](auto& kv) { return kv.first == "embeddings.position_ids"; }); });
   EXPECT_EQ(none, "");
   // And the loaded model computes what the saved one does.
   fs::path p = scratch("good.safetensors");
@@ -161,12 +171,17 @@ TEST(BertModel, PaddingChangesNothingForTheRealTokens) {
 
 TEST(BertModel, BadInputsAreClearErrors) {
   BertModel model(tiny_config());
-  EXPECT_NE(error_of([&] { model.forward(zeros({2, 3})); }).find("expected input_ids int64 [batch, length]"),
+  EXPECT_NE(error_of([&] {
+              model.forward(zeros({2, 3}));
+            }).find("expected input_ids int64 [batch, length]"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { model.forward(zeros({1, 17}, kInt64)); }).find("max_position_embeddings 16"),
+  EXPECT_NE(error_of([&] {
+              model.forward(zeros({1, 17}, kInt64));
+            }).find("max_position_embeddings 16"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { model.forward(zeros({2, 3}, kInt64), ones({2, 4}, kInt64)); })
-                .find("attention_mask of input_ids' shape [2, 3], got [2, 4]"),
+  EXPECT_NE(error_of([&] {
+              model.forward(zeros({2, 3}, kInt64), ones({2, 4}, kInt64));
+            }).find("attention_mask of input_ids' shape [2, 3], got [2, 4]"),
             std::string::npos);
   BertConfig bad = tiny_config();
   bad.num_attention_heads = 3;
@@ -201,13 +216,14 @@ TEST(BertModel, MeanPoolingAndNormalizeAsSentenceTransformers) {
   Tensor h = randn({2, 3, 4}, kFloat64);
   Tensor mask = from_vector<int64_t>({1, 1, 0, 0, 0, 0}, {2, 3});
   Tensor pooled = mean_pooling(h, mask);
-  EXPECT_LE(max_abs_diff(pooled.select(0, 0), (h.select(0, 0).select(0, 0) + h.select(0, 0).select(0, 1)) / 2.0), 1e-15);
+  EXPECT_LE(max_abs_diff(pooled.select(0, 0), (h.select(0, 0).select(0, 0) + h.select(0, 0).select(0, 1)) / 2.0),
+            1e-15);
   EXPECT_EQ(pooled.select(0, 1).abs().sum().item<double>(), 0.0);  // no token: zeros, as the reference's 1e-9 clamp
   Tensor n = l2_normalize(pooled);
   EXPECT_NEAR(norm(n.select(0, 0)).item<double>(), 1.0, 1e-12);
   EXPECT_EQ(n.select(0, 1).abs().sum().item<double>(), 0.0);
-  EXPECT_TRUE(testing::gradcheck([&](const std::vector<Tensor>& in) { return l2_normalize(mean_pooling(in[0], mask)); },
-                                 {h}));
+  EXPECT_TRUE(
+      testing::gradcheck([&](const std::vector<Tensor>& in) { return l2_normalize(mean_pooling(in[0], mask)); }, {h}));
   EXPECT_NE(error_of([&] { mean_pooling(h, ones({2, 4}, kInt64)); }).find("mean_pooling: expected"), std::string::npos);
 }
 

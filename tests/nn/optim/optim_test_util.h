@@ -83,8 +83,7 @@ void check_steps(const Options& options, const Ref& reference, int steps, double
 // After a few steps the state (through its flat, checkpoint form) goes into a
 // fresh optimizer over copies of the parameters; both then take the same
 // steps and must stay equal.
-template <class Optim, class Options>
-void check_state_round_trip(const Options& options) {
+template <class Optim, class Options> void check_state_round_trip(const Options& options) {
   manual_seed(23);
   Tensor w = random_param({5, 2}), b = random_param({2});
   Optim opt({w, b}, options);

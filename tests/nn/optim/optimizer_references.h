@@ -67,8 +67,10 @@ struct RefAMSGrad {
     ++t;
     for (size_t i = 0; i < p.size(); ++i) {
       double g = maximize ? -grad[i] : grad[i];
-      if (decoupled) p[i] *= 1 - lr * wd;
-      else g += wd * p[i];
+      if (decoupled)
+        p[i] *= 1 - lr * wd;
+      else
+        g += wd * p[i];
       m[i] = b1 * m[i] + (1 - b1) * g;
       v[i] = b2 * v[i] + (1 - b2) * g * g;
       v_max[i] = std::max(v_max[i], v[i]);
@@ -107,8 +109,10 @@ struct RefNAdam {
     mu_product *= mu;
     for (size_t i = 0; i < p.size(); ++i) {
       double g = grad[i];
-      if (decoupled) p[i] *= 1 - lr * wd;
-      else g += wd * p[i];
+      if (decoupled)
+        p[i] *= 1 - lr * wd;
+      else
+        g += wd * p[i];
       m[i] = b1 * m[i] + (1 - b1) * g;
       v[i] = b2 * v[i] + (1 - b2) * g * g;
       const double denom = std::sqrt(v[i] / (1 - std::pow(b2, t))) + eps;
@@ -130,8 +134,10 @@ struct RefRAdam {
     const double rho_t = rho_inf - 2 * t * std::pow(b2, t) / (1 - std::pow(b2, t));
     for (size_t i = 0; i < p.size(); ++i) {
       double g = grad[i];
-      if (decoupled) p[i] *= 1 - lr * wd;
-      else g += wd * p[i];
+      if (decoupled)
+        p[i] *= 1 - lr * wd;
+      else
+        g += wd * p[i];
       m[i] = b1 * m[i] + (1 - b1) * g;
       v[i] = b2 * v[i] + (1 - b2) * g * g;
       const double m_hat = m[i] / (1 - std::pow(b1, t));

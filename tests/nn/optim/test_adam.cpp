@@ -13,8 +13,15 @@ namespace {
 // Kingma & Ba with bias-corrected moments; Adam adds weight decay to the
 // gradient, AdamW (Loshchilov & Hutter, as PyTorch) shrinks the parameter by lr * wd.
 struct ReferenceAdam {
-  ReferenceAdam(double lr_, double beta1_, double beta2_, double eps_, double wd, bool decoupled_, bool maximize_ = false)
-      : lr(lr_), beta1(beta1_), beta2(beta2_), eps(eps_), weight_decay(wd), decoupled(decoupled_), maximize(maximize_) {}
+  ReferenceAdam(double lr_, double beta1_, double beta2_, double eps_, double wd, bool decoupled_,
+                bool maximize_ = false)
+      : lr(lr_),
+        beta1(beta1_),
+        beta2(beta2_),
+        eps(eps_),
+        weight_decay(wd),
+        decoupled(decoupled_),
+        maximize(maximize_) {}
   double lr, beta1, beta2, eps, weight_decay;
   bool decoupled, maximize;
   Vec m, v;
@@ -25,8 +32,10 @@ struct ReferenceAdam {
     ++t;
     for (size_t i = 0; i < p.size(); ++i) {
       double g = maximize ? -grad[i] : grad[i];
-      if (decoupled) p[i] -= lr * weight_decay * p[i];
-      else g += weight_decay * p[i];
+      if (decoupled)
+        p[i] -= lr * weight_decay * p[i];
+      else
+        g += weight_decay * p[i];
       m[i] = beta1 * m[i] + (1 - beta1) * g;
       v[i] = beta2 * v[i] + (1 - beta2) * g * g;
       const double m_hat = m[i] / (1 - std::pow(beta1, t));
@@ -150,7 +159,7 @@ TEST(Adam, AmsgradKeepsTheMaximumOfTheSecondMoments) {
   ASSERT_NE(s, nullptr);
   const Vec v = values(s->buffers.at("exp_avg_sq")), v_max = values(s->buffers.at("max_exp_avg_sq"));
   for (size_t i = 0; i < v.size(); ++i) {
-    EXPECT_NEAR(v_max[i], 0.5 * 16.0, 1e-12);          // (1 - beta2) * 4^2 after the first step
+    EXPECT_NEAR(v_max[i], 0.5 * 16.0, 1e-12);  // (1 - beta2) * 4^2 after the first step
     EXPECT_NEAR(v[i], 0.5 * 8.0 + 0.5 * 0.01, 1e-12);  // then beta2 * v + (1 - beta2) * 0.1^2
   }
   check_state_round_trip<Adam>(AdamOptions(0.01).amsgrad(true));

@@ -38,8 +38,8 @@ TEST(Adagrad, LrDecayInitialAccumulatorWeightDecay) {
 
 TEST(Adamax, MatchesReference) {
   check_steps<Adamax>(AdamaxOptions{}, RefAdamax{2e-3, 0.9, 0.999, 1e-8, 0}, 5, 1e-12);
-  check_steps<Adamax>(AdamaxOptions(0.05).betas({0.8, 0.9}).weight_decay(0.1), RefAdamax{0.05, 0.8, 0.9, 1e-8, 0.1},
-                      5, 1e-12);
+  check_steps<Adamax>(AdamaxOptions(0.05).betas({0.8, 0.9}).weight_decay(0.1), RefAdamax{0.05, 0.8, 0.9, 1e-8, 0.1}, 5,
+                      1e-12);
 }
 
 TEST(NAdam, MatchesReference) {

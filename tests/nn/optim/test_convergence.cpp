@@ -42,15 +42,18 @@ double minimize(const std::function<std::unique_ptr<Optimizer>(Tensor)>& make, i
 }
 
 TEST(Convergence, SGD) {
-  EXPECT_LT(minimize([](Tensor x) { return std::make_unique<SGD>(std::vector<Tensor>{x}, SGDOptions{.lr = 0.1}); }, 200),
-            1e-6);
+  EXPECT_LT(
+      minimize([](Tensor x) { return std::make_unique<SGD>(std::vector<Tensor>{x}, SGDOptions{.lr = 0.1}); }, 200),
+      1e-6);
 }
 
 TEST(Convergence, SGDNesterovMomentum) {
-  EXPECT_LT(minimize([](Tensor x) {
-              return std::make_unique<SGD>(std::vector<Tensor>{x},
-                                           SGDOptions{.lr = 0.05, .momentum = 0.9, .nesterov = true});
-            }, 400),
+  EXPECT_LT(minimize(
+                [](Tensor x) {
+                  return std::make_unique<SGD>(std::vector<Tensor>{x},
+                                               SGDOptions{.lr = 0.05, .momentum = 0.9, .nesterov = true});
+                },
+                400),
             1e-6);
 }
 
@@ -61,9 +64,11 @@ TEST(Convergence, Adam) {
 }
 
 TEST(Convergence, AdamWWithoutDecayReachesTheMinimum) {
-  EXPECT_LT(minimize([](Tensor x) {
-              return std::make_unique<AdamW>(std::vector<Tensor>{x}, AdamWOptions{.lr = 0.1, .weight_decay = 0.0});
-            }, 1000, /*cosine=*/true),
+  EXPECT_LT(minimize(
+                [](Tensor x) {
+                  return std::make_unique<AdamW>(std::vector<Tensor>{x}, AdamWOptions{.lr = 0.1, .weight_decay = 0.0});
+                },
+                1000, /*cosine=*/true),
             1e-3);
 }
 

@@ -56,7 +56,8 @@ struct RefLBFGS {
         for (size_t i = 0; i < m; ++i) y[i] = g[i] - prev_g[i], s[i] = d[i] * t;
         const double ys = dotv(y, s);
         if (ys > 1e-10) {
-          if (static_cast<int>(dirs.size()) == history) dirs.erase(dirs.begin()), stps.erase(stps.begin()), ro.erase(ro.begin());
+          if (static_cast<int>(dirs.size()) == history)
+            dirs.erase(dirs.begin()), stps.erase(stps.begin()), ro.erase(ro.begin());
           dirs.push_back(y), stps.push_back(s), ro.push_back(1 / ys);
           h_diag = ys / dotv(y, y);
         }

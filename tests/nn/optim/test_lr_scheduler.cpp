@@ -16,8 +16,7 @@ constexpr double kPi = std::numbers::pi;
 SGD make_sgd(double lr) { return SGD({random_param({2})}, {.lr = lr}); }
 
 // Steps the scheduler to t = 0..last and checks both get_last_lr and the optimizer.
-template <class Expected>
-void expect_schedule(LRScheduler& sched, Optimizer& opt, int64_t last, Expected expected) {
+template <class Expected> void expect_schedule(LRScheduler& sched, Optimizer& opt, int64_t last, Expected expected) {
   for (int64_t t = 0; t <= last; ++t) {
     if (t > 0) sched.step();
     ASSERT_EQ(sched.last_step(), t);
@@ -66,7 +65,7 @@ TEST(CosineAnnealingLR, WarmupThenCosineDownToMinLr) {
     const double angle = kPi * (t - 10) / 100.0;
     return 0.1 + 0.9 * (0.5 + 0.5 * std::cos(angle));
   });
-  EXPECT_DOUBLE_EQ(sched.lr_at(10, 0), 1.0);   // warmup end: the base lr
+  EXPECT_DOUBLE_EQ(sched.lr_at(10, 0), 1.0);  // warmup end: the base lr
   EXPECT_NEAR(sched.lr_at(60, 0), 0.55, 1e-15);  // half way: the mean of base and min
   EXPECT_DOUBLE_EQ(sched.lr_at(110, 0), 0.1);  // the end: min_lr
 }

@@ -14,8 +14,7 @@ namespace {
 
 SGD make_sgd(double lr) { return SGD({random_param({2})}, {.lr = lr}); }
 
-template <class Expected>
-void expect_schedule(LRScheduler& sched, Optimizer& opt, int64_t last, Expected expected) {
+template <class Expected> void expect_schedule(LRScheduler& sched, Optimizer& opt, int64_t last, Expected expected) {
   for (int64_t t = 0; t <= last; ++t) {
     if (t > 0) sched.step();
     const double want = expected(t);
@@ -75,9 +74,8 @@ TEST(ChainedScheduler, MultipliesTheFactors) {
   auto exp = std::make_shared<ExponentialLR>(opt, ExponentialLROptions{.gamma = 0.9});
   auto steps = std::make_shared<MultiStepLR>(opt, MultiStepLROptions{.milestones = {3}, .gamma = 0.1});
   ChainedScheduler sched(opt, {exp, steps});
-  expect_schedule(sched, opt, 6, [](int64_t t) {
-    return 2.0 * std::pow(0.9, static_cast<double>(t)) * (t >= 3 ? 0.1 : 1.0);
-  });
+  expect_schedule(sched, opt, 6,
+                  [](int64_t t) { return 2.0 * std::pow(0.9, static_cast<double>(t)) * (t >= 3 ? 0.1 : 1.0); });
 }
 
 TEST(ReduceLROnPlateau, ReducesAfterPatienceThenCoolsDown) {
@@ -98,9 +96,13 @@ TEST(ReduceLROnPlateau, ReducesAfterPatienceThenCoolsDown) {
 TEST(ReduceLROnPlateau, ModeMaxThresholdsAndMinLr) {
   SGD opt = make_sgd(1.0);
   using O = ReduceLROnPlateauOptions;
-  ReduceLROnPlateau sched(opt, {.mode = O::Mode::Max, .factor = 0.1, .patience = 0, .threshold = 0.05,
-                                .threshold_mode = O::ThresholdMode::Abs, .min_lr = {0.05}});
-  sched.step(0.5);   // better than -inf
+  ReduceLROnPlateau sched(opt, {.mode = O::Mode::Max,
+                                .factor = 0.1,
+                                .patience = 0,
+                                .threshold = 0.05,
+                                .threshold_mode = O::ThresholdMode::Abs,
+                                .min_lr = {0.05}});
+  sched.step(0.5);  // better than -inf
   EXPECT_DOUBLE_EQ(opt.lr(0), 1.0);
   sched.step(0.54);  // not better by more than 0.05: reduced (patience 0)
   EXPECT_DOUBLE_EQ(opt.lr(0), 0.1);

@@ -170,8 +170,7 @@ TEST(OptimizerErrors, ParameterThatDoesNotRequireGrad) {
 
 TEST(OptimizerErrors, ParameterInTwoGroups) {
   Tensor a = random_param({2}), b = random_param({2});
-  expect_error([&] { SGD({SGD::Group{{a, b}}, SGD::Group{{b}}}, {.lr = 0.1}); },
-               "already appears");
+  expect_error([&] { SGD({SGD::Group{{a, b}}, SGD::Group{{b}}}, {.lr = 0.1}); }, "already appears");
   SGD opt({a}, {.lr = 0.1});
   expect_error([&] { opt.add_param_group({{a}}); }, "already appears");
   expect_error([&] { SGD({a, a}, {.lr = 0.1}); }, "already appears");
@@ -204,8 +203,7 @@ void run_steps(Optimizer& opt, LRScheduler* sched, const std::vector<Tensor>& pa
   }
 }
 
-template <class Optim, class Options>
-void check_resume(const Options& options) {
+template <class Optim, class Options> void check_resume(const Options& options) {
   manual_seed(7);
   const std::vector<Tensor> original = {random_param({3, 2}), random_param({4}), random_param({2, 2})};
   const auto grads = make_grads(original, 6);

@@ -38,8 +38,8 @@ class PrivateTmpfs {
   explicit PrivateTmpfs(size_t bytes) {
     namespace fs = std::filesystem;
     static int count = 0;
-    mountpoint_ = fs::temp_directory_path() /
-                  ("anvil_tmpfs_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
+    mountpoint_ =
+        fs::temp_directory_path() / ("anvil_tmpfs_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
     fs::create_directories(mountpoint_);
     // Everything the child needs is made here: after fork in a threaded
     // process it may only make system calls.
@@ -67,8 +67,7 @@ class PrivateTmpfs {
       const int step = enter_namespace(uid_map, gid_map, line, sizeof line);
       if (step == 0 && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
         say(line, sizeof line, "making / private in the new mount namespace", errno);
-      else if (step == 0 &&
-               ::mount("tmpfs", where.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0)
+      else if (step == 0 && ::mount("tmpfs", where.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0)
         say(line, sizeof line, "mount -t tmpfs", errno);
       else if (step == 0)
         std::snprintf(line, sizeof line, "ok");
@@ -165,7 +164,7 @@ class PrivateTmpfs {
   }
 
   std::filesystem::path mountpoint_;  // in the test's namespace: an empty folder
-  std::filesystem::path path_;        // the tmpfs, through the child's root
+  std::filesystem::path path_;  // the tmpfs, through the child's root
   std::string why_not_;
   pid_t child_ = -1;
   int hold_ = -1;

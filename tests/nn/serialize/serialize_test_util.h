@@ -34,8 +34,7 @@ inline void write_bytes(const fs::path& p, const std::string& bytes) {
 }
 
 // The message of the anvil::Error `f` throws, or "" if it throws none.
-template <typename F>
-std::string error_of(F&& f) {
+template <typename F> std::string error_of(F&& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -66,8 +65,7 @@ inline std::string logical_bytes(const Tensor& t) {
 
 // A CPU tensor holding exactly these bytes (values given in the dtype's
 // storage type: uint16_t bits for F16/BF16, uint8_t for BOOL).
-template <typename T>
-Tensor raw_tensor(const Shape& shape, DType dtype, const std::vector<T>& values) {
+template <typename T> Tensor raw_tensor(const Shape& shape, DType dtype, const std::vector<T>& values) {
   EXPECT_EQ(sizeof(T), itemsize(dtype));
   Tensor t = empty(shape, dtype);
   EXPECT_EQ(static_cast<size_t>(t.numel()), values.size());
@@ -75,8 +73,7 @@ Tensor raw_tensor(const Shape& shape, DType dtype, const std::vector<T>& values)
   return t;
 }
 
-template <typename T>
-std::vector<T> raw_values(const Tensor& t) {
+template <typename T> std::vector<T> raw_values(const Tensor& t) {
   EXPECT_EQ(sizeof(T), t.itemsize());
   std::vector<T> out(static_cast<size_t>(t.numel()));
   const std::string bytes = logical_bytes(t);

@@ -123,9 +123,9 @@ TEST_F(CheckpointTest, RoundTripsEveryField) {
   const SafetensorsContents raw = load_safetensors_with_metadata(path("ckpt.safetensors"));
   EXPECT_EQ(raw.metadata.at("anvil.format"), "checkpoint");
   std::map<std::string, Tensor> names(raw.tensors.begin(), raw.tensors.end());
-  for (const char* key : {"model.weight", "model.bias", "optimizer.state.0.exp_avg", "optimizer.param_groups.1.lr",
-                          "scheduler.last_step", "scheduler.base_lrs", "rng.seed", "rng.offset", "progress.step",
-                          "progress.epoch", "extra.best_loss"})
+  for (const char* key :
+       {"model.weight", "model.bias", "optimizer.state.0.exp_avg", "optimizer.param_groups.1.lr", "scheduler.last_step",
+        "scheduler.base_lrs", "rng.seed", "rng.offset", "progress.step", "progress.epoch", "extra.best_loss"})
     EXPECT_TRUE(names.count(key)) << key;
 }
 

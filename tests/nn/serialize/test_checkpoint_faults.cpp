@@ -1,7 +1,6 @@
 // Faults while checkpointing: a writer SIGKILLed at random points, a full
-// disk (a file size limit, and a really full tmpfs), a flipped byte. Each must leave a loadable checkpoint under the final
-// name (the old or the new one, never a partial file) or a clear error naming
-// the file.
+// disk (a file size limit, and a really full tmpfs), a flipped byte. Each must leave a loadable checkpoint under the
+// final name (the old or the new one, never a partial file) or a clear error naming the file.
 #include <gtest/gtest.h>
 
 #include <omp.h>

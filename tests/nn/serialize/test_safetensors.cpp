@@ -59,8 +59,8 @@ TEST_F(Safetensors, ReadsEveryValueOfAFileThePythonLibraryWrote) {
 
   std::vector<std::string> names;
   for (const auto& [name, _] : c.tensors) names.push_back(name);
-  EXPECT_EQ(names, (std::vector<std::string>{"a.first", "bf16", "bias_f64", "counts", "empty", "half", "ids",
-                                             "mask", "pixels", "scalar", "weight", "z.last"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"a.first", "bf16", "bias_f64", "counts", "empty", "half", "ids", "mask",
+                                             "pixels", "scalar", "weight", "z.last"}));
   auto t = by_name(c.tensors);
   for (const auto& [name, tensor] : t) EXPECT_TRUE(tensor.device().is_cpu()) << name;
 
@@ -82,8 +82,7 @@ TEST_F(Safetensors, ReadsEveryValueOfAFileThePythonLibraryWrote) {
   EXPECT_EQ(float(t["bf16"].data<BFloat16>()[3]), std::ldexp(1.125f, 100));
 
   ASSERT_EQ(t["counts"].dtype(), kInt64);
-  EXPECT_EQ(raw_values<int64_t>(t["counts"]),
-            (std::vector<int64_t>{0, -1, int64_t(1) << 40, -(int64_t(1) << 62)}));
+  EXPECT_EQ(raw_values<int64_t>(t["counts"]), (std::vector<int64_t>{0, -1, int64_t(1) << 40, -(int64_t(1) << 62)}));
   ASSERT_EQ(t["ids"].dtype(), kInt32);
   EXPECT_EQ(raw_values<int32_t>(t["ids"]), (std::vector<int32_t>{7, -8, INT32_MAX, INT32_MIN}));
   ASSERT_EQ(t["pixels"].dtype(), kUInt8);
@@ -140,7 +139,7 @@ TEST_F(Safetensors, RoundTripsRandomTensorsOfEveryDtypeIncludingViews) {
       {"i32", randint(-1000, 1000, {3, 3}, kInt32)},
       {"u8", randint(0, 256, {6}, kUInt8)},
       {"bool", randint(0, 2, {4}, kUInt8).to(kBool)},
-      {"transposed", base.t()},                // non-contiguous
+      {"transposed", base.t()},  // non-contiguous
       {"sliced", base.slice(0, 1, 3).slice(1, 1, 4)},  // offset and gaps
       {"param", randn({3}).requires_grad_(true)},
   };
@@ -165,9 +164,8 @@ TEST_F(Safetensors, ReadsTensorsInAnyOrderAndAlignment) {
   std::string data(12, '\0');
   std::memcpy(data.data() + 4, &b, 8);
   std::memcpy(data.data(), &a, 4);
-  const std::string header =
-      R"({"b":{"dtype":"F64","shape":[],"data_offsets":[4,12]},"__metadata__":{"k":"v"},)"
-      R"("a":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}} )";
+  const std::string header = R"({"b":{"dtype":"F64","shape":[],"data_offsets":[4,12]},"__metadata__":{"k":"v"},)"
+                             R"("a":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}} )";
   const SafetensorsContents c = deserialize_safetensors(assemble(header, data));
   ASSERT_EQ(c.tensors.size(), 2u);
   EXPECT_EQ(c.tensors[0].first, "a");
@@ -302,14 +300,22 @@ TEST_F(Safetensors, MalformedEntries) {
 }
 
 TEST_F(Safetensors, RejectsStateDictsTheFormatCannotHold) {
-  EXPECT_NE(error_of([] { serialize_safetensors({{"a", randn({1})}, {"a", randn({1})}}); }).find("'a' appears twice"),
+  EXPECT_NE(error_of([] {
+              serialize_safetensors({{"a", randn({1})}, {"a", randn({1})}});
+            }).find("'a' appears twice"),
             std::string::npos);
-  EXPECT_NE(error_of([] { serialize_safetensors({{"a", Tensor()}}); }).find("tensor 'a' is undefined"),
+  EXPECT_NE(error_of([] {
+              serialize_safetensors({{"a", Tensor()}});
+            }).find("tensor 'a' is undefined"),
             std::string::npos);
-  EXPECT_NE(error_of([] { serialize_safetensors({{"__metadata__", randn({1})}}); }).find("reserved"),
+  EXPECT_NE(error_of([] {
+              serialize_safetensors({{"__metadata__", randn({1})}});
+            }).find("reserved"),
             std::string::npos);
   EXPECT_NE(error_of([] { serialize_safetensors({{"", randn({1})}}); }).find("empty name"), std::string::npos);
-  EXPECT_NE(error_of([] { serialize_safetensors({{"bad\xff", randn({1})}}); }).find("not valid UTF-8"),
+  EXPECT_NE(error_of([] {
+              serialize_safetensors({{"bad\xff", randn({1})}});
+            }).find("not valid UTF-8"),
             std::string::npos);
   // A failed save leaves nothing behind.
   const auto p = path("x.safetensors");

@@ -21,9 +21,9 @@ namespace {
 using Pieces = std::vector<std::string>;
 
 BertTokenizer small_tokenizer(BertTokenizerOptions o = {}) {
-  return BertTokenizer({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "hello", "world", "!",
-                        ",", "cafe", "北", "京", "a", "##a", "ab", "##b", "$", "i", "istanbul", "σ", "##α", "##σ",
-                        "ᄒ", "##ᅡ", "##ᆫ"},
+  return BertTokenizer({"[PAD]", "[UNK]",    "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "hello", "world",
+                        "!",     ",",        "cafe",  "北",    "京",     "a",  "##a",   "ab",     "##b",   "$",
+                        "i",     "istanbul", "σ",     "##α",   "##σ",    "ᄒ", "##ᅡ",  "##ᆫ"},
                        std::move(o));
 }
 
@@ -50,7 +50,7 @@ TEST(BertTokenizer, LowerCasesStripsAccentsAndSplitsPunctuation) {
   EXPECT_EQ(tok.tokenize("CAFÉ Café cafe\u0301"), (Pieces{"cafe", "cafe", "cafe"}));
   EXPECT_EQ(tok.tokenize("İstanbul"), (Pieces{"istanbul"}));  // I + dot above: the mark goes
   EXPECT_EQ(tok.tokenize("ΣΑΣ"), (Pieces{"σ", "##α", "##σ"}));  // no final-sigma rule
-  EXPECT_EQ(tok.tokenize("$"), (Pieces{"$"}));                  // ASCII symbols split as punctuation
+  EXPECT_EQ(tok.tokenize("$"), (Pieces{"$"}));  // ASCII symbols split as punctuation
   EXPECT_EQ(tok.tokenize("hello$world"), (Pieces{"hello", "$", "world"}));
   EXPECT_EQ(tok.tokenize("한"), (Pieces{"ᄒ", "##ᅡ", "##ᆫ"}));  // Hangul syllables decompose (NFD)
 }
@@ -154,7 +154,8 @@ TEST(BertTokenizerMiniLM, IdsEqualTheReferenceTokenizers) {
   if (!testing::minilm_present()) return;
   auto tok = BertTokenizer::from_file(testing::minilm_dir() / "tokenizer.json");
   EXPECT_EQ(tok.vocab_size(), 30522);
-  const auto fixture = testing::read_json(std::filesystem::path(__FILE__).parent_path() / "fixtures/minilm_tokenizer.json");
+  const auto fixture =
+      testing::read_json(std::filesystem::path(__FILE__).parent_path() / "fixtures/minilm_tokenizer.json");
   tok.options().max_length = fixture["max_length"].get<int64_t>();
   const auto texts = fixture["texts"].get<std::vector<std::string>>();
   const auto expected = fixture["ids"].get<std::vector<std::vector<int64_t>>>();

@@ -31,12 +31,12 @@ struct MemoryLimitGuard {
 
 struct OutOfMemoryScenario {
   Device device;
-  int64_t hidden;      // the MLP's width: activations are batch x hidden floats
-  int64_t samples;     // dataset size
-  int64_t too_big;     // a batch the cap must refuse
-  int64_t probe;       // the small batch whose footprint sets the cap
-  double cap_factor;   // cap = held before + max(cap_factor x what the probe allocates, what it
-                       // reserved) + 2 small segments
+  int64_t hidden;  // the MLP's width: activations are batch x hidden floats
+  int64_t samples;  // dataset size
+  int64_t too_big;  // a batch the cap must refuse
+  int64_t probe;  // the small batch whose footprint sets the cap
+  double cap_factor;  // cap = held before + max(cap_factor x what the probe allocates, what it
+                      // reserved) + 2 small segments
   int64_t epochs = 2;  // of the final fit
 };
 
@@ -130,12 +130,13 @@ inline void run_out_of_memory_scenario(const OutOfMemoryScenario& s) {
   ASSERT_EQ(static_cast<int64_t>(r.step_losses.size()), r.global_step);
   for (double loss : r.step_losses) EXPECT_TRUE(std::isfinite(loss));
   EXPECT_NE(parameter_values(*model), before) << "the fit at the found batch did not train";
-  std::printf("[ measured ] %s: cap %lld B (held %lld + max(%.1f x %lld, reserved growth) + 2 segments); batch %lld "
-              "refused; finder %lld; trained at %lld, %lld steps, loss %.3g -> %.3g\n",
-              s.device.str().c_str(), static_cast<long long>(cap), static_cast<long long>(base), s.cap_factor,
-              static_cast<long long>(growth), static_cast<long long>(s.too_big), static_cast<long long>(found),
-              static_cast<long long>(batch), static_cast<long long>(r.global_step), r.step_losses.front(),
-              r.step_losses.back());
+  std::printf(
+      "[ measured ] %s: cap %lld B (held %lld + max(%.1f x %lld, reserved growth) + 2 segments); batch %lld "
+      "refused; finder %lld; trained at %lld, %lld steps, loss %.3g -> %.3g\n",
+      s.device.str().c_str(), static_cast<long long>(cap), static_cast<long long>(base), s.cap_factor,
+      static_cast<long long>(growth), static_cast<long long>(s.too_big), static_cast<long long>(found),
+      static_cast<long long>(batch), static_cast<long long>(r.global_step), r.step_losses.front(),
+      r.step_losses.back());
 }
 
 }  // namespace anvil::testing

@@ -127,7 +127,7 @@ TEST(Plot, SvgHasAxesLabelsAndOnePolylinePerSeries) {
   EXPECT_NE(svg.find(">train_loss</text>"), std::string::npos);
   EXPECT_NE(svg.find(">step</text>"), std::string::npos);
   EXPECT_NE(svg.find("accuracy &lt;&amp;&gt;"), std::string::npos);  // escaped
-  EXPECT_NE(svg.find("rotate(-90"), std::string::npos);              // y label
+  EXPECT_NE(svg.find("rotate(-90"), std::string::npos);  // y label
   EXPECT_EQ(svg.find("nan,"), std::string::npos);
   EXPECT_EQ(svg.find(",nan"), std::string::npos);
   // The polyline has all 50 points.
@@ -188,14 +188,14 @@ TEST(Plot, PngIsAValidImageWithTheCurvesDrawn) {
     const uint8_t r = d.rgb[i], g = d.rgb[i + 1], b = d.rgb[i + 2];
     white += r == 255 && g == 255 && b == 255;
     blue += r == 31 && g == 119 && b == 180;  // first series colour
-    dark += r < 60 && g < 60 && b < 60;        // axes and text
+    dark += r < 60 && g < 60 && b < 60;  // axes and text
     orange += r == 255 && g == 127 && b == 14;
   }
   const size_t n = d.rgb.size() / 3;
   EXPECT_GT(white, n / 2);  // mostly background
-  EXPECT_GT(blue, 500u);    // both curves (each chart's first series is blue)
-  EXPECT_GT(dark, 2000u);   // axes, ticks, labels
-  EXPECT_EQ(orange, 0u);    // no second series in either chart
+  EXPECT_GT(blue, 500u);  // both curves (each chart's first series is blue)
+  EXPECT_GT(dark, 2000u);  // axes, ticks, labels
+  EXPECT_EQ(orange, 0u);  // no second series in either chart
   testing::TempDir dir("anvil-plot");
   train::write_plot(dir.file("c.png"), sample_charts());
   train::write_plot(dir.file("c.svg"), sample_charts());

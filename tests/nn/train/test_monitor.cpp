@@ -27,8 +27,8 @@ TEST(Monitor, ReportHasEverySectionOnCpu) {
   EXPECT_GE(s.memory.peak_allocated_bytes, 4000);
   EXPECT_EQ(s.gpu.samples, 0);
   const std::string r = m.report();
-  for (const char* section : {"Where step time went", "waiting for data", "host work", "validation", "Memory:",
-                              "peak allocated", "GPU:", "Advice:"})
+  for (const char* section : {"Where step time went", "waiting for data", "host work", "validation",
+                              "Memory:", "peak allocated", "GPU:", "Advice:"})
     EXPECT_TRUE(has(r, section)) << section << " missing from\n" << r;
   EXPECT_TRUE(has(r, "n/a (CPU ops run synchronously)")) << r;
   EXPECT_TRUE(has(r, "n/a (training on cpu)")) << r;
@@ -91,8 +91,11 @@ TEST(Monitor, AdvisesBiggerBatchesAndMixedPrecisionWhenTheGpuIsStarved) {
   EXPECT_FALSE(has(r, "n/a (CPU")) << r;
 
   // A busy GPU in bf16 with workers and pinned memory: nothing to say.
-  const train::MonitorContext tuned{.device = Device::cuda(0), .num_workers = 4, .pin_memory = true,
-                                    .batch_size = 256, .precision = train::Precision::BF16};
+  const train::MonitorContext tuned{.device = Device::cuda(0),
+                                    .num_workers = 4,
+                                    .pin_memory = true,
+                                    .batch_size = 256,
+                                    .precision = train::Precision::BF16};
   EXPECT_TRUE(train::advice(made_up(0.1, 5.0, 0.5, 95.0), tuned).empty());
 }
 
@@ -131,8 +134,10 @@ TEST(GpuSampler, MapsCudaVisibleDevicesToNvmlIndices) {
   EXPECT_EQ(train::nvml_index_for_cuda_device(1), 1);
   setenv("CUDA_VISIBLE_DEVICES", "GPU-1234", 1);
   EXPECT_EQ(train::nvml_index_for_cuda_device(0), 0);
-  if (old) setenv("CUDA_VISIBLE_DEVICES", saved.c_str(), 1);
-  else unsetenv("CUDA_VISIBLE_DEVICES");
+  if (old)
+    setenv("CUDA_VISIBLE_DEVICES", saved.c_str(), 1);
+  else
+    unsetenv("CUDA_VISIBLE_DEVICES");
   EXPECT_EQ(train::nvml_index_for_cuda_device(2), old ? train::nvml_index_for_cuda_device(2) : 2);
 }
 

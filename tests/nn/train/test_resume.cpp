@@ -32,7 +32,8 @@ struct RunSetup {
     model = mlp(6, 16, 3, /*dropout=*/0.3);  // dropout: the RNG state matters
     task = std::make_unique<train::ClassificationTask>(model);
     opt = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions{.lr = 1e-2});
-    sched = std::make_unique<optim::CosineAnnealingLR>(*opt, optim::CosineAnnealingLROptions{.total_steps = 60, .warmup_steps = 5});
+    sched = std::make_unique<optim::CosineAnnealingLR>(
+        *opt, optim::CosineAnnealingLROptions{.total_steps = 60, .warmup_steps = 5});
     loader = std::make_unique<data::DataLoader>(set, testing::loader_options(16, /*shuffle=*/true, /*seed=*/5));
     val = std::make_unique<data::DataLoader>(set, testing::loader_options(48));
     stopper = std::make_shared<train::EarlyStopping>(train::EarlyStoppingOptions{.patience = 100});

@@ -50,9 +50,7 @@ Problem problem(int64_t n, uint64_t seed) {
 struct TupleTask : train::Task {
   std::shared_ptr<MaskedNet> net = std::make_shared<MaskedNet>();
   std::shared_ptr<Module> model() override { return net; }
-  train::StepOutput training_step(const data::Example& b) override {
-    return {cross_entropy((*net)(b[0], b[1]), b[2])};
-  }
+  train::StepOutput training_step(const data::Example& b) override { return {cross_entropy((*net)(b[0], b[1]), b[2])}; }
   train::Metrics validation_step(const data::Example& b) override {
     Tensor logits = (*net)(b[0], b[1]);
     return {{"loss", cross_entropy(logits, b[2]).item<double>()}, {"accuracy", train::accuracy(logits, b[2])}};
@@ -87,7 +85,8 @@ TEST(TrainerBatches, TupleBatchesFeedAModelWithSeveralInputs) {
 
 TEST(TrainerBatches, MapBatchesAreBatchedByNameEvenFromPerExampleGet) {
   Problem p = problem(256, 3);
-  auto set = std::make_shared<data::TensorMapDataset>(std::map<std::string, Tensor>{{"x", p.x}, {"mask", p.mask}, {"y", p.y}});
+  auto set =
+      std::make_shared<data::TensorMapDataset>(std::map<std::string, Tensor>{{"x", p.x}, {"mask", p.mask}, {"y", p.y}});
   // The default Dataset::get_batch (stacking get()) handles named tensors too.
   data::Example stacked = set->data::Dataset::get_batch({3, 1, 4});
   EXPECT_EQ(stacked["mask"].shape(), (Shape{3, 6}));
@@ -100,8 +99,11 @@ TEST(TrainerBatches, MapBatchesAreBatchedByNameEvenFromPerExampleGet) {
   EXPECT_GT(r.epoch_metrics.back().at("val_accuracy"), 0.9);
   testing::expect_error([&] { (void)stacked["labels"]; }, {"Example", "'labels'", "mask, x, y"});
   testing::expect_error([&] { (void)stacked[0]; }, {"Example", "tensor 0", "0 tensors"});
-  testing::expect_error([&] { data::TensorTupleDataset({p.x, p.y.narrow(0, 0, 10)}); },
-                        {"TensorTupleDataset", "tensor 1", "[10]"});
+  testing::expect_error(
+      [&] {
+        data::TensorTupleDataset({p.x, p.y.narrow(0, 0, 10)});
+      },
+      {"TensorTupleDataset", "tensor 1", "[10]"});
 }
 
 TEST(TrainerBatches, PrecisionRunsThroughAutocastOrTheWholeModel) {

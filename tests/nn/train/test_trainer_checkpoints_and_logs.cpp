@@ -202,7 +202,8 @@ TEST(TrainerOutputs, AnUnwritableFolderFailsBeforeTheFirstEpochNamingThePath) {
   train::Trainer trainer(quiet(1));
   auto counter = std::make_shared<CountSteps>();
   trainer.add_callback(counter);
-  trainer.add_callback(std::make_shared<train::ModelCheckpoint>(train::ModelCheckpointOptions{.dirpath = blocker + "/c"}));
+  trainer.add_callback(
+      std::make_shared<train::ModelCheckpoint>(train::ModelCheckpointOptions{.dirpath = blocker + "/c"}));
   EXPECT_THROW(trainer.fit(*p.task, p.train_loader, opt), Error);
   EXPECT_EQ(counter->steps, 0);
 }
@@ -213,9 +214,12 @@ TEST(ModelCheckpoint, KeepsTheTopKByTheMonitoredMetricAndTheLast) {
   TempDir dir("anvil-model-checkpoint");
   Problem p;
   optim::SGD opt(p.model->parameters(), optim::SGDOptions(0.05));
-  auto ckpt = std::make_shared<train::ModelCheckpoint>(train::ModelCheckpointOptions{
-      .dirpath = dir.file("ckpt"), .filename = "{epoch:02d}-{val_loss:.4f}", .monitor = "val_loss", .save_top_k = 2,
-      .save_last = true});
+  auto ckpt =
+      std::make_shared<train::ModelCheckpoint>(train::ModelCheckpointOptions{.dirpath = dir.file("ckpt"),
+                                                                             .filename = "{epoch:02d}-{val_loss:.4f}",
+                                                                             .monitor = "val_loss",
+                                                                             .save_top_k = 2,
+                                                                             .save_last = true});
   train::Trainer trainer(quiet(5));
   trainer.add_callback(ckpt);
   train::FitResult r = trainer.fit(*p.task, p.train_loader, &p.val_loader, opt);
@@ -250,8 +254,8 @@ TEST(ModelCheckpoint, KeepsTheTopKByTheMonitoredMetricAndTheLast) {
 
 TEST(ModelCheckpoint, AResumedRunGoesOnRankingAgainstTheKeptFiles) {
   TempDir dir("anvil-model-checkpoint-resume");
-  const train::ModelCheckpointOptions options{.dirpath = dir.file("ckpt"), .filename = "{epoch}",
-                                              .monitor = "val_loss", .save_top_k = 2, .save_last = true};
+  const train::ModelCheckpointOptions options{
+      .dirpath = dir.file("ckpt"), .filename = "{epoch}", .monitor = "val_loss", .save_top_k = 2, .save_last = true};
   std::vector<double> losses;
   {
     Problem p;
@@ -354,7 +358,8 @@ TEST(LearningRateMonitor, LogsEveryGroupsLrPerStepIntoTheMetricsLog) {
   std::string line;
   int rows_with_lr = 0;
   while (std::getline(lines, line))
-    if (line.find("\"lr-SGD/pg1\"") != std::string::npos && line.find("\"lr-SGD/pg2\"") != std::string::npos) ++rows_with_lr;
+    if (line.find("\"lr-SGD/pg1\"") != std::string::npos && line.find("\"lr-SGD/pg2\"") != std::string::npos)
+      ++rows_with_lr;
   EXPECT_EQ(rows_with_lr, 6);
 }
 
@@ -395,8 +400,7 @@ uint32_t crc32c_bitwise(const std::string& s) {
   return ~c;
 }
 uint32_t masked(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
-template <class T>
-T read_le(const std::string& s, size_t at) {
+template <class T> T read_le(const std::string& s, size_t at) {
   T v{};
   EXPECT_LE(at + sizeof(T), s.size());
   for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<unsigned char>(s[at + i])) << (8 * i);
@@ -523,7 +527,8 @@ TEST(TensorBoard, TheTrainerWritesTheMetricsLogRows) {
     if (s.tag == "train_loss") loss_steps.push_back(s.step), losses.push_back(s.value);
     if (s.tag == "val_loss") {
       ++val_rows;
-      EXPECT_FLOAT_EQ(s.value, static_cast<float>(r.epoch_metrics.at(static_cast<size_t>(val_rows - 1)).at("val_loss")));
+      EXPECT_FLOAT_EQ(s.value,
+                      static_cast<float>(r.epoch_metrics.at(static_cast<size_t>(val_rows - 1)).at("val_loss")));
     }
   }
   EXPECT_EQ(loss_steps, (std::vector<int64_t>{2, 4, 6, 8, 10, 12}));

@@ -18,8 +18,8 @@ namespace anvil::testing {
 // noise 1): well separated, so a small MLP reaches ~99% accuracy. The centres
 // depend on centre_seed only, so two sets with the same centre_seed and
 // different noise_seed are a train and a validation split of one problem.
-inline std::shared_ptr<nn::data::TensorDataset> blobs(int64_t n, int64_t dims, int64_t classes,
-                                                      uint64_t centre_seed, uint64_t noise_seed = 1000) {
+inline std::shared_ptr<nn::data::TensorDataset> blobs(int64_t n, int64_t dims, int64_t classes, uint64_t centre_seed,
+                                                      uint64_t noise_seed = 1000) {
   manual_seed(centre_seed);
   Tensor centres = mul(randn({classes, dims}), Scalar(3.0));
   manual_seed(noise_seed);
@@ -38,7 +38,7 @@ inline std::shared_ptr<nn::Sequential> mlp(int64_t in, int64_t hidden, int64_t o
 }
 
 inline nn::data::DataLoaderOptions loader_options(int64_t batch_size, bool shuffle = false, uint64_t seed = 0,
-                                                 bool drop_last = false) {
+                                                  bool drop_last = false) {
   nn::data::DataLoaderOptions o;
   o.batch_size = batch_size;
   o.shuffle = shuffle;

@@ -77,12 +77,18 @@ std::string seconds(Clock::duration d) {
 
 const char* op_name(OpKind k) {
   switch (k) {
-    case OpKind::Send: return "ncclSend";
-    case OpKind::Recv: return "ncclRecv";
-    case OpKind::AllReduce: return "ncclAllReduce";
-    case OpKind::Broadcast: return "ncclBroadcast";
-    case OpKind::AllGather: return "ncclAllGather";
-    case OpKind::ReduceScatter: return "ncclReduceScatter";
+    case OpKind::Send:
+      return "ncclSend";
+    case OpKind::Recv:
+      return "ncclRecv";
+    case OpKind::AllReduce:
+      return "ncclAllReduce";
+    case OpKind::Broadcast:
+      return "ncclBroadcast";
+    case OpKind::AllGather:
+      return "ncclAllGather";
+    case OpKind::ReduceScatter:
+      return "ncclReduceScatter";
   }
   return "nccl?";
 }
@@ -106,8 +112,8 @@ std::string last_error() {
 }
 
 std::string CommImpl::who() const {
-  return "anvil emulated NCCL: rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " (cuda:" +
-         std::to_string(device) + ")";
+  return "anvil emulated NCCL: rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
+         " (cuda:" + std::to_string(device) + ")";
 }
 
 void CommImpl::fail_locked(ncclResult_t code, const std::string& message) {
@@ -191,8 +197,8 @@ void CommImpl::connect_all(Clock::time_point deadline) {
     const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     Hello hello{};
     if (fd < 0) continue;
-    if (!read_full(fd, &hello, sizeof hello) || hello.magic != kHelloMagic || hello.nonce != nonce ||
-        hello.rank < 0 || hello.rank >= rank || peers[static_cast<size_t>(hello.rank)]->fd >= 0) {
+    if (!read_full(fd, &hello, sizeof hello) || hello.magic != kHelloMagic || hello.nonce != nonce || hello.rank < 0 ||
+        hello.rank >= rank || peers[static_cast<size_t>(hello.rank)]->fd >= 0) {
       ::close(fd);
       continue;
     }
@@ -260,8 +266,9 @@ bool CommImpl::send_cts(int peer) {
   const FrameHeader h{kClearToSend, 0, 0};
   std::lock_guard<std::mutex> lock(p.write_mutex);
   if (write_all(peer, &h, sizeof h)) return true;
-  fail(ncclRemoteError, who() + ": cannot reach rank " + std::to_string(peer) +
-                            ": its connection closed (its process exited, or it destroyed or aborted its communicator)");
+  fail(ncclRemoteError,
+       who() + ": cannot reach rank " + std::to_string(peer) +
+           ": its connection closed (its process exited, or it destroyed or aborted its communicator)");
   return false;
 }
 
@@ -270,8 +277,9 @@ bool CommImpl::send_data(int peer, OpKind kind, const void* bytes, size_t n) {
   const FrameHeader h{kData, static_cast<uint32_t>(kind), n};
   std::lock_guard<std::mutex> lock(p.write_mutex);
   if (write_all(peer, &h, sizeof h) && (n == 0 || write_all(peer, bytes, n))) return true;
-  fail(ncclRemoteError, who() + ": " + op_name(kind) + " to rank " + std::to_string(peer) +
-                            ": its connection closed (its process exited, or it destroyed or aborted its communicator)");
+  fail(ncclRemoteError,
+       who() + ": " + op_name(kind) + " to rank " + std::to_string(peer) +
+           ": its connection closed (its process exited, or it destroyed or aborted its communicator)");
   return false;
 }
 
@@ -290,14 +298,15 @@ bool CommImpl::wait_for(int peer, bool cts, Clock::time_point deadline, const st
     if (p.closed) {
       fail_locked(ncclRemoteError, who() + ": " + what + ": " + peer_s +
                                        " closed its connection (its process exited, or it destroyed or aborted its "
-                                       "communicator) before " + (cts ? "reaching the matching call" : "sending"));
+                                       "communicator) before " +
+                                       (cts ? "reaching the matching call" : "sending"));
       return false;
     }
     if (Clock::now() >= deadline) {
-      fail_locked(ncclSystemError, who() + ": " + what + " waited " + seconds(Clock::now() - start) + " for " +
-                                       peer_s + (cts ? " to reach the matching call" : " to send") + "; " + hint +
-                                       " (the emulator's deadlock watchdog, ANVIL_EMU_NCCL_TIMEOUT = " +
-                                       seconds(op_timeout()) + ")");
+      fail_locked(ncclSystemError,
+                  who() + ": " + what + " waited " + seconds(Clock::now() - start) + " for " + peer_s +
+                      (cts ? " to reach the matching call" : " to send") + "; " + hint +
+                      " (the emulator's deadlock watchdog, ANVIL_EMU_NCCL_TIMEOUT = " + seconds(op_timeout()) + ")");
       return false;
     }
     changed.wait_until(lock, deadline);

@@ -56,8 +56,8 @@ struct CommImpl {
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<std::unique_ptr<Peer>> peers;  // by rank; null for this rank
-  ncclResult_t state = ncclSuccess;          // ncclInProgress while connecting, then the first error
-  std::string error;                         // what failed, for ncclGetLastError
+  ncclResult_t state = ncclSuccess;  // ncclInProgress while connecting, then the first error
+  std::string error;  // what failed, for ncclGetLastError
   bool aborted = false;
   int in_flight = 0;  // calls queued on streams and not yet done (ncclCommDestroy waits for them)
   std::thread connector;  // non-blocking init

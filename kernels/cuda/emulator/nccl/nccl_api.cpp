@@ -62,8 +62,9 @@ ncclResult_t submit(Op op, ncclComm_t comm, cudaStream_t stream) {
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     if (c.state == ncclInProgress)
-      return refuse(ncclInvalidUsage, name + ": the communicator is still connecting (non-blocking init): poll "
-                                             "ncclCommGetAsyncError until it returns ncclSuccess");
+      return refuse(ncclInvalidUsage, name +
+                                          ": the communicator is still connecting (non-blocking init): poll "
+                                          "ncclCommGetAsyncError until it returns ncclSuccess");
     if (c.state != ncclSuccess) {
       set_last_error(c.error);
       return c.state;
@@ -130,8 +131,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId i
   if (!comm) return refuse(ncclInvalidArgument, "ncclCommInitRank: null communicator pointer");
   *comm = nullptr;
   if (nranks < 1 || rank < 0 || rank >= nranks)
-    return refuse(ncclInvalidArgument, "ncclCommInitRank: rank " + std::to_string(rank) + " of " +
-                                           std::to_string(nranks) + " ranks");
+    return refuse(ncclInvalidArgument,
+                  "ncclCommInitRank: rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " ranks");
   if (std::memcmp(id.internal, kIdMagic, sizeof kIdMagic) != 0)
     return refuse(ncclInvalidArgument, "ncclCommInitRank: the unique id was not made by ncclGetUniqueId");
   auto impl = std::make_shared<CommImpl>();
@@ -214,15 +215,24 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 
 const char* ncclGetErrorString(ncclResult_t r) {
   switch (r) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (a buffer was not usable device memory)";
-    case ncclSystemError: return "unhandled system error (a peer never arrived, or a deadlock)";
-    case ncclInternalError: return "internal error";
-    case ncclInvalidArgument: return "invalid argument";
-    case ncclInvalidUsage: return "invalid usage";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (a buffer was not usable device memory)";
+    case ncclSystemError:
+      return "unhandled system error (a peer never arrived, or a deadlock)";
+    case ncclInternalError:
+      return "internal error";
+    case ncclInvalidArgument:
+      return "invalid argument";
+    case ncclInvalidUsage:
+      return "invalid usage";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -236,31 +246,43 @@ const char* ncclGetLastError(ncclComm_t comm) {
   return t_last_error.c_str();
 }
 
-ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return submit({.kind = OpKind::AllReduce, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = count,
-                 .type = datatype, .red = op},
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
+  return submit({.kind = OpKind::AllReduce,
+                 .sendbuff = sendbuff,
+                 .recvbuff = recvbuff,
+                 .count = count,
+                 .type = datatype,
+                 .red = op},
                 comm, stream);
 }
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                            ncclComm_t comm, cudaStream_t stream) {
-  return submit({.kind = OpKind::Broadcast, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = count,
-                 .type = datatype, .root = root},
+  return submit({.kind = OpKind::Broadcast,
+                 .sendbuff = sendbuff,
+                 .recvbuff = recvbuff,
+                 .count = count,
+                 .type = datatype,
+                 .root = root},
                 comm, stream);
 }
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream) {
-  return submit({.kind = OpKind::AllGather, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = sendcount,
-                 .type = datatype},
-                comm, stream);
+  return submit(
+      {.kind = OpKind::AllGather, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = sendcount, .type = datatype},
+      comm, stream);
 }
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return submit({.kind = OpKind::ReduceScatter, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = recvcount,
-                 .type = datatype, .red = op},
+  return submit({.kind = OpKind::ReduceScatter,
+                 .sendbuff = sendbuff,
+                 .recvbuff = recvbuff,
+                 .count = recvcount,
+                 .type = datatype,
+                 .red = op},
                 comm, stream);
 }
 

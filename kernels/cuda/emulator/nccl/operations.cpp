@@ -48,17 +48,28 @@ bool usable(CommImpl& c, const void* p, size_t n, const std::string& what) {
 
 const char* type_name(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: return "int8";
-    case ncclUint8: return "uint8";
-    case ncclInt32: return "int32";
-    case ncclUint32: return "uint32";
-    case ncclInt64: return "int64";
-    case ncclUint64: return "uint64";
-    case ncclFloat16: return "float16";
-    case ncclFloat32: return "float32";
-    case ncclFloat64: return "float64";
-    case ncclBfloat16: return "bfloat16";
-    default: return "?";
+    case ncclInt8:
+      return "int8";
+    case ncclUint8:
+      return "uint8";
+    case ncclInt32:
+      return "int32";
+    case ncclUint32:
+      return "uint32";
+    case ncclInt64:
+      return "int64";
+    case ncclUint64:
+      return "uint64";
+    case ncclFloat16:
+      return "float16";
+    case ncclFloat32:
+      return "float32";
+    case ncclFloat64:
+      return "float64";
+    case ncclBfloat16:
+      return "bfloat16";
+    default:
+      return "?";
   }
 }
 
@@ -130,9 +141,7 @@ Progress plan(const Op& op) {
 std::vector<uint8_t> reduce_ranks(const Progress& p, size_t chunk_offset) {
   const Op& op = *p.op;
   const int me = op.comm->rank, n = op.comm->nranks;
-  auto part = [&](int r) {
-    return r == me ? p.input.data() + chunk_offset : p.from[static_cast<size_t>(r)].data();
-  };
+  auto part = [&](int r) { return r == me ? p.input.data() + chunk_offset : p.from[static_cast<size_t>(r)].data(); };
   std::vector<uint8_t> acc(part(0), part(0) + p.out_bytes);
   for (int r = 1; r < n; ++r) reduce_into(op.type, op.red, acc.data(), part(r), op.count);
   if (op.red == ncclAvg) divide_by(op.type, acc.data(), op.count, n);
@@ -143,10 +152,14 @@ std::vector<uint8_t> result_of(const Progress& p) {
   const Op& op = *p.op;
   const int me = op.comm->rank, n = op.comm->nranks;
   switch (op.kind) {
-    case OpKind::Send: return {};
-    case OpKind::Recv: return p.from[static_cast<size_t>(op.peer)];
-    case OpKind::AllReduce: return reduce_ranks(p, 0);
-    case OpKind::Broadcast: return me == op.root ? p.input : p.from[static_cast<size_t>(op.root)];
+    case OpKind::Send:
+      return {};
+    case OpKind::Recv:
+      return p.from[static_cast<size_t>(op.peer)];
+    case OpKind::AllReduce:
+      return reduce_ranks(p, 0);
+    case OpKind::Broadcast:
+      return me == op.root ? p.input : p.from[static_cast<size_t>(op.root)];
     case OpKind::AllGather: {
       std::vector<uint8_t> out;
       out.reserve(p.out_bytes);
@@ -156,7 +169,8 @@ std::vector<uint8_t> result_of(const Progress& p) {
       }
       return out;
     }
-    case OpKind::ReduceScatter: return reduce_ranks(p, static_cast<size_t>(me) * p.out_bytes);
+    case OpKind::ReduceScatter:
+      return reduce_ranks(p, static_cast<size_t>(me) * p.out_bytes);
   }
   return {};
 }

@@ -16,15 +16,13 @@ namespace anvil::cuda::checker_test {
 using emulator::Checker;
 using emulator::Finding;
 
-template <typename T>
-inline T* device_alloc(size_t n) {
+template <typename T> inline T* device_alloc(size_t n) {
   void* p = nullptr;
   ANVIL_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
   return static_cast<T*>(p);
 }
 
-template <typename T>
-inline void upload(T* dst, const std::vector<T>& src) {
+template <typename T> inline void upload(T* dst, const std::vector<T>& src) {
   ANVIL_CUDA_CHECK(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice));
 }
 
@@ -55,8 +53,8 @@ inline void expect_found(const std::vector<Finding>& found, Checker checker, con
 inline void expect_clean() {
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<Finding> found = emulator::take_findings();
-  EXPECT_TRUE(found.empty()) << found.size() << " unexpected finding(s), first: "
-                             << (found.empty() ? "" : found[0].text);
+  EXPECT_TRUE(found.empty()) << found.size()
+                             << " unexpected finding(s), first: " << (found.empty() ? "" : found[0].text);
 }
 
 }  // namespace anvil::cuda::checker_test

@@ -43,8 +43,7 @@ __global__ void everyone_adds_to_slot_zero(int* out) { atomicAdd(out, 1); }
 
 // Thread t writes smem[t]; then reads its neighbour's slot. Without the
 // barrier, the read races with the neighbour's write.
-template <bool kBarrier>
-__global__ void neighbour_sum(const float* in, float* out) {
+template <bool kBarrier> __global__ void neighbour_sum(const float* in, float* out) {
   __shared__ float smem[64];
   const unsigned t = threadIdx.x;
   smem[t] = in[t];
@@ -71,8 +70,7 @@ __global__ void read_shared_nobody_wrote(float* out, int never) {
 }
 
 // neighbour_sum on dynamic shared memory (the launch's shared_bytes).
-template <bool kBarrier>
-__global__ void neighbour_sum_dynamic(const float* in, float* out) {
+template <bool kBarrier> __global__ void neighbour_sum_dynamic(const float* in, float* out) {
   float* smem = dev::dynamic_shared<float>();
   const unsigned t = threadIdx.x, n = blockDim.x;
   smem[t] = in[t % 64];
@@ -205,7 +203,8 @@ TEST(EmulatorRacecheck, MissingBarrierInDynamicSharedMemoryPastTheStaticLimit) {
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes)),
             cudaSuccess);
   launch_kernel(neighbour_sum_dynamic<false>, 1, 1024, kBytes)(in, out);
-  expect_found(findings_after_failed_sync(), Checker::Racecheck, {"neighbour_sum_dynamic", "hazard", "no __syncthreads"});
+  expect_found(findings_after_failed_sync(), Checker::Racecheck,
+               {"neighbour_sum_dynamic", "hazard", "no __syncthreads"});
   launch_kernel(neighbour_sum_dynamic<true>, 1, 1024, kBytes)(in, out);
   expect_clean();
   expect_neighbour_sums(out, 1024);

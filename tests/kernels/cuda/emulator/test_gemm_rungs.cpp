@@ -185,8 +185,7 @@ TEST_P(TensorCoreRungOnEmulator, MatchesExactProduct) {
   const GemmDType t = GetParam();
   uint64_t seed = t == GemmDType::BFloat16 ? 100 : 200;
   for (const Shape3 s : {Shape3{1, 1, 1}, Shape3{17, 33, 65}, Shape3{128, 128, 128}, Shape3{64, 200, 8},
-                         Shape3{130, 257, 31}, Shape3{3, 300, 1000},
-                         Shape3{260, 200, 300}}) {
+                         Shape3{130, 257, 31}, Shape3{3, 300, 1000}, Shape3{260, 200, 300}}) {
     run_tensor_core_case({s, 1.0f, 0.0f}, t, seed++);
     run_tensor_core_case({s, 1.5f, -0.5f}, t, seed++);
   }
@@ -194,8 +193,7 @@ TEST_P(TensorCoreRungOnEmulator, MatchesExactProduct) {
   run_tensor_core_case({{19, 23, 0}, 1.0f, 0.5f}, t, seed++);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rung08, TensorCoreRungOnEmulator,
-                         ::testing::Values(GemmDType::BFloat16, GemmDType::Float16),
+INSTANTIATE_TEST_SUITE_P(Rung08, TensorCoreRungOnEmulator, ::testing::Values(GemmDType::BFloat16, GemmDType::Float16),
                          [](const auto& info) { return std::string(cuda::gemm::dtype_name(info.param)); });
 
 // Rung 09 is wgmma and TMA, which the emulator does not implement: refused

@@ -37,16 +37,14 @@ struct Rank {
   cudaStream_t stream = nullptr;
   std::vector<void*> buffers;
 
-  template <typename T>
-  T* to_device(const std::vector<T>& v) {
+  template <typename T> T* to_device(const std::vector<T>& v) {
     void* p = nullptr;
     cudaMalloc(&p, v.size() * sizeof(T));
     cudaMemcpyAsync(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, stream);
     buffers.push_back(p);
     return static_cast<T*>(p);
   }
-  template <typename T>
-  std::vector<T> to_host(const T* p, size_t n) {
+  template <typename T> std::vector<T> to_host(const T* p, size_t n) {
     std::vector<T> v(n);
     cudaMemcpyAsync(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost, stream);  // pageable: returns when done
     return v;
@@ -148,8 +146,7 @@ TEST_P(EmulatedNccl, EveryCollectiveMatchesHandComputedValues) {
       uint8_t* dout = me.to_device(std::vector<uint8_t>(count, 0));
       ASSERT_EQ(ncclReduceScatter(din, dout, count, ncclUint8, ncclMax, me.comm, me.stream), ncclSuccess);
       auto got = me.to_host(dout, count);
-      for (size_t i = 0; i < count; ++i)
-        ASSERT_EQ(got[i], static_cast<uint8_t>(n - 1 + (me.rank * count + i) % 5));
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(got[i], static_cast<uint8_t>(n - 1 + (me.rank * count + i) % 5));
     }
   });
 }

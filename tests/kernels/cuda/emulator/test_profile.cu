@@ -22,8 +22,7 @@ __global__ void copy_with_stride(const float* in, float* out, int stride) {
 
 // A 32x32 tile transposed through shared memory; kPad = 1 pads each row so a
 // column read touches 32 distinct banks.
-template <int kPad>
-__global__ void transpose_tile(const float* in, float* out) {
+template <int kPad> __global__ void transpose_tile(const float* in, float* out) {
   __shared__ float tile[32][32 + kPad];
   const unsigned x = threadIdx.x, y = threadIdx.y;
   tile[y][x] = in[y * 32 + x];
@@ -43,8 +42,7 @@ __global__ void even_lanes_copy(const float* in, float* out) {
   if (i % 2 == 0) out[i] = in[i];
 }
 
-template <typename T>
-T* device_buffer(size_t n) {
+template <typename T> T* device_buffer(size_t n) {
   void* p = nullptr;
   ANVIL_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
   ANVIL_CUDA_CHECK(cudaMemset(p, 0, n * sizeof(T)));
@@ -52,8 +50,7 @@ T* device_buffer(size_t n) {
 }
 
 // Runs `launch` with profiling on and returns its one launch's profile.
-template <typename Launch>
-KernelProfile profile_one(Launch&& launch) {
+template <typename Launch> KernelProfile profile_one(Launch&& launch) {
   emulator::take_profiles();
   emulator::set_profiling(true);
   launch();

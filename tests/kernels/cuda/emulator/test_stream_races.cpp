@@ -36,8 +36,7 @@ std::string all_text(const std::vector<emulator::Finding>& found) {
 }
 
 // Runs `body` with `s` as the current stream of cuda:0.
-template <typename F>
-void on_stream(const Stream& s, F body) {
+template <typename F> void on_stream(const Stream& s, F body) {
   const Stream previous = backend().current_stream(0);
   backend().set_current_stream(s);
   body();

@@ -19,8 +19,7 @@ using namespace checker_test;
 
 // Warp 1 stores the 16 x 16 tile that warp 0 then loads as an A fragment:
 // without the barrier, warp 0's ldmatrix reads race with warp 1's stores.
-template <bool kBarrier>
-__global__ void fragment_of_another_warps_tile(const uint16_t* in, uint32_t* out) {
+template <bool kBarrier> __global__ void fragment_of_another_warps_tile(const uint16_t* in, uint32_t* out) {
   __shared__ __align__(16) uint16_t tile[16][16];
   const unsigned t = threadIdx.x, lane = t % 32;
   if (t >= 32)

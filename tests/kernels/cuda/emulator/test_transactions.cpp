@@ -31,7 +31,7 @@ TEST(GlobalRequestCost, AnUnalignedStartCostsOneMoreSector) {
 }
 
 TEST(GlobalRequestCost, StridedAccessesWasteSectors) {
-  EXPECT_EQ(global_request_cost(warp(0, 8, 4)).sectors, 8u);     // every other float
+  EXPECT_EQ(global_request_cost(warp(0, 8, 4)).sectors, 8u);  // every other float
   EXPECT_EQ(global_request_cost(warp(0, 128, 4)).sectors, 32u);  // a column of a 32-float-wide matrix
   EXPECT_EQ(global_request_cost(warp(0, 128, 4)).ideal_sectors, 4u);
 }
@@ -56,10 +56,10 @@ TEST(SharedRequestCost, ConsecutiveWordsAreConflictFree) {
 }
 
 TEST(SharedRequestCost, StridesSharingABankConflict) {
-  EXPECT_EQ(shared_request_cost(warp(0, 8, 4)).wavefronts, 2u);     // stride 2 words: 2-way
+  EXPECT_EQ(shared_request_cost(warp(0, 8, 4)).wavefronts, 2u);  // stride 2 words: 2-way
   EXPECT_EQ(shared_request_cost(warp(0, 128, 4)).wavefronts, 32u);  // a column of a 32-wide tile: 32-way
-  EXPECT_EQ(shared_request_cost(warp(0, 132, 4)).wavefronts, 1u);   // the same column of a tile padded to 33
-  EXPECT_EQ(shared_request_cost(warp(0, 12, 4)).wavefronts, 1u);    // odd strides are conflict-free
+  EXPECT_EQ(shared_request_cost(warp(0, 132, 4)).wavefronts, 1u);  // the same column of a tile padded to 33
+  EXPECT_EQ(shared_request_cost(warp(0, 12, 4)).wavefronts, 1u);  // odd strides are conflict-free
 }
 
 TEST(SharedRequestCost, OneWordReadByEveryLaneIsABroadcast) {

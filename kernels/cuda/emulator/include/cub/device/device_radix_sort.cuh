@@ -34,8 +34,7 @@ struct DeviceRadixSort {
         auto* s = static_cast<Sort*>(p);
         std::vector<size_t> order(s->n);
         std::iota(order.begin(), order.end(), size_t{0});
-        std::stable_sort(order.begin(), order.end(),
-                         [s](size_t a, size_t b) { return s->keys_in[a] < s->keys_in[b]; });
+        std::stable_sort(order.begin(), order.end(), [s](size_t a, size_t b) { return s->keys_in[a] < s->keys_in[b]; });
         std::vector<Key> k(s->n);
         std::vector<Value> v(s->n);
         for (size_t i = 0; i < s->n; ++i) {
