@@ -110,7 +110,7 @@ ConvPlan& plan_for(const shapes::ConvGeometry& g) {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                          int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
   static std::mutex mutex;
-  static std::map<Key, std::unique_ptr<ConvPlan> > plans;
+  static std::map<Key, std::unique_ptr<ConvPlan>> plans;
   const Key key{g.n, g.c, g.h, g.w, g.cout, g.ho, g.wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups};
   std::lock_guard lock(mutex);
   std::unique_ptr<ConvPlan>& plan = plans[key];
@@ -150,8 +150,8 @@ template <typename PrimitiveDesc> memory scratchpad_for(const PrimitiveDesc& pd,
 // Runs `primitive` on `args` between loading `inputs` and storing `outputs`.
 template <typename PrimitiveDesc>
 void run(const PrimitiveDesc& pd, const dnnl::primitive& primitive,
-         std::initializer_list<std::pair<int, Operand*> > inputs,
-         std::initializer_list<std::pair<int, Operand*> > outputs) {
+         std::initializer_list<std::pair<int, Operand*>> inputs,
+         std::initializer_list<std::pair<int, Operand*>> outputs) {
   dnnl::stream stream(cpu_engine());
   std::unordered_map<int, memory> args;
   for (auto& [arg, operand] : inputs) {

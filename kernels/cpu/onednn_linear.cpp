@@ -53,7 +53,7 @@ constexpr size_t kMaxPlans = 256;
 std::shared_ptr<const LinearPlan> plan_for(const LinearShape& s, bool with_bias) {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
   static std::mutex mutex;
-  static std::map<Key, std::shared_ptr<const LinearPlan> > plans;
+  static std::map<Key, std::shared_ptr<const LinearPlan>> plans;
   const Key key{s.rows, s.in_features, s.out_features, s.ld_in, s.ld_weight, s.ld_out, with_bias};
   std::lock_guard lock(mutex);
   if (auto it = plans.find(key); it != plans.end()) return it->second;

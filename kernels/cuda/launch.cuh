@@ -34,7 +34,7 @@ template <typename... Params> struct KernelLaunch {
 #if defined(ANVIL_CUDA_EMULATOR)
     ::anvil::emulator::launch(kernel, grid, block, shared_bytes, stream, args...);
 #else
-    kernel<<<grid, block, shared_bytes, stream> > >(args...);
+    kernel<<<grid, block, shared_bytes, stream>>>(args...);
 #endif
   }
 };
