@@ -36,7 +36,13 @@ elif [ "${1:-}" = "--fuzz" ]; then
   shift
 fi
 
-scripts/setup.sh
+# The test, benchmark and format-check packages too; the fuzz tree (no tests,
+# benchmarks or samples) needs clang 16 instead.
+if [ "$mode" = fuzz ]; then
+  scripts/setup.sh --fuzz
+else
+  scripts/setup.sh --tests
+fi
 
 # ctest runs two test processes on what may be two cores: OpenMP workers that
 # spin while waiting would then steal each other's cores. Sleep instead.

@@ -20,7 +20,7 @@ set(ANVIL_PUBLIC_HEADER_ROOTS include/anvil/anvil.h)
 set(ANVIL_PUBLIC_HEADER_FORBIDDEN
   "\\.cuh$"                            # device code: nvcc only
   "^kernels/(cpu|cuda|cublas|cudnn|cusolver)/"  # backend internals
-  "^distributed/nccl/"                 # needs nccl.h
+  "^distributed/process_group/nccl/"   # needs nccl.h
   "^(tests|samples|bench)/")
 
 # anvil_public_headers(<headers_var> <unresolved_var> <source dir>)

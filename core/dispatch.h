@@ -1,15 +1,30 @@
 #pragma once
-// Helpers every op front-end uses: find the backend, check devices and
-// dtypes with messages that name the op.
+// Helpers every op front-end uses: find the device's runtime or an op's
+// kernel, check devices and dtypes with messages that name the op.
 #include <initializer_list>
 #include <string>
 
 #include "core/tensor.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/attention_kernels.h"
+#include "kernels/ops/conv_pool_kernels.h"
+#include "kernels/ops/index_kernels.h"
+#include "kernels/ops/linalg_kernels.h"
+#include "kernels/ops/norm_kernels.h"
+#include "kernels/ops/optim_kernels.h"
+#include "kernels/ops/random_kernels.h"
+#include "kernels/ops/softmax_loss_kernels.h"
+#include "kernels/ops/table_kernels.h"
+#include "kernels/runtime.h"
 
 namespace anvil::detail {
 
-inline Backend& backend_of(const Tensor& t) { return backend_for(t.device().type); }
+inline Runtime& runtime_of(const Tensor& t) { return runtime_for(t.device().type); }
+
+// The kernel registered for Op on t's device type (an error naming the op
+// and device when there is none); find_kernel<Op>(type) where a composed
+// fallback can run instead.
+template <class Op> typename Op::Signature& kernel_of(const Tensor& t) { return kernel_for<Op>(t.device().type); }
 
 // Every defined tensor must be on the same device; names them all otherwise.
 void check_same_device(const char* op, std::initializer_list<Tensor> tensors);

@@ -40,7 +40,7 @@ Tensor random_tensor(const char* op, const Shape& shape, const TensorOptions& o,
   GeneratorState s = reserve_random(static_cast<uint64_t>(t.numel()));
   p.seed = s.seed;
   p.offset = s.offset;
-  if (t.numel() > 0) detail::backend_of(t).random(t.view_of(), p);
+  if (t.numel() > 0) detail::kernel_of<kernel::Random>(t)(t.view_of(), p);
   return finish(t, o);
 }
 
@@ -55,7 +55,7 @@ Tensor empty(const Shape& shape, const TensorOptions& o) {
 
 Tensor full(const Shape& shape, const Scalar& value, const TensorOptions& o) {
   Tensor t = empty(shape, o.requires_grad(false));
-  if (t.numel() > 0) detail::backend_of(t).fill(t.view_of(), value);
+  if (t.numel() > 0) detail::kernel_of<kernel::Fill>(t)(t.view_of(), value);
   return finish(t, o);
 }
 

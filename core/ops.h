@@ -10,6 +10,7 @@
 #include "core/ops/indexing.h"
 #include "core/ops/linalg.h"
 #include "core/ops/nn_functional.h"
+#include "core/ops/nn/swiglu.h"
 #include "core/ops/nn_ops.h"
 #include "core/ops/reduce.h"
 #include "core/ops/sampling.h"

@@ -11,7 +11,7 @@
 #include "core/factory.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/shape.h"
-#include "kernels/backend.h"
+#include "kernels/runtime.h"
 
 namespace anvil {
 
@@ -19,7 +19,7 @@ TensorImpl::TensorImpl() = default;
 TensorImpl::~TensorImpl() = default;
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
-  Backend& be = backend_for(device);
+  Runtime& be = runtime_for(device);
   ANVIL_CHECK(device.index >= 0 && device.index < be.device_count(), "allocate: device ", device, " does not exist (",
               be.device_count(), " device(s) of that type)");
   Allocator* alloc = &be.allocator(device.index);
@@ -94,7 +94,7 @@ namespace {
 void copy_data(const Tensor& dst, const Tensor& src, bool non_blocking = false) {
   if (dst.numel() == 0) return;
   if (dst.device() == src.device()) {
-    detail::backend_of(dst).copy(dst.view_of(), src.view_of());
+    detail::runtime_of(dst).copy(dst.view_of(), src.view_of());
     return;
   }
   // Different devices: make the bytes contiguous in dst's dtype on the source
@@ -104,23 +104,23 @@ void copy_data(const Tensor& dst, const Tensor& src, bool non_blocking = false) 
   Tensor packed = src;
   if (!src.is_contiguous() || src.dtype() != dst.dtype()) {
     packed = empty(src.shape(), TensorOptions().dtype(dst.dtype()).device(src.device()));
-    detail::backend_of(src).copy(packed.view_of(), src.view_of());
+    detail::runtime_of(src).copy(packed.view_of(), src.view_of());
   }
   Tensor landing = dst.is_contiguous() ? dst : empty(dst.shape(), dst.options());
   size_t nbytes = landing.nbytes();
   if (src.device().is_cpu()) {
-    backend_for(dst.device())
+    runtime_for(dst.device())
         .copy_from_host(landing.data_ptr(), packed.data_ptr(), nbytes, dst.device().index, non_blocking);
   } else if (dst.device().is_cpu()) {
     // Into a temporary landing buffer the host reads right below: must be complete.
-    backend_for(src.device())
+    runtime_for(src.device())
         .copy_to_host(landing.data_ptr(), packed.data_ptr(), nbytes, src.device().index,
                       non_blocking && landing.same(dst));
   } else {  // device to device of another index: bounce through the host
     Tensor host = packed.to(Device::cpu());
-    backend_for(dst.device()).copy_from_host(landing.data_ptr(), host.data_ptr(), nbytes, dst.device().index, false);
+    runtime_for(dst.device()).copy_from_host(landing.data_ptr(), host.data_ptr(), nbytes, dst.device().index, false);
   }
-  if (!landing.same(dst)) detail::backend_of(dst).copy(dst.view_of(), landing.view_of());
+  if (!landing.same(dst)) detail::runtime_of(dst).copy(dst.view_of(), landing.view_of());
 }
 
 }  // namespace
@@ -171,11 +171,11 @@ Tensor Tensor::to(const TensorOptions& options, bool non_blocking) const {
 Tensor Tensor::pin_memory() const {
   ANVIL_CHECK(device().is_cpu(), "pin_memory: only CPU tensors can be pinned; this tensor is on ", device());
   if (is_pinned()) return *this;
-  ANVIL_CHECK(has_backend(DeviceType::CUDA),
+  ANVIL_CHECK(has_runtime(DeviceType::CUDA),
               "pin_memory: pinned (page-locked) host memory comes from the CUDA driver, and no CUDA backend "
               "is available (no usable GPU, or anvil was built without CUDA). Pinning only speeds up copies "
               "to a GPU: skip it when anvil::cuda::is_available() is false");
-  Allocator* pinned = backend_for(DeviceType::CUDA).pinned_host_allocator();
+  Allocator* pinned = runtime_for(DeviceType::CUDA).pinned_host_allocator();
   ANVIL_CHECK(pinned != nullptr, "pin_memory: the CUDA backend has no pinned host allocator");
   const size_t n = nbytes();
   void* p = pinned->allocate(n);
@@ -194,7 +194,7 @@ void Tensor::record_stream(const Stream& stream) const {
   ANVIL_CHECK(device().is_cuda(), "record_stream: only CUDA tensors belong to streams; this tensor is on ", device());
   ANVIL_CHECK(stream.device == device(), "record_stream: the stream is on ", stream.device, " but the tensor is on ",
               device());
-  backend_for(device()).allocator(device().index).record_stream(storage()->data, stream.id);
+  runtime_for(device()).allocator(device().index).record_stream(storage()->data, stream.id);
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {

@@ -250,6 +250,8 @@ class Tensor {
   Tensor expm1() const;
   Tensor erf() const;
   Tensor erfinv() const;
+  Tensor atan() const;
+  Tensor log2() const;
   Tensor floor() const;
   Tensor ceil() const;
   Tensor round() const;

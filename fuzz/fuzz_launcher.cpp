@@ -2,9 +2,9 @@
 // the parser; the rest is split at NUL bytes into strings:
 //   even: anvil-run's command line (distributed/launcher/arguments.h), the
 //         strings as argv[1..];
-//   odd:  the torchrun-style environment a rank reads (distributed/init.h's
+//   odd:  the torchrun-style environment a rank reads (distributed/process_group/init.h's
 //         launch_env_from, SLURM's and Open MPI's variables included:
-//         distributed/cluster_env.h), the strings as NAME=VALUE.
+//         distributed/process_group/cluster_env.h), the strings as NAME=VALUE.
 // A refusal (UsageError, anvil::Error) is the right answer to bad input; an
 // accepted input must give a configuration the launcher can run, which is
 // checked here (a violation aborts, and libFuzzer reports it).
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "distributed/init.h"
 #include "distributed/launcher/arguments.h"
+#include "distributed/process_group/init.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer: the TCPStore client (distributed/tcp_store.cpp) reading
+// libFuzzer: the TCPStore client (distributed/store/tcp_store.cpp) reading
 // arbitrary replies. A stand-in server on a loopback port answers every
 // connection with the input's bytes (the HELLO's answer and the replies
 // that follow, as one stream) and closes it; the client then runs each of
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "distributed/socket.h"
-#include "distributed/tcp_store.h"
+#include "distributed/net/socket.h"
+#include "distributed/store/tcp_store.h"
 
 namespace {
 

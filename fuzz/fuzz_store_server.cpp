@@ -1,4 +1,4 @@
-// libFuzzer: the TCPStore server (distributed/tcp_store_server.cpp) reading
+// libFuzzer: the TCPStore server (distributed/store/tcp_store_server.cpp) reading
 // arbitrary bytes from a client. One server runs for the whole campaign on
 // a loopback port; each input is one connection that sends (after a valid
 // HELLO when the first byte is odd, so the fuzzer reaches the commands) the
@@ -13,10 +13,10 @@
 #include <memory>
 
 #include "core/base/error.h"
-#include "distributed/socket.h"
-#include "distributed/tcp_store.h"
-#include "distributed/tcp_store_protocol.h"
-#include "distributed/tcp_store_server.h"
+#include "distributed/net/socket.h"
+#include "distributed/store/tcp_store.h"
+#include "distributed/store/tcp_store_protocol.h"
+#include "distributed/store/tcp_store_server.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include "core/factory.h"
 #include "core/random.h"
-#include "distributed/tcp_store_protocol.h"
+#include "distributed/store/tcp_store_protocol.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/lr_scheduler.h"
 #include "nn/serialize/checkpoint.h"
@@ -139,7 +139,7 @@ void launcher_seeds(const fs::path& dir) {
                              "OMPI_COMM_WORLD_LOCAL_SIZE=2", "MASTER_ADDR=head", "MASTER_PORT=29600"}));
 }
 
-// One wire frame (distributed/tcp_store_protocol.h): u32 length, then payload.
+// One wire frame (distributed/store/tcp_store_protocol.h): u32 length, then payload.
 std::string frame(const distributed::Bytes& payload) {
   distributed::Bytes b;
   distributed::wire::put_u32(b, static_cast<uint32_t>(payload.size()));

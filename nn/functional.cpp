@@ -50,6 +50,17 @@ void check_same_shape(const char* op, const Tensor& input, const Tensor& target)
 
 }  // namespace
 
+// Two views of x and two ops, so the gradient comes from narrow, sigmoid and mul.
+Tensor glu(const Tensor& x, int64_t dim) {
+  ANVIL_CHECK(x.defined() && x.dim() > 0, "glu: expected a tensor with at least one dim, got ",
+              x.defined() ? "a 0-d tensor" : "an undefined tensor");
+  const int64_t d = wrap_dim(dim, x.dim(), "glu");
+  const int64_t size = x.size(d);
+  ANVIL_CHECK(size % 2 == 0, "glu: halving dimension must be even, but dimension ", d, " is size ", size, " (input ",
+              x.shape_str(), ")");
+  return x.narrow(d, 0, size / 2) * sigmoid(x.narrow(d, size / 2, size / 2));
+}
+
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
   ANVIL_CHECK(x.defined() && (x.dim() == 3 || x.dim() == 4) && x.size(-1) > 0 && x.size(-2) > 0,
               "adaptive_avg_pool2d: expected non-empty input [N, C, H, W] or [C, H, W], got ",

@@ -30,6 +30,10 @@ using anvil::sigmoid;
 using anvil::silu;
 using anvil::softmax;
 using anvil::tanh;
+// The gated linear unit: a * sigmoid(b), where a and b are the first and the
+// second half of x along dim (whose size must be even), as torch's F.glu.
+// F::glu(x, F::GLUFuncOptions(1)) is in nn/functional_options.h.
+Tensor glu(const Tensor& x, int64_t dim = -1);
 // libtorch's forms that take the dim as options: F::softmax(x, F::SoftmaxFuncOptions(1)).
 struct SoftmaxFuncOptions {
   ANVIL_OPTION(SoftmaxFuncOptions, int64_t, dim) = -1;

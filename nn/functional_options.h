@@ -233,6 +233,8 @@ inline Tensor elu(const Tensor& x, const ELUFuncOptions& o) {
 inline Tensor softplus(const Tensor& x, const SoftplusFuncOptions& o) {
   return anvil::softplus(x, o.beta, o.threshold);
 }
+using GLUFuncOptions = nn::GLUOptions;
+inline Tensor glu(const Tensor& x, const GLUFuncOptions& o) { return glu(x, o.dim()); }
 
 // --- losses and distances ---
 struct KLDivFuncOptions {

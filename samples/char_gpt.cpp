@@ -32,9 +32,8 @@
 #include <anvil/anvil.h>
 
 #include "distributed/distributed.h"
-#include "distributed/model_parallel.h"
+#include "distributed/model_parallel/model_parallel.h"
 #include "distributed/pipeline/executor.h"
-#include "kernels/cuda_info.h"
 #include "samples/models.h"
 #include "samples/tensor_parallel_gpt.h"
 

@@ -27,7 +27,7 @@
 
 #include "distributed/comm_hooks/compress_hooks.h"
 #include "distributed/comm_hooks/powersgd.h"
-#include "distributed/ddp.h"
+#include "distributed/ddp/ddp.h"
 
 #include "samples/models.h"
 

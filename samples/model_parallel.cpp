@@ -16,8 +16,7 @@
 
 #include <anvil/anvil.h>
 
-#include "distributed/model_parallel.h"
-#include "kernels/cuda_info.h"
+#include "distributed/model_parallel/model_parallel.h"
 
 using namespace anvil;
 using namespace anvil::nn;

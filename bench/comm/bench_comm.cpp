@@ -47,8 +47,8 @@
 #include "bench_mlp.h"
 #include "distributed/comm_hooks/compress_hooks.h"
 #include "distributed/comm_hooks/powersgd.h"
-#include "distributed/ddp.h"
-#include "distributed/ring_all_reduce.h"
+#include "distributed/ddp/ddp.h"
+#include "distributed/process_group/ring_all_reduce.h"
 #include "strategies.h"
 
 using namespace anvil;

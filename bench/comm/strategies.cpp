@@ -35,12 +35,12 @@
 
 #include "bench_mlp.h"
 #include "distributed/comm_hooks/counting_process_group.h"
-#include "distributed/ddp.h"
-#include "distributed/fsdp.h"
+#include "distributed/ddp/ddp.h"
+#include "distributed/fsdp/fsdp.h"
 #include "distributed/parameter_server/parameter_server.h"
-#include "distributed/tcp_store.h"
+#include "distributed/store/tcp_store.h"
 #include "distributed/tensor_parallel/layers.h"
-#include "distributed/zero.h"
+#include "distributed/zero/zero.h"
 
 namespace anvil::bench {
 namespace {

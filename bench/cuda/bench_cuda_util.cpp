@@ -3,13 +3,13 @@
 
 #include <algorithm>
 
-#include "kernels/backend.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/runtime.h"
+#include "kernels/cuda/cuda_runtime.h"
 
 namespace anvil::bench::cuda {
 
 cudaStream_t anvil_stream() {
-  auto& backend = static_cast<anvil::cuda::CudaBackend&>(backend_for(DeviceType::CUDA));
+  auto& backend = static_cast<anvil::cuda::CudaRuntime&>(runtime_for(DeviceType::CUDA));
   return backend.stream(0);
 }
 

@@ -9,7 +9,7 @@
 #include <chrono>
 
 #include "bench/cuda/bench_cuda_util.h"
-#include "kernels/backend.h"
+#include "kernels/runtime.h"
 
 namespace anvil::bench::cuda {
 namespace {
@@ -17,7 +17,7 @@ namespace {
 void register_allocator(size_t bytes) {
   benchmark::RegisterBenchmark(("alloc/cached/bytes=" + std::to_string(bytes)).c_str(),
                                [bytes](benchmark::State& state) {
-                                 Allocator& alloc = backend_for(DeviceType::CUDA).allocator(0);
+                                 Allocator& alloc = runtime_for(DeviceType::CUDA).allocator(0);
                                  alloc.deallocate(alloc.allocate(bytes));  // the first one may cudaMalloc
                                  for (auto _ : state) {
                                    void* p = alloc.allocate(bytes);
@@ -38,7 +38,7 @@ void register_launch_overhead() {
       "overhead/add_1elem",
       [](benchmark::State& state) {
         const Tensor a = randn({1}).to(Device::cuda(0)), b = randn({1}).to(Device::cuda(0));
-        Backend& backend = backend_for(DeviceType::CUDA);
+        Runtime& backend = runtime_for(DeviceType::CUDA);
         benchmark::DoNotOptimize(add(a, b));
         backend.synchronize(0);
         double seconds = 0;

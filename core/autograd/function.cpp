@@ -84,7 +84,7 @@ void rebase_history(const char* op, Tensor& self, const Tensor& result) {
               "Build the tensor out of place (cat, stack, where, index_add) or apply the op to the whole tensor");
   {
     NoGradGuard no_grad;
-    backend_for(self.device()).copy(self.view_of(), result.view_of());
+    runtime_for(self.device()).copy(self.view_of(), result.view_of());
   }
   self.bump_version();
   if (rm && rm->requires_grad) {

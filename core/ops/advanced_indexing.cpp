@@ -31,7 +31,7 @@
 #include "core/ops/indexing.h"
 #include "core/ops/shape.h"
 #include "core/ops/tensor_index.h"
-#include "kernels/backend.h"
+#include "kernels/ops/index_kernels.h"
 
 namespace anvil {
 
@@ -325,8 +325,8 @@ Tensor put_into(const char* op, const Tensor& target, const std::vector<TensorIn
   for (int64_t d = 0; d < v.dim(); ++d) extent += (v.shape()[d] - 1) * v.strides()[d];
   if (v.numel() == 0) extent = 0;  // every index is out of range (the kernel says so)
   const Tensor flat = alias_with(target, {extent}, {1}, target.offset());
-  detail::backend_of(target).scatter(flat.view_of(), 0, flat_pos.view_of(), flat_values.view_of(),
-                                     accumulate ? ScatterReduce::Add : ScatterReduce::None);
+  detail::kernel_of<kernel::Scatter>(target)(flat.view_of(), 0, flat_pos.view_of(), flat_values.view_of(),
+                                             accumulate ? ScatterReduce::Add : ScatterReduce::None);
   return pos;
 }
 

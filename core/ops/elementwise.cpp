@@ -64,7 +64,7 @@ Tensor unary_kernel(UnaryOp op, const Tensor& x, const UnaryParams& p = {}) {
   Tensor in = float_only && !is_floating(x.dtype()) ? x.detach().to(kFloat32) : x;
   DType out_dtype = info.result == ops::Result::Bool ? kBool : in.dtype();
   Tensor out = empty(in.shape(), in.options().dtype(out_dtype));
-  if (out.numel() > 0) detail::backend_of(in).unary(op, out.view_of(), in.view_of(), p);
+  if (out.numel() > 0) detail::kernel_of<kernel::Unary>(in)(op, out.view_of(), in.view_of(), p);
   return out;
 }
 
@@ -95,7 +95,7 @@ Tensor binary_kernel(const char* name, BinaryOp op, const Tensor& a, const Tenso
   DType out_dtype = is_comparison(op) ? kBool : compute;
   Tensor ac = a.detach().to(compute).expand(shape), bc = b.detach().to(compute).expand(shape);
   Tensor out = empty(shape, a.options().dtype(out_dtype));
-  if (out.numel() > 0) detail::backend_of(a).binary(op, out.view_of(), ac.view_of(), bc.view_of());
+  if (out.numel() > 0) detail::kernel_of<kernel::Binary>(a)(op, out.view_of(), ac.view_of(), bc.view_of());
   return out;
 }
 
@@ -213,6 +213,8 @@ ANVIL_UNARY_GRADIENT(Hardswish) {
   Tensor middle = in / 3.0 + 0.5;
   return g * where(lt(in, -3.0), zeros_like(in), where(le(in, 3.0), middle, ones_like(in)));
 }
+ANVIL_UNARY_GRADIENT(Atan) { return g / (square(sx.get()) + 1.0); }  // 1 / (1 + x^2)
+ANVIL_UNARY_GRADIENT(Log2) { return g / (sx.get() * std::numbers::ln2); }  // 1 / (x ln 2)
 
 #undef ANVIL_UNARY_GRADIENT
 
@@ -482,8 +484,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
   Tensor out = empty(shape, a.options().dtype(dt));
   if (out.numel() > 0)
-    detail::backend_of(a).where(out.view_of(), cond.expand(shape).view_of(), a.detach().to(dt).expand(shape).view_of(),
-                                b.detach().to(dt).expand(shape).view_of());
+    detail::kernel_of<kernel::Where>(a)(out.view_of(), cond.expand(shape).view_of(),
+                                        a.detach().to(dt).expand(shape).view_of(),
+                                        b.detach().to(dt).expand(shape).view_of());
   if (autograd::needs_grad({a, b})) {
     autograd::record(
         "where", {a, b}, out,
@@ -543,11 +546,11 @@ Tensor& inplace(const char* name, BinaryOp op, Tensor& self, const Tensor& other
   if (compute == self.dtype()) {
     Tensor oc = other.detach().to(compute).expand(shape);
     if (detail::overlaps_unsafely(self, oc)) oc = oc.clone();  // e.g. x.add_(x.t())
-    if (self.numel() > 0) detail::backend_of(self).binary(op, self.view_of(), self.view_of(), oc.view_of());
+    if (self.numel() > 0) detail::kernel_of<kernel::Binary>(self)(op, self.view_of(), self.view_of(), oc.view_of());
     self.bump_version();
   } else {
     Tensor r = binary_kernel(name, op, self, other);
-    detail::backend_of(self).copy(self.view_of(), r.view_of());
+    detail::runtime_of(self).copy(self.view_of(), r.view_of());
     self.bump_version();
   }
   return self;
@@ -584,7 +587,7 @@ Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Scalar& value) {
     autograd::rebase_history("masked_fill_", self, r);
   } else {
     autograd::check_inplace("masked_fill_", self);
-    detail::backend_of(self).copy(self.view_of(), r.view_of());
+    detail::runtime_of(self).copy(self.view_of(), r.view_of());
     self.bump_version();
   }
   return self;

@@ -8,9 +8,9 @@
 namespace anvil {
 
 // One function per Plain row of the unary op table (kernels/ops/unary_ops.h):
-// neg, abs, exp, expm1, log, log1p, sqrt, rsqrt, sin, cos, tanh, sigmoid,
-// relu, silu, erf, sign, reciprocal, square, floor, ceil, round (half to
-// even), trunc, erfinv, mish, hardswish, isnan, isinf, isfinite and
+// neg, abs, exp, expm1, log, log1p, log2, sqrt, rsqrt, sin, cos, tanh, atan,
+// sigmoid, relu, silu, erf, sign, reciprocal, square, floor, ceil, round (half
+// to even), trunc, erfinv, mish, hardswish, isnan, isinf, isfinite and
 // logical_not (bool results), bitwise_not (integers and bool
 // only; on bool the logical not), each `Tensor f(const Tensor& x)`,
 // differentiable where the result is floating.

@@ -7,7 +7,7 @@
 #include "core/dispatch.h"
 #include "core/factory.h"
 #include "core/ops/shape.h"
-#include "kernels/backend.h"
+#include "kernels/ops/index_kernels.h"
 
 namespace anvil {
 
@@ -66,7 +66,7 @@ Tensor index_select_impl(const char* op, const Tensor& x, int64_t dim, const Ten
   Shape shape = x.shape();
   shape[d] = flat.numel();
   Tensor out = empty(shape, x.options());
-  if (out.numel() > 0) detail::backend_of(x).index_select(out.view_of(), x.view_of(), d, flat.view_of());
+  if (out.numel() > 0) detail::kernel_of<kernel::IndexSelect>(x)(out.view_of(), x.view_of(), d, flat.view_of());
   if (autograd::needs_grad({x}))
     autograd::record(op, {x}, out, [flat, shape = x.shape(), d](const Tensor& g) {
       return Grads{index_add(zeros(shape, g.options()), d, flat, g)};
@@ -98,7 +98,7 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index_in, const 
               d, " the index length ", flat.numel(), "), got ", src.shape());
   check_range(op, flat, self.shape()[d], d, self);
   Tensor out = self.detach().clone();
-  if (src.numel() > 0) detail::backend_of(out).index_add(out.view_of(), d, flat.view_of(), src.view_of());
+  if (src.numel() > 0) detail::kernel_of<kernel::IndexAdd>(out)(out.view_of(), d, flat.view_of(), src.view_of());
   if (autograd::needs_grad({self, src}))
     autograd::record(op, {self, src}, out, [flat, d, need_src = src.requires_grad()](const Tensor& g) {
       return Grads{g, need_src ? index_select(g, d, flat) : Tensor()};
@@ -122,7 +122,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index_in) {
                 " is larger than input ", detail::describe(x), " in dim ", k, " (only dim ", d, " may be larger)");
   check_range(op, index, x.shape()[d], d, x);
   Tensor out = empty(index.shape(), x.options());
-  if (out.numel() > 0) detail::backend_of(x).gather(out.view_of(), x.view_of(), d, index.view_of());
+  if (out.numel() > 0) detail::kernel_of<kernel::Gather>(x)(out.view_of(), x.view_of(), d, index.view_of());
   if (autograd::needs_grad({x}))
     autograd::record(op, {x}, out, [index, shape = x.shape(), d](const Tensor& g) {
       return Grads{scatter_add(zeros(shape, g.options()), d, index, g)};
@@ -163,7 +163,8 @@ int64_t scatter_into(const char* op, const Tensor& out, int64_t dim, const Tenso
   check_range(op, index, out.shape()[d], d, out);
   // Only the part of src that index covers takes part.
   Tensor src_part = leading_block(src.detach(), index.shape());
-  if (index.numel() > 0) detail::backend_of(out).scatter(out.view_of(), d, index.view_of(), src_part.view_of(), reduce);
+  if (index.numel() > 0)
+    detail::kernel_of<kernel::Scatter>(out)(out.view_of(), d, index.view_of(), src_part.view_of(), reduce);
   return d;
 }
 

@@ -63,7 +63,7 @@ Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
     autograd::rebase_history(op, *this, r);
   } else {
     autograd::check_inplace(op, *this);
-    detail::backend_of(*this).copy(view_of(), r.view_of());
+    detail::runtime_of(*this).copy(view_of(), r.view_of());
     bump_version();
   }
   return *this;

@@ -80,7 +80,7 @@ Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
   View av = batched_view_or_copy(ae), bv = batched_view_or_copy(be);
   Shape out_full = concat(batch, {m, n});
   Tensor out = empty(out_full, a.options());
-  if (out.numel() > 0) detail::backend_of(a).matmul(*as_batched_view(out), av, bv, MatmulParams{});
+  if (out.numel() > 0) detail::kernel_of<kernel::Matmul>(a)(*as_batched_view(out), av, bv, MatmulParams{});
 
   Shape result_shape = batch;
   if (a.dim() > 1) result_shape.push_back(m);

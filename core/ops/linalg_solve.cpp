@@ -51,7 +51,7 @@ LuFactors lu_factor(const Tensor& A, const Shape& batch) {
   const TensorOptions ints = TensorOptions().dtype(kInt32).device(A.device());
   f.pivots = empty({f.count, f.n}, ints);
   f.info = empty({f.count}, ints);
-  detail::backend_of(A).lu_factor(f.view(), f.pivots.view_of(), f.info.view_of());
+  detail::kernel_of<kernel::LuFactor>(A)(f.view(), f.pivots.view_of(), f.info.view_of());
   return f;
 }
 
@@ -76,7 +76,7 @@ Tensor solve_matrices(const char* op, const Tensor& A, const Tensor& B) {
   const int64_t n = f.n, k = B.size(-1);
   Tensor x_storage = column_major_copy(B, batch);  // [*batch, k, n]
   if (f.count > 0 && n > 0 && k > 0)
-    detail::backend_of(A).lu_solve(f.view(), f.pivots.view_of(), lapack_view(x_storage, f.count, n, k));
+    detail::kernel_of<kernel::LuSolve>(A)(f.view(), f.pivots.view_of(), lapack_view(x_storage, f.count, n, k));
   return transpose_matrices(x_storage);
 }
 

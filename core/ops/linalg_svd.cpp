@@ -67,16 +67,16 @@ SvdParts factorize(const char* op, const Tensor& A, bool vectors) {
   s.shape = {count, k};
   s.strides = {k, 1};
   Tensor info = empty({count}, TensorOptions().dtype(kInt32).device(A.device()));
-  Backend& backend = detail::backend_of(A);
+  Runtime& backend = detail::runtime_of(A);
   if (vectors) {
     // V column-major [n, k] is Vh row-major [k, n]: the storage is Vh itself.
     Tensor u = empty(with_tail(batch, {k, m}), A.options()), v = empty(with_tail(batch, {k, n}), A.options());
     const View uv = lapack_view(u, count, m, k), vv = lapack_view(v, count, n, k);
-    backend.svd(lapack_view(a, count, m, n), s, &uv, &vv, info.view_of());
+    kernel_for<kernel::Svd>(backend.type())(lapack_view(a, count, m, n), s, &uv, &vv, info.view_of());
     p.U = transpose_matrices(u);
     p.Vh = v;
   } else {
-    backend.svd(lapack_view(a, count, m, n), s, nullptr, nullptr, info.view_of());
+    kernel_for<kernel::Svd>(backend.type())(lapack_view(a, count, m, n), s, nullptr, nullptr, info.view_of());
   }
   check_converged(op, info, batch, A);
   return p;

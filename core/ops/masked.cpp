@@ -8,7 +8,7 @@
 #include "core/ops/indexing.h"
 #include "core/ops/reduce.h"
 #include "core/ops/shape.h"
-#include "kernels/backend.h"
+#include "kernels/ops/index_kernels.h"
 
 namespace anvil {
 namespace {
@@ -31,7 +31,7 @@ Tensor nonzero(const Tensor& x) {
   // The output's size is data-dependent: count on the device, read it here.
   const int64_t n = in.numel() == 0 ? 0 : ne(in, Scalar(0)).sum().item<int64_t>();
   Tensor out = empty({n, in.dim()}, TensorOptions().dtype(kInt64).device(in.device()));
-  if (out.numel() > 0) detail::backend_of(in).nonzero(out.view_of(), in.view_of());
+  if (out.numel() > 0) detail::kernel_of<kernel::Nonzero>(in)(out.view_of(), in.view_of());
   return out;
 }
 

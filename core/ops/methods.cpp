@@ -59,6 +59,8 @@ Tensor Tensor::log1p() const { return anvil::log1p(*this); }
 Tensor Tensor::expm1() const { return anvil::expm1(*this); }
 Tensor Tensor::erf() const { return anvil::erf(*this); }
 Tensor Tensor::erfinv() const { return anvil::erfinv(*this); }
+Tensor Tensor::atan() const { return anvil::atan(*this); }
+Tensor Tensor::log2() const { return anvil::log2(*this); }
 Tensor Tensor::floor() const { return anvil::floor(*this); }
 Tensor Tensor::ceil() const { return anvil::ceil(*this); }
 Tensor Tensor::round() const { return anvil::round(*this); }
@@ -124,7 +126,7 @@ Tensor& Tensor::relu_() {
     return *this;
   }
   autograd::check_inplace("relu_", *this);
-  if (numel() > 0) detail::backend_of(*this).unary(UnaryOp::Relu, view_of(), view_of(), {});
+  if (numel() > 0) detail::kernel_of<kernel::Unary> (*this)(UnaryOp::Relu, view_of(), view_of(), {});
   bump_version();
   return *this;
 }
@@ -136,14 +138,14 @@ Tensor& Tensor::clamp_(std::optional<double> lo, std::optional<double> hi) {
   }
   autograd::check_inplace("clamp_", *this);
   const UnaryParams bounds = clamp_bounds("clamp_", lo, hi);
-  if (numel() > 0) detail::backend_of(*this).unary(UnaryOp::Clamp, view_of(), view_of(), bounds);
+  if (numel() > 0) detail::kernel_of<kernel::Unary> (*this)(UnaryOp::Clamp, view_of(), view_of(), bounds);
   bump_version();
   return *this;
 }
 
 Tensor& Tensor::fill_(const Scalar& v) {
   autograd::check_inplace("fill_", *this);
-  if (numel() > 0) detail::backend_of(*this).fill(view_of(), v);
+  if (numel() > 0) detail::kernel_of<kernel::Fill> (*this)(view_of(), v);
   bump_version();
   if (auto* m = autograd::meta_if(*this); m && m->grad_fn) {
     m->grad_fn = nullptr;  // a constant now: no history

@@ -67,9 +67,9 @@ Tensor reduce_kernel(const char* op, ReduceOp rop, const Tensor& in, const Reduc
   Tensor out = empty(plan.keep_shape, in.options().dtype(out_dtype));
   if (out.numel() > 0) {
     if (in.numel() == 0)
-      detail::backend_of(in).fill(out.view_of(), ops::reduce_empty_value(rop));
+      detail::kernel_of<kernel::Fill>(in)(out.view_of(), ops::reduce_empty_value(rop));
     else
-      detail::backend_of(in).reduce(rop, out.view_of(), in.view_of(), params);
+      detail::kernel_of<kernel::Reduce>(in)(rop, out.view_of(), in.view_of(), params);
   }
   return alias_with(out, plan.out_shape, contiguous_strides(plan.out_shape), 0);
 }
@@ -307,7 +307,7 @@ Tensor softmax_impl(const char* op, bool log, const Tensor& x, int64_t dim) {
   }
   int64_t d = wrap_dim(dim, x.dim(), op);
   Tensor out = empty(x.shape(), x.options());
-  if (out.numel() > 0) detail::backend_of(x).softmax(out.view_of(), x.view_of(), d, log);
+  if (out.numel() > 0) detail::kernel_of<kernel::Softmax>(x)(out.view_of(), x.view_of(), d, log);
   if (autograd::needs_grad({x})) {
     autograd::record(op, {x}, out, [sy = SavedTensor::output(out, op), d, log](const Tensor& g) {
       Tensor y = sy.get();
@@ -320,7 +320,7 @@ Tensor softmax_impl(const char* op, bool log, const Tensor& x, int64_t dim) {
       Tensor grad_in = empty(y.shape(), y.options());
       Tensor grad_out = g.dtype() == y.dtype() ? g : g.to(y.dtype());
       if (grad_in.numel() > 0)
-        detail::backend_of(y).softmax_backward(grad_in.view_of(), grad_out.view_of(), y.view_of(), d, log);
+        detail::kernel_of<kernel::SoftmaxBackward>(y)(grad_in.view_of(), grad_out.view_of(), y.view_of(), d, log);
       return Grads{grad_in};
     });
   }

@@ -19,7 +19,7 @@ namespace {
 // The backend's scan of x (already in the result dtype) along a wrapped dim.
 Tensor scan_kernel(ScanOp op, const Tensor& x, int64_t dim) {
   Tensor out = empty(x.shape(), x.options());
-  if (out.numel() > 0) detail::backend_of(x).scan(op, out.view_of(), x.view_of(), dim);
+  if (out.numel() > 0) detail::kernel_of<kernel::Scan>(x)(op, out.view_of(), x.view_of(), dim);
   return out;
 }
 

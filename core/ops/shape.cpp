@@ -60,7 +60,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       offsets[i] = offset;
       if (skipped_by_cat(t)) continue;
       const int64_t length = t.shape()[d];
-      if (t.numel() > 0) detail::backend_of(out).copy(out.narrow(d, offset, length).view_of(), t.view_of());
+      if (t.numel() > 0) detail::runtime_of(out).copy(out.narrow(d, offset, length).view_of(), t.view_of());
       offset += length;
     }
   }

@@ -26,7 +26,8 @@ std::pair<Tensor, Tensor> sort_kernel(const Tensor& x, int64_t dim, bool descend
   Tensor values = empty(x.shape(), x.options());
   Tensor indices = empty(x.shape(), x.options().dtype(kInt64));
   if (x.numel() > 0)
-    detail::backend_of(x).sort(values.view_of(), indices.view_of(), x.view_of(), dim, SortParams{descending, true});
+    detail::kernel_of<kernel::Sort>(x)(values.view_of(), indices.view_of(), x.view_of(), dim,
+                                       SortParams{descending, true});
   return {values, indices};
 }
 

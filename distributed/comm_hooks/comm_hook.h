@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "distributed/process_group.h"
+#include "distributed/process_group/process_group.h"
 
 namespace anvil::distributed {
 

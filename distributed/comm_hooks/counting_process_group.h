@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "distributed/process_group.h"
+#include "distributed/process_group/process_group.h"
 
 namespace anvil::distributed {
 

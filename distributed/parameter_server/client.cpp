@@ -5,8 +5,8 @@
 #include "core/autograd/grad_mode.h"
 #include "core/base/error.h"
 #include "core/factory.h"
+#include "distributed/net/socket.h"
 #include "distributed/parameter_server/wire.h"
-#include "distributed/socket.h"
 
 namespace anvil::distributed::ps {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "distributed/init.h"
 #include "distributed/parameter_server/client.h"
-#include "distributed/store.h"
+#include "distributed/process_group/init.h"
+#include "distributed/store/store.h"
 
 namespace anvil::distributed::ps {
 

@@ -12,7 +12,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/base/error.h"
 #include "core/factory.h"
-#include "distributed/socket.h"
+#include "distributed/net/socket.h"
 
 namespace anvil::distributed::ps {
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "distributed/socket.h"
+#include "distributed/net/socket.h"
 
 namespace anvil::distributed::ps {
 

@@ -2,7 +2,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/factory.h"
-#include "distributed/process_group_factory.h"
+#include "distributed/process_group/process_group_factory.h"
 
 namespace anvil::distributed::pipeline {
 

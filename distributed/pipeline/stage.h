@@ -54,7 +54,7 @@
 
 #include "core/tensor.h"
 #include "distributed/pipeline/schedule.h"
-#include "distributed/process_group.h"
+#include "distributed/process_group/process_group.h"
 #include "nn/module.h"
 
 namespace anvil::distributed::pipeline {

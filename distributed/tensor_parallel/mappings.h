@@ -24,7 +24,7 @@
 #include <memory>
 
 #include "core/tensor.h"
-#include "distributed/process_group.h"
+#include "distributed/process_group/process_group.h"
 
 namespace anvil::distributed::tensor_parallel {
 

@@ -8,7 +8,7 @@
 //
 // It is also the definition of the public API: the headers it reaches are
 // the ones `cmake --install` installs (cmake/public_headers.cmake), and any
-// of them may be included on its own ("nn/module.h", "distributed/ddp.h").
+// of them may be included on its own ("nn/module.h", "distributed/ddp/ddp.h").
 #include <iostream>
 
 #include "core/autograd/anomaly_mode.h"
@@ -17,8 +17,8 @@
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/base/determinism.h"
+#include "core/cpu_info.h"
+#include "core/cuda.h"
 #include "core/ops.h"
 #include "distributed/distributed.h"
-#include "kernels/cpu_info.h"
-#include "kernels/cuda_info.h"
 #include "nn/nn.h"

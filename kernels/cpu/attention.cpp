@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "kernels/cpu/attention_tiles.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/attention_kernels.h"
 #include "kernels/cpu/parallel_if.h"
 
 namespace anvil::cpu {
@@ -100,12 +101,14 @@ void attention_forward_typed(const View& out_view, const View& lse_view, const V
 
 }  // namespace
 
-void CpuBackend::attention_forward(const View& out, const View& lse, const View& q, const View& k, const View& v,
-                                   const View* mask, const AttentionParams& p) {
+void attention_forward(const View& out, const View& lse, const View& q, const View& k, const View& v, const View* mask,
+                       const AttentionParams& p) {
   const shapes::AttentionShape sh = shapes::check_attention(out, lse, q, k, v, mask);
   if (sh.rows() * sh.len_q == 0) return;
   dispatch_floating("attention", q.dtype,
                     [&](auto tag) { attention_forward_typed<decltype(tag)>(out, lse, q, k, v, mask, p, sh); });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::AttentionForward, CPU, attention_forward);
 
 }  // namespace anvil::cpu

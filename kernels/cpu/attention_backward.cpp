@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "kernels/cpu/attention_tiles.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/attention_kernels.h"
 #include "kernels/cpu/parallel_if.h"
 
 namespace anvil::cpu {
@@ -149,14 +150,16 @@ void attention_backward_typed(const View& gq_view, const View& gk_view, const Vi
 
 }  // namespace
 
-void CpuBackend::attention_backward(const View& grad_q, const View& grad_k, const View& grad_v, const View& grad_out,
-                                    const View& q, const View& k, const View& v, const View& out, const View& lse,
-                                    const View* mask, const AttentionParams& p) {
+void attention_backward(const View& grad_q, const View& grad_k, const View& grad_v, const View& grad_out, const View& q,
+                        const View& k, const View& v, const View& out, const View& lse, const View* mask,
+                        const AttentionParams& p) {
   const shapes::AttentionShape sh =
       shapes::check_attention_backward(grad_q, grad_k, grad_v, grad_out, q, k, v, out, lse, mask);
   dispatch_floating("attention_backward", q.dtype, [&](auto tag) {
     attention_backward_typed<decltype(tag)>(grad_q, grad_k, grad_v, grad_out, q, k, v, out, lse, mask, p, sh);
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::AttentionBackward, CPU, attention_backward);
 
 }  // namespace anvil::cpu

@@ -24,7 +24,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cpu/blas_threads.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/runtime.h"
+#include "kernels/ops/conv_pool_kernels.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_conv.h"
@@ -254,24 +256,29 @@ void conv2d_grad_weight(const View& grad_weight_view, const View& grad_out_view,
 
 }  // namespace
 
-void CpuBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) {
+void conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) {
   const ConvGeometry g = conv_geometry(in.shape, weight.shape, out.shape, bias, p);
-  dispatch_floating("conv2d", out.dtype,
-                    [&](auto tag) { conv2d_forward<decltype(tag)>(out, in, weight, bias, g, *allocator_); });
+  dispatch_floating("conv2d", out.dtype, [&](auto tag) {
+    conv2d_forward<decltype(tag)>(out, in, weight, bias, g, runtime_for(DeviceType::CPU).allocator(0));
+  });
 }
 
-void CpuBackend::conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
-                                       const Conv2dParams& p) {
+void conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight, const Conv2dParams& p) {
   const ConvGeometry g = conv_geometry("conv2d_backward_input", grad_in.shape, weight.shape, grad_out.shape, p);
-  dispatch_floating("conv2d_backward_input", grad_in.dtype,
-                    [&](auto tag) { conv2d_grad_input<decltype(tag)>(grad_in, grad_out, weight, g, *allocator_); });
+  dispatch_floating("conv2d_backward_input", grad_in.dtype, [&](auto tag) {
+    conv2d_grad_input<decltype(tag)>(grad_in, grad_out, weight, g, runtime_for(DeviceType::CPU).allocator(0));
+  });
 }
 
-void CpuBackend::conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in,
-                                        const Conv2dParams& p) {
+void conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in, const Conv2dParams& p) {
   const ConvGeometry g = conv_geometry("conv2d_backward_weight", in.shape, grad_weight.shape, grad_out.shape, p);
-  dispatch_floating("conv2d_backward_weight", grad_weight.dtype,
-                    [&](auto tag) { conv2d_grad_weight<decltype(tag)>(grad_weight, grad_out, in, g, *allocator_); });
+  dispatch_floating("conv2d_backward_weight", grad_weight.dtype, [&](auto tag) {
+    conv2d_grad_weight<decltype(tag)>(grad_weight, grad_out, in, g, runtime_for(DeviceType::CPU).allocator(0));
+  });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Conv2d, CPU, conv2d);
+ANVIL_REGISTER_KERNEL(kernel::Conv2dBackwardInput, CPU, conv2d_backward_input);
+ANVIL_REGISTER_KERNEL(kernel::Conv2dBackwardWeight, CPU, conv2d_backward_weight);
 
 }  // namespace anvil::cpu

@@ -18,7 +18,7 @@
 
 #include "core/base/dtype.h"
 #include "core/base/error.h"
-#include "kernels/backend.h"
+#include "kernels/runtime.h"
 #include "kernels/cpu/blas_threads.h"
 #include "kernels/cpu/scratch.h"
 #include "kernels/cpu/vector_convert.h"
@@ -140,7 +140,7 @@ template <typename T> std::vector<T> dense_copy(const View& v) {
 }
 
 // Host scratch for the dense copies below.
-inline Allocator& dense_copy_memory() { return backend_for(DeviceType::CPU).allocator(0); }
+inline Allocator& dense_copy_memory() { return runtime_for(DeviceType::CPU).allocator(0); }
 
 // Read-only dense data of `v` as T.
 template <typename T> class DenseIn {

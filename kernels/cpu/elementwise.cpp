@@ -10,7 +10,8 @@
 #include <type_traits>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/cpu/vector_math.h"
 #include "kernels/ops/binary_ops.h"
@@ -123,7 +124,7 @@ bool streams_into(const View& out, const float* o, const std::array<const float*
 
 }  // namespace
 
-void CpuBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) {
+void unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) {
   shapes::check_unary(op, out, in);
   const char* name = op_name(op);
   if (in.dtype == kFloat32 && out.dtype == kFloat32 && vec::enabled() && vec::has_unary(op)) {
@@ -145,7 +146,7 @@ void CpuBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryP
   });
 }
 
-void CpuBackend::binary(BinaryOp op, const View& out, const View& a, const View& b) {
+void binary(BinaryOp op, const View& out, const View& a, const View& b) {
   const char* name = op_name(op);
   shapes::check_binary(op, out, a, b);
   if (a.dtype == kFloat32 && out.dtype == kFloat32 && vec::enabled() && vec::has_binary(op)) {
@@ -170,7 +171,7 @@ void CpuBackend::binary(BinaryOp op, const View& out, const View& a, const View&
   });
 }
 
-void CpuBackend::where(const View& out, const View& cond, const View& a, const View& b) {
+void where(const View& out, const View& cond, const View& a, const View& b) {
   shapes::check_where(out, cond, a, b);
   visit_dtype(out.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -178,5 +179,9 @@ void CpuBackend::where(const View& out, const View& cond, const View& a, const V
     map_elements<T, uint8_t, T, T>(out, {&cond, &a, &b}, [](uint8_t c, T x, T y) { return c ? x : y; });
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Unary, CPU, unary);
+ANVIL_REGISTER_KERNEL(kernel::Binary, CPU, binary);
+ANVIL_REGISTER_KERNEL(kernel::Where, CPU, where);
 
 }  // namespace anvil::cpu

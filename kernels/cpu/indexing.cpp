@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/index_kernels.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/shapes/bits_of.h"
 #include "kernels/shapes/index_checks.h"
@@ -61,7 +62,7 @@ std::vector<int64_t> read_index_list(const View& index) {
 
 }  // namespace
 
-void CpuBackend::index_select(const View& out_, const View& in_, int64_t dim, const View& index) {
+void index_select(const View& out_, const View& in_, int64_t dim, const View& index) {
   const View out = at_least_1d(out_), in = at_least_1d(in_);
   dim = shapes::check_index_select(out, in, dim, index);
   check_indices("index_select", index, dim, in.shape[dim]);
@@ -92,7 +93,7 @@ void CpuBackend::index_select(const View& out_, const View& in_, int64_t dim, co
   });
 }
 
-void CpuBackend::index_add(const View& out_, int64_t dim, const View& index, const View& src_) {
+void index_add(const View& out_, int64_t dim, const View& index, const View& src_) {
   const View out = at_least_1d(out_), src = at_least_1d(src_);
   dim = shapes::check_index_add(out, dim, index, src);
   check_indices("index_add", index, dim, out.shape[dim]);
@@ -127,7 +128,7 @@ void CpuBackend::index_add(const View& out_, int64_t dim, const View& index, con
   });
 }
 
-void CpuBackend::gather(const View& out_, const View& in_, int64_t dim, const View& index_) {
+void gather(const View& out_, const View& in_, int64_t dim, const View& index_) {
   const View out = at_least_1d(out_), in = at_least_1d(in_), index = at_least_1d(index_);
   dim = shapes::check_gather(out, in, dim, index);
   check_indices("gather", index, dim, in.shape[dim]);
@@ -150,7 +151,7 @@ void CpuBackend::gather(const View& out_, const View& in_, int64_t dim, const Vi
   });
 }
 
-void CpuBackend::scatter_add(const View& out_, int64_t dim, const View& index_, const View& src_) {
+void scatter_add(const View& out_, int64_t dim, const View& index_, const View& src_) {
   const View out = at_least_1d(out_), index = at_least_1d(index_), src = at_least_1d(src_);
   dim = shapes::check_scatter_add(out, dim, index, src);
   check_indices("scatter_add", index, dim, out.shape[dim]);
@@ -189,7 +190,7 @@ void CpuBackend::scatter_add(const View& out_, int64_t dim, const View& index_, 
   });
 }
 
-void CpuBackend::scatter(const View& out_, int64_t dim, const View& index_, const View& src_, ScatterReduce reduce) {
+void scatter(const View& out_, int64_t dim, const View& index_, const View& src_, ScatterReduce reduce) {
   if (reduce == ScatterReduce::Add) return scatter_add(out_, dim, index_, src_);
   const View out = at_least_1d(out_), index = at_least_1d(index_), src = at_least_1d(src_);
   dim = shapes::check_scatter("scatter", out, dim, index, src);
@@ -230,5 +231,10 @@ void CpuBackend::scatter(const View& out_, int64_t dim, const View& index_, cons
         len);
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::IndexSelect, CPU, index_select);
+ANVIL_REGISTER_KERNEL(kernel::IndexAdd, CPU, index_add);
+ANVIL_REGISTER_KERNEL(kernel::Gather, CPU, gather);
+ANVIL_REGISTER_KERNEL(kernel::Scatter, CPU, scatter);
 
 }  // namespace anvil::cpu

@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/linalg_kernels.h"
 #include "kernels/shapes/linalg_checks.h"
 
 extern "C" {
@@ -109,7 +110,7 @@ void svd_batch(const View& a, const View& s, const View* u, const View* v, const
 
 }  // namespace
 
-void CpuBackend::svd(const View& a, const View& s, const View* u, const View* v, const View& info) {
+void svd(const View& a, const View& s, const View* u, const View* v, const View& info) {
   const shapes::SvdShape sh = shapes::check_svd(a, s, u, v, info);
   for (int64_t i = 0; i < sh.batch; ++i) info.ptr<int>()[i] = 0;
   if (sh.batch == 0 || sh.k == 0) return;
@@ -119,7 +120,7 @@ void CpuBackend::svd(const View& a, const View& s, const View* u, const View* v,
     svd_batch<double>(a, s, u, v, info, sh);
 }
 
-void CpuBackend::lu_factor(const View& a, const View& pivots, const View& info) {
+void lu_factor(const View& a, const View& pivots, const View& info) {
   const shapes::LuShape s = shapes::check_lu_factor(a, pivots, info);
   if (s.batch == 0 || s.n == 0) {
     for (int64_t i = 0; i < s.batch; ++i) info.ptr<int>()[i] = 0;
@@ -131,7 +132,7 @@ void CpuBackend::lu_factor(const View& a, const View& pivots, const View& info) 
     factor_batch<double>(a, pivots, info, s);
 }
 
-void CpuBackend::lu_solve(const View& lu, const View& pivots, const View& b) {
+void lu_solve(const View& lu, const View& pivots, const View& b) {
   const shapes::LuShape s = shapes::check_lu_solve(lu, pivots, b);
   if (s.batch == 0 || s.n == 0 || s.rhs == 0) return;
   if (b.dtype == kFloat32)
@@ -139,5 +140,9 @@ void CpuBackend::lu_solve(const View& lu, const View& pivots, const View& b) {
   else
     solve_batch<double>(lu, pivots, b, s);
 }
+
+ANVIL_REGISTER_KERNEL(kernel::LuFactor, CPU, lu_factor);
+ANVIL_REGISTER_KERNEL(kernel::LuSolve, CPU, lu_solve);
+ANVIL_REGISTER_KERNEL(kernel::Svd, CPU, svd);
 
 }  // namespace anvil::cpu

@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/softmax_loss_kernels.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/shapes/layouts.h"
 
@@ -91,21 +92,24 @@ void cross_entropy_backward_typed(const View& grad_logits_view, const View& grad
 
 }  // namespace
 
-void CpuBackend::cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
-                               const CrossEntropyParams& p) {
+void cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
+                   const CrossEntropyParams& p) {
   const LossShape s = shapes::check_cross_entropy(losses, logsumexp, logits, targets);
   const std::vector<int64_t> t = checked_targets("cross_entropy", targets, s, p);
   dispatch_floating("cross_entropy", logits.dtype,
                     [&](auto tag) { cross_entropy_typed<decltype(tag)>(losses, logsumexp, logits, t, s, p); });
 }
 
-void CpuBackend::cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,
-                                        const View& targets, const View& logsumexp, const CrossEntropyParams& p) {
+void cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits, const View& targets,
+                            const View& logsumexp, const CrossEntropyParams& p) {
   const LossShape s = shapes::check_cross_entropy_backward(grad_logits, grad_losses, logits, targets, logsumexp);
   const std::vector<int64_t> t = checked_targets("cross_entropy_backward", targets, s, p);
   dispatch_floating("cross_entropy_backward", logits.dtype, [&](auto tag) {
     cross_entropy_backward_typed<decltype(tag)>(grad_logits, grad_losses, logits, t, logsumexp, s, p);
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::CrossEntropy, CPU, cross_entropy);
+ANVIL_REGISTER_KERNEL(kernel::CrossEntropyBackward, CPU, cross_entropy_backward);
 
 }  // namespace anvil::cpu

@@ -9,7 +9,8 @@
 
 #include "core/base/error.h"
 #include "kernels/cpu/blas_threads.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/linalg_kernels.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_linear.h"
@@ -151,7 +152,9 @@ template <typename T> void fill_rows_with(const View& out, const View& bias) {
 // first and the GEMM adds the product onto it (beta = 1), as BLAS-backed addmm
 // does: one streaming write of out instead of the default's broadcast add,
 // which reads and writes out again through the strided elementwise loop.
-void CpuBackend::linear(const View& out, const View& in, const View& weight, const View* bias) {
+void matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p);  // below
+
+void linear(const View& out, const View& in, const View& weight, const View* bias) {
   const auto row_major = [](const View& v) { return v.dim() == 2 && v.strides[1] == 1 && v.strides[0] >= v.shape[1]; };
   if (out.dtype == DType::Float32 && in.dtype == out.dtype && weight.dtype == out.dtype &&
       (bias == nullptr || (bias->dtype == out.dtype && bias->dim() == 1 && bias->strides[0] == 1)) && row_major(out) &&
@@ -165,7 +168,7 @@ void CpuBackend::linear(const View& out, const View& in, const View& weight, con
   const bool prefill = bias != nullptr && (out.dtype == DType::Float32 || out.dtype == DType::Float64) &&
                        out.dtype == bias->dtype && in.dtype == out.dtype && weight.dtype == out.dtype &&
                        row_major(out) && bias->dim() == 1 && bias->shape[0] == out.shape[1];
-  if (!prefill) return Backend::linear(out, in, weight, bias);
+  if (!prefill) return linear_as_matmul(DeviceType::CPU, out, in, weight, bias);
   if (out.dtype == DType::Float32)
     fill_rows_with<float>(out, *bias);
   else
@@ -176,7 +179,7 @@ void CpuBackend::linear(const View& out, const View& in, const View& weight, con
   matmul(out, in, weight_t, MatmulParams{1.0f, 1.0f});
 }
 
-void CpuBackend::matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p) {
+void matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p) {
   const shapes::BatchedMatmul m = shapes::check_matmul(out_in, a_in, b_in);
   const View &out = m.out, &a = m.a, &b = m.b;
   switch (out.dtype) {
@@ -193,5 +196,8 @@ void CpuBackend::matmul(const View& out_in, const View& a_in, const View& b_in, 
            " is not supported on CPU (floating dtypes only: float32, float64, float16, bfloat16)");
   }
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Matmul, CPU, matmul);
+ANVIL_REGISTER_KERNEL(kernel::Linear, CPU, linear);
 
 }  // namespace anvil::cpu

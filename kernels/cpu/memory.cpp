@@ -6,7 +6,9 @@
 #include <cstring>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/cpu/vector_convert.h"
 #include "kernels/cpu/vector_math.h"
@@ -83,14 +85,14 @@ template <typename T> T scalar_as(const Scalar& value) {
 
 }  // namespace
 
-CpuBackend::CpuBackend() : allocator_(make_default_cpu_allocator()) {}
+CpuRuntime::CpuRuntime() : allocator_(make_default_cpu_allocator()) {}
 
-Allocator& CpuBackend::allocator(int device_index) {
+Allocator& CpuRuntime::allocator(int device_index) {
   check_device_index("cpu allocator", device_index);
   return *allocator_;
 }
 
-void CpuBackend::copy(const View& dst, const View& src) {
+void CpuRuntime::copy(const View& dst, const View& src) {
   ANVIL_CHECK(dst.shape == src.shape, "copy: destination shape ", dst.shape, " differs from source shape ", src.shape);
   if (dst.numel() == 0) return;
   if (dst.dtype == src.dtype) {
@@ -118,18 +120,18 @@ void CpuBackend::copy(const View& dst, const View& src) {
   });
 }
 
-void CpuBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index,
+void CpuRuntime::copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index,
                                 bool /*non_blocking*/) {
   check_device_index("copy_from_host", device_index);
   parallel_memcpy(dst, host_src, nbytes);
 }
 
-void CpuBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool /*non_blocking*/) {
+void CpuRuntime::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool /*non_blocking*/) {
   check_device_index("copy_to_host", device_index);
   parallel_memcpy(host_dst, src, nbytes);
 }
 
-void CpuBackend::fill(const View& out, const Scalar& value) {
+void fill(const View& out, const Scalar& value) {
   visit_dtype(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T v = scalar_as<T>(value);
@@ -137,26 +139,26 @@ void CpuBackend::fill(const View& out, const Scalar& value) {
   });
 }
 
-Stream CpuBackend::current_stream(int device_index) {
+Stream CpuRuntime::current_stream(int device_index) {
   check_device_index("current_stream", device_index);
   return Stream{Device::cpu(), 0};
 }
 
-void CpuBackend::set_current_stream(const Stream& stream) {
+void CpuRuntime::set_current_stream(const Stream& stream) {
   ANVIL_CHECK(stream.device == Device::cpu() && stream.id == 0, "set_current_stream: the cpu has only stream 0 of ",
               "device cpu; got stream ", stream.id, " of device ", stream.device);
 }
 
-Stream CpuBackend::new_stream(int device_index) {
+Stream CpuRuntime::new_stream(int device_index) {
   check_device_index("new_stream", device_index);
   return Stream{Device::cpu(), 0};  // work on the cpu is in order anyway
 }
 
-void CpuBackend::synchronize(int device_index) { check_device_index("synchronize", device_index); }
+void CpuRuntime::synchronize(int device_index) { check_device_index("synchronize", device_index); }
 
-void CpuBackend::stream_wait(const Stream& /*waiter*/, const Stream& /*producer*/) {}
+void CpuRuntime::stream_wait(const Stream& /*waiter*/, const Stream& /*producer*/) {}
 
-void* CpuBackend::native_stream(const Stream& /*stream*/) { return nullptr; }
+void* CpuRuntime::native_stream(const Stream& /*stream*/) { return nullptr; }
 
 // CPU work runs in order as it is called, so an event is done once recorded
 // and its time is the moment it was recorded.
@@ -171,31 +173,33 @@ CpuEvent& cpu_event(uint64_t event) {
 }
 }  // namespace
 
-uint64_t CpuBackend::new_event(int device_index, bool /*timing*/) {
+uint64_t CpuRuntime::new_event(int device_index, bool /*timing*/) {
   check_device_index("Event", device_index);
   return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(new CpuEvent));
 }
 
-void CpuBackend::destroy_event(int /*device_index*/, uint64_t event) {
+void CpuRuntime::destroy_event(int /*device_index*/, uint64_t event) {
   delete reinterpret_cast<CpuEvent*>(static_cast<uintptr_t>(event));
 }
 
-void CpuBackend::record_event(uint64_t event, const Stream& /*stream*/) {
+void CpuRuntime::record_event(uint64_t event, const Stream& /*stream*/) {
   CpuEvent& e = cpu_event(event);
   e.recorded = std::chrono::steady_clock::now();
   e.was_recorded = true;
 }
 
-void CpuBackend::wait_event(const Stream& /*stream*/, uint64_t /*event*/) {}
+void CpuRuntime::wait_event(const Stream& /*stream*/, uint64_t /*event*/) {}
 
-bool CpuBackend::event_done(int /*device_index*/, uint64_t /*event*/) { return true; }
+bool CpuRuntime::event_done(int /*device_index*/, uint64_t /*event*/) { return true; }
 
-void CpuBackend::synchronize_event(int /*device_index*/, uint64_t /*event*/) {}
+void CpuRuntime::synchronize_event(int /*device_index*/, uint64_t /*event*/) {}
 
-double CpuBackend::event_elapsed_ms(int /*device_index*/, uint64_t start, uint64_t end) {
+double CpuRuntime::event_elapsed_ms(int /*device_index*/, uint64_t start, uint64_t end) {
   const CpuEvent &a = cpu_event(start), &b = cpu_event(end);
   ANVIL_CHECK(a.was_recorded && b.was_recorded, "Event::elapsed_ms: both events must have been recorded");
   return std::chrono::duration<double, std::milli>(b.recorded - a.recorded).count();
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Fill, CPU, fill);
 
 }  // namespace anvil::cpu

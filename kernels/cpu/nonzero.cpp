@@ -2,13 +2,14 @@
 // serial pass counts them (the caller sized out from its own count; a
 // mismatch is a bug, caught before anything is written), a second writes them.
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/index_kernels.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/shapes/index_checks.h"
 
 namespace anvil::cpu {
 
-void CpuBackend::nonzero(const View& out, const View& in) {
+void nonzero(const View& out, const View& in) {
   shapes::check_nonzero(out, in);
   const int64_t rank = in.dim();
   StridedLoop<1> loop({&in});
@@ -37,5 +38,7 @@ void CpuBackend::nonzero(const View& out, const View& in) {
     });
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Nonzero, CPU, nonzero);
 
 }  // namespace anvil::cpu

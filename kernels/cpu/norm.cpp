@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/norm_kernels.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/cpu/vector_math.h"
@@ -195,7 +197,7 @@ void layer_norm_vector(const View& out_view, const View& mean_view, const View& 
 template <typename T>
 void layer_norm_typed(const View& out_view, const View& mean_view, const View& rstd_view, const View& in_view,
                       const View* weight, const View* bias, double eps) {
-  const RowLayout l = row_layout("layer_norm", in_view.shape);  // checked by CpuBackend::layer_norm
+  const RowLayout l = row_layout("layer_norm", in_view.shape);  // checked by kernel::LayerNorm
   if constexpr (std::is_same_v<T, float>) {
     if (vec::enabled() && l.cols > 0)
       return layer_norm_vector(out_view, mean_view, rstd_view, in_view, weight, bias, eps, l);
@@ -301,18 +303,17 @@ void layer_norm_backward_typed(const View& grad_in_view, const View* grad_weight
 
 }  // namespace
 
-void CpuBackend::batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
-                            const View* weight, const View* bias, const View* running_mean, const View* running_var,
-                            const BatchNormParams& p) {
+void batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in, const View* weight,
+                const View* bias, const View* running_mean, const View* running_var, const BatchNormParams& p) {
   shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p.training);
   dispatch_floating("batch_norm", in.dtype, [&](auto tag) {
     batch_norm_typed<decltype(tag)>(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p);
   });
 }
 
-void CpuBackend::batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                     const View& grad_out, const View& in, const View* weight, const View& save_mean,
-                                     const View& save_invstd, const BatchNormParams& p) {
+void batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias, const View& grad_out,
+                         const View& in, const View* weight, const View& save_mean, const View& save_invstd,
+                         const BatchNormParams& p) {
   shapes::check_batch_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, weight, save_mean, save_invstd);
   dispatch_floating("batch_norm_backward", in.dtype, [&](auto tag) {
     batch_norm_backward_typed<decltype(tag)>(grad_in, grad_weight, grad_bias, grad_out, in, weight, save_mean,
@@ -320,16 +321,15 @@ void CpuBackend::batch_norm_backward(const View& grad_in, const View* grad_weigh
   });
 }
 
-void CpuBackend::layer_norm(const View& out, const View& mean, const View& rstd, const View& in, const View* weight,
-                            const View* bias, double eps) {
+void layer_norm(const View& out, const View& mean, const View& rstd, const View& in, const View* weight,
+                const View* bias, double eps) {
   shapes::check_layer_norm(out, mean, rstd, in, weight, bias);
   dispatch_floating("layer_norm", in.dtype,
                     [&](auto tag) { layer_norm_typed<decltype(tag)>(out, mean, rstd, in, weight, bias, eps); });
 }
 
-void CpuBackend::layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                     const View& grad_out, const View& in, const View& mean, const View& rstd,
-                                     const View* weight) {
+void layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias, const View& grad_out,
+                         const View& in, const View& mean, const View& rstd, const View* weight) {
   shapes::check_layer_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, mean, rstd, weight);
   dispatch_floating("layer_norm_backward", in.dtype, [&](auto tag) {
     layer_norm_backward_typed<decltype(tag)>(grad_in, grad_weight, grad_bias, grad_out, in, mean, rstd, weight);
@@ -338,15 +338,21 @@ void CpuBackend::layer_norm_backward(const View& grad_in, const View* grad_weigh
 
 // The reference for the fused CUDA kernel: the two ops it fuses, in order, so
 // out is exactly layer_norm of the rounded sum.
-void CpuBackend::add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd, const View& x,
-                                const View& residual, const View* weight, const View* bias, double eps) {
+void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd, const View& x,
+                    const View& residual, const View* weight, const View* bias, double eps) {
   ANVIL_CHECK(x.shape == residual.shape && sum_out.shape == x.shape && out.shape == x.shape,
               "add_layer_norm: shapes differ: x ", x.shape, ", residual ", residual.shape, ", sum ", sum_out.shape,
               ", out ", out.shape);
   ANVIL_CHECK(x.dtype == residual.dtype && sum_out.dtype == x.dtype, "add_layer_norm: dtypes differ: x ", x.dtype,
               ", residual ", residual.dtype, ", sum ", sum_out.dtype);
-  binary(BinaryOp::Add, sum_out, x, residual);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Add, sum_out, x, residual);
   layer_norm(out, mean, rstd, sum_out, weight, bias, eps);
 }
+
+ANVIL_REGISTER_KERNEL(kernel::BatchNorm, CPU, batch_norm);
+ANVIL_REGISTER_KERNEL(kernel::BatchNormBackward, CPU, batch_norm_backward);
+ANVIL_REGISTER_KERNEL(kernel::LayerNorm, CPU, layer_norm);
+ANVIL_REGISTER_KERNEL(kernel::LayerNormBackward, CPU, layer_norm_backward);
+ANVIL_REGISTER_KERNEL(kernel::AddLayerNorm, CPU, add_layer_norm);
 
 }  // namespace anvil::cpu

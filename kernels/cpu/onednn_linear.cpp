@@ -18,7 +18,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "kernels/backend.h"
+#include "kernels/runtime.h"
 #include "kernels/cpu/onednn_engine.h"
 #include "kernels/cpu/scratch.h"
 #endif
@@ -83,7 +83,7 @@ void linear_forward(float* out, const float* in, const float* weight, const floa
   const dnnl::engine& engine = cpu_engine();
   dnnl::stream stream(engine);
   auto wrap = [&](const memory::desc& d, const float* p) { return memory(d, engine, const_cast<float*>(p)); };
-  const Scratch<uint8_t> scratch(backend_for(DeviceType::CPU).allocator(0),
+  const Scratch<uint8_t> scratch(runtime_for(DeviceType::CPU).allocator(0),
                                  static_cast<int64_t>(plan.pd.scratchpad_desc().get_size()));
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(plan.pd.src_desc(), in)},
                                        {DNNL_ARG_WEIGHTS, wrap(plan.pd.weights_desc(), weight)},

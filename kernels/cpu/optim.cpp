@@ -6,7 +6,8 @@
 #include <type_traits>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/optim_kernels.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/shapes/optim_checks.h"
 
@@ -90,8 +91,8 @@ template <typename T> void sgd_tensor(T* p, const T* g, T* buf, int64_t n, const
 
 }  // namespace
 
-void CpuBackend::adamw(std::span<const View> params, std::span<const View> grads, std::span<const View> exp_avg,
-                       std::span<const View> exp_avg_sq, const AdamWParams& p) {
+void adamw(std::span<const View> params, std::span<const View> grads, std::span<const View> exp_avg,
+           std::span<const View> exp_avg_sq, const AdamWParams& p) {
   const char* name = p.decoupled ? "adamw" : "adam";
   shapes::check_optimizer_lists(name, params, {grads, exp_avg, exp_avg_sq});
   ANVIL_CHECK(p.step >= 1, name, ": step must be at least 1 (1-based, after increment), got ", p.step);
@@ -111,8 +112,8 @@ void CpuBackend::adamw(std::span<const View> params, std::span<const View> grads
   }
 }
 
-void CpuBackend::sgd(std::span<const View> params, std::span<const View> grads, std::span<const View> momentum,
-                     const SGDParams& p) {
+void sgd(std::span<const View> params, std::span<const View> grads, std::span<const View> momentum,
+         const SGDParams& p) {
   const bool use_momentum = p.momentum != 0.0;
   shapes::check_optimizer_lists("sgd", params, {grads});
   if (use_momentum) shapes::check_optimizer_lists("sgd", params, {momentum});
@@ -130,5 +131,8 @@ void CpuBackend::sgd(std::span<const View> params, std::span<const View> grads, 
                  p);
   }
 }
+
+ANVIL_REGISTER_KERNEL(kernel::AdamW, CPU, adamw);
+ANVIL_REGISTER_KERNEL(kernel::SGD, CPU, sgd);
 
 }  // namespace anvil::cpu

@@ -11,7 +11,8 @@
 #include <limits>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/conv_pool_kernels.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/shapes/geometry.h"
 
@@ -255,13 +256,13 @@ void pool_backward(PoolKind kind, const View& grad_in_view, const View& grad_out
 
 }  // namespace
 
-void CpuBackend::pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) {
+void pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) {
   const PoolGeometry g = pool_geometry("pool2d", in.shape, out.shape, p);
   dispatch_floating("pool2d", out.dtype, [&](auto tag) { pool_forward<decltype(tag)>(kind, out, in, g); });
 }
 
-void CpuBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in,
-                                 const View& out, const Pool2dParams& p) {
+void pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in, const View& out,
+                     const Pool2dParams& p) {
   const PoolGeometry g = pool_geometry("pool2d_backward", grad_in.shape, grad_out.shape, p);
   ANVIL_CHECK(kind != PoolKind::Max || in.shape == grad_in.shape, "pool2d_backward: max pooling needs the input ",
               "of the forward pass with grad_in's shape ", grad_in.shape, ", got ", in.shape);
@@ -270,5 +271,8 @@ void CpuBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View&
   dispatch_floating("pool2d_backward", grad_in.dtype,
                     [&](auto tag) { pool_backward<decltype(tag)>(kind, grad_in, grad_out, in, out, g); });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Pool2d, CPU, pool2d);
+ANVIL_REGISTER_KERNEL(kernel::Pool2dBackward, CPU, pool2d_backward);
 
 }  // namespace anvil::cpu

@@ -7,7 +7,8 @@
 
 #include "core/base/error.h"
 #include "core/base/philox.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/random_kernels.h"
 #include "kernels/cpu/strided_loop.h"
 
 namespace anvil::cpu {
@@ -67,7 +68,7 @@ template <typename T> T uniform_value(double a, double b, float u) {
 
 }  // namespace
 
-void CpuBackend::random(const View& out, const RandomParams& p) {
+void random(const View& out, const RandomParams& p) {
   const bool normal = p.kind == RandomKind::Normal;
   StridedLoop<1> loop({&out});
   visit_dtype(out.dtype, [&](auto tag) {
@@ -107,7 +108,7 @@ void CpuBackend::random(const View& out, const RandomParams& p) {
   });
 }
 
-void CpuBackend::dropout(const View& out, const View& mask, const View& in, double p, uint64_t seed, uint64_t offset) {
+void dropout(const View& out, const View& mask, const View& in, double p, uint64_t seed, uint64_t offset) {
   ANVIL_CHECK(out.shape == in.shape && mask.shape == in.shape, "dropout: shapes differ: out ", out.shape, ", mask ",
               mask.shape, ", in ", in.shape);
   ANVIL_CHECK(out.dtype == in.dtype, "dropout: output dtype ", out.dtype, " differs from input dtype ", in.dtype);
@@ -136,5 +137,8 @@ void CpuBackend::dropout(const View& out, const View& mask, const View& in, doub
     }
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Dropout, CPU, dropout);
+ANVIL_REGISTER_KERNEL(kernel::Random, CPU, random);
 
 }  // namespace anvil::cpu

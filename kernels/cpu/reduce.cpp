@@ -20,7 +20,8 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/shapes/reduce_plan.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/cpu/vector_math.h"
@@ -429,12 +430,14 @@ void reduce_dtype(ReduceOp op, const ReducePlan& plan, const View& out, const Vi
 
 }  // namespace
 
-void CpuBackend::reduce(ReduceOp op, const View& out, const View& in, const ReduceParams& p) {
+void reduce(ReduceOp op, const View& out, const View& in, const ReduceParams& p) {
   shapes::check_reduce(op, out, in);
   const ReducePlan plan(out, in);
   if (plan.n_out == 0) return;
   shapes::check_reduce_not_empty(op, plan, in.shape);
   visit_dtype(in.dtype, [&](auto tag) { reduce_dtype<decltype(tag)>(op, plan, out, in, p); });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Reduce, CPU, reduce);
 
 }  // namespace anvil::cpu

@@ -10,7 +10,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/norm_kernels.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/cpu/vector_math.h"
@@ -128,18 +129,21 @@ void rms_norm_backward_typed(const View& grad_in_view, const View* grad_weight, 
 
 }  // namespace
 
-void CpuBackend::rms_norm_backward(const View& grad_in, const View* grad_weight, const View& grad_out, const View& in,
-                                   const View* weight, double eps) {
+void rms_norm_backward(const View& grad_in, const View* grad_weight, const View& grad_out, const View& in,
+                       const View* weight, double eps) {
   const shapes::RowLayout l = shapes::check_rms_norm_backward(grad_in, grad_weight, grad_out, in, weight);
   dispatch_floating("rms_norm_backward", in.dtype, [&](auto tag) {
     rms_norm_backward_typed<decltype(tag)>(grad_in, grad_weight, grad_out, in, weight, l, eps);
   });
 }
 
-void CpuBackend::rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) {
+void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) {
   const shapes::RowLayout l = shapes::check_rms_norm(out, rstd, in, weight);
   dispatch_floating("rms_norm", in.dtype,
                     [&](auto tag) { rms_norm_typed<decltype(tag)>(out, rstd, in, weight, l, eps); });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::RmsNorm, CPU, rms_norm);
+ANVIL_REGISTER_KERNEL(kernel::RmsNormBackward, CPU, rms_norm_backward);
 
 }  // namespace anvil::cpu

@@ -4,7 +4,8 @@
 #include <type_traits>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/cpu/lines.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/ops/scan_ops.h"
@@ -32,7 +33,7 @@ template <ScanOp Op, typename T> void scan_lines(const View& out, const View& in
 
 }  // namespace
 
-void CpuBackend::scan(ScanOp op, const View& out, const View& in, int64_t dim) {
+void scan(ScanOp op, const View& out, const View& in, int64_t dim) {
   const char* name = ops::scan_name(op);
   ANVIL_CHECK(out.shape == in.shape && out.dtype == in.dtype, name, ": output ", out.dtype, out.shape,
               " should match input ", in.dtype, in.shape);
@@ -54,5 +55,7 @@ void CpuBackend::scan(ScanOp op, const View& out, const View& in, int64_t dim) {
     }
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Scan, CPU, scan);
 
 }  // namespace anvil::cpu

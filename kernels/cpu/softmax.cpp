@@ -9,7 +9,8 @@
 #include <type_traits>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/softmax_loss_kernels.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/cpu/vector_math.h"
 
@@ -91,7 +92,7 @@ constexpr int64_t kCostPerElement = 8;
 
 }  // namespace
 
-void CpuBackend::softmax(const View& out, const View& in, int64_t dim, bool log) {
+void softmax(const View& out, const View& in, int64_t dim, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
   ANVIL_CHECK(out.shape == in.shape, name, ": output shape ", out.shape, " differs from input shape ", in.shape);
   ANVIL_CHECK(out.dtype == in.dtype, name, ": output dtype ", out.dtype, " differs from input dtype ", in.dtype);
@@ -134,7 +135,7 @@ void CpuBackend::softmax(const View& out, const View& in, int64_t dim, bool log)
   });
 }
 
-void CpuBackend::softmax_backward(const View& grad_in, const View& grad_out, const View& out, int64_t dim, bool log) {
+void softmax_backward(const View& grad_in, const View& grad_out, const View& out, int64_t dim, bool log) {
   const char* name = log ? "log_softmax_backward" : "softmax_backward";
   ANVIL_CHECK(grad_in.shape == out.shape && grad_out.shape == out.shape, name, ": shapes differ: grad_in ",
               grad_in.shape, ", grad_out ", grad_out.shape, ", out ", out.shape);
@@ -182,5 +183,8 @@ void CpuBackend::softmax_backward(const View& grad_in, const View& grad_out, con
     }
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Softmax, CPU, softmax);
+ANVIL_REGISTER_KERNEL(kernel::SoftmaxBackward, CPU, softmax_backward);
 
 }  // namespace anvil::cpu

@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/cpu/lines.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/ops/sort_ops.h"
@@ -42,7 +43,7 @@ void sort_lines(const View& values, const View& indices, const View& in, int64_t
 
 }  // namespace
 
-void CpuBackend::sort(const View& values, const View& indices, const View& in, int64_t dim, const SortParams& p) {
+void sort(const View& values, const View& indices, const View& in, int64_t dim, const SortParams& p) {
   ANVIL_CHECK(
       values.shape == in.shape && indices.shape == in.shape && values.dtype == in.dtype && indices.dtype == kInt64,
       "sort: expected values ", in.dtype, in.shape, " and indices int64", in.shape, ", got values ", values.dtype,
@@ -52,5 +53,7 @@ void CpuBackend::sort(const View& values, const View& indices, const View& in, i
   if (in.dim() == 0) dim = 0;
   visit_dtype(in.dtype, [&](auto tag) { sort_lines<decltype(tag)>(values, indices, in, dim, p); });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Sort, CPU, sort);
 
 }  // namespace anvil::cpu

@@ -1,4 +1,4 @@
-// CudaBackend::matmul (and the fused linear) through cuBLASLt.
+// kernel::Matmul (and the fused linear) through cuBLASLt.
 //
 // cuBLAS is column-major; our views are row-major-indexed. A row-major
 // out [M, N] is the column-major matrix out^T [N, M], and out^T = b^T @ a^T,
@@ -26,7 +26,9 @@
 #include "kernels/cublas/cublas_handles.h"
 #include "kernels/cuda/algo_cache.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/linalg_kernels.h"
 #include "kernels/cuda/gemm/ladder_matmul.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/scratch.h"
@@ -89,7 +91,7 @@ struct LtOperand {
   DenseBuffer storage;
 };
 
-LtOperand prepare_operand(CudaBackend& backend, const View& v, DType dtype) {
+LtOperand prepare_operand(CudaRuntime& backend, const View& v, DType dtype) {
   LtOperand op;
   const int64_t rows = v.shape[1], cols = v.shape[2];
   if (v.dtype == dtype) {
@@ -180,7 +182,7 @@ struct LtProblem {
   DType bias_dtype = DType::Float32;
 };
 
-void run_lt(CudaBackend& backend, int device, const LtProblem& pr) {
+void run_lt(CudaRuntime& backend, int device, const LtProblem& pr) {
   const cudaDataType_t type = cuda_type(pr.dtype);
   const bool f64 = pr.dtype == DType::Float64;
   const bool tf32 = pr.dtype == DType::Float32 && matmul_allow_tf32();
@@ -263,23 +265,23 @@ void run_lt(CudaBackend& backend, int device, const LtProblem& pr) {
 }
 
 // out = beta * out for an empty inner dimension (nothing to multiply).
-void scale_output(CudaBackend& backend, const View& out, float beta) {
+void scale_output(CudaRuntime& backend, const View& out, float beta) {
   if (beta == 1.0f) return;
   if (beta == 0.0f) {
-    backend.fill(out, Scalar(0.0));
+    kernel_for<kernel::Fill>(backend.type())(out, Scalar(0.0));
     return;
   }
   DenseBuffer factor = dense_buffer(backend, out.device_index, out.dtype, {1});
-  backend.fill(factor.view, Scalar(static_cast<double>(beta)));
+  kernel_for<kernel::Fill>(backend.type())(factor.view, Scalar(static_cast<double>(beta)));
   View broadcast = factor.view;
   broadcast.shape = out.shape;
   broadcast.strides.assign(out.shape.size(), 0);
-  backend.binary(BinaryOp::Mul, out, out, broadcast);
+  kernel_for<kernel::Binary>(backend.type())(BinaryOp::Mul, out, out, broadcast);
 }
 
 // out (3-D, out.dtype == dtype, writable in place as out^T column-major with
 // disjoint batches) = alpha * a @ b + beta * out (+ bias[col]).
-void matmul_in_place(CudaBackend& backend, const View& out, const View& a, const View& b, const MatmulParams& p,
+void matmul_in_place(CudaRuntime& backend, const View& out, const View& a, const View& b, const MatmulParams& p,
                      const LtMatrix& out_m, const View* bias) {
   const int device = out.device_index;
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
@@ -321,7 +323,7 @@ void matmul_in_place(CudaBackend& backend, const View& out, const View& a, const
 }
 
 // The general entry: picks in-place, transposed or dense-temp output.
-void matmul_any(CudaBackend& backend, const View& out, const View& a, const View& b, const MatmulParams& p,
+void matmul_any(CudaRuntime& backend, const View& out, const View& a, const View& b, const MatmulParams& p,
                 const View* bias) {
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2];
   const bool batches_disjoint = batch == 1 || out.strides[0] != 0;
@@ -350,7 +352,7 @@ void matmul_any(CudaBackend& backend, const View& out, const View& a, const View
 
 }  // namespace
 
-void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p) {
+void matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p) {
   ANVIL_NVTX_RANGE("matmul");
   const shapes::BatchedMatmul m = shapes::check_matmul(out_in, a_in, b_in);  // the CPU's checks and messages
   const View &out = m.out, &a = m.a, &b = m.b;
@@ -358,20 +360,20 @@ void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in,
   DeviceGuard guard(out.device_index);
   if (out.shape[0] == 0 || out.shape[1] == 0 || out.shape[2] == 0) return;
   if (a.shape[2] == 0) {
-    scale_output(*this, out, p.beta);
+    scale_output(cuda_runtime(), out, p.beta);
     return;
   }
   if (matmul_use_gemm_ladder() && a.dtype == out.dtype && b.dtype == out.dtype &&
       gemm::ladder_matmul(out, a, b, p, stream(out.device_index)))
     return;
-  matmul_any(*this, out, a, b, p, nullptr);
+  matmul_any(cuda_runtime(), out, a, b, p, nullptr);
 }
 
-void CudaBackend::linear(const View& out, const View& in, const View& weight, const View* bias) {
+void linear(const View& out, const View& in, const View& weight, const View* bias) {
   // out [rows, out_f] = in [rows, in_f] @ weight^T (+ bias in the epilogue):
   // weight [out_f, in_f] is read transposed in place.
   ANVIL_NVTX_RANGE("linear");
-  CudaBackend& backend = *this;
+  CudaRuntime& backend = cuda_runtime();
   ANVIL_CHECK(in.dim() == 2 && weight.dim() == 2 && out.dim() == 2 && in.shape[1] == weight.shape[1] &&
                   out.shape[0] == in.shape[0] && out.shape[1] == weight.shape[0],
               "linear: expected in [rows, in_features], weight [out_features, in_features], out [rows, ",
@@ -389,7 +391,7 @@ void CudaBackend::linear(const View& out, const View& in, const View& weight, co
   if (in.shape[1] == 0) {
     // No inner dim: out = bias (or 0), broadcast over the rows.
     if (!bias) {
-      backend.fill(out, Scalar(0.0));
+      kernel_for<kernel::Fill>(backend.type())(out, Scalar(0.0));
     } else {
       View bb = *bias;
       bb.shape = out.shape;
@@ -406,8 +408,11 @@ void CudaBackend::linear(const View& out, const View& in, const View& weight, co
     View bb = *bias;
     bb.shape = out.shape;
     bb.strides = {0, bias->strides[0]};
-    backend.binary(BinaryOp::Add, out, out, bb);
+    kernel_for<kernel::Binary>(backend.type())(BinaryOp::Add, out, out, bb);
   }
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Matmul, CUDA, matmul);
+ANVIL_REGISTER_KERNEL(kernel::Linear, CUDA, linear);
 
 }  // namespace anvil::cuda

@@ -36,7 +36,9 @@
 #include "kernels/cuda/attention_choice_run.h"
 #include "kernels/cuda/attention_tensor_core.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/attention_kernels.h"
 #include "kernels/cuda/device/attention_tile.cuh"
 #include "kernels/cuda/device/dynamic_shared.cuh"
 #include "kernels/cuda/device/kernel_kit.cuh"
@@ -387,8 +389,8 @@ void launch_forward(T* out, L* lse, const T* q, const T* k, const T* v, const At
 
 }  // namespace
 
-void CudaBackend::attention_forward(const View& out, const View& lse, const View& q, const View& k, const View& v,
-                                    const View* mask, const AttentionParams& p) {
+void attention_forward(const View& out, const View& lse, const View& q, const View& k, const View& v, const View* mask,
+                       const AttentionParams& p) {
   ANVIL_NVTX_RANGE("attention.forward");
   const shapes::AttentionShape sh = shapes::check_attention(out, lse, q, k, v, mask);
   const AttentionArgs args = make_args(sh, mask, p);
@@ -397,9 +399,9 @@ void CudaBackend::attention_forward(const View& out, const View& lse, const View
   const cudaStream_t s = stream(q.device_index);
   visit_floating_device_dtype("attention", q.dtype, [&](auto tag) {
     using T = decltype(tag);
-    DenseArg qd(*this, q, q.dtype, DenseArg::In), kd(*this, k, q.dtype, DenseArg::In),
-        vd(*this, v, q.dtype, DenseArg::In), od(*this, out, q.dtype, DenseArg::Out),
-        ld(*this, lse, kFloat32, DenseArg::Out);
+    DenseArg qd(cuda_runtime(), q, q.dtype, DenseArg::In), kd(cuda_runtime(), k, q.dtype, DenseArg::In),
+        vd(cuda_runtime(), v, q.dtype, DenseArg::In), od(cuda_runtime(), out, q.dtype, DenseArg::Out),
+        ld(cuda_runtime(), lse, kFloat32, DenseArg::Out);
     // 16-bit operands go to the tensor cores when that kernel takes the shapes.
     auto flash = [&] {
       if (!attention_forward_tensor_core(q.dtype, od.ptr<T>(), ld.ptr<float>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(),
@@ -410,15 +412,16 @@ void CudaBackend::attention_forward(const View& out, const View& lse, const View
     SdpaRequest req = sdpa_request(false, sh, q, mask, p);
     const CudnnSdpaForwardArgs cudnn_args{od.data(), ld.ptr<float>(), qd.data(), kd.data(), vd.data()};
     req.aligned = cudnn_sdpa_aligned(cudnn_args);
-    run_sdpa(req, s, {[&] { return cudnn_sdpa_forward(*this, q.device_index, s, req.problem, cudnn_args); }, flash});
+    run_sdpa(req, s,
+             {[&] { return cudnn_sdpa_forward(cuda_runtime(), q.device_index, s, req.problem, cudnn_args); }, flash});
     od.commit();
     ld.commit();
   });
 }
 
-void CudaBackend::attention_backward(const View& grad_q, const View& grad_k, const View& grad_v, const View& grad_out,
-                                     const View& q, const View& k, const View& v, const View& out, const View& lse,
-                                     const View* mask, const AttentionParams& p) {
+void attention_backward(const View& grad_q, const View& grad_k, const View& grad_v, const View& grad_out, const View& q,
+                        const View& k, const View& v, const View& out, const View& lse, const View* mask,
+                        const AttentionParams& p) {
   ANVIL_NVTX_RANGE("attention.backward");
   const shapes::AttentionShape sh =
       shapes::check_attention_backward(grad_q, grad_k, grad_v, grad_out, q, k, v, out, lse, mask);
@@ -430,22 +433,22 @@ void CudaBackend::attention_backward(const View& grad_q, const View& grad_k, con
     using T = decltype(tag);
     using C = acc_t<T>;
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
-    DenseArg qd(*this, q, q.dtype, DenseArg::In), kd(*this, k, q.dtype, DenseArg::In),
-        vd(*this, v, q.dtype, DenseArg::In), od(*this, out, q.dtype, DenseArg::In),
-        god(*this, grad_out, q.dtype, DenseArg::In), gqd(*this, grad_q, q.dtype, DenseArg::Out),
-        gkd(*this, grad_k, q.dtype, DenseArg::Out), gvd(*this, grad_v, q.dtype, DenseArg::Out);
+    DenseArg qd(cuda_runtime(), q, q.dtype, DenseArg::In), kd(cuda_runtime(), k, q.dtype, DenseArg::In),
+        vd(cuda_runtime(), v, q.dtype, DenseArg::In), od(cuda_runtime(), out, q.dtype, DenseArg::In),
+        god(cuda_runtime(), grad_out, q.dtype, DenseArg::In), gqd(cuda_runtime(), grad_q, q.dtype, DenseArg::Out),
+        gkd(cuda_runtime(), grad_k, q.dtype, DenseArg::Out), gvd(cuda_runtime(), grad_v, q.dtype, DenseArg::Out);
     // The flash kernels; or cuDNN's fused attention when attention_choice.h picks it.
     // The log-sum-exp in C: float's is the saved one; double's is recomputed exactly.
-    DenseArg lsed(*this, lse, acc_dtype, DenseArg::In);
+    DenseArg lsed(cuda_runtime(), lse, acc_dtype, DenseArg::In);
     auto flash = [&] {
       const int64_t rows = sh.rows() * sh.len_q;
-      Scratch exact_lse(*this, q.device_index, sizeof(C) * static_cast<size_t>(rows));
+      Scratch exact_lse(cuda_runtime(), q.device_index, sizeof(C) * static_cast<size_t>(rows));
       const C* lse_c = lsed.ptr<C>();
       if (sizeof(C) == 8 && rows > 0) {
         launch_forward<T, C>(nullptr, exact_lse.as<C>(), qd.ptr<T>(), kd.ptr<T>(), vd.ptr<T>(), args, sh.rows(), s);
         lse_c = exact_lse.as<C>();
       }
-      Scratch row_d(*this, q.device_index, sizeof(C) * static_cast<size_t>(rows));
+      Scratch row_d(cuda_runtime(), q.device_index, sizeof(C) * static_cast<size_t>(rows));
       if (rows > 0) {
         launch_kernel(attention_row_dot_kernel<T>, grid_of(ceil_div(rows, kWarps), 1), kThreads, 0, s)(
             row_d.as<C>(), god.ptr<T>(), od.ptr<T>(), rows, args.dim_v);
@@ -480,11 +483,15 @@ void CudaBackend::attention_backward(const View& grad_q, const View& grad_k, con
     const CudnnSdpaBackwardArgs cudnn_args{gqd.data(), gkd.data(), gvd.data(), qd.data(),        kd.data(),
                                            vd.data(),  od.data(),  god.data(), lsed.ptr<float>()};
     req.aligned = cudnn_sdpa_aligned(cudnn_args);
-    run_sdpa(req, s, {[&] { return cudnn_sdpa_backward(*this, q.device_index, s, req.problem, cudnn_args); }, flash});
+    run_sdpa(req, s,
+             {[&] { return cudnn_sdpa_backward(cuda_runtime(), q.device_index, s, req.problem, cudnn_args); }, flash});
     gqd.commit();
     gkd.commit();
     gvd.commit();
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::AttentionForward, CUDA, attention_forward);
+ANVIL_REGISTER_KERNEL(kernel::AttentionBackward, CUDA, attention_backward);
 
 }  // namespace anvil::cuda

@@ -11,7 +11,7 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
 #include "kernels/cuda/im2col.h"
 #include "kernels/cuda/scratch.h"
 #include "kernels/shapes/geometry.h"
@@ -61,7 +61,7 @@ View group_weight(const View& dense_weight, const ConvGeometry& g, int64_t group
 // dy_g [Cout/groups, N * Ho * Wo] (both backward passes start from it).
 class GroupGradOut {
  public:
-  GroupGradOut(CudaBackend& b, const View& grad_out, const ConvGeometry& g, DType dtype)
+  GroupGradOut(CudaRuntime& b, const View& grad_out, const ConvGeometry& g, DType dtype)
       : b_(b),
         grad_out_(grad_out),
         g_(g),
@@ -74,7 +74,7 @@ class GroupGradOut {
   }
 
  private:
-  CudaBackend& b_;
+  CudaRuntime& b_;
   const View& grad_out_;
   const ConvGeometry& g_;
   int64_t cout_g_;
@@ -84,7 +84,7 @@ class GroupGradOut {
 
 }  // namespace
 
-void conv2d_im2col(CudaBackend& b, const View& out, const View& in, const View& weight, const View* bias,
+void conv2d_im2col(CudaRuntime& b, const View& out, const View& in, const View& weight, const View* bias,
                    const Conv2dParams& p) {
   const ConvGeometry g = shapes::conv_geometry(in.shape, weight.shape, out.shape, bias, p);
   const DType dtype = out.dtype;
@@ -101,20 +101,20 @@ void conv2d_im2col(CudaBackend& b, const View& out, const View& in, const View& 
   const View result_m = matrix(result.get(), 0, dtype, cout_g, width, device);
   for (int64_t group = 0; group < g.groups; ++group) {
     im2col(dtype, cols.get(), x.view().data, g, group, b.stream(device));
-    b.matmul(result_m, group_weight(w.view(), g, group), cols_m, MatmulParams{});
+    kernel_for<kernel::Matmul>(b.type())(result_m, group_weight(w.view(), g, group), cols_m, MatmulParams{});
     b.copy(group_channels(out, cout_g, group), as_nchw(result_m, g));
   }
   if (bias) add_conv_bias(b, out, *bias);
 }
 
-void add_conv_bias(CudaBackend& b, const View& out, const View& bias) {
+void add_conv_bias(CudaRuntime& b, const View& out, const View& bias) {
   View row = bias;
   row.shape = out.shape;
   row.strides = {0, bias.strides[0], 0, 0};
-  b.binary(BinaryOp::Add, out, out, row);
+  kernel_for<kernel::Binary>(b.type())(BinaryOp::Add, out, out, row);
 }
 
-void conv2d_backward_input_im2col(CudaBackend& b, const View& grad_in, const View& grad_out, const View& weight,
+void conv2d_backward_input_im2col(CudaRuntime& b, const View& grad_in, const View& grad_out, const View& weight,
                                   const Conv2dParams& p) {
   const char* op = "conv2d_backward_input";
   const ConvGeometry g = shapes::conv_geometry(op, grad_in.shape, weight.shape, grad_out.shape, p);
@@ -125,7 +125,7 @@ void conv2d_backward_input_im2col(CudaBackend& b, const View& grad_in, const Vie
   if (grad_in.numel() == 0) return;
   const int64_t k = g.col_rows(), width = g.n * g.ho * g.wo, cout_g = g.cout_per_group();
   if (width == 0 || cout_g == 0) {  // no outputs, or none per group: nothing flows back
-    b.fill(grad_in, Scalar(0.0));
+    kernel_for<kernel::Fill>(b.type())(grad_in, Scalar(0.0));
     return;
   }
   const size_t item = itemsize(dtype);
@@ -137,13 +137,13 @@ void conv2d_backward_input_im2col(CudaBackend& b, const View& grad_in, const Vie
     View w_t = group_weight(w.view(), g, group);  // W_g^T: the same memory read column-major
     w_t.shape = {k, cout_g};
     w_t.strides = {1, k};
-    b.matmul(dcols_m, w_t, dy.load(group), MatmulParams{});
+    kernel_for<kernel::Matmul>(b.type())(dcols_m, w_t, dy.load(group), MatmulParams{});
     col2im(dtype, dx.view().data, dcols.get(), g, group, b.stream(device));
   }
   dx.commit();
 }
 
-void conv2d_backward_weight_im2col(CudaBackend& b, const View& grad_weight, const View& grad_out, const View& in,
+void conv2d_backward_weight_im2col(CudaRuntime& b, const View& grad_weight, const View& grad_out, const View& in,
                                    const Conv2dParams& p) {
   const char* op = "conv2d_backward_weight";
   const ConvGeometry g = shapes::conv_geometry(op, in.shape, grad_weight.shape, grad_out.shape, p);
@@ -154,7 +154,7 @@ void conv2d_backward_weight_im2col(CudaBackend& b, const View& grad_weight, cons
   if (grad_weight.numel() == 0) return;
   const int64_t k = g.col_rows(), width = g.n * g.ho * g.wo;
   if (width == 0) {  // an empty batch (or output) contributes nothing
-    b.fill(grad_weight, Scalar(0.0));
+    kernel_for<kernel::Fill>(b.type())(grad_weight, Scalar(0.0));
     return;
   }
   const size_t item = itemsize(dtype);
@@ -165,7 +165,7 @@ void conv2d_backward_weight_im2col(CudaBackend& b, const View& grad_weight, cons
   cols_t.strides = {1, width};  // cols^T
   for (int64_t group = 0; group < g.groups; ++group) {
     im2col(dtype, cols.get(), x.view().data, g, group, b.stream(device));
-    b.matmul(group_weight(dw.view(), g, group), dy.load(group), cols_t, MatmulParams{});
+    kernel_for<kernel::Matmul>(b.type())(group_weight(dw.view(), g, group), dy.load(group), cols_t, MatmulParams{});
   }
   dw.commit();
 }

@@ -1,4 +1,4 @@
-// CudaBackend::copy and fill.
+// CudaRuntime::copy and fill.
 //
 // copy: same dtype and both contiguous -> cudaMemcpyAsync; same dtype and a
 // transpose-like layout (the destination contiguous along the innermost
@@ -15,7 +15,9 @@
 #include "core/base/error.h"
 #include "core/base/half.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/cuda/device/dtype.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/elementwise_launch.cuh"
@@ -138,7 +140,7 @@ uint64_t fill_bits(const Scalar& value, DType dtype) {
 
 }  // namespace
 
-void CudaBackend::copy(const View& dst, const View& src) {
+void CudaRuntime::copy(const View& dst, const View& src) {
   ANVIL_NVTX_RANGE("copy");
   ANVIL_CHECK(dst.shape == src.shape, "copy: destination shape ", dst.shape, " differs from source shape ", src.shape);
   ANVIL_CHECK(dst.device_index == src.device_index, "copy: source on cuda:", src.device_index,
@@ -183,7 +185,7 @@ void CudaBackend::copy(const View& dst, const View& src) {
   });
 }
 
-void CudaBackend::fill(const View& out, const Scalar& value) {
+void fill(const View& out, const Scalar& value) {
   ANVIL_NVTX_RANGE("fill");
   const int64_t n = out.numel();
   if (n == 0) return;
@@ -224,5 +226,7 @@ void CudaBackend::fill(const View& out, const Scalar& value) {
       fail("fill: unsupported item size ", item, " of dtype ", out.dtype);
   }
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Fill, CUDA, fill);
 
 }  // namespace anvil::cuda

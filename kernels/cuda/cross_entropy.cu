@@ -18,7 +18,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/softmax_loss_kernels.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/grid.h"
@@ -112,8 +114,8 @@ using shapes::LossShape;
 
 }  // namespace
 
-void CudaBackend::cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
-                                const CrossEntropyParams& p) {
+void cross_entropy(const View& losses, const View& logsumexp, const View& logits, const View& targets,
+                   const CrossEntropyParams& p) {
   ANVIL_NVTX_RANGE("cross_entropy");
   const LossShape sh = shapes::check_cross_entropy(losses, logsumexp, logits, targets);
   ANVIL_CHECK(is_floating(logits.dtype), "cross_entropy: dtype ", logits.dtype,
@@ -127,8 +129,9 @@ void CudaBackend::cross_entropy(const View& losses, const View& logsumexp, const
     using T = decltype(tag);
     using C = acc_t<T>;
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
-    DenseArg x(*this, logits, logits.dtype, DenseArg::In), t(*this, targets, kInt64, DenseArg::In);
-    DenseArg loss(*this, losses, acc_dtype, DenseArg::Out), lse(*this, logsumexp, acc_dtype, DenseArg::Out);
+    DenseArg x(cuda_runtime(), logits, logits.dtype, DenseArg::In), t(cuda_runtime(), targets, kInt64, DenseArg::In);
+    DenseArg loss(cuda_runtime(), losses, acc_dtype, DenseArg::Out),
+        lse(cuda_runtime(), logsumexp, acc_dtype, DenseArg::Out);
     const unsigned grid = capped_blocks(sh.n, 1, kMaxRowBlocks);
     const int threads = threads_for_row(sh.c);
     const C ls = static_cast<C>(p.label_smoothing);
@@ -144,8 +147,8 @@ void CudaBackend::cross_entropy(const View& losses, const View& logsumexp, const
   });
 }
 
-void CudaBackend::cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits,
-                                         const View& targets, const View& logsumexp, const CrossEntropyParams& p) {
+void cross_entropy_backward(const View& grad_logits, const View& grad_losses, const View& logits, const View& targets,
+                            const View& logsumexp, const CrossEntropyParams& p) {
   ANVIL_NVTX_RANGE("cross_entropy_backward");
   const LossShape sh = shapes::check_cross_entropy_backward(grad_logits, grad_losses, logits, targets, logsumexp);
   ANVIL_CHECK(grad_logits.dtype == logits.dtype, "cross_entropy_backward: grad_logits dtype ", grad_logits.dtype,
@@ -161,9 +164,10 @@ void CudaBackend::cross_entropy_backward(const View& grad_logits, const View& gr
     using T = decltype(tag);
     using C = acc_t<T>;
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
-    DenseArg x(*this, logits, logits.dtype, DenseArg::In), t(*this, targets, kInt64, DenseArg::In);
-    DenseArg g(*this, grad_losses, acc_dtype, DenseArg::In), lse(*this, logsumexp, acc_dtype, DenseArg::In);
-    DenseArg grad(*this, grad_logits, logits.dtype, DenseArg::Out);
+    DenseArg x(cuda_runtime(), logits, logits.dtype, DenseArg::In), t(cuda_runtime(), targets, kInt64, DenseArg::In);
+    DenseArg g(cuda_runtime(), grad_losses, acc_dtype, DenseArg::In),
+        lse(cuda_runtime(), logsumexp, acc_dtype, DenseArg::In);
+    DenseArg grad(cuda_runtime(), grad_logits, logits.dtype, DenseArg::Out);
     launch_kernel(cross_entropy_backward_kernel<T, C>, capped_blocks(sh.n, 1, kMaxRowBlocks), threads_for_row(sh.c), 0,
                   s)(grad.ptr<T>(), g.ptr<C>(), x.ptr<T>(), t.ptr<int64_t>(), lse.ptr<C>(), sh.n, sh.c, p.ignore_index,
                      static_cast<C>(p.label_smoothing), rec);
@@ -171,5 +175,8 @@ void CudaBackend::cross_entropy_backward(const View& grad_logits, const View& gr
     grad.commit();
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::CrossEntropy, CUDA, cross_entropy);
+ANVIL_REGISTER_KERNEL(kernel::CrossEntropyBackward, CUDA, cross_entropy_backward);
 
 }  // namespace anvil::cuda

@@ -1,4 +1,4 @@
-// CudaBackend::unary, binary, where: validation (same checks and messages as
+// kernel::Unary, binary, where: validation (same checks and messages as
 // the CPU backend) and routing. The kernels live in unary_floating.cu, unary_integral.cu, binary.cu,
 // compare.cu and binary_backward.cu (split so they compile in parallel);
 // where is here, moving elements as raw bits of their size.
@@ -6,7 +6,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/cuda/elementwise_launch.cuh"
 #include "kernels/cuda/elementwise_ops.h"
 #include "kernels/cuda/nvtx.h"
@@ -30,7 +32,7 @@ void launch_where(const View& out, const View& cond, const View& a, const View& 
 
 }  // namespace
 
-void CudaBackend::unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) {
+void unary(UnaryOp op, const View& out, const View& in, const UnaryParams& p) {
   ANVIL_NVTX_RANGE("unary");
   shapes::check_unary(op, out, in);
   DeviceGuard guard(out.device_index);
@@ -41,7 +43,7 @@ void CudaBackend::unary(UnaryOp op, const View& out, const View& in, const Unary
     launch_unary_integral(op, out, in, p, t);
 }
 
-void CudaBackend::binary(BinaryOp op, const View& out, const View& a, const View& b) {
+void binary(BinaryOp op, const View& out, const View& a, const View& b) {
   ANVIL_NVTX_RANGE("binary");
   shapes::check_binary(op, out, a, b);
   DeviceGuard guard(out.device_index);
@@ -56,7 +58,7 @@ void CudaBackend::binary(BinaryOp op, const View& out, const View& a, const View
   }
 }
 
-void CudaBackend::where(const View& out, const View& cond, const View& a, const View& b) {
+void where(const View& out, const View& cond, const View& a, const View& b) {
   ANVIL_NVTX_RANGE("where");
   shapes::check_where(out, cond, a, b);
   DeviceGuard guard(out.device_index);
@@ -75,5 +77,9 @@ void CudaBackend::where(const View& out, const View& cond, const View& a, const 
       fail("where: unsupported item size ", itemsize(out.dtype), " of dtype ", out.dtype);
   }
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Unary, CUDA, unary);
+ANVIL_REGISTER_KERNEL(kernel::Binary, CUDA, binary);
+ANVIL_REGISTER_KERNEL(kernel::Where, CUDA, where);
 
 }  // namespace anvil::cuda

@@ -1,11 +1,11 @@
 #pragma once
 // Internal to kernels/cuda: the elementwise family split over several .cu
 // files so they compile in parallel (unary_floating.cu, unary_integral.cu,
-// binary.cu, compare.cu, binary_backward.cu); CudaBackend::unary/binary/where (elementwise.cu)
+// binary.cu, compare.cu, binary_backward.cu); kernel::Unary/binary/where (elementwise.cu)
 // validate and route here.
 #include <cuda_runtime_api.h>
 
-#include "kernels/backend.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/shapes/elementwise_checks.h"
 
 namespace anvil::cuda {

@@ -26,7 +26,9 @@
 #include "core/base/determinism.h"
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/index_kernels.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/grid.h"
@@ -365,7 +367,7 @@ template <typename F> void visit_bits(DType dtype, F&& f) {
 
 }  // namespace
 
-void CudaBackend::index_select(const View& out_, const View& in_, int64_t dim, const View& index) {
+void index_select(const View& out_, const View& in_, int64_t dim, const View& index) {
   ANVIL_NVTX_RANGE("index_select");
   const View out = at_least_1d(out_), in = at_least_1d(in_);
   dim = shapes::check_index_select(out, in, dim, index);
@@ -410,7 +412,7 @@ void CudaBackend::index_select(const View& out_, const View& in_, int64_t dim, c
   });
 }
 
-void CudaBackend::index_add(const View& out_, int64_t dim, const View& index, const View& src_) {
+void index_add(const View& out_, int64_t dim, const View& index, const View& src_) {
   ANVIL_NVTX_RANGE("index_add");
   const View out = at_least_1d(out_), src = at_least_1d(src_);
   dim = shapes::check_index_add(out, dim, index, src);
@@ -426,10 +428,10 @@ void CudaBackend::index_add(const View& out_, int64_t dim, const View& index, co
   const int d = static_cast<int>(dim);
 
   if (deterministic_algorithms_enabled()) {
-    DenseArg dout(*this, out, out.dtype, DenseArg::InOut), dsrc(*this, src, src.dtype, DenseArg::In);
-    DenseArg keys_in(*this, idx, kInt64, DenseArg::In);
-    Scratch keys(*this, out.device_index, nidx * 8), perm_in(*this, out.device_index, nidx * 8),
-        perm(*this, out.device_index, nidx * 8);
+    DenseArg dout(cuda_runtime(), out, out.dtype, DenseArg::InOut), dsrc(cuda_runtime(), src, src.dtype, DenseArg::In);
+    DenseArg keys_in(cuda_runtime(), idx, kInt64, DenseArg::In);
+    Scratch keys(cuda_runtime(), out.device_index, nidx * 8), perm_in(cuda_runtime(), out.device_index, nidx * 8),
+        perm(cuda_runtime(), out.device_index, nidx * 8);
     launch_kernel(iota_kernel, capped_blocks(nidx, kThreads), kThreads, 0, s)(perm_in.as<int64_t>(), nidx);
     ANVIL_CUDA_CHECK_LAUNCH("iota_kernel");
     ANVIL_CHECK(nidx < (int64_t(1) << 31), "index_add: at most 2^31 indices are supported, got ", nidx);
@@ -437,7 +439,7 @@ void CudaBackend::index_add(const View& out_, int64_t dim, const View& index, co
     size_t temp_bytes = 0;
     ANVIL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys_in.ptr<int64_t>(), keys.as<int64_t>(),
                                                      perm_in.as<int64_t>(), perm.as<int64_t>(), n, 0, 64, s));
-    Scratch temp(*this, out.device_index, temp_bytes);
+    Scratch temp(cuda_runtime(), out.device_index, temp_bytes);
     ANVIL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, keys_in.ptr<int64_t>(), keys.as<int64_t>(),
                                                      perm_in.as<int64_t>(), perm.as<int64_t>(), n, 0, 64, s));
     visit_accumulating("index_add", out.dtype, [&](auto tag) {
@@ -472,7 +474,7 @@ void CudaBackend::index_add(const View& out_, int64_t dim, const View& index, co
   });
 }
 
-void CudaBackend::gather(const View& out_, const View& in_, int64_t dim, const View& index_) {
+void gather(const View& out_, const View& in_, int64_t dim, const View& index_) {
   ANVIL_NVTX_RANGE("gather");
   const View out = at_least_1d(out_), in = at_least_1d(in_), index = at_least_1d(index_);
   dim = shapes::check_gather(out, in, dim, index);
@@ -494,7 +496,7 @@ void CudaBackend::gather(const View& out_, const View& in_, int64_t dim, const V
   });
 }
 
-void CudaBackend::scatter_add(const View& out_, int64_t dim, const View& index_, const View& src_) {
+void scatter_add(const View& out_, int64_t dim, const View& index_, const View& src_) {
   ANVIL_NVTX_RANGE("scatter_add");
   const View out = at_least_1d(out_), index = at_least_1d(index_), src = at_least_1d(src_);
   dim = shapes::check_scatter_add(out, dim, index, src);
@@ -531,5 +533,9 @@ void CudaBackend::scatter_add(const View& out_, int64_t dim, const View& index_,
     ANVIL_CUDA_CHECK_LAUNCH("scatter_add_kernel");
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::IndexSelect, CUDA, index_select);
+ANVIL_REGISTER_KERNEL(kernel::IndexAdd, CUDA, index_add);
+ANVIL_REGISTER_KERNEL(kernel::Gather, CUDA, gather);
 
 }  // namespace anvil::cuda

@@ -20,7 +20,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/norm_kernels.h"
 #include "kernels/cuda/device/column_chunks.cuh"
 #include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
@@ -269,8 +271,8 @@ using shapes::RowLayout;
 
 }  // namespace
 
-void CudaBackend::layer_norm(const View& out, const View& mean, const View& rstd, const View& in, const View* weight,
-                             const View* bias, double eps) {
+void layer_norm(const View& out, const View& mean, const View& rstd, const View& in, const View* weight,
+                const View* bias, double eps) {
   ANVIL_NVTX_RANGE("layer_norm");
   const RowLayout l = shapes::check_layer_norm(out, mean, rstd, in, weight, bias);
   ANVIL_CHECK(out.dtype == in.dtype, "layer_norm: output dtype ", out.dtype, " differs from input dtype ", in.dtype);
@@ -281,11 +283,11 @@ void CudaBackend::layer_norm(const View& out, const View& mean, const View& rstd
     using T = decltype(tag);
     using C = acc_t<T>;
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
-    DenseArg x(*this, in, in.dtype, DenseArg::In), y(*this, out, in.dtype, DenseArg::Out);
-    DenseArg m(*this, mean, kFloat32, DenseArg::Out), r(*this, rstd, kFloat32, DenseArg::Out);
+    DenseArg x(cuda_runtime(), in, in.dtype, DenseArg::In), y(cuda_runtime(), out, in.dtype, DenseArg::Out);
+    DenseArg m(cuda_runtime(), mean, kFloat32, DenseArg::Out), r(cuda_runtime(), rstd, kFloat32, DenseArg::Out);
     std::optional<DenseArg> w, b;
-    if (weight) w.emplace(*this, *weight, acc_dtype, DenseArg::In);
-    if (bias) b.emplace(*this, *bias, acc_dtype, DenseArg::In);
+    if (weight) w.emplace(cuda_runtime(), *weight, acc_dtype, DenseArg::In);
+    if (bias) b.emplace(cuda_runtime(), *bias, acc_dtype, DenseArg::In);
     const C* wp = w ? w->ptr<C>() : nullptr;
     const C* bp = b ? b->ptr<C>() : nullptr;
     if (l.cols == 0) {  // as the CPU: mean 0, rstd 1/sqrt(eps), nothing to write in out
@@ -311,9 +313,8 @@ void CudaBackend::layer_norm(const View& out, const View& mean, const View& rstd
   });
 }
 
-void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                      const View& grad_out, const View& in, const View& mean, const View& rstd,
-                                      const View* weight) {
+void layer_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias, const View& grad_out,
+                         const View& in, const View& mean, const View& rstd, const View* weight) {
   ANVIL_NVTX_RANGE("layer_norm_backward");
   const RowLayout l =
       shapes::check_layer_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, mean, rstd, weight);
@@ -326,17 +327,17 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
     using T = decltype(tag);
     using C = acc_t<T>;
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
-    DenseArg x(*this, in, in.dtype, DenseArg::In), g(*this, grad_out, in.dtype, DenseArg::In);
-    DenseArg m(*this, mean, kFloat32, DenseArg::In), r(*this, rstd, kFloat32, DenseArg::In);
+    DenseArg x(cuda_runtime(), in, in.dtype, DenseArg::In), g(cuda_runtime(), grad_out, in.dtype, DenseArg::In);
+    DenseArg m(cuda_runtime(), mean, kFloat32, DenseArg::In), r(cuda_runtime(), rstd, kFloat32, DenseArg::In);
 
     if (grad_weight || grad_bias) {
       std::optional<DenseArg> gw, gb;
-      if (grad_weight) gw.emplace(*this, *grad_weight, acc_dtype, DenseArg::Out);
-      if (grad_bias) gb.emplace(*this, *grad_bias, acc_dtype, DenseArg::Out);
+      if (grad_weight) gw.emplace(cuda_runtime(), *grad_weight, acc_dtype, DenseArg::Out);
+      if (grad_bias) gb.emplace(cuda_runtime(), *grad_bias, acc_dtype, DenseArg::Out);
       if (l.cols > 0) {
         const dev::RowChunks rc = dev::row_chunks(l.rows);
-        Scratch pw(*this, in.device_index, rc.chunks * l.cols * sizeof(C)),
-            pb(*this, in.device_index, rc.chunks * l.cols * sizeof(C));
+        Scratch pw(cuda_runtime(), in.device_index, rc.chunks * l.cols * sizeof(C)),
+            pb(cuda_runtime(), in.device_index, rc.chunks * l.cols * sizeof(C));
         const dev::ColumnChunkSums<C, 2> sums{{pw.as<C>(), pb.as<C>()},
                                               {gw ? gw->ptr<C>() : nullptr, gb ? gb->ptr<C>() : nullptr}};
         if (l.rows > 0) {
@@ -357,9 +358,9 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
     }
     if (!grad_in.data || l.rows == 0 || l.cols == 0) return;
 
-    DenseArg gi(*this, grad_in, in.dtype, DenseArg::Out);
+    DenseArg gi(cuda_runtime(), grad_in, in.dtype, DenseArg::Out);
     std::optional<DenseArg> w;
-    if (weight) w.emplace(*this, *weight, acc_dtype, DenseArg::In);
+    if (weight) w.emplace(cuda_runtime(), *weight, acc_dtype, DenseArg::In);
     const C* wp = w ? w->ptr<C>() : nullptr;
     if (l.cols <= kWarpRowMaxLength) {
       with_warp_per(l.cols, [&](auto per) {
@@ -380,9 +381,8 @@ void CudaBackend::layer_norm_backward(const View& grad_in, const View* grad_weig
   });
 }
 
-void CudaBackend::add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd,
-                                 const View& x_in, const View& residual, const View* weight, const View* bias,
-                                 double eps) {
+void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd, const View& x_in,
+                    const View& residual, const View* weight, const View* bias, double eps) {
   ANVIL_NVTX_RANGE("add_layer_norm");
   ANVIL_CHECK(x_in.shape == residual.shape && sum_out.shape == x_in.shape && out.shape == x_in.shape,
               "add_layer_norm: shapes differ: x ", x_in.shape, ", residual ", residual.shape, ", sum ", sum_out.shape,
@@ -403,12 +403,12 @@ void CudaBackend::add_layer_norm(const View& out, const View& sum_out, const Vie
     using T = decltype(tag);
     using C = acc_t<T>;
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
-    DenseArg x(*this, x_in, x_in.dtype, DenseArg::In), r(*this, residual, x_in.dtype, DenseArg::In);
-    DenseArg y(*this, out, x_in.dtype, DenseArg::Out), sm(*this, sum_out, x_in.dtype, DenseArg::Out);
-    DenseArg m(*this, mean, kFloat32, DenseArg::Out), rs(*this, rstd, kFloat32, DenseArg::Out);
+    DenseArg x(cuda_runtime(), x_in, x_in.dtype, DenseArg::In), r(cuda_runtime(), residual, x_in.dtype, DenseArg::In);
+    DenseArg y(cuda_runtime(), out, x_in.dtype, DenseArg::Out), sm(cuda_runtime(), sum_out, x_in.dtype, DenseArg::Out);
+    DenseArg m(cuda_runtime(), mean, kFloat32, DenseArg::Out), rs(cuda_runtime(), rstd, kFloat32, DenseArg::Out);
     std::optional<DenseArg> w, b;
-    if (weight) w.emplace(*this, *weight, acc_dtype, DenseArg::In);
-    if (bias) b.emplace(*this, *bias, acc_dtype, DenseArg::In);
+    if (weight) w.emplace(cuda_runtime(), *weight, acc_dtype, DenseArg::In);
+    if (bias) b.emplace(cuda_runtime(), *bias, acc_dtype, DenseArg::In);
     const C* wp = w ? w->ptr<C>() : nullptr;
     const C* bp = b ? b->ptr<C>() : nullptr;
     if (l.cols <= kWarpRowMaxLength) {
@@ -432,5 +432,9 @@ void CudaBackend::add_layer_norm(const View& out, const View& sum_out, const Vie
     rs.commit();
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::LayerNorm, CUDA, layer_norm);
+ANVIL_REGISTER_KERNEL(kernel::LayerNormBackward, CUDA, layer_norm_backward);
+ANVIL_REGISTER_KERNEL(kernel::AddLayerNorm, CUDA, add_layer_norm);
 
 }  // namespace anvil::cuda

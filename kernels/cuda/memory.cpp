@@ -1,7 +1,7 @@
-// CudaBackend's runtime: construction, the state of each GPU (caching
+// CudaRuntime's runtime: construction, the state of each GPU (caching
 // allocator over cudaMalloc, streams, events), host<->device copies, stream
 // ordering and synchronization. The kernels live in the other files named in
-// cuda_backend.h.
+// cuda_runtime.h.
 //
 // Streams. A Stream handle's id maps to a cudaStream_t of its device:
 //   id 0      the legacy default stream (the handle nullptr), as in PyTorch.
@@ -34,7 +34,7 @@
 #include "core/base/caching_allocator.h"
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
 #include "kernels/cuda/event_pool.h"
 #include "kernels/cuda/index_errors.h"
 #include "kernels/cuda/nvtx.h"
@@ -100,7 +100,7 @@ bool is_page_locked_elsewhere(const void* ptr) {
 }
 
 // The current stream id of each device, for this thread. Shared by all
-// CudaBackend objects; the registry makes exactly one.
+// CudaRuntime objects; the registry makes exactly one.
 uint64_t& current_stream_id(int device) {
   thread_local std::vector<uint64_t> ids;
   if (ids.size() <= static_cast<size_t>(device)) ids.resize(static_cast<size_t>(device) + 1, 0);
@@ -159,7 +159,7 @@ uint64_t DeviceStreams::create() {
 
 }  // namespace
 
-struct CudaBackend::DeviceState {
+struct CudaRuntime::DeviceState {
   explicit DeviceState(int d);
 
   const int device;
@@ -266,7 +266,7 @@ class CudaDeviceMemory final : public DeviceMemory {
 
 }  // namespace
 
-CudaBackend::DeviceState::DeviceState(int d) : device(d), streams(d), events(d) {
+CudaRuntime::DeviceState::DeviceState(int d) : device(d), streams(d), events(d) {
   // No CUDA call here: the device's context, streams, events and memory are
   // created on first use, so a process that touches only cuda:0 never
   // initializes the other GPUs.
@@ -280,33 +280,37 @@ CudaBackend::DeviceState::DeviceState(int d) : device(d), streams(d), events(d) 
 
 // --- the backend -----------------------------------------------------------
 
-CudaBackend::CudaBackend() {
+CudaRuntime::CudaRuntime() {
   const int n = runtime::device_count();
-  ANVIL_CHECK(n > 0, "CudaBackend: no CUDA device is visible (cudaGetDeviceCount found none)");
+  ANVIL_CHECK(n > 0, "CudaRuntime: no CUDA device is visible (cudaGetDeviceCount found none)");
   devices_.reserve(static_cast<size_t>(n));
   for (int d = 0; d < n; ++d) devices_.push_back(std::make_unique<DeviceState>(d));
 }
 
-CudaBackend::~CudaBackend() = default;
+CudaRuntime::~CudaRuntime() = default;
 
-int CudaBackend::device_count() const { return static_cast<int>(devices_.size()); }
+int CudaRuntime::device_count() const { return static_cast<int>(devices_.size()); }
 
-CudaBackend::DeviceState& CudaBackend::state(int device) {
+CudaRuntime::DeviceState& CudaRuntime::state(int device) {
   ANVIL_CHECK(device >= 0 && device < static_cast<int>(devices_.size()), "cuda: device index ", device,
               " is out of range: ", devices_.size(), " GPU(s) visible");
   return *devices_[static_cast<size_t>(device)];
 }
 
-cudaStream_t CudaBackend::stream(int device) { return state(device).streams.lookup(current_stream_id(device)); }
+cudaStream_t CudaRuntime::stream(int device) { return state(device).streams.lookup(current_stream_id(device)); }
 
-cudaStream_t CudaBackend::stream(const Stream& s) {
+CudaRuntime& cuda_runtime() { return static_cast<CudaRuntime&>(runtime_for(DeviceType::CUDA)); }
+
+cudaStream_t stream(int device) { return cuda_runtime().stream(device); }
+
+cudaStream_t CudaRuntime::stream(const Stream& s) {
   ANVIL_CHECK(s.device.is_cuda(), "cuda: expected a stream of a cuda device, got one of ", s.device);
   return state(s.device.index).streams.lookup(s.id);
 }
 
-Allocator& CudaBackend::allocator(int device_index) { return *state(device_index).allocator; }
+Allocator& CudaRuntime::allocator(int device_index) { return *state(device_index).allocator; }
 
-Allocator* CudaBackend::pinned_host_allocator() { return &pinned(); }
+Allocator* CudaRuntime::pinned_host_allocator() { return &pinned(); }
 
 namespace {
 
@@ -327,7 +331,7 @@ bool finish_host_copy(EventPool& events, const void* host, cudaStream_t stream, 
 
 }  // namespace
 
-void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index, bool non_blocking) {
+void CudaRuntime::copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index, bool non_blocking) {
   ANVIL_NVTX_RANGE("copy_from_host");
   if (nbytes == 0) return;
   DeviceState& s = state(device_index);
@@ -337,7 +341,7 @@ void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes,
   finish_host_copy(s.events, host_src, st, non_blocking);
 }
 
-void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) {
+void CudaRuntime::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) {
   ANVIL_NVTX_RANGE("copy_to_host");
   if (nbytes == 0) return;
   DeviceState& s = state(device_index);
@@ -349,21 +353,21 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, i
   if (finish_host_copy(s.events, host_dst, st, non_blocking)) raise_pending_index_error(device_index);
 }
 
-Stream CudaBackend::current_stream(int device_index) {
+Stream CudaRuntime::current_stream(int device_index) {
   state(device_index);  // checks the index
   return Stream{Device::cuda(device_index), current_stream_id(device_index)};
 }
 
-void CudaBackend::set_current_stream(const Stream& s) {
+void CudaRuntime::set_current_stream(const Stream& s) {
   stream(s);  // checks the device and the id
   current_stream_id(s.device.index) = s.id;
 }
 
-Stream CudaBackend::new_stream(int device_index) {
+Stream CudaRuntime::new_stream(int device_index) {
   return Stream{Device::cuda(device_index), state(device_index).streams.create()};
 }
 
-void CudaBackend::synchronize(int device_index) {
+void CudaRuntime::synchronize(int device_index) {
   ANVIL_NVTX_RANGE("synchronize");
   state(device_index);
   DeviceGuard guard(device_index);
@@ -371,7 +375,7 @@ void CudaBackend::synchronize(int device_index) {
   raise_pending_index_error(device_index);  // every kernel has finished: a recorded bad index is final
 }
 
-void CudaBackend::stream_wait(const Stream& waiter, const Stream& producer) {
+void CudaRuntime::stream_wait(const Stream& waiter, const Stream& producer) {
   ANVIL_NVTX_RANGE("stream_wait");
   cudaStream_t w = stream(waiter);
   cudaStream_t p = stream(producer);

@@ -13,7 +13,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/index_kernels.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/grid.h"
@@ -104,7 +106,7 @@ __global__ void fill_tiles_kernel(const T* in, dev::OffsetCalculator<1> offs, in
 
 }  // namespace
 
-void CudaBackend::nonzero(const View& out, const View& in) {
+void nonzero(const View& out, const View& in) {
   ANVIL_NVTX_RANGE("nonzero");
   shapes::check_nonzero(out, in);
   ANVIL_CHECK(in.dim() <= kMaxRank, "nonzero: at most ", kMaxRank, " dims are supported on CUDA, got input ", in.shape);
@@ -117,8 +119,8 @@ void CudaBackend::nonzero(const View& out, const View& in) {
   for (int d = 0; d < shape.rank; ++d) shape.size[d] = in.shape[d];
   const auto offs = make_offset_calculator<1>("nonzero", {&in});
   const int64_t tiles = ceil_div(n, kTile);
-  Scratch counts(*this, in.device_index, tiles * sizeof(int64_t)),
-      first(*this, in.device_index, tiles * sizeof(int64_t));
+  Scratch counts(cuda_runtime(), in.device_index, tiles * sizeof(int64_t)),
+      first(cuda_runtime(), in.device_index, tiles * sizeof(int64_t));
   const unsigned blocks = capped_blocks(tiles, 1);
   visit_device_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -133,5 +135,7 @@ void CudaBackend::nonzero(const View& out, const View& in) {
     ANVIL_CUDA_CHECK_LAUNCH("fill_tiles_kernel");
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Nonzero, CUDA, nonzero);
 
 }  // namespace anvil::cuda

@@ -5,7 +5,7 @@
 // a push/pop is a check of a function pointer, cheap enough to leave in
 // release builds.
 //
-//   void CudaBackend::binary(BinaryOp op, ...) {
+//   void binary(BinaryOp op, ...) {
 //     ANVIL_NVTX_RANGE("binary");   // first statement; the range ends with the scope
 //     ...
 //   }

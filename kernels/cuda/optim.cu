@@ -19,7 +19,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/optim_kernels.h"
 #include "kernels/cuda/grid.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nvtx.h"
@@ -228,8 +230,8 @@ template <typename T> SGDOp<T> make_sgd(const SGDParams& hp) {
 
 }  // namespace
 
-void CudaBackend::adamw(std::span<const View> params, std::span<const View> grads, std::span<const View> exp_avg,
-                        std::span<const View> exp_avg_sq, const AdamWParams& p) {
+void adamw(std::span<const View> params, std::span<const View> grads, std::span<const View> exp_avg,
+           std::span<const View> exp_avg_sq, const AdamWParams& p) {
   ANVIL_NVTX_RANGE("adamw");
   const char* name = p.decoupled ? "adamw" : "adam";
   check_optimizer_lists(name, params, {grads, exp_avg, exp_avg_sq});
@@ -250,8 +252,8 @@ void CudaBackend::adamw(std::span<const View> params, std::span<const View> grad
   }
 }
 
-void CudaBackend::sgd(std::span<const View> params, std::span<const View> grads, std::span<const View> momentum,
-                      const SGDParams& p) {
+void sgd(std::span<const View> params, std::span<const View> grads, std::span<const View> momentum,
+         const SGDParams& p) {
   ANVIL_NVTX_RANGE("sgd");
   const bool use_momentum = p.momentum != 0.0;
   check_optimizer_lists("sgd", params, {grads});
@@ -271,5 +273,8 @@ void CudaBackend::sgd(std::span<const View> params, std::span<const View> grads,
       launch_multi_tensor<double, 3>(s, lists, g.tensors, make_sgd<double>(p), used);
   }
 }
+
+ANVIL_REGISTER_KERNEL(kernel::AdamW, CUDA, adamw);
+ANVIL_REGISTER_KERNEL(kernel::SGD, CUDA, sgd);
 
 }  // namespace anvil::cuda

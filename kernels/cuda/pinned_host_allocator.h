@@ -13,7 +13,7 @@
 // the waste is bounded by half the block.
 //
 // A block must not be reused while an asynchronous copy still reads or
-// writes it. CudaBackend's copies call record_use(), which records an event
+// writes it. CudaRuntime's copies call record_use(), which records an event
 // on the copy's stream; a freed block goes back to its free list only once
 // all its events have completed.
 #include <cuda_runtime_api.h>

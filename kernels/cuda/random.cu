@@ -18,7 +18,9 @@
 #include "core/base/error.h"
 #include "core/base/philox.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/random_kernels.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/device/vector_access.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
@@ -184,7 +186,7 @@ template <typename T, bool kNormal> void launch_random(cudaStream_t s, const Vie
 
 }  // namespace
 
-void CudaBackend::random(const View& out, const RandomParams& p) {
+void random(const View& out, const RandomParams& p) {
   ANVIL_NVTX_RANGE("random");
   const bool normal = p.kind == RandomKind::Normal;
   if (out.numel() == 0) return;
@@ -215,7 +217,7 @@ void CudaBackend::random(const View& out, const RandomParams& p) {
   }
 }
 
-void CudaBackend::dropout(const View& out, const View& mask, const View& in, double p, uint64_t seed, uint64_t offset) {
+void dropout(const View& out, const View& mask, const View& in, double p, uint64_t seed, uint64_t offset) {
   ANVIL_NVTX_RANGE("dropout");
   ANVIL_CHECK(out.shape == in.shape && mask.shape == in.shape, "dropout: shapes differ: out ", out.shape, ", mask ",
               mask.shape, ", in ", in.shape);
@@ -248,5 +250,8 @@ void CudaBackend::dropout(const View& out, const View& mask, const View& in, dou
     ANVIL_CUDA_CHECK_LAUNCH("dropout_kernel");
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Dropout, CUDA, dropout);
+ANVIL_REGISTER_KERNEL(kernel::Random, CUDA, random);
 
 }  // namespace anvil::cuda

@@ -1,4 +1,4 @@
-// CudaBackend::reduce: the CPU's validation (same checks and messages), then
+// kernel::Reduce: the CPU's validation (same checks and messages), then
 // one of four families, each in its own file so nvcc compiles them in
 // parallel: reduce_sum.cu (sum, mean, prod, finite norms), reduce_extreme.cu
 // (max, min, inf-norms), reduce_arg.cu (argmax, argmin), reduce_var.cu.
@@ -7,20 +7,22 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/reduce_kernels.cuh"
 
 namespace anvil::cuda {
 
-void CudaBackend::reduce(ReduceOp op, const View& out, const View& in, const ReduceParams& p) {
+void reduce(ReduceOp op, const View& out, const View& in, const ReduceParams& p) {
   ANVIL_NVTX_RANGE("reduce");
   shapes::check_reduce(op, out, in);  // the CPU's checks and messages
   const reduce_detail::Plan plan(out, in);
   if (plan.n_out == 0) return;
   shapes::check_reduce_not_empty(op, plan, in.shape);
   DeviceGuard guard(in.device_index);
-  const reduce_detail::Launch l{*this, stream(in.device_index), in.device_index};
+  const reduce_detail::Launch l{cuda_runtime(), stream(in.device_index), in.device_index};
   using namespace reduce_detail;
   switch (op) {
     case ReduceOp::Sum:
@@ -41,5 +43,7 @@ void CudaBackend::reduce(ReduceOp op, const View& out, const View& in, const Red
   }
   fail("reduce: unknown op ", static_cast<int>(op));
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Reduce, CUDA, reduce);
 
 }  // namespace anvil::cuda

@@ -26,7 +26,7 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
 #include "kernels/cuda/device/block_reduce.cuh"
 #include "kernels/cuda/device/offset_calculator.cuh"
 #include "kernels/cuda/device/reduce_ops.cuh"
@@ -253,7 +253,7 @@ inline ReduceGeometry make_geometry(const Plan& plan) {
 }
 
 struct Launch {
-  CudaBackend& backend;
+  CudaRuntime& backend;
   cudaStream_t stream;
   int device;
 };

@@ -18,7 +18,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/norm_kernels.h"
 #include "kernels/cuda/device/column_chunks.cuh"
 #include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
@@ -107,8 +109,8 @@ unsigned row_grid(int64_t rows) {
 
 }  // namespace
 
-void CudaBackend::rms_norm_backward(const View& grad_in, const View* grad_weight, const View& grad_out, const View& in,
-                                    const View* weight, double eps) {
+void rms_norm_backward(const View& grad_in, const View* grad_weight, const View& grad_out, const View& in,
+                       const View* weight, double eps) {
   ANVIL_NVTX_RANGE("rms_norm_backward");
   const shapes::RowLayout l = shapes::check_rms_norm_backward(grad_in, grad_weight, grad_out, in, weight);
   DeviceGuard guard(in.device_index);
@@ -118,18 +120,18 @@ void CudaBackend::rms_norm_backward(const View& grad_in, const View* grad_weight
     using C = acc_t<T>;
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
     std::optional<DenseArg> gw;
-    if (grad_weight) gw.emplace(*this, *grad_weight, acc_dtype, DenseArg::Out);
+    if (grad_weight) gw.emplace(cuda_runtime(), *grad_weight, acc_dtype, DenseArg::Out);
     if (l.rows == 0 || l.cols == 0) {  // no rows: a zero weight gradient; no columns: nothing to write
       if (gw) fill(gw->view(), Scalar(0.0));
       if (gw) gw->commit();
       return;
     }
-    DenseArg x(*this, in, in.dtype, DenseArg::In), g(*this, grad_out, in.dtype, DenseArg::In);
+    DenseArg x(cuda_runtime(), in, in.dtype, DenseArg::In), g(cuda_runtime(), grad_out, in.dtype, DenseArg::In);
     std::optional<DenseArg> gi, w;
-    if (grad_in.data) gi.emplace(*this, grad_in, in.dtype, DenseArg::Out);
-    if (weight) w.emplace(*this, *weight, acc_dtype, DenseArg::In);
+    if (grad_in.data) gi.emplace(cuda_runtime(), grad_in, in.dtype, DenseArg::Out);
+    if (weight) w.emplace(cuda_runtime(), *weight, acc_dtype, DenseArg::In);
     std::optional<Scratch> row_rstd;
-    if (gw) row_rstd.emplace(*this, in.device_index, l.rows * sizeof(C));
+    if (gw) row_rstd.emplace(cuda_runtime(), in.device_index, l.rows * sizeof(C));
     launch_kernel(rms_norm_backward_warp_kernel<T>, row_grid(l.rows), 32 * kRmsRowsPerBlock, 0, s)(
         gi ? gi->ptr<T>() : nullptr, row_rstd ? row_rstd->as<C>() : nullptr, g.ptr<T>(), x.ptr<T>(),
         w ? w->ptr<C>() : nullptr, l.rows, l.cols, C(eps));
@@ -137,7 +139,7 @@ void CudaBackend::rms_norm_backward(const View& grad_in, const View* grad_weight
     if (gi) gi->commit();
     if (!gw) return;
     const dev::RowChunks rc = dev::row_chunks(l.rows);
-    Scratch partial(*this, in.device_index, rc.chunks * l.cols * sizeof(C));
+    Scratch partial(cuda_runtime(), in.device_index, rc.chunks * l.cols * sizeof(C));
     const dev::ColumnChunkSums<C, 1> sums{{partial.as<C>()}, {gw->ptr<C>()}};
     const dim3 grid(static_cast<unsigned>(ceil_div(l.cols, dev::kColTile)), static_cast<unsigned>(rc.chunks));
     launch_kernel(rms_norm_weight_grad_partial_kernel<T>, grid, dim3(dev::kColTile, dev::kRowLanes), 0, s)(
@@ -149,7 +151,7 @@ void CudaBackend::rms_norm_backward(const View& grad_in, const View* grad_weight
   });
 }
 
-void CudaBackend::rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) {
+void rms_norm(const View& out, const View& rstd, const View& in, const View* weight, double eps) {
   ANVIL_NVTX_RANGE("rms_norm");
   const shapes::RowLayout l = shapes::check_rms_norm(out, rstd, in, weight);
   if (l.rows == 0) return;
@@ -159,10 +161,10 @@ void CudaBackend::rms_norm(const View& out, const View& rstd, const View& in, co
     using T = decltype(tag);
     using C = acc_t<T>;
     const DType acc_dtype = sizeof(C) == 8 ? kFloat64 : kFloat32;
-    DenseArg x(*this, in, in.dtype, DenseArg::In), y(*this, out, in.dtype, DenseArg::Out);
-    DenseArg r(*this, rstd, kFloat32, DenseArg::Out);
+    DenseArg x(cuda_runtime(), in, in.dtype, DenseArg::In), y(cuda_runtime(), out, in.dtype, DenseArg::Out);
+    DenseArg r(cuda_runtime(), rstd, kFloat32, DenseArg::Out);
     std::optional<DenseArg> w;
-    if (weight) w.emplace(*this, *weight, acc_dtype, DenseArg::In);
+    if (weight) w.emplace(cuda_runtime(), *weight, acc_dtype, DenseArg::In);
     if (l.cols == 0) {  // as the CPU: rstd 1/sqrt(eps), nothing to write in out
       fill(r.view(), Scalar(1.0 / std::sqrt(eps)));
     } else {
@@ -174,5 +176,8 @@ void CudaBackend::rms_norm(const View& out, const View& rstd, const View& in, co
     r.commit();
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::RmsNorm, CUDA, rms_norm);
+ANVIL_REGISTER_KERNEL(kernel::RmsNormBackward, CUDA, rms_norm_backward);
 
 }  // namespace anvil::cuda

@@ -16,7 +16,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/cuda/device/dtype.cuh"
 #include "kernels/cuda/device/dynamic_shared.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
@@ -104,7 +106,7 @@ void launch_scan(cudaStream_t s, T* y, const T* x, int64_t outer, int64_t n, int
 
 }  // namespace
 
-void CudaBackend::scan(ScanOp op, const View& out, const View& in, int64_t dim) {
+void scan(ScanOp op, const View& out, const View& in, int64_t dim) {
   const char* name = ops::scan_name(op);
   ANVIL_NVTX_RANGE(name);
   ANVIL_CHECK(out.shape == in.shape && out.dtype == in.dtype, name, ": output ", out.dtype, out.shape,
@@ -122,7 +124,7 @@ void CudaBackend::scan(ScanOp op, const View& out, const View& in, int64_t dim) 
   }
   DeviceGuard guard(in.device_index);
   const cudaStream_t s = stream(in.device_index);
-  DenseArg x(*this, in, in.dtype, DenseArg::In), y(*this, out, out.dtype, DenseArg::Out);
+  DenseArg x(cuda_runtime(), in, in.dtype, DenseArg::In), y(cuda_runtime(), out, out.dtype, DenseArg::Out);
   visit_device_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     switch (op) {
@@ -138,5 +140,7 @@ void CudaBackend::scan(ScanOp op, const View& out, const View& in, int64_t dim) 
   });
   y.commit();
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Scan, CUDA, scan);
 
 }  // namespace anvil::cuda

@@ -12,7 +12,9 @@
 #include "core/base/determinism.h"
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/index_kernels.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
 #include "kernels/cuda/grid.h"
@@ -77,7 +79,7 @@ __global__ void scatter_serial_kernel(T* out, const int64_t* index, const T* src
 
 }  // namespace
 
-void CudaBackend::scatter(const View& out_, int64_t dim, const View& index_, const View& src_, ScatterReduce reduce) {
+void scatter(const View& out_, int64_t dim, const View& index_, const View& src_, ScatterReduce reduce) {
   if (reduce == ScatterReduce::Add) return scatter_add(out_, dim, index_, src_);
   ANVIL_NVTX_RANGE("scatter");
   const View out = at_least_1d(out_), index = at_least_1d(index_), src = at_least_1d(src_);
@@ -117,5 +119,7 @@ void CudaBackend::scatter(const View& out_, int64_t dim, const View& index_, con
     ANVIL_CUDA_CHECK_LAUNCH("scatter_overwrite_kernel");
   });
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Scatter, CUDA, scatter);
 
 }  // namespace anvil::cuda

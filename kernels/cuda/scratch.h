@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
 #include "kernels/view.h"
 
 namespace anvil::cuda {
@@ -22,7 +22,7 @@ namespace anvil::cuda {
 class Scratch {
  public:
   Scratch() = default;
-  Scratch(CudaBackend& backend, int device, size_t nbytes) : allocator_(&backend.allocator(device)) {
+  Scratch(CudaRuntime& backend, int device, size_t nbytes) : allocator_(&backend.allocator(device)) {
     if (nbytes > 0) ptr_ = allocator_->allocate(nbytes, backend.current_stream(device).id);
   }
   Scratch(Scratch&& o) noexcept : allocator_(o.allocator_), ptr_(std::exchange(o.ptr_, nullptr)) {}
@@ -57,7 +57,7 @@ struct DenseBuffer {
 };
 
 // Uninitialised.
-inline DenseBuffer dense_buffer(CudaBackend& backend, int device, DType dtype, const Shape& shape) {
+inline DenseBuffer dense_buffer(CudaRuntime& backend, int device, DType dtype, const Shape& shape) {
   DenseBuffer t;
   t.view.dtype = dtype;
   t.view.shape = shape;
@@ -69,7 +69,7 @@ inline DenseBuffer dense_buffer(CudaBackend& backend, int device, DType dtype, c
 }
 
 // `src` copied (and cast to `dtype`) through the backend's strided copy.
-inline DenseBuffer dense_copy(CudaBackend& backend, const View& src, DType dtype) {
+inline DenseBuffer dense_copy(CudaRuntime& backend, const View& src, DType dtype) {
   DenseBuffer t = dense_buffer(backend, src.device_index, dtype, src.shape);
   if (src.numel() > 0) backend.copy(t.view, src);
   return t;
@@ -82,14 +82,14 @@ inline DenseBuffer dense_copy(CudaBackend& backend, const View& src, DType dtype
 class DenseArg {
  public:
   enum Mode { In, Out, InOut };
-  DenseArg(CudaBackend& backend, const View& v, DType want, Mode mode)
+  DenseArg(CudaRuntime& backend, const View& v, DType want, Mode mode)
       : backend_(&backend), orig_(v), dense_(v), mode_(mode) {
     if (v.is_contiguous() && v.dtype == want) return;
     buffer_ = mode == Out ? dense_buffer(backend, v.device_index, want, v.shape) : dense_copy(backend, v, want);
     dense_ = buffer_.view;
   }
   // An output (or in-out) in its own dtype.
-  DenseArg(CudaBackend& backend, const View& v, Mode mode) : DenseArg(backend, v, v.dtype, mode) {}
+  DenseArg(CudaRuntime& backend, const View& v, Mode mode) : DenseArg(backend, v, v.dtype, mode) {}
 
   const View& view() const { return dense_; }
   void* data() const { return dense_.data; }
@@ -100,7 +100,7 @@ class DenseArg {
   }
 
  private:
-  CudaBackend* backend_;
+  CudaRuntime* backend_;
   View orig_, dense_;
   Mode mode_;
   DenseBuffer buffer_;

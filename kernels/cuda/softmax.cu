@@ -24,7 +24,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/softmax_loss_kernels.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
 #include "kernels/cuda/device/warp_row.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
@@ -334,7 +336,7 @@ RowLayout row_layout(const Shape& shape, int64_t dim) {
 
 }  // namespace
 
-void CudaBackend::softmax(const View& out, const View& in, int64_t dim, bool log) {
+void softmax(const View& out, const View& in, int64_t dim, bool log) {
   ANVIL_NVTX_RANGE("softmax");
   const char* name = log ? "log_softmax" : "softmax";
   ANVIL_CHECK(out.shape == in.shape, name, ": output shape ", out.shape, " differs from input shape ", in.shape);
@@ -345,7 +347,7 @@ void CudaBackend::softmax(const View& out, const View& in, int64_t dim, bool log
   if (in.numel() == 0) return;
   DeviceGuard guard(in.device_index);
   const cudaStream_t s = stream(in.device_index);
-  DenseArg x(*this, in, in.dtype, DenseArg::In), y(*this, out, out.dtype, DenseArg::Out);
+  DenseArg x(cuda_runtime(), in, in.dtype, DenseArg::In), y(cuda_runtime(), out, out.dtype, DenseArg::Out);
   const RowLayout l = row_layout(in.shape, dim);
   visit_floating_device_dtype(name, in.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -357,7 +359,7 @@ void CudaBackend::softmax(const View& out, const View& in, int64_t dim, bool log
   y.commit();
 }
 
-void CudaBackend::softmax_backward(const View& grad_in, const View& grad_out, const View& out, int64_t dim, bool log) {
+void softmax_backward(const View& grad_in, const View& grad_out, const View& out, int64_t dim, bool log) {
   ANVIL_NVTX_RANGE("softmax_backward");
   const char* name = log ? "log_softmax_backward" : "softmax_backward";
   ANVIL_CHECK(grad_in.shape == out.shape && grad_out.shape == out.shape, name, ": shapes differ: grad_in ",
@@ -370,8 +372,8 @@ void CudaBackend::softmax_backward(const View& grad_in, const View& grad_out, co
   if (out.numel() == 0) return;
   DeviceGuard guard(out.device_index);
   const cudaStream_t s = stream(out.device_index);
-  DenseArg gi(*this, grad_in, out.dtype, DenseArg::Out), go(*this, grad_out, out.dtype, DenseArg::In),
-      y(*this, out, out.dtype, DenseArg::In);
+  DenseArg gi(cuda_runtime(), grad_in, out.dtype, DenseArg::Out), go(cuda_runtime(), grad_out, out.dtype, DenseArg::In),
+      y(cuda_runtime(), out, out.dtype, DenseArg::In);
   const RowLayout l = row_layout(out.shape, dim);
   visit_floating_device_dtype(name, out.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -382,5 +384,8 @@ void CudaBackend::softmax_backward(const View& grad_in, const View& grad_out, co
   });
   gi.commit();
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Softmax, CUDA, softmax);
+ANVIL_REGISTER_KERNEL(kernel::SoftmaxBackward, CUDA, softmax_backward);
 
 }  // namespace anvil::cuda

@@ -14,7 +14,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/cuda/device/dtype.cuh"
 #include "kernels/cuda/device/dynamic_shared.cuh"
 #include "kernels/cuda/dtype_dispatch.h"
@@ -144,7 +146,7 @@ __global__ void bitonic_write_kernel(T* values, int64_t* indices, const T* in, c
 }
 
 template <typename T>
-void launch_sort(CudaBackend& backend, int device, cudaStream_t s, T* values, int64_t* indices, const T* in,
+void launch_sort(CudaRuntime& backend, int device, cudaStream_t s, T* values, int64_t* indices, const T* in,
                  int64_t outer, int64_t n, int64_t inner, bool desc) {
   using K = dev::compute_t<T>;
   ANVIL_CHECK(n <= (int64_t{1} << 30), "sort: rows of ", n, " elements are longer than the CUDA sort handles (2^30)");
@@ -179,7 +181,7 @@ void launch_sort(CudaBackend& backend, int device, cudaStream_t s, T* values, in
 
 }  // namespace
 
-void CudaBackend::sort(const View& values, const View& indices, const View& in, int64_t dim, const SortParams& p) {
+void sort(const View& values, const View& indices, const View& in, int64_t dim, const SortParams& p) {
   ANVIL_NVTX_RANGE("sort");
   ANVIL_CHECK(
       values.shape == in.shape && indices.shape == in.shape && values.dtype == in.dtype && indices.dtype == kInt64,
@@ -196,14 +198,17 @@ void CudaBackend::sort(const View& values, const View& indices, const View& in, 
   }
   DeviceGuard guard(in.device_index);
   const cudaStream_t s = stream(in.device_index);
-  DenseArg x(*this, in, in.dtype, DenseArg::In), v(*this, values, values.dtype, DenseArg::Out),
-      i(*this, indices, kInt64, DenseArg::Out);
+  DenseArg x(cuda_runtime(), in, in.dtype, DenseArg::In), v(cuda_runtime(), values, values.dtype, DenseArg::Out),
+      i(cuda_runtime(), indices, kInt64, DenseArg::Out);
   visit_device_dtype(in.dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch_sort<T>(*this, in.device_index, s, v.ptr<T>(), i.ptr<int64_t>(), x.ptr<T>(), outer, n, inner, p.descending);
+    launch_sort<T>(cuda_runtime(), in.device_index, s, v.ptr<T>(), i.ptr<int64_t>(), x.ptr<T>(), outer, n, inner,
+                   p.descending);
   });
   v.commit();
   i.commit();
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Sort, CUDA, sort);
 
 }  // namespace anvil::cuda

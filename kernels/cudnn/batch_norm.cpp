@@ -15,7 +15,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/norm_kernels.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/scratch.h"
 #include "kernels/cudnn/cudnn_handles.h"
@@ -46,16 +48,16 @@ View flat(const View& v, int64_t c) {
 // dense (cast) copy; write_back() copies a modified copy back to the view.
 class ParamBuffer {
  public:
-  ParamBuffer(CudaBackend& backend, const View* v, DType param, int64_t c, bool read) {
+  ParamBuffer(CudaRuntime& backend, const View* v, DType param, int64_t c, bool read) {
     if (v) arg_.emplace(backend, flat(*v, c), param, read ? DenseArg::InOut : DenseArg::Out);
   }
   // Ones or zeros when the caller gave no view (weight/bias absent).
-  ParamBuffer(CudaBackend& backend, int device, DType param, int64_t c, double value)
+  ParamBuffer(CudaRuntime& backend, int device, DType param, int64_t c, double value)
       : buffer_(dense_buffer(backend, device, param, {c})) {
-    backend.fill(buffer_.view, Scalar(value));
+    kernel_for<kernel::Fill>(backend.type())(buffer_.view, Scalar(value));
   }
   // Scratch of C values, written by cuDNN and not wanted by the caller.
-  static ParamBuffer scratch(CudaBackend& backend, int device, DType param, int64_t c) {
+  static ParamBuffer scratch(CudaRuntime& backend, int device, DType param, int64_t c) {
     ParamBuffer b(backend, nullptr, param, c, false);
     b.buffer_ = dense_buffer(backend, device, param, {c});
     return b;
@@ -73,9 +75,8 @@ class ParamBuffer {
 
 }  // namespace
 
-void CudaBackend::batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
-                             const View* weight, const View* bias, const View* running_mean, const View* running_var,
-                             const BatchNormParams& p) {
+void batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in, const View* weight,
+                const View* bias, const View* running_mean, const View* running_var, const BatchNormParams& p) {
   ANVIL_NVTX_RANGE("batch_norm");
   const char* op = "batch_norm";
   const ChannelLayout l =
@@ -88,14 +89,17 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
   cudaStream_t s = stream(device);
   cudnnHandle_t handle = cudnn_handle(device, s);
 
-  const DenseArg x(*this, in, dtype, DenseArg::In);
-  DenseArg y(*this, out, DenseArg::Out);
+  const DenseArg x(cuda_runtime(), in, dtype, DenseArg::In);
+  DenseArg y(cuda_runtime(), out, DenseArg::Out);
   TensorDesc x_desc, param_desc;
   x_desc.set_nchw(type, l.n, l.c, l.s, 1);
   ANVIL_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(param_desc, x_desc, CUDNN_BATCHNORM_SPATIAL));
-  ParamBuffer w = weight ? ParamBuffer(*this, weight, param, l.c, true) : ParamBuffer(*this, device, param, l.c, 1.0);
-  ParamBuffer b = bias ? ParamBuffer(*this, bias, param, l.c, true) : ParamBuffer(*this, device, param, l.c, 0.0);
-  ParamBuffer mean_out(*this, &save_mean, param, l.c, false), invstd_out(*this, &save_invstd, param, l.c, false);
+  ParamBuffer w = weight ? ParamBuffer(cuda_runtime(), weight, param, l.c, true)
+                         : ParamBuffer(cuda_runtime(), device, param, l.c, 1.0);
+  ParamBuffer b =
+      bias ? ParamBuffer(cuda_runtime(), bias, param, l.c, true) : ParamBuffer(cuda_runtime(), device, param, l.c, 0.0);
+  ParamBuffer mean_out(cuda_runtime(), &save_mean, param, l.c, false),
+      invstd_out(cuda_runtime(), &save_invstd, param, l.c, false);
   const CudnnScalars& sc = cudnn_scalars();
   // cuDNN computes in float for all but double inputs.
   const void* one = sc.one(dtype);
@@ -104,10 +108,10 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
   if (p.training) {
     // cuDNN updates both running statistics or neither.
     const bool running = running_mean || running_var;
-    ParamBuffer rm = running_mean ? ParamBuffer(*this, running_mean, param, l.c, true)
-                                  : ParamBuffer::scratch(*this, device, param, l.c);
-    ParamBuffer rv = running_var ? ParamBuffer(*this, running_var, param, l.c, true)
-                                 : ParamBuffer::scratch(*this, device, param, l.c);
+    ParamBuffer rm = running_mean ? ParamBuffer(cuda_runtime(), running_mean, param, l.c, true)
+                                  : ParamBuffer::scratch(cuda_runtime(), device, param, l.c);
+    ParamBuffer rv = running_var ? ParamBuffer(cuda_runtime(), running_var, param, l.c, true)
+                                 : ParamBuffer::scratch(cuda_runtime(), device, param, l.c);
     if (running && !running_mean) fill(View{rm.data(), param, {l.c}, {1}, device}, Scalar(0.0));
     if (running && !running_var) fill(View{rv.data(), param, {l.c}, {1}, device}, Scalar(1.0));
     ANVIL_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
@@ -117,7 +121,7 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
     rm.write_back();
     rv.write_back();
   } else {
-    ParamBuffer rm(*this, running_mean, param, l.c, true), rv(*this, running_var, param, l.c, true);
+    ParamBuffer rm(cuda_runtime(), running_mean, param, l.c, true), rv(cuda_runtime(), running_var, param, l.c, true);
     ANVIL_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(handle, CUDNN_BATCHNORM_SPATIAL, one, zero, x_desc,
                                                               x.data(), x_desc, y.data(), param_desc, w.data(),
                                                               b.data(), rm.data(), rv.data(), p.eps));
@@ -128,9 +132,9 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
   y.commit();
 }
 
-void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                      const View& grad_out, const View& in, const View* weight, const View& save_mean,
-                                      const View& save_invstd, const BatchNormParams& p) {
+void batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias, const View& grad_out,
+                         const View& in, const View* weight, const View& save_mean, const View& save_invstd,
+                         const BatchNormParams& p) {
   ANVIL_NVTX_RANGE("batch_norm_backward");
   const char* op = "batch_norm_backward";
   const ChannelLayout l =
@@ -147,26 +151,28 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
     return;
   }
 
-  const DenseArg x(*this, in, dtype, DenseArg::In), dy(*this, grad_out, dtype, DenseArg::In);
-  ParamBuffer mean(*this, &save_mean, param, l.c, true), invstd(*this, &save_invstd, param, l.c, true);
-  ParamBuffer gw = grad_weight ? ParamBuffer(*this, grad_weight, param, l.c, false)
-                               : ParamBuffer::scratch(*this, device, param, l.c);
-  ParamBuffer gb =
-      grad_bias ? ParamBuffer(*this, grad_bias, param, l.c, false) : ParamBuffer::scratch(*this, device, param, l.c);
+  const DenseArg x(cuda_runtime(), in, dtype, DenseArg::In), dy(cuda_runtime(), grad_out, dtype, DenseArg::In);
+  ParamBuffer mean(cuda_runtime(), &save_mean, param, l.c, true),
+      invstd(cuda_runtime(), &save_invstd, param, l.c, true);
+  ParamBuffer gw = grad_weight ? ParamBuffer(cuda_runtime(), grad_weight, param, l.c, false)
+                               : ParamBuffer::scratch(cuda_runtime(), device, param, l.c);
+  ParamBuffer gb = grad_bias ? ParamBuffer(cuda_runtime(), grad_bias, param, l.c, false)
+                             : ParamBuffer::scratch(cuda_runtime(), device, param, l.c);
   std::optional<DenseArg> dx;
   DenseBuffer dx_scratch;  // cuDNN always writes dx
   void* dx_data = nullptr;
   if (grad_in.data) {
     ANVIL_CHECK(grad_in.dtype == dtype, "batch_norm_backward: grad_in dtype ", dtype_name(grad_in.dtype),
                 " differs from input dtype ", dtype_name(dtype));
-    dx.emplace(*this, grad_in, DenseArg::Out);
+    dx.emplace(cuda_runtime(), grad_in, DenseArg::Out);
     dx_data = dx->data();
   }
 
   if (p.training) {
-    ParamBuffer w = weight ? ParamBuffer(*this, weight, param, l.c, true) : ParamBuffer(*this, device, param, l.c, 1.0);
+    ParamBuffer w = weight ? ParamBuffer(cuda_runtime(), weight, param, l.c, true)
+                           : ParamBuffer(cuda_runtime(), device, param, l.c, 1.0);
     if (!dx_data) {
-      dx_scratch = dense_buffer(*this, device, dtype, in.shape);
+      dx_scratch = dense_buffer(cuda_runtime(), device, dtype, in.shape);
       dx_data = dx_scratch.view.data;
     }
     cudnnHandle_t handle = cudnn_handle(device, s);
@@ -179,7 +185,7 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
                                                       dy.data(), x_desc, dx_data, param_desc, w.data(), gw.data(),
                                                       gb.data(), p.eps, mean.data(), invstd.data()));
   } else {
-    ParamBuffer w(*this, weight, param, l.c, true);  // null data when there is no weight
+    ParamBuffer w(cuda_runtime(), weight, param, l.c, true);  // null data when there is no weight
     batch_norm_eval_backward(dtype, param, dx_data, grad_weight ? gw.data() : nullptr, grad_bias ? gb.data() : nullptr,
                              dy.data(), x.data(), w.data(), mean.data(), invstd.data(), l.n, l.c, l.s, s);
   }
@@ -187,5 +193,8 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
   gb.write_back();
   if (dx) dx->commit();
 }
+
+ANVIL_REGISTER_KERNEL(kernel::BatchNorm, CUDA, batch_norm);
+ANVIL_REGISTER_KERNEL(kernel::BatchNormBackward, CUDA, batch_norm_backward);
 
 }  // namespace anvil::cuda

@@ -20,7 +20,9 @@
 #include "kernels/cuda/algo_cache.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/conv2d_im2col.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/conv_pool_kernels.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/scratch.h"
 #include "kernels/cudnn/cudnn_handles.h"
@@ -166,7 +168,7 @@ AlgoChoice choose(Direction dir, const char* op, cudnnHandle_t handle, const Con
 
 }  // namespace
 
-void CudaBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) {
+void conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) {
   ANVIL_NVTX_RANGE("conv2d");
   const char* op = "conv2d";
   const ConvGeometry g = conv_geometry(in.shape, weight.shape, out.shape, bias, p);
@@ -175,8 +177,8 @@ void CudaBackend::conv2d(const View& out, const View& in, const View& weight, co
   const int device = out.device_index;
   DeviceGuard guard(device);
   if (out.numel() == 0) return;
-  const DenseArg x(*this, in, dtype, DenseArg::In), w(*this, weight, dtype, DenseArg::In);
-  DenseArg y(*this, out, DenseArg::Out);
+  const DenseArg x(cuda_runtime(), in, dtype, DenseArg::In), w(cuda_runtime(), weight, dtype, DenseArg::In);
+  DenseArg y(cuda_runtime(), out, DenseArg::Out);
   ConvDescriptors d(op, g, dtype);
   cudnnHandle_t handle = cudnn_handle(device, stream(device));
   const AlgoChoice choice = choose(Direction::Forward, op, handle, d, device, dtype, g);
@@ -184,16 +186,15 @@ void CudaBackend::conv2d(const View& out, const View& in, const View& weight, co
   const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo);
   size_t ws_bytes = 0;
   ANVIL_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y, algo, &ws_bytes));
-  Scratch ws(*this, device, ws_bytes);
+  Scratch ws(cuda_runtime(), device, ws_bytes);
   const CudnnScalars& s = cudnn_scalars();
   ANVIL_CUDNN_CHECK(cudnnConvolutionForward(handle, s.one(dtype), d.x, x.data(), d.w, w.data(), d.conv, algo, ws.get(),
                                             ws_bytes, s.zero(dtype), d.y, y.data()));
   y.commit();
-  if (bias) add_conv_bias(*this, out, *bias);
+  if (bias) add_conv_bias(cuda_runtime(), out, *bias);
 }
 
-void CudaBackend::conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
-                                        const Conv2dParams& p) {
+void conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight, const Conv2dParams& p) {
   ANVIL_NVTX_RANGE("conv2d_backward_input");
   const char* op = "conv2d_backward_input";
   const ConvGeometry g = conv_geometry(op, grad_in.shape, weight.shape, grad_out.shape, p);
@@ -206,8 +207,8 @@ void CudaBackend::conv2d_backward_input(const View& grad_in, const View& grad_ou
     fill(grad_in, Scalar(0.0));
     return;
   }
-  const DenseArg dy(*this, grad_out, dtype, DenseArg::In), w(*this, weight, dtype, DenseArg::In);
-  DenseArg dx(*this, grad_in, DenseArg::Out);
+  const DenseArg dy(cuda_runtime(), grad_out, dtype, DenseArg::In), w(cuda_runtime(), weight, dtype, DenseArg::In);
+  DenseArg dx(cuda_runtime(), grad_in, DenseArg::Out);
   ConvDescriptors d(op, g, dtype);
   cudnnHandle_t handle = cudnn_handle(device, stream(device));
   const AlgoChoice choice = choose(Direction::BackwardData, op, handle, d, device, dtype, g);
@@ -215,15 +216,14 @@ void CudaBackend::conv2d_backward_input(const View& grad_in, const View& grad_ou
   const auto algo = static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo);
   size_t ws_bytes = 0;
   ANVIL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d.w, d.y, d.conv, d.x, algo, &ws_bytes));
-  Scratch ws(*this, device, ws_bytes);
+  Scratch ws(cuda_runtime(), device, ws_bytes);
   const CudnnScalars& s = cudnn_scalars();
   ANVIL_CUDNN_CHECK(cudnnConvolutionBackwardData(handle, s.one(dtype), d.w, w.data(), d.y, dy.data(), d.conv, algo,
                                                  ws.get(), ws_bytes, s.zero(dtype), d.x, dx.data()));
   dx.commit();
 }
 
-void CudaBackend::conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in,
-                                         const Conv2dParams& p) {
+void conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in, const Conv2dParams& p) {
   ANVIL_NVTX_RANGE("conv2d_backward_weight");
   const char* op = "conv2d_backward_weight";
   const ConvGeometry g = conv_geometry(op, in.shape, grad_weight.shape, grad_out.shape, p);
@@ -236,8 +236,8 @@ void CudaBackend::conv2d_backward_weight(const View& grad_weight, const View& gr
     fill(grad_weight, Scalar(0.0));
     return;
   }
-  const DenseArg dy(*this, grad_out, dtype, DenseArg::In), x(*this, in, dtype, DenseArg::In);
-  DenseArg dw(*this, grad_weight, DenseArg::Out);
+  const DenseArg dy(cuda_runtime(), grad_out, dtype, DenseArg::In), x(cuda_runtime(), in, dtype, DenseArg::In);
+  DenseArg dw(cuda_runtime(), grad_weight, DenseArg::Out);
   ConvDescriptors d(op, g, dtype);
   cudnnHandle_t handle = cudnn_handle(device, stream(device));
   const AlgoChoice choice = choose(Direction::BackwardFilter, op, handle, d, device, dtype, g);
@@ -245,11 +245,15 @@ void CudaBackend::conv2d_backward_weight(const View& grad_weight, const View& gr
   const auto algo = static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo);
   size_t ws_bytes = 0;
   ANVIL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d.x, d.y, d.conv, d.w, algo, &ws_bytes));
-  Scratch ws(*this, device, ws_bytes);
+  Scratch ws(cuda_runtime(), device, ws_bytes);
   const CudnnScalars& s = cudnn_scalars();
   ANVIL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, s.one(dtype), d.x, x.data(), d.y, dy.data(), d.conv, algo,
                                                    ws.get(), ws_bytes, s.zero(dtype), d.w, dw.data()));
   dw.commit();
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Conv2d, CUDA, conv2d);
+ANVIL_REGISTER_KERNEL(kernel::Conv2dBackwardInput, CUDA, conv2d_backward_input);
+ANVIL_REGISTER_KERNEL(kernel::Conv2dBackwardWeight, CUDA, conv2d_backward_weight);
 
 }  // namespace anvil::cuda

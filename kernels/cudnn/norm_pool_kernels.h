@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "core/base/dtype.h"
-#include "kernels/backend.h"
+#include "kernels/ops/conv_pool_kernels.h"
 #include "kernels/shapes/geometry.h"
 
 namespace anvil::cuda {

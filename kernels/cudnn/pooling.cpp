@@ -14,7 +14,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/conv_pool_kernels.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/scratch.h"
 #include "kernels/cudnn/cudnn_handles.h"
@@ -64,7 +66,7 @@ void cudnn_pool_forward(cudnnHandle_t handle, PoolKind kind, DType dtype, void* 
 
 }  // namespace
 
-void CudaBackend::pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) {
+void pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) {
   ANVIL_NVTX_RANGE("pool2d");
   const PoolShape g = pool_geometry("pool2d", in.shape, out.shape, p);
   const DType dtype = out.dtype;
@@ -72,8 +74,8 @@ void CudaBackend::pool2d(PoolKind kind, const View& out, const View& in, const P
   const int device = out.device_index;
   DeviceGuard guard(device);
   if (out.numel() == 0) return;
-  const DenseArg x(*this, in, dtype, DenseArg::In);
-  DenseArg y(*this, out, DenseArg::Out);
+  const DenseArg x(cuda_runtime(), in, dtype, DenseArg::In);
+  DenseArg y(cuda_runtime(), out, DenseArg::Out);
   if (cudnn_covers(g, dtype)) {
     cudnn_pool_forward(cudnn_handle(device, stream(device)), kind, dtype, y.data(), x.data(), g);
   } else {
@@ -82,8 +84,8 @@ void CudaBackend::pool2d(PoolKind kind, const View& out, const View& in, const P
   y.commit();
 }
 
-void CudaBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in,
-                                  const View& /*out*/, const Pool2dParams& p) {
+void pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in, const View& /*out*/,
+                     const Pool2dParams& p) {
   ANVIL_NVTX_RANGE("pool2d_backward");
   const PoolShape g = pool_geometry("pool2d_backward", grad_in.shape, grad_out.shape, p);
   ANVIL_CHECK(kind != PoolKind::Max || in.shape == grad_in.shape, "pool2d_backward: max pooling needs the input ",
@@ -97,12 +99,15 @@ void CudaBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View
     fill(grad_in, Scalar(0.0));
     return;
   }
-  const DenseArg dy(*this, grad_out, dtype, DenseArg::In);
+  const DenseArg dy(cuda_runtime(), grad_out, dtype, DenseArg::In);
   std::optional<DenseArg> x;  // max pooling's backward reads the input
-  if (kind == PoolKind::Max) x.emplace(*this, in, dtype, DenseArg::In);
-  DenseArg dx(*this, grad_in, DenseArg::Out);
+  if (kind == PoolKind::Max) x.emplace(cuda_runtime(), in, dtype, DenseArg::In);
+  DenseArg dx(cuda_runtime(), grad_in, DenseArg::Out);
   pool_backward_dense(kind, dtype, dx.data(), dy.data(), x ? x->data() : nullptr, g, stream(device));
   dx.commit();
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Pool2d, CUDA, pool2d);
+ANVIL_REGISTER_KERNEL(kernel::Pool2dBackward, CUDA, pool2d_backward);
 
 }  // namespace anvil::cuda

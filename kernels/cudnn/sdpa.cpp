@@ -34,7 +34,7 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
 #include "kernels/cuda/scratch.h"
 #include "kernels/cudnn/cudnn_handles.h"
 
@@ -487,7 +487,7 @@ CudnnSdpaOutcome execute(cudnnHandle_t handle, const Plan& plan, const std::stri
 }
 
 // The workspace, or a call-level decline when the allocator has no room.
-CudnnSdpaOutcome allocate(CudaBackend& backend, int device, size_t bytes, const std::string& problem, Scratch* ws) {
+CudnnSdpaOutcome allocate(CudaRuntime& backend, int device, size_t bytes, const std::string& problem, Scratch* ws) {
   try {
     *ws = Scratch(backend, device, bytes);
   } catch (const Error& e) {
@@ -525,7 +525,7 @@ std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem& p, bool backward) {
   return "";
 }
 
-CudnnSdpaOutcome cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
+CudnnSdpaOutcome cudnn_sdpa_forward(CudaRuntime& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
                                     const CudnnSdpaForwardArgs& a) {
   if (std::string why = version_gate(p, false); !why.empty()) return {why, true};
   if (!cudnn_sdpa_aligned(a)) return {"an operand is not 16-byte aligned (" + cudnn_sdpa_text(p, false) + ")", false};
@@ -548,7 +548,7 @@ CudnnSdpaOutcome cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream
   return execute(handle, *plan, cudnn_sdpa_text(p, false), std::move(uids), std::move(ptrs), ws.get());
 }
 
-CudnnSdpaOutcome cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
+CudnnSdpaOutcome cudnn_sdpa_backward(CudaRuntime& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
                                      const CudnnSdpaBackwardArgs& a) {
   if (std::string why = version_gate(p, true); !why.empty()) return {why, true};
   if (!cudnn_sdpa_aligned(a)) return {"an operand is not 16-byte aligned (" + cudnn_sdpa_text(p, true) + ")", false};

@@ -1,6 +1,6 @@
 #pragma once
 // cuDNN's fused flash attention (sdpa.cpp), one of the two paths of
-// CudaBackend::attention_forward/backward; ../cuda/attention_choice.h decides
+// kernel::AttentionForward/backward; ../cuda/attention_choice.h decides
 // which one runs. No cuDNN header here: attention.cu includes this file.
 // The emulated GPU has no cuDNN: ../cuda/emulator/library_paths.cu defines
 // these functions there, and they always decline.
@@ -14,7 +14,7 @@
 
 namespace anvil::cuda {
 
-class CudaBackend;
+class CudaRuntime;
 
 // One attention problem as cuDNN's graph sees it: dense q [B, H, L, E],
 // k [B, H, S, E], v [B, H, S, Ev], out and grad_out [B, H, L, Ev], the
@@ -90,9 +90,9 @@ inline bool cudnn_sdpa_aligned(const CudnnSdpaBackwardArgs& a) {
 // error text). Plans (and problem-level declines) are kept per (cuDNN
 // handle, problem): building one takes milliseconds to seconds. The problem
 // must already be in scope (attention_choice.cpp: sdpa_cudnn_out_of_scope).
-CudnnSdpaOutcome cudnn_sdpa_forward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
+CudnnSdpaOutcome cudnn_sdpa_forward(CudaRuntime& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
                                     const CudnnSdpaForwardArgs& a);
-CudnnSdpaOutcome cudnn_sdpa_backward(CudaBackend& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
+CudnnSdpaOutcome cudnn_sdpa_backward(CudaRuntime& backend, int device, cudaStream_t s, const CudnnSdpaProblem& p,
                                      const CudnnSdpaBackwardArgs& a);
 
 }  // namespace anvil::cuda

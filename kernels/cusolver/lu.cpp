@@ -1,10 +1,12 @@
-// CudaBackend::lu_factor and lu_solve through cuSOLVER's dense getrf/getrs,
+// kernel::LuFactor and lu_solve through cuSOLVER's dense getrf/getrs,
 // one call per matrix of the batch on the current stream. The emulated GPU
 // has no cuSOLVER: kernels/cuda/emulator/lu_paths.cu serves it with the
 // hand-written kernels of lu_kernels.cu instead.
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/linalg_kernels.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/scratch.h"
 #include "kernels/cusolver/cusolver_handles.h"
@@ -37,7 +39,7 @@ void getrs(cusolverDnHandle_t h, int n, int nrhs, const double* a, const int* ip
 }
 
 template <typename T>
-void factor_batch(CudaBackend& backend, const View& a, const View& pivots, const View& info, const shapes::LuShape& s) {
+void factor_batch(CudaRuntime& backend, const View& a, const View& pivots, const View& info, const shapes::LuShape& s) {
   const int device = a.device_index, n = solver_int("lu_factor", s.n);
   cusolverDnHandle_t h = cusolver_handle(device, backend.stream(device));
   T* base = a.ptr<T>();
@@ -47,7 +49,7 @@ void factor_batch(CudaBackend& backend, const View& a, const View& pivots, const
 }
 
 template <typename T>
-void solve_batch(CudaBackend& backend, const View& lu, const View& pivots, const View& b, const shapes::LuShape& s) {
+void solve_batch(CudaRuntime& backend, const View& lu, const View& pivots, const View& b, const shapes::LuShape& s) {
   const int device = b.device_index, n = solver_int("lu_solve", s.n), nrhs = solver_int("lu_solve", s.rhs);
   cusolverDnHandle_t h = cusolver_handle(device, backend.stream(device));
   // getrs reports only bad arguments there, which the checks above exclude.
@@ -59,7 +61,7 @@ void solve_batch(CudaBackend& backend, const View& lu, const View& pivots, const
 
 }  // namespace
 
-void CudaBackend::lu_factor(const View& a, const View& pivots, const View& info) {
+void lu_factor(const View& a, const View& pivots, const View& info) {
   ANVIL_NVTX_RANGE("lu_factor");
   const shapes::LuShape s = shapes::check_lu_factor(a, pivots, info);
   DeviceGuard guard(a.device_index);
@@ -69,20 +71,23 @@ void CudaBackend::lu_factor(const View& a, const View& pivots, const View& info)
     return;
   }
   if (a.dtype == kFloat32)
-    factor_batch<float>(*this, a, pivots, info, s);
+    factor_batch<float>(cuda_runtime(), a, pivots, info, s);
   else
-    factor_batch<double>(*this, a, pivots, info, s);
+    factor_batch<double>(cuda_runtime(), a, pivots, info, s);
 }
 
-void CudaBackend::lu_solve(const View& lu, const View& pivots, const View& b) {
+void lu_solve(const View& lu, const View& pivots, const View& b) {
   ANVIL_NVTX_RANGE("lu_solve");
   const shapes::LuShape s = shapes::check_lu_solve(lu, pivots, b);
   DeviceGuard guard(b.device_index);
   if (s.batch == 0 || s.n == 0 || s.rhs == 0) return;
   if (b.dtype == kFloat32)
-    solve_batch<float>(*this, lu, pivots, b, s);
+    solve_batch<float>(cuda_runtime(), lu, pivots, b, s);
   else
-    solve_batch<double>(*this, lu, pivots, b, s);
+    solve_batch<double>(cuda_runtime(), lu, pivots, b, s);
 }
+
+ANVIL_REGISTER_KERNEL(kernel::LuFactor, CUDA, lu_factor);
+ANVIL_REGISTER_KERNEL(kernel::LuSolve, CUDA, lu_solve);
 
 }  // namespace anvil::cuda

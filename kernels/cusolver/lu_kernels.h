@@ -1,7 +1,7 @@
 #pragma once
 // Hand-written LU factorization and solve (lu_kernels.cu) for a device
 // without cuSOLVER: the emulated GPU (kernels/cuda/emulator/lu_paths.cu).
-// Same contract and layout as Backend::lu_factor / lu_solve: dense batches of
+// Same contract and layout as kernel::LuFactor / lu_solve: dense batches of
 // column-major matrices, LAPACK's 1-based pivots, info = first zero pivot.
 #include <cuda_runtime_api.h>
 

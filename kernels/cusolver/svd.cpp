@@ -1,4 +1,4 @@
-// CudaBackend::svd through cuSOLVER's Jacobi SVD (gesvdj, econ = 1: the
+// kernel::Svd through cuSOLVER's Jacobi SVD (gesvdj, econ = 1: the
 // reduced U and V), one call per matrix of the batch on the current stream.
 // gesvdj rather than gesvd: gesvd needs m >= n and returns V^T, gesvdj takes
 // any shape, returns V (the contract's layout) and is fast on the small and
@@ -14,7 +14,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/linalg_kernels.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/scratch.h"
 #include "kernels/cusolver/cusolver_handles.h"
@@ -59,7 +61,7 @@ void gesvdj(cusolverDnHandle_t h, const SvdArgs& a, double* A, double* S, double
 }
 
 template <typename T>
-void svd_batch(CudaBackend& backend, const View& a, const View& s, const View* u, const View* v, const View& info,
+void svd_batch(CudaRuntime& backend, const View& a, const View& s, const View* u, const View* v, const View& info,
                const shapes::SvdShape& sh) {
   const int device = a.device_index;
   const SvdArgs args{sh.vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR, solver_int("svd", sh.m),
@@ -84,7 +86,7 @@ void svd_batch(CudaBackend& backend, const View& a, const View& s, const View* u
 
 }  // namespace
 
-void CudaBackend::svd(const View& a, const View& s, const View* u, const View* v, const View& info) {
+void svd(const View& a, const View& s, const View* u, const View* v, const View& info) {
   ANVIL_NVTX_RANGE("svd");
   const shapes::SvdShape sh = shapes::check_svd(a, s, u, v, info);
   DeviceGuard guard(a.device_index);
@@ -95,9 +97,11 @@ void CudaBackend::svd(const View& a, const View& s, const View* u, const View* v
     return;
   }
   if (a.dtype == kFloat32)
-    svd_batch<float>(*this, a, s, u, v, info, sh);
+    svd_batch<float>(cuda_runtime(), a, s, u, v, info, sh);
   else
-    svd_batch<double>(*this, a, s, u, v, info, sh);
+    svd_batch<double>(cuda_runtime(), a, s, u, v, info, sh);
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Svd, CUDA, svd);
 
 }  // namespace anvil::cuda

@@ -1,7 +1,7 @@
 #pragma once
 // Hand-written SVD (svd_kernels.cu) for a device without cuSOLVER: the
 // emulated GPU (kernels/cuda/emulator/svd_paths.cu). Same contract and layout
-// as Backend::svd: a [batch, m, n] column-major (destroyed), s [batch, k]
+// as kernel::Svd: a [batch, m, n] column-major (destroyed), s [batch, k]
 // descending, u [batch, m, k] and v [batch, n, k] column-major or both null,
 // info [batch] 0 or k + 1 where the sweeps did not converge (as gesvdj).
 #include <cuda_runtime_api.h>

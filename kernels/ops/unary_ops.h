@@ -7,7 +7,9 @@
 // functions (core/ops/elementwise.h) and the tests' sweep over every op.
 //
 // Adding a unary op takes two edits: its row and functor here, and its
-// gradient in core/ops/unary_gradients.cpp (a missing gradient fails to link).
+// gradient in core/ops/elementwise.cpp (a missing gradient fails to link);
+// a third where the functor calls a libm function math.h does not wrap yet
+// (CONTRIBUTING.md has the whole recipe).
 //
 // A row is X(Enum, function, Domain, Result, Api):
 //   function  the public function's name (anvil::function(x)) and the op's name in errors
@@ -67,7 +69,9 @@
   X(Elu, elu, Floating, Same, Custom) \
   X(Softplus, softplus, Floating, Same, Custom) \
   X(Mish, mish, Floating, Same, Plain) \
-  X(Hardswish, hardswish, Floating, Same, Plain)
+  X(Hardswish, hardswish, Floating, Same, Plain) \
+  X(Atan, atan, Floating, Same, Plain) \
+  X(Log2, log2, Floating, Same, Plain)
 
 namespace anvil {
 
@@ -296,6 +300,12 @@ template <class C> struct Hardswish {  // x * relu6(x + 3) / 6
     if (x >= C(3)) return x;
     return x * (x + C(3)) / C(6);
   }
+};
+template <class C> struct Atan {
+  ANVIL_HD C operator()(C x) const { return math::atan(x); }
+};
+template <class C> struct Log2 {  // exact at powers of two, unlike log(x) / log(2)
+  ANVIL_HD C operator()(C x) const { return math::log2(x); }
 };
 
 // The functor of op F in compute type C, given the call's params (host side).

@@ -1,10 +1,10 @@
 #pragma once
-// The operands of fused attention (Backend::attention_forward/backward): the
+// The operands of fused attention (kernel::AttentionForward/backward): the
 // checks both backends run first, so a bad call fails with the same message
 // on CPU and CUDA. Plain C++, no CUDA headers.
 #include <cstdint>
 
-#include "kernels/backend.h"
+#include "kernels/ops/attention_kernels.h"
 
 namespace anvil::shapes {
 

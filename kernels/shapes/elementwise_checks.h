@@ -1,7 +1,7 @@
 #pragma once
 // Elementwise ops, backend-neutral: the names errors use for each op, and
 // where's argument checks (same messages on every backend).
-#include "kernels/backend.h"
+#include "kernels/ops/table_kernels.h"
 
 namespace anvil::shapes {
 

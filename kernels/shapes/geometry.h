@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "core/base/host_device.h"
-#include "kernels/backend.h"
+#include "kernels/ops/conv_pool_kernels.h"
 
 namespace anvil::shapes {
 

@@ -5,8 +5,7 @@
 // The indices themselves are checked by each backend (CPU before writing,
 // CUDA on the device: kernels/cuda/index_errors.h).
 #include <cstdint>
-
-#include "kernels/backend.h"
+#include "kernels/view.h"
 
 namespace anvil::shapes {
 

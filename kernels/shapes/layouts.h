@@ -3,8 +3,7 @@
 // argument checks every backend runs before computing them (same checks,
 // same messages on CPU and CUDA). Plain C++, no CUDA headers.
 #include <cstdint>
-
-#include "kernels/backend.h"
+#include "kernels/view.h"
 
 namespace anvil::shapes {
 

@@ -1,8 +1,8 @@
 #pragma once
-// lu_factor / lu_solve / svd arguments (kernels/backend.h), checked the same
+#include "kernels/view.h"
+// lu_factor / lu_solve / svd arguments (kernels/runtime.h), checked the same
 // way on every backend: float32/float64 column-major batches of matrices
 // (square for LU), int32 pivots and info.
-#include "kernels/backend.h"
 
 namespace anvil::shapes {
 

@@ -1,6 +1,6 @@
 #pragma once
+#include "kernels/view.h"
 // matmul's operand shapes, checked the same way on every backend.
-#include "kernels/backend.h"
 
 namespace anvil::shapes {
 

@@ -3,8 +3,7 @@
 // backends so both reject the same calls with the same messages.
 #include <initializer_list>
 #include <span>
-
-#include "kernels/backend.h"
+#include "kernels/view.h"
 
 namespace anvil::shapes {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/backend.h"
+#include "kernels/ops/table_kernels.h"
 
 namespace anvil::shapes {
 

@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "core/base/error.h"
+#include "core/cuda.h"
 #include "core/tensor.h"
-#include "kernels/backend.h"
 
 namespace anvil::nn::data {
 
@@ -135,7 +135,7 @@ DataLoader::Iterator DataLoader::begin() {
   auto e = std::make_shared<Epoch>();
   e->loader = this;
   e->epoch_seed = options_.seed * 7919u + static_cast<uint64_t>(epoch_);
-  e->pin = options_.pin_memory && has_backend(DeviceType::CUDA);
+  e->pin = options_.pin_memory && cuda::is_available();
   std::vector<int64_t> order = sampler_->indices(epoch_);
   for (size_t s = 0; s < order.size(); s += static_cast<size_t>(options_.batch_size)) {
     size_t end = std::min(order.size(), s + static_cast<size_t>(options_.batch_size));

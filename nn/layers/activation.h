@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/ops/elementwise.h"
+#include "nn/functional.h"
 #include "nn/layers/activation_options.h"
 #include "nn/module.h"
 
@@ -96,6 +97,18 @@ class Hardswish : public Module {
  public:
   Hardswish() : Module("Hardswish") {}
   Tensor forward(const Tensor& x) override { return hardswish(x); }
+};
+
+// The gated linear unit (Dauphin et al. 2017): a * sigmoid(b) for the two
+// halves a, b of the input along options.dim, which halves that dim.
+// nn::GLU(nn::GLUOptions(1)) or nn::GLU(1), as libtorch's.
+class GLU : public Module {
+ public:
+  explicit GLU(const GLUOptions& o = {}) : Module("GLU"), options(o) {}
+  explicit GLU(int64_t dim) : GLU(GLUOptions{.dim = dim}) {}
+  Tensor forward(const Tensor& x) override { return functional::glu(x, options.dim); }
+  std::string extra_repr() const override { return "dim=" + std::to_string(options.dim()); }
+  GLUOptions options;
 };
 
 }  // namespace anvil::nn

@@ -20,6 +20,9 @@ struct SoftplusOptions {
   ANVIL_OPTION(SoftplusOptions, double, beta) = 1.0;
   ANVIL_OPTION(SoftplusOptions, double, threshold) = 20.0;  // x itself where beta * x > threshold
 };
+struct GLUOptions {
+  ANVIL_OPTION(GLUOptions, int64_t, dim) = -1;  // the dim split in halves (its size must be even)
+};
 
 // f(x), written into x when inplace, x's autograd history rebased onto it.
 // Where x needs a gradient, f reads a copy: the backward reads f's saved

@@ -5,6 +5,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/factory.h"
 #include "core/ops.h"
+#include "core/ops/optim/fused_optim.h"
 #include "nn/optim/multi_tensor.h"
 
 namespace anvil::nn::optim {
@@ -113,9 +114,7 @@ template <class Optim> void adam_step(Optim& opt, bool decoupled) {
       hp.weight_decay = o.weight_decay;
       hp.step = std::get<3>(key);
       hp.decoupled = decoupled;
-      const std::vector<View> params = batch.param_views(), grads = batch.grad_views();
-      const std::vector<View> exp_avg = batch.state_views(0), exp_avg_sq = batch.state_views(1);
-      batch.backend().adamw(params, grads, exp_avg, exp_avg_sq, hp);
+      fused_adamw_(batch.params(), batch.grads(), batch.states(0), batch.states(1), hp);
       batch.finish();
     }
   }

@@ -24,20 +24,11 @@ void MultiTensorBatch::add(const Tensor& param, const Tensor& grad, const std::v
   }
 }
 
-Backend& MultiTensorBatch::backend() const { return anvil::detail::backend_of(params_.at(0)); }
-
 void MultiTensorBatch::finish() {
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!work_params_[i].same(params_[i])) params_[i].copy_(work_params_[i]);
     params_[i].bump_version();  // the update wrote the parameter in place
   }
-}
-
-std::vector<View> MultiTensorBatch::views(const std::vector<Tensor>& ts) {
-  std::vector<View> out;
-  out.reserve(ts.size());
-  for (const Tensor& t : ts) out.push_back(t.view_of());
-  return out;
 }
 
 MultiTensorBatch& batch_for(Batches& batches, const BatchKey& key, size_t num_states) {

@@ -1,6 +1,6 @@
 #pragma once
-// Batches parameters for the backend's multi-tensor optimizer updates: one
-// backend call (one kernel launch on CUDA) per batch of parameters that share
+// Batches parameters for the fused multi-tensor optimizer updates: one
+// kernel call (one launch on CUDA) per batch of parameters that share
 // a device, a dtype and an optimizer-specific key (e.g. Adam's step count).
 // Used by the optimizers' step(); not part of the public API.
 #include <cstdint>
@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "kernels/backend.h"
 
 namespace anvil::nn::optim::internal {
 
@@ -24,15 +23,15 @@ class MultiTensorBatch {
   void add(const Tensor& param, const Tensor& grad, const std::vector<Tensor>& states, bool negate_grad,
            const char* op);
 
-  Backend& backend() const;
-  std::vector<View> param_views() const { return views(work_params_); }
-  std::vector<View> grad_views() const { return views(grads_); }
-  std::vector<View> state_views(size_t k) const { return views(states_.at(k)); }
+  // What the fused update (core/ops/optim/fused_optim.h) takes: dense
+  // parameters (copies of non-contiguous ones), gradients, state k's tensors.
+  const std::vector<Tensor>& params() const { return work_params_; }
+  const std::vector<Tensor>& grads() const { return grads_; }
+  const std::vector<Tensor>& states(size_t k) const { return states_.at(k); }
   // After the update: writes back copies and bumps the version counters.
   void finish();
 
  private:
-  static std::vector<View> views(const std::vector<Tensor>& ts);
   std::vector<Tensor> params_, work_params_, grads_;
   std::vector<std::vector<Tensor>> states_;
 };

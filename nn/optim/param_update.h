@@ -1,6 +1,6 @@
 #pragma once
 // Helpers for the optimizers whose update is written with tensor ops
-// (RMSprop, Adagrad, Adamax, NAdam, RAdam, Lion): the ops run on the
+// (RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, Lion): the ops run on the
 // parameter's device, so these work for CPU and CUDA tensors alike. Not part
 // of the public API.
 #include <string>

@@ -4,6 +4,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/factory.h"
+#include "core/ops/optim/fused_optim.h"
 #include "nn/optim/multi_tensor.h"
 
 namespace anvil::nn::optim {
@@ -79,9 +80,7 @@ void SGD::step() {
       hp.weight_decay = o.weight_decay;
       hp.nesterov = o.nesterov;
       hp.first_step = std::get<3>(key) == 1;
-      const std::vector<View> params = batch.param_views(), grads = batch.grad_views();
-      const std::vector<View> momentum = use_momentum ? batch.state_views(0) : std::vector<View>{};
-      batch.backend().sgd(params, grads, momentum, hp);
+      fused_sgd_(batch.params(), batch.grads(), use_momentum ? batch.states(0) : std::vector<Tensor>{}, hp);
       batch.finish();
     }
   }

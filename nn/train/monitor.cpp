@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "core/base/error.h"
+#include "core/cpu_info.h"
 #include "core/memory.h"
-#include "kernels/cpu_info.h"
 
 namespace anvil::nn::train {
 

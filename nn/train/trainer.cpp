@@ -6,9 +6,8 @@
 #include <limits>
 
 #include "core/autograd/anomaly_mode.h"
+#include "core/cuda.h"
 #include "core/ops.h"
-#include "kernels/backend.h"
-#include "kernels/cuda_info.h"
 #include "nn/optim/clip_grad.h"
 #include "nn/optim/lbfgs.h"
 #include "nn/serialize/checkpoint.h"
@@ -51,7 +50,7 @@ struct RestoreMasters {
 }  // namespace
 
 Device best_device() {
-  if (cuda::is_available() && has_backend(DeviceType::CUDA)) return Device::cuda(0);
+  if (cuda::is_available()) return Device::cuda(0);
   return Device::cpu();
 }
 
@@ -121,7 +120,7 @@ void Trainer::add_callback(std::shared_ptr<Callback> callback) {
 void Trainer::prepare(Task& task) {
   auto model = task.model();
   ANVIL_CHECK(model != nullptr, "Trainer: task.model() returned null");
-  ANVIL_CHECK(has_backend(device_.type), "Trainer: no backend for device ", device_.str());
+  ANVIL_CHECK(device_.is_cpu() || cuda::is_available(), "Trainer: no backend for device ", device_.str());
   model->to(device_);
 }
 

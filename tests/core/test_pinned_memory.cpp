@@ -7,12 +7,12 @@
 #include <string>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/runtime.h"
 
 namespace anvil {
 namespace {
 
-bool has_cuda() { return has_backend(DeviceType::CUDA); }
+bool has_cuda() { return has_runtime(DeviceType::CUDA); }
 
 std::string error_of(const std::function<void()>& f) {
   try {

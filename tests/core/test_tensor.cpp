@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/runtime.h"
 #include "tests/core/gradcheck.h"
 
 namespace anvil {
@@ -149,7 +149,7 @@ TEST(Tensor, ItemAndBadAccessErrors) {
 }
 
 TEST(Tensor, CudaDeviceWithoutGpuGivesAClearError) {
-  if (has_backend(DeviceType::CUDA)) GTEST_SKIP() << "a GPU is present; this checks the no-GPU message";
+  if (has_runtime(DeviceType::CUDA)) GTEST_SKIP() << "a GPU is present; this checks the no-GPU message";
   try {
     zeros({2}, Device::cuda());
     FAIL() << "expected an error";

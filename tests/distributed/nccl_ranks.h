@@ -1,11 +1,11 @@
 #pragma once
 // Whether tests can start NCCL ranks here: the emulated GPU (any number of
 // ranks share its devices) or one real GPU per rank. Shared by the tests that
-// run workers on CUDA tensors (test_nccl_processes.cpp,
+// run workers on CUDA tensors (process_group/nccl/test_nccl_processes.cpp,
 // pipeline/test_pipeline_nccl.cpp); they skip with the reason otherwise.
 #include <string>
 
-#include "distributed/process_group_factory.h"
+#include "distributed/process_group/process_group_factory.h"
 #include "kernels/cuda_info.h"
 
 namespace anvil::test {

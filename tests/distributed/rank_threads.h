@@ -23,9 +23,9 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/factory.h"
-#include "distributed/file_store.h"
-#include "distributed/gloo_process_group.h"
-#include "distributed/subgroup.h"
+#include "distributed/process_group/gloo/gloo_process_group.h"
+#include "distributed/process_group/subgroup.h"
+#include "distributed/store/file_store.h"
 
 namespace anvil::distributed::testing {
 

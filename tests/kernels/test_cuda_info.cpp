@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/base/error.h"
-#include "kernels/backend.h"
+#include "kernels/runtime.h"
 #include "kernels/cuda_info.h"
 
 namespace anvil {
@@ -30,8 +30,8 @@ TEST(CudaInfo, BadDeviceIndexIsAClearError) {
 }
 
 TEST(CudaInfo, CpuBackendIsAlwaysRegistered) {
-  EXPECT_TRUE(has_backend(DeviceType::CPU));
-  EXPECT_EQ(backend_for(DeviceType::CPU).type(), DeviceType::CPU);
+  EXPECT_TRUE(has_runtime(DeviceType::CPU));
+  EXPECT_EQ(runtime_for(DeviceType::CPU).type(), DeviceType::CPU);
 }
 
 }  // namespace

@@ -80,7 +80,8 @@ Tensor dropout_factors(const Tensor& like, const AttentionParams& params) {
   RandomParams draw;
   draw.seed = params.seed;
   draw.offset = params.offset;
-  if (u.numel() > 0) detail::backend_of(u).random(u.view_of(), draw);  // uniform [0, 1), element i at offset + i/4
+  if (u.numel() > 0)
+    detail::kernel_of<kernel::Random>(u)(u.view_of(), draw);  // uniform [0, 1), element i at offset + i/4
   return ge(u, Scalar(params.dropout_p)).to(like.dtype()) * (1.0 / (1.0 - params.dropout_p));
 }
 
@@ -107,9 +108,9 @@ Grads attention_fused_backward(const Tensor& g, const AttentionSaved& s) {
   Tensor q = s.q.get(), k = s.k.get(), v = s.v.get(), out = s.out.get();
   Tensor gq = empty(q.shape(), q.options()), gk = empty(k.shape(), k.options()), gv = empty(v.shape(), v.options());
   View mask_slot;
-  detail::backend_of(q).attention_backward(gq.view_of(), gk.view_of(), gv.view_of(), g.to(q.dtype()).view_of(),
-                                           q.view_of(), k.view_of(), v.view_of(), out.view_of(), s.lse.view_of(),
-                                           nn_detail::optional_view(s.mask, mask_slot), s.params);
+  detail::kernel_of<kernel::AttentionBackward>(q)(gq.view_of(), gk.view_of(), gv.view_of(), g.to(q.dtype()).view_of(),
+                                                  q.view_of(), k.view_of(), v.view_of(), out.view_of(), s.lse.view_of(),
+                                                  nn_detail::optional_view(s.mask, mask_slot), s.params);
   Grads r(3);
   if (s.need_q) r[0] = gq;
   if (s.need_k) r[1] = gk;
@@ -123,8 +124,9 @@ Tensor attention_fused(const Tensor& q, const Tensor& k, const Tensor& v, const 
   Tensor out = empty({q.size(0), q.size(1), q.size(2), v.size(3)}, q.options());
   Tensor lse = empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(kFloat32));
   View mask_slot;
-  detail::backend_of(q).attention_forward(out.view_of(), lse.view_of(), q.detach().view_of(), k.detach().view_of(),
-                                          v.detach().view_of(), nn_detail::optional_view(mask, mask_slot), params);
+  detail::kernel_of<kernel::AttentionForward>(q)(out.view_of(), lse.view_of(), q.detach().view_of(),
+                                                 k.detach().view_of(), v.detach().view_of(),
+                                                 nn_detail::optional_view(mask, mask_slot), params);
   if (autograd::needs_grad({q, k, v})) {
     auto s = std::make_shared<AttentionSaved>();
     s->q = SavedTensor(q, kOp);

@@ -41,8 +41,8 @@ Tensor conv_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, c
   Tensor out = empty(out_shape, x.options());
   if (out.numel() > 0) {
     View bias_slot;
-    detail::backend_of(x).conv2d(out.view_of(), x.view_of(), weight.view_of(),
-                                 nn_detail::optional_view(bias, bias_slot), p);
+    detail::kernel_of<kernel::Conv2d>(x)(out.view_of(), x.view_of(), weight.view_of(),
+                                         nn_detail::optional_view(bias, bias_slot), p);
   }
   if (autograd::needs_grad({x, weight, bias})) {
     const bool need_x = x.requires_grad(), need_w = weight.requires_grad(),
@@ -68,7 +68,7 @@ Tensor conv_input_grad(const Tensor& g, const Tensor& weight, const Shape& in_sh
     if (g.numel() == 0) {
       grad_in.zero_();
     } else {
-      detail::backend_of(g).conv2d_backward_input(grad_in.view_of(), g.view_of(), weight.view_of(), p);
+      detail::kernel_of<kernel::Conv2dBackwardInput>(g)(grad_in.view_of(), g.view_of(), weight.view_of(), p);
     }
   }
   if (autograd::needs_grad({g, weight})) {
@@ -92,7 +92,7 @@ Tensor conv_weight_grad(const Tensor& g, const Tensor& x, const Shape& weight_sh
     if (g.numel() == 0) {
       grad_w.zero_();
     } else {
-      detail::backend_of(g).conv2d_backward_weight(grad_w.view_of(), g.view_of(), x.view_of(), p);
+      detail::kernel_of<kernel::Conv2dBackwardWeight>(g)(grad_w.view_of(), g.view_of(), x.view_of(), p);
     }
   }
   if (autograd::needs_grad({g, x})) {
@@ -267,7 +267,7 @@ Shape pool_out_shape(const Tensor& x, const Pool2dParams& p) {
 
 Tensor pool_forward(PoolKind kind, const Tensor& x, const Pool2dParams& p) {
   Tensor out = empty(pool_out_shape(x, p), x.options());
-  if (out.numel() > 0) detail::backend_of(x).pool2d(kind, out.view_of(), x.view_of(), p);
+  if (out.numel() > 0) detail::kernel_of<kernel::Pool2d>(x)(kind, out.view_of(), x.view_of(), p);
   return out;
 }
 
@@ -275,7 +275,8 @@ Tensor pool_forward(PoolKind kind, const Tensor& x, const Pool2dParams& p) {
 Tensor avg_pool_grad(const Tensor& g, const Tensor& x, const Tensor& out, const Pool2dParams& p) {
   Tensor grad_in = empty(x.shape(), x.options());
   if (grad_in.numel() > 0)
-    detail::backend_of(g).pool2d_backward(PoolKind::Avg, grad_in.view_of(), g.view_of(), x.view_of(), out.view_of(), p);
+    detail::kernel_of<kernel::Pool2dBackward>(g)(PoolKind::Avg, grad_in.view_of(), g.view_of(), x.view_of(),
+                                                 out.view_of(), p);
   if (autograd::needs_grad({g}))
     autograd::record("avg_pool2d_backward", {g}, grad_in,
                      [p](const Tensor& u) { return Grads{pool_forward(PoolKind::Avg, u, p)}; });
@@ -340,8 +341,8 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o) {
           Tensor in = sx.get();
           Tensor grad_in = empty(in.shape(), in.options());
           if (grad_in.numel() > 0)
-            detail::backend_of(g).pool2d_backward(PoolKind::Max, grad_in.view_of(), g.view_of(), in.view_of(),
-                                                  sy.get().view_of(), p);
+            detail::kernel_of<kernel::Pool2dBackward>(g)(PoolKind::Max, grad_in.view_of(), g.view_of(), in.view_of(),
+                                                         sy.get().view_of(), p);
           return Grads{grad_in};
         });
   return out;

@@ -37,7 +37,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 " must have the same dtype");
   }
   // All leading dims fold into the rows of one GEMM, which the backend may
-  // fuse with the bias add (Backend::linear). The backward is written with
+  // fuse with the bias add (kernel::Linear). The backward is written with
   // mm and sum, so it supports create_graph too.
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
@@ -45,7 +45,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y = empty({x2.size(0), out_features}, x.options());
   if (y.numel() > 0) {
     const View bias_view = bias.defined() ? bias.view_of() : View{};
-    detail::backend_of(x).linear(y.view_of(), x2.view_of(), weight.view_of(), bias.defined() ? &bias_view : nullptr);
+    detail::kernel_of<kernel::Linear>(x)(y.view_of(), x2.view_of(), weight.view_of(),
+                                         bias.defined() ? &bias_view : nullptr);
   }
   if (autograd::needs_grad({x2, weight, bias})) {
     autograd::record("linear", {x2, weight, bias}, y,
@@ -71,7 +72,7 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   Tensor keep = empty(x.shape(), x.options().dtype(kUInt8));
   if (x.numel() > 0) {
     GeneratorState gen = reserve_random(static_cast<uint64_t>(x.numel()));
-    detail::backend_of(x).dropout(out.view_of(), keep.view_of(), x.view_of(), p, gen.seed, gen.offset);
+    detail::kernel_of<kernel::Dropout>(x)(out.view_of(), keep.view_of(), x.view_of(), p, gen.seed, gen.offset);
   }
   if (autograd::needs_grad({x})) {
     const double scale = 1.0 / (1.0 - p);

@@ -124,8 +124,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEnt
   Tensor losses = empty({rows}, logits.options());
   Tensor logsumexp = empty({rows}, logits.options().dtype(kFloat32));
   if (rows > 0)
-    detail::backend_of(logits).cross_entropy(losses.view_of(), logsumexp.view_of(), logits.view_of(), targets.view_of(),
-                                             p);
+    detail::kernel_of<kernel::CrossEntropy>(logits)(losses.view_of(), logsumexp.view_of(), logits.view_of(),
+                                                    targets.view_of(), p);
   if (autograd::needs_grad({logits})) {
     autograd::record("cross_entropy", {logits}, losses,
                      [sl = SavedTensor(logits, "cross_entropy"), st = SavedTensor(targets, "cross_entropy"), logsumexp,
@@ -137,9 +137,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEnt
                          return Grads{cross_entropy_composed_backward(grad_losses, x, t, p.label_smoothing)};
                        Tensor grad = empty(x.shape(), x.options());
                        if (grad.numel() > 0)
-                         detail::backend_of(x).cross_entropy_backward(grad.view_of(),
-                                                                      grad_losses.to(x.dtype()).view_of(), x.view_of(),
-                                                                      t.view_of(), logsumexp.view_of(), p);
+                         detail::kernel_of<kernel::CrossEntropyBackward>(x)(
+                             grad.view_of(), grad_losses.to(x.dtype()).view_of(), x.view_of(), t.view_of(),
+                             logsumexp.view_of(), p);
                        return Grads{grad};
                      });
   }

@@ -88,7 +88,7 @@ Grads batch_norm_fused_backward(const Tensor& g, const BatchNormSaved& s) {
     if (grad_b.defined()) grad_b.zero_();
   } else {
     View w_slot, gw_slot, gb_slot;
-    detail::backend_of(x).batch_norm_backward(
+    detail::kernel_of<kernel::BatchNormBackward>(x)(
         grad_in.view_of(), optional_view(grad_w, gw_slot), optional_view(grad_b, gb_slot), g.view_of(), x.view_of(),
         optional_view(weight, w_slot), s.save_mean.view_of(), s.save_invstd.view_of(), s.params);
   }
@@ -138,9 +138,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   }
   if (x.numel() > 0) {
     View w_slot, b_slot, rm_slot, rv_slot;
-    detail::backend_of(x).batch_norm(out.view_of(), save_mean.view_of(), save_invstd.view_of(), x.view_of(),
-                                     optional_view(weight, w_slot), optional_view(bias, b_slot),
-                                     optional_view(running_mean, rm_slot), optional_view(running_var, rv_slot), p);
+    detail::kernel_of<kernel::BatchNorm>(x)(
+        out.view_of(), save_mean.view_of(), save_invstd.view_of(), x.view_of(), optional_view(weight, w_slot),
+        optional_view(bias, b_slot), optional_view(running_mean, rm_slot), optional_view(running_var, rv_slot), p);
     if (o.training && running_mean.defined()) {
       running_mean.bump_version();
       running_var.bump_version();
@@ -213,10 +213,10 @@ Grads layer_norm_fused_backward(const Tensor& g, const LayerNormSaved& s) {
   } else {
     View w_slot, gw_slot, gb_slot;
     Tensor w2 = weight.defined() ? weight.reshape({s.cols}) : Tensor();
-    detail::backend_of(x).layer_norm_backward(grad_in.view_of(), optional_view(grad_w, gw_slot),
-                                              optional_view(grad_b, gb_slot), g.reshape({s.rows, s.cols}).view_of(),
-                                              x.reshape({s.rows, s.cols}).view_of(), s.mean.view_of(), s.rstd.view_of(),
-                                              optional_view(w2, w_slot));
+    detail::kernel_of<kernel::LayerNormBackward>(x)(
+        grad_in.view_of(), optional_view(grad_w, gw_slot), optional_view(grad_b, gb_slot),
+        g.reshape({s.rows, s.cols}).view_of(), x.reshape({s.rows, s.cols}).view_of(), s.mean.view_of(),
+        s.rstd.view_of(), optional_view(w2, w_slot));
   }
   Grads r(3);
   if (s.need_x) r[0] = grad_in.view(x.shape());
@@ -293,8 +293,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     Tensor w2 = weight.defined() ? weight.detach().reshape({cols}) : Tensor();
     Tensor b2 = bias.defined() ? bias.detach().reshape({cols}) : Tensor();
     View w_slot, b_slot;
-    detail::backend_of(x).layer_norm(out.view_of(), mean_rows.view_of(), rstd_rows.view_of(), x2.view_of(),
-                                     optional_view(w2, w_slot), optional_view(b2, b_slot), eps);
+    detail::kernel_of<kernel::LayerNorm>(x)(out.view_of(), mean_rows.view_of(), rstd_rows.view_of(), x2.view_of(),
+                                            optional_view(w2, w_slot), optional_view(b2, b_slot), eps);
   }
   out = out.view(x.shape());
   record_layer_norm(x, normalized_shape, weight, bias, eps, rows, cols, mean_rows, rstd_rows, out);
@@ -323,9 +323,9 @@ AddLayerNormResult add_layer_norm(const Tensor& x, const Tensor& residual, const
     Tensor w2 = weight.defined() ? weight.detach().reshape({cols}) : Tensor();
     Tensor b2 = bias.defined() ? bias.detach().reshape({cols}) : Tensor();
     View w_slot, b_slot;
-    detail::backend_of(x).add_layer_norm(out.view_of(), sum2.view_of(), mean_rows.view_of(), rstd_rows.view_of(),
-                                         x2.view_of(), r2.view_of(), optional_view(w2, w_slot),
-                                         optional_view(b2, b_slot), eps);
+    detail::kernel_of<kernel::AddLayerNorm>(x)(out.view_of(), sum2.view_of(), mean_rows.view_of(), rstd_rows.view_of(),
+                                               x2.view_of(), r2.view_of(), optional_view(w2, w_slot),
+                                               optional_view(b2, b_slot), eps);
   }
   // Two nodes, as if the ops were written apart: sum = x + residual, then the
   // layer norm of sum (its gradient adds to whatever else uses sum).

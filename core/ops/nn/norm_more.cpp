@@ -63,7 +63,7 @@ nn_detail::Grads rms_norm_fused_backward(const Tensor& g, const Tensor& x, const
     View w_slot, gw_slot;
     Tensor w1 = weight.defined() ? weight.reshape({cols}) : Tensor();
     const Tensor g2 = g.to(x.dtype()).reshape({rows, cols});
-    detail::backend_of(x).rms_norm_backward(
+    detail::kernel_of<kernel::RmsNormBackward>(x)(
         grad_in.defined() ? grad_in.view_of() : View{}, nn_detail::optional_view(grad_w, gw_slot), g2.view_of(),
         x.reshape({rows, cols}).view_of(), nn_detail::optional_view(w1, w_slot), eps);
   } else if (grad_w.defined()) {
@@ -109,8 +109,8 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
     Tensor x2 = x.detach().reshape({row_count, cols});
     View weight_slot;
     Tensor w1 = weight.defined() ? weight.detach().reshape({cols}) : Tensor();
-    detail::backend_of(x).rms_norm(out.view({row_count, cols}).view_of(), rstd.view_of(), x2.view_of(),
-                                   nn_detail::optional_view(w1, weight_slot), e);
+    detail::kernel_of<kernel::RmsNorm>(x)(out.view({row_count, cols}).view_of(), rstd.view_of(), x2.view_of(),
+                                          nn_detail::optional_view(w1, weight_slot), e);
   }
   if (autograd::needs_grad({x, weight})) {
     const bool need_x = x.requires_grad(), need_w = weight.defined() && weight.requires_grad();

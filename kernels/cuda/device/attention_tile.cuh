@@ -28,7 +28,7 @@ struct AttentionArgs {
   double scale = 1;
   bool is_causal = false;
   AttentionMaskArg mask;
-  double dropout_p = 0;  // > 0: probabilities dropped as AttentionParams (kernels/backend.h) says
+  double dropout_p = 0;  // > 0: probabilities dropped as AttentionParams (kernels/runtime.h) says
   uint64_t seed = 0, offset = 0;
 };
 

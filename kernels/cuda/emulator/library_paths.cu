@@ -1,4 +1,4 @@
-// The CudaBackend methods that a real GPU serves with cuBLAS and cuDNN
+// The CudaRuntime methods that a real GPU serves with cuBLAS and cuDNN
 // (kernels/cublas, kernels/cudnn), for the emulated GPU, where those
 // libraries are absent: matmul and linear run on the hand-written GEMM
 // ladder (kernels/cuda/gemm, the best rung that takes the shape; float64 on
@@ -13,7 +13,11 @@
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/conv2d_im2col.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/conv_pool_kernels.h"
+#include "kernels/ops/linalg_kernels.h"
+#include "kernels/ops/norm_kernels.h"
 #include "kernels/cuda/gemm/gemm.h"
 #include "kernels/cuda/gemm/ladder_matmul.h"
 #include "kernels/cuda/grid.h"
@@ -58,7 +62,7 @@ __global__ void matmul_float64_tiles(double* c, const double* a, const double* b
 
 }  // namespace
 
-void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p) {
+void matmul(const View& out_in, const View& a_in, const View& b_in, const MatmulParams& p) {
   const shapes::BatchedMatmul m = shapes::check_matmul(out_in, a_in, b_in);  // the CPU's checks and messages
   check_matmul_dtype(m.out.dtype);
   ANVIL_CHECK(m.a.dtype == m.out.dtype && m.b.dtype == m.out.dtype, "matmul: mixed dtypes ", m.a.dtype, ", ", m.b.dtype,
@@ -70,8 +74,8 @@ void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in,
   // Dense row-major operands in float32 (the rungs; 16-bit inputs widened as
   // tensor cores accumulate) or float64 (the shared-tile kernel above).
   const DType compute = m.out.dtype == DType::Float64 ? DType::Float64 : DType::Float32;
-  DenseArg a(*this, m.a, compute, DenseArg::In), b(*this, m.b, compute, DenseArg::In);
-  DenseArg out(*this, m.out, compute, p.beta == 0.0f ? DenseArg::Out : DenseArg::InOut);
+  DenseArg a(cuda_runtime(), m.a, compute, DenseArg::In), b(cuda_runtime(), m.b, compute, DenseArg::In);
+  DenseArg out(cuda_runtime(), m.out, compute, p.beta == 0.0f ? DenseArg::Out : DenseArg::InOut);
   // The ladder's own routing (the best rung for the shape), as on a real GPU
   // with ANVIL_GEMM_LADDER=1; what it declines runs below, one batch at a time.
   if (compute == DType::Float32 && inner > 0 &&
@@ -113,23 +117,23 @@ void CudaBackend::matmul(const View& out_in, const View& a_in, const View& b_in,
   out.commit();
 }
 
-void CudaBackend::linear(const View& out, const View& in, const View& weight, const View* bias) {
-  Backend::linear(out, in, weight, bias);  // matmul on the ladder, then the bias as a broadcast add
+void linear(const View& out, const View& in, const View& weight, const View* bias) {
+  linear_as_matmul(DeviceType::CUDA, out, in, weight, bias);  // matmul on the ladder, then the bias as a broadcast add
 }
 
-void CudaBackend::pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) {
+void pool2d(PoolKind kind, const View& out, const View& in, const Pool2dParams& p) {
   const PoolShape g = shapes::pool_geometry("pool2d", in.shape, out.shape, p);
   ANVIL_CHECK(is_floating(out.dtype) && in.dtype == out.dtype, "pool2d: expected matching floating dtypes, got ",
               in.dtype, " and ", out.dtype);
   DeviceGuard guard(out.device_index);
   if (out.numel() == 0) return;
-  DenseArg x(*this, in, in.dtype, DenseArg::In), y(*this, out, out.dtype, DenseArg::Out);
+  DenseArg x(cuda_runtime(), in, in.dtype, DenseArg::In), y(cuda_runtime(), out, out.dtype, DenseArg::Out);
   pool_forward_dense(kind, out.dtype, y.view().data, x.view().data, g, stream(out.device_index));
   y.commit();
 }
 
-void CudaBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in,
-                                  const View& /*out*/, const Pool2dParams& p) {
+void pool2d_backward(PoolKind kind, const View& grad_in, const View& grad_out, const View& in, const View& /*out*/,
+                     const Pool2dParams& p) {
   const PoolShape g = shapes::pool_geometry("pool2d_backward", grad_in.shape, grad_out.shape, p);
   ANVIL_CHECK(kind != PoolKind::Max || in.shape == grad_in.shape, "pool2d_backward: max pooling needs the input ",
               "of the forward pass with grad_in's shape ", grad_in.shape, ", got ", in.shape);
@@ -139,23 +143,22 @@ void CudaBackend::pool2d_backward(PoolKind kind, const View& grad_in, const View
     fill(grad_in, Scalar(0.0));
     return;
   }
-  DenseArg dy(*this, grad_out, grad_in.dtype, DenseArg::In), dx(*this, grad_in, grad_in.dtype, DenseArg::Out);
-  DenseArg x(*this, kind == PoolKind::Max ? in : grad_out, grad_in.dtype, DenseArg::In);
+  DenseArg dy(cuda_runtime(), grad_out, grad_in.dtype, DenseArg::In),
+      dx(cuda_runtime(), grad_in, grad_in.dtype, DenseArg::Out);
+  DenseArg x(cuda_runtime(), kind == PoolKind::Max ? in : grad_out, grad_in.dtype, DenseArg::In);
   pool_backward_dense(kind, grad_in.dtype, dx.view().data, dy.view().data, x.view().data, g,
                       stream(grad_in.device_index));
   dx.commit();
 }
 
-void CudaBackend::conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) {
-  conv2d_im2col(*this, out, in, weight, bias, p);
+void conv2d(const View& out, const View& in, const View& weight, const View* bias, const Conv2dParams& p) {
+  conv2d_im2col(cuda_runtime(), out, in, weight, bias, p);
 }
-void CudaBackend::conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight,
-                                        const Conv2dParams& p) {
-  conv2d_backward_input_im2col(*this, grad_in, grad_out, weight, p);
+void conv2d_backward_input(const View& grad_in, const View& grad_out, const View& weight, const Conv2dParams& p) {
+  conv2d_backward_input_im2col(cuda_runtime(), grad_in, grad_out, weight, p);
 }
-void CudaBackend::conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in,
-                                         const Conv2dParams& p) {
-  conv2d_backward_weight_im2col(*this, grad_weight, grad_out, in, p);
+void conv2d_backward_weight(const View& grad_weight, const View& grad_out, const View& in, const Conv2dParams& p) {
+  conv2d_backward_weight_im2col(cuda_runtime(), grad_weight, grad_out, in, p);
 }
 
 // Batch norm on the hand-written kernels of norm_pool_kernels.cu, with the
@@ -180,7 +183,7 @@ View per_channel(const View& v, int64_t c) {
 // An optional per-channel operand: data() is null when the caller gave none.
 class ChannelArg {
  public:
-  ChannelArg(CudaBackend& b, const View* v, DType param, int64_t c, DenseArg::Mode mode) {
+  ChannelArg(CudaRuntime& b, const View* v, DType param, int64_t c, DenseArg::Mode mode) {
     if (v) arg_.emplace(b, per_channel(*v, c), param, mode);
   }
   void* data() const { return arg_ ? arg_->view().data : nullptr; }
@@ -194,9 +197,8 @@ class ChannelArg {
 
 }  // namespace
 
-void CudaBackend::batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in,
-                             const View* weight, const View* bias, const View* running_mean, const View* running_var,
-                             const BatchNormParams& p) {
+void batch_norm(const View& out, const View& save_mean, const View& save_invstd, const View& in, const View* weight,
+                const View* bias, const View* running_mean, const View* running_var, const BatchNormParams& p) {
   const shapes::ChannelLayout l =
       shapes::check_batch_norm(out, save_mean, save_invstd, in, weight, bias, running_mean, running_var, p.training);
   const DType dtype = in.dtype, param = param_type(dtype);
@@ -204,11 +206,13 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
   DeviceGuard guard(device);
   if (in.numel() == 0) return;
   cudaStream_t s = stream(device);
-  DenseArg x(*this, in, dtype, DenseArg::In), y(*this, out, dtype, DenseArg::Out);
-  ChannelArg mean(*this, &save_mean, param, l.c, DenseArg::Out), invstd(*this, &save_invstd, param, l.c, DenseArg::Out);
-  ChannelArg w(*this, weight, param, l.c, DenseArg::In), b(*this, bias, param, l.c, DenseArg::In);
+  DenseArg x(cuda_runtime(), in, dtype, DenseArg::In), y(cuda_runtime(), out, dtype, DenseArg::Out);
+  ChannelArg mean(cuda_runtime(), &save_mean, param, l.c, DenseArg::Out),
+      invstd(cuda_runtime(), &save_invstd, param, l.c, DenseArg::Out);
+  ChannelArg w(cuda_runtime(), weight, param, l.c, DenseArg::In), b(cuda_runtime(), bias, param, l.c, DenseArg::In);
   const DenseArg::Mode running_mode = p.training ? DenseArg::InOut : DenseArg::In;
-  ChannelArg rm(*this, running_mean, param, l.c, running_mode), rv(*this, running_var, param, l.c, running_mode);
+  ChannelArg rm(cuda_runtime(), running_mean, param, l.c, running_mode),
+      rv(cuda_runtime(), running_var, param, l.c, running_mode);
   if (p.training) {
     batch_norm_train_stats(dtype, param, mean.data(), invstd.data(), rm.data(), rv.data(), x.view().data, l.n, l.c, l.s,
                            p.momentum, p.eps, s);
@@ -224,9 +228,9 @@ void CudaBackend::batch_norm(const View& out, const View& save_mean, const View&
   y.commit();
 }
 
-void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias,
-                                      const View& grad_out, const View& in, const View* weight, const View& save_mean,
-                                      const View& save_invstd, const BatchNormParams& p) {
+void batch_norm_backward(const View& grad_in, const View* grad_weight, const View* grad_bias, const View& grad_out,
+                         const View& in, const View* weight, const View& save_mean, const View& save_invstd,
+                         const BatchNormParams& p) {
   const shapes::ChannelLayout l =
       shapes::check_batch_norm_backward(grad_in, grad_weight, grad_bias, grad_out, in, weight, save_mean, save_invstd);
   const DType dtype = in.dtype, param = param_type(dtype);
@@ -241,17 +245,19 @@ void CudaBackend::batch_norm_backward(const View& grad_in, const View* grad_weig
   if (grad_in.data) {
     ANVIL_CHECK(grad_in.dtype == dtype, "batch_norm_backward: grad_in dtype ", grad_in.dtype,
                 " differs from input dtype ", dtype);
-    dx.emplace(*this, grad_in, dtype, DenseArg::Out);
+    dx.emplace(cuda_runtime(), grad_in, dtype, DenseArg::Out);
   }
   cudaStream_t s = stream(device);
-  DenseArg x(*this, in, dtype, DenseArg::In), dy(*this, grad_out, dtype, DenseArg::In);
-  ChannelArg mean(*this, &save_mean, param, l.c, DenseArg::In), invstd(*this, &save_invstd, param, l.c, DenseArg::In);
-  ChannelArg w(*this, weight, param, l.c, DenseArg::In);
-  ChannelArg gw(*this, grad_weight, param, l.c, DenseArg::Out), gb(*this, grad_bias, param, l.c, DenseArg::Out);
+  DenseArg x(cuda_runtime(), in, dtype, DenseArg::In), dy(cuda_runtime(), grad_out, dtype, DenseArg::In);
+  ChannelArg mean(cuda_runtime(), &save_mean, param, l.c, DenseArg::In),
+      invstd(cuda_runtime(), &save_invstd, param, l.c, DenseArg::In);
+  ChannelArg w(cuda_runtime(), weight, param, l.c, DenseArg::In);
+  ChannelArg gw(cuda_runtime(), grad_weight, param, l.c, DenseArg::Out),
+      gb(cuda_runtime(), grad_bias, param, l.c, DenseArg::Out);
   void* dx_data = dx ? dx->view().data : nullptr;
   if (p.training) {
     // grad_in needs both channel sums, wanted by the caller or not.
-    Scratch sums(*this, device, 2 * static_cast<size_t>(l.c) * itemsize(param));
+    Scratch sums(cuda_runtime(), device, 2 * static_cast<size_t>(l.c) * itemsize(param));
     void* sum_g_xhat = gw.data() ? gw.data() : sums.get();
     void* sum_g = gb.data() ? gb.data() : static_cast<char*>(sums.get()) + l.c * itemsize(param);
     batch_norm_train_backward(dtype, param, dx_data, sum_g_xhat, sum_g, dy.view().data, x.view().data, w.data(),
@@ -279,14 +285,24 @@ bool cudnn_sdpa_available() { return false; }
 
 std::string cudnn_sdpa_check_ops(const CudnnSdpaProblem&, bool) { return "cuDNN is not emulated"; }
 
-CudnnSdpaOutcome cudnn_sdpa_forward(CudaBackend&, int, cudaStream_t, const CudnnSdpaProblem&,
+CudnnSdpaOutcome cudnn_sdpa_forward(CudaRuntime&, int, cudaStream_t, const CudnnSdpaProblem&,
                                     const CudnnSdpaForwardArgs&) {
   return {"cuDNN is not emulated", true};
 }
 
-CudnnSdpaOutcome cudnn_sdpa_backward(CudaBackend&, int, cudaStream_t, const CudnnSdpaProblem&,
+CudnnSdpaOutcome cudnn_sdpa_backward(CudaRuntime&, int, cudaStream_t, const CudnnSdpaProblem&,
                                      const CudnnSdpaBackwardArgs&) {
   return {"cuDNN is not emulated", true};
 }
+
+ANVIL_REGISTER_KERNEL(kernel::Matmul, CUDA, matmul);
+ANVIL_REGISTER_KERNEL(kernel::Linear, CUDA, linear);
+ANVIL_REGISTER_KERNEL(kernel::Conv2d, CUDA, conv2d);
+ANVIL_REGISTER_KERNEL(kernel::Conv2dBackwardInput, CUDA, conv2d_backward_input);
+ANVIL_REGISTER_KERNEL(kernel::Conv2dBackwardWeight, CUDA, conv2d_backward_weight);
+ANVIL_REGISTER_KERNEL(kernel::Pool2d, CUDA, pool2d);
+ANVIL_REGISTER_KERNEL(kernel::Pool2dBackward, CUDA, pool2d_backward);
+ANVIL_REGISTER_KERNEL(kernel::BatchNorm, CUDA, batch_norm);
+ANVIL_REGISTER_KERNEL(kernel::BatchNormBackward, CUDA, batch_norm_backward);
 
 }  // namespace anvil::cuda

@@ -1,16 +1,18 @@
-// CudaBackend::lu_factor and lu_solve for the emulated GPU, where cuSOLVER
+// kernel::LuFactor and lu_solve for the emulated GPU, where cuSOLVER
 // (kernels/cusolver/lu.cpp) is absent: the hand-written kernels of
 // kernels/cusolver/lu_kernels.cu, with the same checks and contract.
 // Only the emulated build compiles this file.
 #include "core/base/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/linalg_kernels.h"
 #include "kernels/cusolver/lu_kernels.h"
 #include "kernels/shapes/linalg_checks.h"
 
 namespace anvil::cuda {
 
-void CudaBackend::lu_factor(const View& a, const View& pivots, const View& info) {
+void lu_factor(const View& a, const View& pivots, const View& info) {
   const shapes::LuShape s = shapes::check_lu_factor(a, pivots, info);
   DeviceGuard guard(a.device_index);
   if (s.batch == 0) return;
@@ -21,11 +23,14 @@ void CudaBackend::lu_factor(const View& a, const View& pivots, const View& info)
   lu_factor_dense(a.dtype, a.data, pivots.ptr<int>(), info.ptr<int>(), s.batch, s.n, stream(a.device_index));
 }
 
-void CudaBackend::lu_solve(const View& lu, const View& pivots, const View& b) {
+void lu_solve(const View& lu, const View& pivots, const View& b) {
   const shapes::LuShape s = shapes::check_lu_solve(lu, pivots, b);
   DeviceGuard guard(b.device_index);
   if (s.batch == 0 || s.n == 0 || s.rhs == 0) return;
   lu_solve_dense(b.dtype, lu.data, pivots.ptr<const int>(), b.data, s.batch, s.n, s.rhs, stream(b.device_index));
 }
+
+ANVIL_REGISTER_KERNEL(kernel::LuFactor, CUDA, lu_factor);
+ANVIL_REGISTER_KERNEL(kernel::LuSolve, CUDA, lu_solve);
 
 }  // namespace anvil::cuda

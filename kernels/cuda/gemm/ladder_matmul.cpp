@@ -1,4 +1,4 @@
-// Backend::matmul views -> GemmArgs for the ladder (see ladder_matmul.h).
+// kernel::Matmul views -> GemmArgs for the ladder (see ladder_matmul.h).
 #include "kernels/cuda/gemm/ladder_matmul.h"
 
 #include <optional>

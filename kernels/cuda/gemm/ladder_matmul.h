@@ -6,7 +6,7 @@
 // kernels/cuda/emulator/library_paths.cu) calls it on float32 operands always.
 #include <cuda_runtime_api.h>
 
-#include "kernels/backend.h"
+#include "kernels/ops/linalg_kernels.h"
 
 namespace anvil::cuda::gemm {
 

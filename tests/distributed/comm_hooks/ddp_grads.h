@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "distributed/ddp.h"
+#include "distributed/ddp/ddp.h"
 #include "nn/layers/layers.h"
 #include "tests/distributed/rank_threads.h"
 

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "distributed/socket.h"
+#include "distributed/net/socket.h"
 #include "tests/distributed/harness.h"
 #include "tests/distributed/parameter_server/ps_test_util.h"
 

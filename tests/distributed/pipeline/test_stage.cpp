@@ -7,7 +7,7 @@
 
 #include "core/base/error.h"
 #include "distributed/pipeline/stage.h"
-#include "distributed/process_group_factory.h"
+#include "distributed/process_group/process_group_factory.h"
 #include "kernels/cuda_info.h"
 #include "nn/layers/layers.h"
 

@@ -12,9 +12,9 @@
 #include "core/factory.h"
 #include "core/ops.h"
 #include "core/random.h"
-#include "distributed/device_mesh.h"
-#include "distributed/model_parallel.h"
+#include "distributed/model_parallel/model_parallel.h"
 #include "distributed/pipeline/executor.h"
+#include "distributed/process_group/device_mesh.h"
 #include "samples/tensor_parallel_gpt.h"
 #include "tests/distributed/rank_threads.h"
 

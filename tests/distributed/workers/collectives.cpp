@@ -1,5 +1,5 @@
 // dist_worker_collectives: one rank of the runtime tests, started by
-// tests/distributed/test_launch_collectives.cpp through anvil-run.
+// tests/distributed/process_group/test_launch_collectives.cpp through anvil-run.
 //
 //   dist_worker_collectives MODE [--seed S] [--timeout-ms T]
 //   collectives     every collective, every dtype, sync and async, checked

@@ -1,4 +1,4 @@
-// Worker for test_data_parallel_processes.cpp: ring all-reduce, DDP and ZeRO-1
+// Worker for ddp/test_data_parallel_processes.cpp: ring all-reduce, DDP and ZeRO-1
 // in real processes started by anvil-run. Every rank seeds the same generator,
 // so each can compute the one-process reference itself and compare.
 //   dist_worker_data_parallel ring|ddp|zero --seed S
@@ -11,10 +11,10 @@
 
 #include "core/ops.h"
 #include "core/random.h"
-#include "distributed/ddp.h"
-#include "distributed/init.h"
-#include "distributed/ring_all_reduce.h"
-#include "distributed/zero.h"
+#include "distributed/ddp/ddp.h"
+#include "distributed/process_group/init.h"
+#include "distributed/process_group/ring_all_reduce.h"
+#include "distributed/zero/zero.h"
 #include "nn/layers/layers.h"
 #include "nn/optim/optim.h"
 #include "workers/one_process_reference.h"

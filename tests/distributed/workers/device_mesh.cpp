@@ -1,5 +1,5 @@
 // dist_worker_device_mesh: one rank of a 4-process job, started by
-// tests/distributed/test_device_mesh.cpp through anvil-run. Everything on
+// tests/distributed/process_group/test_device_mesh.cpp through anvil-run. Everything on
 // the default world through the torch-style free functions:
 // init_device_mesh("cpu", {2, 2}, {"dp", "tp"}) with all_reduce along each
 // dimension, new_group with members and non-members busy at once, and

@@ -1,5 +1,5 @@
 // dist_worker_nccl: one rank of the NCCL process group's tests on CUDA
-// tensors (tests/distributed/test_nccl_processes.cpp), on the emulated NCCL
+// tensors (tests/distributed/process_group/nccl/test_nccl_processes.cpp), on the emulated NCCL
 // in the emulated-GPU build or on real NCCL and GPUs. Each rank uses
 // cuda:(LOCAL_RANK % devices); CPU tensors of the same group go to Gloo, which
 // gives the reference.

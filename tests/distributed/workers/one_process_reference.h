@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "distributed/ddp.h"
-#include "distributed/zero.h"
+#include "distributed/ddp/ddp.h"
+#include "distributed/zero/zero.h"
 #include "nn/layers/layers.h"
 #include "nn/optim/optim.h"
 

@@ -21,7 +21,7 @@
 #include "core/ops.h"
 #include "core/random.h"
 #include "distributed/parameter_server/parameter_server.h"
-#include "distributed/tcp_store.h"
+#include "distributed/store/tcp_store.h"
 #include "nn/layers/layers.h"
 #include "nn/optim/optim.h"
 

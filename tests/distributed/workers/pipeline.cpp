@@ -23,7 +23,7 @@
 #include "core/ops.h"
 #include "core/random.h"
 #include "distributed/distributed.h"
-#include "distributed/model_parallel.h"
+#include "distributed/model_parallel/model_parallel.h"
 #include "distributed/pipeline/executor.h"
 #include "kernels/cuda_info.h"
 #include "nn/layers/layers.h"

@@ -3,7 +3,7 @@
 // needs), then the umbrella header. Runs a matmul with its backward pass and
 // an all_reduce over a one-process Gloo group (a FileStore under argv[1]).
 // Exits non-zero on a wrong value.
-#include <distributed/collectives.h>
+#include <distributed/process_group/collectives.h>
 
 #include <anvil/anvil.h>
 

@@ -14,12 +14,12 @@
 
 #include "core/base/dtype.h"
 #include "core/base/error.h"
-#include "kernels/backend.h"
+#include "kernels/runtime.h"
 #include "kernels/view.h"
 
 namespace anvil::test {
 
-inline Backend& cpu() { return backend_for(DeviceType::CPU); }
+inline Runtime& cpu() { return runtime_for(DeviceType::CPU); }
 
 // A buffer and a View over it.
 template <typename T> struct TestTensor {

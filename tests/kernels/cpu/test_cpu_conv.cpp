@@ -1,9 +1,10 @@
-// CpuBackend::conv2d and its two backward kernels against a naive direct
+// kernel::Conv2d and its two backward kernels against a naive direct
 // convolution (and its naive gradients), plus the adjoint identities that tie
 // the three together: <conv(x, w), g> = <x, dX(g, w)> = <w, dW(g, x)>.
 #include <gtest/gtest.h>
 
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
+#include "core/dispatch.h"
 
 namespace anvil::test {
 namespace {
@@ -108,14 +109,14 @@ template <typename T> void check_case(const ConvCase& c, bool strided, double to
   auto bias = random_tensor<T>({c.cout}, rng);
   auto out = filled_tensor<T>(c.out_shape(), maybe_strided(c.out_shape(), strided));
   const View* bias_view = c.bias ? &bias.view : nullptr;
-  cpu().conv2d(out.view, in.view, weight.view, bias_view, c.params());
+  kernel_for<kernel::Conv2d>(DeviceType::CPU)(out.view, in.view, weight.view, bias_view, c.params());
   expect_close(values(out.view), reference_forward(c, in.view, weight.view, bias_view), tol, tol, name + " forward");
 
   auto grad_out = random_tensor<T>(c.out_shape(), maybe_strided(c.out_shape(), strided), rng);
   auto grad_in = filled_tensor<T>(c.in_shape(), maybe_strided(c.in_shape(), strided));
   auto grad_weight = filled_tensor<T>(c.weight_shape(), maybe_strided(c.weight_shape(), strided));
-  cpu().conv2d_backward_input(grad_in.view, grad_out.view, weight.view, c.params());
-  cpu().conv2d_backward_weight(grad_weight.view, grad_out.view, in.view, c.params());
+  kernel_for<kernel::Conv2dBackwardInput>(DeviceType::CPU)(grad_in.view, grad_out.view, weight.view, c.params());
+  kernel_for<kernel::Conv2dBackwardWeight>(DeviceType::CPU)(grad_weight.view, grad_out.view, in.view, c.params());
   std::vector<double> ref_grad_in, ref_grad_weight;
   reference_backward(c, in.view, weight.view, grad_out.view, ref_grad_in, ref_grad_weight);
   expect_close(values(grad_in.view), ref_grad_in, tol, tol, name + " grad_in");
@@ -123,7 +124,7 @@ template <typename T> void check_case(const ConvCase& c, bool strided, double to
 
   // The adjoint identities hold for the kernels' outputs among themselves.
   auto out_nobias = filled_tensor<T>(c.out_shape());
-  cpu().conv2d(out_nobias.view, in.view, weight.view, nullptr, c.params());
+  kernel_for<kernel::Conv2d>(DeviceType::CPU)(out_nobias.view, in.view, weight.view, nullptr, c.params());
   const double lhs = dot(values(out_nobias.view), values(grad_out.view));
   const double scale = std::abs(lhs) + 1.0;
   EXPECT_NEAR(dot(values(in.view), values(grad_in.view)), lhs, 50 * tol * scale) << name << " <x, dX(g)>";
@@ -166,7 +167,7 @@ TEST(CpuConv2d, EmptyBatchGivesZeroWeightGradient) {
   auto in = filled_tensor<float>(c.in_shape());
   auto grad_out = filled_tensor<float>(c.out_shape());
   auto grad_weight = filled_tensor<float>(c.weight_shape());
-  cpu().conv2d_backward_weight(grad_weight.view, grad_out.view, in.view, c.params());
+  kernel_for<kernel::Conv2dBackwardWeight>(DeviceType::CPU)(grad_weight.view, grad_out.view, in.view, c.params());
   expect_close(values(grad_weight.view), std::vector<double>(54, 0.0), 0, 0, "empty batch grad_weight");
 }
 
@@ -174,7 +175,8 @@ TEST(CpuConv2d, MismatchedChannelsAreAClearError) {
   auto in = filled_tensor<float>({1, 3, 5, 5});
   auto weight = filled_tensor<float>({4, 2, 3, 3});  // expects 2 input channels
   auto out = filled_tensor<float>({1, 4, 3, 3});
-  const std::string msg = error_message([&] { cpu().conv2d(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
+  const std::string msg = error_message(
+      [&] { kernel_for<kernel::Conv2d>(DeviceType::CPU)(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
   EXPECT_NE(msg.find("conv2d"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[4, 2, 3, 3]"), std::string::npos) << msg;
 }
@@ -183,7 +185,8 @@ TEST(CpuConv2d, WrongOutputSizeIsAClearError) {
   auto in = filled_tensor<float>({1, 2, 5, 5});
   auto weight = filled_tensor<float>({4, 2, 3, 3});
   auto out = filled_tensor<float>({1, 4, 5, 5});  // needs padding 1 for 5x5
-  const std::string msg = error_message([&] { cpu().conv2d(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
+  const std::string msg = error_message(
+      [&] { kernel_for<kernel::Conv2d>(DeviceType::CPU)(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
   EXPECT_NE(msg.find("conv2d"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[3, 3]"), std::string::npos) << msg;
 }
@@ -194,7 +197,8 @@ TEST(CpuConv2d, GroupsThatDoNotDivideChannelsAreAClearError) {
   auto in = filled_tensor<float>({1, 3, 5, 5});
   auto weight = filled_tensor<float>({4, 1, 3, 3});
   auto out = filled_tensor<float>({1, 4, 3, 3});
-  const std::string msg = error_message([&] { cpu().conv2d(out.view, in.view, weight.view, nullptr, p); });
+  const std::string msg =
+      error_message([&] { kernel_for<kernel::Conv2d>(DeviceType::CPU)(out.view, in.view, weight.view, nullptr, p); });
   EXPECT_NE(msg.find("groups=2"), std::string::npos) << msg;
 }
 
@@ -202,7 +206,8 @@ TEST(CpuConv2d, IntegerDtypeIsAClearError) {
   auto in = filled_tensor<int32_t>({1, 1, 3, 3}, 1);
   auto weight = filled_tensor<int32_t>({1, 1, 3, 3}, 1);
   auto out = filled_tensor<int32_t>({1, 1, 1, 1}, 0);
-  const std::string msg = error_message([&] { cpu().conv2d(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
+  const std::string msg = error_message(
+      [&] { kernel_for<kernel::Conv2d>(DeviceType::CPU)(out.view, in.view, weight.view, nullptr, Conv2dParams{}); });
   EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels/shapes/matmul_checks.h"
+#include "core/dispatch.h"
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
 
 namespace anvil::test {
@@ -68,7 +69,7 @@ template <typename T> void check_unary_ops(double rtol, double atol, bool transp
     auto in = random_tensor<T>({7, 9}, rng, c.lo, c.hi);
     const View in_view = transposed_input ? transposed(in.view) : in.view;
     auto out = filled_tensor<T>(in_view.shape);
-    cpu().unary(c.op, out.view, in_view, UnaryParams{-0.5, 1.25});
+    kernel_for<kernel::Unary>(DeviceType::CPU)(c.op, out.view, in_view, UnaryParams{-0.5, 1.25});
     std::vector<double> expected;
     for (double x : values(in_view)) expected.push_back(c.ref(x));
     expect_close(values(out.view), expected, atol, rtol, "unary op " + std::to_string(static_cast<int>(c.op)));
@@ -87,7 +88,7 @@ TEST(CpuElementwise, UnaryIntegers) {
   auto in = tensor_of<int32_t>({6}, {-5, -1, 0, 1, 4, 100});
   auto out = filled_tensor<int32_t>({6}, 0.0);
   auto run = [&](UnaryOp op, UnaryParams p = {}) {
-    cpu().unary(op, out.view, in.view, p);
+    kernel_for<kernel::Unary>(DeviceType::CPU)(op, out.view, in.view, p);
     return out.storage;
   };
   EXPECT_EQ(run(UnaryOp::Neg), (std::vector<int32_t>{5, 1, 0, -1, -4, -100}));
@@ -100,7 +101,7 @@ TEST(CpuElementwise, UnaryIntegers) {
   EXPECT_EQ(run(UnaryOp::Clamp, {0, inf}), (std::vector<int32_t>{0, 0, 0, 1, 4, 100}));
 
   auto bools = bool_tensor({6});
-  cpu().unary(UnaryOp::LogicalNot, bools.view, in.view, {});
+  kernel_for<kernel::Unary>(DeviceType::CPU)(UnaryOp::LogicalNot, bools.view, in.view, {});
   EXPECT_EQ(bools.storage, (std::vector<uint8_t>{0, 0, 1, 0, 0, 0}));
 }
 
@@ -108,19 +109,19 @@ TEST(CpuElementwise, NanPropagatesThroughReluClampMaxMin) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto in = tensor_of<float>({3}, {nan, -1, 2});
   auto out = filled_tensor<float>({3}, 0.0);
-  cpu().unary(UnaryOp::Relu, out.view, in.view, {});
+  kernel_for<kernel::Unary>(DeviceType::CPU)(UnaryOp::Relu, out.view, in.view, {});
   EXPECT_TRUE(std::isnan(out.storage[0]));
-  cpu().unary(UnaryOp::Clamp, out.view, in.view, {0, 1});
+  kernel_for<kernel::Unary>(DeviceType::CPU)(UnaryOp::Clamp, out.view, in.view, {0, 1});
   EXPECT_TRUE(std::isnan(out.storage[0]));
   EXPECT_EQ(out.storage[1], 0.0f);
   EXPECT_EQ(out.storage[2], 1.0f);
 
   auto other = tensor_of<float>({3}, {0, nan, 1});
-  cpu().binary(BinaryOp::Maximum, out.view, in.view, other.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Maximum, out.view, in.view, other.view);
   EXPECT_TRUE(std::isnan(out.storage[0]));
   EXPECT_TRUE(std::isnan(out.storage[1]));
   EXPECT_EQ(out.storage[2], 2.0f);
-  cpu().binary(BinaryOp::Minimum, out.view, other.view, in.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Minimum, out.view, other.view, in.view);
   EXPECT_TRUE(std::isnan(out.storage[0]));
   EXPECT_TRUE(std::isnan(out.storage[1]));
   EXPECT_EQ(out.storage[2], 1.0f);
@@ -129,17 +130,18 @@ TEST(CpuElementwise, NanPropagatesThroughReluClampMaxMin) {
 TEST(CpuElementwise, UnsupportedDtypeNamesOpAndDtype) {
   auto in = tensor_of<int32_t>({2}, {1, 2});
   auto out = filled_tensor<int32_t>({2}, 0.0);
-  std::string msg = error_message([&] { cpu().unary(UnaryOp::Exp, out.view, in.view, {}); });
+  std::string msg =
+      error_message([&] { kernel_for<kernel::Unary>(DeviceType::CPU)(UnaryOp::Exp, out.view, in.view, {}); });
   EXPECT_NE(msg.find("exp"), std::string::npos) << msg;
   EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
 
   auto b = bool_tensor({2});
-  msg = error_message([&] { cpu().binary(BinaryOp::Sub, b.view, b.view, b.view); });
+  msg = error_message([&] { kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Sub, b.view, b.view, b.view); });
   EXPECT_NE(msg.find("sub"), std::string::npos) << msg;
   EXPECT_NE(msg.find("bool"), std::string::npos) << msg;
 
   auto f = filled_tensor<float>({2}, 1.0);
-  msg = error_message([&] { cpu().binary(BinaryOp::Add, f.view, f.view, in.view); });
+  msg = error_message([&] { kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Add, f.view, f.view, in.view); });
   EXPECT_NE(msg.find("add"), std::string::npos) << msg;
 }
 
@@ -173,7 +175,7 @@ template <typename T> void check_binary_broadcasts(double rtol) {
         const View& y = swap ? a.view : bv;
         if (swap && positive) continue;
         auto out = filled_tensor<T>(shape);
-        cpu().binary(c.op, out.view, x, y);
+        kernel_for<kernel::Binary>(DeviceType::CPU)(c.op, out.view, x, y);
         std::vector<double> xs = values(x), ys = values(y), expected;
         for (size_t i = 0; i < xs.size(); ++i) expected.push_back(c.ref(xs[i], ys[i]));
         expect_close(values(out.view), expected, 1e-6, rtol,
@@ -203,7 +205,7 @@ TEST(CpuElementwise, Float32ArithmeticIsCorrectlyRoundedOnEveryLayout) {
       for (bool transposed_out : {false, true}) {
         auto out = filled_tensor<float>(transposed_out ? Shape{601, 7} : shape);
         const View out_view = transposed_out ? transposed(out.view) : out.view;
-        cpu().binary(c.op, out_view, a.view, bv);
+        kernel_for<kernel::Binary>(DeviceType::CPU)(c.op, out_view, a.view, bv);
         const std::vector<double> xs = values(a.view), ys = values(bv), got = values(out_view);
         int reported = 0;
         for (size_t i = 0; i < xs.size(); ++i)
@@ -222,7 +224,7 @@ TEST(CpuElementwise, BinaryTransposedInputsAndOutput) {
   auto b = random_tensor<float>({5, 6}, rng);
   auto out = filled_tensor<float>({6, 5});
   const View out_t = transposed(out.view);  // write through a transposed view
-  cpu().binary(BinaryOp::Mul, out_t, transposed(a.view), b.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Mul, out_t, transposed(a.view), b.view);
   for (int64_t i = 0; i < 5; ++i)
     for (int64_t j = 0; j < 6; ++j)
       EXPECT_FLOAT_EQ(static_cast<float>(at(out.view, {j, i})),
@@ -237,8 +239,8 @@ TEST(CpuElementwise, LargeBroadcastUsesThreadsCorrectly) {
   auto scale = random_tensor<float>({8, 129, 1}, rng);
   auto sum = filled_tensor<float>(shape);
   auto prod = filled_tensor<float>(shape);
-  cpu().binary(BinaryOp::Add, sum.view, a.view, expanded(bias.view, shape));
-  cpu().binary(BinaryOp::Mul, prod.view, a.view, expanded(scale.view, shape));
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Add, sum.view, a.view, expanded(bias.view, shape));
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Mul, prod.view, a.view, expanded(scale.view, shape));
   for (int64_t i = 0; i < 8; ++i)
     for (int64_t j = 0; j < 129; ++j)
       for (int64_t k = 0; k < 300; ++k) {
@@ -275,7 +277,7 @@ TEST(CpuElementwise, BackwardOpsMatchFiniteDifferences) {
     auto saved = filled_tensor<double>({4, 11});
     for (size_t i = 0; i < x.storage.size(); ++i) saved.storage[i] = c.takes_output ? c.f(x.storage[i]) : x.storage[i];
     auto out = filled_tensor<double>({4, 11});
-    cpu().binary(c.op, out.view, g.view, saved.view);
+    kernel_for<kernel::Binary>(DeviceType::CPU)(c.op, out.view, g.view, saved.view);
     std::vector<double> expected;
     const double h = 1e-6;
     for (size_t i = 0; i < x.storage.size(); ++i) {
@@ -292,7 +294,7 @@ TEST(CpuElementwise, ComparisonsWriteBool) {
   const View bv = expanded(b.view, {2, 3});
   auto out = bool_tensor({2, 3});
   auto run = [&](BinaryOp op) {
-    cpu().binary(op, out.view, a.view, bv);
+    kernel_for<kernel::Binary>(DeviceType::CPU)(op, out.view, a.view, bv);
     return out.storage;
   };
   EXPECT_EQ(run(BinaryOp::Eq), (std::vector<uint8_t>{1, 0, 1, 0, 0, 0}));
@@ -306,16 +308,17 @@ TEST(CpuElementwise, ComparisonsWriteBool) {
   auto fa = tensor_of<float>({4}, {0, 0.5, 0, -1});
   auto fb = tensor_of<float>({4}, {0, 0, 2, 3});
   auto fo = bool_tensor({4});
-  cpu().binary(BinaryOp::LogicalOr, fo.view, fa.view, fb.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::LogicalOr, fo.view, fa.view, fb.view);
   EXPECT_EQ(fo.storage, (std::vector<uint8_t>{0, 1, 1, 1}));
-  cpu().binary(BinaryOp::LogicalAnd, fo.view, fa.view, fb.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::LogicalAnd, fo.view, fa.view, fb.view);
   EXPECT_EQ(fo.storage, (std::vector<uint8_t>{0, 0, 0, 1}));
-  cpu().binary(BinaryOp::Lt, fo.view, fa.view, fb.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Lt, fo.view, fa.view, fb.view);
   EXPECT_EQ(fo.storage, (std::vector<uint8_t>{0, 0, 1, 1}));
 
   // A comparison must write bool.
   auto wrong = filled_tensor<float>({4}, 0.0);
-  const std::string msg = error_message([&] { cpu().binary(BinaryOp::Eq, wrong.view, fa.view, fb.view); });
+  const std::string msg =
+      error_message([&] { kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Eq, wrong.view, fa.view, fb.view); });
   EXPECT_NE(msg.find("bool"), std::string::npos) << msg;
 }
 
@@ -323,22 +326,23 @@ TEST(CpuElementwise, IntegerArithmeticAndTrueDivision) {
   auto a = tensor_of<int32_t>({4}, {7, -7, 9, 1});
   auto b = tensor_of<int32_t>({4}, {2, 2, -3, 0});
   auto out = filled_tensor<int32_t>({4}, 0.0);
-  cpu().binary(BinaryOp::Add, out.view, a.view, b.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Add, out.view, a.view, b.view);
   EXPECT_EQ(out.storage, (std::vector<int32_t>{9, -5, 6, 1}));
-  cpu().binary(BinaryOp::Mul, out.view, a.view, b.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Mul, out.view, a.view, b.view);
   EXPECT_EQ(out.storage, (std::vector<int32_t>{14, -14, -27, 0}));
-  cpu().binary(BinaryOp::Maximum, out.view, a.view, b.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Maximum, out.view, a.view, b.view);
   EXPECT_EQ(out.storage, (std::vector<int32_t>{7, 2, 9, 1}));
 
   auto q = filled_tensor<float>({4}, 0.0);
-  cpu().binary(BinaryOp::Div, q.view, a.view, b.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Div, q.view, a.view, b.view);
   EXPECT_EQ(q.storage[0], 3.5f);
   EXPECT_EQ(q.storage[1], -3.5f);
   EXPECT_EQ(q.storage[2], -3.0f);
   EXPECT_TRUE(std::isinf(q.storage[3]));
 
   // Integer division into an integer output would silently truncate: refused.
-  const std::string msg = error_message([&] { cpu().binary(BinaryOp::Div, out.view, a.view, b.view); });
+  const std::string msg =
+      error_message([&] { kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Div, out.view, a.view, b.view); });
   EXPECT_NE(msg.find("div"), std::string::npos) << msg;
 }
 
@@ -348,11 +352,11 @@ TEST(CpuElementwise, BoolAddIsOrAndMulIsAnd) {
   a.storage = {0, 0, 1, 1};
   b.storage = {0, 1, 0, 1};
   auto out = bool_tensor({4});
-  cpu().binary(BinaryOp::Add, out.view, a.view, b.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Add, out.view, a.view, b.view);
   EXPECT_EQ(out.storage, (std::vector<uint8_t>{0, 1, 1, 1}));
-  cpu().binary(BinaryOp::Mul, out.view, a.view, b.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Mul, out.view, a.view, b.view);
   EXPECT_EQ(out.storage, (std::vector<uint8_t>{0, 0, 0, 1}));
-  cpu().unary(UnaryOp::LogicalNot, out.view, a.view, {});
+  kernel_for<kernel::Unary>(DeviceType::CPU)(UnaryOp::LogicalNot, out.view, a.view, {});
   EXPECT_EQ(out.storage, (std::vector<uint8_t>{1, 1, 0, 0}));
 }
 
@@ -363,7 +367,7 @@ TEST(CpuElementwise, WhereWithBroadcastCondition) {
   auto a = random_tensor<double>({4, 5}, rng);
   auto b = random_tensor<double>({4, 1}, rng);
   auto out = filled_tensor<double>({4, 5});
-  cpu().where(out.view, expanded(cond.view, {4, 5}), a.view, expanded(b.view, {4, 5}));
+  kernel_for<kernel::Where>(DeviceType::CPU)(out.view, expanded(cond.view, {4, 5}), a.view, expanded(b.view, {4, 5}));
   for (int64_t i = 0; i < 4; ++i)
     for (int64_t j = 0; j < 5; ++j)
       EXPECT_EQ(at(out.view, {i, j}), cond.storage[j] ? at(a.view, {i, j}) : at(b.view, {i, 0}));
@@ -373,7 +377,7 @@ TEST(CpuElementwise, WhereWithBroadcastCondition) {
   auto ic = bool_tensor({3});
   ic.storage = {0, 1, 0};
   auto io = filled_tensor<int64_t>({3}, 0.0);
-  cpu().where(io.view, ic.view, ia.view, ib.view);
+  kernel_for<kernel::Where>(DeviceType::CPU)(io.view, ic.view, ia.view, ib.view);
   EXPECT_EQ(io.storage, (std::vector<int64_t>{-1, 2, -3}));
 }
 
@@ -381,13 +385,13 @@ TEST(CpuElementwise, InPlaceAndEmpty) {
   std::mt19937 rng(16);
   auto a = random_tensor<float>({1000}, rng);
   const std::vector<float> before = a.storage;
-  cpu().binary(BinaryOp::Add, a.view, a.view, a.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Add, a.view, a.view, a.view);
   for (size_t i = 0; i < before.size(); ++i) ASSERT_EQ(a.storage[i], 2 * before[i]);
 
   std::vector<float> none;
   const View empty{none.data(), kFloat32, {0, 3}, {3, 1}};
-  cpu().unary(UnaryOp::Exp, empty, empty, {});
-  cpu().binary(BinaryOp::Mul, empty, empty, empty);
+  kernel_for<kernel::Unary>(DeviceType::CPU)(UnaryOp::Exp, empty, empty, {});
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Mul, empty, empty, empty);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/shapes/matmul_checks.h"
+#include "core/dispatch.h"
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
 
 namespace anvil::test {
@@ -21,7 +22,7 @@ template <typename T> void check_index_select(const View& in, int dim, const Vie
   Shape out_shape = in.shape;
   out_shape[dim] = index.numel();
   auto out = filled_tensor<T>(out_shape);
-  cpu().index_select(out.view, in, dim, index);
+  kernel_for<kernel::IndexSelect>(DeviceType::CPU)(out.view, in, dim, index);
   std::vector<double> expected;
   for_each_index(out_shape, [&](const Shape& idx) {
     Shape src = idx;
@@ -62,34 +63,42 @@ TEST(CpuIndexing, BadIndexThrowsWithValueAndRange) {
   auto in = random_tensor<float>({4, 3}, rng);
   auto out = filled_tensor<float>({2, 3}, 0.0);
   auto index = tensor_of<int64_t>({2}, {1, 4});
-  std::string msg = error_message([&] { cpu().index_select(out.view, in.view, 0, index.view); });
+  std::string msg =
+      error_message([&] { kernel_for<kernel::IndexSelect>(DeviceType::CPU)(out.view, in.view, 0, index.view); });
   EXPECT_NE(msg.find("index_select"), std::string::npos) << msg;
   EXPECT_NE(msg.find("4"), std::string::npos) << msg;
   EXPECT_NE(msg.find("size 4"), std::string::npos) << msg;
 
   auto negative = tensor_of<int64_t>({2}, {-1, 0});
-  msg = error_message([&] { cpu().index_select(out.view, in.view, 0, negative.view); });
+  msg = error_message([&] { kernel_for<kernel::IndexSelect>(DeviceType::CPU)(out.view, in.view, 0, negative.view); });
   EXPECT_NE(msg.find("-1"), std::string::npos) << msg;
 
   // scatter_add with a bad index leaves the output untouched.
   auto acc = filled_tensor<float>({4, 3}, 5.0);
   auto src = random_tensor<float>({2, 3}, rng);
   auto bad = tensor_of<int64_t>({2, 3}, {0, 1, 2, 3, 7, 0});
-  msg = error_message([&] { cpu().scatter_add(acc.view, 0, bad.view, src.view); });
+  msg = error_message(
+      [&] { kernel_for<kernel::Scatter>(DeviceType::CPU)(acc.view, 0, bad.view, src.view, ScatterReduce::Add); });
   EXPECT_NE(msg.find("scatter_add"), std::string::npos) << msg;
   EXPECT_NE(msg.find("7"), std::string::npos) << msg;
   for (float v : acc.storage) EXPECT_EQ(v, 5.0f);
 
-  msg = error_message([&] { cpu().gather(out.view, in.view, 1, tensor_of<int64_t>({2, 3}, {0, 1, 2, 3, 0, 0}).view); });
+  msg = error_message([&] {
+    kernel_for<kernel::Gather>(DeviceType::CPU)(out.view, in.view, 1,
+                                                tensor_of<int64_t>({2, 3}, {0, 1, 2, 3, 0, 0}).view);
+  });
   EXPECT_NE(msg.find("gather"), std::string::npos) << msg;
   EXPECT_NE(msg.find("3"), std::string::npos) << msg;
 
   auto add_src = random_tensor<float>({2, 3}, rng);
-  msg = error_message([&] { cpu().index_add(acc.view, 0, tensor_of<int64_t>({2}, {0, 4}).view, add_src.view); });
+  msg = error_message([&] {
+    kernel_for<kernel::IndexAdd>(DeviceType::CPU)(acc.view, 0, tensor_of<int64_t>({2}, {0, 4}).view, add_src.view);
+  });
   EXPECT_NE(msg.find("index_add"), std::string::npos) << msg;
 
   auto int32_index = filled_tensor<int32_t>({2}, 0.0);
-  msg = error_message([&] { cpu().index_select(out.view, in.view, 0, int32_index.view); });
+  msg =
+      error_message([&] { kernel_for<kernel::IndexSelect>(DeviceType::CPU)(out.view, in.view, 0, int32_index.view); });
   EXPECT_NE(msg.find("int64"), std::string::npos) << msg;
 }
 
@@ -101,7 +110,7 @@ template <typename T> void check_index_add(const Shape& out_shape, int dim, int6
   src_shape[dim] = n_index;
   auto src = random_tensor<T>(src_shape, rng);
   auto index = random_indices({n_index}, out_shape[dim], rng);
-  cpu().index_add(out.view, dim, index.view, src.view);
+  kernel_for<kernel::IndexAdd>(DeviceType::CPU)(out.view, dim, index.view, src.view);
 
   std::vector<double> expected = before;
   const Shape strides = contiguous_strides(out_shape);
@@ -129,7 +138,7 @@ TEST(CpuIndexing, GatherEveryDimWithSmallerIndex) {
     index_shape[dim] = 9;  // and longer along the gathered one
     auto index = random_indices(index_shape, in.view.shape[dim], rng);
     auto out = filled_tensor<float>(index_shape);
-    cpu().gather(out.view, in.view, dim, index.view);
+    kernel_for<kernel::Gather>(DeviceType::CPU)(out.view, in.view, dim, index.view);
     std::vector<double> expected;
     for_each_index(index_shape, [&](const Shape& idx) {
       Shape src = idx;
@@ -143,7 +152,7 @@ TEST(CpuIndexing, GatherEveryDimWithSmallerIndex) {
   const View t = transposed(logits.view);  // [4, 10]
   auto picks = tensor_of<int64_t>({4, 1}, {9, 0, 5, 5});
   auto out = filled_tensor<double>({4, 1});
-  cpu().gather(out.view, t, 1, picks.view);
+  kernel_for<kernel::Gather>(DeviceType::CPU)(out.view, t, 1, picks.view);
   for (int64_t r = 0; r < 4; ++r) EXPECT_EQ(out.storage[r], at(t, {r, picks.storage[r]}));
 }
 
@@ -162,7 +171,7 @@ TEST(CpuIndexing, ScatterAddAccumulatesDuplicates) {
       dst[dim] = static_cast<int64_t>(at(index.view, idx));
       expected[dst[0] * 7 + dst[1]] += at(src.view, idx);
     });
-    cpu().scatter_add(out.view, dim, index.view, src.view);
+    kernel_for<kernel::Scatter>(DeviceType::CPU)(out.view, dim, index.view, src.view, ScatterReduce::Add);
     expect_close(values(out.view), expected, 1e-12, 1e-12, "scatter_add dim " + std::to_string(dim));
   }
   // Large and threaded, into a transposed output.
@@ -170,7 +179,7 @@ TEST(CpuIndexing, ScatterAddAccumulatesDuplicates) {
   const View out = transposed(out_store.view);  // [1000, 64]
   auto src = random_tensor<float>({1000, 300}, rng);
   auto index = random_indices({1000, 300}, 64, rng);
-  cpu().scatter_add(out, 1, index.view, src.view);
+  kernel_for<kernel::Scatter>(DeviceType::CPU)(out, 1, index.view, src.view, ScatterReduce::Add);
   std::vector<double> expected(1000 * 64, 0.0);
   for (int64_t i = 0; i < 1000; ++i)
     for (int64_t j = 0; j < 300; ++j) expected[i * 64 + index.storage[i * 300 + j]] += src.storage[i * 300 + j];

@@ -1,10 +1,11 @@
 // The CPU backend's linear: out = in @ weight^T + bias against a naive loop,
 // over weight layouts, a missing bias, strided views, an empty inner dim,
 // rows enough for the threaded bias fill, a padded out, and the half types
-// (which take Backend::linear's default).
+// (which take kernel::Linear's default).
 #include <gtest/gtest.h>
 
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
+#include "core/dispatch.h"
 
 namespace anvil::test {
 namespace {
@@ -37,7 +38,7 @@ void check_linear(int64_t rows, int64_t in_f, int64_t out_f, bool with_bias, boo
   auto bias = random_tensor<T>({out_f}, {2}, rng);  // every other element
   auto out = filled_tensor<T>({rows, out_f}, {out_f + out_row_pad, 1});
   const View* bias_view = with_bias ? &bias.view : nullptr;
-  cpu().linear(out.view, in.view, weight.view, bias_view);
+  kernel_for<kernel::Linear>(DeviceType::CPU)(out.view, in.view, weight.view, bias_view);
   const double tol = std::is_same_v<T, double> ? 1e-12 : std::is_same_v<T, float> ? 1e-5 : 2e-2;
   expect_close(values(out.view), reference_linear<T>(in.view, weight.view, bias_view), tol, tol, "linear");
 }

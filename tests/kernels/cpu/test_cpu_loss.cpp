@@ -1,8 +1,9 @@
-// CpuBackend cross_entropy and its backward: losses against a naive
+// CpuRuntime cross_entropy and its backward: losses against a naive
 // log-softmax, gradients against finite differences in float64.
 #include <gtest/gtest.h>
 
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
+#include "core/dispatch.h"
 
 namespace anvil::test {
 namespace {
@@ -49,7 +50,7 @@ void check_forward(int64_t n, int64_t c, const CrossEntropyParams& p, bool strid
   auto targets = targets_tensor(t);
   auto losses = filled_tensor<T>({n});
   auto lse = filled_tensor<float>({n});
-  cpu().cross_entropy(losses.view, lse.view, logits.view, targets.view, p);
+  kernel_for<kernel::CrossEntropy>(DeviceType::CPU)(losses.view, lse.view, logits.view, targets.view, p);
   std::vector<double> ref_losses, ref_lse;
   naive_cross_entropy(logits.view, t, p, ref_losses, ref_lse);
   const std::string name = std::string("cross_entropy ") + dtype_name(dtype_of<T>::value) + " " + std::to_string(n) +
@@ -84,7 +85,8 @@ TEST(CpuCrossEntropy, LargeLogitsDoNotOverflow) {
   auto targets = targets_tensor({1, 0});
   auto losses = filled_tensor<float>({2});
   auto lse = filled_tensor<float>({2});
-  cpu().cross_entropy(losses.view, lse.view, logits.view, targets.view, CrossEntropyParams{});
+  kernel_for<kernel::CrossEntropy>(DeviceType::CPU)(losses.view, lse.view, logits.view, targets.view,
+                                                    CrossEntropyParams{});
   // Row 0: lse = 1001 + log(1 + e^-1 + e^-2); row 1: lse = -1000 + log(1 + e^-1 + e^-2).
   const double tail = std::log(1 + std::exp(-1.0) + std::exp(-2.0));
   EXPECT_NEAR(at(losses.view, {0}), tail, 1e-4);
@@ -103,7 +105,7 @@ void check_backward(const CrossEntropyParams& p, bool strided_grad) {
   auto losses = filled_tensor<double>({n});
   auto lse = filled_tensor<double>({n});  // float64 statistics keep the check exact
   auto objective = [&] {
-    cpu().cross_entropy(losses.view, lse.view, logits.view, targets.view, p);
+    kernel_for<kernel::CrossEntropy>(DeviceType::CPU)(losses.view, lse.view, logits.view, targets.view, p);
     double s = 0;
     for (int64_t i = 0; i < n; ++i) s += losses.storage[i] * w.storage[i];
     return s;
@@ -111,7 +113,7 @@ void check_backward(const CrossEntropyParams& p, bool strided_grad) {
   objective();
   auto grad =
       filled_tensor<double>({n, c}, strided_grad ? reversed_padded_strides({n, c}) : contiguous_strides({n, c}));
-  cpu().cross_entropy_backward(grad.view, w.view, logits.view, targets.view, lse.view, p);
+  kernel_for<kernel::CrossEntropyBackward>(DeviceType::CPU)(grad.view, w.view, logits.view, targets.view, lse.view, p);
   std::vector<double> numeric;
   const double eps = 1e-6;
   for (int64_t i = 0; i < n; ++i)
@@ -153,9 +155,9 @@ TEST(CpuCrossEntropy, Float32BackwardWithFloat32LogSumExp) {
   auto lse = filled_tensor<float>({n});
   CrossEntropyParams p;
   p.label_smoothing = 0.1;
-  cpu().cross_entropy(losses.view, lse.view, logits.view, targets.view, p);
+  kernel_for<kernel::CrossEntropy>(DeviceType::CPU)(losses.view, lse.view, logits.view, targets.view, p);
   auto grad = filled_tensor<float>({n, c});
-  cpu().cross_entropy_backward(grad.view, g.view, logits.view, targets.view, lse.view, p);
+  kernel_for<kernel::CrossEntropyBackward>(DeviceType::CPU)(grad.view, g.view, logits.view, targets.view, lse.view, p);
   std::vector<double> expected;
   for (int64_t i = 0; i < n; ++i) {
     double sum = 0;
@@ -178,14 +180,17 @@ TEST(CpuCrossEntropy, TargetOutOfRangeIsAClearError) {
   auto lse = filled_tensor<float>({3});
   for (int64_t bad : {4, 7, -1}) {
     auto targets = targets_tensor({0, bad, 2});
-    const std::string msg = error_message(
-        [&] { cpu().cross_entropy(losses.view, lse.view, logits.view, targets.view, CrossEntropyParams{}); });
+    const std::string msg = error_message([&] {
+      kernel_for<kernel::CrossEntropy>(DeviceType::CPU)(losses.view, lse.view, logits.view, targets.view,
+                                                        CrossEntropyParams{});
+    });
     EXPECT_NE(msg.find("cross_entropy"), std::string::npos) << msg;
     EXPECT_NE(msg.find("target " + std::to_string(bad)), std::string::npos) << msg;
     EXPECT_NE(msg.find("4 classes"), std::string::npos) << msg;
     auto grad = filled_tensor<float>({3, 4});
     const std::string bmsg = error_message([&] {
-      cpu().cross_entropy_backward(grad.view, losses.view, logits.view, targets.view, lse.view, CrossEntropyParams{});
+      kernel_for<kernel::CrossEntropyBackward>(DeviceType::CPU)(grad.view, losses.view, logits.view, targets.view,
+                                                                lse.view, CrossEntropyParams{});
     });
     EXPECT_NE(bmsg.find("cross_entropy_backward"), std::string::npos) << bmsg;
   }
@@ -196,8 +201,10 @@ TEST(CpuCrossEntropy, MismatchedTargetsAreAClearError) {
   auto losses = filled_tensor<float>({3});
   auto lse = filled_tensor<float>({3});
   auto targets = targets_tensor({0, 1});
-  const std::string msg = error_message(
-      [&] { cpu().cross_entropy(losses.view, lse.view, logits.view, targets.view, CrossEntropyParams{}); });
+  const std::string msg = error_message([&] {
+    kernel_for<kernel::CrossEntropy>(DeviceType::CPU)(losses.view, lse.view, logits.view, targets.view,
+                                                      CrossEntropyParams{});
+  });
   EXPECT_NE(msg.find("targets [3]"), std::string::npos) << msg;
 }
 
@@ -206,8 +213,10 @@ TEST(CpuCrossEntropy, IntegerLogitsAreAClearError) {
   auto losses = filled_tensor<int64_t>({2}, 0);
   auto lse = filled_tensor<float>({2});
   auto targets = targets_tensor({0, 1});
-  const std::string msg = error_message(
-      [&] { cpu().cross_entropy(losses.view, lse.view, logits.view, targets.view, CrossEntropyParams{}); });
+  const std::string msg = error_message([&] {
+    kernel_for<kernel::CrossEntropy>(DeviceType::CPU)(losses.view, lse.view, logits.view, targets.view,
+                                                      CrossEntropyParams{});
+  });
   EXPECT_NE(msg.find("int64"), std::string::npos) << msg;
 }
 

@@ -1,9 +1,10 @@
-// CpuBackend::matmul against a naive triple loop over operands in every
+// kernel::Matmul against a naive triple loop over operands in every
 // layout BLAS may or may not read in place.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
+#include "core/dispatch.h"
 
 namespace anvil::test {
 namespace {
@@ -83,7 +84,7 @@ template <typename T> void run_case(const MatmulCase& c, double tol, std::mt1993
                          : random_tensor<T>(os, layout_strides(os, c.out), rng);
   const std::vector<double> out0 = values(out.view);
   const std::vector<double> expected = reference_matmul(a.view, b.view, out0, c.alpha, c.beta);
-  cpu().matmul(out.view, a.view, b.view, MatmulParams{c.alpha, c.beta});
+  kernel_for<kernel::Matmul>(DeviceType::CPU)(out.view, a.view, b.view, MatmulParams{c.alpha, c.beta});
   expect_close(values(out.view), expected, tol, tol,
                std::string("matmul ") + dtype_name(dtype_of<T>::value) + " [" + std::to_string(c.batch) + "," +
                    std::to_string(c.m) + "," + std::to_string(c.k) + "] @ [" + std::to_string(c.k) + "," +
@@ -164,7 +165,7 @@ TEST(CpuMatmul, TwoDimensionalViews) {
   auto a = random_tensor<float>({6, 4}, rng);
   auto b = random_tensor<float>({4, 3}, strides_in_order({4, 3}, {1, 0}), rng);
   auto out = filled_tensor<float>({6, 3});
-  cpu().matmul(out.view, a.view, b.view, MatmulParams{});
+  kernel_for<kernel::Matmul>(DeviceType::CPU)(out.view, a.view, b.view, MatmulParams{});
   for (int64_t i = 0; i < 6; ++i)
     for (int64_t j = 0; j < 3; ++j) {
       double acc = 0;
@@ -179,13 +180,13 @@ TEST(CpuMatmul, EmptyInnerDimensionScalesOutputByBeta) {
   auto b = filled_tensor<float>({2, 0, 4});
   auto out = random_tensor<float>({2, 3, 4}, rng);
   const std::vector<double> before = values(out.view);
-  cpu().matmul(out.view, a.view, b.view, MatmulParams{1.0f, 0.5f});
+  kernel_for<kernel::Matmul>(DeviceType::CPU)(out.view, a.view, b.view, MatmulParams{1.0f, 0.5f});
   std::vector<double> expected = before;
   for (auto& v : expected) v *= 0.5;
   expect_close(values(out.view), expected, 1e-7, 1e-7, "K=0, beta=0.5");
 
   auto nan_out = filled_tensor<float>({2, 3, 4});  // beta = 0 must not keep NaN
-  cpu().matmul(nan_out.view, a.view, b.view, MatmulParams{});
+  kernel_for<kernel::Matmul>(DeviceType::CPU)(nan_out.view, a.view, b.view, MatmulParams{});
   expect_close(values(nan_out.view), std::vector<double>(24, 0.0), 0, 0, "K=0, beta=0");
 }
 
@@ -193,18 +194,19 @@ TEST(CpuMatmul, EmptyRowsOrColumnsIsANoOp) {
   auto a = filled_tensor<float>({2, 0, 5});
   auto b = filled_tensor<float>({2, 5, 3});
   auto out = filled_tensor<float>({2, 0, 3});
-  EXPECT_NO_THROW(cpu().matmul(out.view, a.view, b.view, MatmulParams{}));
+  EXPECT_NO_THROW(kernel_for<kernel::Matmul>(DeviceType::CPU)(out.view, a.view, b.view, MatmulParams{}));
   auto a2 = filled_tensor<float>({2, 4, 5});
   auto b2 = filled_tensor<float>({2, 5, 0});
   auto out2 = filled_tensor<float>({2, 4, 0});
-  EXPECT_NO_THROW(cpu().matmul(out2.view, a2.view, b2.view, MatmulParams{}));
+  EXPECT_NO_THROW(kernel_for<kernel::Matmul>(DeviceType::CPU)(out2.view, a2.view, b2.view, MatmulParams{}));
 }
 
 TEST(CpuMatmul, IntegerDtypeIsAClearError) {
   auto a = filled_tensor<int32_t>({1, 2, 2}, 1);
   auto b = filled_tensor<int32_t>({1, 2, 2}, 1);
   auto out = filled_tensor<int32_t>({1, 2, 2}, 0);
-  const std::string msg = error_message([&] { cpu().matmul(out.view, a.view, b.view, MatmulParams{}); });
+  const std::string msg =
+      error_message([&] { kernel_for<kernel::Matmul>(DeviceType::CPU)(out.view, a.view, b.view, MatmulParams{}); });
   EXPECT_NE(msg.find("matmul"), std::string::npos) << msg;
   EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
 }
@@ -213,7 +215,8 @@ TEST(CpuMatmul, MismatchedShapesAreAClearError) {
   auto a = filled_tensor<float>({2, 3, 4});
   auto b = filled_tensor<float>({2, 5, 6});
   auto out = filled_tensor<float>({2, 3, 6});
-  const std::string msg = error_message([&] { cpu().matmul(out.view, a.view, b.view, MatmulParams{}); });
+  const std::string msg =
+      error_message([&] { kernel_for<kernel::Matmul>(DeviceType::CPU)(out.view, a.view, b.view, MatmulParams{}); });
   EXPECT_NE(msg.find("matmul"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[2, 3, 4]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[2, 5, 6]"), std::string::npos) << msg;

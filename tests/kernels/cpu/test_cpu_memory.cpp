@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/shapes/matmul_checks.h"
+#include "core/dispatch.h"
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
 
 namespace anvil::test {
@@ -104,19 +105,19 @@ TEST(CpuMemory, FloatToIntegerTruncatesAndRoundsToHalf) {
 
 TEST(CpuMemory, FillWritesEveryDtypeAndRespectsStrides) {
   auto f = filled_tensor<float>({2, 3});
-  cpu().fill(f.view, Scalar(1.5));
+  kernel_for<kernel::Fill>(DeviceType::CPU)(f.view, Scalar(1.5));
   for (float v : f.storage) EXPECT_EQ(v, 1.5f);
 
   auto h = filled_tensor<Half>({5});
-  cpu().fill(h.view, Scalar(-2.25));
+  kernel_for<kernel::Fill>(DeviceType::CPU)(h.view, Scalar(-2.25));
   for (Half v : h.storage) EXPECT_EQ(static_cast<float>(v), -2.25f);
 
   auto i64 = filled_tensor<int64_t>({3}, 0.0);
-  cpu().fill(i64.view, Scalar(int64_t{1} << 40));
+  kernel_for<kernel::Fill>(DeviceType::CPU)(i64.view, Scalar(int64_t{1} << 40));
   for (int64_t v : i64.storage) EXPECT_EQ(v, int64_t{1} << 40);
 
   std::vector<uint8_t> bools(4, 0);
-  cpu().fill(View{bools.data(), kBool, {4}, {1}}, Scalar(true));
+  kernel_for<kernel::Fill>(DeviceType::CPU)(View{bools.data(), kBool, {4}, {1}}, Scalar(true));
   for (uint8_t v : bools) EXPECT_EQ(v, 1);
 
   // A column of a row-major matrix: only that column changes.
@@ -125,7 +126,7 @@ TEST(CpuMemory, FillWritesEveryDtypeAndRespectsStrides) {
   column.shape = {4};
   column.strides = {3};
   column.data = m.storage.data() + 1;
-  cpu().fill(column, Scalar(9));
+  kernel_for<kernel::Fill>(DeviceType::CPU)(column, Scalar(9));
   for (int64_t r = 0; r < 4; ++r) {
     EXPECT_EQ(at(m.view, {r, 0}), 0.0);
     EXPECT_EQ(at(m.view, {r, 1}), 9.0);
@@ -134,12 +135,12 @@ TEST(CpuMemory, FillWritesEveryDtypeAndRespectsStrides) {
 
   // A large fill takes the threaded path.
   auto big = filled_tensor<float>({300000});
-  cpu().fill(big.view, Scalar(3));
+  kernel_for<kernel::Fill>(DeviceType::CPU)(big.view, Scalar(3));
   for (float v : big.storage) ASSERT_EQ(v, 3.0f);
 }
 
 TEST(CpuMemory, HostCopiesAndAllocator) {
-  Backend& b = cpu();
+  Runtime& b = cpu();
   Allocator& alloc = b.allocator(0);
   void* p = alloc.allocate(64 * sizeof(float));
   ASSERT_NE(p, nullptr);
@@ -153,7 +154,7 @@ TEST(CpuMemory, HostCopiesAndAllocator) {
 }
 
 TEST(CpuMemory, CpuHasOneStream) {
-  Backend& b = cpu();
+  Runtime& b = cpu();
   const Stream s = b.current_stream(0);
   EXPECT_EQ(s.id, 0u);
   EXPECT_TRUE(s.device.is_cpu());

@@ -1,9 +1,10 @@
-// CpuBackend batch_norm / layer_norm and their backward kernels: forward
+// CpuRuntime batch_norm / layer_norm and their backward kernels: forward
 // values against statistics computed naively in the test, backward against
 // central finite differences of the forward in float64.
 #include <gtest/gtest.h>
 
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
+#include "core/dispatch.h"
 
 namespace anvil::test {
 namespace {
@@ -75,8 +76,9 @@ void check_batch_norm_training(const Shape& shape, bool affine, bool strided, do
   BatchNormParams p;
   p.momentum = 0.3;
   p.eps = 1e-3;
-  cpu().batch_norm(out.view, save_mean.view, save_invstd.view, in.view, affine ? &weight.view : nullptr,
-                   affine ? &bias.view : nullptr, &running_mean.view, &running_var.view, p);
+  kernel_for<kernel::BatchNorm>(DeviceType::CPU)(out.view, save_mean.view, save_invstd.view, in.view,
+                                                 affine ? &weight.view : nullptr, affine ? &bias.view : nullptr,
+                                                 &running_mean.view, &running_var.view, p);
 
   std::vector<double> mean, var;
   naive_channel_stats(in.view, mean, var);
@@ -124,8 +126,8 @@ TEST(CpuBatchNorm, EvalUsesRunningStatistics) {
   auto save_invstd = filled_tensor<float>({4});
   BatchNormParams p;
   p.training = false;
-  cpu().batch_norm(out.view, save_mean.view, save_invstd.view, in.view, &weight.view, &bias.view, &running_mean.view,
-                   &running_var.view, p);
+  kernel_for<kernel::BatchNorm>(DeviceType::CPU)(out.view, save_mean.view, save_invstd.view, in.view, &weight.view,
+                                                 &bias.view, &running_mean.view, &running_var.view, p);
   expect_close(values(out.view), naive_batch_norm(in.view, rm, rv, &weight.view, &bias.view, p.eps), 1e-12, 1e-12,
                "eval out");
   expect_close(values(running_mean.view), rm, 0, 0, "running_mean unchanged");
@@ -156,16 +158,16 @@ void check_batch_norm_backward(bool training, const Shape& shape, bool affine) {
   const View* rvar = training ? nullptr : &running_var.view;
   const View* w = affine ? &weight.view : nullptr;
   auto objective = [&] {
-    cpu().batch_norm(out.view, save_mean.view, save_invstd.view, in.view, w, affine ? &bias.view : nullptr, rmean, rvar,
-                     p);
+    kernel_for<kernel::BatchNorm>(DeviceType::CPU)(out.view, save_mean.view, save_invstd.view, in.view, w,
+                                                   affine ? &bias.view : nullptr, rmean, rvar, p);
     return weighted_sum(out, r);
   };
   objective();
   auto grad_in = filled_tensor<double>(shape);
   auto grad_weight = filled_tensor<double>({c});
   auto grad_bias = filled_tensor<double>({c});
-  cpu().batch_norm_backward(grad_in.view, &grad_weight.view, &grad_bias.view, r.view, in.view, w, save_mean.view,
-                            save_invstd.view, p);
+  kernel_for<kernel::BatchNormBackward>(DeviceType::CPU)(grad_in.view, &grad_weight.view, &grad_bias.view, r.view,
+                                                         in.view, w, save_mean.view, save_invstd.view, p);
   const std::string name = std::string(training ? "training" : "eval") + (affine ? " affine" : "");
   expect_close(values(grad_in.view), numeric_gradient(in.storage, objective), 1e-7, 1e-6, name + " grad_in");
   if (affine) {
@@ -176,7 +178,8 @@ void check_batch_norm_backward(bool training, const Shape& shape, bool affine) {
   // Null gradient outputs are skipped, and grad_in does not depend on them.
   objective();  // the finite differences left perturbed statistics behind
   auto grad_in2 = filled_tensor<double>(shape);
-  cpu().batch_norm_backward(grad_in2.view, nullptr, nullptr, r.view, in.view, w, save_mean.view, save_invstd.view, p);
+  kernel_for<kernel::BatchNormBackward>(DeviceType::CPU)(grad_in2.view, nullptr, nullptr, r.view, in.view, w,
+                                                         save_mean.view, save_invstd.view, p);
   expect_close(values(grad_in2.view), values(grad_in.view), 0, 0, name + " grad_in without param grads");
 }
 
@@ -203,15 +206,18 @@ TEST(CpuBatchNorm, BackwardFloat32MatchesFloat64) {
   auto mean32 = filled_tensor<float>({5});
   auto invstd32 = filled_tensor<float>({5});
   BatchNormParams p;
-  cpu().batch_norm(out.view, mean.view, invstd.view, in.view, &weight.view, nullptr, nullptr, nullptr, p);
-  cpu().batch_norm(out32.view, mean32.view, invstd32.view, in32.view, &weight32.view, nullptr, nullptr, nullptr, p);
+  kernel_for<kernel::BatchNorm>(DeviceType::CPU)(out.view, mean.view, invstd.view, in.view, &weight.view, nullptr,
+                                                 nullptr, nullptr, p);
+  kernel_for<kernel::BatchNorm>(DeviceType::CPU)(out32.view, mean32.view, invstd32.view, in32.view, &weight32.view,
+                                                 nullptr, nullptr, nullptr, p);
   auto gi = filled_tensor<double>(shape);
   auto gi32 = filled_tensor<float>(shape, strides_in_order(shape, {1, 0, 2, 3}));  // a non-contiguous output
   auto gw = filled_tensor<double>({5});
   auto gw32 = filled_tensor<float>({5});
-  cpu().batch_norm_backward(gi.view, &gw.view, nullptr, g.view, in.view, &weight.view, mean.view, invstd.view, p);
-  cpu().batch_norm_backward(gi32.view, &gw32.view, nullptr, g32.view, in32.view, &weight32.view, mean32.view,
-                            invstd32.view, p);
+  kernel_for<kernel::BatchNormBackward>(DeviceType::CPU)(gi.view, &gw.view, nullptr, g.view, in.view, &weight.view,
+                                                         mean.view, invstd.view, p);
+  kernel_for<kernel::BatchNormBackward>(DeviceType::CPU)(gi32.view, &gw32.view, nullptr, g32.view, in32.view,
+                                                         &weight32.view, mean32.view, invstd32.view, p);
   expect_close(values(gi32.view), values(gi.view), 1e-5, 1e-4, "float32 grad_in");
   expect_close(values(gw32.view), values(gw.view), 1e-4, 1e-4, "float32 grad_weight");
 }
@@ -223,8 +229,10 @@ TEST(CpuBatchNorm, EvalWithoutRunningStatsIsAClearError) {
   auto s = filled_tensor<float>({3});
   BatchNormParams p;
   p.training = false;
-  const std::string msg = error_message(
-      [&] { cpu().batch_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, nullptr, nullptr, p); });
+  const std::string msg = error_message([&] {
+    kernel_for<kernel::BatchNorm>(DeviceType::CPU)(out.view, m.view, s.view, in.view, nullptr, nullptr, nullptr,
+                                                   nullptr, p);
+  });
   EXPECT_NE(msg.find("running_mean"), std::string::npos) << msg;
 }
 
@@ -234,7 +242,8 @@ TEST(CpuBatchNorm, OneValuePerChannelInTrainingIsAClearError) {
   auto m = filled_tensor<float>({3});
   auto s = filled_tensor<float>({3});
   const std::string msg = error_message([&] {
-    cpu().batch_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, nullptr, nullptr, BatchNormParams{});
+    kernel_for<kernel::BatchNorm>(DeviceType::CPU)(out.view, m.view, s.view, in.view, nullptr, nullptr, nullptr,
+                                                   nullptr, BatchNormParams{});
   });
   EXPECT_NE(msg.find("more than 1 value per channel"), std::string::npos) << msg;
 }
@@ -246,7 +255,8 @@ TEST(CpuBatchNorm, WrongWeightSizeIsAClearError) {
   auto s = filled_tensor<float>({3});
   auto w = filled_tensor<float>({4}, 1.0);
   const std::string msg = error_message([&] {
-    cpu().batch_norm(out.view, m.view, s.view, in.view, &w.view, nullptr, nullptr, nullptr, BatchNormParams{});
+    kernel_for<kernel::BatchNorm>(DeviceType::CPU)(out.view, m.view, s.view, in.view, &w.view, nullptr, nullptr,
+                                                   nullptr, BatchNormParams{});
   });
   EXPECT_NE(msg.find("weight must have 3 elements"), std::string::npos) << msg;
 }
@@ -264,8 +274,8 @@ void check_layer_norm_forward(int64_t rows, int64_t cols, bool affine, bool stri
   auto mean = filled_tensor<S>({rows});
   auto rstd = filled_tensor<S>({rows});
   const double eps = 1e-4;
-  cpu().layer_norm(out.view, mean.view, rstd.view, in.view, affine ? &weight.view : nullptr,
-                   affine ? &bias.view : nullptr, eps);
+  kernel_for<kernel::LayerNorm>(DeviceType::CPU)(out.view, mean.view, rstd.view, in.view,
+                                                 affine ? &weight.view : nullptr, affine ? &bias.view : nullptr, eps);
   std::vector<double> ref_out, ref_mean, ref_rstd;
   for (int64_t i = 0; i < rows; ++i) {
     double s = 0, sq = 0;
@@ -308,14 +318,16 @@ void check_layer_norm_backward(int64_t rows, int64_t cols, bool affine) {
   auto rstd = filled_tensor<double>({rows});
   const View* w = affine ? &weight.view : nullptr;
   auto objective = [&] {
-    cpu().layer_norm(out.view, mean.view, rstd.view, in.view, w, affine ? &bias.view : nullptr, 1e-5);
+    kernel_for<kernel::LayerNorm>(DeviceType::CPU)(out.view, mean.view, rstd.view, in.view, w,
+                                                   affine ? &bias.view : nullptr, 1e-5);
     return weighted_sum(out, r);
   };
   objective();
   auto grad_in = filled_tensor<double>(shape);
   auto grad_weight = filled_tensor<double>({cols});
   auto grad_bias = filled_tensor<double>({cols});
-  cpu().layer_norm_backward(grad_in.view, &grad_weight.view, &grad_bias.view, r.view, in.view, mean.view, rstd.view, w);
+  kernel_for<kernel::LayerNormBackward>(DeviceType::CPU)(grad_in.view, &grad_weight.view, &grad_bias.view, r.view,
+                                                         in.view, mean.view, rstd.view, w);
   const std::string name = "layer_norm " + std::to_string(rows) + "x" + std::to_string(cols);
   expect_close(values(grad_in.view), numeric_gradient(in.storage, objective), 1e-7, 1e-6, name + " grad_in");
   if (affine) {
@@ -339,10 +351,11 @@ TEST(CpuLayerNorm, ParameterGradientsOverManyColumnsMatchNaiveSums) {
   auto out = filled_tensor<float>({rows, cols});
   auto mean = filled_tensor<float>({rows});
   auto rstd = filled_tensor<float>({rows});
-  cpu().layer_norm(out.view, mean.view, rstd.view, in.view, nullptr, nullptr, 1e-5);
+  kernel_for<kernel::LayerNorm>(DeviceType::CPU)(out.view, mean.view, rstd.view, in.view, nullptr, nullptr, 1e-5);
   auto gw = filled_tensor<float>({cols});
   auto gb = filled_tensor<float>({cols});
-  cpu().layer_norm_backward(View{}, &gw.view, &gb.view, g.view, in.view, mean.view, rstd.view, nullptr);
+  kernel_for<kernel::LayerNormBackward>(DeviceType::CPU)(View{}, &gw.view, &gb.view, g.view, in.view, mean.view,
+                                                         rstd.view, nullptr);
   std::vector<double> ref_gw(cols, 0.0), ref_gb(cols, 0.0);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
@@ -359,8 +372,9 @@ TEST(CpuLayerNorm, WrongStatisticsSizeIsAClearError) {
   auto out = filled_tensor<float>({4, 3});
   auto m = filled_tensor<float>({3});
   auto s = filled_tensor<float>({4});
-  const std::string msg =
-      error_message([&] { cpu().layer_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, 1e-5); });
+  const std::string msg = error_message([&] {
+    kernel_for<kernel::LayerNorm>(DeviceType::CPU)(out.view, m.view, s.view, in.view, nullptr, nullptr, 1e-5);
+  });
   EXPECT_NE(msg.find("layer_norm"), std::string::npos) << msg;
   EXPECT_NE(msg.find("4 elements"), std::string::npos) << msg;
 }
@@ -370,8 +384,9 @@ TEST(CpuLayerNorm, IntegerDtypeIsAClearError) {
   auto out = filled_tensor<int32_t>({2, 3}, 0);
   auto m = filled_tensor<float>({2});
   auto s = filled_tensor<float>({2});
-  const std::string msg =
-      error_message([&] { cpu().layer_norm(out.view, m.view, s.view, in.view, nullptr, nullptr, 1e-5); });
+  const std::string msg = error_message([&] {
+    kernel_for<kernel::LayerNorm>(DeviceType::CPU)(out.view, m.view, s.view, in.view, nullptr, nullptr, 1e-5);
+  });
   EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
+#include "core/dispatch.h"
 
 namespace anvil::test {
 namespace {
@@ -59,7 +60,7 @@ template <typename T> void run_adam(bool decoupled, double tol) {
       }
     }
     hp.step = step;
-    cpu().adamw(p, g, m, v, hp);
+    kernel_for<kernel::AdamW>(DeviceType::CPU)(p, g, m, v, hp);
   }
   for (auto& s : tensors) {
     expect_close(std::vector<double>(s.p.storage.begin(), s.p.storage.end()), s.rp, tol, tol, "params");
@@ -101,7 +102,7 @@ void run_sgd(SGDParams hp, double tol) {
         rp[k][i] -= hp.lr * d;
       }
     }
-    cpu().sgd(pv, gv, bv, hp);
+    kernel_for<kernel::SGD>(DeviceType::CPU)(pv, gv, bv, hp);
   }
   for (size_t k = 0; k < p.size(); ++k) {
     expect_close(p[k].storage, rp[k], tol, tol, "sgd params");
@@ -122,17 +123,18 @@ TEST(CpuOptim, BadListsAndDtypesThrow) {
   auto g = filled_tensor<float>({4}, 1.0);
   auto short_g = filled_tensor<float>({3}, 1.0);
   std::vector<View> ps = {p.view}, gs = {g.view}, none;
-  std::string msg = error_message([&] { cpu().adamw(ps, gs, none, none, AdamWParams{}); });
+  std::string msg =
+      error_message([&] { kernel_for<kernel::AdamW>(DeviceType::CPU)(ps, gs, none, none, AdamWParams{}); });
   EXPECT_NE(msg.find("adamw"), std::string::npos) << msg;
   std::vector<View> short_gs = {short_g.view};
-  msg = error_message([&] { cpu().sgd(ps, short_gs, none, SGDParams{}); });
+  msg = error_message([&] { kernel_for<kernel::SGD>(DeviceType::CPU)(ps, short_gs, none, SGDParams{}); });
   EXPECT_NE(msg.find("sgd"), std::string::npos) << msg;
   EXPECT_NE(msg.find("3"), std::string::npos) << msg;
 
   auto hp = filled_tensor<Half>({4}, 1.0);
   auto hg = filled_tensor<Half>({4}, 1.0);
   std::vector<View> hps = {hp.view}, hgs = {hg.view};
-  msg = error_message([&] { cpu().sgd(hps, hgs, none, SGDParams{}); });
+  msg = error_message([&] { kernel_for<kernel::SGD>(DeviceType::CPU)(hps, hgs, none, SGDParams{}); });
   EXPECT_NE(msg.find("float16"), std::string::npos) << msg;
 }
 

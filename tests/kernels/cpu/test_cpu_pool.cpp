@@ -1,10 +1,11 @@
-// CpuBackend::pool2d and pool2d_backward against naive window loops, the
+// kernel::Pool2d and pool2d_backward against naive window loops, the
 // backward passes also against finite differences of the forward.
 #include <gtest/gtest.h>
 
 #include <limits>
 
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
+#include "core/dispatch.h"
 
 namespace anvil::test {
 namespace {
@@ -116,12 +117,12 @@ template <typename T> void check_case(PoolKind kind, const PoolCase& c, bool str
   const Shape out_strides = strided ? reversed_padded_strides(c.out_shape()) : contiguous_strides(c.out_shape());
   auto in = random_tensor<T>(c.in_shape(), in_strides, rng);
   auto out = filled_tensor<T>(c.out_shape(), out_strides);
-  cpu().pool2d(kind, out.view, in.view, c.params());
+  kernel_for<kernel::Pool2d>(DeviceType::CPU)(kind, out.view, in.view, c.params());
   expect_close(values(out.view), reference_forward(kind, c, in.view), tol, tol, name + " forward");
 
   auto grad_out = random_tensor<T>(c.out_shape(), out_strides, rng);
   auto grad_in = filled_tensor<T>(c.in_shape(), in_strides);
-  cpu().pool2d_backward(kind, grad_in.view, grad_out.view, in.view, out.view, c.params());
+  kernel_for<kernel::Pool2dBackward>(DeviceType::CPU)(kind, grad_in.view, grad_out.view, in.view, out.view, c.params());
   expect_close(values(grad_in.view), reference_backward(kind, c, in.view, grad_out.view), tol, tol, name + " backward");
 }
 
@@ -157,10 +158,11 @@ TEST(CpuPool2d, BackwardMatchesFiniteDifferences) {
       auto grad_out = random_tensor<double>(c.out_shape(), rng);
       auto out = filled_tensor<double>(c.out_shape());
       auto grad_in = filled_tensor<double>(c.in_shape());
-      cpu().pool2d(kind, out.view, in.view, c.params());
-      cpu().pool2d_backward(kind, grad_in.view, grad_out.view, in.view, out.view, c.params());
+      kernel_for<kernel::Pool2d>(DeviceType::CPU)(kind, out.view, in.view, c.params());
+      kernel_for<kernel::Pool2dBackward>(DeviceType::CPU)(kind, grad_in.view, grad_out.view, in.view, out.view,
+                                                          c.params());
       auto objective = [&] {
-        cpu().pool2d(kind, out.view, in.view, c.params());
+        kernel_for<kernel::Pool2d>(DeviceType::CPU)(kind, out.view, in.view, c.params());
         double s = 0;
         for (size_t i = 0; i < out.storage.size(); ++i) s += out.storage[i] * grad_out.storage[i];
         return s;
@@ -184,10 +186,11 @@ TEST(CpuPool2d, MaxBackwardRoutesTiesToTheFirstMaximum) {
   const PoolCase c{1, 1, 4, 4, 2, 2, 2, 2, 0, 0, true, false};
   auto in = filled_tensor<float>(c.in_shape(), 1.5);
   auto out = filled_tensor<float>(c.out_shape());
-  cpu().pool2d(PoolKind::Max, out.view, in.view, c.params());
+  kernel_for<kernel::Pool2d>(DeviceType::CPU)(PoolKind::Max, out.view, in.view, c.params());
   auto grad_out = tensor_of<float>(c.out_shape(), {1, 2, 3, 4});
   auto grad_in = filled_tensor<float>(c.in_shape());
-  cpu().pool2d_backward(PoolKind::Max, grad_in.view, grad_out.view, in.view, out.view, c.params());
+  kernel_for<kernel::Pool2dBackward>(DeviceType::CPU)(PoolKind::Max, grad_in.view, grad_out.view, in.view, out.view,
+                                                      c.params());
   const std::vector<double> expected = {1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0};
   expect_close(values(grad_in.view), expected, 0, 0, "tied max");
 }
@@ -198,7 +201,7 @@ TEST(CpuPool2d, MaxPaddingActsAsMinusInfinity) {
   std::mt19937 rng(24);
   auto in = random_tensor<float>(c.in_shape(), rng, -3.0, -1.0);
   auto out = filled_tensor<float>(c.out_shape());
-  cpu().pool2d(PoolKind::Max, out.view, in.view, c.params());
+  kernel_for<kernel::Pool2d>(DeviceType::CPU)(PoolKind::Max, out.view, in.view, c.params());
   for (double v : values(out.view)) EXPECT_LT(v, -0.5);
   expect_close(values(out.view), reference_forward(PoolKind::Max, c, in.view), 0, 0, "negative max");
 }
@@ -207,7 +210,7 @@ TEST(CpuPool2d, MaxPropagatesNaN) {
   const PoolCase c{1, 1, 2, 2, 2, 2, 2, 2, 0, 0, true, false};
   auto in = tensor_of<float>(c.in_shape(), {1, NAN, 3, 2});
   auto out = filled_tensor<float>(c.out_shape(), 0.0);
-  cpu().pool2d(PoolKind::Max, out.view, in.view, c.params());
+  kernel_for<kernel::Pool2d>(DeviceType::CPU)(PoolKind::Max, out.view, in.view, c.params());
   EXPECT_TRUE(std::isnan(at(out.view, {0, 0, 0, 0})));
 }
 
@@ -217,10 +220,11 @@ TEST(CpuPool2d, MaxBackwardSendsTheGradientToTheFirstNaN) {
   const PoolCase c{1, 1, 2, 4, 2, 2, 2, 2, 0, 0, true, false};
   auto in = tensor_of<float>(c.in_shape(), {1, NAN, 5, 4, 3, NAN, NAN, 2});
   auto out = filled_tensor<float>(c.out_shape());
-  cpu().pool2d(PoolKind::Max, out.view, in.view, c.params());
+  kernel_for<kernel::Pool2d>(DeviceType::CPU)(PoolKind::Max, out.view, in.view, c.params());
   auto grad_out = tensor_of<float>(c.out_shape(), {7, 9});
   auto grad_in = filled_tensor<float>(c.in_shape(), -1.0);
-  cpu().pool2d_backward(PoolKind::Max, grad_in.view, grad_out.view, in.view, out.view, c.params());
+  kernel_for<kernel::Pool2dBackward>(DeviceType::CPU)(PoolKind::Max, grad_in.view, grad_out.view, in.view, out.view,
+                                                      c.params());
   const std::vector<double> expected = {0, 7, 0, 0, 0, 0, 9, 0};
   expect_close(values(grad_in.view), expected, 0, 0, "NaN max");
 }
@@ -230,10 +234,11 @@ TEST(CpuPool2d, MaxBackwardFindsTheWinnerInEveryWindowPosition) {
   const PoolCase c{1, 4, 2, 2, 2, 2, 2, 2, 0, 0, true, false};
   auto in = tensor_of<float>(c.in_shape(), {9, 1, 2, 3, 1, 9, 2, 3, 1, 2, 9, 3, 1, 2, 3, 9});
   auto out = filled_tensor<float>(c.out_shape());
-  cpu().pool2d(PoolKind::Max, out.view, in.view, c.params());
+  kernel_for<kernel::Pool2d>(DeviceType::CPU)(PoolKind::Max, out.view, in.view, c.params());
   auto grad_out = tensor_of<float>(c.out_shape(), {1, 2, 3, 4});
   auto grad_in = filled_tensor<float>(c.in_shape(), -1.0);
-  cpu().pool2d_backward(PoolKind::Max, grad_in.view, grad_out.view, in.view, out.view, c.params());
+  kernel_for<kernel::Pool2dBackward>(DeviceType::CPU)(PoolKind::Max, grad_in.view, grad_out.view, in.view, out.view,
+                                                      c.params());
   const std::vector<double> expected = {1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 4};
   expect_close(values(grad_in.view), expected, 0, 0, "winner positions");
 }
@@ -244,7 +249,8 @@ TEST(CpuPool2d, PaddingLargerThanHalfTheKernelIsAClearError) {
   p.padding[0] = p.padding[1] = 2;
   auto in = filled_tensor<float>({1, 1, 4, 4});
   auto out = filled_tensor<float>({1, 1, 5, 5});
-  const std::string msg = error_message([&] { cpu().pool2d(PoolKind::Max, out.view, in.view, p); });
+  const std::string msg =
+      error_message([&] { kernel_for<kernel::Pool2d>(DeviceType::CPU)(PoolKind::Max, out.view, in.view, p); });
   EXPECT_NE(msg.find("pool2d"), std::string::npos) << msg;
   EXPECT_NE(msg.find("padding"), std::string::npos) << msg;
 }
@@ -253,14 +259,16 @@ TEST(CpuPool2d, OutputTooLargeIsAClearError) {
   Pool2dParams p;
   auto in = filled_tensor<float>({1, 1, 4, 4});
   auto out = filled_tensor<float>({1, 1, 3, 2});
-  const std::string msg = error_message([&] { cpu().pool2d(PoolKind::Avg, out.view, in.view, p); });
+  const std::string msg =
+      error_message([&] { kernel_for<kernel::Pool2d>(DeviceType::CPU)(PoolKind::Avg, out.view, in.view, p); });
   EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
 }
 
 TEST(CpuPool2d, IntegerDtypeIsAClearError) {
   auto in = filled_tensor<int64_t>({1, 1, 4, 4}, 1);
   auto out = filled_tensor<int64_t>({1, 1, 2, 2}, 0);
-  const std::string msg = error_message([&] { cpu().pool2d(PoolKind::Max, out.view, in.view, Pool2dParams{}); });
+  const std::string msg = error_message(
+      [&] { kernel_for<kernel::Pool2d>(DeviceType::CPU)(PoolKind::Max, out.view, in.view, Pool2dParams{}); });
   EXPECT_NE(msg.find("int64"), std::string::npos) << msg;
 }
 

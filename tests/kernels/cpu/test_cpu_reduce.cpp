@@ -8,6 +8,7 @@
 #include <map>
 
 #include "kernels/shapes/matmul_checks.h"
+#include "core/dispatch.h"
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
 
 namespace anvil::test {
@@ -85,7 +86,7 @@ void check_reduce(ReduceOp op, const View& in, const std::vector<int>& dims, con
                   const std::string& what) {
   const Shape out_shape = reduced_shape(in.shape, dims);
   auto out = filled_tensor<Out>(out_shape);
-  cpu().reduce(op, out.view, in, p);
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(op, out.view, in, p);
   const auto g = groups(in, dims);
   std::vector<double> expected;
   for_each_index(out_shape, [&](const Shape& idx) { expected.push_back(naive(op, g.at(idx), p)); });
@@ -144,22 +145,22 @@ TEST(CpuReduce, ArgMaxArgMinEveryDim) {
 TEST(CpuReduce, ArgMaxFirstOccurrenceWinsAndNanIsMax) {
   auto in = tensor_of<int32_t>({2, 5}, {3, 7, 7, 1, 7, -4, -4, 0, -9, -9});
   auto out = filled_tensor<int64_t>({2, 1}, 0.0);
-  cpu().reduce(ReduceOp::ArgMax, out.view, in.view, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::ArgMax, out.view, in.view, {});
   EXPECT_EQ(out.storage, (std::vector<int64_t>{1, 2}));
-  cpu().reduce(ReduceOp::ArgMin, out.view, in.view, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::ArgMin, out.view, in.view, {});
   EXPECT_EQ(out.storage, (std::vector<int64_t>{3, 3}));
   // Column-wise: the same rule when the reduced dim is not the fastest.
   auto cols = tensor_of<float>({3, 2}, {1, 5, 4, 5, 4, 2});
   auto col_out = filled_tensor<int64_t>({1, 2}, 0.0);
-  cpu().reduce(ReduceOp::ArgMax, col_out.view, cols.view, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::ArgMax, col_out.view, cols.view, {});
   EXPECT_EQ(col_out.storage, (std::vector<int64_t>{1, 0}));
 
   auto with_nan = tensor_of<float>({5}, {1, NAN, 3, NAN, 0});
   auto one = filled_tensor<int64_t>({1}, 0.0);
-  cpu().reduce(ReduceOp::ArgMax, one.view, with_nan.view, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::ArgMax, one.view, with_nan.view, {});
   EXPECT_EQ(one.storage[0], 1);
   auto mx = filled_tensor<float>({1}, 0.0);
-  cpu().reduce(ReduceOp::Max, mx.view, with_nan.view, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Max, mx.view, with_nan.view, {});
   EXPECT_TRUE(std::isnan(mx.storage[0]));
 
   // Long rows (the unrolled path): a NaN anywhere wins, otherwise the true extreme.
@@ -169,7 +170,7 @@ TEST(CpuReduce, ArgMaxFirstOccurrenceWinsAndNanIsMax) {
   rows.storage[2 * 37 + 36] = NAN;  // row 2, in the tail
   auto ext = filled_tensor<double>({3, 1});
   for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
-    cpu().reduce(op, ext.view, rows.view, {});
+    kernel_for<kernel::Reduce>(DeviceType::CPU)(op, ext.view, rows.view, {});
     EXPECT_TRUE(std::isnan(ext.storage[0]));
     const std::vector<double> row1(rows.storage.begin() + 37, rows.storage.begin() + 74);
     EXPECT_EQ(ext.storage[1], naive(op, row1, {}));
@@ -236,14 +237,14 @@ TEST(CpuReduce, LongFloat32SumIsAccurate) {
   double exact = 0;
   for (float v : in.storage) exact += v;
   auto out = filled_tensor<float>({1});
-  cpu().reduce(ReduceOp::Sum, out.view, in.view, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Sum, out.view, in.view, {});
   EXPECT_NEAR(out.storage[0], exact, exact * 1e-7);
-  cpu().reduce(ReduceOp::Mean, out.view, in.view, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Mean, out.view, in.view, {});
   EXPECT_NEAR(out.storage[0], exact / n, 1e-7);
   // Variance of data with a large offset needs a stable algorithm.
   for (auto& v : in.storage) v += 1000.0f;
   std::vector<double> xs(in.storage.begin(), in.storage.end());
-  cpu().reduce(ReduceOp::Var, out.view, in.view, {1, 2});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Var, out.view, in.view, {1, 2});
   EXPECT_NEAR(out.storage[0], naive(ReduceOp::Var, xs, {1, 2}), 1e-5);
 }
 
@@ -268,7 +269,7 @@ TEST(CpuReduce, ColumnVarianceOfOffsetDataIsAccurate) {
   in.storage[5 * cols + 3] = NAN;
   in.storage[700 * cols + 4] = INFINITY;
   auto out = filled_tensor<float>({1, cols});
-  cpu().reduce(ReduceOp::Var, out.view, in.view, {1, 2});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Var, out.view, in.view, {1, 2});
   for (int64_t j = 0; j < cols; ++j) {
     if (j == 3 || j == 4) {
       EXPECT_TRUE(std::isnan(out.storage[j])) << "column " << j << " holds a NaN or inf: " << out.storage[j];
@@ -298,7 +299,7 @@ TEST(CpuReduce, ColumnVarianceOfDriftingDataIsAccurate) {
       in.storage[r * cols + j] = v;
     }
   auto out = filled_tensor<float>({1, cols});
-  cpu().reduce(ReduceOp::Var, out.view, in.view, {1, 2});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Var, out.view, in.view, {1, 2});
   for (int64_t j = 0; j < cols; ++j) {
     const double want = column_variance(in.storage, rows, cols, j);
     EXPECT_NEAR(out.storage[j], want, want * 1e-5) << "column " << j;
@@ -318,7 +319,7 @@ TEST(CpuReduce, LongRunVarianceMergesChunks) {
   in.storage[1 * cols + 5000] = NAN;
   in.storage[2 * cols + cols - 1] = INFINITY;
   auto out = filled_tensor<float>({rows, 1});
-  cpu().reduce(ReduceOp::Var, out.view, in.view, {1, 2});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Var, out.view, in.view, {1, 2});
   for (int64_t r = 0; r < rows; ++r) {
     if (r == 1 || r == 2) {
       EXPECT_TRUE(std::isnan(out.storage[r])) << "row " << r << " holds a NaN or inf: " << out.storage[r];
@@ -331,7 +332,7 @@ TEST(CpuReduce, LongRunVarianceMergesChunks) {
   auto all = filled_tensor<float>({1});
   const std::vector<double> first(in.storage.begin(), in.storage.begin() + cols);
   auto row0 = tensor_of<float>({cols}, first);
-  cpu().reduce(ReduceOp::Var, all.view, row0.view, {0, 2});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Var, all.view, row0.view, {0, 2});
   const double want = naive(ReduceOp::Var, first, {0, 2});
   EXPECT_NEAR(all.storage[0], want, want * 1e-5) << "correction 0";
 }
@@ -339,13 +340,14 @@ TEST(CpuReduce, LongRunVarianceMergesChunks) {
 TEST(CpuReduce, IntegerAndHalfInputs) {
   auto ints = tensor_of<int32_t>({2, 3}, {1, 2, 3, 4, 5, 2000000000});
   auto sums = filled_tensor<int64_t>({2, 1}, 0.0);
-  cpu().reduce(ReduceOp::Sum, sums.view, ints.view, {});  // int32 summed into int64, no overflow
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Sum, sums.view, ints.view,
+                                              {});  // int32 summed into int64, no overflow
   EXPECT_EQ(sums.storage, (std::vector<int64_t>{6, 2000000009}));
   auto maxes = filled_tensor<int32_t>({1, 3}, 0.0);
-  cpu().reduce(ReduceOp::Max, maxes.view, ints.view, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Max, maxes.view, ints.view, {});
   EXPECT_EQ(maxes.storage, (std::vector<int32_t>{4, 5, 2000000000}));
   auto prods = filled_tensor<int64_t>({2, 1}, 0.0);
-  cpu().reduce(ReduceOp::Prod, prods.view, ints.view, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Prod, prods.view, ints.view, {});
   EXPECT_EQ(prods.storage, (std::vector<int64_t>{6, 40000000000LL}));
 
   std::mt19937 rng(25);
@@ -357,12 +359,12 @@ TEST(CpuReduce, IntegerAndHalfInputs) {
 
   std::vector<uint8_t> flags = {1, 0, 1, 1};
   auto count = filled_tensor<int64_t>({1}, 0.0);
-  cpu().reduce(ReduceOp::Sum, count.view, View{flags.data(), kBool, {4}, {1}}, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Sum, count.view, View{flags.data(), kBool, {4}, {1}}, {});
   EXPECT_EQ(count.storage[0], 3);
 
   const std::string msg = error_message([&] {
     auto m = filled_tensor<int32_t>({2, 1}, 0.0);
-    cpu().reduce(ReduceOp::Mean, m.view, ints.view, {});
+    kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Mean, m.view, ints.view, {});
   });
   EXPECT_NE(msg.find("mean"), std::string::npos) << msg;
   EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
@@ -372,38 +374,42 @@ TEST(CpuReduce, EmptyReductions) {
   std::vector<float> none;
   const View empty{none.data(), kFloat32, {3, 0}, {0, 1}};
   auto out = filled_tensor<float>({3, 1});
-  cpu().reduce(ReduceOp::Sum, out.view, empty, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Sum, out.view, empty, {});
   EXPECT_EQ(out.storage, (std::vector<float>{0, 0, 0}));
-  cpu().reduce(ReduceOp::Prod, out.view, empty, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Prod, out.view, empty, {});
   EXPECT_EQ(out.storage, (std::vector<float>{1, 1, 1}));
-  cpu().reduce(ReduceOp::Mean, out.view, empty, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Mean, out.view, empty, {});
   EXPECT_TRUE(std::isnan(out.storage[0]));
-  const std::string msg = error_message([&] { cpu().reduce(ReduceOp::Max, out.view, empty, {}); });
+  const std::string msg =
+      error_message([&] { kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Max, out.view, empty, {}); });
   EXPECT_NE(msg.find("empty"), std::string::npos) << msg;
   // No outputs at all: nothing to do.
   auto no_out = filled_tensor<float>({0, 1});
-  cpu().reduce(ReduceOp::Max, no_out.view, View{none.data(), kFloat32, {0, 4}, {4, 1}}, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Max, no_out.view, View{none.data(), kFloat32, {0, 4}, {4, 1}},
+                                              {});
 }
 
 TEST(CpuReduce, ScalarAndSizeOneDims) {
   auto s = tensor_of<double>({}, {2.5});
   auto out = filled_tensor<double>({});
-  cpu().reduce(ReduceOp::Sum, out.view, s.view, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Sum, out.view, s.view, {});
   EXPECT_EQ(out.storage[0], 2.5);
   // A reduced dim of size 1 leaves the values unchanged; argmax is 0.
   auto col = tensor_of<float>({3, 1}, {4, -1, 2});
   auto idx = filled_tensor<int64_t>({3, 1}, 9.0);
-  cpu().reduce(ReduceOp::ArgMax, idx.view, col.view, {});
+  kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::ArgMax, idx.view, col.view, {});
   EXPECT_EQ(idx.storage, (std::vector<int64_t>{0, 0, 0}));
 }
 
 TEST(CpuReduce, BadShapesThrow) {
   auto in = filled_tensor<float>({3, 4}, 1.0);
   auto wrong = filled_tensor<float>({2, 1}, 0.0);
-  std::string msg = error_message([&] { cpu().reduce(ReduceOp::Sum, wrong.view, in.view, {}); });
+  std::string msg =
+      error_message([&] { kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::Sum, wrong.view, in.view, {}); });
   EXPECT_NE(msg.find("sum"), std::string::npos) << msg;
   auto two_dims = filled_tensor<int64_t>({1, 1}, 0.0);
-  msg = error_message([&] { cpu().reduce(ReduceOp::ArgMax, two_dims.view, in.view, {}); });
+  msg =
+      error_message([&] { kernel_for<kernel::Reduce>(DeviceType::CPU)(ReduceOp::ArgMax, two_dims.view, in.view, {}); });
   EXPECT_NE(msg.find("argmax"), std::string::npos) << msg;
 }
 

@@ -9,12 +9,14 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
+#include "kernels/runtime.h"
 
 namespace anvil {
 namespace {
 
-Backend& cpu() { return backend_for(DeviceType::CPU); }
+Runtime& cpu() { return runtime_for(DeviceType::CPU); }
 
 TEST(CpuScan, StridedViewsMatchContiguousOnes) {
   manual_seed(5);
@@ -23,10 +25,10 @@ TEST(CpuScan, StridedViewsMatchContiguousOnes) {
   for (ScanOp op : {ScanOp::Sum, ScanOp::Prod, ScanOp::LogSumExp}) {
     for (int64_t dim : {0, 1}) {
       Tensor strided_out = empty({7, 9}, kFloat64).t();  // the output strided too
-      cpu().scan(op, strided_out.view_of(), xt.view_of(), dim);
+      kernel_for<kernel::Scan>(DeviceType::CPU)(op, strided_out.view_of(), xt.view_of(), dim);
       const Tensor contiguous_in = xt.contiguous();
       Tensor want = empty({9, 7}, kFloat64);
-      cpu().scan(op, want.view_of(), contiguous_in.view_of(), dim);
+      kernel_for<kernel::Scan>(DeviceType::CPU)(op, want.view_of(), contiguous_in.view_of(), dim);
       EXPECT_EQ(strided_out.contiguous().to_vector<double>(), want.to_vector<double>()) << ops::scan_name(op);
     }
   }
@@ -37,7 +39,7 @@ TEST(CpuScan, HalfPrecisionAccumulatesInDouble) {
   // spacing there); the double accumulator keeps counting exactly.
   const Tensor x = ones({3000}, kFloat16);
   Tensor out = empty({3000}, kFloat16);
-  cpu().scan(ScanOp::Sum, out.view_of(), x.view_of(), 0);
+  kernel_for<kernel::Scan>(DeviceType::CPU)(ScanOp::Sum, out.view_of(), x.view_of(), 0);
   const std::vector<double> v = out.to_vector<double>();
   EXPECT_EQ(v[2999], 3000.0);
   EXPECT_EQ(v[2048], 2048.0);  // 2049 rounds to even in float16
@@ -47,14 +49,14 @@ TEST(CpuScan, RefusesBadArguments) {
   const Tensor x = zeros({2, 3}, kInt64);
   Tensor out = empty({2, 3}, kInt64);
   try {
-    cpu().scan(ScanOp::LogSumExp, out.view_of(), x.view_of(), 1);
+    kernel_for<kernel::Scan>(DeviceType::CPU)(ScanOp::LogSumExp, out.view_of(), x.view_of(), 1);
     ADD_FAILURE() << "logcumsumexp of int64 ran";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("logcumsumexp: not supported for dtype int64"), std::string::npos) << e.what();
   }
   Tensor wrong = empty({3, 2}, kInt64);
-  EXPECT_THROW(cpu().scan(ScanOp::Sum, wrong.view_of(), x.view_of(), 1), Error);
-  EXPECT_THROW(cpu().scan(ScanOp::Sum, out.view_of(), x.view_of(), 2), Error);
+  EXPECT_THROW(kernel_for<kernel::Scan>(DeviceType::CPU)(ScanOp::Sum, wrong.view_of(), x.view_of(), 1), Error);
+  EXPECT_THROW(kernel_for<kernel::Scan>(DeviceType::CPU)(ScanOp::Sum, out.view_of(), x.view_of(), 2), Error);
 }
 
 TEST(CpuSort, EveryDtypeOnStridedViews) {
@@ -63,7 +65,8 @@ TEST(CpuSort, EveryDtypeOnStridedViews) {
     const Tensor x = (randn({5, 11}, kFloat64) * 4.0).to(dtype).t();  // [11, 5], strided
     Tensor values = empty({5, 11}, dtype).t();
     Tensor indices = empty({5, 11}, kInt64).t();
-    cpu().sort(values.view_of(), indices.view_of(), x.view_of(), 0, SortParams{true, true});
+    kernel_for<kernel::Sort>(DeviceType::CPU)(values.view_of(), indices.view_of(), x.view_of(), 0,
+                                              SortParams{true, true});
     const std::vector<double> v = values.contiguous().to_vector<double>();
     const std::vector<int64_t> i = indices.contiguous().to_vector<int64_t>();
     const std::vector<double> xs = x.contiguous().to_vector<double>();
@@ -86,7 +89,7 @@ TEST(CpuSort, RefusesBadArguments) {
   Tensor values = empty({4});
   Tensor wrong_indices = empty({4}, kInt32);
   try {
-    cpu().sort(values.view_of(), wrong_indices.view_of(), x.view_of(), 0, {});
+    kernel_for<kernel::Sort>(DeviceType::CPU)(values.view_of(), wrong_indices.view_of(), x.view_of(), 0, {});
     ADD_FAILURE() << "int32 indices accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("sort: expected values float32[4] and indices int64[4]"), std::string::npos)

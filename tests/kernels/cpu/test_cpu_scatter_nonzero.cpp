@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
+#include "core/dispatch.h"
 
 namespace anvil::test {
 namespace {
@@ -22,7 +23,7 @@ TEST(CpuScatter, OverwriteAndMultiplyIntoAStridedOutputInIndexOrder) {
       double& e = expected[row * 4 + i[1]];
       e = reduce == ScatterReduce::None ? at(src.view, i) : e * at(src.view, i);
     });
-    cpu().scatter(out.view, 0, index.view, src.view, reduce);
+    kernel_for<kernel::Scatter>(DeviceType::CPU)(out.view, 0, index.view, src.view, reduce);
     expect_close(values(out.view), expected, 1e-12, 0, "scatter");
   }
 }
@@ -32,19 +33,20 @@ TEST(CpuScatter, BadArgumentsNameScatter) {
   auto src = filled_tensor<float>({3, 2}, 1.0);
   auto index = tensor_of<int64_t>({1, 2}, {0, 3});
   EXPECT_NE(error_message([&] {
-              cpu().scatter(out.view, 0, index.view, src.view, ScatterReduce::None);
+              kernel_for<kernel::Scatter>(DeviceType::CPU)(out.view, 0, index.view, src.view, ScatterReduce::None);
             }).find("scatter: index 3 is out of range for dim 0 of size 3"),
             std::string::npos);
   auto flat = tensor_of<int64_t>({2}, {0, 1});
   EXPECT_NE(error_message([&] {
-              cpu().scatter(out.view, 0, flat.view, src.view, ScatterReduce::None);
+              kernel_for<kernel::Scatter>(DeviceType::CPU)(out.view, 0, flat.view, src.view, ScatterReduce::None);
             }).find("scatter: ranks differ"),
             std::string::npos);
   auto flags = filled_tensor<uint8_t>({3, 2}, 1.0), bools = filled_tensor<uint8_t>({1, 2}, 1.0);
   flags.view.dtype = bools.view.dtype = kBool;  // bool storage as bytes (std::vector<bool> has no data())
   auto zero = tensor_of<int64_t>({1, 2}, {0, 0});
   EXPECT_NE(error_message([&] {
-              cpu().scatter(flags.view, 0, zero.view, bools.view, ScatterReduce::Multiply);
+              kernel_for<kernel::Scatter>(DeviceType::CPU)(flags.view, 0, zero.view, bools.view,
+                                                           ScatterReduce::Multiply);
             }).find("multiply"),
             std::string::npos);
 }
@@ -59,12 +61,15 @@ TEST(CpuNonzero, StridedInputAndAWrongSizeIsRefused) {
   });
   const int64_t n = static_cast<int64_t>(expected.size() / 2);
   auto out = filled_tensor<int64_t>({n, 2}, -1.0);
-  cpu().nonzero(out.view, in.view);
+  kernel_for<kernel::Nonzero>(DeviceType::CPU)(out.view, in.view);
   EXPECT_EQ(values(out.view), expected);
   auto wrong = filled_tensor<int64_t>({n + 1, 2}, -1.0);
-  EXPECT_NE(error_message([&] { cpu().nonzero(wrong.view, in.view); }).find("room for"), std::string::npos);
+  EXPECT_NE(error_message([&] { kernel_for<kernel::Nonzero>(DeviceType::CPU)(wrong.view, in.view); }).find("room for"),
+            std::string::npos);
   auto bad_dtype = filled_tensor<int32_t>({n, 2}, 0.0);
-  EXPECT_NE(error_message([&] { cpu().nonzero(bad_dtype.view, in.view); }).find("nonzero: expected an int64 output"),
+  EXPECT_NE(error_message([&] {
+              kernel_for<kernel::Nonzero>(DeviceType::CPU)(bad_dtype.view, in.view);
+            }).find("nonzero: expected an int64 output"),
             std::string::npos);
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/shapes/matmul_checks.h"
+#include "core/dispatch.h"
 #include "tests/kernels/cpu/nn_kernel_test_util.h"
 
 namespace anvil::test {
@@ -31,7 +32,7 @@ template <typename T> void check_forward(const View& in, int dim, double rtol, d
   const int positive_dim = dim < 0 ? dim + static_cast<int>(in.dim()) : dim;
   for (bool log : {false, true}) {
     auto out = filled_tensor<T>(in.shape);
-    cpu().softmax(out.view, in, dim, log);
+    kernel_for<kernel::Softmax>(DeviceType::CPU)(out.view, in, dim, log);
     expect_close(values(out.view), naive_softmax(in, positive_dim, log), atol, rtol,
                  what + (log ? " log_softmax" : " softmax") + " dim " + std::to_string(dim));
   }
@@ -62,11 +63,11 @@ TEST(CpuSoftmax, ForwardOtherDtypesAndLayouts) {
 TEST(CpuSoftmax, LargeLogitsAreStable) {
   auto in = tensor_of<float>({2, 3}, {1000, 1001, 1002, -1000, -1001, -1e30});
   auto out = filled_tensor<float>({2, 3});
-  cpu().softmax(out.view, in.view, 1, false);
+  kernel_for<kernel::Softmax>(DeviceType::CPU)(out.view, in.view, 1, false);
   for (float v : out.storage) EXPECT_TRUE(std::isfinite(v)) << v;
   EXPECT_NEAR(out.storage[2], 0.66524096, 1e-6);
   EXPECT_EQ(out.storage[5], 0.0f);
-  cpu().softmax(out.view, in.view, 1, true);
+  kernel_for<kernel::Softmax>(DeviceType::CPU)(out.view, in.view, 1, true);
   EXPECT_NEAR(out.storage[2], -0.40760596, 1e-5);
   EXPECT_NEAR(out.storage[3], -0.31326169, 1e-5);
 }
@@ -85,9 +86,9 @@ void check_backward(const Shape& shape, int dim, bool log, bool transpose_grad) 
   auto g_store = random_tensor<double>(transpose_grad ? Shape{shape[1], shape[0]} : shape, rng);
   const View g = transpose_grad ? transposed(g_store.view) : g_store.view;
   auto y = filled_tensor<double>(shape);
-  cpu().softmax(y.view, x.view, dim, log);
+  kernel_for<kernel::Softmax>(DeviceType::CPU)(y.view, x.view, dim, log);
   auto grad_in = filled_tensor<double>(shape);
-  cpu().softmax_backward(grad_in.view, g, y.view, dim, log);
+  kernel_for<kernel::SoftmaxBackward>(DeviceType::CPU)(grad_in.view, g, y.view, dim, log);
 
   const std::vector<double> gs = values(g);
   auto objective = [&](const std::vector<double>& f) {
@@ -125,8 +126,8 @@ TEST(CpuSoftmax, BackwardFloat32MatchesFormula) {
   auto y = filled_tensor<float>({64, 700});
   auto gi = filled_tensor<float>({64, 700});
   for (bool log : {false, true}) {
-    cpu().softmax(y.view, x.view, 1, log);
-    cpu().softmax_backward(gi.view, g.view, y.view, 1, log);
+    kernel_for<kernel::Softmax>(DeviceType::CPU)(y.view, x.view, 1, log);
+    kernel_for<kernel::SoftmaxBackward>(DeviceType::CPU)(gi.view, g.view, y.view, 1, log);
     std::vector<double> expected;
     for (int64_t r = 0; r < 64; ++r) {
       double s = 0;
@@ -143,7 +144,8 @@ TEST(CpuSoftmax, BackwardFloat32MatchesFormula) {
 TEST(CpuSoftmax, IntegerInputThrows) {
   auto in = tensor_of<int32_t>({2, 2}, {1, 2, 3, 4});
   auto out = filled_tensor<int32_t>({2, 2}, 0.0);
-  const std::string msg = error_message([&] { cpu().softmax(out.view, in.view, 1, false); });
+  const std::string msg =
+      error_message([&] { kernel_for<kernel::Softmax>(DeviceType::CPU)(out.view, in.view, 1, false); });
   EXPECT_NE(msg.find("softmax"), std::string::npos) << msg;
   EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
 }

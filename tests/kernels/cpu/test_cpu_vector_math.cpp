@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cpu/vector_convert.h"
+#include "core/dispatch.h"
 #include "kernels/cpu/vector_math.h"
 #include "kernels/cpu_info.h"
 #include "kernels/shapes/matmul_checks.h"
@@ -90,7 +91,7 @@ TEST(CpuVectorMath, UnaryOpsAtSpecialValuesAndOddLengths) {
     for (const UnaryEdgeCase& c : kVectorUnary) {
       auto in = tensor_of<float>({n}, edge_inputs(n, -12, 12, 7));
       auto out = filled_tensor<float>({n});
-      cpu().unary(c.op, out.view, in.view, UnaryParams{});
+      kernel_for<kernel::Unary>(DeviceType::CPU)(c.op, out.view, in.view, UnaryParams{});
       const std::vector<double> x = values(in.view);
       std::vector<double> want;
       for (double v : x) want.push_back(c.ref(v));
@@ -111,7 +112,7 @@ TEST(CpuVectorMath, SoftplusAtOtherBetasAndThresholds) {
     auto out = filled_tensor<float>({1000});
     UnaryParams p;
     p.beta = beta, p.threshold = threshold;
-    cpu().unary(UnaryOp::Softplus, out.view, in.view, p);
+    kernel_for<kernel::Unary>(DeviceType::CPU)(UnaryOp::Softplus, out.view, in.view, p);
     const std::vector<double> x = values(in.view);
     std::vector<double> want;
     for (double v : x) want.push_back(v * beta > threshold ? v : std::log1p(std::exp(v * beta)) / beta);
@@ -161,7 +162,7 @@ TEST(CpuVectorMath, MathFunctionsWithinTheirUlpBounds) {
     for (int64_t k = 0; k < kPoints; ++k) xs.push_back(float_at_order(first + (last - first) * k / (kPoints - 1)));
     auto in = tensor_of<float>({kPoints}, xs);
     auto out = filled_tensor<float>({kPoints});
-    cpu().unary(b.op, out.view, in.view, UnaryParams{});
+    kernel_for<kernel::Unary>(DeviceType::CPU)(b.op, out.view, in.view, UnaryParams{});
     int64_t worst = 0;
     double worst_x = 0;
     for (int64_t k = 0; k < kPoints; ++k) {
@@ -179,13 +180,13 @@ TEST(CpuVectorMath, UnaryOnStridedAndInPlaceViews) {
   auto in = random_tensor<float>({13, 11}, rng, -6, 6);
   const View t = shapes::transposed(in.view);
   auto out = filled_tensor<float>(t.shape);
-  cpu().unary(UnaryOp::GeluTanh, out.view, t, UnaryParams{});
+  kernel_for<kernel::Unary>(DeviceType::CPU)(UnaryOp::GeluTanh, out.view, t, UnaryParams{});
   const std::vector<double> x = values(t);
   std::vector<double> want;
   for (double v : x) want.push_back(kVectorUnary[8].ref(v));
   expect_float_close(values(out.view), want, x, 1e-6, 1e-6, "gelu_tanh on a transposed view");
   const std::vector<double> before = values(in.view);
-  cpu().unary(UnaryOp::Exp, in.view, in.view, UnaryParams{});  // out == in
+  kernel_for<kernel::Unary>(DeviceType::CPU)(UnaryOp::Exp, in.view, in.view, UnaryParams{});  // out == in
   std::vector<double> want_exp;
   for (double v : before) want_exp.push_back(std::exp(v));
   expect_float_close(values(in.view), want_exp, before, 0, 2e-7, "exp in place");
@@ -252,8 +253,8 @@ TEST(CpuVectorMath, ActivationBackwardsMatchFloat64) {
       auto g64 = tensor_of<double>({n}, gs), x64 = tensor_of<double>({n}, xs);
       auto out = filled_tensor<float>({n});
       auto want = filled_tensor<double>({n});
-      cpu().binary(op, out.view, g.view, x.view);
-      cpu().binary(op, want.view, g64.view, x64.view);
+      kernel_for<kernel::Binary>(DeviceType::CPU)(op, out.view, g.view, x.view);
+      kernel_for<kernel::Binary>(DeviceType::CPU)(op, want.view, g64.view, x64.view);
       expect_float_close(values(out.view), values(want.view), xs, 2e-6, 2e-6,
                          std::string(ops::binary_info(op).name) + " n=" + std::to_string(n));
     }
@@ -268,7 +269,7 @@ TEST(CpuVectorMath, GradientsFromTheOutputGiveTheScalarBits) {
     const std::vector<double> ys = edge_inputs(n, -1.5, 1.5, 13), gs = edge_inputs(n, -3, 3, 14);
     auto g = tensor_of<float>({n}, gs), y = tensor_of<float>({n}, ys), out = filled_tensor<float>({n});
     for (BinaryOp op : {BinaryOp::TanhBackward, BinaryOp::SigmoidBackward}) {
-      cpu().binary(op, out.view, g.view, y.view);
+      kernel_for<kernel::Binary>(DeviceType::CPU)(op, out.view, g.view, y.view);
       for (int64_t i = 0; i < n; ++i) {
         const float gf = g.storage[static_cast<size_t>(i)], yf = y.storage[static_cast<size_t>(i)];
         const float want =
@@ -290,7 +291,7 @@ TEST(CpuVectorMath, SoftplusBackwardAtItsThreshold) {
   std::vector<double> gs;
   for (int64_t i = 0; i < n; ++i) gs.push_back(0.25 * static_cast<double>(i + 1));
   auto g = tensor_of<float>({n}, gs), x = tensor_of<float>({n}, xs), out = filled_tensor<float>({n});
-  cpu().binary(BinaryOp::SoftplusBackward, out.view, g.view, x.view);
+  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::SoftplusBackward, out.view, g.view, x.view);
   for (int64_t i = 0; i < n; ++i) {
     const float xf = static_cast<float>(xs[static_cast<size_t>(i)]),
                 gf = static_cast<float>(gs[static_cast<size_t>(i)]);
@@ -326,7 +327,7 @@ TEST(CpuVectorMath, SoftmaxRowsOfEveryLength) {
       auto y = filled_tensor<float>({3, n});
       x.storage[static_cast<size_t>(n) + n / 2] = -std::numeric_limits<float>::infinity();  // row 1: one -inf logit
       x.storage[2 * static_cast<size_t>(n)] = std::numeric_limits<float>::quiet_NaN();  // row 2: NaN
-      cpu().softmax(y.view, x.view, -1, log);
+      kernel_for<kernel::Softmax>(DeviceType::CPU)(y.view, x.view, -1, log);
       for (int64_t r = 0; r < 3; ++r) {
         const std::vector<double> all = values(x.view);
         const std::vector<double> row(all.begin() + r * n, all.begin() + (r + 1) * n);
@@ -343,9 +344,9 @@ TEST(CpuVectorMath, SoftmaxRowsOfEveryLength) {
       auto yr = filled_tensor<float>({1, n});
       View x0 = x.view;
       x0.shape = {1, n};
-      cpu().softmax(yr.view, x0, -1, log);
+      kernel_for<kernel::Softmax>(DeviceType::CPU)(yr.view, x0, -1, log);
       auto gi = filled_tensor<float>({1, n});
-      cpu().softmax_backward(gi.view, g.view, yr.view, -1, log);
+      kernel_for<kernel::SoftmaxBackward>(DeviceType::CPU)(gi.view, g.view, yr.view, -1, log);
       const std::vector<double> gv = values(g.view), yv = values(yr.view);
       double s = 0;
       for (int64_t i = 0; i < n; ++i) s += log ? gv[i] : gv[i] * yv[i];
@@ -403,10 +404,10 @@ TEST(CpuVectorMath, LayerNormAndRmsNormRowsOfEveryLength) {
     auto b = random_tensor<float>({n}, rng, -1, 1);
     auto y = filled_tensor<float>({rows, n});
     auto mean = filled_tensor<float>({rows}), rstd = filled_tensor<float>({rows});
-    cpu().layer_norm(y.view, mean.view, rstd.view, x.view, &w.view, &b.view, 1e-5);
+    kernel_for<kernel::LayerNorm>(DeviceType::CPU)(y.view, mean.view, rstd.view, x.view, &w.view, &b.view, 1e-5);
     auto ry = filled_tensor<float>({rows, n});
     auto rr = filled_tensor<float>({rows});
-    cpu().rms_norm(ry.view, rr.view, x.view, &w.view, 1e-5);
+    kernel_for<kernel::RmsNorm>(DeviceType::CPU)(ry.view, rr.view, x.view, &w.view, 1e-5);
     const std::vector<double> xv = values(x.view), wv = values(w.view), bv = values(b.view);
     std::vector<double> want_ln, want_rms;
     for (int64_t r = 0; r < rows; ++r) {
@@ -429,12 +430,14 @@ TEST(CpuVectorMath, LayerNormAndRmsNormRowsOfEveryLength) {
     // layer_norm backward (x's gradient) against the float64 kernel on the same values.
     auto g = random_tensor<float>({rows, n}, rng, -1, 1);
     auto gi = filled_tensor<float>({rows, n});
-    cpu().layer_norm_backward(gi.view, nullptr, nullptr, g.view, x.view, mean.view, rstd.view, &w.view);
+    kernel_for<kernel::LayerNormBackward>(DeviceType::CPU)(gi.view, nullptr, nullptr, g.view, x.view, mean.view,
+                                                           rstd.view, &w.view);
     auto x64 = tensor_of<double>({rows, n}, xv), g64 = tensor_of<double>({rows, n}, values(g.view));
     auto w64 = tensor_of<double>({n}, wv);
     auto mean64 = tensor_of<double>({rows}, values(mean.view)), rstd64 = tensor_of<double>({rows}, values(rstd.view));
     auto gi64 = filled_tensor<double>({rows, n});
-    cpu().layer_norm_backward(gi64.view, nullptr, nullptr, g64.view, x64.view, mean64.view, rstd64.view, &w64.view);
+    kernel_for<kernel::LayerNormBackward>(DeviceType::CPU)(gi64.view, nullptr, nullptr, g64.view, x64.view, mean64.view,
+                                                           rstd64.view, &w64.view);
     expect_float_close(values(gi.view), values(gi64.view), xv, 1e-3, 1e-3,
                        "layer_norm backward n=" + std::to_string(n));
     // A one-element row normalises to 0 whatever x is, so its gradient is exactly 0: g*w - mean(g*w)
@@ -748,7 +751,7 @@ TEST(CpuVectorMath, ReductionsOfEveryLengthWithSpecialValues) {
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::Var}) {
       if (op == ReduceOp::Var && n == 1) continue;
       auto out = filled_tensor<float>({4, 1});
-      cpu().reduce(op, out.view, x.view, ReduceParams{});
+      kernel_for<kernel::Reduce>(DeviceType::CPU)(op, out.view, x.view, ReduceParams{});
       std::vector<double> want;
       for (int64_t r = 0; r < 4; ++r) {
         const double* p = xv.data() + r * n;
@@ -789,15 +792,19 @@ TEST(CpuVectorMath, RmsNormBackwardRowsOfEveryLength) {
     for (bool with_weight : {true, false}) {
       auto gi = filled_tensor<float>({rows, n}), gw = filled_tensor<float>({n});
       auto gi64 = filled_tensor<double>({rows, n}), gw64 = filled_tensor<double>({n});
-      cpu().rms_norm_backward(gi.view, &gw.view, g.view, x.view, with_weight ? &w.view : nullptr, 1e-5);
-      cpu().rms_norm_backward(gi64.view, &gw64.view, g64.view, x64.view, with_weight ? &w64.view : nullptr, 1e-5);
+      kernel_for<kernel::RmsNormBackward>(DeviceType::CPU)(gi.view, &gw.view, g.view, x.view,
+                                                           with_weight ? &w.view : nullptr, 1e-5);
+      kernel_for<kernel::RmsNormBackward>(DeviceType::CPU)(gi64.view, &gw64.view, g64.view, x64.view,
+                                                           with_weight ? &w64.view : nullptr, 1e-5);
       const std::string what = std::string(with_weight ? "weighted" : "plain") + " n=" + std::to_string(n);
       expect_float_close(values(gi.view), values(gi64.view), xv, 1e-5, 1e-4, "rms_norm backward grad_in " + what);
       expect_float_close(values(gw.view), values(gw64.view), wv, 1e-5, 1e-5, "rms_norm backward grad_weight " + what);
       // One gradient at a time gives the same values.
       auto gi_alone = filled_tensor<float>({rows, n}), gw_alone = filled_tensor<float>({n});
-      cpu().rms_norm_backward(gi_alone.view, nullptr, g.view, x.view, with_weight ? &w.view : nullptr, 1e-5);
-      cpu().rms_norm_backward(View{}, &gw_alone.view, g.view, x.view, with_weight ? &w.view : nullptr, 1e-5);
+      kernel_for<kernel::RmsNormBackward>(DeviceType::CPU)(gi_alone.view, nullptr, g.view, x.view,
+                                                           with_weight ? &w.view : nullptr, 1e-5);
+      kernel_for<kernel::RmsNormBackward>(DeviceType::CPU)(View{}, &gw_alone.view, g.view, x.view,
+                                                           with_weight ? &w.view : nullptr, 1e-5);
       EXPECT_EQ(values(gi_alone.view), values(gi.view)) << what;
       EXPECT_EQ(values(gw_alone.view), values(gw.view)) << what;
     }
@@ -819,7 +826,7 @@ TEST(CpuVectorMath, FirstDimReductionsOfEveryWidthWithSpecialValues) {
     const std::vector<double> xv = values(x.view);
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min}) {
       auto out = filled_tensor<float>({1, n});
-      cpu().reduce(op, out.view, x.view, ReduceParams{});
+      kernel_for<kernel::Reduce>(DeviceType::CPU)(op, out.view, x.view, ReduceParams{});
       const std::vector<double> got = values(out.view);
       int reported = 0;
       for (int64_t j = 0; j < n; ++j) {

@@ -1,4 +1,4 @@
-// CudaBackend::matmul (cuBLASLt) against the CPU backend: odd shapes,
+// kernel::Matmul (cuBLASLt) against the CPU backend: odd shapes,
 // transposed and non-contiguous operands, broadcast batches, alpha/beta,
 // every floating dtype, TF32 on/off, and the gradients of linear.
 #include <gtest/gtest.h>
@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/linalg_kernels.h"
+#include "kernels/runtime.h"
 #include "kernels/matmul_settings.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
@@ -21,8 +23,8 @@ using test::all_close;
 using test::random_tensor;
 using test::Tolerance;
 
-Backend& cpu_backend() { return backend_for(DeviceType::CPU); }
-Backend& cuda_backend() { return backend_for(DeviceType::CUDA); }
+Runtime& cpu_backend() { return runtime_for(DeviceType::CPU); }
+Runtime& cuda_backend() { return runtime_for(DeviceType::CUDA); }
 
 // The per-dtype tolerance with the absolute part grown with K: both sides
 // round their K-term sums in a different order. For N(0,1) inputs the
@@ -50,12 +52,12 @@ void expect_matmul_matches(const Tensor& a_base, const MakeView& make_a, const T
   Tensor a_cpu = make_a(a_base), b_cpu = make_b(b_base);
   Tensor out_cpu_storage = out_base.clone();
   Tensor out_cpu = make_out(out_cpu_storage);
-  cpu_backend().matmul(out_cpu.view_of(), a_cpu.view_of(), b_cpu.view_of(), p);
+  kernel_for<kernel::Matmul>(cpu_backend().type())(out_cpu.view_of(), a_cpu.view_of(), b_cpu.view_of(), p);
 
   Tensor a_cuda = make_a(a_base.cuda()), b_cuda = make_b(b_base.cuda());
   Tensor out_cuda_storage = out_base.cuda();
   Tensor out_cuda = make_out(out_cuda_storage);
-  cuda_backend().matmul(out_cuda.view_of(), a_cuda.view_of(), b_cuda.view_of(), p);
+  kernel_for<kernel::Matmul>(cuda_backend().type())(out_cuda.view_of(), a_cuda.view_of(), b_cuda.view_of(), p);
   // The whole storage: entries outside a strided out must stay untouched.
   EXPECT_CUDA_CLOSE(out_cuda_storage, out_cpu_storage, tol);
 }
@@ -269,8 +271,10 @@ TEST(CublasLinear, BackendLinearWithStridedOperands) {
   const std::vector<Tensor> gpu_ops = make(x_wide.cuda(), w_t.cuda(), b_wide.cuda());
   Tensor want = zeros({50, 21}), got = zeros({50, 21}).cuda();
   const View cpu_bias = cpu_ops[2].view_of(), gpu_bias = gpu_ops[2].view_of();
-  cpu_backend().linear(want.view_of(), cpu_ops[0].view_of(), cpu_ops[1].view_of(), &cpu_bias);
-  cuda_backend().linear(got.view_of(), gpu_ops[0].view_of(), gpu_ops[1].view_of(), &gpu_bias);
+  kernel_for<kernel::Linear>(cpu_backend().type())(want.view_of(), cpu_ops[0].view_of(), cpu_ops[1].view_of(),
+                                                   &cpu_bias);
+  kernel_for<kernel::Linear>(cuda_backend().type())(got.view_of(), gpu_ops[0].view_of(), gpu_ops[1].view_of(),
+                                                    &gpu_bias);
   EXPECT_CUDA_CLOSE(got, want, matmul_tolerance(kFloat32, 32));
 }
 

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/softmax_loss_kernels.h"
+#include "kernels/runtime.h"
 #include "kernels/cuda/index_errors.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
@@ -43,11 +45,12 @@ TEST(CudaCrossEntropy, PerRowLossesAndLogsumexpThroughBackend) {
         const Tensor targets = random_targets(n, classes, classes + 1, -100, 0.2);
         const CrossEntropyParams p{-100, ls};
         Tensor loss_c = empty({n}, logits.options()), lse_c = empty({n}, logits.options().dtype(kFloat32));
-        backend_for(DeviceType::CPU)
+        runtime_for(DeviceType::CPU)
             .cross_entropy(loss_c.view_of(), lse_c.view_of(), logits.view_of(), targets.view_of(), p);
         const Tensor lg = logits.cuda(), tg = targets.cuda();
         Tensor loss_g = empty({n}, lg.options()), lse_g = empty({n}, lg.options().dtype(kFloat32));
-        backend_for(DeviceType::CUDA).cross_entropy(loss_g.view_of(), lse_g.view_of(), lg.view_of(), tg.view_of(), p);
+        kernel_for<kernel::CrossEntropy>(DeviceType::CUDA)(loss_g.view_of(), lse_g.view_of(), lg.view_of(),
+                                                           tg.view_of(), p);
         EXPECT_TRUE(all_close(loss_g, loss_c, tol(dt))) << dt << " C=" << classes << " ls=" << ls;
         EXPECT_TRUE(all_close(lse_g, lse_c, {2e-5, 2e-5})) << dt << " C=" << classes << " ls=" << ls;
       }
@@ -87,9 +90,10 @@ TEST(CudaCrossEntropy, NonContiguousLogitsInt32TargetsAndEmpty) {
   const CrossEntropyParams p;
   const Tensor t32 = targets.to(kInt32);
   Tensor loss_c = empty({8}), lse_c = empty({8}), loss_g = empty({8}).cuda(), lse_g = empty({8}).cuda();
-  backend_for(DeviceType::CPU).cross_entropy(loss_c.view_of(), lse_c.view_of(), logits.view_of(), t32.view_of(), p);
+  kernel_for<kernel::CrossEntropy>(DeviceType::CPU)(loss_c.view_of(), lse_c.view_of(), logits.view_of(), t32.view_of(),
+                                                    p);
   const Tensor lg = logits.cuda(), tg = t32.cuda();
-  backend_for(DeviceType::CUDA).cross_entropy(loss_g.view_of(), lse_g.view_of(), lg.view_of(), tg.view_of(), p);
+  kernel_for<kernel::CrossEntropy>(DeviceType::CUDA)(loss_g.view_of(), lse_g.view_of(), lg.view_of(), tg.view_of(), p);
   EXPECT_CUDA_CLOSE(loss_g, loss_c, tol(kFloat32));
   const Tensor none = empty({0, 5}).cuda();
   EXPECT_NO_THROW(cross_entropy(none, empty({0}, kInt64).cuda(), {Reduction::Sum}));

@@ -8,7 +8,9 @@
 
 #include "core/factory.h"
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
+#include "kernels/runtime.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -143,8 +145,8 @@ namespace {
 // on the backend directly: integer true division and the dtype errors.
 TEST(CudaElementwiseBackend, IntegerTrueDivisionAndDtypeErrors) {
   ANVIL_SKIP_WITHOUT_GPU();
-  Backend& cuda = backend_for(DeviceType::CUDA);
-  Backend& cpu = backend_for(DeviceType::CPU);
+  Runtime& cuda = runtime_for(DeviceType::CUDA);
+  Runtime& cpu = runtime_for(DeviceType::CPU);
   for (DType dt : {kInt32, kInt64, kUInt8, kBool}) {
     Tensor a = test::random_tensor({257}, dt, 1);
     Tensor b = add(abs(test::random_tensor({257}, dt == kBool ? kInt32 : dt, 2)), Scalar(1)).to(dt);
@@ -152,17 +154,18 @@ TEST(CudaElementwiseBackend, IntegerTrueDivisionAndDtypeErrors) {
       Tensor want = zeros({257}, TensorOptions().dtype(out_dt));
       Tensor got = zeros({257}, TensorOptions().dtype(out_dt).device(Device::cuda(0)));
       Tensor ac = a.cuda(), bc = b.cuda();
-      cpu.binary(BinaryOp::Div, want.view_of(), a.view_of(), b.view_of());
-      cuda.binary(BinaryOp::Div, got.view_of(), ac.view_of(), bc.view_of());
+      kernel_for<kernel::Binary>(cpu.type())(BinaryOp::Div, want.view_of(), a.view_of(), b.view_of());
+      kernel_for<kernel::Binary>(cuda.type())(BinaryOp::Div, got.view_of(), ac.view_of(), bc.view_of());
       EXPECT_CUDA_CLOSE(got, want) << dt << " / " << dt << " -> " << out_dt;
     }
     Tensor out = zeros({257}, TensorOptions().dtype(dt).device(Device::cuda(0)));
     Tensor ac = a.cuda();
-    EXPECT_THROW(cuda.unary(UnaryOp::Exp, out.view_of(), ac.view_of(), {}), Error) << dt;
+    EXPECT_THROW(kernel_for<kernel::Unary>(cuda.type())(UnaryOp::Exp, out.view_of(), ac.view_of(), {}), Error) << dt;
   }
   Tensor f = test::random_tensor({8}, kFloat32, 3).cuda();
   Tensor wrong = zeros({8}, TensorOptions().dtype(kFloat64).device(Device::cuda(0)));
-  EXPECT_THROW(cuda.unary(UnaryOp::Neg, wrong.view_of(), f.view_of(), {}), Error);  // out dtype must match
+  EXPECT_THROW(kernel_for<kernel::Unary>(cuda.type())(UnaryOp::Neg, wrong.view_of(), f.view_of(), {}),
+               Error);  // out dtype must match
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 
 #include "core/factory.h"
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
+#include "kernels/runtime.h"
 #include "kernels/ops/binary_ops.h"
 #include "kernels/ops/unary_ops.h"
 #include "tests/kernels/ops/op_sweep_inputs.h"
@@ -48,8 +50,8 @@ Tensor input(DType dtype, const Shape& shape, uint64_t seed, bool nonzero) {
 // Runs `run(backend, out, device)` on both backends: the same refusal, or
 // results within the dtype's tolerance. True when both ran and were compared.
 template <typename Run> bool expect_same(const char* what, DType dtype, DType out_dtype, const Shape& shape, Run run) {
-  Backend& cpu = backend_for(DeviceType::CPU);
-  Backend& gpu = backend_for(DeviceType::CUDA);
+  Runtime& cpu = runtime_for(DeviceType::CPU);
+  Runtime& gpu = runtime_for(DeviceType::CUDA);
   Tensor want = empty(shape, TensorOptions(out_dtype)),
          got = empty(shape, TensorOptions(out_dtype).device(Device::cuda(0)));
   bool cpu_ok = true;
@@ -90,9 +92,9 @@ TEST(CudaEveryElementwiseOp, UnaryOpsInEveryDtype) {
       UnaryParams p;
       p.lo = -0.5, p.hi = dtype == kUInt8 ? 200.0 : 0.75;
       const DType out_dtype = info.result == ops::Result::Bool ? kBool : dtype;
-      compared += expect_same(what.c_str(), dtype, out_dtype, shape, [&](Backend& b, Tensor& out, Device d) {
+      compared += expect_same(what.c_str(), dtype, out_dtype, shape, [&](Runtime& b, Tensor& out, Device d) {
         const Tensor xd = x.to(d);
-        b.unary(op, out.view_of(), xd.view_of(), p);
+        kernel_for<kernel::Unary>(b.type())(op, out.view_of(), xd.view_of(), p);
       });
     }
     EXPECT_EQ(compared, dtypes_accepted(info.domain)) << what << " ran in " << compared << " dtypes";
@@ -112,9 +114,9 @@ TEST(CudaEveryElementwiseOp, BinaryOpsInEveryDtypeWithBroadcast) {
       Tensor b = input(dtype, {3, 1}, 80 + i, op == BinaryOp::Div);  // broadcast over dims 0 and 2
       if (op == BinaryOp::Pow && is_floating(dtype)) b = abs(b);  // real powers of negative bases are NaN
       const DType out_dtype = info.result == ops::Result::Bool ? kBool : dtype;
-      compared += expect_same(what.c_str(), dtype, out_dtype, shape, [&](Backend& be, Tensor& out, Device d) {
+      compared += expect_same(what.c_str(), dtype, out_dtype, shape, [&](Runtime& be, Tensor& out, Device d) {
         const Tensor ad = a.to(d), bd = b.to(d).expand(shape);
-        be.binary(op, out.view_of(), ad.view_of(), bd.view_of());
+        kernel_for<kernel::Binary>(be.type())(op, out.view_of(), ad.view_of(), bd.view_of());
       });
     }
     EXPECT_EQ(compared, dtypes_accepted(info.domain)) << what << " ran in " << compared << " dtypes";

@@ -14,7 +14,9 @@
 #include <string>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
+#include "kernels/runtime.h"
 #include "kernels/ops/reduce_ops.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 #include "tests/kernels/ops/op_sweep_inputs.h"
@@ -25,9 +27,9 @@ namespace {
 const DType kAllDtypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool};
 const double kNormOrders[] = {2.0, 1.0, 0.0, 3.0, INFINITY, -INFINITY};
 
-std::string error_of(Backend& backend, ReduceOp op, const Tensor& out, const Tensor& in, const ReduceParams& p) {
+std::string error_of(Runtime& backend, ReduceOp op, const Tensor& out, const Tensor& in, const ReduceParams& p) {
   try {
-    backend.reduce(op, out.view_of(), in.view_of(), p);
+    kernel_for<kernel::Reduce>(backend.type())(op, out.view_of(), in.view_of(), p);
   } catch (const Error& e) {
     return e.what();
   }
@@ -46,8 +48,8 @@ bool expect_same(ReduceOp op, const Tensor& x, int64_t dim, const ReduceParams& 
   Tensor want = empty(out_shape, TensorOptions(result));
   Tensor got = empty(out_shape, TensorOptions(result).device(Device::cuda(0)));
   const Tensor xc = x.cuda().transpose(0, 1).contiguous().transpose(0, 1);  // the same strides on the GPU
-  const std::string cpu_error = error_of(backend_for(DeviceType::CPU), op, want, x, p);
-  const std::string gpu_error = error_of(backend_for(DeviceType::CUDA), op, got, xc, p);
+  const std::string cpu_error = error_of(runtime_for(DeviceType::CPU), op, want, x, p);
+  const std::string gpu_error = error_of(runtime_for(DeviceType::CUDA), op, got, xc, p);
   EXPECT_EQ(gpu_error, cpu_error) << what;
   EXPECT_EQ(cpu_error.empty(), ops::reduce_accepts(op, x.dtype())) << what << ": " << cpu_error;
   if (!cpu_error.empty() || !gpu_error.empty()) return false;

@@ -9,7 +9,7 @@
 
 #include "core/base/determinism.h"
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/runtime.h"
 #include "kernels/cuda/index_errors.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
@@ -167,8 +167,8 @@ TEST(CudaIndexing, BadIndexSurfacesAtSynchronisingPoints) {
   const Tensor bad = from_vector<int64_t>({0, 9}, {2}).cuda();
   EXPECT_THROW(index_select(x, 0, bad).cpu(), Error);
   Tensor y = index_select(x, 0, bad);
-  EXPECT_THROW(backend_for(DeviceType::CUDA).synchronize(0), Error);
-  EXPECT_NO_THROW(backend_for(DeviceType::CUDA).synchronize(0));  // raising cleared it
+  EXPECT_THROW(runtime_for(DeviceType::CUDA).synchronize(0), Error);
+  EXPECT_NO_THROW(runtime_for(DeviceType::CUDA).synchronize(0));  // raising cleared it
 }
 
 // The strided nn kernels share the backend's one offset calculator (12 dims),

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/norm_kernels.h"
+#include "kernels/runtime.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -28,20 +30,20 @@ struct Result {
 
 Result run(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& g, DeviceType where) {
   const int64_t cols = x.shape().back(), rows = x.numel() / std::max<int64_t>(cols, 1);
-  Backend& be = backend_for(where);
+  Runtime& be = runtime_for(where);
   Result r;
   r.out = empty(x.shape(), x.options());
   r.mean = empty({rows}, x.options().dtype(kFloat32));
   r.rstd = empty({rows}, x.options().dtype(kFloat32));
   const View wv = w.defined() ? w.view_of() : View{}, bv = b.defined() ? b.view_of() : View{};
-  be.layer_norm(r.out.view_of(), r.mean.view_of(), r.rstd.view_of(), x.view_of(), w.defined() ? &wv : nullptr,
-                b.defined() ? &bv : nullptr, 1e-5);
+  kernel_for<kernel::LayerNorm>(be.type())(r.out.view_of(), r.mean.view_of(), r.rstd.view_of(), x.view_of(),
+                                           w.defined() ? &wv : nullptr, b.defined() ? &bv : nullptr, 1e-5);
   r.gx = empty(x.shape(), x.options());
   r.gw = empty({cols}, x.options().dtype(w.defined() ? w.dtype() : kFloat32));
   r.gb = empty({cols}, x.options().dtype(w.defined() ? w.dtype() : kFloat32));
   const View gwv = r.gw.view_of(), gbv = r.gb.view_of();
-  be.layer_norm_backward(r.gx.view_of(), &gwv, &gbv, g.view_of(), x.view_of(), r.mean.view_of(), r.rstd.view_of(),
-                         w.defined() ? &wv : nullptr);
+  kernel_for<kernel::LayerNormBackward>(be.type())(r.gx.view_of(), &gwv, &gbv, g.view_of(), x.view_of(),
+                                                   r.mean.view_of(), r.rstd.view_of(), w.defined() ? &wv : nullptr);
   return r;
 }
 

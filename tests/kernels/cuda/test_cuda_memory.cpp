@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/runtime.h"
+#include "kernels/cuda/cuda_runtime.h"
 #include "kernels/cuda/pinned_host_allocator.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 #include "tests/kernels/cuda/stream_blocker.h"
@@ -22,7 +22,7 @@
 namespace anvil {
 namespace {
 
-cuda::CudaBackend& backend() { return dynamic_cast<cuda::CudaBackend&>(backend_for(DeviceType::CUDA)); }
+cuda::CudaRuntime& backend() { return dynamic_cast<cuda::CudaRuntime&>(runtime_for(DeviceType::CUDA)); }
 Allocator& device_allocator() { return backend().allocator(0); }
 
 // Sizes nobody else asks for, so the cache holds no block of exactly that size.
@@ -40,7 +40,7 @@ std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
 
 TEST(CudaMemory, BackendIsRegisteredWithEveryDevice) {
   ANVIL_SKIP_WITHOUT_GPU();
-  EXPECT_EQ(backend_for(DeviceType::CUDA).type(), DeviceType::CUDA);
+  EXPECT_EQ(runtime_for(DeviceType::CUDA).type(), DeviceType::CUDA);
   EXPECT_EQ(backend().device_count(), cuda::device_count());
   EXPECT_NE(backend().pinned_host_allocator(), nullptr);
 }
@@ -196,7 +196,7 @@ TEST(CudaMemory, PinnedRoundTripAndNonBlockingCopy) {
 
 TEST(CudaMemory, NonBlockingCopyFromPinnedMemoryReturnsBeforeTheCopyRuns) {
   ANVIL_SKIP_WITHOUT_GPU();
-  cuda::CudaBackend& be = backend();
+  cuda::CudaRuntime& be = backend();
   const Stream side = be.new_stream(0);
   const Stream previous = be.current_stream(0);
   be.set_current_stream(side);
@@ -221,7 +221,7 @@ TEST(CudaMemory, NonBlockingCopyFromPinnedMemoryReturnsBeforeTheCopyRuns) {
 
 TEST(CudaMemory, PinnedBlockIsNotReusedWhileACopyReadsIt) {
   ANVIL_SKIP_WITHOUT_GPU();
-  cuda::CudaBackend& be = backend();
+  cuda::CudaRuntime& be = backend();
   auto* pinned = dynamic_cast<cuda::PinnedHostAllocator*>(be.pinned_host_allocator());
   ASSERT_NE(pinned, nullptr);
   const Stream side = be.new_stream(0);
@@ -262,7 +262,7 @@ TEST(CudaMemory, PinnedBlockIsNotReusedWhileACopyReadsIt) {
 
 TEST(CudaMemory, RecordStreamKeepsABlockUntilTheOtherStreamIsDone) {
   ANVIL_SKIP_WITHOUT_GPU();
-  cuda::CudaBackend& be = backend();
+  cuda::CudaRuntime& be = backend();
   const Stream side = be.new_stream(0);
   // A clean cache: the one segment made below is the only free memory, so
   // nothing here needs cudaMalloc while the side stream is held.

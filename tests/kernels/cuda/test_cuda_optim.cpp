@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/optim_kernels.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -64,8 +65,8 @@ TEST(CudaOptim, AdamWAndAdamMatchCpu) {
         p.weight_decay = 0.1;
         p.step = step;
         p.decoupled = decoupled;
-        backend_for(DeviceType::CPU).adamw(views(pc), views(gc), views(mc), views(vc), p);
-        backend_for(DeviceType::CUDA).adamw(views(pg), views(gg), views(mg), views(vg), p);
+        kernel_for<kernel::AdamW>(DeviceType::CPU)(views(pc), views(gc), views(mc), views(vc), p);
+        kernel_for<kernel::AdamW>(DeviceType::CUDA)(views(pg), views(gg), views(mg), views(vg), p);
       }
       for (size_t k = 0; k < sz.size(); ++k) {
         EXPECT_TRUE(test::all_close(pg[k], pc[k], tol(dt))) << "param " << k << " size " << sz[k];
@@ -98,8 +99,8 @@ TEST(CudaOptim, SgdVariantsMatchCpu) {
         p.first_step = step == 0;
         const std::vector<View> mom_c = c.momentum != 0 ? views(bc) : std::vector<View>{};
         const std::vector<View> mom_g = c.momentum != 0 ? views(bg) : std::vector<View>{};
-        backend_for(DeviceType::CPU).sgd(views(pc), views(gc), mom_c, p);
-        backend_for(DeviceType::CUDA).sgd(views(pg), views(gg), mom_g, p);
+        kernel_for<kernel::SGD>(DeviceType::CPU)(views(pc), views(gc), mom_c, p);
+        kernel_for<kernel::SGD>(DeviceType::CUDA)(views(pg), views(gg), mom_g, p);
       }
       for (size_t k = 0; k < sz.size(); ++k) {
         EXPECT_TRUE(test::all_close(pg[k], pc[k], tol(dt))) << "param " << k << " momentum " << c.momentum;
@@ -120,14 +121,15 @@ TEST(CudaOptim, MisalignedViewsAndEmptyLists) {
   Tensor pcs = pc.slice(0, 1, 1001), pgs = pg.slice(0, 1, 1001);
   const Tensor gcs = gc.slice(0, 1, 1001), ggs = gg.slice(0, 1, 1001);
   SGDParams sp;
-  backend_for(DeviceType::CPU).sgd(std::vector<View>{pcs.view_of()}, std::vector<View>{gcs.view_of()}, {}, sp);
-  backend_for(DeviceType::CUDA).sgd(std::vector<View>{pgs.view_of()}, std::vector<View>{ggs.view_of()}, {}, sp);
+  kernel_for<kernel::SGD>(DeviceType::CPU)(std::vector<View>{pcs.view_of()}, std::vector<View>{gcs.view_of()}, {}, sp);
+  kernel_for<kernel::SGD>(DeviceType::CUDA)(std::vector<View>{pgs.view_of()}, std::vector<View>{ggs.view_of()}, {}, sp);
   EXPECT_CUDA_CLOSE(pg, pc, tol(kFloat32));
-  EXPECT_NO_THROW(backend_for(DeviceType::CUDA).adamw({}, {}, {}, {}, AdamWParams{}));
+  EXPECT_NO_THROW(kernel_for<kernel::AdamW>(DeviceType::CUDA)({}, {}, {}, {}, AdamWParams{}));
   // A float16 parameter is refused, as on the CPU.
   const Tensor h = zeros({4}, kFloat16).cuda();
   EXPECT_THROW(
-      backend_for(DeviceType::CUDA).sgd(std::vector<View>{h.view_of()}, std::vector<View>{h.view_of()}, {}, sp), Error);
+      kernel_for<kernel::SGD>(DeviceType::CUDA)(std::vector<View>{h.view_of()}, std::vector<View>{h.view_of()}, {}, sp),
+      Error);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/random_kernels.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -15,7 +16,7 @@ Tensor fill_random(const Shape& shape, DType dt, const RandomParams& p, DeviceTy
   const Device dev = where == DeviceType::CPU ? Device::cpu() : Device::cuda(0);
   Tensor t = zeros(strided ? Shape{shape[1], shape[0]} : shape, TensorOptions().dtype(dt).device(dev));
   if (strided) t = t.transpose(0, 1);
-  backend_for(where).random(t.view_of(), p);
+  kernel_for<kernel::Random>(where)(t.view_of(), p);
   return t;
 }
 
@@ -64,7 +65,7 @@ TEST(CudaRandom, NormalMatchesCpu) {
   RandomParams bad;
   bad.kind = RandomKind::Normal;
   Tensor ints = zeros({4}, TensorOptions().dtype(kInt32).device(Device::cuda(0)));
-  EXPECT_THROW(backend_for(DeviceType::CUDA).random(ints.view_of(), bad), Error);
+  EXPECT_THROW(kernel_for<kernel::Random>(DeviceType::CUDA)(ints.view_of(), bad), Error);
 }
 
 TEST(CudaRandom, DropoutMatchesCpuExactly) {
@@ -73,10 +74,10 @@ TEST(CudaRandom, DropoutMatchesCpuExactly) {
     for (double p : {0.0, 0.1, 0.5, 1.0}) {
       const Tensor x = test::random_tensor({13, 77}, dt, 5);
       Tensor out_c = empty(x.shape(), x.options()), mask_c = empty(x.shape(), x.options().dtype(kUInt8));
-      backend_for(DeviceType::CPU).dropout(out_c.view_of(), mask_c.view_of(), x.view_of(), p, 42, 5);
+      kernel_for<kernel::Dropout>(DeviceType::CPU)(out_c.view_of(), mask_c.view_of(), x.view_of(), p, 42, 5);
       const Tensor xg = x.cuda();
       Tensor out_g = empty(x.shape(), xg.options()), mask_g = empty(x.shape(), xg.options().dtype(kUInt8));
-      backend_for(DeviceType::CUDA).dropout(out_g.view_of(), mask_g.view_of(), xg.view_of(), p, 42, 5);
+      kernel_for<kernel::Dropout>(DeviceType::CUDA)(out_g.view_of(), mask_g.view_of(), xg.view_of(), p, 42, 5);
       EXPECT_TRUE(test::all_close(mask_g, mask_c, {0, 0})) << dt << " p=" << p;
       EXPECT_TRUE(test::all_close(out_g, out_c, {0, 0})) << dt << " p=" << p;
     }
@@ -87,24 +88,24 @@ TEST(CudaRandom, DropoutMatchesCpuExactly) {
     const Tensor base = test::random_tensor({1002}, kFloat32, 8);
     const Tensor x = base.slice(0, 1, 1002);
     Tensor out_c = empty({1001}), mask_c = empty({1001}, kUInt8);
-    backend_for(DeviceType::CPU).dropout(out_c.view_of(), mask_c.view_of(), x.view_of(), 0.4, 3, 4);
+    kernel_for<kernel::Dropout>(DeviceType::CPU)(out_c.view_of(), mask_c.view_of(), x.view_of(), 0.4, 3, 4);
     const Tensor xg = base.cuda().slice(0, 1, 1002);
     Tensor out_g = empty({1002}).cuda().slice(0, 1, 1002), mask_g = empty({1002}, kUInt8).cuda().slice(0, 1, 1002);
-    backend_for(DeviceType::CUDA).dropout(out_g.view_of(), mask_g.view_of(), xg.view_of(), 0.4, 3, 4);
+    kernel_for<kernel::Dropout>(DeviceType::CUDA)(out_g.view_of(), mask_g.view_of(), xg.view_of(), 0.4, 3, 4);
     EXPECT_TRUE(test::all_close(mask_g, mask_c, {0, 0}));
     EXPECT_TRUE(test::all_close(out_g, out_c, {0, 0}));
   }
   // Strided input and outputs, and no elements.
   const Tensor x = test::random_tensor({20, 9}, kFloat32, 6).transpose(0, 1);
   Tensor out_c = empty({9, 20}), mask_c = empty({9, 20}, kUInt8);
-  backend_for(DeviceType::CPU).dropout(out_c.view_of(), mask_c.view_of(), x.view_of(), 0.3, 1, 2);
+  kernel_for<kernel::Dropout>(DeviceType::CPU)(out_c.view_of(), mask_c.view_of(), x.view_of(), 0.3, 1, 2);
   const Tensor xs = test::random_tensor({20, 9}, kFloat32, 6).cuda().transpose(0, 1);
   Tensor out_g = zeros({20, 9}).cuda().transpose(0, 1), mask_g = zeros({20, 9}, kUInt8).cuda().transpose(0, 1);
-  backend_for(DeviceType::CUDA).dropout(out_g.view_of(), mask_g.view_of(), xs.view_of(), 0.3, 1, 2);
+  kernel_for<kernel::Dropout>(DeviceType::CUDA)(out_g.view_of(), mask_g.view_of(), xs.view_of(), 0.3, 1, 2);
   EXPECT_TRUE(test::all_close(mask_g.contiguous(), mask_c, {0, 0}));
   EXPECT_TRUE(test::all_close(out_g.contiguous(), out_c, {0, 0}));
   Tensor e = empty({0}).cuda(), em = empty({0}, kUInt8).cuda();
-  EXPECT_NO_THROW(backend_for(DeviceType::CUDA).dropout(e.view_of(), em.view_of(), e.view_of(), 0.5, 1, 2));
+  EXPECT_NO_THROW(kernel_for<kernel::Dropout>(DeviceType::CUDA)(e.view_of(), em.view_of(), e.view_of(), 0.5, 1, 2));
 }
 
 }  // namespace

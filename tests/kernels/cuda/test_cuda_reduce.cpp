@@ -8,7 +8,8 @@
 
 #include "core/factory.h"
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -98,7 +99,7 @@ TEST(CudaReduce, VarOfIntegersFailsWithTheCpuMessage) {
   ANVIL_SKIP_WITHOUT_GPU();
   auto message = [](DeviceType type, const Tensor& in, const Tensor& out) {
     try {
-      backend_for(type).reduce(ReduceOp::Var, out.view_of(), in.view_of(), ReduceParams{});
+      kernel_for<kernel::Reduce>(type)(ReduceOp::Var, out.view_of(), in.view_of(), ReduceParams{});
     } catch (const Error& e) {
       return std::string(e.what());
     }

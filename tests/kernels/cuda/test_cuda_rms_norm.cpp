@@ -8,7 +8,9 @@
 #include <cmath>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/norm_kernels.h"
+#include "kernels/runtime.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -30,14 +32,14 @@ struct Grads {
 
 Grads run(const Tensor& x, const Tensor& w, const Tensor& g, DeviceType where, bool want_gx, bool want_gw) {
   const int64_t cols = x.shape().back();
-  Backend& be = backend_for(where);
+  Runtime& be = runtime_for(where);
   Grads r;
   if (want_gx) r.gx = empty(x.shape(), x.options());
   if (want_gw) r.gw = empty({cols}, x.options().dtype(w.defined() ? w.dtype() : kFloat32));
   const View wv = w.defined() ? w.view_of() : View{};
   const View gwv = want_gw ? r.gw.view_of() : View{};
-  be.rms_norm_backward(want_gx ? r.gx.view_of() : View{}, want_gw ? &gwv : nullptr, g.view_of(), x.view_of(),
-                       w.defined() ? &wv : nullptr, 1e-5);
+  kernel_for<kernel::RmsNormBackward>(be.type())(want_gx ? r.gx.view_of() : View{}, want_gw ? &gwv : nullptr,
+                                                 g.view_of(), x.view_of(), w.defined() ? &wv : nullptr, 1e-5);
   return r;
 }
 

@@ -7,7 +7,8 @@
 #include <string>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -34,10 +35,10 @@ Tensor scan_input(const Shape& shape, DType dtype, ScanOp op, uint64_t seed) {
 
 void check(ScanOp op, const Tensor& x, int64_t dim) {
   Tensor want = empty(x.shape(), x.options());
-  backend_for(DeviceType::CPU).scan(op, want.view_of(), x.view_of(), dim);
+  kernel_for<kernel::Scan>(DeviceType::CPU)(op, want.view_of(), x.view_of(), dim);
   const Tensor xd = x.cuda();
   Tensor got = empty(x.shape(), xd.options());
-  backend_for(DeviceType::CUDA).scan(op, got.view_of(), xd.view_of(), dim);
+  kernel_for<kernel::Scan>(DeviceType::CUDA)(op, got.view_of(), xd.view_of(), dim);
   EXPECT_TRUE(all_close(got, want, scan_tol(x.dtype(), op)))
       << ops::scan_name(op) << " " << x.dtype() << " shape " << test::shape_text(x.shape()) << " dim " << dim;
 }
@@ -94,12 +95,12 @@ TEST(CudaScan, RefusesBadArguments) {
   const Tensor x = zeros({2, 3}, TensorOptions(kInt64).device(Device::cuda(0)));
   Tensor out = empty({2, 3}, TensorOptions(kInt64).device(Device::cuda(0)));
   try {
-    backend_for(DeviceType::CUDA).scan(ScanOp::LogSumExp, out.view_of(), x.view_of(), 1);
+    kernel_for<kernel::Scan>(DeviceType::CUDA)(ScanOp::LogSumExp, out.view_of(), x.view_of(), 1);
     ADD_FAILURE() << "logcumsumexp of int64 ran";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("logcumsumexp: not supported for dtype int64"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(backend_for(DeviceType::CUDA).scan(ScanOp::Sum, out.view_of(), x.view_of(), 2), Error);
+  EXPECT_THROW(kernel_for<kernel::Scan>(DeviceType::CUDA)(ScanOp::Sum, out.view_of(), x.view_of(), 2), Error);
 }
 
 }  // namespace

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -33,10 +34,10 @@ Tensor sort_input(const Shape& shape, DType dtype, uint64_t seed) {
 
 void check(const Tensor& x, int64_t dim, bool descending) {
   Tensor want_v = empty(x.shape(), x.options()), want_i = empty(x.shape(), kInt64);
-  backend_for(DeviceType::CPU).sort(want_v.view_of(), want_i.view_of(), x.view_of(), dim, {descending, true});
+  kernel_for<kernel::Sort>(DeviceType::CPU)(want_v.view_of(), want_i.view_of(), x.view_of(), dim, {descending, true});
   const Tensor xd = x.cuda();
   Tensor got_v = empty(x.shape(), xd.options()), got_i = empty(x.shape(), xd.options().dtype(kInt64));
-  backend_for(DeviceType::CUDA).sort(got_v.view_of(), got_i.view_of(), xd.view_of(), dim, {descending, true});
+  kernel_for<kernel::Sort>(DeviceType::CUDA)(got_v.view_of(), got_i.view_of(), xd.view_of(), dim, {descending, true});
   const std::string what = std::string("sort ") + dtype_name(x.dtype()) + " shape " + test::shape_text(x.shape()) +
                            " dim " + std::to_string(dim) + (descending ? " descending" : " ascending");
   EXPECT_EQ(got_i.to_vector<int64_t>(), want_i.to_vector<int64_t>()) << what;

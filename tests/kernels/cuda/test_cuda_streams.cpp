@@ -10,15 +10,15 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/runtime.h"
+#include "kernels/cuda/cuda_runtime.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 #include "tests/kernels/cuda/stream_blocker.h"
 
 namespace anvil {
 namespace {
 
-cuda::CudaBackend& backend() { return dynamic_cast<cuda::CudaBackend&>(backend_for(DeviceType::CUDA)); }
+cuda::CudaRuntime& backend() { return dynamic_cast<cuda::CudaRuntime&>(runtime_for(DeviceType::CUDA)); }
 
 // Restores the thread's current stream on scope exit, even when a check fails.
 class CurrentStreamGuard {
@@ -95,7 +95,7 @@ TEST(CudaStreams, CurrentStreamIsPerThread) {
 
 TEST(CudaStreams, StreamWaitOrdersWorkAcrossStreams) {
   ANVIL_SKIP_WITHOUT_GPU();
-  cuda::CudaBackend& be = backend();
+  cuda::CudaRuntime& be = backend();
   CurrentStreamGuard restore(0);
   const Stream producer = be.new_stream(0);
   const Stream consumer = be.new_stream(0);
@@ -133,7 +133,7 @@ TEST(CudaStreams, StreamWaitOnItselfIsANoOp) {
 
 TEST(CudaStreams, SynchronizeWaitsForEveryStream) {
   ANVIL_SKIP_WITHOUT_GPU();
-  cuda::CudaBackend& be = backend();
+  cuda::CudaRuntime& be = backend();
   const Stream s = be.new_stream(0);
   {
     test::StreamBlocker block(be.stream(s));
@@ -146,7 +146,7 @@ TEST(CudaStreams, SynchronizeWaitsForEveryStream) {
 
 TEST(CudaStreams, TensorCopiesRunOnTheCurrentStream) {
   ANVIL_SKIP_WITHOUT_GPU();
-  cuda::CudaBackend& be = backend();
+  cuda::CudaRuntime& be = backend();
   CurrentStreamGuard restore(0);
   const Stream side = be.new_stream(0);
   be.set_current_stream(side);

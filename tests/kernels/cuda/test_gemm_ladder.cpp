@@ -317,7 +317,7 @@ TEST(GemmLadderArgs, RungNamesMatchFiles) {
   EXPECT_STREQ(rung_name(GemmRung::HopperWgmma), "09_hopper_wgmma");
 }
 
-// ladder_matmul: the Backend::matmul entry point. Views it cannot take are
+// ladder_matmul: the kernel::Matmul entry point. Views it cannot take are
 // declined (false) before anything is launched, so this runs without a GPU.
 TEST(LadderMatmul, DeclinesTransposedViewsAndOtherDtypes) {
   alignas(16) static float buf[64];

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {

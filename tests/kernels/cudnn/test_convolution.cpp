@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/conv_pool_kernels.h"
+#include "kernels/runtime.h"
 #include "kernels/cuda/conv2d_im2col.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -107,24 +109,24 @@ TEST(CudnnConv2d, NonContiguousInputAndWeight) {
 TEST(CudnnConv2d, BackendWritesStridedOutputs) {
   ANVIL_SKIP_WITHOUT_GPU();
   // The backend may be handed a non-contiguous output: a channel slice.
-  Backend& cpu = backend_for(DeviceType::CPU);
-  Backend& gpu = backend_for(DeviceType::CUDA);
+  Runtime& cpu = runtime_for(DeviceType::CPU);
+  Runtime& gpu = runtime_for(DeviceType::CUDA);
   Tensor x = random_tensor({2, 3, 8, 8}, kFloat32, 90), w = random_tensor({4, 3, 3, 3}, kFloat32, 91);
   Tensor out_base = random_tensor({2, 6, 6, 6}, kFloat32, 92);
   Conv2dParams p;
   Tensor want_base = out_base.clone(), got_base = out_base.cuda();
   Tensor want = want_base.narrow(1, 1, 4), got = got_base.narrow(1, 1, 4);
   Tensor xg = x.cuda(), wg = w.cuda();
-  cpu.conv2d(want.view_of(), x.view_of(), w.view_of(), nullptr, p);
-  gpu.conv2d(got.view_of(), xg.view_of(), wg.view_of(), nullptr, p);
+  kernel_for<kernel::Conv2d>(cpu.type())(want.view_of(), x.view_of(), w.view_of(), nullptr, p);
+  kernel_for<kernel::Conv2d>(gpu.type())(got.view_of(), xg.view_of(), wg.view_of(), nullptr, p);
   EXPECT_CUDA_CLOSE(got_base, want_base, conv_tolerance(kFloat32, 27));
 }
 
 TEST(CudaConv2dIm2col, MatchesCpuWithStridedOutputsAndGroups) {
   ANVIL_SKIP_WITHOUT_GPU();
   // The hand-written path called directly (on a real GPU conv2d takes cuDNN).
-  auto& gpu = static_cast<cuda::CudaBackend&>(backend_for(DeviceType::CUDA));
-  Backend& cpu = backend_for(DeviceType::CPU);
+  auto& gpu = static_cast<cuda::CudaRuntime&>(runtime_for(DeviceType::CUDA));
+  Runtime& cpu = runtime_for(DeviceType::CPU);
   for (const ConvCase& c : cases()) {
     SCOPED_TRACE(shape_text(c.input));
     Conv2dParams p;
@@ -146,16 +148,17 @@ TEST(CudaConv2dIm2col, MatchesCpuWithStridedOutputsAndGroups) {
     Tensor want = out_base.clone(), got = out_base.cuda();
     const Tensor xg = x.cuda(), wg = w.cuda(), bg = b.cuda();
     const View b_cpu = b.view_of(), b_gpu = bg.view_of();
-    cpu.conv2d(want.narrow(1, 1, c.cout).view_of(), x.view_of(), w.view_of(), &b_cpu, p);
+    kernel_for<kernel::Conv2d>(cpu.type())(want.narrow(1, 1, c.cout).view_of(), x.view_of(), w.view_of(), &b_cpu, p);
     cuda::conv2d_im2col(gpu, got.narrow(1, 1, c.cout).view_of(), xg.view_of(), wg.view_of(), &b_gpu, p);
     EXPECT_CUDA_CLOSE(got, want, conv_tolerance(kFloat32, c.input[1] / c.o.groups * c.kh * c.kw)) << "output";
     const Tensor dy = random_tensor(y_cpu.shape(), kFloat32, 10), dyg = dy.cuda();
     Tensor dx_want = gx_base.clone(), dx_got = gx_base.cuda();
-    cpu.conv2d_backward_input(dx_want.narrow(1, 0, c.input[1]).view_of(), dy.view_of(), w.view_of(), p);
+    kernel_for<kernel::Conv2dBackwardInput>(cpu.type())(dx_want.narrow(1, 0, c.input[1]).view_of(), dy.view_of(),
+                                                        w.view_of(), p);
     cuda::conv2d_backward_input_im2col(gpu, dx_got.narrow(1, 0, c.input[1]).view_of(), dyg.view_of(), wg.view_of(), p);
     EXPECT_CUDA_CLOSE(dx_got, dx_want, conv_tolerance(kFloat32, c.cout / c.o.groups * c.kh * c.kw)) << "grad input";
     Tensor dw_want = zeros(w.shape()), dw_got = full(w.shape(), 7.0).cuda();
-    cpu.conv2d_backward_weight(dw_want.view_of(), dy.view_of(), x.view_of(), p);
+    kernel_for<kernel::Conv2dBackwardWeight>(cpu.type())(dw_want.view_of(), dy.view_of(), x.view_of(), p);
     cuda::conv2d_backward_weight_im2col(gpu, dw_got.view_of(), dyg.view_of(), xg.view_of(), p);
     EXPECT_CUDA_CLOSE(dw_got, dw_want, conv_tolerance(kFloat32, c.input[0] * y_cpu.size(2) * y_cpu.size(3)))
         << "grad weight";

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/conv_pool_kernels.h"
+#include "kernels/runtime.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -97,8 +99,8 @@ TEST(CudnnPooling, MaxPropagatesNan) {
 // the padded input; only the backend interface can ask for them.
 TEST(CudnnPooling, CeilModeSizesThroughBackend) {
   ANVIL_SKIP_WITHOUT_GPU();
-  Backend& cpu = backend_for(DeviceType::CPU);
-  Backend& gpu = backend_for(DeviceType::CUDA);
+  Runtime& cpu = runtime_for(DeviceType::CPU);
+  Runtime& gpu = runtime_for(DeviceType::CUDA);
   Pool2dParams p;
   p.kernel[0] = p.kernel[1] = 3;
   p.stride[0] = p.stride[1] = 2;
@@ -109,13 +111,15 @@ TEST(CudnnPooling, CeilModeSizesThroughBackend) {
       // H = W = 8: floor mode gives 4, ceil mode 5 (last window starts at 7 < 8 + 1).
       Tensor x = random_tensor({2, 3, 8, 8}, kFloat32, 80), xg = x.cuda();
       Tensor want = zeros({2, 3, 5, 5}), got = zeros({2, 3, 5, 5}).cuda();
-      cpu.pool2d(kind, want.view_of(), x.view_of(), p);
-      gpu.pool2d(kind, got.view_of(), xg.view_of(), p);
+      kernel_for<kernel::Pool2d>(cpu.type())(kind, want.view_of(), x.view_of(), p);
+      kernel_for<kernel::Pool2d>(gpu.type())(kind, got.view_of(), xg.view_of(), p);
       EXPECT_CUDA_CLOSE(got, want) << "forward, include_pad " << include_pad;
       Tensor gy = random_tensor({2, 3, 5, 5}, kFloat32, 81), gyg = gy.cuda();
       Tensor want_gx = zeros({2, 3, 8, 8}), got_gx = zeros({2, 3, 8, 8}).cuda();
-      cpu.pool2d_backward(kind, want_gx.view_of(), gy.view_of(), x.view_of(), want.view_of(), p);
-      gpu.pool2d_backward(kind, got_gx.view_of(), gyg.view_of(), xg.view_of(), got.view_of(), p);
+      kernel_for<kernel::Pool2dBackward>(cpu.type())(kind, want_gx.view_of(), gy.view_of(), x.view_of(), want.view_of(),
+                                                     p);
+      kernel_for<kernel::Pool2dBackward>(gpu.type())(kind, got_gx.view_of(), gyg.view_of(), xg.view_of(), got.view_of(),
+                                                     p);
       EXPECT_CUDA_CLOSE(got_gx, want_gx) << "backward, include_pad " << include_pad;
     }
   }

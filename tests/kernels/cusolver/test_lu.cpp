@@ -1,4 +1,4 @@
-// CudaBackend::lu_factor / lu_solve (cuSOLVER on a real GPU; the hand-written
+// kernel::LuFactor / lu_solve (cuSOLVER on a real GPU; the hand-written
 // kernels of kernels/cusolver/lu_kernels.cu on the emulated one) against the
 // CPU backend (LAPACK), and linalg::solve / inv / det / slogdet and the
 // solve gradient on CUDA against the CPU.
@@ -7,7 +7,8 @@
 #include <string>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/linalg_kernels.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {
@@ -40,7 +41,7 @@ Factors factor_on(const Tensor& a_rowmajor_transposed, Device device) {
   const TensorOptions ints = TensorOptions().dtype(kInt32).device(device);
   f.pivots = zeros({batch, n}, ints);
   f.info = full({batch}, -7, ints);
-  backend_for(device).lu_factor(lapack_view(f.lu), f.pivots.view_of(), f.info.view_of());
+  kernel_for<kernel::LuFactor>(device)(lapack_view(f.lu), f.pivots.view_of(), f.info.view_of());
   return f;
 }
 
@@ -58,8 +59,8 @@ TEST(CusolverLu, FactorAndSolveMatchCpu) {
       for (int64_t rhs : {1, 4}) {
         Tensor b = random_tensor({3, rhs, n}, dtype, seed++);  // column-major [3, n, rhs]
         Tensor x_cpu = b.clone(), x_gpu = b.cuda();
-        backend_for(DeviceType::CPU).lu_solve(lapack_view(cpu.lu), cpu.pivots.view_of(), lapack_view(x_cpu));
-        backend_for(DeviceType::CUDA).lu_solve(lapack_view(gpu.lu), gpu.pivots.view_of(), lapack_view(x_gpu));
+        kernel_for<kernel::LuSolve>(DeviceType::CPU)(lapack_view(cpu.lu), cpu.pivots.view_of(), lapack_view(x_cpu));
+        kernel_for<kernel::LuSolve>(DeviceType::CUDA)(lapack_view(gpu.lu), gpu.pivots.view_of(), lapack_view(x_gpu));
         EXPECT_CUDA_CLOSE(x_gpu, x_cpu);
       }
     }
@@ -76,8 +77,8 @@ TEST(CusolverLu, MoreColumnsThanThreadsAndRightHandSidesThanABlock) {
   EXPECT_CUDA_CLOSE(gpu.lu, cpu.lu);
   Tensor b = random_tensor({1, 70, 130}, kFloat64, 31);
   Tensor x_cpu = b.clone(), x_gpu = b.cuda();
-  backend_for(DeviceType::CPU).lu_solve(lapack_view(cpu.lu), cpu.pivots.view_of(), lapack_view(x_cpu));
-  backend_for(DeviceType::CUDA).lu_solve(lapack_view(gpu.lu), gpu.pivots.view_of(), lapack_view(x_gpu));
+  kernel_for<kernel::LuSolve>(DeviceType::CPU)(lapack_view(cpu.lu), cpu.pivots.view_of(), lapack_view(x_cpu));
+  kernel_for<kernel::LuSolve>(DeviceType::CUDA)(lapack_view(gpu.lu), gpu.pivots.view_of(), lapack_view(x_gpu));
   EXPECT_CUDA_CLOSE(x_gpu, x_cpu);
 }
 
@@ -102,7 +103,7 @@ TEST(CusolverLu, RejectsRowMajorViewsWithTheCpuMessage) {
     View row_major = a.view_of();
     row_major.strides = {9, 3, 1};
     try {
-      backend_for(device).lu_factor(row_major, piv.view_of(), info.view_of());
+      kernel_for<kernel::LuFactor>(device)(row_major, piv.view_of(), info.view_of());
     } catch (const Error& e) {
       return std::string(e.what());
     }

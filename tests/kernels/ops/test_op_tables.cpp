@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
 #include "kernels/ops/binary_ops.h"
 #include "kernels/ops/unary_ops.h"
 #include "tests/kernels/ops/op_sweep_inputs.h"
@@ -119,9 +120,10 @@ template <ops::Domain D, ops::Result R, template <class> class F> void sweep_una
       using T = decltype(tag);
       // A transposed (strided) view of [33, 7]: 231 values, the specials first.
       const Tensor x = test::sweep_input(dtype, 33, 7, 17 + static_cast<int>(op)).transpose(0, 1);
-      sweep<T, D, R>(
-          ops::unary_info(op), dtype, {x}, ops::make_unary<F, reference_t<T>>(kClampBounds),
-          [&](Tensor& out) { backend_for(DeviceType::CPU).unary(op, out.view_of(), x.view_of(), kClampBounds); });
+      sweep<T, D, R>(ops::unary_info(op), dtype, {x}, ops::make_unary<F, reference_t<T>>(kClampBounds),
+                     [&](Tensor& out) {
+                       kernel_for<kernel::Unary>(DeviceType::CPU)(op, out.view_of(), x.view_of(), kClampBounds);
+                     });
     });
   }
 }
@@ -135,7 +137,7 @@ template <ops::Domain D, ops::Result R, template <class> class F> void sweep_bin
       const Tensor a = test::sweep_input(dtype, 33, 7, 41 + static_cast<int>(op)).transpose(0, 1);
       const Tensor b = test::sweep_input(dtype, 7, 33, 71 + static_cast<int>(op));
       sweep<T, D, R>(ops::binary_info(op), dtype, {a, b}, F<reference_t<T>>{}, [&](Tensor& out) {
-        backend_for(DeviceType::CPU).binary(op, out.view_of(), a.view_of(), b.view_of());
+        kernel_for<kernel::Binary>(DeviceType::CPU)(op, out.view_of(), a.view_of(), b.view_of());
       });
     });
   }

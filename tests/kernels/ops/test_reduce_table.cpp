@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/table_kernels.h"
+#include "kernels/runtime.h"
 #include "kernels/ops/reduce_ops.h"
 #include "tests/kernels/ops/op_sweep_inputs.h"
 
@@ -119,10 +121,10 @@ void sweep(ReduceOp op, DType dtype, const Tensor& x, int64_t dim, const ReduceP
   Shape out_shape = x.shape();
   out_shape[static_cast<size_t>(dim)] = 1;
   Tensor out = empty(out_shape, TensorOptions(ops::reduce_result_dtype(op, dtype)));
-  Backend& cpu = backend_for(DeviceType::CPU);
+  Runtime& cpu = runtime_for(DeviceType::CPU);
   if (!ops::reduce_accepts(op, dtype)) {
     try {
-      cpu.reduce(op, out.view_of(), x.view_of(), p);
+      kernel_for<kernel::Reduce>(cpu.type())(op, out.view_of(), x.view_of(), p);
       ADD_FAILURE() << what << ": ran, but the table refuses " << dtype_name(dtype);
     } catch (const Error& e) {
       const std::string message = e.what();
@@ -131,7 +133,7 @@ void sweep(ReduceOp op, DType dtype, const Tensor& x, int64_t dim, const ReduceP
     }
     return;
   }
-  cpu.reduce(op, out.view_of(), x.view_of(), p);
+  kernel_for<kernel::Reduce>(cpu.type())(op, out.view_of(), x.view_of(), p);
   const std::vector<double> values = x.contiguous().to_vector<double>();
   const std::vector<double> got = out.contiguous().to_vector<double>();
   const int64_t rows = x.shape()[0], cols = x.shape()[1];

@@ -1,4 +1,4 @@
-// The optimizers written with tensor ops (RMSprop, Adagrad, Adamax, NAdam,
+// The optimizers written with tensor ops (RMSprop, Adagrad, Adadelta, Adamax, NAdam,
 // RAdam, Lion, LBFGS, Adam/AdamW's amsgrad) on CUDA parameters: the same double-precision
 // references as on the CPU (float32 tolerance), LBFGS against the CPU run.
 #include <gtest/gtest.h>
@@ -17,6 +17,8 @@ TEST(CudaOptimizers, TensorOpOptimizersMatchTheReferencesOnCuda) {
   check_steps<RMSprop>(RMSpropOptions(0.01).momentum(0.5).centered(true),
                        RefRMSprop{0.01, 0.99, 1e-8, 0, 0.5, true, false}, 3, 1e-5, kFloat32, dev);
   check_steps<Adagrad>(AdagradOptions(0.1), RefAdagrad{0.1, 0, 0, 0, 1e-10, false}, 3, 1e-5, kFloat32, dev);
+  check_steps<Adadelta>(AdadeltaOptions(1.0).weight_decay(0.1), RefAdadelta{1.0, 0.9, 1e-6, 0.1, false}, 3, 1e-5,
+                        kFloat32, dev);
   check_steps<Adamax>(AdamaxOptions(0.01), RefAdamax{0.01, 0.9, 0.999, 1e-8, 0}, 3, 1e-5, kFloat32, dev);
   check_steps<NAdam>(NAdamOptions(0.01), RefNAdam{0.01, 0.9, 0.999, 1e-8, 0, 4e-3, false}, 3, 1e-5, kFloat32, dev);
   // beta2 0.9: rho_t passes 5 at step 6, so seven steps take both RAdam branches.

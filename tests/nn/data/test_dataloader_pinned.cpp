@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/runtime.h"
 #include "nn/data/data.h"
 
 namespace anvil::nn::data {
@@ -32,7 +32,7 @@ void check_epoch(DataLoader& loader, bool expect_pinned, Device expect_device) {
 }
 
 TEST(DataLoaderPinMemory, PinsWhenAGpuIsUsableAndIsHarmlessOtherwise) {
-  const bool gpu = has_backend(DeviceType::CUDA);
+  const bool gpu = has_runtime(DeviceType::CUDA);
   for (int workers : {0, 2}) {
     SCOPED_TRACE("num_workers " + std::to_string(workers));
     DataLoader loader(numbered(10), {.batch_size = 3, .num_workers = workers, .pin_memory = true});
@@ -41,7 +41,7 @@ TEST(DataLoaderPinMemory, PinsWhenAGpuIsUsableAndIsHarmlessOtherwise) {
 }
 
 TEST(DataLoaderPinMemory, PinnedBatchesReachTheGpu) {
-  if (!has_backend(DeviceType::CUDA)) GTEST_SKIP() << "no CUDA backend: nothing to deliver batches to";
+  if (!has_runtime(DeviceType::CUDA)) GTEST_SKIP() << "no CUDA backend: nothing to deliver batches to";
   DataLoader loader(numbered(10), {.batch_size = 4, .num_workers = 2, .pin_memory = true, .device = Device::cuda(0)});
   check_epoch(loader, /*expect_pinned=*/false, Device::cuda(0));
 }

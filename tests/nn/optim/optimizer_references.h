@@ -1,5 +1,5 @@
 #pragma once
-// The documented updates of RMSprop, Adagrad, Adamax, NAdam, RAdam, Adam and
+// The documented updates of RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, Adam and
 // AdamW with amsgrad (torch.optim's pseudo-code) and Lion (the paper's), in plain doubles:
 // step(p, grad) applies one update to the values p. Shared by the CPU tests
 // (tests/nn/optim) and the CUDA ones (tests/nn/cuda).
@@ -51,6 +51,23 @@ struct RefAdagrad {
       const double g = (maximize ? -grad[i] : grad[i]) + wd * p[i];
       sum[i] += g * g;
       p[i] -= clr * g / (std::sqrt(sum[i]) + eps);
+    }
+  }
+};
+
+// torch.optim.Adadelta: v and u (square_avg, acc_delta) start at 0.
+struct RefAdadelta {
+  double lr, rho, eps, wd;
+  bool maximize;
+  Vec v, u;
+  void step(Vec& p, const Vec& grad) {
+    if (v.empty()) v.assign(p.size(), 0), u.assign(p.size(), 0);
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double g = (maximize ? -grad[i] : grad[i]) + wd * p[i];
+      v[i] = rho * v[i] + (1 - rho) * g * g;
+      const double delta = std::sqrt(u[i] + eps) / std::sqrt(v[i] + eps) * g;
+      u[i] = rho * u[i] + (1 - rho) * delta * delta;
+      p[i] -= lr * delta;
     }
   }
 };

@@ -1,10 +1,11 @@
-// RMSprop, Adagrad, Adamax, NAdam, RAdam and Lion against their documented
+// RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam and Lion against their documented
 // updates (torch.optim's pseudo-code; Lion's paper) written out in plain
 // doubles, their options, state round trips and bad options.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "nn/optim/adadelta.h"
 #include "nn/optim/adagrad.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/adamax.h"
@@ -34,6 +35,32 @@ TEST(Adagrad, MatchesReference) {
 TEST(Adagrad, LrDecayInitialAccumulatorWeightDecay) {
   auto o = AdagradOptions(0.1).lr_decay(0.05).weight_decay(0.01).initial_accumulator_value(0.3).maximize(true);
   check_steps<Adagrad>(o, RefAdagrad{0.1, 0.05, 0.01, 0.3, 1e-10, true}, 6, 1e-12);
+}
+
+TEST(Adadelta, MatchesReference) {
+  check_steps<Adadelta>(AdadeltaOptions{}, RefAdadelta{1.0, 0.9, 1e-6, 0, false}, 6, 1e-12);
+}
+
+TEST(Adadelta, RhoEpsLrWeightDecayMaximize) {
+  auto o = AdadeltaOptions(0.5).rho(0.7).eps(1e-3).weight_decay(0.1).maximize(true);
+  check_steps<Adadelta>(o, RefAdadelta{0.5, 0.7, 1e-3, 0.1, true}, 6, 1e-12);
+  // rho 0: v and u hold only the last step's g^2 and delta^2.
+  check_steps<Adadelta>(AdadeltaOptions(2.0).rho(0.0), RefAdadelta{2.0, 0.0, 1e-6, 0, false}, 4, 1e-12);
+}
+
+// The first step moves each element by lr * sqrt(eps / (eps + (1 - rho) g^2)) * |g|,
+// not by lr * |g|: Adadelta's scale-free start, computed here by hand.
+TEST(Adadelta, FirstStepIsTheUnitsCorrectedGradient) {
+  Tensor p = from_vector<double>({1.0, -2.0}).requires_grad_(true);
+  Adadelta opt({p}, AdadeltaOptions(1.0).rho(0.9).eps(1e-6));
+  p.set_grad(from_vector<double>({3.0, -0.5}));
+  opt.step();
+  const double d0 = std::sqrt(1e-6 / (1e-6 + 0.1 * 9.0)) * 3.0, d1 = std::sqrt(1e-6 / (1e-6 + 0.1 * 0.25)) * -0.5;
+  expect_near(values(p), {1.0 - d0, -2.0 - d1}, 1e-14, "p");
+  const ParamState* s = opt.state_of(p);
+  ASSERT_NE(s, nullptr);
+  expect_near(values(s->buffers.at("square_avg")), {0.9, 0.025}, 1e-14, "square_avg");
+  expect_near(values(s->buffers.at("acc_delta")), {0.1 * d0 * d0, 0.1 * d1 * d1}, 1e-14, "acc_delta");
 }
 
 TEST(Adamax, MatchesReference) {
@@ -68,6 +95,7 @@ TEST(Lion, MatchesReference) {
 TEST(AdaptiveOptimizers, StateRoundTripsThroughTheCheckpointForm) {
   check_state_round_trip<RMSprop>(RMSpropOptions(0.01).momentum(0.9).centered(true));
   check_state_round_trip<Adagrad>(AdagradOptions(0.1).lr_decay(0.01));
+  check_state_round_trip<Adadelta>(AdadeltaOptions(0.5).rho(0.8).weight_decay(0.01));
   check_state_round_trip<Adamax>(AdamaxOptions(0.01));
   check_state_round_trip<NAdam>(NAdamOptions(0.01));  // mu_product is a host scalar in the state
   check_state_round_trip<RAdam>(RAdamOptions(0.01));
@@ -104,6 +132,9 @@ TEST(AdaptiveOptimizers, InvalidOptionsNameTheOptimizer) {
   };
   expect_error([&] { RMSprop({p}, RMSpropOptions(-1)); }, "RMSprop: invalid learning rate -1");
   expect_error([&] { Adagrad({p}, AdagradOptions(0.1).lr_decay(-0.1)); }, "Adagrad: invalid lr_decay");
+  expect_error([&] { Adadelta({p}, AdadeltaOptions().rho(1.5)); }, "Adadelta: invalid rho 1.5");
+  expect_error([&] { Adadelta({p}, AdadeltaOptions(-0.1)); }, "Adadelta: invalid learning rate -0.1");
+  expect_error([&] { Adadelta({p}, AdadeltaOptions().weight_decay(-1)); }, "Adadelta: invalid weight_decay");
   expect_error([&] { Adamax({p}, AdamaxOptions().betas({1.0, 0.9})); }, "Adamax: invalid beta1 1");
   expect_error([&] { NAdam({p}, NAdamOptions().momentum_decay(-1)); }, "NAdam: invalid momentum_decay");
   expect_error([&] { RAdam({p}, RAdamOptions().eps(-1)); }, "RAdam: invalid eps");

@@ -1,6 +1,6 @@
 #pragma once
 // anvil's emulated NCCL: the part of NCCL's C API that anvil calls
-// (distributed/nccl/nccl_process_group.cpp), declared with NCCL's names,
+// (distributed/process_group/nccl/nccl_process_group.cpp), declared with NCCL's names,
 // values and signatures so that file compiles unchanged against it in the
 // emulated-GPU build (-DANVIL_CUDA=EMULATOR), where this folder comes first
 // on the include path. Written for anvil, not taken from NVIDIA's header.

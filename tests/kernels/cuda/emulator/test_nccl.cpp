@@ -4,7 +4,7 @@
 // against hand-computed values, NCCL's blocking semantics (the ungrouped
 // send/send deadlock reported by the watchdog, the same exchange grouped),
 // abort, mismatched calls and memcheck on a freed buffer. The NCCL process
-// group on real processes: tests/distributed/test_nccl_processes.cpp.
+// group on real processes: tests/distributed/process_group/nccl/test_nccl_processes.cpp.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 

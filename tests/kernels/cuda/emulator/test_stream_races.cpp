@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "kernels/backend.h"
+#include "kernels/runtime.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_runtime.h"
 #include "kernels/cuda/emulator/emulator.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 #include "tests/kernels/cuda/stream_blocker.h"
@@ -21,7 +21,7 @@
 namespace anvil {
 namespace {
 
-cuda::CudaBackend& backend() { return dynamic_cast<cuda::CudaBackend&>(backend_for(DeviceType::CUDA)); }
+cuda::CudaRuntime& backend() { return dynamic_cast<cuda::CudaRuntime&>(runtime_for(DeviceType::CUDA)); }
 
 bool any_finding(const std::vector<emulator::Finding>& found, emulator::Checker c, const std::string& word) {
   for (const auto& f : found)
@@ -44,7 +44,7 @@ template <typename F> void on_stream(const Stream& s, F body) {
 }
 
 TEST(EmulatorStreams, MissingRecordStreamIsCaughtByMemcheck) {
-  cuda::CudaBackend& be = backend();
+  cuda::CudaRuntime& be = backend();
   const Stream side = be.new_stream(0);
   const Tensor host = test::random_tensor({4096}, kFloat32, 3);
   for (bool record : {false, true}) {
@@ -76,7 +76,7 @@ TEST(EmulatorStreams, MissingRecordStreamIsCaughtByMemcheck) {
 }
 
 TEST(EmulatorStreams, MissingStreamWaitIsCaught) {
-  cuda::CudaBackend& be = backend();
+  cuda::CudaRuntime& be = backend();
   const Stream side = be.new_stream(0);
   const Stream main = be.current_stream(0);
   const Tensor a = test::random_tensor({4096}, kFloat32, 4);
@@ -118,7 +118,7 @@ TEST(EmulatorStreams, MissingStreamWaitIsCaught) {
 // thread's last error; unless the caller clears it, the next launch check
 // reports it as a failed launch (the NCCL group's polling did that).
 TEST(EmulatorStreams, NotReadyFromAQueryDoesNotPoisonTheNextLaunch) {
-  cuda::CudaBackend& be = backend();
+  cuda::CudaRuntime& be = backend();
   const Stream side = be.new_stream(0);
   test::StreamBlocker block(be.stream(side));
   EXPECT_EQ(cudaStreamQuery(be.stream(side)), cudaErrorNotReady);

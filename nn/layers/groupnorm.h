@@ -1,0 +1,33 @@
+#pragma once
+// GroupNorm over [N, C, *]: a one-liner over group_norm with PyTorch's
+// learnable affine parameters.
+//
+//   auto gn = std::make_shared<nn::GroupNorm>(nn::GroupNormOptions(8, 64));   // 8 groups, 64 channels
+#include <cstdint>
+
+#include "core/base/option_field.h"
+#include "nn/module.h"
+
+namespace anvil::nn {
+
+struct GroupNormOptions {
+  ANVIL_OPTION(GroupNormOptions, int64_t, num_groups) = 1;
+  ANVIL_OPTION(GroupNormOptions, int64_t, num_channels) = 0;
+  ANVIL_OPTION(GroupNormOptions, double, eps) = 1e-5;
+  ANVIL_OPTION(GroupNormOptions, bool, affine) = true;  // weight (ones) and bias (zeros) [num_channels]
+};
+
+class GroupNorm : public Module {
+ public:
+  explicit GroupNorm(const GroupNormOptions& options);
+  GroupNorm(int64_t num_groups, int64_t num_channels)
+      : GroupNorm(GroupNormOptions{.num_groups = num_groups, .num_channels = num_channels}) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  void reset_parameters();
+
+  GroupNormOptions options;
+  Tensor weight, bias;
+};
+
+}  // namespace anvil::nn
