@@ -60,20 +60,17 @@ void note_kernel(const char* name, bool has_fallback, DeviceType device);
 
 // Each op's kernels, one slot per device type. Constant-initialised (null),
 // so a lookup during another file's static initialisation is safe.
-template <class Op>
-struct Slots {
+template <class Op> struct Slots {
   static inline std::array<std::atomic<typename Op::Signature*>, kDeviceTypeCount> kernels{};
 };
 
-template <class Op>
-bool add(DeviceType device, typename Op::Signature* fn) {
+template <class Op> bool add(DeviceType device, typename Op::Signature* fn) {
   Slots<Op>::kernels[static_cast<int>(device)].store(fn, std::memory_order_release);
   note_kernel(Op::name, Op::has_fallback, device);
   return true;
 }
 
-template <class Op>
-bool declare() {
+template <class Op> bool declare() {
   note_op(Op::name, Op::has_fallback);
   return true;
 }
@@ -81,8 +78,7 @@ bool declare() {
 // Replaces Op's kernel on one device for the life of the object (null: none,
 // so callers run the fallback), then puts the old one back. For tests that
 // hold a kernel to its composed fallback; not for concurrent use.
-template <class Op>
-class ScopedOverride {
+template <class Op> class ScopedOverride {
  public:
   ScopedOverride(DeviceType device, typename Op::Signature* fn)
       : slot_(Slots<Op>::kernels[static_cast<int>(device)]), saved_(slot_.exchange(fn)) {}
@@ -98,25 +94,20 @@ class ScopedOverride {
 }  // namespace kernel_registry
 
 // The kernel registered for `Op` on `device`, or null.
-template <class Op>
-typename Op::Signature* find_kernel(DeviceType device) {
+template <class Op> typename Op::Signature* find_kernel(DeviceType device) {
   return kernel_registry::Slots<Op>::kernels[static_cast<int>(device)].load(std::memory_order_acquire);
 }
 
 // The kernel registered for `Op` on `device`; an op without a fallback has no
 // other way to run, so a missing kernel is an error naming the op and device.
-template <class Op>
-typename Op::Signature& kernel_for(DeviceType device) {
+template <class Op> typename Op::Signature& kernel_for(DeviceType device) {
   auto* fn = find_kernel<Op>(device);
   ANVIL_CHECK(fn != nullptr, Op::name, ": no kernel for device ", device == DeviceType::CPU ? "cpu" : "cuda",
               " is registered (this build has none for it)");
   return *fn;
 }
 
-template <class Op>
-typename Op::Signature& kernel_for(const Device& device) {
-  return kernel_for<Op>(device.type);
-}
+template <class Op> typename Op::Signature& kernel_for(const Device& device) { return kernel_for<Op>(device.type); }
 
 }  // namespace anvil
 
@@ -125,12 +116,12 @@ typename Op::Signature& kernel_for(const Device& device) {
 
 // In a kernel's .cpp/.cu: registers `fn` (a function of Op::Signature) as
 // Op's kernel on DeviceType::DEVICE (CPU or CUDA).
-#define ANVIL_REGISTER_KERNEL(Op, DEVICE, fn)                                                     \
+#define ANVIL_REGISTER_KERNEL(Op, DEVICE, fn) \
   [[maybe_unused]] static const bool ANVIL_KERNEL_CONCAT(anvil_registered_kernel_, __COUNTER__) = \
       ::anvil::kernel_registry::add<Op>(::anvil::DeviceType::DEVICE, &fn)
 
 // Lists an op in the coverage table even where no backend has a kernel (an
 // op that runs on its fallback everywhere). Registering a kernel lists it too.
-#define ANVIL_DECLARE_KERNEL_OP(Op)                                                             \
+#define ANVIL_DECLARE_KERNEL_OP(Op) \
   [[maybe_unused]] static const bool ANVIL_KERNEL_CONCAT(anvil_declared_op_, __COUNTER__) = \
       ::anvil::kernel_registry::declare<Op>()

@@ -5,8 +5,8 @@
 // Every one is composed from ops that have CPU and CUDA kernels (conv2d and
 // its input gradient, pool2d, layer_norm, batch_norm, index_select, reduce,
 // elementwise), so each runs on both backends and is differentiable through
-// them. Implemented in core/ops/nn/ (pad_interpolate.cpp, pool_more.cpp,
-// norm_more.cpp, loss_distance.cpp) and core/ops/nn/conv_pool.cpp.
+// them. Implemented in core/ops/nn/ (pad_interpolate.cpp, conv_pool_1d_adaptive.cpp,
+// group_instance_norm.cpp, rms_norm.cpp, loss_distance.cpp) and core/ops/nn/conv_pool.cpp.
 // nn/functional.h gives them libtorch's option structs.
 #include <array>
 #include <optional>

@@ -13,7 +13,6 @@
 #include "core/base/error.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/ops/norm_kernels.h"
-#include "kernels/ops/table_kernels.h"
 #include "kernels/cpu/dense_buffer.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/cpu/vector_math.h"
@@ -336,23 +335,9 @@ void layer_norm_backward(const View& grad_in, const View* grad_weight, const Vie
   });
 }
 
-// The reference for the fused CUDA kernel: the two ops it fuses, in order, so
-// out is exactly layer_norm of the rounded sum.
-void add_layer_norm(const View& out, const View& sum_out, const View& mean, const View& rstd, const View& x,
-                    const View& residual, const View* weight, const View* bias, double eps) {
-  ANVIL_CHECK(x.shape == residual.shape && sum_out.shape == x.shape && out.shape == x.shape,
-              "add_layer_norm: shapes differ: x ", x.shape, ", residual ", residual.shape, ", sum ", sum_out.shape,
-              ", out ", out.shape);
-  ANVIL_CHECK(x.dtype == residual.dtype && sum_out.dtype == x.dtype, "add_layer_norm: dtypes differ: x ", x.dtype,
-              ", residual ", residual.dtype, ", sum ", sum_out.dtype);
-  kernel_for<kernel::Binary>(DeviceType::CPU)(BinaryOp::Add, sum_out, x, residual);
-  layer_norm(out, mean, rstd, sum_out, weight, bias, eps);
-}
-
 ANVIL_REGISTER_KERNEL(kernel::BatchNorm, CPU, batch_norm);
 ANVIL_REGISTER_KERNEL(kernel::BatchNormBackward, CPU, batch_norm_backward);
 ANVIL_REGISTER_KERNEL(kernel::LayerNorm, CPU, layer_norm);
 ANVIL_REGISTER_KERNEL(kernel::LayerNormBackward, CPU, layer_norm_backward);
-ANVIL_REGISTER_KERNEL(kernel::AddLayerNorm, CPU, add_layer_norm);
 
 }  // namespace anvil::cpu

@@ -24,8 +24,7 @@ using kit::acc_t;
 
 constexpr int kSwigluThreads = 256;
 
-template <typename T>
-__global__ void swiglu_kernel(T* out, const T* gate, const T* up, int64_t n) {
+template <typename T> __global__ void swiglu_kernel(T* out, const T* gate, const T* up, int64_t n) {
   using C = acc_t<T>;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -57,8 +56,8 @@ void swiglu(const View& out, const View& gate, const View& up) {
   const cudaStream_t s = stream(gate.device_index);
   visit_floating_device_dtype("swiglu", gate.dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch_kernel(swiglu_kernel<T>, capped_blocks(n, kSwigluThreads), kSwigluThreads, 0, s)(
-        out.ptr<T>(), gate.ptr<T>(), up.ptr<T>(), n);
+    launch_kernel(swiglu_kernel<T>, capped_blocks(n, kSwigluThreads), kSwigluThreads, 0, s)(out.ptr<T>(), gate.ptr<T>(),
+                                                                                            up.ptr<T>(), n);
     ANVIL_CUDA_CHECK_LAUNCH("swiglu_kernel");
   });
 }

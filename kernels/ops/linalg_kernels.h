@@ -73,8 +73,7 @@ struct Svd {
 // linear as a matmul with weight^T, then the bias as a broadcast add, on
 // `device`'s kernels: core's fallback where no linear kernel is registered,
 // and what a linear kernel runs for the layouts it does not fuse.
-inline void linear_as_matmul(DeviceType device, const View& out, const View& in, const View& weight,
-                             const View* bias) {
+inline void linear_as_matmul(DeviceType device, const View& out, const View& in, const View& weight, const View* bias) {
   View weight_t = weight;
   weight_t.shape = {weight.shape[1], weight.shape[0]};
   weight_t.strides = {weight.strides[1], weight.strides[0]};

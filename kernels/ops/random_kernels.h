@@ -26,8 +26,7 @@ struct Random {
 struct Dropout {
   static constexpr const char* name = "dropout";
   static constexpr bool has_fallback = false;
-  using Signature = void(const View& out, const View& mask, const View& in, double p, uint64_t seed,
-                         uint64_t offset);
+  using Signature = void(const View& out, const View& mask, const View& in, double p, uint64_t seed, uint64_t offset);
 };
 
 }  // namespace kernel

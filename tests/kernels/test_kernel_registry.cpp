@@ -95,8 +95,8 @@ std::string table_of_this_build() {
       << "| op | fallback | cpu | cuda |\n| --- | --- | --- | --- |\n";
   for (const auto& r : kernel_registry::coverage()) {
     if (r.name.rfind("test_", 0) == 0) continue;  // ops declared by tests
-    out << "| " << r.name << " | " << (r.has_fallback ? "composed" : "-") << " | " << cell(r.has_kernel[0], r.has_fallback)
-        << " | " << cell(r.has_kernel[1], r.has_fallback) << " |\n";
+    out << "| " << r.name << " | " << (r.has_fallback ? "composed" : "-") << " | "
+        << cell(r.has_kernel[0], r.has_fallback) << " | " << cell(r.has_kernel[1], r.has_fallback) << " |\n";
   }
   return out.str();
 }
@@ -151,8 +151,8 @@ TEST(KernelCoverage, TheBuildHasEveryKernelTheTableLists) {
                                  << got.cpu;
     // Builds without CUDA (the sanitizer trees) have no CUDA column to hold.
     if (cuda_built)
-      EXPECT_EQ(got.cuda, want.cuda) << "op " << name << " on cuda: the table says " << want.cuda
-                                     << ", this build has " << got.cuda;
+      EXPECT_EQ(got.cuda, want.cuda) << "op " << name << " on cuda: the table says " << want.cuda << ", this build has "
+                                     << got.cuda;
   }
   for (const auto& [name, row] : built)
     EXPECT_TRUE(listed.count(name)) << "op " << name << " is not in " << ANVIL_KERNEL_COVERAGE_FILE

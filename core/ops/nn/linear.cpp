@@ -36,8 +36,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     ANVIL_CHECK(bias.dtype() == x.dtype(), "linear: bias ", detail::describe(bias), " and input ", detail::describe(x),
                 " must have the same dtype");
   }
-  // All leading dims fold into the rows of one GEMM, which the backend may
-  // fuse with the bias add (kernel::Linear). The backward is written with
+  // All leading dims fold into the rows of one GEMM, which a linear kernel
+  // fuses with the bias add (without one: matmul, then a broadcast add). The backward is written with
   // mm and sum, so it supports create_graph too.
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
@@ -45,8 +45,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y = empty({x2.size(0), out_features}, x.options());
   if (y.numel() > 0) {
     const View bias_view = bias.defined() ? bias.view_of() : View{};
-    detail::kernel_of<kernel::Linear>(x)(y.view_of(), x2.view_of(), weight.view_of(),
-                                         bias.defined() ? &bias_view : nullptr);
+    const View* b = bias.defined() ? &bias_view : nullptr;
+    if (auto* fused = find_kernel<kernel::Linear>(x.device().type))
+      fused(y.view_of(), x2.view_of(), weight.view_of(), b);
+    else
+      linear_as_matmul(x.device().type, y.view_of(), x2.view_of(), weight.view_of(), b);
   }
   if (autograd::needs_grad({x2, weight, bias})) {
     autograd::record("linear", {x2, weight, bias}, y,

@@ -323,9 +323,16 @@ AddLayerNormResult add_layer_norm(const Tensor& x, const Tensor& residual, const
     Tensor w2 = weight.defined() ? weight.detach().reshape({cols}) : Tensor();
     Tensor b2 = bias.defined() ? bias.detach().reshape({cols}) : Tensor();
     View w_slot, b_slot;
-    detail::kernel_of<kernel::AddLayerNorm>(x)(out.view_of(), sum2.view_of(), mean_rows.view_of(), rstd_rows.view_of(),
-                                               x2.view_of(), r2.view_of(), optional_view(w2, w_slot),
-                                               optional_view(b2, b_slot), eps);
+    const View* w = optional_view(w2, w_slot);
+    const View* b = optional_view(b2, b_slot);
+    if (auto* fused = find_kernel<kernel::AddLayerNorm>(x.device().type)) {
+      fused(out.view_of(), sum2.view_of(), mean_rows.view_of(), rstd_rows.view_of(), x2.view_of(), r2.view_of(), w, b,
+            eps);
+    } else {  // the composed fallback: the sum rounded to the dtype, then its layer norm
+      detail::kernel_of<kernel::Binary>(x)(BinaryOp::Add, sum2.view_of(), x2.view_of(), r2.view_of());
+      detail::kernel_of<kernel::LayerNorm>(x)(out.view_of(), mean_rows.view_of(), rstd_rows.view_of(), sum2.view_of(),
+                                              w, b, eps);
+    }
   }
   // Two nodes, as if the ops were written apart: sum = x + residual, then the
   // layer norm of sum (its gradient adds to whatever else uses sum).

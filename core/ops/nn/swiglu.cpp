@@ -55,12 +55,12 @@ Tensor swiglu(const Tensor& gate, const Tensor& up) {
   Tensor out = empty(gate.shape(), gate.options());
   if (out.numel() > 0) run(out.view_of(), g.view_of(), u.view_of());
   if (autograd::needs_grad({gate, up})) {
-    autograd::record("swiglu", {gate, up}, out,
-                     [sg = autograd::SavedTensor(g, "swiglu"), su = autograd::SavedTensor(u, "swiglu")](
-                         const Tensor& grad) {
-                       if (autograd::GradMode::is_enabled()) return composed_backward(grad, sg.get(), su.get());
-                       return fused_backward(grad, sg.get(), su.get());
-                     });
+    autograd::record(
+        "swiglu", {gate, up}, out,
+        [sg = autograd::SavedTensor(g, "swiglu"), su = autograd::SavedTensor(u, "swiglu")](const Tensor& grad) {
+          if (autograd::GradMode::is_enabled()) return composed_backward(grad, sg.get(), su.get());
+          return fused_backward(grad, sg.get(), su.get());
+        });
   }
   return out;
 }

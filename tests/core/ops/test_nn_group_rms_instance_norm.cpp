@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/norm_kernels.h"
 #include "tests/core/ops/nn_test_util.h"
 #include "tests/core/ops/op_test_util.h"
 
@@ -153,6 +156,38 @@ TEST(NnInstanceNorm, NormalisesEachInstanceAndUpdatesRunningStats) {
                         {randn64({2, 2, 4}), randn64({2}), randn64({2})}));
   expect_error([&] { instance_norm(randn64({2, 3})); }, {"instance_norm", "at least one spatial dim"});
   expect_error([&] { instance_norm(x, {}, {}, {}, {}, {false, 0.1, 1e-5}); }, {"instance_norm", "use_input_stats"});
+}
+
+}  // namespace
+}  // namespace anvil
+
+// The composed fallback (what a device without the rms_norm kernels runs)
+// gives the kernels' values and gradients: the registry's override removes
+// both kernels for the scope.
+namespace anvil {
+namespace {
+
+TEST(RmsNormFallback, TheComposedPathMatchesTheKernels) {
+  manual_seed(21);
+  for (DType dt : {kFloat32, kFloat64}) {
+    const Tensor x0 = randn({6, 5, 33}).to(dt), w0 = randn({5, 33}).to(dt), g = randn({6, 5, 33}).to(dt);
+    const auto run = [&](bool fused) {
+      std::optional<kernel_registry::ScopedOverride<kernel::RmsNorm>> no_forward;
+      std::optional<kernel_registry::ScopedOverride<kernel::RmsNormBackward>> no_backward;
+      if (!fused) {
+        no_forward.emplace(DeviceType::CPU, nullptr);
+        no_backward.emplace(DeviceType::CPU, nullptr);
+      }
+      Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+      Tensor y = rms_norm(x, {5, 33}, w);
+      y.backward(g);
+      return std::vector<Tensor>{y.detach(), x.grad(), w.grad()};
+    };
+    const auto fused = run(true), composed = run(false);
+    const double bound = dt == kFloat64 ? 1e-12 : 2e-5;
+    for (size_t i = 0; i < fused.size(); ++i)
+      EXPECT_LT((fused[i] - composed[i]).abs().max().item<double>(), bound) << dtype_name(dt) << " output " << i;
+  }
 }
 
 }  // namespace
