@@ -32,15 +32,21 @@ inline constexpr EllipsisIndexType Ellipsis{};
 inline constexpr std::nullopt_t None = std::nullopt;
 
 struct Slice {
-  Slice(std::optional<int64_t> start = std::nullopt, std::optional<int64_t> stop = std::nullopt,
-        std::optional<int64_t> step = std::nullopt)
-      : start(start), stop(stop), step(step) {}
+  Slice(std::optional<int64_t> start_index = std::nullopt, std::optional<int64_t> stop_index = std::nullopt,
+        std::optional<int64_t> step_index = std::nullopt)
+      : start(start_index), stop(stop_index), step(step_index) {}
   std::optional<int64_t> start, stop, step;
 };
 
 class TensorIndex {
  public:
+  // libtorch's names (TensorIndexType): None and Ellipsis are scoped here,
+  // so the namespace's constants of those names stay reachable; GCC's
+  // -Wshadow flags them all the same.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
   enum class Kind : uint8_t { None, Ellipsis, Integer, Boolean, Slice, Tensor };
+#pragma GCC diagnostic pop
 
   TensorIndex(std::nullopt_t) : kind_(Kind::None) {}  // NOLINT: implicit, as libtorch's
   TensorIndex(EllipsisIndexType) : kind_(Kind::Ellipsis) {}  // NOLINT

@@ -43,7 +43,7 @@ class BatchNormBase : public Module {
 class BatchNorm2d : public BatchNormBase {
  public:
   explicit BatchNorm2d(int64_t num_features) : BatchNorm2d(BatchNorm2dOptions{.num_features = num_features}) {}
-  explicit BatchNorm2d(const BatchNorm2dOptions& options) : BatchNormBase("BatchNorm2d", options) {}
+  explicit BatchNorm2d(const BatchNorm2dOptions& o) : BatchNormBase("BatchNorm2d", o) {}
   Tensor forward(const Tensor& x) override;
 };
 
@@ -51,7 +51,7 @@ class BatchNorm2d : public BatchNormBase {
 class BatchNorm1d : public BatchNormBase {
  public:
   explicit BatchNorm1d(int64_t num_features) : BatchNorm1d(BatchNorm1dOptions{.num_features = num_features}) {}
-  explicit BatchNorm1d(const BatchNorm1dOptions& options) : BatchNormBase("BatchNorm1d", options) {}
+  explicit BatchNorm1d(const BatchNorm1dOptions& o) : BatchNormBase("BatchNorm1d", o) {}
   Tensor forward(const Tensor& x) override;
 };
 

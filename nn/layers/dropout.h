@@ -13,7 +13,7 @@ struct DropoutOptions {
 
 class Dropout : public Module {
  public:
-  explicit Dropout(double p = 0.5);
+  explicit Dropout(double probability = 0.5);
   explicit Dropout(const DropoutOptions& o) : Dropout(double(o.p)) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;

@@ -58,7 +58,7 @@ class AvgPool2d : public Module {
 // windows: output cell i covers [floor(i*H/oh), ceil((i+1)*H/oh)).
 class AdaptiveAvgPool2d : public Module {
  public:
-  explicit AdaptiveAvgPool2d(Size2 output_size) : Module("AdaptiveAvgPool2d"), output_size(output_size) {}
+  explicit AdaptiveAvgPool2d(Size2 size) : Module("AdaptiveAvgPool2d"), output_size(size) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override { return "output_size=" + output_size.str(); }
 
@@ -71,7 +71,7 @@ using AdaptiveMaxPool2dOptions = functional::AdaptiveMaxPool2dFuncOptions;
 
 class MaxPool1d : public Module {
  public:
-  explicit MaxPool1d(const MaxPool1dOptions& options) : Module("MaxPool1d"), options(options) {}
+  explicit MaxPool1d(const MaxPool1dOptions& o) : Module("MaxPool1d"), options(o) {}
   explicit MaxPool1d(int64_t kernel_size) : MaxPool1d(MaxPool1dOptions{.kernel_size = kernel_size}) {}
   Tensor forward(const Tensor& x) override { return functional::max_pool1d(x, options); }
   MaxPool1dOptions options;
@@ -79,7 +79,7 @@ class MaxPool1d : public Module {
 
 class AvgPool1d : public Module {
  public:
-  explicit AvgPool1d(const AvgPool1dOptions& options) : Module("AvgPool1d"), options(options) {}
+  explicit AvgPool1d(const AvgPool1dOptions& o) : Module("AvgPool1d"), options(o) {}
   explicit AvgPool1d(int64_t kernel_size) : AvgPool1d(AvgPool1dOptions{.kernel_size = kernel_size}) {}
   Tensor forward(const Tensor& x) override { return functional::avg_pool1d(x, options); }
   AvgPool1dOptions options;
@@ -87,7 +87,7 @@ class AvgPool1d : public Module {
 
 class AdaptiveMaxPool2d : public Module {
  public:
-  explicit AdaptiveMaxPool2d(const AdaptiveMaxPool2dOptions& options) : Module("AdaptiveMaxPool2d"), options(options) {}
+  explicit AdaptiveMaxPool2d(const AdaptiveMaxPool2dOptions& o) : Module("AdaptiveMaxPool2d"), options(o) {}
   explicit AdaptiveMaxPool2d(Size2 output_size)
       : AdaptiveMaxPool2d(AdaptiveMaxPool2dOptions{.output_size = output_size}) {}
   Tensor forward(const Tensor& x) override { return functional::adaptive_max_pool2d(x, options); }
