@@ -5,7 +5,7 @@
 #include "core/base/error.h"
 
 #if ANVIL_CUDA
-#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/runtime/runtime.h"
 #endif
 
 namespace anvil::cuda {

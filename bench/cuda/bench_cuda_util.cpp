@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "kernels/runtime.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 
 namespace anvil::bench::cuda {
 

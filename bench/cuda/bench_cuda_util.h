@@ -25,7 +25,7 @@
 #include <string>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 
 namespace anvil::bench::cuda {
 

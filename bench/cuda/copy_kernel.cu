@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "bench/cuda/bench_cuda_util.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::bench::cuda {
 namespace {

@@ -75,6 +75,8 @@ std::vector<KernelFamily> kernel_families(int64_t n, int64_t gemm_size) {
   family("binary/add", flat, "bf16", Access::Contiguous, 1.5 * f4, [=] { (void)add(xb, yb); });
   family("unary/exp", flat, "f32", Access::Contiguous, 2 * f4, [=] { (void)exp(x); });
   family("unary/gelu", flat, "f32", Access::Contiguous, 2 * f4, [=] { (void)gelu(x); });
+  family("swiglu/forward", flat, "f32", Access::Contiguous, 3 * f4, [=] { (void)swiglu(x, y); });
+  family("swiglu/forward", flat, "bf16", Access::Contiguous, 1.5 * f4, [=] { (void)swiglu(xb, yb); });
   const Tensor xm = gpu_randn({rows, kRow});
   family("copy/transpose", dims({kRow, rows}), "f32", Access::Strided, 2 * f4,
          [=] { (void)xm.transpose(0, 1).contiguous(); });
@@ -106,6 +108,12 @@ std::vector<KernelFamily> kernel_families(int64_t n, int64_t gemm_size) {
   family("softmax/forward+backward", matrix, "f32", Access::Contiguous, 5 * f4,
          [=] { softmax(leaf(), -1).backward(g); });
   family("unary/relu_forward+backward", matrix, "f32", Access::Contiguous, 5 * f4, [=] { relu(leaf()).backward(g); });
+  // swiglu: forward reads gate, up and writes out (3); backward reads the
+  // gradient, gate and up and writes both gradients (5).
+  family("swiglu/forward+backward", matrix, "f32", Access::Contiguous, 8 * f4, [=] {
+    const Tensor up = xm.detach().requires_grad_();
+    swiglu(leaf(), up).backward(g);
+  });
   family("layer_norm/forward+backward", matrix, "f32", Access::Contiguous, 5 * f4 + 16.0 * rows + 24.0 * kRow,
          [=] { layer_norm(leaf(), {kRow}, w, b).backward(g); });
   family("cross_entropy/forward+backward", dims({ce_rows, kVocab}), "f32", Access::Contiguous, 3 * f4 + 16.0 * ce_rows,

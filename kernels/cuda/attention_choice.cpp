@@ -10,8 +10,8 @@
 #include <set>
 
 #include "core/base/error.h"
-#include "kernels/cuda/algo_cache.h"
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/algo_cache.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cudnn/sdpa.h"
 
 namespace anvil::cuda {

@@ -28,11 +28,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/device/attention_mma.cuh"
 #include "kernels/cuda/device/dynamic_shared.cuh"
-#include "kernels/cuda/grid.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/grid.h"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda {
 namespace {

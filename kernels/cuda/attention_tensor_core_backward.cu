@@ -22,11 +22,11 @@
 #include <cstdint>
 
 #include "kernels/cuda/attention_tensor_core.h"
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/device/attention_mma.cuh"
 #include "kernels/cuda/device/dynamic_shared.cuh"
-#include "kernels/cuda/grid.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/grid.h"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda {
 namespace {

@@ -4,8 +4,8 @@
 #include <type_traits>
 
 #include "core/base/error.h"
-#include "kernels/cuda/dtype_dispatch.h"
-#include "kernels/cuda/table_launch.cuh"
+#include "kernels/cuda/launch/dtype_dispatch.h"
+#include "kernels/cuda/launch/table_launch.cuh"
 #include "kernels/ops/binary_ops.h"
 
 namespace anvil::cuda {

@@ -1,7 +1,7 @@
 // The binary op table's ActivationBackward rows (kernels/ops/binary_ops.h:
 // the fused activation gradients, a = incoming gradient, b = saved input or
 // output) on CUDA, floating dtypes only.
-#include "kernels/cuda/table_launch.cuh"
+#include "kernels/cuda/launch/table_launch.cuh"
 
 namespace anvil::cuda {
 

@@ -1,6 +1,6 @@
 // The binary op table's Compare rows (kernels/ops/binary_ops.h: eq, ne, lt,
 // le, gt, ge, logical_and, logical_or) on CUDA: bool results, every dtype.
-#include "kernels/cuda/table_launch.cuh"
+#include "kernels/cuda/launch/table_launch.cuh"
 
 namespace anvil::cuda {
 

@@ -10,10 +10,10 @@
 #include "kernels/cuda/conv2d_im2col.h"
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/cuda/im2col.h"
-#include "kernels/cuda/scratch.h"
+#include "kernels/cuda/launch/scratch.h"
 #include "kernels/shapes/geometry.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/ops/conv_pool_kernels.h"

@@ -14,15 +14,15 @@
 
 #include "core/base/error.h"
 #include "core/base/half.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/ops/table_kernels.h"
 #include "kernels/cuda/device/dtype.cuh"
-#include "kernels/cuda/dtype_dispatch.h"
-#include "kernels/cuda/elementwise_launch.cuh"
-#include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/launch/dtype_dispatch.h"
+#include "kernels/cuda/launch/elementwise_launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
+#include "kernels/cuda/launch/nvtx.h"
 #include "kernels/shapes/bits_of.h"
 
 namespace anvil::cuda {

@@ -5,13 +5,13 @@
 #include <cstdint>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/ops/table_kernels.h"
-#include "kernels/cuda/elementwise_launch.cuh"
+#include "kernels/cuda/launch/elementwise_launch.cuh"
 #include "kernels/cuda/elementwise_ops.h"
-#include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/launch/nvtx.h"
 #include "kernels/shapes/bits_of.h"
 
 namespace anvil::cuda {

@@ -1,11 +1,11 @@
 // im2col and col2im; see im2col.h for the layout.
 #include "kernels/cuda/im2col.h"
 
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/device/dtype.cuh"
-#include "kernels/cuda/dtype_dispatch.h"
-#include "kernels/cuda/grid.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/dtype_dispatch.h"
+#include "kernels/cuda/launch/grid.h"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda {
 namespace {

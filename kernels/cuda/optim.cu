@@ -18,13 +18,13 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/ops/optim_kernels.h"
-#include "kernels/cuda/grid.h"
-#include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/launch/grid.h"
+#include "kernels/cuda/launch/launch.cuh"
+#include "kernels/cuda/launch/nvtx.h"
 #include "kernels/shapes/optim_checks.h"
 
 namespace anvil::cuda {

@@ -6,11 +6,11 @@
 #include <cmath>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/ops/table_kernels.h"
-#include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/launch/nvtx.h"
 #include "kernels/cuda/reduce_kernels.cuh"
 
 namespace anvil::cuda {

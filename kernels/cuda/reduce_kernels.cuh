@@ -25,18 +25,18 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/cuda/device/block_reduce.cuh"
 #include "kernels/cuda/device/offset_calculator.cuh"
 #include "kernels/cuda/device/reduce_ops.cuh"
 #include "kernels/cuda/device/vector_access.cuh"
-#include "kernels/cuda/dtype_dispatch.h"
-#include "kernels/cuda/grid.h"
-#include "kernels/cuda/elementwise_launch.cuh"
-#include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/nvtx.h"
-#include "kernels/cuda/scratch.h"
+#include "kernels/cuda/launch/dtype_dispatch.h"
+#include "kernels/cuda/launch/grid.h"
+#include "kernels/cuda/launch/elementwise_launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
+#include "kernels/cuda/launch/nvtx.h"
+#include "kernels/cuda/launch/scratch.h"
 #include "kernels/shapes/reduce_plan.h"
 
 namespace anvil::cuda {

@@ -3,7 +3,7 @@
 #include <type_traits>
 
 #include "core/base/error.h"
-#include "kernels/cuda/dtype_dispatch.h"
+#include "kernels/cuda/launch/dtype_dispatch.h"
 #include "kernels/cuda/reduce_kernels.cuh"
 
 namespace anvil::cuda::reduce_detail {

@@ -13,17 +13,17 @@
 #include <cstdint>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/ops/table_kernels.h"
 #include "kernels/cuda/device/dtype.cuh"
 #include "kernels/cuda/device/dynamic_shared.cuh"
-#include "kernels/cuda/dtype_dispatch.h"
-#include "kernels/cuda/grid.h"
-#include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/nvtx.h"
-#include "kernels/cuda/scratch.h"
+#include "kernels/cuda/launch/dtype_dispatch.h"
+#include "kernels/cuda/launch/grid.h"
+#include "kernels/cuda/launch/launch.cuh"
+#include "kernels/cuda/launch/nvtx.h"
+#include "kernels/cuda/launch/scratch.h"
 #include "kernels/ops/sort_ops.h"
 
 namespace anvil::cuda {

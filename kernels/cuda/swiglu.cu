@@ -7,13 +7,13 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/cuda/device/kernel_kit.cuh"
-#include "kernels/cuda/dtype_dispatch.h"
-#include "kernels/cuda/grid.h"
-#include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/launch/dtype_dispatch.h"
+#include "kernels/cuda/launch/grid.h"
+#include "kernels/cuda/launch/launch.cuh"
+#include "kernels/cuda/launch/nvtx.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/ops/swiglu_kernels.h"
 

@@ -2,8 +2,8 @@
 // shared with the CPU backend) for float, double, half and bfloat16, one
 // launch per (op, dtype) through launch_elementwise. The integer and bool
 // inputs are unary_integral.cu: the two halves compile in parallel.
-#include "kernels/cuda/dtype_dispatch.h"
-#include "kernels/cuda/table_launch.cuh"
+#include "kernels/cuda/launch/dtype_dispatch.h"
+#include "kernels/cuda/launch/table_launch.cuh"
 
 namespace anvil::cuda {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "core/base/error.h"
-#include "kernels/cuda/table_launch.cuh"
+#include "kernels/cuda/launch/table_launch.cuh"
 
 namespace anvil::cuda {
 

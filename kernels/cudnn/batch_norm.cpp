@@ -14,12 +14,12 @@
 #include <optional>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/ops/norm_kernels.h"
-#include "kernels/cuda/nvtx.h"
-#include "kernels/cuda/scratch.h"
+#include "kernels/cuda/launch/nvtx.h"
+#include "kernels/cuda/launch/scratch.h"
 #include "kernels/cudnn/cudnn_handles.h"
 #include "kernels/cudnn/norm_pool_kernels.h"
 #include "kernels/shapes/layouts.h"

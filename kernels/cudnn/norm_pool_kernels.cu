@@ -5,12 +5,12 @@
 #include <cmath>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/device/block_reduce.cuh"
 #include "kernels/cuda/device/dtype.cuh"
-#include "kernels/cuda/dtype_dispatch.h"
-#include "kernels/cuda/grid.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/dtype_dispatch.h"
+#include "kernels/cuda/launch/grid.h"
+#include "kernels/cuda/launch/launch.cuh"
 #include "kernels/cudnn/norm_pool_kernels.h"
 #include "kernels/ops/conv_pool_kernels.h"
 

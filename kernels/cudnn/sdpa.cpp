@@ -33,9 +33,9 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
-#include "kernels/cuda/scratch.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
+#include "kernels/cuda/launch/scratch.h"
 #include "kernels/cudnn/cudnn_handles.h"
 
 namespace anvil::cuda {

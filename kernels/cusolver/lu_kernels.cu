@@ -8,8 +8,8 @@
 #include <algorithm>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda {
 namespace {

@@ -13,12 +13,12 @@
 #include <algorithm>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/ops/linalg_kernels.h"
-#include "kernels/cuda/nvtx.h"
-#include "kernels/cuda/scratch.h"
+#include "kernels/cuda/launch/nvtx.h"
+#include "kernels/cuda/launch/scratch.h"
 #include "kernels/cusolver/cusolver_handles.h"
 #include "kernels/shapes/linalg_checks.h"
 

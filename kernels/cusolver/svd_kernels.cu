@@ -19,8 +19,8 @@
 #include "kernels/cusolver/svd_kernels.h"
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda {
 namespace {

@@ -1,9 +1,9 @@
-# Fails on a triple-chevron kernel launch outside kernels/cuda/launch.cuh.
+# Fails on a triple-chevron kernel launch outside kernels/cuda/launch/launch.cuh.
 #
 #   cmake -DROOT=<source dir> -P tests/kernels/check_launches.cmake
 #
 # Every CUDA launch goes through anvil::cuda::launch_kernel
-# (kernels/cuda/launch.cuh): with nvcc it is the triple-chevron launch itself,
+# (kernels/cuda/launch/launch.cuh): with nvcc it is the triple-chevron launch itself,
 # in the emulated-GPU build it queues the grid on the emulator. A launch
 # written directly would compile with nvcc only, so the two builds would no
 # longer share the kernel sources. Text after // on a line is ignored.
@@ -23,7 +23,7 @@ list(SORT _files)
 set(_hits "")
 foreach(_file IN LISTS _files)
   file(RELATIVE_PATH _rel "${ROOT}" "${_file}")
-  if(_rel STREQUAL "kernels/cuda/launch.cuh")
+  if(_rel STREQUAL "kernels/cuda/launch/launch.cuh")
     continue()
   endif()
   file(READ "${_file}" _text)
@@ -57,8 +57,8 @@ endforeach()
 if(_hits)
   list(LENGTH _hits _count)
   list(JOIN _hits "\n" _report)
-  message(FATAL_ERROR "${_count} triple-chevron kernel launch(es) outside kernels/cuda/launch.cuh:\n${_report}\n"
-                      "Launch through launch_kernel from kernels/cuda/launch.cuh instead:\n"
+  message(FATAL_ERROR "${_count} triple-chevron kernel launch(es) outside kernels/cuda/launch/launch.cuh:\n${_report}\n"
+                      "Launch through launch_kernel from kernels/cuda/launch/launch.cuh instead:\n"
                       "  launch_kernel(my_kernel<T>, grid, block, shared_bytes, stream)(args...);\n"
                       "(anvil::cuda::launch_kernel outside namespace anvil::cuda).")
 endif()

@@ -1,7 +1,7 @@
 #pragma once
 // The CUDA runtime calls of the NCCL process group, checked: its own error
 // macro, device guard and query helper, so that distributed/ needs none of the
-// CUDA backend's internals (kernels/cuda/check.h holds the backend's).
+// CUDA backend's internals (kernels/cuda/launch/check.h holds the backend's).
 // Internal to distributed/process_group/nccl/; compiled only with NCCL.
 #include <cuda_runtime_api.h>
 

@@ -8,7 +8,7 @@
 //     NaN -> 0, +inf -> INT64_MAX, -1.0 -> uint8 255);
 //   - everything else is a plain static_cast.
 // Device-only apart from float_to_int.h, which both sides share. The host-side
-// DType -> storage type switch is kernels/cuda/dtype_dispatch.h.
+// DType -> storage type switch is kernels/cuda/launch/dtype_dispatch.h.
 //
 //   DType     storage type     compute_t (elementwise math)   acc_t (sums)
 //   Float32   float            float                          float

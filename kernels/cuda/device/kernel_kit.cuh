@@ -2,7 +2,7 @@
 // anvil::cuda::kit, the small device helpers of the row-wise and indexing
 // kernels (softmax, layer_norm, cross_entropy, random, indexing, optim): short names for the shared conversions and
 // reductions. Strided operands use dev::OffsetCalculator
-// (device/offset_calculator.cuh, filled by kernels/cuda/strided_offsets.h).
+// (device/offset_calculator.cuh, filled by kernels/cuda/launch/strided_offsets.h).
 #include <cstdint>
 #include <type_traits>
 

@@ -4,7 +4,7 @@
 // in operand k. Sizes and strides travel by value in the kernel's parameters.
 //
 // The host fills it after dropping size-1 dims and merging dims that are
-// contiguous in every operand (kernels/cuda/elementwise_launch.cuh), so a
+// contiguous in every operand (kernels/cuda/launch/elementwise_launch.cuh), so a
 // contiguous tensor of any rank is one dim and most broadcasts are two: one
 // division per element at most in the common cases. When the element count
 // fits in 32 bits the divisions are 32-bit (several times cheaper than the

@@ -1,6 +1,6 @@
 #pragma once
 // The emulated build wraps each GPU's caching allocator in this decorator
-// (kernels/cuda/memory.cpp), so memcheck knows which device memory is handed
+// (kernels/cuda/runtime/memory.cpp), so memcheck knows which device memory is handed
 // out to tensors and which the allocator merely keeps: a kernel that touches
 // a block after its tensor was freed is a bug even while the block sits,
 // still mapped, in the cache. Both notes are stream-ordered, as the

@@ -2,7 +2,7 @@
 // The emulated GPU's own API, beside the CUDA runtime it implements: its
 // configuration, the checkers' findings, and the memory-state notes the
 // caching allocator gives it. Host-side C++; includes no CUDA header, so
-// tests and kernels/cuda/memory.cpp can include it in the emulated build.
+// tests and kernels/cuda/runtime/memory.cpp can include it in the emulated build.
 //
 // Environment (read once, at the first CUDA call):
 //   ANVIL_EMULATED_GPUS=N          devices cuda:0..N-1 (default 2, at most 8)
@@ -34,7 +34,7 @@ struct Finding {
 // and makes the exit status non-zero, so no finding goes unnoticed.
 std::vector<Finding> take_findings();
 
-// --- memory states, for the caching allocator (kernels/cuda/memory.cpp) ---
+// --- memory states, for the caching allocator (kernels/cuda/runtime/memory.cpp) ---
 // A block the allocator keeps but has not handed out: touching it is a bug
 // (memcheck) even though the device memory is live.
 void note_cached(const void* ptr, size_t nbytes);

@@ -1,5 +1,5 @@
 #pragma once
-// The emulator's side of launch_kernel (kernels/cuda/launch.cuh): the kernel
+// The emulator's side of launch_kernel (kernels/cuda/launch/launch.cuh): the kernel
 // and a copy of its arguments become a task on the stream's worker, which
 // runs the grid one fiber per CUDA thread (scheduler.cpp).
 #include <cuda_runtime.h>

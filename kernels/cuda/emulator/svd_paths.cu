@@ -3,8 +3,8 @@
 // kernels/cusolver/svd_kernels.cu, with the same checks and contract.
 // Only the emulated build compiles this file.
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/ops/linalg_kernels.h"
 #include "kernels/cusolver/svd_kernels.h"

@@ -10,9 +10,9 @@
 // own 32-byte memory transaction, so ~1/8 of each transaction is used. Each
 // A and B element is re-read from global memory (L2 at best) N and M times.
 // Expected bottleneck: memory transactions (uncoalesced).
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {

@@ -9,9 +9,9 @@
 // fully used. Expected bottleneck: still global memory / L2 bandwidth: each
 // output element does 2 loads per multiply-add and nothing is reused from
 // on-chip memory.
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {

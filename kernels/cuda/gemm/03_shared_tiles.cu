@@ -10,9 +10,9 @@
 // instead of once, cutting global traffic by 32x. Expected bottleneck: shared
 // memory bandwidth and instruction issue — every multiply-add still needs two
 // shared-memory loads (LDS), so the FMA units sit idle most of the time.
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {

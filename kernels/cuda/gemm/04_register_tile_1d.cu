@@ -10,9 +10,9 @@
 // (1 B value + 8 A values per 8 FMAs), so the kernel is far less bound by LDS
 // throughput, and each block does 8x more work per synchronisation.
 // Expected bottleneck: still shared-memory loads (the A values) and latency.
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {

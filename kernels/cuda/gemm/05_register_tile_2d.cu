@@ -10,9 +10,9 @@
 // tile also halves global traffic per FLOP again. Expected bottleneck: the
 // scalar, partly bank-conflicted shared-memory accesses (A is read down a
 // column) and scalar global loads.
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {

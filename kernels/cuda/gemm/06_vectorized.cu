@@ -15,9 +15,9 @@
 //
 // Needs: A and B 16-byte aligned, lda % 4 == 0 and ldb % 4 == 0 (checked on
 // the host by launch_gemm). Any M, N, K.
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/gemm/fp32_tile_io.cuh"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {

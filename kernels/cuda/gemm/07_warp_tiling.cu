@@ -22,9 +22,9 @@
 // and in anvil).
 //
 // Needs: A and B 16-byte aligned, lda % 4 == 0, ldb % 4 == 0. Any M, N, K.
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/gemm/fp32_tile_io.cuh"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda::gemm {
 namespace {

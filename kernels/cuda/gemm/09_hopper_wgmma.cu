@@ -40,10 +40,10 @@
 #include <cuda.h>  // CUtensorMap and its enums only; the driver entry point is fetched at run time
 #include <cuda_bf16.h>
 
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/device/dynamic_shared.cuh"
 #include "kernels/cuda/gemm/gemm_common.cuh"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 
 #ifndef ANVIL_GEMM_SM90A
 #define ANVIL_GEMM_SM90A 0

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 
 namespace anvil::cuda::gemm {
 namespace {

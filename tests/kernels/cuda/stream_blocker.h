@@ -20,7 +20,7 @@
 #include <mutex>
 #include <thread>
 
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 
 namespace anvil::test {
 

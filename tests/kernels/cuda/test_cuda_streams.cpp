@@ -11,7 +11,7 @@
 
 #include "core/ops.h"
 #include "kernels/runtime.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 #include "tests/kernels/cuda/stream_blocker.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/base/half.h"
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda_info.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 #include "tests/kernels/cuda/tensor_core_kernels.h"

@@ -14,7 +14,7 @@
 #include "kernels/ops/conv_pool_kernels.h"
 #include "kernels/runtime.h"
 #include "kernels/cuda/conv2d_im2col.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace anvil {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/emulator/emulator.h"
 
 namespace anvil::cuda::checker_test {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/device/dynamic_shared.cuh"
 #include "kernels/cuda/emulator/emulator.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 #include "tests/kernels/cuda/emulator/checker_test_util.h"
 
 namespace anvil::cuda {

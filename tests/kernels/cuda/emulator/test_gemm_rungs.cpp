@@ -19,7 +19,7 @@
 
 #include "core/base/half.h"
 #include "core/ops.h"
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/emulator/emulator.h"
 #include "kernels/cuda/gemm/gemm.h"
 #include "tests/kernels/cuda/cuda_test_util.h"

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/emulator/profile.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 
 namespace anvil::cuda {
 namespace {

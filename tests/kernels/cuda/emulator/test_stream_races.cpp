@@ -12,8 +12,8 @@
 
 #include "core/ops.h"
 #include "kernels/runtime.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/cuda/emulator/emulator.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 #include "tests/kernels/cuda/stream_blocker.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/cuda/device/tensor_core.cuh"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launch/launch.cuh"
 #include "tests/kernels/cuda/emulator/checker_test_util.h"
 
 namespace anvil::cuda {

@@ -21,11 +21,11 @@
 #include <cstdint>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 #include "kernels/cuda/device/vector_access.cuh"
-#include "kernels/cuda/grid.h"
-#include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/strided_offsets.h"
+#include "kernels/cuda/launch/grid.h"
+#include "kernels/cuda/launch/launch.cuh"
+#include "kernels/cuda/launch/strided_offsets.h"
 #include "kernels/view.h"
 
 namespace anvil::cuda {

@@ -6,9 +6,9 @@
 #include <cstdint>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
-#include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
+#include "kernels/cuda/launch/nvtx.h"
 
 namespace anvil::cuda {
 namespace {

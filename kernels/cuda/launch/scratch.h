@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
 #include "kernels/view.h"
 
 namespace anvil::cuda {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "core/base/allocator.h"
-#include "kernels/cuda/event_pool.h"
+#include "kernels/cuda/runtime/event_pool.h"
 
 namespace anvil::cuda {
 

@@ -1,4 +1,4 @@
-#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/runtime/runtime.h"
 
 #include <cuda_runtime_api.h>
 

@@ -16,7 +16,7 @@
     } \
   } while (0)
 
-// After every launch_kernel(...)(...) (kernels/cuda/launch.cuh): a bad
+// After every launch_kernel(...)(...) (kernels/cuda/launch/launch.cuh): a bad
 // configuration (too many threads, too much shared memory) is reported here,
 // not at some later unrelated call.
 #define ANVIL_CUDA_CHECK_LAUNCH(kernel_name) \

@@ -13,7 +13,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 
 namespace anvil::cuda {
 

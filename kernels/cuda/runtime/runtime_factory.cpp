@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "kernels/runtime.h"
-#include "kernels/cuda/cuda_runtime.h"
-#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
+#include "kernels/cuda/runtime/runtime.h"
 
 namespace anvil::cuda {
 

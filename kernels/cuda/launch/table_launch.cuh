@@ -8,9 +8,9 @@
 
 #include "core/base/error.h"
 #include "kernels/cuda/device/dtype.cuh"
-#include "kernels/cuda/elementwise_launch.cuh"
+#include "kernels/cuda/launch/elementwise_launch.cuh"
 #include "kernels/cuda/elementwise_ops.h"
-#include "kernels/cuda/dtype_dispatch.h"
+#include "kernels/cuda/launch/dtype_dispatch.h"
 #include "kernels/ops/binary_ops.h"
 #include "kernels/ops/unary_ops.h"
 #include "kernels/ops/op_traits.h"

@@ -33,13 +33,13 @@
 
 #include "core/base/caching_allocator.h"
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
-#include "kernels/cuda/cuda_runtime.h"
-#include "kernels/cuda/event_pool.h"
+#include "kernels/cuda/launch/check.h"
+#include "kernels/cuda/runtime/cuda_runtime.h"
+#include "kernels/cuda/runtime/event_pool.h"
 #include "kernels/cuda/index_errors.h"
-#include "kernels/cuda/nvtx.h"
-#include "kernels/cuda/pinned_host_allocator.h"
-#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/launch/nvtx.h"
+#include "kernels/cuda/runtime/pinned_host_allocator.h"
+#include "kernels/cuda/runtime/runtime.h"
 #if defined(ANVIL_CUDA_EMULATOR)
 #include "kernels/cuda/emulator/checked_allocator.h"
 #endif

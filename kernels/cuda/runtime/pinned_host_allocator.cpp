@@ -1,10 +1,10 @@
-#include "kernels/cuda/pinned_host_allocator.h"
+#include "kernels/cuda/runtime/pinned_host_allocator.h"
 
 #include <algorithm>
 #include <sstream>
 
 #include "core/base/error.h"
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 
 namespace anvil::cuda {
 namespace {

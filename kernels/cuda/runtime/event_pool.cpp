@@ -1,6 +1,6 @@
-#include "kernels/cuda/event_pool.h"
+#include "kernels/cuda/runtime/event_pool.h"
 
-#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch/check.h"
 
 namespace anvil::cuda {
 
