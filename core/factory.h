@@ -1,6 +1,7 @@
 #pragma once
-// Tensor factories. Random ones draw from the global Philox generator
-// (core/random.h), so a seed gives the same numbers on every device.
+/// @file
+/// Tensor factories. Random ones draw from the global Philox generator
+/// (core/random.h), so a seed gives the same numbers on every device.
 #include <concepts>
 #include <vector>
 
@@ -13,7 +14,8 @@ Tensor zeros(const Shape& shape, const TensorOptions& options = {});
 Tensor ones(const Shape& shape, const TensorOptions& options = {});
 Tensor full(const Shape& shape, const Scalar& value, const TensorOptions& options = {});
 Tensor scalar_tensor(const Scalar& value, const TensorOptions& options = {});
-// Like PyTorch, integer arguments give int64 and floating ones float32.
+///@{
+/// Like PyTorch, integer arguments give int64 and floating ones float32.
 Tensor arange(double end, const TensorOptions& options = {});
 Tensor arange(double start, double end, double step = 1.0, const TensorOptions& options = {});
 template <std::integral I> Tensor arange(I end, const TensorOptions& options = kInt64) {
@@ -22,9 +24,10 @@ template <std::integral I> Tensor arange(I end, const TensorOptions& options = k
 template <std::integral I> Tensor arange(I start, I end, I step = 1, const TensorOptions& options = kInt64) {
   return arange(static_cast<double>(start), static_cast<double>(end), static_cast<double>(step), options);
 }
+///@}
 Tensor eye(int64_t n, const TensorOptions& options = {});
-Tensor rand(const Shape& shape, const TensorOptions& options = {});  // uniform [0, 1)
-Tensor randn(const Shape& shape, const TensorOptions& options = {});  // standard normal
+Tensor rand(const Shape& shape, const TensorOptions& options = {});  ///< uniform [0, 1)
+Tensor randn(const Shape& shape, const TensorOptions& options = {});  ///< standard normal
 Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& options = kInt64);
 Tensor empty_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
@@ -33,14 +36,14 @@ Tensor full_like(const Tensor& t, const Scalar& value);
 Tensor rand_like(const Tensor& t);
 Tensor randn_like(const Tensor& t);
 
-// Copies host values into a new tensor of `shape` (default: 1-D). The dtype is
-// T's unless options say otherwise.
+/// Copies host values into a new tensor of `shape` (default: 1-D). The dtype is
+/// T's unless options say otherwise.
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape = {},
                    const TensorOptions& options = dtype_of<T>::value);
-Tensor tensor(std::initializer_list<double> values, const TensorOptions& options = {});  // 1-D
-// Wraps memory the caller owns (no copy). `release`, if given, runs when the
-// last tensor using it is gone.
+Tensor tensor(std::initializer_list<double> values, const TensorOptions& options = {});  ///< 1-D
+/// Wraps memory the caller owns (no copy). `release`, if given, runs when the
+/// last tensor using it is gone.
 Tensor from_blob(void* data, const Shape& shape, const TensorOptions& options = {},
                  std::function<void(void*)> release = {});
 

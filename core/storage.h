@@ -9,17 +9,17 @@
 
 namespace anvil {
 
-// A block of device memory shared by a tensor and all its views. The version
-// counter lives here so that an in-place change through any view is seen by
-// autograd's saved-tensor checks.
+/// A block of device memory shared by a tensor and all its views. The version
+/// counter lives here so that an in-place change through any view is seen by
+/// autograd's saved-tensor checks.
 struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
   Device device;
-  std::function<void(void*)> release;  // gives the memory back (empty: not ours)
+  std::function<void(void*)> release;  ///< gives the memory back (empty: not ours)
   std::atomic<uint64_t> version{0};
-  // Page-locked host memory (Tensor::pin_memory): copies to a GPU from it can
-  // be asynchronous.
+  /// Page-locked host memory (Tensor::pin_memory): copies to a GPU from it can
+  /// be asynchronous.
   bool pinned = false;
 
   Storage(void* d, size_t n, Device dev, std::function<void(void*)> r)
@@ -30,7 +30,7 @@ struct Storage {
     if (release && data) release(data);
   }
 
-  // New memory from the device's allocator, on the device's current stream.
+  /// New memory from the device's allocator, on the device's current stream.
   static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
 };
 

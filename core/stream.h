@@ -1,42 +1,43 @@
 #pragma once
-// Streams and events, as torch.cuda's: work on a device is queued on its
-// current stream and runs in order there; other streams run alongside.
-//
-//   Stream side = anvil::new_stream(Device::cuda(0));
-//   {
-//     StreamGuard on_side(side);          // ops below queue on `side`
-//     y = model(x);
-//   }
-//   Event done;
-//   done.record(side);                    // a marker after that work
-//   done.wait(current_stream(Device::cuda(0)));  // the default stream waits for it
-//
-//   Event start(true), stop(true);        // timing events
-//   start.record(); work(); stop.record(); stop.synchronize();
-//   double ms = start.elapsed_ms(stop);
-//
-// On the CPU every op runs when called: its one stream is stream 0, events
-// are done once recorded, and elapsed_ms is wall-clock time between records.
+/// @file
+/// Streams and events, as torch.cuda's: work on a device is queued on its
+/// current stream and runs in order there; other streams run alongside.
+///
+///     Stream side = anvil::new_stream(Device::cuda(0));
+///     {
+///       StreamGuard on_side(side);          // ops below queue on `side`
+///       y = model(x);
+///     }
+///     Event done;
+///     done.record(side);                    // a marker after that work
+///     done.wait(current_stream(Device::cuda(0)));  // the default stream waits for it
+///
+///     Event start(true), stop(true);        // timing events
+///     start.record(); work(); stop.record(); stop.synchronize();
+///     double ms = start.elapsed_ms(stop);
+///
+/// On the CPU every op runs when called: its one stream is stream 0, events
+/// are done once recorded, and elapsed_ms is wall-clock time between records.
 #include <cstdint>
 
 #include "core/base/device.h"
 
 namespace anvil {
 
-// Blocks until all work queued on `device` has finished; errors of that work
-// (a bad index in a CUDA kernel) are raised here.
+/// Blocks until all work queued on `device` has finished; errors of that work
+/// (a bad index in a CUDA kernel) are raised here.
 void synchronize(Device device);
 Stream current_stream(Device device);
 void set_current_stream(const Stream& stream);
-// A new stream of `device` (on the CPU, stream 0).
+/// A new stream of `device` (on the CPU, stream 0).
 Stream new_stream(Device device);
-// `waiter` waits, on the device, for all work queued so far on `producer`.
+/// `waiter` waits, on the device, for all work queued so far on `producer`.
 void wait_stream(const Stream& waiter, const Stream& producer);
-// The backend's handle of `stream` (a cudaStream_t on CUDA; null on the CPU),
-// for libraries that queue their own work on it.
+/// The backend's handle of `stream` (a cudaStream_t on CUDA; null on the CPU),
+/// for libraries that queue their own work on it.
 void* native_stream(const Stream& stream);
 
-// Makes `stream` its device's current stream for the guard's scope.
+/// Makes `stream` its device's current stream for the guard's scope.
 class StreamGuard {
  public:
   explicit StreamGuard(const Stream& stream);
@@ -48,8 +49,8 @@ class StreamGuard {
   Stream previous_;
 };
 
-// A marker in a stream's work. Created lazily on the device of the first
-// record(); `enable_timing` makes elapsed_ms available.
+/// A marker in a stream's work. Created lazily on the device of the first
+/// record(); `enable_timing` makes elapsed_ms available.
 class Event {
  public:
   explicit Event(bool enable_timing = false) : timing_(enable_timing) {}
@@ -60,12 +61,12 @@ class Event {
   Event& operator=(const Event&) = delete;
 
   void record(const Stream& stream);
-  void record(Device device = Device::cuda());  // on the device's current stream
-  // `stream` waits for the work recorded before this event (a no-op before any record).
+  void record(Device device = Device::cuda());  ///< on the device's current stream
+  /// `stream` waits for the work recorded before this event (a no-op before any record).
   void wait(const Stream& stream) const;
-  bool query() const;  // whether that work has finished (true before any record)
-  void synchronize() const;  // blocks until it has
-  // Milliseconds from this event to `end`; both recorded, finished, timing.
+  bool query() const;  ///< whether that work has finished (true before any record)
+  void synchronize() const;  ///< blocks until it has
+  /// Milliseconds from this event to `end`; both recorded, finished, timing.
   double elapsed_ms(const Event& end) const;
   bool recorded() const { return handle_ != 0; }
   Device device() const { return device_; }

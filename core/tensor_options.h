@@ -4,8 +4,9 @@
 
 namespace anvil {
 
-// How a factory makes a tensor: dtype, device and requires_grad, chainable:
-//   anvil::zeros({2, 3}, TensorOptions().dtype(kFloat64).device("cuda"))
+/// How a factory makes a tensor: dtype, device and requires_grad, chainable:
+///
+///     anvil::zeros({2, 3}, TensorOptions().dtype(kFloat64).device("cuda"))
 struct TensorOptions {
   DType dtype_ = kFloat32;
   Device device_ = Device::cpu();
@@ -34,7 +35,7 @@ struct TensorOptions {
   }
 };
 
-// libtorch's shorthands: zeros({2}, anvil::dtype(kFloat64).requires_grad(true)).
+/// libtorch's shorthands: zeros({2}, anvil::dtype(kFloat64).requires_grad(true)).
 inline TensorOptions dtype(DType t) { return TensorOptions().dtype(t); }
 inline TensorOptions device(Device d) { return TensorOptions().device(d); }
 inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requires_grad(r); }

@@ -1,6 +1,7 @@
 #pragma once
-// A View is what a kernel sees of a tensor: a data pointer, a dtype, and a
-// shape with strides (in elements). No ownership, no autograd.
+/// @file
+/// A View is what a kernel sees of a tensor: a data pointer, a dtype, and a
+/// shape with strides (in elements). No ownership, no autograd.
 #include <cstdint>
 
 #include "core/base/dtype.h"
@@ -13,7 +14,7 @@ struct View {
   DType dtype = kFloat32;
   Shape shape;
   Shape strides;
-  int device_index = 0;  // which GPU the data lives on (0 for the CPU)
+  int device_index = 0;  ///< which GPU the data lives on (0 for the CPU)
 
   int64_t dim() const { return static_cast<int64_t>(shape.size()); }
   int64_t numel() const {

@@ -1,12 +1,13 @@
 #pragma once
-// nn::functional: the stateless forms of the layers, activations and losses,
-// as torch.nn.functional. Most are the core ops re-exported under this name
-// (so `namespace F = anvil::nn::functional;` gives one place to look); the
-// few with no core op (adaptive pooling, attention, BCE on probabilities) are
-// composed from core ops here.
-//
-//   namespace F = anvil::nn::functional;
-//   Tensor loss = F::cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
+/// @file
+/// nn::functional: the stateless forms of the layers, activations and losses,
+/// as torch.nn.functional. Most are the core ops re-exported under this name
+/// (so `namespace F = anvil::nn::functional;` gives one place to look); the
+/// few with no core op (adaptive pooling, attention, BCE on probabilities) are
+/// composed from core ops here.
+///
+///     namespace F = anvil::nn::functional;
+///     Tensor loss = F::cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
 #include <optional>
 
 #include "core/base/option_field.h"
@@ -23,18 +24,18 @@ namespace anvil::nn::functional {
 // --- activations ---
 using anvil::gelu;
 using anvil::GeluApprox;
-// leaky_relu, elu, softplus (with their FuncOptions), mish, hardswish: nn/functional_options.h.
+/// leaky_relu, elu, softplus (with their FuncOptions), mish, hardswish: nn/functional_options.h.
 using anvil::log_softmax;
 using anvil::relu;
 using anvil::sigmoid;
 using anvil::silu;
 using anvil::softmax;
 using anvil::tanh;
-// The gated linear unit: a * sigmoid(b), where a and b are the first and the
-// second half of x along dim (whose size must be even), as torch's F.glu.
-// F::glu(x, F::GLUFuncOptions(1)) is in nn/functional_options.h.
+/// The gated linear unit: a * sigmoid(b), where a and b are the first and the
+/// second half of x along dim (whose size must be even), as torch's F.glu.
+/// F::glu(x, F::GLUFuncOptions(1)) is in nn/functional_options.h.
 Tensor glu(const Tensor& x, int64_t dim = -1);
-// libtorch's forms that take the dim as options: F::softmax(x, F::SoftmaxFuncOptions(1)).
+/// libtorch's forms that take the dim as options: F::softmax(x, F::SoftmaxFuncOptions(1)).
 struct SoftmaxFuncOptions {
   ANVIL_OPTION(SoftmaxFuncOptions, int64_t, dim) = -1;
 };
@@ -43,8 +44,8 @@ inline Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& o) { return anv
 inline Tensor log_softmax(const Tensor& x, const SoftmaxFuncOptions& o) { return anvil::log_softmax(x, o.dim); }
 
 // --- layers ---
-// Conv2dFuncOptions, MaxPool2dFuncOptions and AvgPool2dFuncOptions (libtorch's
-// forms, the bias in the options) are in nn/functional_options.h.
+/// Conv2dFuncOptions, MaxPool2dFuncOptions and AvgPool2dFuncOptions (libtorch's
+/// forms, the bias in the options) are in nn/functional_options.h.
 using anvil::avg_pool2d;
 using anvil::batch_norm;
 using anvil::BatchNormOptions;
@@ -56,7 +57,7 @@ using anvil::layer_norm;
 using anvil::linear;
 using anvil::max_pool2d;
 using anvil::Pool2dOptions;
-// libtorch's forms that take their settings as options.
+/// libtorch's forms that take their settings as options.
 struct DropoutFuncOptions {
   ANVIL_OPTION(DropoutFuncOptions, double, p) = 0.5;
   ANVIL_OPTION(DropoutFuncOptions, bool, training) = true;
@@ -72,11 +73,11 @@ inline Tensor layer_norm(const Tensor& x, const LayerNormFuncOptions& o) {
   return anvil::layer_norm(x, o.normalized_shape(), o.weight, o.bias, o.eps);
 }
 
-// Averages [N, C, H, W] or [C, H, W] into output_size with PyTorch's windows
-// (cell i covers [floor(i*H/oh), ceil((i+1)*H/oh))), for any input size.
+/// Averages [N, C, H, W] or [C, H, W] into output_size with PyTorch's windows
+/// (cell i covers [floor(i*H/oh), ceil((i+1)*H/oh))), for any input size.
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
 
-// softmax(q @ k^T * scale + mask) @ v, fused (core/ops/nn_ops.h has the details).
+/// softmax(q @ k^T * scale + mask) @ v, fused (core/ops/nn_ops.h has the details).
 using anvil::AttentionOptions;
 using anvil::scaled_dot_product_attention;
 
@@ -84,15 +85,15 @@ using anvil::scaled_dot_product_attention;
 using anvil::binary_cross_entropy_with_logits;
 using anvil::cross_entropy;
 using anvil::CrossEntropyOptions;
-using CrossEntropyFuncOptions = anvil::CrossEntropyOptions;  // libtorch's name
+using CrossEntropyFuncOptions = anvil::CrossEntropyOptions;  ///< libtorch's name
 using anvil::mse_loss;
 using anvil::nll_loss;
 using anvil::Reduction;
-// On probabilities in [0, 1]; log terms clamped at -100 as PyTorch, so p = 0
-// or 1 gives a finite loss. Prefer binary_cross_entropy_with_logits.
+/// On probabilities in [0, 1]; log terms clamped at -100 as PyTorch, so p = 0
+/// or 1 gives a finite loss. Prefer binary_cross_entropy_with_logits.
 Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction = Reduction::Mean);
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
-// libtorch's option forms: F::mse_loss(x, y, F::MSELossFuncOptions(anvil::kSum)).
+/// libtorch's option forms: F::mse_loss(x, y, F::MSELossFuncOptions(anvil::kSum)).
 struct MSELossFuncOptions {
   ANVIL_OPTION(MSELossFuncOptions, Reduction, reduction) = Reduction::Mean;
 };

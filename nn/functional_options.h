@@ -1,15 +1,16 @@
 #pragma once
-// nn::functional's forms of the ops in core/ops/nn_functional.h, with
-// libtorch's option structs (each also an aggregate, anvil's spelling):
-//
-//   namespace F = anvil::nn::functional;
-//   F::pad(x, F::PadFuncOptions({1, 1, 2, 0}).mode(anvil::kReflect));
-//   F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{8, 8}).mode(anvil::kBilinear)
-//                         .align_corners(false));
-//   F::kl_div(log_p, q, F::KLDivFuncOptions().reduction(anvil::kBatchMean));
-//
-// Included by nn/functional.h; the core ops themselves (anvil::pad(x, {1, 1}),
-// F::group_norm(x, 4, w, b)) are there too.
+/// @file
+/// nn::functional's forms of the ops in core/ops/nn_functional.h, with
+/// libtorch's option structs (each also an aggregate, anvil's spelling):
+///
+///     namespace F = anvil::nn::functional;
+///     F::pad(x, F::PadFuncOptions({1, 1, 2, 0}).mode(anvil::kReflect));
+///     F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{8, 8}).mode(anvil::kBilinear)
+///                           .align_corners(false));
+///     F::kl_div(log_p, q, F::KLDivFuncOptions().reduction(anvil::kBatchMean));
+///
+/// Included by nn/functional.h; the core ops themselves (anvil::pad(x, {1, 1}),
+/// F::group_norm(x, 4, w, b)) are there too.
 #include <optional>
 #include <vector>
 
@@ -85,8 +86,8 @@ struct Conv1dFuncOptions {
 inline Tensor conv1d(const Tensor& x, const Tensor& weight, const Conv1dFuncOptions& o) {
   return anvil::conv1d(x, weight, o.bias, anvil::Conv1dOptions{o.stride, o.padding, o.dilation, o.groups});
 }
-// F::conv2d(x, w, F::Conv2dFuncOptions().stride(2).padding(1).bias(b)). The
-// core form, conv2d(x, w, bias, anvil::Conv2dOptions{...}), is here too.
+/// F::conv2d(x, w, F::Conv2dFuncOptions().stride(2).padding(1).bias(b)). The
+/// core form, conv2d(x, w, bias, anvil::Conv2dOptions{...}), is here too.
 struct Conv2dFuncOptions {
   ANVIL_OPTION(Conv2dFuncOptions, Tensor, bias) = {};
   ANVIL_OPTION(Conv2dFuncOptions, Size2, stride) = 1;
@@ -98,8 +99,8 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dFuncOpti
   return anvil::conv2d(x, weight, o.bias,
                        anvil::Conv2dOptions{o.stride.array(), o.padding.array(), o.dilation.array(), o.groups});
 }
-// The bias as an argument beside the options (anvil's earlier spelling of
-// Conv2dFuncOptions, which held no bias): one bias, not two.
+/// The bias as an argument beside the options (anvil's earlier spelling of
+/// Conv2dFuncOptions, which held no bias): one bias, not two.
 inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dFuncOptions& o) {
   ANVIL_CHECK(!(bias.defined() && o.bias.defined()), "conv2d: a bias given both as an argument (", bias.shape(),
               ") and in Conv2dFuncOptions (", o.bias.shape(), "); pass one");
@@ -128,13 +129,13 @@ inline Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Conv
 // --- pooling ---
 struct MaxPool1dFuncOptions {
   ANVIL_OPTION(MaxPool1dFuncOptions, int64_t, kernel_size) = 2;
-  ANVIL_OPTION(MaxPool1dFuncOptions, std::optional<int64_t>, stride) = std::nullopt;  // default: kernel_size
+  ANVIL_OPTION(MaxPool1dFuncOptions, std::optional<int64_t>, stride) = std::nullopt;  ///< default: kernel_size
   ANVIL_OPTION(MaxPool1dFuncOptions, int64_t, padding) = 0;
   ANVIL_OPTION(MaxPool1dFuncOptions, bool, ceil_mode) = false;
 };
 struct AvgPool1dFuncOptions {
   ANVIL_OPTION(AvgPool1dFuncOptions, int64_t, kernel_size) = 2;
-  ANVIL_OPTION(AvgPool1dFuncOptions, std::optional<int64_t>, stride) = std::nullopt;  // default: kernel_size
+  ANVIL_OPTION(AvgPool1dFuncOptions, std::optional<int64_t>, stride) = std::nullopt;  ///< default: kernel_size
   ANVIL_OPTION(AvgPool1dFuncOptions, int64_t, padding) = 0;
   ANVIL_OPTION(AvgPool1dFuncOptions, bool, ceil_mode) = false;
   ANVIL_OPTION(AvgPool1dFuncOptions, bool, count_include_pad) = true;
@@ -146,18 +147,18 @@ inline Tensor avg_pool1d(const Tensor& x, const AvgPool1dFuncOptions& o) {
   return anvil::avg_pool1d(
       x, {o.kernel_size, o.stride.value_or(o.kernel_size), o.padding, o.ceil_mode, o.count_include_pad});
 }
-// F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1)); the core
-// form, max_pool2d(x, Pool2dOptions{...}), is here too.
+/// F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1)); the core
+/// form, max_pool2d(x, Pool2dOptions{...}), is here too.
 struct MaxPool2dFuncOptions {
   ANVIL_OPTION(MaxPool2dFuncOptions, Size2, kernel_size) = 2;
-  ANVIL_OPTION(MaxPool2dFuncOptions, Size2, stride) = 0;  // 0: kernel_size, as libtorch's default
+  ANVIL_OPTION(MaxPool2dFuncOptions, Size2, stride) = 0;  ///< 0: kernel_size, as libtorch's default
   ANVIL_OPTION(MaxPool2dFuncOptions, Size2, padding) = 0;
-  ANVIL_OPTION(MaxPool2dFuncOptions, Size2, dilation) = 1;  // only 1: anvil's pooling kernels have no dilation
+  ANVIL_OPTION(MaxPool2dFuncOptions, Size2, dilation) = 1;  ///< only 1: anvil's pooling kernels have no dilation
   ANVIL_OPTION(MaxPool2dFuncOptions, bool, ceil_mode) = false;
 };
 struct AvgPool2dFuncOptions {
   ANVIL_OPTION(AvgPool2dFuncOptions, Size2, kernel_size) = 2;
-  ANVIL_OPTION(AvgPool2dFuncOptions, Size2, stride) = 0;  // 0: kernel_size
+  ANVIL_OPTION(AvgPool2dFuncOptions, Size2, stride) = 0;  ///< 0: kernel_size
   ANVIL_OPTION(AvgPool2dFuncOptions, Size2, padding) = 0;
   ANVIL_OPTION(AvgPool2dFuncOptions, bool, ceil_mode) = false;
   ANVIL_OPTION(AvgPool2dFuncOptions, bool, count_include_pad) = true;
@@ -191,7 +192,7 @@ inline Tensor group_norm(const Tensor& x, const GroupNormFuncOptions& o) {
 struct RMSNormFuncOptions {
   ANVIL_OPTION(RMSNormFuncOptions, Shape, normalized_shape) = {};
   ANVIL_OPTION(RMSNormFuncOptions, Tensor, weight) = {};
-  ANVIL_OPTION(RMSNormFuncOptions, std::optional<double>, eps) = std::nullopt;  // default: the dtype's epsilon
+  ANVIL_OPTION(RMSNormFuncOptions, std::optional<double>, eps) = std::nullopt;  ///< default: the dtype's epsilon
 };
 inline Tensor rms_norm(const Tensor& x, const RMSNormFuncOptions& o) {
   return anvil::rms_norm(x, o.normalized_shape, o.weight, o.eps);
@@ -223,7 +224,7 @@ inline Tensor embedding(const Tensor& indices, const Tensor& weight, const Embed
 using LeakyReLUFuncOptions = nn::LeakyReLUOptions;
 using ELUFuncOptions = nn::ELUOptions;
 using SoftplusFuncOptions = nn::SoftplusOptions;
-// inplace: the result is written into x (its autograd history rebased), as libtorch's.
+/// inplace: the result is written into x (its autograd history rebased), as libtorch's.
 inline Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o) {
   return nn::apply_in_place_if(o.inplace, x, [&](const Tensor& in) { return anvil::leaky_relu(in, o.negative_slope); });
 }

@@ -1,12 +1,13 @@
 #pragma once
-// Anomaly detection (PyTorch's torch.autograd.set_detect_anomaly): while on,
-// backward checks every gradient each node's backward returns and fails at the
-// first NaN or inf, naming the node (the forward op that created it) and its
-// creation number, instead of letting NaN spread silently into every weight.
-// Costs one reduction per gradient, so it is for debugging, off by default.
-//
-//   anvil::autograd::set_detect_anomaly(true);          // process-wide
-//   { anvil::autograd::DetectAnomalyGuard guard; ... }  // for a scope
+/// @file
+/// Anomaly detection (PyTorch's torch.autograd.set_detect_anomaly): while on,
+/// backward checks every gradient each node's backward returns and fails at the
+/// first NaN or inf, naming the node (the forward op that created it) and its
+/// creation number, instead of letting NaN spread silently into every weight.
+/// Costs one reduction per gradient, so it is for debugging, off by default.
+///
+///     anvil::autograd::set_detect_anomaly(true);          // process-wide
+///     { anvil::autograd::DetectAnomalyGuard guard; ... }  // for a scope
 namespace anvil::autograd {
 
 void set_detect_anomaly(bool enabled);

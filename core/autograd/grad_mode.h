@@ -1,5 +1,6 @@
 #pragma once
-// Whether ops record history. Thread-local, like PyTorch's grad mode.
+/// @file
+/// Whether ops record history. Thread-local, like PyTorch's grad mode.
 namespace anvil::autograd {
 
 struct GradMode {
@@ -11,7 +12,7 @@ struct GradMode {
 
 namespace anvil {
 
-// Disables history recording for its scope: anvil::NoGradGuard g;
+/// Disables history recording for its scope: anvil::NoGradGuard g;
 class NoGradGuard {
  public:
   NoGradGuard() : prev_(autograd::GradMode::is_enabled()) { autograd::GradMode::set_enabled(false); }

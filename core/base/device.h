@@ -27,12 +27,14 @@ struct Device {
 };
 
 std::ostream& operator<<(std::ostream& os, const Device& d);
-// Device types as libtorch names them: Device(kCUDA, 1), x.to(kCPU).
+///@{
+/// Device types as libtorch names them: Device(kCUDA, 1), x.to(kCPU).
 inline constexpr DeviceType kCPU = DeviceType::CPU;
 inline constexpr DeviceType kCUDA = DeviceType::CUDA;
+///@}
 
-// A stream is an opaque per-device queue handle. id 0 is the device's default
-// stream; a backend maps other ids to its own queue objects.
+/// A stream is an opaque per-device queue handle. id 0 is the device's default
+/// stream; a backend maps other ids to its own queue objects.
 struct Stream {
   Device device;
   uint64_t id = 0;

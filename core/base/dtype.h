@@ -18,7 +18,7 @@ inline constexpr DType kInt32 = DType::Int32;
 inline constexpr DType kInt64 = DType::Int64;
 inline constexpr DType kUInt8 = DType::UInt8;
 inline constexpr DType kBool = DType::Bool;
-// libtorch's names for the same dtypes, so ported code keeps its spelling.
+/// libtorch's names for the same dtypes, so ported code keeps its spelling.
 inline constexpr DType kFloat = DType::Float32;
 inline constexpr DType kDouble = DType::Float64;
 inline constexpr DType kHalf = DType::Float16;
@@ -27,14 +27,14 @@ inline constexpr DType kLong = DType::Int64;
 inline constexpr DType kByte = DType::UInt8;
 
 size_t itemsize(DType t);
-const char* dtype_name(DType t);  // "float32", ... as PyTorch spells them
+const char* dtype_name(DType t);  ///< "float32", ... as PyTorch spells them
 DType dtype_from_name(const std::string& name);
 inline bool is_floating(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }
-inline bool is_integral(DType t) { return !is_floating(t); }  // bool counts as integral
-// The dtype of a binary op's result, following PyTorch's category rules
-// (bool < integer < floating; within a category the wider type wins).
+inline bool is_integral(DType t) { return !is_floating(t); }  ///< bool counts as integral
+/// The dtype of a binary op's result, following PyTorch's category rules
+/// (bool < integer < floating; within a category the wider type wins).
 DType promote(DType a, DType b);
 std::ostream& operator<<(std::ostream& os, DType t);
 
@@ -49,7 +49,7 @@ template <> struct dtype_of<int64_t> { static constexpr DType value = DType::Int
 template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::UInt8; };
 template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; };
 
-// Calls f(T{}) with T the C++ type of dtype t: the one place a dtype switch lives.
+/// Calls f(T{}) with T the C++ type of dtype t: the one place a dtype switch lives.
 template <typename F> decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
     case DType::Float32:

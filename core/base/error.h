@@ -1,6 +1,7 @@
 #pragma once
-// One exception type for the whole framework. Messages name the op, the
-// shapes, dtypes and devices involved, and what was expected.
+/// @file
+/// One exception type for the whole framework. Messages name the op, the
+/// shapes, dtypes and devices involved, and what was expected.
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -31,7 +32,7 @@ template <typename... Args> [[noreturn]] void fail(const Args&... args) { throw 
 
 }  // namespace anvil
 
-// ANVIL_CHECK(cond, "op: ", "expected ... got ", shape) throws anvil::Error.
+/// ANVIL_CHECK(cond, "op: ", "expected ... got ", shape) throws anvil::Error.
 #define ANVIL_CHECK(cond, ...) \
   do { \
     if (!(cond)) ::anvil::fail(__VA_ARGS__); \

@@ -1,6 +1,7 @@
 #pragma once
-// 16-bit floating types for host code. Storage is the raw bit pattern; math is
-// done in float. Conversions round to nearest even, as the hardware does.
+/// @file
+/// 16-bit floating types for host code. Storage is the raw bit pattern; math is
+/// done in float. Conversions round to nearest even, as the hardware does.
 #include <cstdint>
 #include <cstring>
 

@@ -8,8 +8,8 @@
 
 namespace anvil {
 
-// A number that remembers whether it was given as an integer, a float or a
-// bool, so that `t + 1` keeps t's integer dtype and `t + 0.5` promotes it.
+/// A number that remembers whether it was given as an integer, a float or a
+/// bool, so that `t + 1` keeps t's integer dtype and `t + 0.5` promotes it.
 class Scalar {
  public:
   enum class Kind : uint8_t { Int, Float, Bool };
@@ -43,7 +43,7 @@ class Scalar {
     else
       return static_cast<T>(static_cast<float>(d_));
   }
-  // The dtype a tensor made from this scalar alone would have.
+  /// The dtype a tensor made from this scalar alone would have.
   DType default_dtype() const { return kind_ == Kind::Float ? kFloat32 : kind_ == Kind::Int ? kInt64 : kBool; }
 
  private:

@@ -1,8 +1,9 @@
 #pragma once
-// Neural-network ops. Losses take a Reduction; cross_entropy fuses
-// log_softmax with the negative log-likelihood. Implemented in core/ops/nn/.
-// Second-order gradients (create_graph) work through every op here except
-// max_pool2d, which refuses them with an error.
+/// @file
+/// Neural-network ops. Losses take a Reduction; cross_entropy fuses
+/// log_softmax with the negative log-likelihood. Implemented in core/ops/nn/.
+/// Second-order gradients (create_graph) work through every op here except
+/// max_pool2d, which refuses them with an error.
 #include <array>
 #include <optional>
 
@@ -13,7 +14,7 @@ namespace anvil {
 
 enum class Reduction { None, Mean, Sum };
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});  // x @ weight^T + bias
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});  ///< x @ weight^T + bias
 
 struct Conv2dOptions {
   std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
@@ -23,11 +24,11 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, co
 
 struct Pool2dOptions {
   std::array<int64_t, 2> kernel{2, 2};
-  std::array<int64_t, 2> stride{0, 0};  // 0: same as kernel
+  std::array<int64_t, 2> stride{0, 0};  ///< 0: same as kernel
   std::array<int64_t, 2> padding{0, 0};
   bool count_include_pad = true;
-  // Output size rounds up (a last window may start in the right padding but
-  // not beyond it), as PyTorch's ceil_mode.
+  /// Output size rounds up (a last window may start in the right padding but
+  /// not beyond it), as PyTorch's ceil_mode.
   bool ceil_mode = false;
 };
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o);
@@ -38,49 +39,52 @@ struct BatchNormOptions {
   double momentum = 0.1;
   double eps = 1e-5;
 };
-// x [N, C, ...]; running stats are updated in place in training mode.
+/// x [N, C, ...]; running stats are updated in place in training mode.
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                   const Tensor& running_var, const BatchNormOptions& o = {});
-// Normalises over the trailing dims given by normalized_shape.
+/// Normalises over the trailing dims given by normalized_shape.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {}, const Tensor& bias = {},
                   double eps = 1e-5);
-// The residual add of a pre-norm transformer block fused with the layer norm
-// that follows it: sum = x + residual and out = layer_norm(sum, ...), in one
-// pass over memory on CUDA. Gradients are those of the two ops written apart.
+/// The residual add of a pre-norm transformer block fused with the layer norm
+/// that follows it: sum = x + residual and out = layer_norm(sum, ...), in one
+/// pass over memory on CUDA. Gradients are those of the two ops written apart.
 struct AddLayerNormResult {
   Tensor sum, out;
 };
 AddLayerNormResult add_layer_norm(const Tensor& x, const Tensor& residual, const Shape& normalized_shape,
                                   const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
 struct AttentionOptions {
-  Tensor attn_mask = {};  // bool (true = may attend) or float (added to the scores); broadcasts to [..., L, S]
-  double dropout_p = 0.0;  // applied to the attention weights (pass 0 in eval, as PyTorch)
-  bool is_causal = false;  // query i attends to keys 0..i only (top-left alignment, as PyTorch)
-  std::optional<double> scale = std::nullopt;  // default 1/sqrt(E)
+  Tensor attn_mask = {};  ///< bool (true = may attend) or float (added to the scores); broadcasts to [..., L, S]
+  double dropout_p = 0.0;  ///< applied to the attention weights (pass 0 in eval, as PyTorch)
+  bool is_causal = false;  ///< query i attends to keys 0..i only (top-left alignment, as PyTorch)
+  std::optional<double> scale = std::nullopt;  ///< default 1/sqrt(E)
 };
-// softmax(q @ k^T * scale + mask) @ v for q [..., L, E], k [..., S, E],
-// v [..., S, Ev] (leading dims broadcast), as one fused op (core/ops/nn/attention.cpp):
-// the [L, S] scores are never materialised, forward or backward. A query row
-// with no allowed key gives 0 (not PyTorch's math-path NaN) and no gradient.
-// Dropout is applied inside the fused kernels, to the probabilities the math
-// path's dropout(softmax(...)) would drop under the same seed. Composed from
-// matmul/softmax instead when the mask requires grad (or dropout_p is 1).
+/// softmax(q @ k^T * scale + mask) @ v for q [..., L, E], k [..., S, E],
+/// v [..., S, Ev] (leading dims broadcast), as one fused op (core/ops/nn/attention.cpp):
+/// the [L, S] scores are never materialised, forward or backward. A query row
+/// with no allowed key gives 0 (not PyTorch's math-path NaN) and no gradient.
+/// Dropout is applied inside the fused kernels, to the probabilities the math
+/// path's dropout(softmax(...)) would drop under the same seed. Composed from
+/// matmul/softmax instead when the mask requires grad (or dropout_p is 1).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o = {});
-// Inverted dropout: in training, zeroes with probability p and scales by 1/(1-p).
+/// Inverted dropout: in training, zeroes with probability p and scales by 1/(1-p).
 Tensor dropout(const Tensor& x, double p, bool training = true);
 
-struct CrossEntropyOptions {  // also libtorch's chained form: CrossEntropyOptions().ignore_index(0)
+/// also libtorch's chained form: CrossEntropyOptions().ignore_index(0)
+struct CrossEntropyOptions {
   ANVIL_OPTION(CrossEntropyOptions, Reduction, reduction) = Reduction::Mean;
   ANVIL_OPTION(CrossEntropyOptions, int64_t, ignore_index) = -100;
   ANVIL_OPTION(CrossEntropyOptions, double, label_smoothing) = 0.0;
 };
-// logits [N, C], [C] (0-d target) or [N, C, d1, ...] (targets [N, d1, ...]);
-// targets int64 class indices. Mean averages over the targets that are not
-// ignore_index (NaN when all are), with or without label smoothing.
-// nll_loss takes log-probabilities of the same shapes and the same options.
+///@{
+/// logits [N, C], [C] (0-d target) or [N, C, d1, ...] (targets [N, d1, ...]);
+/// targets int64 class indices. Mean averages over the targets that are not
+/// ignore_index (NaN when all are), with or without label smoothing.
+/// nll_loss takes log-probabilities of the same shapes and the same options.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& o = {});
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, const CrossEntropyOptions& o = {});
-// input and target must have the same shape (no silent broadcasting).
+///@}
+/// input and target must have the same shape (no silent broadcasting).
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction = Reduction::Mean);

@@ -1,6 +1,7 @@
 #pragma once
-// Reductions over any set of dims (negative dims count from the end; an empty
-// dim list means all dims), with keepdim.
+/// @file
+/// Reductions over any set of dims (negative dims count from the end; an empty
+/// dim list means all dims), with keepdim.
 #include <utility>
 
 #include "core/tensor.h"
@@ -16,7 +17,7 @@ Tensor var(const Tensor& x, const Shape& dims = {}, int64_t correction = 1, bool
 Tensor std(const Tensor& x, const Shape& dims = {}, int64_t correction = 1, bool keepdim = false);
 Tensor norm(const Tensor& x, double p = 2.0, const Shape& dims = {}, bool keepdim = false);
 
-// The same over one dim given as an integer: sum(x, 1), mean(x, -1, true).
+/// The same over one dim given as an integer: sum(x, 1), mean(x, -1, true).
 #define ANVIL_ONE_DIM_REDUCTION(function) \
   template <DimIndex I> Tensor function(const Tensor& x, I dim, bool keepdim = false) { \
     return function(x, Shape{int64_t(dim)}, keepdim); \
@@ -37,20 +38,24 @@ template <DimIndex I> Tensor norm(const Tensor& x, double p, I dim, bool keepdim
   return norm(x, p, Shape{int64_t(dim)}, keepdim);
 }
 
-// Max/min along one dim: values and int64 indices (first occurrence).
+///@{
+/// Max/min along one dim: values and int64 indices (first occurrence).
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
 std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+///@}
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
-Tensor argmax(const Tensor& x);  // over the flattened tensor
+Tensor argmax(const Tensor& x);  ///< over the flattened tensor
 Tensor argmin(const Tensor& x);
 
-// Whether every (all) or some (any) element is non-zero (NaN counts as
-// non-zero), as bool; over no elements all is true and any false. And
-// log(sum(exp(x))) computed without overflow, in x's dtype (float32 for
-// integer inputs); its gradient is softmax(x) times g.
+///@{
+/// Whether every (all) or some (any) element is non-zero (NaN counts as
+/// non-zero), as bool; over no elements all is true and any false. And
+/// log(sum(exp(x))) computed without overflow, in x's dtype (float32 for
+/// integer inputs); its gradient is softmax(x) times g.
 Tensor all(const Tensor& x, const Shape& dims = {}, bool keepdim = false);
 Tensor any(const Tensor& x, const Shape& dims = {}, bool keepdim = false);
+///@}
 Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim = false);
 template <DimIndex I> Tensor all(const Tensor& x, I dim, bool keepdim = false) {
   return all(x, Shape{int64_t(dim)}, keepdim);

@@ -1,7 +1,8 @@
 #pragma once
-// Cumulative ops along one dim (negative dims count from the end), as
-// PyTorch's: cumsum and cumprod of bool and integer tensors give int64 (or
-// the dtype asked for), logcumsumexp takes floating tensors. Differentiable.
+/// @file
+/// Cumulative ops along one dim (negative dims count from the end), as
+/// PyTorch's: cumsum and cumprod of bool and integer tensors give int64 (or
+/// the dtype asked for), logcumsumexp takes floating tensors. Differentiable.
 #include <optional>
 
 #include "core/tensor.h"

@@ -1,5 +1,6 @@
 #pragma once
-// Joining and splitting tensors. (Views themselves are Tensor methods.)
+/// @file
+/// Joining and splitting tensors. (Views themselves are Tensor methods.)
 #include <vector>
 
 #include "core/tensor.h"
@@ -16,11 +17,12 @@ Tensor permute(const Tensor& x, const Shape& dims);
 Tensor reshape(const Tensor& x, const Shape& shape);
 Tensor flatten(const Tensor& x, int64_t start = 0, int64_t end = -1);
 
-// Copies that rearrange elements, as PyTorch's (differentiable: written with
-// views, index_select and cat, so their gradients come from those).
-// repeat: tiles x repeats[i] times along dim i (more repeats than dims add
-// leading dims). flip: reverses the given dims. roll: shifts each dim by its
-// shift, wrapping around (no dims: the flattened tensor, shape kept).
+///@{
+/// Copies that rearrange elements, as PyTorch's (differentiable: written with
+/// views, index_select and cat, so their gradients come from those).
+/// repeat: tiles x repeats[i] times along dim i (more repeats than dims add
+/// leading dims). flip: reverses the given dims. roll: shifts each dim by its
+/// shift, wrapping around (no dims: the flattened tensor, shape kept).
 Tensor repeat(const Tensor& x, const Shape& repeats);
 Tensor flip(const Tensor& x, const Shape& dims);
 Tensor roll(const Tensor& x, const Shape& shifts, const Shape& dims = {});
@@ -28,10 +30,11 @@ template <DimIndex I> Tensor flip(const Tensor& x, I dim) { return flip(x, Shape
 template <DimIndex I, DimIndex J> Tensor roll(const Tensor& x, I shift, J dim) {
   return roll(x, Shape{int64_t(shift)}, Shape{int64_t(dim)});
 }
-// The slices of x along dim, as views (select), one per index.
+///@}
+/// The slices of x along dim, as views (select), one per index.
 std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
 
-// Helpers shared by ops: wrap a possibly negative dim, or fail naming `op`.
+/// Helpers shared by ops: wrap a possibly negative dim, or fail naming `op`.
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 int64_t numel_of(const Shape& shape);
 

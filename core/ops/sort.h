@@ -1,9 +1,10 @@
 #pragma once
-// Sorting along one dim (negative dims count from the end), as PyTorch's:
-// values and int64 indices into dim, NaN above every number, equal values in
-// their original order (every sort here is stable, so `stable` changes
-// nothing). topk's k largest (or smallest) come sorted. The values are
-// differentiable: the gradient goes back to where each value came from.
+/// @file
+/// Sorting along one dim (negative dims count from the end), as PyTorch's:
+/// values and int64 indices into dim, NaN above every number, equal values in
+/// their original order (every sort here is stable, so `stable` changes
+/// nothing). topk's k largest (or smallest) come sorted. The values are
+/// differentiable: the gradient goes back to where each value came from.
 #include <utility>
 
 #include "core/tensor.h"

@@ -1,21 +1,22 @@
 #pragma once
-// Indexing as libtorch writes it:
-//
-//   using namespace anvil::indexing;
-//   x.index({Slice(1, None, 2), 0, Ellipsis, None});   // a view
-//   x.index({mask});                                    // bool mask: a copy
-//   x.index({Slice(), idx_a, idx_b});                   // integer tensors: a copy
-//   x.index_put_({mask}, 0);
-//   x.index_put_({idx}, values, /*accumulate=*/true);   // repeated indices add up
-//
-// Integers (negative count from the end), Slice(start, stop, step) (None
-// leaves a bound open; step > 0), None (a new dim of size 1), Ellipsis (all
-// dims not otherwise named), true/false, and tensors: bool masks (each covers
-// as many dims as it has) and int64/int32 index tensors (negative count from
-// the end). As in PyTorch, the index tensors broadcast together; their
-// result dims replace the indexed dims where those are adjacent, and go
-// first when other indices separate them. Without tensors the result is a
-// view of x; with them, a copy. All of it is differentiable.
+/// @file
+/// Indexing as libtorch writes it:
+///
+///     using namespace anvil::indexing;
+///     x.index({Slice(1, None, 2), 0, Ellipsis, None});   // a view
+///     x.index({mask});                                    // bool mask: a copy
+///     x.index({Slice(), idx_a, idx_b});                   // integer tensors: a copy
+///     x.index_put_({mask}, 0);
+///     x.index_put_({idx}, values, /*accumulate=*/true);   // repeated indices add up
+///
+/// Integers (negative count from the end), Slice(start, stop, step) (None
+/// leaves a bound open; step > 0), None (a new dim of size 1), Ellipsis (all
+/// dims not otherwise named), true/false, and tensors: bool masks (each covers
+/// as many dims as it has) and int64/int32 index tensors (negative count from
+/// the end). As in PyTorch, the index tensors broadcast together; their
+/// result dims replace the indexed dims where those are adjacent, and go
+/// first when other indices separate them. Without tensors the result is a
+/// view of x; with them, a copy. All of it is differentiable.
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -28,7 +29,7 @@ namespace anvil::indexing {
 
 struct EllipsisIndexType {};
 inline constexpr EllipsisIndexType Ellipsis{};
-// libtorch's None is c10::nullopt: it both opens a Slice bound and adds a dim.
+/// libtorch's None is c10::nullopt: it both opens a Slice bound and adds a dim.
 inline constexpr std::nullopt_t None = std::nullopt;
 
 struct Slice {
@@ -70,16 +71,18 @@ class TensorIndex {
 
 namespace anvil {
 
-// x[indices] (see the top of the file).
+/// x[indices] (see the top of the file).
 Tensor index(const Tensor& x, const std::vector<indexing::TensorIndex>& indices);
-// A copy of self with self[indices] = values (values broadcast to the
-// indexed shape and of self's dtype), or += values with accumulate, where
-// repeated positions add up. Differentiable for self and values.
+/// A copy of self with self[indices] = values (values broadcast to the
+/// indexed shape and of self's dtype), or += values with accumulate, where
+/// repeated positions add up. Differentiable for self and values.
 Tensor index_put(const Tensor& self, const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
                  bool accumulate = false);
-// In place; a Scalar value is cast to self's dtype.
+///@{
+/// In place; a Scalar value is cast to self's dtype.
 Tensor& index_put_(Tensor& self, const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
                    bool accumulate = false);
 Tensor& index_put_(Tensor& self, const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
+///@}
 
 }  // namespace anvil

@@ -1,15 +1,16 @@
 #pragma once
-// The PS <-> worker protocol: length-prefixed frames over one TCP connection
-// per (worker, PS) pair, request then reply. Point-to-point rather than
-// collectives, because a collective cannot finish once a member is dead,
-// while a PS must carry on when a worker vanishes.
-//
-// A frame is a 32-byte header and a payload. Every read is bounded by a
-// deadline and every payload length is checked against what that frame type
-// may carry *before* anything is allocated, so a worker that dies or lies
-// mid-message costs the server one dropped connection, never a hang or a
-// huge allocation. Floats travel in the host's byte order (the ranks of one
-// job share an architecture, as with Gloo).
+/// @file
+/// The PS <-> worker protocol: length-prefixed frames over one TCP connection
+/// per (worker, PS) pair, request then reply. Point-to-point rather than
+/// collectives, because a collective cannot finish once a member is dead,
+/// while a PS must carry on when a worker vanishes.
+///
+/// A frame is a 32-byte header and a payload. Every read is bounded by a
+/// deadline and every payload length is checked against what that frame type
+/// may carry *before* anything is allocated, so a worker that dies or lies
+/// mid-message costs the server one dropped connection, never a hang or a
+/// huge allocation. Floats travel in the host's byte order (the ranks of one
+/// job share an architecture, as with Gloo).
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -19,18 +20,18 @@ namespace anvil::distributed::ps {
 
 using Clock = std::chrono::steady_clock;
 
-inline constexpr uint32_t kMagic = 0x31535041;  // "APS1"
+inline constexpr uint32_t kMagic = 0x31535041;  ///< "APS1"
 
 enum class FrameType : uint32_t {
-  Hello = 1,  // worker -> PS: arg = worker id, version = layout fingerprint
-  Welcome = 2,  // PS -> worker: version = current version, arg = shard elements
-  Pull = 3,  // worker -> PS
-  Params = 4,  // PS -> worker: version, payload = the shard (float32)
-  Push = 5,  // worker -> PS: version = the version its gradient was computed at, payload = gradient
-  Applied = 6,  // PS -> worker: version = the version after the update, arg = its staleness
-  Stale = 7,  // PS -> worker (async): not applied, arg = staleness; pull and compute again
-  Bye = 8,  // worker -> PS: this worker is done; reply Applied
-  Error = 9,  // PS -> worker: payload = the reason (text); the connection closes
+  Hello = 1,  ///< worker -> PS: arg = worker id, version = layout fingerprint
+  Welcome = 2,  ///< PS -> worker: version = current version, arg = shard elements
+  Pull = 3,  ///< worker -> PS
+  Params = 4,  ///< PS -> worker: version, payload = the shard (float32)
+  Push = 5,  ///< worker -> PS: version = the version its gradient was computed at, payload = gradient
+  Applied = 6,  ///< PS -> worker: version = the version after the update, arg = its staleness
+  Stale = 7,  ///< PS -> worker (async): not applied, arg = staleness; pull and compute again
+  Bye = 8,  ///< worker -> PS: this worker is done; reply Applied
+  Error = 9,  ///< PS -> worker: payload = the reason (text); the connection closes
 };
 
 struct FrameHeader {
@@ -51,22 +52,22 @@ struct Frame {
 
 const char* frame_type_name(FrameType t);
 
-// The most payload bytes a frame of this type may carry on a connection
-// whose shard has `shard_numel` elements (errors: 64 KiB of text).
+/// The most payload bytes a frame of this type may carry on a connection
+/// whose shard has `shard_numel` elements (errors: 64 KiB of text).
 uint64_t max_payload_bytes(FrameType t, int64_t shard_numel);
 
-// Sends a whole frame; false when the peer is gone or the deadline passed.
+/// Sends a whole frame; false when the peer is gone or the deadline passed.
 bool send_frame(int fd, FrameType type, uint64_t version, uint64_t arg, const void* payload, uint64_t bytes,
                 Clock::time_point deadline);
 
 enum class RecvStatus { Ok, Closed, TimedOut, Invalid };
 struct RecvResult {
   RecvStatus status = RecvStatus::Ok;
-  std::string why;  // for Invalid, Closed and TimedOut: what happened
+  std::string why;  ///< for Invalid, Closed and TimedOut: what happened
 };
-// Waits for a header until `header_deadline`, then the rest of the frame must
-// arrive within `message_timeout`. Invalid: bad magic, unknown type, or a
-// payload larger than max_payload_bytes(type, shard_numel).
+/// Waits for a header until `header_deadline`, then the rest of the frame must
+/// arrive within `message_timeout`. Invalid: bad magic, unknown type, or a
+/// payload larger than max_payload_bytes(type, shard_numel).
 RecvResult recv_frame(int fd, Frame* out, int64_t shard_numel, Clock::time_point header_deadline,
                       std::chrono::milliseconds message_timeout);
 

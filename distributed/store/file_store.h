@@ -1,12 +1,13 @@
 #pragma once
-// FileStore: a Store in one file that every rank on one machine opens (a
-// shared filesystem works too when it honours flock). Each call takes an
-// exclusive flock, reads the records, and appends; the last record for a key
-// wins. Waiting for a key re-reads the file with a growing pause (up to
-// 50 ms), bounded by the timeout.
-//
-// The file is not removed: the caller owns its path (tests use a temporary
-// directory). Use a fresh file per job; old keys would satisfy new waits.
+/// @file
+/// FileStore: a Store in one file that every rank on one machine opens (a
+/// shared filesystem works too when it honours flock). Each call takes an
+/// exclusive flock, reads the records, and appends; the last record for a key
+/// wins. Waiting for a key re-reads the file with a growing pause (up to
+/// 50 ms), bounded by the timeout.
+///
+/// The file is not removed: the caller owns its path (tests use a temporary
+/// directory). Use a fresh file per job; old keys would satisfy new waits.
 #include "distributed/store/store.h"
 
 namespace anvil::distributed {

@@ -1,11 +1,12 @@
 #pragma once
-// A Store is a small key-value service every rank can reach: the rendezvous
-// point where ranks find each other (Gloo's addresses, NCCL's unique id) and
-// agree on things before any collective works. After torch.distributed's
-// Store: keys are strings, values are bytes, get() waits for the key.
-//
-// Implementations: TCPStore (tcp_store.cpp; rank 0 serves it on MASTER_PORT)
-// and FileStore (file_store.cpp; one shared file, for ranks on one machine).
+/// @file
+/// A Store is a small key-value service every rank can reach: the rendezvous
+/// point where ranks find each other (Gloo's addresses, NCCL's unique id) and
+/// agree on things before any collective works. After torch.distributed's
+/// Store: keys are strings, values are bytes, get() waits for the key.
+///
+/// Implementations: TCPStore (tcp_store.cpp; rank 0 serves it on MASTER_PORT)
+/// and FileStore (file_store.cpp; one shared file, for ranks on one machine).
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -21,15 +22,17 @@ class Store {
   virtual ~Store() = default;
 
   virtual void set(const std::string& key, const Bytes& value) = 0;
-  // Waits until the key exists (at most timeout(), then anvil::Error naming the key).
+  /// Waits until the key exists (at most timeout(), then anvil::Error naming the key).
   virtual Bytes get(const std::string& key) = 0;
-  // Adds delta to the integer stored at key (0 when absent) and returns the sum.
+  /// Adds delta to the integer stored at key (0 when absent) and returns the sum.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
-  // True when every key exists; does not wait.
+  /// True when every key exists; does not wait.
   virtual bool check(const std::vector<std::string>& keys) = 0;
-  // Waits until every key exists, at most `timeout`.
+  ///@{
+  /// Waits until every key exists, at most `timeout`.
   virtual void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) = 0;
   void wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
+  ///@}
 
   std::chrono::milliseconds timeout() const { return timeout_; }
   void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }

@@ -1,14 +1,15 @@
 #pragma once
-// TCPStore: the Store every rank reaches over TCP. One process (rank 0 under
-// init_process_group) also runs the server on a background thread; every
-// process, the server's included, talks to it as a client.
-//
-// Every call is bounded by the store's timeout: connecting (retried while
-// the server is not up yet), sending, and waiting for a key. A failure is an
-// anvil::Error naming host:port and the key.
-//
-// When ANVIL_STORE_TOKEN is set, the server admits only clients presenting
-// the same token (a stray process on the network cannot join the job).
+/// @file
+/// TCPStore: the Store every rank reaches over TCP. One process (rank 0 under
+/// init_process_group) also runs the server on a background thread; every
+/// process, the server's included, talks to it as a client.
+///
+/// Every call is bounded by the store's timeout: connecting (retried while
+/// the server is not up yet), sending, and waiting for a key. A failure is an
+/// anvil::Error naming host:port and the key.
+///
+/// When ANVIL_STORE_TOKEN is set, the server admits only clients presenting
+/// the same token (a stray process on the network cannot join the job).
 #include <memory>
 #include <mutex>
 
@@ -20,7 +21,7 @@ class TCPStoreServer;
 
 struct TCPStoreOptions {
   std::string host = "127.0.0.1";
-  int port = 29500;  // with is_server, 0 picks a free port (see port())
+  int port = 29500;  ///< with is_server, 0 picks a free port (see port())
   bool is_server = false;
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
 };
@@ -43,14 +44,14 @@ class TCPStore : public Store {
   int port() const { return port_; }
 
  private:
-  // One request/reply round trip under the lock; reconnects when the last
-  // call left the connection broken (a timed-out reply may still arrive).
+  /// One request/reply round trip under the lock; reconnects when the last
+  /// call left the connection broken (a timed-out reply may still arrive).
   Bytes call(const Bytes& request, const std::string& what, std::chrono::milliseconds timeout);
   void connect_locked(std::chrono::steady_clock::time_point deadline);
 
   std::string host_;
   int port_;
-  std::string token_;  // ANVIL_STORE_TOKEN, sent in the HELLO
+  std::string token_;  ///< ANVIL_STORE_TOKEN, sent in the HELLO
   std::unique_ptr<TCPStoreServer> server_;
   std::mutex mu_;
   int fd_ = -1;

@@ -1,5 +1,6 @@
 #pragma once
-// Datasets: indexable collections of (data, target) examples.
+/// @file
+/// Datasets: indexable collections of (data, target) examples.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -11,23 +12,23 @@
 
 namespace anvil::nn::data {
 
-// One example, or a batch of them. Most datasets fill data and target; a
-// batch of other tensors is a tuple (`tensors`: input_ids, attention_mask,
-// labels) or a map (`named`: {"input_ids": ..., "labels": ...}), which the
-// data loader batches, pins and moves to the device as it does data and
-// target, and the Trainer hands to the task as they are.
+/// One example, or a batch of them. Most datasets fill data and target; a
+/// batch of other tensors is a tuple (`tensors`: input_ids, attention_mask,
+/// labels) or a map (`named`: {"input_ids": ..., "labels": ...}), which the
+/// data loader batches, pins and moves to the device as it does data and
+/// target, and the Trainer hands to the task as they are.
 struct Example {
   Tensor data;
   Tensor target;
   std::vector<Tensor> tensors;
   std::map<std::string, Tensor> named;
 
-  const Tensor& operator[](size_t index) const;  // tensors[index], checked
-  const Tensor& operator[](const std::string& key) const;  // named.at(key), checked
-  // Replaces every defined tensor t (data, target, tensors, named) by fn(t).
+  const Tensor& operator[](size_t index) const;  ///< tensors[index], checked
+  const Tensor& operator[](const std::string& key) const;  ///< named.at(key), checked
+  /// Replaces every defined tensor t (data, target, tensors, named) by fn(t).
   void transform(const std::function<Tensor(const Tensor&)>& fn);
-  // The first dim of the first defined tensor (data, then tensors, then
-  // named in key order); 1 when there is none.
+  /// The first dim of the first defined tensor (data, then tensors, then
+  /// named in key order); 1 when there is none.
   int64_t batch_size() const;
 };
 
@@ -36,12 +37,12 @@ class Dataset {
   virtual ~Dataset() = default;
   virtual int64_t size() const = 0;
   virtual Example get(int64_t index) const = 0;
-  // A whole batch at once. The default stacks get(); datasets held as big
-  // tensors override it with one index_select.
+  /// A whole batch at once. The default stacks get(); datasets held as big
+  /// tensors override it with one index_select.
   virtual Example get_batch(const std::vector<int64_t>& indices) const;
 };
 
-// Examples are rows of two tensors with the same first dimension.
+/// Examples are rows of two tensors with the same first dimension.
 class TensorDataset : public Dataset {
  public:
   TensorDataset(Tensor data, Tensor targets);
@@ -55,8 +56,8 @@ class TensorDataset : public Dataset {
   Tensor data_, targets_;
 };
 
-// Examples are rows of several tensors with the same first dimension: a
-// tuple batch (Example::tensors), e.g. (input_ids, attention_mask, labels).
+/// Examples are rows of several tensors with the same first dimension: a
+/// tuple batch (Example::tensors), e.g. (input_ids, attention_mask, labels).
 class TensorTupleDataset : public Dataset {
  public:
   explicit TensorTupleDataset(std::vector<Tensor> tensors);
@@ -68,7 +69,7 @@ class TensorTupleDataset : public Dataset {
   std::vector<Tensor> tensors_;
 };
 
-// The same with names: a map batch (Example::named).
+/// The same with names: a map batch (Example::named).
 class TensorMapDataset : public Dataset {
  public:
   explicit TensorMapDataset(std::map<std::string, Tensor> tensors);
@@ -80,15 +81,15 @@ class TensorMapDataset : public Dataset {
   std::map<std::string, Tensor> tensors_;
 };
 
-// MNIST-format image classification (MNIST, Fashion-MNIST): images become
-// float32 [N, 1, H, W] in [0, 1], labels int64 [N]. `split` is "train" or
-// "test" ("t10k" files).
+/// MNIST-format image classification (MNIST, Fashion-MNIST): images become
+/// float32 [N, 1, H, W] in [0, 1], labels int64 [N]. `split` is "train" or
+/// "test" ("t10k" files).
 std::shared_ptr<TensorDataset> idx_image_dataset(const std::string& dir, const std::string& split);
 inline const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
-// Next-byte prediction over a text: example i is (bytes[i : i+block],
-// bytes[i+1 : i+block+1]) as int64 token ids in a vocabulary of the distinct
-// bytes of the text.
+/// Next-byte prediction over a text: example i is (bytes[i : i+block],
+/// bytes[i+1 : i+block+1]) as int64 token ids in a vocabulary of the distinct
+/// bytes of the text.
 class CharDataset : public Dataset {
  public:
   CharDataset(const std::string& text, int64_t block_size);

@@ -1,5 +1,6 @@
 #pragma once
-// Samplers decide which example indices an epoch visits, in which order.
+/// @file
+/// Samplers decide which example indices an epoch visits, in which order.
 #include <cstdint>
 #include <vector>
 
@@ -8,7 +9,7 @@ namespace anvil::nn::data {
 class Sampler {
  public:
   virtual ~Sampler() = default;
-  // The indices of one epoch. The same (seed, epoch) gives the same order.
+  /// The indices of one epoch. The same (seed, epoch) gives the same order.
   virtual std::vector<int64_t> indices(int64_t epoch) const = 0;
 };
 
@@ -21,7 +22,7 @@ class SequentialSampler : public Sampler {
   int64_t size_;
 };
 
-// A seeded permutation per epoch (Philox-based, so identical everywhere).
+/// A seeded permutation per epoch (Philox-based, so identical everywhere).
 class RandomSampler : public Sampler {
  public:
   RandomSampler(int64_t size, uint64_t seed) : size_(size), seed_(seed) {}
@@ -32,11 +33,11 @@ class RandomSampler : public Sampler {
   uint64_t seed_;
 };
 
-// Shards a dataset across data-parallel ranks like PyTorch's
-// DistributedSampler: every rank gets ceil(size / world) indices (padding
-// by wrapping around, or dropping the tail with drop_last), the shards are
-// disjoint apart from that padding, and the shuffle depends on seed + epoch
-// only, so all ranks agree. Call set_epoch() (or pass the epoch) each epoch.
+/// Shards a dataset across data-parallel ranks like PyTorch's
+/// DistributedSampler: every rank gets ceil(size / world) indices (padding
+/// by wrapping around, or dropping the tail with drop_last), the shards are
+/// disjoint apart from that padding, and the shuffle depends on seed + epoch
+/// only, so all ranks agree. Call set_epoch() (or pass the epoch) each epoch.
 struct DistributedSamplerOptions {
   int64_t rank = 0;
   int64_t world_size = 1;
@@ -59,7 +60,7 @@ class DistributedSampler : public Sampler {
   int64_t epoch_ = 0;
 };
 
-// A seeded random permutation of [0, n).
+/// A seeded random permutation of [0, n).
 std::vector<int64_t> random_permutation(int64_t n, uint64_t seed, uint64_t stream);
 
 }  // namespace anvil::nn::data

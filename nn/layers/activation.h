@@ -1,6 +1,7 @@
 #pragma once
-// Activation modules: thin wrappers over the elementwise ops, so they can sit
-// in a Sequential.
+/// @file
+/// Activation modules: thin wrappers over the elementwise ops, so they can sit
+/// in a Sequential.
 #include <sstream>
 #include <string>
 
@@ -19,7 +20,7 @@ class ReLU : public Module {
 
 class GELU : public Module {
  public:
-  // GeluApprox::Tanh is GPT-2's approximation; None is the exact erf form.
+  /// GeluApprox::Tanh is GPT-2's approximation; None is the exact erf form.
   explicit GELU(GeluApprox approximate = GeluApprox::None) : Module("GELU"), approximate(approximate) {}
   Tensor forward(const Tensor& x) override { return gelu(x, approximate); }
   std::string extra_repr() const override { return approximate == GeluApprox::Tanh ? "approximate='tanh'" : ""; }
@@ -44,8 +45,8 @@ class Sigmoid : public Module {
   Tensor forward(const Tensor& x) override { return sigmoid(x); }
 };
 
-// The parametrised ones take libtorch's options: nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)).
-// inplace writes the result into the input, as libtorch's.
+/// The parametrised ones take libtorch's options: nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)).
+/// inplace writes the result into the input, as libtorch's.
 class LeakyReLU : public Module {
  public:
   explicit LeakyReLU(const LeakyReLUOptions& o = {}) : Module("LeakyReLU"), options(o) {}
@@ -99,9 +100,9 @@ class Hardswish : public Module {
   Tensor forward(const Tensor& x) override { return hardswish(x); }
 };
 
-// The gated linear unit (Dauphin et al. 2017): a * sigmoid(b) for the two
-// halves a, b of the input along options.dim, which halves that dim.
-// nn::GLU(nn::GLUOptions(1)) or nn::GLU(1), as libtorch's.
+/// The gated linear unit (Dauphin et al. 2017): a * sigmoid(b) for the two
+/// halves a, b of the input along options.dim, which halves that dim.
+/// nn::GLU(nn::GLUOptions(1)) or nn::GLU(1), as libtorch's.
 class GLU : public Module {
  public:
   explicit GLU(const GLUOptions& o = {}) : Module("GLU"), options(o) {}

@@ -1,12 +1,13 @@
 #pragma once
-// Sequential chains modules; ModuleList just holds them (its owner decides
-// how to call them). Children are named "0", "1", ... as in PyTorch, so
-// state_dict keys ("0.weight", "layers.3.bias") match.
-//
-//   auto mlp = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(784, 256),
-//                                               std::make_shared<nn::ReLU>(),
-//                                               std::make_shared<nn::Linear>(256, 10));
-//   Tensor logits = mlp->forward(x);
+/// @file
+/// Sequential chains modules; ModuleList just holds them (its owner decides
+/// how to call them). Children are named "0", "1", ... as in PyTorch, so
+/// state_dict keys ("0.weight", "layers.3.bias") match.
+///
+///     auto mlp = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(784, 256),
+///                                                 std::make_shared<nn::ReLU>(),
+///                                                 std::make_shared<nn::Linear>(256, 10));
+///     Tensor logits = mlp->forward(x);
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -17,19 +18,19 @@
 
 namespace anvil::nn {
 
-// What Sequential and ModuleList share: an ordered list of children.
+/// What Sequential and ModuleList share: an ordered list of children.
 class ModuleListBase : public Module {
  public:
   using Ptr = std::shared_ptr<Module>;
 
-  // Appends m, named by its position, and returns it with its own type.
+  /// Appends m, named by its position, and returns it with its own type.
   template <typename M> std::shared_ptr<M> push_back(std::shared_ptr<M> m) {
     add(std::to_string(modules_.size()), m);
     return m;
   }
   template <typename M> std::shared_ptr<M> append(std::shared_ptr<M> m) { return push_back(std::move(m)); }
-  // Appends under an explicit name (it must not contain '.'), like an
-  // OrderedDict passed to torch.nn.Sequential.
+  /// Appends under an explicit name (it must not contain '.'), like an
+  /// OrderedDict passed to torch.nn.Sequential.
   template <typename M> std::shared_ptr<M> push_back(const std::string& name, std::shared_ptr<M> m) {
     add(name, m);
     return m;
@@ -37,8 +38,8 @@ class ModuleListBase : public Module {
 
   size_t size() const { return modules_.size(); }
   bool empty() const { return modules_.empty(); }
-  const Ptr& operator[](size_t index) const;  // checked
-  // The module at index as its concrete type, or an error naming both types.
+  const Ptr& operator[](size_t index) const;  ///< checked
+  /// The module at index as its concrete type, or an error naming both types.
   template <typename M> std::shared_ptr<M> at(size_t index) const {
     auto cast = std::dynamic_pointer_cast<M>((*this)[index]);
     ANVIL_CHECK(cast != nullptr, type_name(), ": module ", index, " is a ", (*this)[index]->type_name(),
@@ -65,10 +66,10 @@ class Sequential : public ModuleListBase {
     (push_back(std::move(modules)), ...);
   }
 
-  // Each module's forward on the previous one's output.
+  /// Each module's forward on the previous one's output.
   Tensor forward(const Tensor& x) override;
-  // The first module takes all the inputs (forward_inputs), the rest chain
-  // one tensor each, as libtorch's Sequential with a multi-input first module.
+  /// The first module takes all the inputs (forward_inputs), the rest chain
+  /// one tensor each, as libtorch's Sequential with a multi-input first module.
   Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
 };
 

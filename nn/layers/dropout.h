@@ -1,12 +1,13 @@
 #pragma once
-// Dropout: in training, zeroes each element with probability p and scales
-// the rest by 1/(1-p); in eval, the identity.
+/// @file
+/// Dropout: in training, zeroes each element with probability p and scales
+/// the rest by 1/(1-p); in eval, the identity.
 #include "core/base/option_field.h"
 #include "nn/module.h"
 
 namespace anvil::nn {
 
-// The constructor's argument as libtorch's options: DropoutOptions().p(0.2).
+/// The constructor's argument as libtorch's options: DropoutOptions().p(0.2).
 struct DropoutOptions {
   ANVIL_OPTION(DropoutOptions, double, p) = 0.5;
 };

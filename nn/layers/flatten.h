@@ -1,5 +1,6 @@
 #pragma once
-// Flatten dims start_dim..end_dim into one (by default all but the batch dim).
+/// @file
+/// Flatten dims start_dim..end_dim into one (by default all but the batch dim).
 #include <cstdint>
 #include <string>
 

@@ -1,8 +1,9 @@
 #pragma once
-// GroupNorm over [N, C, *]: a one-liner over group_norm with PyTorch's
-// learnable affine parameters.
-//
-//   auto gn = std::make_shared<nn::GroupNorm>(nn::GroupNormOptions(8, 64));   // 8 groups, 64 channels
+/// @file
+/// GroupNorm over [N, C, *]: a one-liner over group_norm with PyTorch's
+/// learnable affine parameters.
+///
+///     auto gn = std::make_shared<nn::GroupNorm>(nn::GroupNormOptions(8, 64));   // 8 groups, 64 channels
 #include <cstdint>
 
 #include "core/base/option_field.h"
@@ -14,7 +15,7 @@ struct GroupNormOptions {
   ANVIL_OPTION(GroupNormOptions, int64_t, num_groups) = 1;
   ANVIL_OPTION(GroupNormOptions, int64_t, num_channels) = 0;
   ANVIL_OPTION(GroupNormOptions, double, eps) = 1e-5;
-  ANVIL_OPTION(GroupNormOptions, bool, affine) = true;  // weight (ones) and bias (zeros) [num_channels]
+  ANVIL_OPTION(GroupNormOptions, bool, affine) = true;  ///< weight (ones) and bias (zeros) [num_channels]
 };
 
 class GroupNorm : public Module {

@@ -1,5 +1,6 @@
 #pragma once
-// LayerNorm over the trailing dims given by normalized_shape.
+/// @file
+/// LayerNorm over the trailing dims given by normalized_shape.
 #include <cstdint>
 
 #include "core/base/option_field.h"
@@ -10,14 +11,14 @@ namespace anvil::nn {
 struct LayerNormOptions {
   ANVIL_OPTION(LayerNormOptions, Shape, normalized_shape) = {};
   ANVIL_OPTION(LayerNormOptions, double, eps) = 1e-5;
-  ANVIL_OPTION(LayerNormOptions, bool, elementwise_affine) = true;  // learnable weight (ones) and bias (zeros)
-  // With elementwise_affine: whether to learn a bias too.
+  ANVIL_OPTION(LayerNormOptions, bool, elementwise_affine) = true;  ///< learnable weight (ones) and bias (zeros)
+  /// With elementwise_affine: whether to learn a bias too.
   ANVIL_OPTION(LayerNormOptions, bool, bias) = true;
 };
 
 class LayerNorm : public Module {
  public:
-  // (An int overload: Shape(n) would otherwise make n zeros.)
+  /// (An int overload: Shape(n) would otherwise make n zeros.)
   explicit LayerNorm(int64_t normalized_size) : LayerNorm(LayerNormOptions{.normalized_shape = {normalized_size}}) {}
   explicit LayerNorm(const LayerNormOptions& options);
 
@@ -26,7 +27,7 @@ class LayerNorm : public Module {
   void reset_parameters();
 
   LayerNormOptions options;
-  Tensor weight, bias;  // normalized_shape, when elementwise_affine
+  Tensor weight, bias;  ///< normalized_shape, when elementwise_affine
 };
 
 }  // namespace anvil::nn

@@ -1,5 +1,6 @@
 #pragma once
-// Linear: y = x @ weight^T + bias, over the last dim of x.
+/// @file
+/// Linear: y = x @ weight^T + bias, over the last dim of x.
 #include <cstdint>
 
 #include "core/base/option_field.h"
@@ -7,7 +8,7 @@
 
 namespace anvil::nn {
 
-// The constructor's arguments as libtorch's options: LinearOptions(3, 4).bias(false).
+/// The constructor's arguments as libtorch's options: LinearOptions(3, 4).bias(false).
 struct LinearOptions {
   ANVIL_OPTION(LinearOptions, int64_t, in_features) = 0;
   ANVIL_OPTION(LinearOptions, int64_t, out_features) = 0;
@@ -16,17 +17,19 @@ struct LinearOptions {
 
 class Linear : public Module {
  public:
-  // weight [out, in] and bias [out], initialised as PyTorch does: uniform in
-  // +-1/sqrt(in) (kaiming_uniform with a = sqrt(5)).
+  ///@{
+  /// weight [out, in] and bias [out], initialised as PyTorch does: uniform in
+  /// +-1/sqrt(in) (kaiming_uniform with a = sqrt(5)).
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   explicit Linear(const LinearOptions& o) : Linear(o.in_features, o.out_features, o.bias) {}
+  ///@}
 
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   void reset_parameters();
 
   int64_t in_features, out_features;
-  Tensor weight, bias;  // bias undefined when built without one
+  Tensor weight, bias;  ///< bias undefined when built without one
 };
 
 }  // namespace anvil::nn

@@ -1,14 +1,15 @@
 #pragma once
-// Pooling layers: MaxPool2d, AvgPool2d and AdaptiveAvgPool2d over
-// [N, C, H, W] (or unbatched [C, H, W]) input; MaxPool1d and AvgPool1d over
-// [N, C, L] (or [C, L]) and AdaptiveMaxPool2d, one-liners over the functional
-// forms whose options they take (nn/functional.h).
-//
-//   auto pool = std::make_shared<nn::MaxPool2d>(2);                       // kernel 2, stride 2
-//   auto avg = std::make_shared<nn::AvgPool2d>(nn::AvgPool2dOptions{.kernel_size = 3, .stride = 1, .padding = 1});
-//   auto gap = std::make_shared<nn::AdaptiveAvgPool2d>(1);                // global average pool
-//   auto pool1 = std::make_shared<nn::MaxPool1d>(nn::MaxPool1dOptions(3).stride(2).ceil_mode(true));
-//   auto amp = std::make_shared<nn::AdaptiveMaxPool2d>(nn::AdaptiveMaxPool2dOptions(7));
+/// @file
+/// Pooling layers: MaxPool2d, AvgPool2d and AdaptiveAvgPool2d over
+/// [N, C, H, W] (or unbatched [C, H, W]) input; MaxPool1d and AvgPool1d over
+/// [N, C, L] (or [C, L]) and AdaptiveMaxPool2d, one-liners over the functional
+/// forms whose options they take (nn/functional.h).
+///
+///     auto pool = std::make_shared<nn::MaxPool2d>(2);                       // kernel 2, stride 2
+///     auto avg = std::make_shared<nn::AvgPool2d>(nn::AvgPool2dOptions{.kernel_size = 3, .stride = 1, .padding = 1});
+///     auto gap = std::make_shared<nn::AdaptiveAvgPool2d>(1);                // global average pool
+///     auto pool1 = std::make_shared<nn::MaxPool1d>(nn::MaxPool1dOptions(3).stride(2).ceil_mode(true));
+///     auto amp = std::make_shared<nn::AdaptiveMaxPool2d>(nn::AdaptiveMaxPool2dOptions(7));
 #include <optional>
 
 #include "core/base/option_field.h"
@@ -21,17 +22,17 @@ namespace anvil::nn {
 
 struct MaxPool2dOptions {
   ANVIL_OPTION(MaxPool2dOptions, Size2, kernel_size) = 2;
-  ANVIL_OPTION(MaxPool2dOptions, std::optional<Size2>, stride) = std::nullopt;  // default: kernel_size
+  ANVIL_OPTION(MaxPool2dOptions, std::optional<Size2>, stride) = std::nullopt;  ///< default: kernel_size
   ANVIL_OPTION(MaxPool2dOptions, Size2, padding) = 0;
-  ANVIL_OPTION(MaxPool2dOptions, bool, ceil_mode) = false;  // round the output size up (PyTorch's rule)
+  ANVIL_OPTION(MaxPool2dOptions, bool, ceil_mode) = false;  ///< round the output size up (PyTorch's rule)
 };
 
 struct AvgPool2dOptions {
   ANVIL_OPTION(AvgPool2dOptions, Size2, kernel_size) = 2;
-  ANVIL_OPTION(AvgPool2dOptions, std::optional<Size2>, stride) = std::nullopt;  // default: kernel_size
+  ANVIL_OPTION(AvgPool2dOptions, std::optional<Size2>, stride) = std::nullopt;  ///< default: kernel_size
   ANVIL_OPTION(AvgPool2dOptions, Size2, padding) = 0;
-  ANVIL_OPTION(AvgPool2dOptions, bool, count_include_pad) = true;  // whether padded zeros count in the average
-  ANVIL_OPTION(AvgPool2dOptions, bool, ceil_mode) = false;  // round the output size up (PyTorch's rule)
+  ANVIL_OPTION(AvgPool2dOptions, bool, count_include_pad) = true;  ///< whether padded zeros count in the average
+  ANVIL_OPTION(AvgPool2dOptions, bool, ceil_mode) = false;  ///< round the output size up (PyTorch's rule)
 };
 
 class MaxPool2d : public Module {
@@ -54,8 +55,8 @@ class AvgPool2d : public Module {
   AvgPool2dOptions options;
 };
 
-// Averages into a fixed output size whatever the input size, with PyTorch's
-// windows: output cell i covers [floor(i*H/oh), ceil((i+1)*H/oh)).
+/// Averages into a fixed output size whatever the input size, with PyTorch's
+/// windows: output cell i covers [floor(i*H/oh), ceil((i+1)*H/oh)).
 class AdaptiveAvgPool2d : public Module {
  public:
   explicit AdaptiveAvgPool2d(Size2 output_size) : Module("AdaptiveAvgPool2d"), output_size(output_size) {}

@@ -1,8 +1,9 @@
 #pragma once
-// RMSNorm over the trailing dims given by normalized_shape: a one-liner over
-// rms_norm with PyTorch's learnable weight.
-//
-//   auto rms = std::make_shared<nn::RMSNorm>(nn::RMSNormOptions({512}).eps(1e-6));
+/// @file
+/// RMSNorm over the trailing dims given by normalized_shape: a one-liner over
+/// rms_norm with PyTorch's learnable weight.
+///
+///     auto rms = std::make_shared<nn::RMSNorm>(nn::RMSNormOptions({512}).eps(1e-6));
 #include <cstdint>
 #include <optional>
 
@@ -13,8 +14,8 @@ namespace anvil::nn {
 
 struct RMSNormOptions {
   ANVIL_OPTION(RMSNormOptions, Shape, normalized_shape) = {};
-  ANVIL_OPTION(RMSNormOptions, std::optional<double>, eps) = std::nullopt;  // default: the dtype's epsilon
-  ANVIL_OPTION(RMSNormOptions, bool, elementwise_affine) = true;  // weight (ones) [normalized_shape]
+  ANVIL_OPTION(RMSNormOptions, std::optional<double>, eps) = std::nullopt;  ///< default: the dtype's epsilon
+  ANVIL_OPTION(RMSNormOptions, bool, elementwise_affine) = true;  ///< weight (ones) [normalized_shape]
 };
 
 class RMSNorm : public Module {

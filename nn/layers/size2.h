@@ -1,6 +1,7 @@
 #pragma once
-// Size2: a (height, width) pair that also accepts one number for both, so
-// options read like PyTorch's: `.kernel_size = 3` or `.kernel_size = {3, 5}`.
+/// @file
+/// Size2: a (height, width) pair that also accepts one number for both, so
+/// options read like PyTorch's: `.kernel_size = 3` or `.kernel_size = {3, 5}`.
 #include <array>
 #include <cstdint>
 #include <string>

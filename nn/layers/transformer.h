@@ -1,9 +1,10 @@
 #pragma once
-// GPT-2 style causal self-attention and pre-LayerNorm transformer block, on
-// [B, T, C] input (C = n_embd).
-//
-//   auto block = std::make_shared<nn::TransformerBlock>(nn::TransformerOptions{.n_embd = 128, .n_head = 4});
-//   Tensor y = block->forward(x);  // [B, T, 128]
+/// @file
+/// GPT-2 style causal self-attention and pre-LayerNorm transformer block, on
+/// [B, T, C] input (C = n_embd).
+///
+///     auto block = std::make_shared<nn::TransformerBlock>(nn::TransformerOptions{.n_embd = 128, .n_head = 4});
+///     Tensor y = block->forward(x);  // [B, T, 128]
 #include <cstdint>
 #include <memory>
 
@@ -18,14 +19,14 @@ namespace anvil::nn {
 struct TransformerOptions {
   ANVIL_OPTION(TransformerOptions, int64_t, n_embd) = 0;
   ANVIL_OPTION(TransformerOptions, int64_t, n_head) = 1;
-  // On attention weights and on each residual branch, in training.
+  /// On attention weights and on each residual branch, in training.
   ANVIL_OPTION(TransformerOptions, double, dropout) = 0.0;
-  ANVIL_OPTION(TransformerOptions, bool, bias) = true;  // biases in the Linear and LayerNorm layers
-  ANVIL_OPTION(TransformerOptions, int64_t, mlp_ratio) = 4;  // hidden width of the MLP, in multiples of n_embd
+  ANVIL_OPTION(TransformerOptions, bool, bias) = true;  ///< biases in the Linear and LayerNorm layers
+  ANVIL_OPTION(TransformerOptions, int64_t, mlp_ratio) = 4;  ///< hidden width of the MLP, in multiples of n_embd
 };
 
-// Multi-head attention where position t attends to positions 0..t. One
-// Linear makes q, k and v ("qkv", [3C, C]); another projects back ("proj").
+/// Multi-head attention where position t attends to positions 0..t. One
+/// Linear makes q, k and v ("qkv", [3C, C]); another projects back ("proj").
 class CausalSelfAttention : public Module {
  public:
   explicit CausalSelfAttention(const TransformerOptions& options);
@@ -36,8 +37,8 @@ class CausalSelfAttention : public Module {
   std::shared_ptr<Linear> qkv, proj;
 };
 
-// x + attn(ln1(x)), then + mlp(ln2(x)); mlp = Linear(C, 4C), GELU (tanh),
-// Linear(4C, C), Dropout.
+/// x + attn(ln1(x)), then + mlp(ln2(x)); mlp = Linear(C, 4C), GELU (tanh),
+/// Linear(4C, C), Dropout.
 class TransformerBlock : public Module {
  public:
   explicit TransformerBlock(const TransformerOptions& options);

@@ -1,9 +1,10 @@
 #pragma once
-// Resampling layers: Upsample (the interpolate op), PixelShuffle and
-// PixelUnshuffle (sub-pixel rearrangement), and Identity.
-//
-//   auto up = std::make_shared<nn::Upsample>(nn::UpsampleOptions().scale_factor({2.0}).mode(anvil::kBilinear));
-//   auto ps = std::make_shared<nn::PixelShuffle>(3);  // [N, 9C, H, W] -> [N, C, 3H, 3W]
+/// @file
+/// Resampling layers: Upsample (the interpolate op), PixelShuffle and
+/// PixelUnshuffle (sub-pixel rearrangement), and Identity.
+///
+///     auto up = std::make_shared<nn::Upsample>(nn::UpsampleOptions().scale_factor({2.0}).mode(anvil::kBilinear));
+///     auto ps = std::make_shared<nn::PixelShuffle>(3);  // [N, 9C, H, W] -> [N, C, 3H, 3W]
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,7 +16,7 @@
 
 namespace anvil::nn {
 
-// Returns its input, as torch.nn.Identity (a placeholder where a layer is optional).
+/// Returns its input, as torch.nn.Identity (a placeholder where a layer is optional).
 class Identity : public Module {
  public:
   Identity() : Module("Identity") {}
@@ -23,10 +24,10 @@ class Identity : public Module {
 };
 
 struct UpsampleOptions {
-  ANVIL_OPTION(UpsampleOptions, std::vector<int64_t>, size) = {};  // one per spatial dim, or one for all
-  ANVIL_OPTION(UpsampleOptions, std::vector<double>, scale_factor) = {};  // exactly one of size and scale_factor
+  ANVIL_OPTION(UpsampleOptions, std::vector<int64_t>, size) = {};  ///< one per spatial dim, or one for all
+  ANVIL_OPTION(UpsampleOptions, std::vector<double>, scale_factor) = {};  ///< exactly one of size and scale_factor
   ANVIL_OPTION(UpsampleOptions, InterpolateMode, mode) = InterpolateMode::Nearest;
-  ANVIL_OPTION(UpsampleOptions, std::optional<bool>, align_corners) = std::nullopt;  // (bi)linear only
+  ANVIL_OPTION(UpsampleOptions, std::optional<bool>, align_corners) = std::nullopt;  ///< (bi)linear only
 };
 
 class Upsample : public Module {

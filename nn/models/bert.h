@@ -1,17 +1,18 @@
 #pragma once
-// BERT's encoder (HuggingFace transformers' BertModel), with the same module
-// tree, so its state_dict keys are PyTorch's ("embeddings.word_embeddings.weight",
-// "encoder.layer.0.attention.self.query.weight", ...) and a model.safetensors
-// saved by transformers loads as is:
-//
-//   auto bert = nn::BertModel::from_pretrained(dir);  // config.json + model.safetensors
-//   nn::BertOutput out = bert->forward(ids, mask);     // ids, mask: int64 [B, T]
-//   out.last_hidden_state;                            // [B, T, hidden]
-//
-// Post-LN layers: x = LN(x + attention(x)); x = LN(x + FFN(x)), with the exact
-// (erf) GELU. The attention is the fused scaled_dot_product_attention (the
-// composed math path while attention dropout is on, in training); padding
-// keys are masked out.
+/// @file
+/// BERT's encoder (HuggingFace transformers' BertModel), with the same module
+/// tree, so its state_dict keys are PyTorch's ("embeddings.word_embeddings.weight",
+/// "encoder.layer.0.attention.self.query.weight", ...) and a model.safetensors
+/// saved by transformers loads as is:
+///
+///     auto bert = nn::BertModel::from_pretrained(dir);  // config.json + model.safetensors
+///     nn::BertOutput out = bert->forward(ids, mask);     // ids, mask: int64 [B, T]
+///     out.last_hidden_state;                            // [B, T, hidden]
+///
+/// Post-LN layers: x = LN(x + attention(x)); x = LN(x + FFN(x)), with the exact
+/// (erf) GELU. The attention is the fused scaled_dot_product_attention (the
+/// composed math path while attention dropout is on, in training); padding
+/// keys are masked out.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -25,7 +26,7 @@
 
 namespace anvil::nn {
 
-// config.json's fields (transformers' BertConfig); the defaults are BERT-base's.
+/// config.json's fields (transformers' BertConfig); the defaults are BERT-base's.
 struct BertConfig {
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
@@ -38,37 +39,39 @@ struct BertConfig {
   double hidden_dropout_prob = 0.1;
   double attention_probs_dropout_prob = 0.1;
   int64_t pad_token_id = 0;
-  bool add_pooling_layer = true;  // the [CLS] pooler (not in config.json: PyTorch's constructor argument)
+  bool add_pooling_layer = true;  ///< the [CLS] pooler (not in config.json: PyTorch's constructor argument)
 
-  // Only "bert" with hidden_act "gelu" (erf) and absolute positions is accepted.
+  /// Only "bert" with hidden_act "gelu" (erf) and absolute positions is accepted.
   static BertConfig from_json_file(const std::filesystem::path& config_json);
 };
 
 class BertEmbeddings : public Module {
  public:
   explicit BertEmbeddings(const BertConfig& config);
-  // input_ids, token_type_ids (undefined: zeros): int64 [B, T] -> [B, T, hidden].
+  ///@{
+  /// input_ids, token_type_ids (undefined: zeros): int64 [B, T] -> [B, T, hidden].
   Tensor forward(const Tensor& input_ids, const Tensor& token_type_ids);
   Tensor forward(const Tensor& input_ids) override { return forward(input_ids, Tensor()); }
+  ///@}
 
   BertConfig config;
   std::shared_ptr<Embedding> word_embeddings, position_embeddings, token_type_embeddings;
-  std::shared_ptr<LayerNorm> layer_norm;  // "LayerNorm", PyTorch's name
-  Tensor position_ids;  // buffer [1, max_position_embeddings]: 0, 1, 2, ...
+  std::shared_ptr<LayerNorm> layer_norm;  ///< "LayerNorm", PyTorch's name
+  Tensor position_ids;  ///< buffer [1, max_position_embeddings]: 0, 1, 2, ...
 };
 
 class BertSelfAttention : public Module {
  public:
   explicit BertSelfAttention(const BertConfig& config);
-  // x [B, T, hidden]; key_mask bool [B, T], true where a key may be attended (undefined: all).
+  /// x [B, T, hidden]; key_mask bool [B, T], true where a key may be attended (undefined: all).
   Tensor forward(const Tensor& x, const Tensor& key_mask);
 
   BertConfig config;
   std::shared_ptr<Linear> query, key, value;
 };
 
-// dense, dropout, then LayerNorm over the sum with the sublayer's input:
-// both of BERT's residual ends (BertSelfOutput and BertOutput).
+/// dense, dropout, then LayerNorm over the sum with the sublayer's input:
+/// both of BERT's residual ends (BertSelfOutput and BertOutput).
 class BertResidualOutput : public Module {
  public:
   BertResidualOutput(const std::string& type_name, int64_t in_features, const BertConfig& config);
@@ -76,7 +79,7 @@ class BertResidualOutput : public Module {
 
   BertConfig config;
   std::shared_ptr<Linear> dense;
-  std::shared_ptr<LayerNorm> layer_norm;  // "LayerNorm"
+  std::shared_ptr<LayerNorm> layer_norm;  ///< "LayerNorm"
 };
 
 class BertAttention : public Module {
@@ -84,7 +87,7 @@ class BertAttention : public Module {
   explicit BertAttention(const BertConfig& config);
   Tensor forward(const Tensor& x, const Tensor& key_mask);
 
-  std::shared_ptr<BertSelfAttention> self_attention;  // "self"
+  std::shared_ptr<BertSelfAttention> self_attention;  ///< "self"
   std::shared_ptr<BertResidualOutput> output;
 };
 
@@ -94,7 +97,7 @@ class BertLayer : public Module {
   Tensor forward(const Tensor& x, const Tensor& key_mask);
 
   std::shared_ptr<BertAttention> attention;
-  std::shared_ptr<Sequential> intermediate;  // holds "dense" then the erf GELU
+  std::shared_ptr<Sequential> intermediate;  ///< holds "dense" then the erf GELU
   std::shared_ptr<BertResidualOutput> output;
 };
 
@@ -103,10 +106,10 @@ class BertEncoder : public Module {
   explicit BertEncoder(const BertConfig& config);
   Tensor forward(const Tensor& x, const Tensor& key_mask);
 
-  std::shared_ptr<ModuleList> layer;  // of BertLayer
+  std::shared_ptr<ModuleList> layer;  ///< of BertLayer
 };
 
-// tanh(dense(h[:, 0])): BERT's sentence vector for next-sentence prediction.
+/// tanh(dense(h[:, 0])): BERT's sentence vector for next-sentence prediction.
 class BertPooler : public Module {
  public:
   explicit BertPooler(const BertConfig& config);
@@ -116,39 +119,41 @@ class BertPooler : public Module {
 };
 
 struct BertOutput {
-  Tensor last_hidden_state;  // [B, T, hidden]
-  Tensor pooler_output;  // [B, hidden]: tanh(dense(first token)); undefined without a pooler
+  Tensor last_hidden_state;  ///< [B, T, hidden]
+  Tensor pooler_output;  ///< [B, hidden]: tanh(dense(first token)); undefined without a pooler
 };
 
 class BertModel : public Module {
  public:
   explicit BertModel(const BertConfig& config);
-  // input_ids int64 [B, T]; attention_mask [B, T] (1 token, 0 padding;
-  // undefined: all tokens); token_type_ids int64 [B, T] (undefined: zeros).
+  ///@{
+  /// input_ids int64 [B, T]; attention_mask [B, T] (1 token, 0 padding;
+  /// undefined: all tokens); token_type_ids int64 [B, T] (undefined: zeros).
   BertOutput forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& token_type_ids = {});
   Tensor forward(const Tensor& input_ids) override { return forward(input_ids, Tensor()).last_hidden_state; }
+  ///@}
   std::string extra_repr() const override;
 
-  // The state_dict in a safetensors file, by PyTorch's key names. Errors name
-  // the file and every missing, unexpected or mis-shaped tensor. A file
-  // without "embeddings.position_ids" (newer transformers do not save it)
-  // keeps the arange.
+  /// The state_dict in a safetensors file, by PyTorch's key names. Errors name
+  /// the file and every missing, unexpected or mis-shaped tensor. A file
+  /// without "embeddings.position_ids" (newer transformers do not save it)
+  /// keeps the arange.
   void load_safetensors(const std::filesystem::path& path);
-  // config.json and model.safetensors in a directory (as save_pretrained
-  // writes them); the pooler is built when the file has its weights.
+  /// config.json and model.safetensors in a directory (as save_pretrained
+  /// writes them); the pooler is built when the file has its weights.
   static std::shared_ptr<BertModel> from_pretrained(const std::filesystem::path& dir);
 
   BertConfig config;
   std::shared_ptr<BertEmbeddings> embeddings;
   std::shared_ptr<BertEncoder> encoder;
-  std::shared_ptr<BertPooler> pooler;  // null without a pooler
+  std::shared_ptr<BertPooler> pooler;  ///< null without a pooler
 };
 
-// sentence-transformers' mean pooling: the mean of the token vectors where
-// attention_mask is 1 ([B, T, H], [B, T] -> [B, H]); a row with no token
-// divides by 1e-9 as the reference does (giving zeros).
+/// sentence-transformers' mean pooling: the mean of the token vectors where
+/// attention_mask is 1 ([B, T, H], [B, T] -> [B, H]); a row with no token
+/// divides by 1e-9 as the reference does (giving zeros).
 Tensor mean_pooling(const Tensor& token_embeddings, const Tensor& attention_mask);
-// x / max(||x||_2, eps) over the last dim (torch.nn.functional.normalize).
+/// x / max(||x||_2, eps) over the last dim (torch.nn.functional.normalize).
 Tensor l2_normalize(const Tensor& x, double eps = 1e-12);
 
 }  // namespace anvil::nn

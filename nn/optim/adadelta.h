@@ -1,13 +1,15 @@
 #pragma once
-// Adadelta (Zeiler 2012), torch.optim.Adadelta's update:
-//   g = grad (or -grad when maximize) + weight_decay * p
-//   v = rho * v + (1 - rho) * g^2
-//   delta = sqrt(u + eps) / sqrt(v + eps) * g
-//   u = rho * u + (1 - rho) * delta^2
-//   p -= lr * delta
-// The step's size comes from the running mean of past updates (u), so lr is
-// a scale on it (1.0, PyTorch's default, is the paper's method). State per
-// parameter: "square_avg" (v), "acc_delta" (u) and the step count.
+/// @file
+/// Adadelta (Zeiler 2012), torch.optim.Adadelta's update:
+///
+///     g = grad (or -grad when maximize) + weight_decay * p
+///     v = rho * v + (1 - rho) * g^2
+///     delta = sqrt(u + eps) / sqrt(v + eps) * g
+///     u = rho * u + (1 - rho) * delta^2
+///     p -= lr * delta
+/// The step's size comes from the running mean of past updates (u), so lr is
+/// a scale on it (1.0, PyTorch's default, is the paper's method). State per
+/// parameter: "square_avg" (v), "acc_delta" (u) and the step count.
 #include <string>
 #include <string_view>
 #include <vector>

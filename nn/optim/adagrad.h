@@ -1,9 +1,11 @@
 #pragma once
-// Adagrad, torch.optim.Adagrad's update (t = the parameter's step, from 1):
-//   g = grad (or -grad when maximize) + weight_decay * p
-//   clr = lr / (1 + (t - 1) * lr_decay)
-//   sum += g^2;  p -= clr * g / (sqrt(sum) + eps)
-// State per parameter: "sum" (starting at initial_accumulator_value) and the step count.
+/// @file
+/// Adagrad, torch.optim.Adagrad's update (t = the parameter's step, from 1):
+///
+///     g = grad (or -grad when maximize) + weight_decay * p
+///     clr = lr / (1 + (t - 1) * lr_decay)
+///     sum += g^2;  p -= clr * g / (sqrt(sum) + eps)
+/// State per parameter: "sum" (starting at initial_accumulator_value) and the step count.
 #include <string>
 #include <string_view>
 #include <vector>

@@ -1,13 +1,15 @@
 #pragma once
-// Adam and AdamW, torch.optim.Adam / AdamW's update (t = the parameter's step, from 1):
-//   g = grad (or -grad when maximize)
-//   Adam:  g += weight_decay * p          (L2 penalty through the moments)
-//   AdamW: p *= 1 - lr * weight_decay     (decoupled weight decay)
-//   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
-//   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// amsgrad=true (AMSGrad) divides by sqrt(v_max) instead, v_max = max(v_max, v).
-// State per parameter: "exp_avg" (m), "exp_avg_sq" (v), with amsgrad
-// "max_exp_avg_sq" (v_max), and the step count.
+/// @file
+/// Adam and AdamW, torch.optim.Adam / AdamW's update (t = the parameter's step, from 1):
+///
+///     g = grad (or -grad when maximize)
+///     Adam:  g += weight_decay * p          (L2 penalty through the moments)
+///     AdamW: p *= 1 - lr * weight_decay     (decoupled weight decay)
+///     m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+///     p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+/// amsgrad=true (AMSGrad) divides by sqrt(v_max) instead, v_max = max(v_max, v).
+/// State per parameter: "exp_avg" (m), "exp_avg_sq" (v), with amsgrad
+/// "max_exp_avg_sq" (v_max), and the step count.
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -25,8 +27,8 @@ struct AdamOptions {
   ANVIL_OPTION(AdamOptions, double, eps) = 1e-8;
   ANVIL_OPTION(AdamOptions, double, weight_decay) = 0.0;
   ANVIL_OPTION(AdamOptions, bool, maximize) = false;
-  ANVIL_OPTION(AdamOptions, bool, amsgrad) = false;  // AMSGrad, as libtorch's option
-  // libtorch's spelling of beta1 and beta2: AdamOptions(1e-3).betas({0.9, 0.98}).
+  ANVIL_OPTION(AdamOptions, bool, amsgrad) = false;  ///< AMSGrad, as libtorch's option
+  /// libtorch's spelling of beta1 and beta2: AdamOptions(1e-3).betas({0.9, 0.98}).
   AdamOptions& betas(std::tuple<double, double> b) {
     std::tie(beta1, beta2) = b;
     return *this;
@@ -37,7 +39,7 @@ struct AdamOptions {
   bool set_named(std::string_view name, double value);
 };
 
-// The same settings; only the default weight decay differs (as in PyTorch).
+/// The same settings; only the default weight decay differs (as in PyTorch).
 struct AdamWOptions {
   ANVIL_OPTION(AdamWOptions, double, lr) = 1e-3;
   ANVIL_OPTION(AdamWOptions, double, beta1) = 0.9;
@@ -45,7 +47,7 @@ struct AdamWOptions {
   ANVIL_OPTION(AdamWOptions, double, eps) = 1e-8;
   ANVIL_OPTION(AdamWOptions, double, weight_decay) = 1e-2;
   ANVIL_OPTION(AdamWOptions, bool, maximize) = false;
-  ANVIL_OPTION(AdamWOptions, bool, amsgrad) = false;  // AMSGrad, as libtorch's option
+  ANVIL_OPTION(AdamWOptions, bool, amsgrad) = false;  ///< AMSGrad, as libtorch's option
   AdamWOptions& betas(std::tuple<double, double> b) {
     std::tie(beta1, beta2) = b;
     return *this;

@@ -1,9 +1,11 @@
 #pragma once
-// Adamax (Adam with the infinity norm), torch.optim.Adamax's update (t from 1):
-//   g = grad (or -grad when maximize) + weight_decay * p
-//   m = beta1 * m + (1 - beta1) * g;  u = max(beta2 * u, |g| + eps)
-//   p -= lr / (1 - beta1^t) * m / u
-// State per parameter: "exp_avg" (m), "exp_inf" (u) and the step count.
+/// @file
+/// Adamax (Adam with the infinity norm), torch.optim.Adamax's update (t from 1):
+///
+///     g = grad (or -grad when maximize) + weight_decay * p
+///     m = beta1 * m + (1 - beta1) * g;  u = max(beta2 * u, |g| + eps)
+///     p -= lr / (1 - beta1^t) * m / u
+/// State per parameter: "exp_avg" (m), "exp_inf" (u) and the step count.
 #include <string>
 #include <string_view>
 #include <tuple>

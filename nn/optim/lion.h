@@ -1,12 +1,14 @@
 #pragma once
-// Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms"),
-// the update of the paper and of lion-pytorch (PyTorch has no Lion):
-//   g = grad (or -grad when maximize)
-//   p *= 1 - lr * weight_decay                  (decoupled, as AdamW)
-//   p -= lr * sign(beta1 * m + (1 - beta1) * g)
-//   m = beta2 * m + (1 - beta2) * g
-// State per parameter: "exp_avg" (m) and the step count. Lion's lr is
-// typically 3-10x smaller than AdamW's and its weight decay larger.
+/// @file
+/// Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms"),
+/// the update of the paper and of lion-pytorch (PyTorch has no Lion):
+///
+///     g = grad (or -grad when maximize)
+///     p *= 1 - lr * weight_decay                  (decoupled, as AdamW)
+///     p -= lr * sign(beta1 * m + (1 - beta1) * g)
+///     m = beta2 * m + (1 - beta2) * g
+/// State per parameter: "exp_avg" (m) and the step count. Lion's lr is
+/// typically 3-10x smaller than AdamW's and its weight decay larger.
 #include <string>
 #include <string_view>
 #include <tuple>

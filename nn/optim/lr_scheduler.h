@@ -1,25 +1,26 @@
 #pragma once
-// Learning-rate schedules. Each is a closed-form function of the number of
-// scheduler steps taken, t, with PyTorch's formulas (torch.optim.lr_scheduler).
-//
-// Call step() once after each optimizer.step(), i.e. once per batch: t counts
-// optimizer updates, and warmup_steps / total_steps are in updates. (StepLR
-// works per epoch as well if stepped once per epoch; its step_size is then in
-// epochs.) Construction sets every group's lr to the value for t = 0, so the
-// first update uses it:
-//
-//   optim::AdamW opt(model->parameters(), {.lr = 3e-4});
-//   optim::CosineAnnealingLR sched(opt, {.total_steps = 10000, .warmup_steps = 500});
-//   for (...) { ...; opt.step(); sched.step(); }
-//
-// A scheduler holds a reference to its optimizer, which must outlive it.
-// "Base lr" below is each group's lr when the first scheduler over that
-// optimizer was made (Optimizer::initial_lrs, PyTorch's "initial_lr"), so
-// schedulers combined by SequentialLR or ChainedScheduler share it.
-//
-// ReduceLROnPlateau is not a function of t: it follows a metric, stepped
-// once per epoch with the metric's value (train::PlateauScheduler does that
-// inside the Trainer).
+/// @file
+/// Learning-rate schedules. Each is a closed-form function of the number of
+/// scheduler steps taken, t, with PyTorch's formulas (torch.optim.lr_scheduler).
+///
+/// Call step() once after each optimizer.step(), i.e. once per batch: t counts
+/// optimizer updates, and warmup_steps / total_steps are in updates. (StepLR
+/// works per epoch as well if stepped once per epoch; its step_size is then in
+/// epochs.) Construction sets every group's lr to the value for t = 0, so the
+/// first update uses it:
+///
+///     optim::AdamW opt(model->parameters(), {.lr = 3e-4});
+///     optim::CosineAnnealingLR sched(opt, {.total_steps = 10000, .warmup_steps = 500});
+///     for (...) { ...; opt.step(); sched.step(); }
+///
+/// A scheduler holds a reference to its optimizer, which must outlive it.
+/// "Base lr" below is each group's lr when the first scheduler over that
+/// optimizer was made (Optimizer::initial_lrs, PyTorch's "initial_lr"), so
+/// schedulers combined by SequentialLR or ChainedScheduler share it.
+///
+/// ReduceLROnPlateau is not a function of t: it follows a metric, stepped
+/// once per epoch with the metric's value (train::PlateauScheduler does that
+/// inside the Trainer).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,8 +31,8 @@
 namespace anvil::nn::optim {
 
 struct SchedulerState {
-  int64_t last_step = 0;  // scheduler steps taken
-  std::vector<double> base_lrs;  // one per parameter group
+  int64_t last_step = 0;  ///< scheduler steps taken
+  std::vector<double> base_lrs;  ///< one per parameter group
 };
 
 class LRScheduler {
@@ -40,23 +41,23 @@ class LRScheduler {
   LRScheduler(const LRScheduler&) = delete;
   LRScheduler& operator=(const LRScheduler&) = delete;
 
-  // Advances t by one and sets every group's lr to lr_at(t, group).
+  /// Advances t by one and sets every group's lr to lr_at(t, group).
   void step();
-  // The lrs set by the last step (or by construction), one per group.
+  /// The lrs set by the last step (or by construction), one per group.
   const std::vector<double>& get_last_lr() const { return last_lrs_; }
   int64_t last_step() const { return last_step_; }
   const std::vector<double>& base_lrs() const { return base_lrs_; }
-  // The lr of `group` after t steps, without changing anything.
+  /// The lr of `group` after t steps, without changing anything.
   virtual double lr_at(int64_t t, size_t group) const = 0;
 
   SchedulerState state_dict() const { return {last_step_, base_lrs_}; }
-  // Restores t and the base lrs and sets the optimizer's lrs to match, so it
-  // does not matter whether the optimizer's state is loaded before or after.
+  /// Restores t and the base lrs and sets the optimizer's lrs to match, so it
+  /// does not matter whether the optimizer's state is loaded before or after.
   void load_state_dict(const SchedulerState& state);
 
  protected:
   explicit LRScheduler(Optimizer& optimizer);
-  // Derived constructors call this last (lr_at is virtual): applies t = 0.
+  /// Derived constructors call this last (lr_at is virtual): applies t = 0.
   void start() { apply_at(0); }
   Optimizer& optimizer() const { return optimizer_; }
 
@@ -64,13 +65,13 @@ class LRScheduler {
   bool uses(const Optimizer& o) const { return &optimizer_ == &o; }
 
  private:
-  void apply_at(int64_t t);  // sets the lrs for t and makes t current
+  void apply_at(int64_t t);  ///< sets the lrs for t and makes t current
   Optimizer& optimizer_;
   int64_t last_step_ = 0;
   std::vector<double> base_lrs_, last_lrs_;
 };
 
-// lr = base * gamma^floor(t / step_size)
+/// lr = base * gamma^floor(t / step_size)
 struct StepLROptions {
   int64_t step_size = 1;
   double gamma = 0.1;
@@ -78,7 +79,7 @@ struct StepLROptions {
 class StepLR : public LRScheduler {
  public:
   StepLR(Optimizer& optimizer, StepLROptions options);
-  // libtorch's StepLR(optimizer, step_size, gamma).
+  /// libtorch's StepLR(optimizer, step_size, gamma).
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1)
       : StepLR(optimizer, StepLROptions{step_size, gamma}) {}
   double lr_at(int64_t t, size_t group) const override;
@@ -87,10 +88,10 @@ class StepLR : public LRScheduler {
   StepLROptions o_;
 };
 
-// lr = base * (start_factor + (1 - start_factor) * min(t, warmup_steps) / warmup_steps):
-// a linear ramp to base, then constant (PyTorch's LinearLR with end_factor 1;
-// start_factor 0 is transformers' constant schedule with warmup, whose first
-// update uses lr 0).
+/// lr = base * (start_factor + (1 - start_factor) * min(t, warmup_steps) / warmup_steps):
+/// a linear ramp to base, then constant (PyTorch's LinearLR with end_factor 1;
+/// start_factor 0 is transformers' constant schedule with warmup, whose first
+/// update uses lr 0).
 struct LinearWarmupLROptions {
   int64_t warmup_steps = 0;
   double start_factor = 0.0;
@@ -104,11 +105,12 @@ class LinearWarmupLR : public LRScheduler {
   LinearWarmupLROptions o_;
 };
 
-// Linear warmup (as LinearWarmupLR) over warmup_steps, then cosine annealing
-// from base down to min_lr at t = total_steps, and min_lr after that:
-//   lr = min_lr + (base - min_lr) * (1 + cos(pi * (t - warmup) / (total - warmup))) / 2
-// With warmup_steps = 0 this is PyTorch's CosineAnnealingLR(T_max = total_steps,
-// eta_min = min_lr) up to T_max (PyTorch's keeps following the cosine back up).
+/// Linear warmup (as LinearWarmupLR) over warmup_steps, then cosine annealing
+/// from base down to min_lr at t = total_steps, and min_lr after that:
+///
+///     lr = min_lr + (base - min_lr) * (1 + cos(pi * (t - warmup) / (total - warmup))) / 2
+/// With warmup_steps = 0 this is PyTorch's CosineAnnealingLR(T_max = total_steps,
+/// eta_min = min_lr) up to T_max (PyTorch's keeps following the cosine back up).
 struct CosineAnnealingLROptions {
   int64_t total_steps = 0;
   int64_t warmup_steps = 0;
@@ -124,13 +126,14 @@ class CosineAnnealingLR : public LRScheduler {
   CosineAnnealingLROptions o_;
 };
 
-// PyTorch's OneCycleLR with cosine annealing (its default), without momentum
-// cycling (as cycle_momentum=False). It ignores the base lrs:
-//   initial = max_lr / div_factor, min = initial / final_div_factor;
-//   phase 1: initial -> max_lr over t in [0, pct_start * total_steps - 1]
-//   phase 2: max_lr -> min up to t = total_steps - 1
-//   (three_phase: max_lr -> initial, then initial -> min, as PyTorch's).
-// Stepping past total_steps is an error, as in PyTorch.
+/// PyTorch's OneCycleLR with cosine annealing (its default), without momentum
+/// cycling (as cycle_momentum=False). It ignores the base lrs:
+///
+///     initial = max_lr / div_factor, min = initial / final_div_factor;
+///     phase 1: initial -> max_lr over t in [0, pct_start * total_steps - 1]
+///     phase 2: max_lr -> min up to t = total_steps - 1
+///     (three_phase: max_lr -> initial, then initial -> min, as PyTorch's).
+/// Stepping past total_steps is an error, as in PyTorch.
 struct OneCycleLROptions {
   double max_lr = 0.0;
   int64_t total_steps = 0;
@@ -152,8 +155,8 @@ class OneCycleLR : public LRScheduler {
   std::vector<Phase> phases_;
 };
 
-// lr = base * lr_lambda(t), one function for every group or one per group
-// (PyTorch's LambdaLR).
+/// lr = base * lr_lambda(t), one function for every group or one per group
+/// (PyTorch's LambdaLR).
 class LambdaLR : public LRScheduler {
  public:
   using Lambda = std::function<double(int64_t)>;
@@ -165,8 +168,8 @@ class LambdaLR : public LRScheduler {
   std::vector<Lambda> lambdas_;
 };
 
-// lr = base * gamma^(number of milestones <= t) (PyTorch's MultiStepLR; a
-// milestone listed twice decays twice).
+/// lr = base * gamma^(number of milestones <= t) (PyTorch's MultiStepLR; a
+/// milestone listed twice decays twice).
 struct MultiStepLROptions {
   std::vector<int64_t> milestones;
   double gamma = 0.1;
@@ -174,7 +177,7 @@ struct MultiStepLROptions {
 class MultiStepLR : public LRScheduler {
  public:
   MultiStepLR(Optimizer& optimizer, MultiStepLROptions options);
-  // PyTorch's MultiStepLR(optimizer, milestones, gamma).
+  /// PyTorch's MultiStepLR(optimizer, milestones, gamma).
   MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1)
       : MultiStepLR(optimizer, MultiStepLROptions{std::move(milestones), gamma}) {}
   double lr_at(int64_t t, size_t group) const override;
@@ -183,14 +186,14 @@ class MultiStepLR : public LRScheduler {
   MultiStepLROptions o_;
 };
 
-// lr = base * gamma^t (PyTorch's ExponentialLR).
+/// lr = base * gamma^t (PyTorch's ExponentialLR).
 struct ExponentialLROptions {
   double gamma = 0.1;
 };
 class ExponentialLR : public LRScheduler {
  public:
   ExponentialLR(Optimizer& optimizer, ExponentialLROptions options);
-  // PyTorch's ExponentialLR(optimizer, gamma).
+  /// PyTorch's ExponentialLR(optimizer, gamma).
   ExponentialLR(Optimizer& optimizer, double gamma) : ExponentialLR(optimizer, ExponentialLROptions{gamma}) {}
   double lr_at(int64_t t, size_t group) const override;
 
@@ -198,15 +201,16 @@ class ExponentialLR : public LRScheduler {
   ExponentialLROptions o_;
 };
 
-// One schedule after another (PyTorch's SequentialLR): schedulers[i] runs
-// from milestones[i-1], restarted there at its own t = 0:
-//   lr = schedulers[i].lr_at(t - milestones[i-1]), i = number of milestones <= t.
-// The schedulers are made over the same optimizer and only read (never
-// stepped on their own).
-//
-//   auto warmup = std::make_shared<optim::LinearWarmupLR>(opt, optim::LinearWarmupLROptions{.warmup_steps = 5});
-//   auto decay = std::make_shared<optim::ExponentialLR>(opt, optim::ExponentialLROptions{.gamma = 0.9});
-//   optim::SequentialLR sched(opt, {warmup, decay}, {5});
+/// One schedule after another (PyTorch's SequentialLR): schedulers[i] runs
+/// from milestones[i-1], restarted there at its own t = 0:
+///
+///     lr = schedulers[i].lr_at(t - milestones[i-1]), i = number of milestones <= t.
+/// The schedulers are made over the same optimizer and only read (never
+/// stepped on their own).
+///
+///     auto warmup = std::make_shared<optim::LinearWarmupLR>(opt, optim::LinearWarmupLROptions{.warmup_steps = 5});
+///     auto decay = std::make_shared<optim::ExponentialLR>(opt, optim::ExponentialLROptions{.gamma = 0.9});
+///     optim::SequentialLR sched(opt, {warmup, decay}, {5});
 class SequentialLR : public LRScheduler {
  public:
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
@@ -218,10 +222,10 @@ class SequentialLR : public LRScheduler {
   std::vector<int64_t> milestones_;
 };
 
-// Several schedules at once (PyTorch's ChainedScheduler): their factors
-// multiply, lr = base * prod_i schedulers[i].lr_at(t) / base_i, which is what
-// stepping PyTorch's chainable schedulers (StepLR, MultiStepLR,
-// ExponentialLR, LinearLR, LambdaLR-style factors) one after another gives.
+/// Several schedules at once (PyTorch's ChainedScheduler): their factors
+/// multiply, lr = base * prod_i schedulers[i].lr_at(t) / base_i, which is what
+/// stepping PyTorch's chainable schedulers (StepLR, MultiStepLR,
+/// ExponentialLR, LinearLR, LambdaLR-style factors) one after another gives.
 class ChainedScheduler : public LRScheduler {
  public:
   ChainedScheduler(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers);
@@ -231,12 +235,12 @@ class ChainedScheduler : public LRScheduler {
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
 };
 
-// PyTorch's ReduceLROnPlateau: step(metric) once per epoch; when the metric
-// has not improved for more than `patience` steps, every group's lr is
-// multiplied by `factor` (not below min_lr; changes smaller than eps are
-// skipped), then `cooldown` steps pass before counting again. Improvement:
-// mode Min, threshold_mode Rel: metric < best * (1 - threshold); Abs:
-// metric < best - threshold (Max mirrored). A NaN metric never improves.
+/// PyTorch's ReduceLROnPlateau: step(metric) once per epoch; when the metric
+/// has not improved for more than `patience` steps, every group's lr is
+/// multiplied by `factor` (not below min_lr; changes smaller than eps are
+/// skipped), then `cooldown` steps pass before counting again. Improvement:
+/// mode Min, threshold_mode Rel: metric < best * (1 - threshold); Abs:
+/// metric < best - threshold (Max mirrored). A NaN metric never improves.
 struct ReduceLROnPlateauOptions {
   enum class Mode { Min, Max };
   enum class ThresholdMode { Rel, Abs };
@@ -246,7 +250,7 @@ struct ReduceLROnPlateauOptions {
   double threshold = 1e-4;
   ThresholdMode threshold_mode = ThresholdMode::Rel;
   int64_t cooldown = 0;
-  std::vector<double> min_lr = {0.0};  // one for every group, or one per group
+  std::vector<double> min_lr = {0.0};  ///< one for every group, or one per group
   double eps = 1e-8;
 };
 struct PlateauState {
@@ -277,8 +281,9 @@ class ReduceLROnPlateau {
   std::vector<double> last_lrs_;
 };
 
-// libtorch's name and positional constructor for the same scheduler:
-//   ReduceLROnPlateauScheduler sched(opt, ReduceLROnPlateauScheduler::SchedulerMode::min, 0.5, 2);
+/// libtorch's name and positional constructor for the same scheduler:
+///
+///     ReduceLROnPlateauScheduler sched(opt, ReduceLROnPlateauScheduler::SchedulerMode::min, 0.5, 2);
 class ReduceLROnPlateauScheduler : public ReduceLROnPlateau {
  public:
   enum SchedulerMode { min, max };

@@ -1,14 +1,16 @@
 #pragma once
-// NAdam (Adam with Nesterov momentum), torch.optim.NAdam's update (t from 1):
-//   g = grad (or -grad when maximize)
-//   L2: g += weight_decay * p;  decoupled_weight_decay: p *= 1 - lr * weight_decay
-//   mu_t = beta1 * (1 - 0.5 * 0.96^(t * momentum_decay)), mu_{t+1} likewise
-//   mu_product *= mu_t
-//   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
-//   denom = sqrt(v / (1 - beta2^t)) + eps
-//   p -= lr * (1 - mu_t) / (1 - mu_product) * g / denom
-//   p -= lr * mu_{t+1} / (1 - mu_product * mu_{t+1}) * m / denom
-// State per parameter: "exp_avg", "exp_avg_sq", the scalar "mu_product" and the step count.
+/// @file
+/// NAdam (Adam with Nesterov momentum), torch.optim.NAdam's update (t from 1):
+///
+///     g = grad (or -grad when maximize)
+///     L2: g += weight_decay * p;  decoupled_weight_decay: p *= 1 - lr * weight_decay
+///     mu_t = beta1 * (1 - 0.5 * 0.96^(t * momentum_decay)), mu_{t+1} likewise
+///     mu_product *= mu_t
+///     m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+///     denom = sqrt(v / (1 - beta2^t)) + eps
+///     p -= lr * (1 - mu_t) / (1 - mu_product) * g / denom
+///     p -= lr * mu_{t+1} / (1 - mu_product * mu_{t+1}) * m / denom
+/// State per parameter: "exp_avg", "exp_avg_sq", the scalar "mu_product" and the step count.
 #include <string>
 #include <string_view>
 #include <tuple>

@@ -1,14 +1,16 @@
 #pragma once
-// RAdam (rectified Adam), torch.optim.RAdam's update (t from 1):
-//   g = grad (or -grad when maximize)
-//   L2: g += weight_decay * p;  decoupled_weight_decay: p *= 1 - lr * weight_decay
-//   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
-//   rho_inf = 2 / (1 - beta2) - 1;  rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t)
-//   m_hat = m / (1 - beta1^t)
-//   rho_t > 5: r = sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t))
-//              p -= lr * m_hat * r * sqrt(1 - beta2^t) / (sqrt(v) + eps)
-//   else:      p -= lr * m_hat   (the variance is not yet tractable: SGD with momentum)
-// State per parameter: "exp_avg", "exp_avg_sq" and the step count.
+/// @file
+/// RAdam (rectified Adam), torch.optim.RAdam's update (t from 1):
+///
+///     g = grad (or -grad when maximize)
+///     L2: g += weight_decay * p;  decoupled_weight_decay: p *= 1 - lr * weight_decay
+///     m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+///     rho_inf = 2 / (1 - beta2) - 1;  rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t)
+///     m_hat = m / (1 - beta1^t)
+///     rho_t > 5: r = sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t))
+///                p -= lr * m_hat * r * sqrt(1 - beta2^t) / (sqrt(v) + eps)
+///     else:      p -= lr * m_hat   (the variance is not yet tractable: SGD with momentum)
+/// State per parameter: "exp_avg", "exp_avg_sq" and the step count.
 #include <string>
 #include <string_view>
 #include <tuple>

@@ -1,13 +1,15 @@
 #pragma once
-// RMSprop, torch.optim.RMSprop's update:
-//   g = grad (or -grad when maximize) + weight_decay * p
-//   v = alpha * v + (1 - alpha) * g^2
-//   centered: g_avg = alpha * g_avg + (1 - alpha) * g;  avg = sqrt(v - g_avg^2) + eps
-//   else:     avg = sqrt(v) + eps
-//   momentum > 0: buf = momentum * buf + g / avg;  p -= lr * buf
-//   else:         p -= lr * g / avg
-// State per parameter: "square_avg", "momentum_buffer" (momentum > 0),
-// "grad_avg" (centered) and the step count.
+/// @file
+/// RMSprop, torch.optim.RMSprop's update:
+///
+///     g = grad (or -grad when maximize) + weight_decay * p
+///     v = alpha * v + (1 - alpha) * g^2
+///     centered: g_avg = alpha * g_avg + (1 - alpha) * g;  avg = sqrt(v - g_avg^2) + eps
+///     else:     avg = sqrt(v) + eps
+///     momentum > 0: buf = momentum * buf + g / avg;  p -= lr * buf
+///     else:         p -= lr * g / avg
+/// State per parameter: "square_avg", "momentum_buffer" (momentum > 0),
+/// "grad_avg" (centered) and the step count.
 #include <string>
 #include <string_view>
 #include <vector>

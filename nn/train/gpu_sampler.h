@@ -1,11 +1,12 @@
 #pragma once
-// GPU utilization, memory and power from NVML, sampled on a background thread.
-// NVML (libnvidia-ml.so.1, installed with the NVIDIA driver) is loaded at run
-// time with dlopen, so anvil neither links it nor needs it: without the
-// library or a GPU, Nvml::load() returns null and the sampler reports nothing.
-//
-// NVML numbers devices physically, ignoring CUDA_VISIBLE_DEVICES; the CUDA
-// index is mapped through that variable when it lists plain numbers.
+/// @file
+/// GPU utilization, memory and power from NVML, sampled on a background thread.
+/// NVML (libnvidia-ml.so.1, installed with the NVIDIA driver) is loaded at run
+/// time with dlopen, so anvil neither links it nor needs it: without the
+/// library or a GPU, Nvml::load() returns null and the sampler reports nothing.
+///
+/// NVML numbers devices physically, ignoring CUDA_VISIBLE_DEVICES; the CUDA
+/// index is mapped through that variable when it lists plain numbers.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -19,24 +20,24 @@
 namespace anvil::nn::train {
 
 struct GpuSample {
-  double time_s = 0;  // since the sampler started
-  double utilization = 0;  // percent of time a kernel ran, over the driver's last window
-  double memory_used = 0;  // bytes, whole device (all processes)
-  double memory_total = 0;  // bytes
-  double power_watts = -1;  // -1 when the device does not report power
+  double time_s = 0;  ///< since the sampler started
+  double utilization = 0;  ///< percent of time a kernel ran, over the driver's last window
+  double memory_used = 0;  ///< bytes, whole device (all processes)
+  double memory_total = 0;  ///< bytes
+  double power_watts = -1;  ///< -1 when the device does not report power
 };
 
-// The few NVML entry points we use, resolved from the shared library.
+/// The few NVML entry points we use, resolved from the shared library.
 class Nvml {
  public:
-  // Null when the library, its symbols or a GPU are missing, or init fails.
+  /// Null when the library, its symbols or a GPU are missing, or init fails.
   static std::shared_ptr<Nvml> load();
   ~Nvml();
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;
 
   int device_count() const;
-  // One reading of device `nvml_index`; nullopt if NVML refuses.
+  /// One reading of device `nvml_index`; nullopt if NVML refuses.
   std::optional<GpuSample> sample(int nvml_index) const;
   std::string device_name(int nvml_index) const;
 
@@ -47,7 +48,7 @@ class Nvml {
   std::unique_ptr<Api> api_;
 };
 
-// The NVML index of CUDA device `cuda_index` in this process.
+/// The NVML index of CUDA device `cuda_index` in this process.
 int nvml_index_for_cuda_device(int cuda_index);
 
 struct GpuSummary {
@@ -59,11 +60,11 @@ struct GpuSummary {
 
 class GpuSampler {
  public:
-  // Samples every `interval` while running. A null nvml makes a sampler that
-  // records nothing (so callers need not branch).
+  /// Samples every `interval` while running. A null nvml makes a sampler that
+  /// records nothing (so callers need not branch).
   GpuSampler(std::shared_ptr<Nvml> nvml, int nvml_index,
              std::chrono::milliseconds interval = std::chrono::milliseconds(100));
-  ~GpuSampler();  // stops
+  ~GpuSampler();  ///< stops
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;
 
@@ -73,7 +74,7 @@ class GpuSampler {
   std::vector<GpuSample> samples() const;
   std::optional<GpuSample> latest() const;
   GpuSummary summary() const;
-  // Adds a reading taken elsewhere (tests; or a caller with its own source).
+  /// Adds a reading taken elsewhere (tests; or a caller with its own source).
   void add(const GpuSample& s);
 
  private:

@@ -1,19 +1,20 @@
 #pragma once
-// Callbacks about the learning rate.
-//
-// LearningRateMonitor (Lightning's): logs every parameter group's lr into
-// the metrics log and TensorBoard as "lr-<Optimizer>" ("lr-<Optimizer>/pg<i>"
-// with several groups, counting from 1), per optimizer step (the lr the step
-// used, in the rows log_every_n_steps writes) or per epoch (the lr the epoch
-// started with, in the epoch's row).
-//
-// PlateauScheduler: steps an optim::ReduceLROnPlateau with a monitored
-// epoch metric at each epoch end (Lightning's lr_scheduler_config with
-// "monitor"); its state goes into the Trainer's checkpoints.
-//
-//   trainer.add_callback(std::make_shared<train::LearningRateMonitor>());
-//   auto plateau = std::make_shared<optim::ReduceLROnPlateau>(opt, optim::ReduceLROnPlateauOptions{.patience = 2});
-//   trainer.add_callback(std::make_shared<train::PlateauScheduler>(plateau, "val_loss"));
+/// @file
+/// Callbacks about the learning rate.
+///
+/// LearningRateMonitor (Lightning's): logs every parameter group's lr into
+/// the metrics log and TensorBoard as "lr-<Optimizer>" ("lr-<Optimizer>/pg<i>"
+/// with several groups, counting from 1), per optimizer step (the lr the step
+/// used, in the rows log_every_n_steps writes) or per epoch (the lr the epoch
+/// started with, in the epoch's row).
+///
+/// PlateauScheduler: steps an optim::ReduceLROnPlateau with a monitored
+/// epoch metric at each epoch end (Lightning's lr_scheduler_config with
+/// "monitor"); its state goes into the Trainer's checkpoints.
+///
+///     trainer.add_callback(std::make_shared<train::LearningRateMonitor>());
+///     auto plateau = std::make_shared<optim::ReduceLROnPlateau>(opt, optim::ReduceLROnPlateauOptions{.patience = 2});
+///     trainer.add_callback(std::make_shared<train::PlateauScheduler>(plateau, "val_loss"));
 #include <map>
 #include <memory>
 #include <string>
@@ -36,7 +37,7 @@ class LearningRateMonitor : public Callback {
   void on_train_epoch_start(Trainer& trainer, Task& task) override;
   void on_train_batch_end(Trainer& trainer, Task& task, double loss) override;
   void on_train_epoch_end(Trainer& trainer, Task& task, const Metrics& metrics) override;
-  // Every value logged, by name, in order (Lightning's lrs).
+  /// Every value logged, by name, in order (Lightning's lrs).
   const std::map<std::string, std::vector<double>>& lrs() const { return lrs_; }
 
  private:
@@ -50,7 +51,7 @@ class PlateauScheduler : public Callback {
  public:
   PlateauScheduler(std::shared_ptr<optim::ReduceLROnPlateau> scheduler, std::string monitor = "val_loss");
   std::string name() const override { return "plateau_scheduler"; }
-  // A missing metric is an error naming the ones present.
+  /// A missing metric is an error naming the ones present.
   void on_train_epoch_end(Trainer& trainer, Task& task, const Metrics& metrics) override;
   Metrics state_dict() const override;
   void load_state_dict(const Metrics& state) override;
@@ -61,7 +62,7 @@ class PlateauScheduler : public Callback {
   std::string monitor_;
 };
 
-// The metric `name` of `metrics`, or an error from `who` naming those present.
+/// The metric `name` of `metrics`, or an error from `who` naming those present.
 double find_metric(const Metrics& metrics, const std::string& name, const std::string& who);
 
 }  // namespace anvil::nn::train

@@ -1,11 +1,12 @@
 #pragma once
-// Training curves as an image: one or more charts side by side, each with
-// axes, ticks, labels and one polyline per series. SVG (text, scales without
-// loss) or PNG (a self-contained raster), by the path's extension.
-//
-//   train::Chart loss{.title = "train loss", .x_label = "step", .y_label = "loss",
-//                     .series = {{"train_loss", steps, losses}}};
-//   train::write_plot("curves.svg", {loss});
+/// @file
+/// Training curves as an image: one or more charts side by side, each with
+/// axes, ticks, labels and one polyline per series. SVG (text, scales without
+/// loss) or PNG (a self-contained raster), by the path's extension.
+///
+///     train::Chart loss{.title = "train loss", .x_label = "step", .y_label = "loss",
+///                       .series = {{"train_loss", steps, losses}}};
+///     train::write_plot("curves.svg", {loss});
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,7 +15,7 @@ namespace anvil::nn::train {
 
 struct Series {
   std::string name;
-  std::vector<double> x, y;  // same length; non-finite points are skipped
+  std::vector<double> x, y;  ///< same length; non-finite points are skipped
 };
 
 struct Chart {
@@ -23,17 +24,17 @@ struct Chart {
 };
 
 struct PlotSize {
-  int chart_width = 480;  // pixels per chart
+  int chart_width = 480;  ///< pixels per chart
   int height = 340;
 };
 
 std::string render_svg(const std::vector<Chart>& charts, PlotSize size = {});
 std::vector<uint8_t> render_png(const std::vector<Chart>& charts, PlotSize size = {});
-// .svg or .png (anything else is an error naming the path); written atomically.
+/// .svg or .png (anything else is an error naming the path); written atomically.
 void write_plot(const std::string& path, const std::vector<Chart>& charts, PlotSize size = {});
 
-// Up to about `target` round tick values (1, 2 or 5 times a power of ten)
-// covering [lo, hi]; what both renderers put on the axes.
+/// Up to about `target` round tick values (1, 2 or 5 times a power of ten)
+/// covering [lo, hi]; what both renderers put on the axes.
 std::vector<double> nice_ticks(double lo, double hi, int target = 5);
 
 }  // namespace anvil::nn::train

@@ -1,21 +1,22 @@
 #pragma once
-// Task: what the Trainer trains, in the shape of a LightningModule. It owns
-// the model and says how one batch becomes a loss (training_step) and how one
-// batch is scored (validation_step); the Trainer does everything else
-// (devices, loops, accumulation, precision, checkpoints, logging).
-//
-//   struct MyTask : train::Task {
-//     std::shared_ptr<Net> net = std::make_shared<Net>();
-//     std::shared_ptr<Module> model() override { return net; }
-//     train::StepOutput training_step(const data::Example& b) override {
-//       return {anvil::mse_loss(net->forward(b.data), b.target)};
-//     }
-//     train::Metrics validation_step(const data::Example& b) override {
-//       return {{"loss", anvil::mse_loss(net->forward(b.data), b.target).item<double>()}};
-//     }
-//   };
-//
-// Classification needs no subclass: ClassificationTask(model).
+/// @file
+/// Task: what the Trainer trains, in the shape of a LightningModule. It owns
+/// the model and says how one batch becomes a loss (training_step) and how one
+/// batch is scored (validation_step); the Trainer does everything else
+/// (devices, loops, accumulation, precision, checkpoints, logging).
+///
+///     struct MyTask : train::Task {
+///       std::shared_ptr<Net> net = std::make_shared<Net>();
+///       std::shared_ptr<Module> model() override { return net; }
+///       train::StepOutput training_step(const data::Example& b) override {
+///         return {anvil::mse_loss(net->forward(b.data), b.target)};
+///       }
+///       train::Metrics validation_step(const data::Example& b) override {
+///         return {{"loss", anvil::mse_loss(net->forward(b.data), b.target).item<double>()}};
+///       }
+///     };
+///
+/// Classification needs no subclass: ClassificationTask(model).
 #include <map>
 #include <memory>
 #include <string>
@@ -26,13 +27,13 @@
 
 namespace anvil::nn::train {
 
-// Named scalar metrics ("loss", "accuracy", "val_loss", ...), sorted by name
-// so log columns come out in a stable order.
+/// Named scalar metrics ("loss", "accuracy", "val_loss", ...), sorted by name
+/// so log columns come out in a stable order.
 using Metrics = std::map<std::string, double>;
 
 struct StepOutput {
-  Tensor loss;  // scalar; the Trainer calls backward on it
-  Metrics metrics;  // optional extras, logged as train_<name>
+  Tensor loss;  ///< scalar; the Trainer calls backward on it
+  Metrics metrics;  ///< optional extras, logged as train_<name>
 };
 
 class Task {
@@ -40,8 +41,8 @@ class Task {
   virtual ~Task() = default;
   virtual std::shared_ptr<Module> model() = 0;
   virtual StepOutput training_step(const data::Example& batch) = 0;
-  // Per-batch metrics; the Trainer averages them over the loader, weighting
-  // each batch by its number of examples, and prefixes "val_" / "test_".
+  /// Per-batch metrics; the Trainer averages them over the loader, weighting
+  /// each batch by its number of examples, and prefixes "val_" / "test_".
   virtual Metrics validation_step(const data::Example& batch) = 0;
   virtual Metrics test_step(const data::Example& batch) { return validation_step(batch); }
 };
@@ -50,10 +51,10 @@ struct ClassificationOptions {
   double label_smoothing = 0.0;
 };
 
-// model(batch.data) gives logits [N, C]; batch.target holds int64 classes [N].
-// The loss is cross-entropy (mean); validation reports "loss" and "accuracy".
-// Logits are cast to float32 before the loss, so low-precision training
-// computes its loss (and loss scaling) in float32, as autocast does.
+/// model(batch.data) gives logits [N, C]; batch.target holds int64 classes [N].
+/// The loss is cross-entropy (mean); validation reports "loss" and "accuracy".
+/// Logits are cast to float32 before the loss, so low-precision training
+/// computes its loss (and loss scaling) in float32, as autocast does.
 class ClassificationTask : public Task {
  public:
   explicit ClassificationTask(std::shared_ptr<Module> model, ClassificationOptions options = {});
@@ -66,7 +67,7 @@ class ClassificationTask : public Task {
   ClassificationOptions options_;
 };
 
-// The fraction of rows whose argmax equals the target.
+/// The fraction of rows whose argmax equals the target.
 double accuracy(const Tensor& logits, const Tensor& targets);
 
 }  // namespace anvil::nn::train
