@@ -7,7 +7,8 @@
 /// whatever order the threads arrive. Process-wide, off by default.
 namespace anvil {
 
+/// Asks every backend for run-to-run identical results (process-wide, off by default).
 void use_deterministic_algorithms(bool on);
-bool deterministic_algorithms_enabled();
+bool deterministic_algorithms_enabled();  ///< Whether use_deterministic_algorithms(true) is in effect.
 
 }  // namespace anvil

@@ -9,6 +9,7 @@
 
 namespace anvil {
 
+/// The exception every anvil check throws; its message names the op, the shapes, dtypes and devices involved.
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -28,6 +29,7 @@ template <typename... Args> std::string concat(const Args&... args) {
 }
 }  // namespace detail
 
+/// Throws anvil::Error with the arguments streamed into one message.
 template <typename... Args> [[noreturn]] void fail(const Args&... args) { throw Error(detail::concat(args...)); }
 
 }  // namespace anvil

@@ -20,6 +20,7 @@
 
 namespace anvil {
 
+/// Truncates toward zero to int64, saturating: NaN gives 0, out-of-range values and infinities the nearest bound.
 template <typename F> ANVIL_HD int64_t float_to_int64(F v) {
   static_assert(std::is_floating_point_v<F>, "float_to_int64 takes float or double");
   if (v != v) return 0;  // NaN

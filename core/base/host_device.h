@@ -6,5 +6,6 @@
 #if defined(__CUDACC__)
 #define ANVIL_HD __host__ __device__ __forceinline__
 #else
+/// Marks a function both the host and CUDA kernels call: `__host__ __device__` under nvcc, `inline` elsewhere.
 #define ANVIL_HD inline
 #endif

@@ -41,7 +41,9 @@ template <class Owner, class Offset> Owner& owner_of(void* field) {
 template <class T, class Owner, class Offset, bool = std::is_class_v<T>> struct OptionField : T {
   using T::T;
   OptionField() = default;
+  /// From a value of T (implicit, as the plain field was).
   OptionField(const T& v) : T(v) {}  // NOLINT: implicit, as the plain field was
+  /// From a value of T, moved (implicit, as the plain field was).
   OptionField(T&& v) : T(std::move(v)) {}  // NOLINT
   /// A template, so that `field = 3` prefers T's assignment over building a field first.
   template <class U>
@@ -49,31 +51,35 @@ template <class T, class Owner, class Offset, bool = std::is_class_v<T>> struct 
     static_cast<T&>(*this) = std::forward<U>(v);
     return *this;
   }
+  /// libtorch's setter: sets the value and returns the options struct, so setters chain.
   Owner& operator()(T v) {
     static_cast<T&>(*this) = std::move(v);
     return detail::owner_of<Owner, Offset>(this);
   }
-  const T& operator()() const { return *this; }
+  const T& operator()() const { return *this; }  ///< libtorch's getter: the value.
 };
 
 /// A field of scalar type T (int64_t, double, bool): converts to its value.
 template <class T, class Owner, class Offset> struct OptionField<T, Owner, Offset, false> {
-  T value{};
+  T value{};  ///< the field's value
   OptionField() = default;
   /// From anything that converts to T, another struct's field of the same kind included.
   template <class U>
   requires std::convertible_to<U, T> OptionField(U&& v)
       : value(static_cast<T>(std::forward<U>(v))) {}  // NOLINT: implicit, as the plain field was
+  /// The value (implicit, so the field reads as a plain T).
   operator T() const { return value; }  // NOLINT
+  /// Sets the value.
   OptionField& operator=(T v) {
     value = v;
     return *this;
   }
+  /// libtorch's setter: sets the value and returns the options struct, so setters chain.
   Owner& operator()(T v) {
     value = v;
     return detail::owner_of<Owner, Offset>(this);
   }
-  T operator()() const { return value; }
+  T operator()() const { return value; }  ///< libtorch's getter: the value.
 };
 
 }  // namespace anvil

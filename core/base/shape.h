@@ -8,6 +8,7 @@
 
 namespace anvil {
 
+/// A tensor's sizes, one per dim; also its strides, in elements.
 using Shape = std::vector<int64_t>;
 
 /// One dim given as an integer where ops take a Shape of dims, as libtorch's
@@ -17,6 +18,7 @@ using Shape = std::vector<int64_t>;
 template <typename I>
 concept DimIndex = std::integral<I> && !std::same_as<I, bool>;
 
+/// The strides of a row-major contiguous tensor of `shape` (a size-0 dim counts as 1).
 inline Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
   int64_t s = 1;

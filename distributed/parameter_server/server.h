@@ -61,7 +61,10 @@ struct ServerStats {
   std::vector<int64_t> staleness_histogram;  ///< [s]: pushes applied with staleness s
   int workers_lost = 0;  ///< connections dropped before BYE
   int rejoins = 0;  ///< a worker id connecting again after its slot was freed
-  uint64_t bytes_received = 0, bytes_sent = 0;  ///< payloads, all workers
+  ///@{
+  /// payloads, all workers
+  uint64_t bytes_received = 0, bytes_sent = 0;
+  ///@}
 };
 
 class ParameterServer {

@@ -135,8 +135,14 @@ class ProcessGroup {
 /// against the tensors (every backend plans with this, so the rules and
 /// messages are the same everywhere). `what` prefixes the errors.
 struct AllToAllPlan {
-  std::vector<int64_t> send_counts, send_offsets;  ///< elements of the input, per destination rank
-  std::vector<int64_t> recv_counts, recv_offsets;  ///< elements of the output, per source rank
+  ///@{
+  /// elements of the input, per destination rank
+  std::vector<int64_t> send_counts, send_offsets;
+  ///@}
+  ///@{
+  /// elements of the output, per source rank
+  std::vector<int64_t> recv_counts, recv_offsets;
+  ///@}
 };
 AllToAllPlan plan_all_to_all(const std::string& what, const Tensor& output, const Tensor& input,
                              const std::vector<int64_t>& output_split_sizes,

@@ -35,6 +35,7 @@
 #include "kernels/ops/math.h"
 #include "kernels/ops/op_traits.h"
 
+/// The unary op table: one X(Enum, function, Domain, Result, Api) row per op (see the file comment).
 #define ANVIL_UNARY_OPS(X) \
   X(Neg, neg, Numeric, Same, Plain) \
   X(Abs, abs, Numeric, Same, Plain) \
@@ -78,15 +79,23 @@
 namespace anvil {
 
 #define ANVIL_UNARY_ENUM(Enum, function, domain, result, api) Enum,
+/// One enumerator per row of ANVIL_UNARY_OPS, in the table's order.
 enum class UnaryOp : uint8_t { ANVIL_UNARY_OPS(ANVIL_UNARY_ENUM) };
 #undef ANVIL_UNARY_ENUM
 
+/// The parameters of the table's parametrised rows (Clamp and the activations).
 struct UnaryParams {
-  double lo = 0, hi = 0;  ///< Clamp's bounds (either may be +-inf)
+  ///@{
+  /// Clamp's bounds (either may be +-inf)
+  double lo = 0, hi = 0;
+  ///@}
   /// The activations' parameters, with PyTorch's defaults.
   double negative_slope = 0.01;  ///< LeakyRelu
   double alpha = 1.0;  ///< Elu
-  double beta = 1.0, threshold = 20;  ///< Softplus: log1p(exp(beta x)) / beta, x where beta x > threshold
+  ///@{
+  /// Softplus: log1p(exp(beta x)) / beta, x where beta x > threshold
+  double beta = 1.0, threshold = 20;
+  ///@}
 };
 
 namespace ops {

@@ -33,8 +33,14 @@ class BatchNormBase : public Module {
   void reset_parameters();
 
   BatchNorm2dOptions options;
-  Tensor weight, bias;  ///< [C], when affine
-  Tensor running_mean, running_var, num_batches_tracked;  ///< [C], [C], int64 scalar; when tracking
+  ///@{
+  /// [C], when affine
+  Tensor weight, bias;
+  ///@}
+  ///@{
+  /// [C], [C], int64 scalar; when tracking
+  Tensor running_mean, running_var, num_batches_tracked;
+  ///@}
 
  protected:
   BatchNormBase(const char* name, const BatchNorm2dOptions& options);

@@ -27,7 +27,10 @@ class LayerNorm : public Module {
   void reset_parameters();
 
   LayerNormOptions options;
-  Tensor weight, bias;  ///< normalized_shape, when elementwise_affine
+  ///@{
+  /// normalized_shape, when elementwise_affine
+  Tensor weight, bias;
+  ///@}
 };
 
 }  // namespace anvil::nn

@@ -29,7 +29,10 @@ class Linear : public Module {
   void reset_parameters();
 
   int64_t in_features, out_features;
-  Tensor weight, bias;  ///< bias undefined when built without one
+  ///@{
+  /// bias undefined when built without one
+  Tensor weight, bias;
+  ///@}
 };
 
 }  // namespace anvil::nn

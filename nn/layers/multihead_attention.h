@@ -83,10 +83,16 @@ class MultiheadAttention : public Module {
   MultiheadAttentionOptions options;
   int64_t head_dim = 0;
   Tensor in_proj_weight;  ///< [3E, E], when kdim == vdim == E
-  Tensor q_proj_weight, k_proj_weight, v_proj_weight;  ///< [E, E], [E, kdim], [E, vdim] otherwise
+  ///@{
+  /// [E, E], [E, kdim], [E, vdim] otherwise
+  Tensor q_proj_weight, k_proj_weight, v_proj_weight;
+  ///@}
   Tensor in_proj_bias;  ///< [3E], when bias
   std::shared_ptr<Linear> out_proj;
-  Tensor bias_k, bias_v;  ///< [1, 1, E], when add_bias_kv
+  ///@{
+  /// [1, 1, E], when add_bias_kv
+  Tensor bias_k, bias_v;
+  ///@}
 
  private:
   bool same_embed_dim() const { return options.kdim == options.embed_dim && options.vdim == options.embed_dim; }

@@ -15,7 +15,10 @@ namespace anvil::nn::train {
 
 struct Series {
   std::string name;
-  std::vector<double> x, y;  ///< same length; non-finite points are skipped
+  ///@{
+  /// same length; non-finite points are skipped
+  std::vector<double> x, y;
+  ///@}
 };
 
 struct Chart {
