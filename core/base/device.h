@@ -9,7 +9,8 @@
 
 namespace anvil {
 
-enum class DeviceType : uint8_t { CPU, CUDA };  ///< The kinds of device a tensor can live on.
+/// The kinds of device a tensor can live on.
+enum class DeviceType : uint8_t { CPU, CUDA };
 
 /// A device: its type and, for CUDA, its index. Converts from "cpu", "cuda", "cuda:1".
 struct Device {

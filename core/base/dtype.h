@@ -47,14 +47,38 @@ std::ostream& operator<<(std::ostream& os, DType t);  ///< Prints dtype_name(t).
 
 /// Maps a C++ type to its DType: dtype_of<float>::value is kFloat32.
 template <typename T> struct dtype_of;
-template <> struct dtype_of<float> { static constexpr DType value = DType::Float32; };  ///< DType::Float32
-template <> struct dtype_of<double> { static constexpr DType value = DType::Float64; };  ///< DType::Float64
-template <> struct dtype_of<Half> { static constexpr DType value = DType::Float16; };  ///< DType::Float16
-template <> struct dtype_of<BFloat16> { static constexpr DType value = DType::BFloat16; };  ///< DType::BFloat16
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::Int32; };  ///< DType::Int32
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::Int64; };  ///< DType::Int64
-template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::UInt8; };  ///< DType::UInt8
-template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; };  ///< DType::Bool
+/// float is DType::Float32.
+template <> struct dtype_of<float> {
+  static constexpr DType value = DType::Float32;  ///< DType::Float32
+};
+/// double is DType::Float64.
+template <> struct dtype_of<double> {
+  static constexpr DType value = DType::Float64;  ///< DType::Float64
+};
+/// Half is DType::Float16.
+template <> struct dtype_of<Half> {
+  static constexpr DType value = DType::Float16;  ///< DType::Float16
+};
+/// BFloat16 is DType::BFloat16.
+template <> struct dtype_of<BFloat16> {
+  static constexpr DType value = DType::BFloat16;  ///< DType::BFloat16
+};
+/// int32_t is DType::Int32.
+template <> struct dtype_of<int32_t> {
+  static constexpr DType value = DType::Int32;  ///< DType::Int32
+};
+/// int64_t is DType::Int64.
+template <> struct dtype_of<int64_t> {
+  static constexpr DType value = DType::Int64;  ///< DType::Int64
+};
+/// uint8_t is DType::UInt8.
+template <> struct dtype_of<uint8_t> {
+  static constexpr DType value = DType::UInt8;  ///< DType::UInt8
+};
+/// bool is DType::Bool.
+template <> struct dtype_of<bool> {
+  static constexpr DType value = DType::Bool;  ///< DType::Bool
+};
 
 /// Calls f(T{}) with T the C++ type of dtype t: the one place a dtype switch lives.
 template <typename F> decltype(auto) visit_dtype(DType t, F&& f) {

@@ -15,7 +15,8 @@ namespace anvil {
 /// bool, so that `t + 1` keeps t's integer dtype and `t + 0.5` promotes it.
 class Scalar {
  public:
-  enum class Kind : uint8_t { Int, Float, Bool };  ///< How the number was given.
+  /// How the number was given.
+  enum class Kind : uint8_t { Int, Float, Bool };
   Scalar() = default;
   /// From any arithmetic value: a bool, an integer or a floating value keeps its kind.
   template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
