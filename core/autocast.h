@@ -38,6 +38,8 @@
 
 namespace anvil {
 
+/// Autocast on (or off, with enabled = false) for the scope of the guard, as torch.autocast; restores the previous
+/// state on exit.
 class AutocastGuard {
  public:
   /// dtype: kBFloat16 or kFloat16. enabled = false turns autocast off for the
@@ -54,15 +56,16 @@ class AutocastGuard {
 
 namespace autocast {
 
-bool is_enabled();
+bool is_enabled();  ///< Whether autocast is on in this thread.
 DType dtype();  ///< the low-precision dtype of the innermost guard
 
+/// Autocast's per-thread state: on or off, and the low-precision dtype.
 struct State {
-  bool enabled = false;
-  DType dtype = kBFloat16;
+  bool enabled = false;  ///< autocast on
+  DType dtype = kBFloat16;  ///< the dtype the low-precision ops compute in
 };
-State state();
-void set_state(State s);
+State state();  ///< This thread's state.
+void set_state(State s);  ///< Replaces this thread's state (what guards save and restore).
 
 /// Autocast off for a scope, restored after: an op's body once its inputs are
 /// cast, so the ops it is composed of run as written.
@@ -94,11 +97,12 @@ Tensor full_precision(const Tensor& t);
 template <size_t N> class CastInputs {
  public:
   CastInputs() = default;  ///< autocast off
+  /// The inputs, each passed through `cast`, with autocast suspended while this lives.
   template <typename... Ts>
   CastInputs(Tensor (*cast)(const Tensor&), const Ts&... inputs)
       : active_(true), inputs_{cast(inputs)...}, off_(std::in_place) {}
-  explicit operator bool() const { return active_; }
-  const Tensor& operator[](size_t i) const { return inputs_[i]; }
+  explicit operator bool() const { return active_; }  ///< Whether autocast was on (the inputs were cast).
+  const Tensor& operator[](size_t i) const { return inputs_[i]; }  ///< The i-th cast input.
 
  private:
   bool active_ = false;
@@ -106,11 +110,13 @@ template <size_t N> class CastInputs {
   std::optional<Suspended> off_;
 };
 
+/// The inputs cast to float32 when autocast is on (for the float32 ops); false when it is off.
 template <typename... Ts> CastInputs<sizeof...(Ts)> full_precision_inputs(const Ts&... inputs) {
   if (!is_enabled()) return {};
   return {&full_precision, inputs...};
 }
 
+/// The inputs cast to the autocast dtype when autocast is on (for the low-precision ops); false when it is off.
 template <typename... Ts> CastInputs<sizeof...(Ts)> lower_precision_inputs(const Ts&... inputs) {
   if (!is_enabled()) return {};
   return {&lower_precision, inputs...};

@@ -27,8 +27,8 @@ namespace anvil {
 /// Blocks until all work queued on `device` has finished; errors of that work
 /// (a bad index in a CUDA kernel) are raised here.
 void synchronize(Device device);
-Stream current_stream(Device device);
-void set_current_stream(const Stream& stream);
+Stream current_stream(Device device);  ///< The stream ops on `device` queue on in this thread (stream 0 until set).
+void set_current_stream(const Stream& stream);  ///< Makes `stream` its device's current stream in this thread.
 /// A new stream of `device` (on the CPU, stream 0).
 Stream new_stream(Device device);
 /// `waiter` waits, on the device, for all work queued so far on `producer`.
@@ -40,7 +40,7 @@ void* native_stream(const Stream& stream);
 /// Makes `stream` its device's current stream for the guard's scope.
 class StreamGuard {
  public:
-  explicit StreamGuard(const Stream& stream);
+  explicit StreamGuard(const Stream& stream);  ///< Makes `stream` current; the destructor restores the previous one.
   ~StreamGuard();
   StreamGuard(const StreamGuard&) = delete;
   StreamGuard& operator=(const StreamGuard&) = delete;
@@ -53,14 +53,15 @@ class StreamGuard {
 /// record(); `enable_timing` makes elapsed_ms available.
 class Event {
  public:
+  /// An event; with enable_timing, elapsed_ms can measure between two of them.
   explicit Event(bool enable_timing = false) : timing_(enable_timing) {}
   ~Event();
-  Event(Event&& other) noexcept;
-  Event& operator=(Event&& other) noexcept;
+  Event(Event&& other) noexcept;  ///< Takes over other's event.
+  Event& operator=(Event&& other) noexcept;  ///< Takes over other's event, releasing this one's.
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
 
-  void record(const Stream& stream);
+  void record(const Stream& stream);  ///< Marks the work queued on `stream` so far.
   void record(Device device = Device::cuda());  ///< on the device's current stream
   /// `stream` waits for the work recorded before this event (a no-op before any record).
   void wait(const Stream& stream) const;
@@ -68,8 +69,8 @@ class Event {
   void synchronize() const;  ///< blocks until it has
   /// Milliseconds from this event to `end`; both recorded, finished, timing.
   double elapsed_ms(const Event& end) const;
-  bool recorded() const { return handle_ != 0; }
-  Device device() const { return device_; }
+  bool recorded() const { return handle_ != 0; }  ///< Whether record() has been called.
+  Device device() const { return device_; }  ///< The device of the stream it was recorded on.
 
  private:
   void release() noexcept;

@@ -10,11 +10,13 @@
 ///     { anvil::autograd::DetectAnomalyGuard guard; ... }  // for a scope
 namespace anvil::autograd {
 
-void set_detect_anomaly(bool enabled);
-bool is_anomaly_enabled();
+void set_detect_anomaly(bool enabled);  ///< Turns anomaly detection on or off, process-wide.
+bool is_anomaly_enabled();  ///< Whether anomaly detection is on.
 
+/// Anomaly detection on (or off) for a scope; restores the previous setting on exit.
 class DetectAnomalyGuard {
  public:
+  /// Sets anomaly detection to `enabled` until the guard is destroyed.
   explicit DetectAnomalyGuard(bool enabled = true) : prev_(is_anomaly_enabled()) { set_detect_anomaly(enabled); }
   ~DetectAnomalyGuard() { set_detect_anomaly(prev_); }
   DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;

@@ -14,7 +14,9 @@
 
 namespace anvil::autograd {
 
+/// The checkpointed function: inputs to one output tensor.
 using CheckpointFn = std::function<Tensor(const std::vector<Tensor>&)>;
+/// fn(inputs), keeping only the inputs for backward and running fn again there (see the file comment).
 Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs);
 
 }  // namespace anvil::autograd

@@ -54,36 +54,47 @@ void finish_custom_function(AutogradContext& ctx, std::vector<Tensor>& outputs);
 class SavedValue {
  public:
   SavedValue() = default;
+  /// A tensor.
   SavedValue(Tensor v) : v_(std::move(v)) {}  // NOLINT: implicit, as IValue's
+  /// A double.
   SavedValue(double v) : v_(v) {}  // NOLINT
+  /// An int64.
   SavedValue(int64_t v) : v_(v) {}  // NOLINT
+  /// An int, stored as int64.
   SavedValue(int v) : v_(static_cast<int64_t>(v)) {}  // NOLINT
+  /// A bool.
   SavedValue(bool v) : v_(v) {}  // NOLINT
+  /// A string.
   SavedValue(std::string v) : v_(std::move(v)) {}  // NOLINT
+  /// A string.
   SavedValue(const char* v) : v_(std::string(v)) {}  // NOLINT
+  /// A list of int64.
   SavedValue(std::vector<int64_t> v) : v_(std::move(v)) {}  // NOLINT
+  /// A shape, as a list of int64.
   SavedValue(const Shape& v) : v_(std::vector<int64_t>(v.begin(), v.end())) {}  // NOLINT
 
-  bool isNone() const { return v_.index() == 0; }
-  bool isTensor() const { return std::holds_alternative<Tensor>(v_); }
-  bool isDouble() const { return std::holds_alternative<double>(v_); }
-  bool isInt() const { return std::holds_alternative<int64_t>(v_); }
-  bool isBool() const { return std::holds_alternative<bool>(v_); }
-  bool isString() const { return std::holds_alternative<std::string>(v_); }
+  bool isNone() const { return v_.index() == 0; }  ///< Whether it holds nothing (default-constructed).
+  bool isTensor() const { return std::holds_alternative<Tensor>(v_); }  ///< Whether it holds a tensor.
+  bool isDouble() const { return std::holds_alternative<double>(v_); }  ///< Whether it holds a double.
+  bool isInt() const { return std::holds_alternative<int64_t>(v_); }  ///< Whether it holds an int64.
+  bool isBool() const { return std::holds_alternative<bool>(v_); }  ///< Whether it holds a bool.
+  bool isString() const { return std::holds_alternative<std::string>(v_); }  ///< Whether it holds a string.
+  /// Whether it holds a list of int64.
   bool isIntList() const { return std::holds_alternative<std::vector<int64_t>>(v_); }
 
-  Tensor toTensor() const;
+  Tensor toTensor() const;  ///< The tensor; throws naming the type held otherwise.
   double toDouble() const;  ///< an int converts, as IValue's
-  int64_t toInt() const;
-  bool toBool() const;
-  const std::string& toStringRef() const;
-  std::vector<int64_t> toIntVector() const;
-  const char* type_name() const;
+  int64_t toInt() const;  ///< The int64; throws naming the type held otherwise.
+  bool toBool() const;  ///< The bool; throws naming the type held otherwise.
+  const std::string& toStringRef() const;  ///< The string; throws naming the type held otherwise.
+  std::vector<int64_t> toIntVector() const;  ///< The list of int64; throws naming the type held otherwise.
+  const char* type_name() const;  ///< The kind held: "None", "Tensor", "double", ... (for error messages).
 
  private:
   std::variant<std::monostate, Tensor, double, int64_t, bool, std::string, std::vector<int64_t>> v_;
 };
 
+/// What a custom Function's forward and backward share: saved tensors and values, and the marks libtorch's ctx has.
 class AutogradContext {
  public:
   AutogradContext(const AutogradContext&) = delete;
@@ -110,8 +121,9 @@ class AutogradContext {
   /// Whether tensor input `index` (counting tensor arguments, list elements
   /// one each) needs a gradient; valid in forward and backward.
   bool needs_input_grad(size_t index) const;
+  /// Number of forward arguments (needs_input_grad's range).
   size_t num_inputs() const { return needs_input_grad_.size(); }
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return name_; }  ///< The Function's name, as the graph node shows it.
 
  private:
   friend class CustomFunctionNode;
@@ -170,7 +182,10 @@ void finish_custom_function(AutogradContext& ctx, variable_list& outputs);
 
 }  // namespace detail
 
+/// The base of a custom autograd function: `struct F : Function<F>` with static forward and backward (see the file
+/// comment).
 template <class T> struct Function {
+  /// Runs T::forward(ctx, args...) without grad mode and records T::backward for its outputs; returns forward's result.
   template <class X = T, class... Args> static auto apply(Args&&... args) {
     detail::CustomInputs inputs;
     (inputs.add(args), ...);

@@ -6,8 +6,9 @@
 
 namespace anvil::autograd {
 
+/// How a backward pass treats its graph.
 struct BackwardOptions {
-  bool retain_graph = false;
+  bool retain_graph = false;  ///< keep the graph (and its saved tensors) for another backward
   bool create_graph = false;  ///< record the backward pass itself (higher-order gradients)
 };
 

@@ -17,12 +17,14 @@ namespace anvil::autograd {
 
 class Node;
 
+/// An input of a node's backward: which node receives that gradient, and as which of its outputs.
 struct Edge {
   std::shared_ptr<Node> node;  ///< null: the input needs no gradient
   uint32_t input_nr = 0;  ///< which of node's outputs this edge feeds
-  bool valid() const { return node != nullptr; }
+  bool valid() const { return node != nullptr; }  ///< Whether a gradient flows along this edge.
 };
 
+/// A node of the autograd graph: the backward of one recorded op.
 class Node : public std::enable_shared_from_this<Node> {
  public:
   Node();
@@ -30,12 +32,12 @@ class Node : public std::enable_shared_from_this<Node> {
   /// grads[i] is the gradient w.r.t. output i (undefined if none arrived).
   /// Returns one gradient per next edge (undefined where none).
   virtual std::vector<Tensor> apply(std::vector<Tensor>&& grads) = 0;
-  virtual std::string name() const = 0;
+  virtual std::string name() const = 0;  ///< The forward op's name, as errors and grad_fn()->name() show it.
   /// Drops saved tensors once backward ran without retain_graph.
   virtual void release_saved() {}
 
-  std::vector<Edge> next_edges;
-  uint32_t num_outputs = 1;
+  std::vector<Edge> next_edges;  ///< where each input's gradient goes, one edge per input
+  uint32_t num_outputs = 1;  ///< number of forward outputs (gradients apply receives)
   uint64_t sequence_nr;  ///< creation order: later nodes run first when both are ready
   std::map<uint32_t, std::vector<TensorHook>> pre_hooks;  ///< per output: tensor hooks of non-leaf tensors
 };
@@ -43,11 +45,13 @@ class Node : public std::enable_shared_from_this<Node> {
 /// A node whose backward is a function written with anvil ops.
 class FunctionNode : public Node {
  public:
+  /// The backward: the output's gradient to one gradient per input.
   using Backward = std::function<std::vector<Tensor>(const Tensor& grad)>;
+  /// A node named `name` running `backward`.
   FunctionNode(std::string name, Backward backward)
       : name_(std::move(name)), backward_(std::make_shared<const Backward>(std::move(backward))) {}
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
-  std::string name() const override { return name_; }
+  std::string name() const override { return name_; }  ///< The op's name.
   void release_saved() override;
 
  private:
@@ -64,25 +68,27 @@ class FunctionNode : public Node {
 /// post-accumulate hooks (DDP starts its bucket all-reduce from those).
 class AccumulateGrad : public Node {
  public:
-  explicit AccumulateGrad(Tensor leaf) : leaf_(std::move(leaf)) {}
+  explicit AccumulateGrad(Tensor leaf) : leaf_(std::move(leaf)) {}  ///< The accumulator of `leaf`.
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
-  std::string name() const override { return "AccumulateGrad"; }
-  const Tensor& leaf() const { return leaf_; }
+  std::string name() const override { return "AccumulateGrad"; }  ///< "AccumulateGrad".
+  const Tensor& leaf() const { return leaf_; }  ///< The leaf it accumulates into.
 
  private:
   Tensor leaf_;
 };
 
+/// A tensor's autograd state, created the first time it takes part in autograd.
 struct AutogradMeta {
-  bool requires_grad = false;
-  bool retains_grad = false;
+  bool requires_grad = false;  ///< whether ops record history for this tensor
+  bool retains_grad = false;  ///< keep grad for this non-leaf tensor (retain_grad())
   bool is_view = false;  ///< a view of a tensor that has history: in-place changes are refused
-  Tensor grad;
+  Tensor grad;  ///< the accumulated gradient of a leaf (or a retaining non-leaf)
   std::shared_ptr<Node> grad_fn;  ///< null for leaves
-  uint32_t output_nr = 0;
-  std::weak_ptr<AccumulateGrad> grad_accumulator;
+  uint32_t output_nr = 0;  ///< which of grad_fn's outputs this tensor is
+  std::weak_ptr<AccumulateGrad> grad_accumulator;  ///< the leaf's AccumulateGrad node, while the graph holds it
   std::vector<TensorHook> hooks;  ///< leaf hooks (non-leaf hooks live on grad_fn)
-  std::vector<PostAccumulateHook> post_accumulate_hooks;
+  std::vector<PostAccumulateHook>
+      post_accumulate_hooks;  ///< hooks run after the gradient was accumulated (leaves only)
 };
 
 /// The FunctionNode whose backward is running on this thread (null outside).

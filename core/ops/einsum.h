@@ -19,6 +19,7 @@
 
 namespace anvil {
 
+/// The contraction `equation` names, over `operands` (see the file comment).
 Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands);
 
 }  // namespace anvil

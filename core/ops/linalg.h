@@ -30,7 +30,7 @@ Tensor inv(const Tensor& A);  ///< [*, n, n]; a singular A is an error, as solve
 /// singular A gives 0 (and sign 0, -inf). Their gradient, det * A^-T, needs an
 /// invertible A: at a singular one it raises.
 Tensor det(const Tensor& A);
-std::pair<Tensor, Tensor> slogdet(const Tensor& A);
+std::pair<Tensor, Tensor> slogdet(const Tensor& A);  ///< (sign, log|det|) of [*, n, n]; a singular A gives (0, -inf).
 
 /// Singular values of A [*, m, n] (float32 or float64), [*, k] with
 /// k = min(m, n), descending. `driver` is PyTorch's CUDA hint ("gesvd",
@@ -69,17 +69,21 @@ Tensor norm(const Tensor& x, std::string_view ord, const Shape& dim = {}, bool k
 inline Tensor vector_norm(const Tensor& x, double ord, const Shape& dim, bool keepdim, std::optional<DType> dtype) {
   return vector_norm(dtype ? x.to(*dtype) : x, ord, dim, keepdim);
 }
+/// matrix_norm of x converted to `dtype` first (as torch::linalg::matrix_norm's dtype).
 inline Tensor matrix_norm(const Tensor& x, double ord, const Shape& dim, bool keepdim, std::optional<DType> dtype) {
   return matrix_norm(dtype ? x.to(*dtype) : x, ord, dim, keepdim);
 }
+/// matrix_norm of x converted to `dtype` first (as torch::linalg::matrix_norm's dtype).
 inline Tensor matrix_norm(const Tensor& x, std::string_view ord, const Shape& dim, bool keepdim,
                           std::optional<DType> dtype) {
   return matrix_norm(dtype ? x.to(*dtype) : x, ord, dim, keepdim);
 }
+/// norm of x converted to `dtype` first (as torch::linalg::norm's dtype).
 inline Tensor norm(const Tensor& x, std::optional<double> ord, const Shape& dim, bool keepdim,
                    std::optional<DType> dtype) {
   return norm(dtype ? x.to(*dtype) : x, ord, dim, keepdim);
 }
+/// norm of x converted to `dtype` first (as torch::linalg::norm's dtype).
 inline Tensor norm(const Tensor& x, std::string_view ord, const Shape& dim, bool keepdim, std::optional<DType> dtype) {
   return norm(dtype ? x.to(*dtype) : x, ord, dim, keepdim);
 }

@@ -19,12 +19,13 @@
 namespace anvil {
 
 // --- padding ---
+/// How pad fills: a constant, the mirror image (edge excluded), the edge value, or wrapping around.
 enum class PadMode { Constant, Reflect, Replicate, Circular };
 /// libtorch's spellings: F::PadFuncOptions({1, 1}).mode(anvil::kReflect).
 inline constexpr PadMode kConstant = PadMode::Constant;
-inline constexpr PadMode kReflect = PadMode::Reflect;
-inline constexpr PadMode kReplicate = PadMode::Replicate;
-inline constexpr PadMode kCircular = PadMode::Circular;
+inline constexpr PadMode kReflect = PadMode::Reflect;  ///< PadMode::Reflect
+inline constexpr PadMode kReplicate = PadMode::Replicate;  ///< PadMode::Replicate
+inline constexpr PadMode kCircular = PadMode::Circular;  ///< PadMode::Circular
 /// pad lists (before, after) pairs from the last dim backwards, as PyTorch's:
 /// {left, right} pads dim -1, {left, right, top, bottom} dims -1 and -2.
 /// Constant takes negative amounts (they crop); the others need 0 <= amount,
@@ -32,31 +33,43 @@ inline constexpr PadMode kCircular = PadMode::Circular;
 Tensor pad(const Tensor& x, const Shape& pad, PadMode mode = PadMode::Constant, double value = 0.0);
 
 // --- resampling (x [N, C, H, W]; nearest also [N, C, L] and [N, C, D, H, W]) ---
+/// How interpolate resamples: nearest neighbour, linear (3-D x) or bilinear (4-D x).
 enum class InterpolateMode { Nearest, Linear, Bilinear };
-inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
-inline constexpr InterpolateMode kLinear = InterpolateMode::Linear;
-inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
+inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;  ///< InterpolateMode::Nearest
+inline constexpr InterpolateMode kLinear = InterpolateMode::Linear;  ///< InterpolateMode::Linear
+inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;  ///< InterpolateMode::Bilinear
+/// interpolate's output size (or scale) and mode, as torch.nn.functional.interpolate's.
 struct InterpolateOptions {
   std::vector<int64_t> size = {};  ///< one per spatial dim (or one for all)
   std::vector<double> scale_factor = {};  ///< one per spatial dim (or one for all); exactly one of the two
-  InterpolateMode mode = InterpolateMode::Nearest;
+  InterpolateMode mode = InterpolateMode::Nearest;  ///< Nearest, Linear or Bilinear
   std::optional<bool> align_corners = std::nullopt;  ///< (bi)linear only; default false
 };
+/// Resizes x's spatial dims by `o`, as torch.nn.functional.interpolate.
 Tensor interpolate(const Tensor& x, const InterpolateOptions& o);
 /// x [*, C * r^2, H, W] -> [*, C, H * r, W * r] (sub-pixel convolution's
 /// rearrangement), and its inverse; views and one copy (core/ops/nn/pixel_shuffle.cpp).
 Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor);
+/// pixel_shuffle's inverse: [*, C, H * r, W * r] -> [*, C * r^2, H, W].
 Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor);
 
 // --- convolution ---
+/// conv1d's geometry.
 struct Conv1dOptions {
+  ///@{
+  /// step, zero padding of each side, spacing of the kernel's taps, and channel groups
   int64_t stride = 1, padding = 0, dilation = 1, groups = 1;
+  ///@}
 };
 /// x [N, Cin, L] or [Cin, L], weight [Cout, Cin/groups, k]: conv2d with H = 1.
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Conv1dOptions& o = {});
+/// conv_transpose2d's geometry, each per spatial dim (H, W), as PyTorch's.
 struct ConvTranspose2dOptions {
+  ///@{
+  /// stride, padding removed from each side, extra size added to one side, and spacing of the kernel's taps
   std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, output_padding{0, 0}, dilation{1, 1};
-  int64_t groups = 1;
+  ///@}
+  int64_t groups = 1;  ///< input and output channels split into this many independent groups
 };
 /// x [N, Cin, H, W] or [Cin, H, W], weight [Cin, Cout/groups, kH, kW]: the
 /// adjoint of conv2d (its input gradient), output size
@@ -65,19 +78,21 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
                         const ConvTranspose2dOptions& o = {});
 
 // --- pooling ---
+/// max_pool1d's and avg_pool1d's window.
 struct Pool1dOptions {
-  int64_t kernel = 2;
+  int64_t kernel = 2;  ///< window size
   int64_t stride = 0;  ///< 0: same as kernel
-  int64_t padding = 0;
-  bool ceil_mode = false;
+  int64_t padding = 0;  ///< implicit padding of each side
+  bool ceil_mode = false;  ///< round the output size up rather than down
   bool count_include_pad = true;  ///< avg only
 };
 /// x [N, C, L] or [C, L]: the 2-D pools with H = 1.
 Tensor max_pool1d(const Tensor& x, const Pool1dOptions& o);
-Tensor avg_pool1d(const Tensor& x, const Pool1dOptions& o);
+Tensor avg_pool1d(const Tensor& x, const Pool1dOptions& o);  ///< x [N, C, L] or [C, L]: the mean of each window.
 /// PyTorch's windows (cell i covers [floor(i*L/out), ceil((i+1)*L/out))), any sizes.
 Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size);  ///< [N, C, L] or [C, L]
 Tensor adaptive_max_pool2d(const Tensor& x, std::array<int64_t, 2> output_size);  ///< [N, C, H, W] or [C, H, W]
+/// [N, C, L] or [C, L]: the mean of each of output_size cells, PyTorch's windows
 Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
 
 // --- normalisation ---
@@ -88,10 +103,11 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {}
 /// the dtype's machine epsilon, as PyTorch's.
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
                 std::optional<double> eps = std::nullopt);
+/// instance_norm's statistics mode and constants.
 struct InstanceNormOptions {
-  bool use_input_stats = true;
-  double momentum = 0.1;
-  double eps = 1e-5;
+  bool use_input_stats = true;  ///< normalise with each instance's own statistics (else with the running ones)
+  double momentum = 0.1;  ///< weight of the new statistics in the running ones
+  double eps = 1e-5;  ///< added to the variance for numerical stability
 };
 /// x [N, C, *]: each (sample, channel) normalised over *. Running stats (if
 /// given) are updated with the batch average when use_input_stats, and used
@@ -109,24 +125,32 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
 Tensor one_hot(const Tensor& x, int64_t num_classes = -1);
 
 // --- losses (input and target of one shape) and distances ---
+/// kl_div's reduction: none, sum over the batch divided by its size, sum, or mean over elements.
 enum class KLDivReduction { None, BatchMean, Sum, Mean };
 /// libtorch's reduction spellings, for both the common Reduction and kl_div's:
 /// .reduction(anvil::kSum), .reduction(anvil::kBatchMean) (kl_div only).
 struct ReductionName {
-  Reduction common;
-  KLDivReduction kl;
+  Reduction common;  ///< the Reduction this tag stands for
+  KLDivReduction kl;  ///< the KLDivReduction this tag stands for
+  /// As a Reduction (implicit, as libtorch's enum tags).
   constexpr operator Reduction() const { return common; }  // NOLINT: implicit, as libtorch's enum tags
+  /// As a KLDivReduction (implicit).
   constexpr operator KLDivReduction() const { return kl; }  // NOLINT
 };
+/// No reduction (Reduction::None, KLDivReduction::None).
 inline constexpr ReductionName kNone{Reduction::None, KLDivReduction::None};
+/// The mean (Reduction::Mean, KLDivReduction::Mean).
 inline constexpr ReductionName kMean{Reduction::Mean, KLDivReduction::Mean};
+/// The sum (Reduction::Sum, KLDivReduction::Sum).
 inline constexpr ReductionName kSum{Reduction::Sum, KLDivReduction::Sum};
-inline constexpr KLDivReduction kBatchMean = KLDivReduction::BatchMean;
+inline constexpr KLDivReduction kBatchMean = KLDivReduction::BatchMean;  ///< kl_div's sum divided by the batch size.
 /// target * (log target - input) with input log-probabilities; log_target: target given as log-probabilities.
 Tensor kl_div(const Tensor& input, const Tensor& target, KLDivReduction reduction = KLDivReduction::Mean,
               bool log_target = false);
+/// Squared error below `beta` (divided by beta), absolute error minus beta / 2 above, as PyTorch's smooth_l1_loss.
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
                       double beta = 1.0);
+/// Squared error / 2 below `delta`, delta * (|error| - delta / 2) above: smooth_l1_loss scaled by delta.
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean, double delta = 1.0);
 /// sum(x1 * x2, dim) / (max(|x1|, eps) * max(|x2|, eps)), x1 and x2 broadcast.
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);

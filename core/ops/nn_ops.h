@@ -12,32 +12,43 @@
 
 namespace anvil {
 
+/// How a loss reduces its per-element values: none (same shape), mean or sum.
 enum class Reduction { None, Mean, Sum };
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});  ///< x @ weight^T + bias
 
+/// conv2d's geometry, each per spatial dim (H, W).
 struct Conv2dOptions {
+  ///@{
+  /// stride, zero padding of each side, and spacing of the kernel's taps
   std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
-  int64_t groups = 1;
+  ///@}
+  int64_t groups = 1;  ///< input and output channels split into this many independent groups
 };
+/// x [N, Cin, H, W] or [Cin, H, W], weight [Cout, Cin/groups, kH, kW], bias [Cout]: 2-D cross-correlation, as PyTorch's
+/// conv2d.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Conv2dOptions& o = {});
 
+/// max_pool2d's and avg_pool2d's window, per spatial dim (H, W).
 struct Pool2dOptions {
-  std::array<int64_t, 2> kernel{2, 2};
+  std::array<int64_t, 2> kernel{2, 2};  ///< window size
   std::array<int64_t, 2> stride{0, 0};  ///< 0: same as kernel
-  std::array<int64_t, 2> padding{0, 0};
-  bool count_include_pad = true;
+  std::array<int64_t, 2> padding{0, 0};  ///< implicit padding of each side (-inf for max, 0 for avg)
+  bool count_include_pad = true;  ///< avg: whether padded positions count in the divisor
   /// Output size rounds up (a last window may start in the right padding but
   /// not beyond it), as PyTorch's ceil_mode.
   bool ceil_mode = false;
 };
+/// x [N, C, H, W] or [C, H, W]: the largest value of each window.
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o);
-Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o);
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o);  ///< x [N, C, H, W] or [C, H, W]: the mean of each window.
 
+/// batch_norm's mode and constants.
 struct BatchNormOptions {
+  /// normalise with the batch's statistics (and update the running ones) rather than the running ones
   bool training = true;
-  double momentum = 0.1;
-  double eps = 1e-5;
+  double momentum = 0.1;  ///< weight of the new batch statistics in the running ones
+  double eps = 1e-5;  ///< added to the variance for numerical stability
 };
 /// x [N, C, ...]; running stats are updated in place in training mode.
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
@@ -49,10 +60,15 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 /// that follows it: sum = x + residual and out = layer_norm(sum, ...), in one
 /// pass over memory on CUDA. Gradients are those of the two ops written apart.
 struct AddLayerNormResult {
+  ///@{
+  /// x + residual, and layer_norm of it
   Tensor sum, out;
+  ///@}
 };
+/// Returns x + residual and layer_norm(x + residual) in one fused pass where a kernel exists.
 AddLayerNormResult add_layer_norm(const Tensor& x, const Tensor& residual, const Shape& normalized_shape,
                                   const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
+/// scaled_dot_product_attention's mask, dropout, causality and scale.
 struct AttentionOptions {
   Tensor attn_mask = {};  ///< bool (true = may attend) or float (added to the scores); broadcasts to [..., L, S]
   double dropout_p = 0.0;  ///< applied to the attention weights (pass 0 in eval, as PyTorch)
@@ -72,8 +88,11 @@ Tensor dropout(const Tensor& x, double p, bool training = true);
 
 /// also libtorch's chained form: CrossEntropyOptions().ignore_index(0)
 struct CrossEntropyOptions {
+  /// None, Mean (over non-ignored targets) or Sum
   ANVIL_OPTION(CrossEntropyOptions, Reduction, reduction) = Reduction::Mean;
+  /// targets equal to it contribute nothing, to the loss or to the mean's count
   ANVIL_OPTION(CrossEntropyOptions, int64_t, ignore_index) = -100;
+  /// weight of the uniform distribution mixed into the targets (0: none)
   ANVIL_OPTION(CrossEntropyOptions, double, label_smoothing) = 0.0;
 };
 ///@{
@@ -86,6 +105,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, const CrossEntro
 ///@}
 /// input and target must have the same shape (no silent broadcasting).
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+/// Sigmoid and binary cross-entropy in one numerically stable op; target holds probabilities of x's shape.
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction = Reduction::Mean);
 

@@ -9,8 +9,10 @@
 
 namespace anvil {
 
+/// Running sum along `dim`, in `dtype` if given.
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+/// Running product along `dim`, in `dtype` if given.
 Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
-Tensor logcumsumexp(const Tensor& x, int64_t dim);
+Tensor logcumsumexp(const Tensor& x, int64_t dim);  ///< log(cumsum(exp(x))) along `dim`, computed without overflow.
 
 }  // namespace anvil

@@ -28,36 +28,50 @@
 namespace anvil::indexing {
 
 struct EllipsisIndexType {};
-inline constexpr EllipsisIndexType Ellipsis{};
+inline constexpr EllipsisIndexType Ellipsis{};  ///< All the dims not otherwise named, as Python's `...`.
 /// libtorch's None is c10::nullopt: it both opens a Slice bound and adds a dim.
 inline constexpr std::nullopt_t None = std::nullopt;
 
+/// start:stop:step, as Python's slice: a bound left open (None) covers the dim to its end.
 struct Slice {
+  /// Slice(), Slice(1), Slice(1, None, 2): absent bounds are open; the step defaults to 1.
   Slice(std::optional<int64_t> start = std::nullopt, std::optional<int64_t> stop = std::nullopt,
         std::optional<int64_t> step = std::nullopt)
       : start(start), stop(stop), step(step) {}
+  ///@{
+  /// the bounds and the step; nullopt: open (the step: 1)
   std::optional<int64_t> start, stop, step;
+  ///@}
 };
 
+/// One entry of an index list: None, Ellipsis, an integer, a bool, a Slice or a tensor (implicit from each).
 class TensorIndex {
  public:
+  /// What the entry is.
   enum class Kind : uint8_t { None, Ellipsis, Integer, Boolean, Slice, Tensor };
 
+  /// None: a new dim of size 1.
   TensorIndex(std::nullopt_t) : kind_(Kind::None) {}  // NOLINT: implicit, as libtorch's
+  /// Ellipsis: every dim not otherwise named.
   TensorIndex(EllipsisIndexType) : kind_(Kind::Ellipsis) {}  // NOLINT
+  /// "..." is Ellipsis (any other string is an error).
   TensorIndex(const char* s);  // NOLINT: "..." is Ellipsis
+  /// An integer: selects one index (negative counts from the end) and drops the dim.
   template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   TensorIndex(T i) : kind_(Kind::Integer), integer_(static_cast<int64_t>(i)) {}  // NOLINT
+  /// true adds a dim of size 1, false one of size 0, as PyTorch's.
   template <typename T, std::enable_if_t<std::is_same_v<T, bool>, int> = 0>
   TensorIndex(T b) : kind_(Kind::Boolean), boolean_(b) {}  // NOLINT
+  /// A Slice of the dim.
   TensorIndex(Slice s) : kind_(Kind::Slice), slice_(s) {}  // NOLINT
+  /// A bool mask or an int64/int32 index tensor.
   TensorIndex(anvil::Tensor t) : kind_(Kind::Tensor), tensor_(std::move(t)) {}  // NOLINT
 
-  Kind kind() const { return kind_; }
-  int64_t integer() const { return integer_; }
-  bool boolean() const { return boolean_; }
-  const Slice& slice() const { return slice_; }
-  const anvil::Tensor& tensor() const { return tensor_; }
+  Kind kind() const { return kind_; }  ///< Which of the forms this is.
+  int64_t integer() const { return integer_; }  ///< The integer (Kind::Integer).
+  bool boolean() const { return boolean_; }  ///< The bool (Kind::Boolean).
+  const Slice& slice() const { return slice_; }  ///< The slice (Kind::Slice).
+  const anvil::Tensor& tensor() const { return tensor_; }  ///< The tensor (Kind::Tensor).
 
  private:
   Kind kind_;
