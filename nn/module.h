@@ -29,10 +29,13 @@ namespace anvil::nn {
 
 /// Ordered name -> tensor pairs ("fc1.weight", ...), as PyTorch's state_dict.
 using StateDict = std::vector<std::pair<std::string, Tensor>>;
+/// Ordered name -> tensor pairs, as named_parameters() and named_buffers() return them.
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+/// The base of every layer and model: named parameters, buffers and child modules, and the operations over the tree.
 class Module : public std::enable_shared_from_this<Module> {
  public:
+  /// A module named `type_name` in repr() ("Linear", "Sequential", ...).
   explicit Module(std::string type_name = "Module") : type_name_(std::move(type_name)) {}
   virtual ~Module() = default;
   Module(const Module&) = delete;
@@ -50,7 +53,7 @@ class Module : public std::enable_shared_from_this<Module> {
   /// several outputs (MultiheadAttention, LSTM) returns its main one here and
   /// all of them from its own typed forward.
   virtual Tensor forward_inputs(const std::vector<Tensor>& inputs);
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  Tensor operator()(const Tensor& x) { return forward(x); }  ///< forward(x), as a Python call.
   /// model(ids, mask), as a Python call: forward_inputs({ids, mask}).
   template <typename... Ts>
   requires(sizeof...(Ts) >= 1 && (std::convertible_to<const Ts&, Tensor> && ...)) Tensor operator()(const Tensor& x,
@@ -58,26 +61,30 @@ class Module : public std::enable_shared_from_this<Module> {
     return forward_inputs({x, Tensor(rest)...});
   }
 
-  const std::string& type_name() const { return type_name_; }
+  const std::string& type_name() const { return type_name_; }  ///< The name repr() prints ("Linear").
   /// A one-line description of the module's own settings, e.g. "in=784, out=256".
   virtual std::string extra_repr() const { return ""; }
   std::string repr() const;  ///< the whole tree, like PyTorch's print(model)
 
   // --- the tree ---
+  /// The parameters of this module (and with `recurse`, of its descendants), in registration order.
   std::vector<Tensor> parameters(bool recurse = true) const;
-  NamedTensors named_parameters(bool recurse = true) const;
+  NamedTensors named_parameters(bool recurse = true) const;  ///< parameters() with their dotted names ("fc1.weight").
+  /// The buffers (running statistics, position ids, ...) of this module and, with `recurse`, its descendants.
   std::vector<Tensor> buffers(bool recurse = true) const;
-  NamedTensors named_buffers(bool recurse = true) const;
-  std::vector<std::shared_ptr<Module>> children() const;
+  NamedTensors named_buffers(bool recurse = true) const;  ///< buffers() with their dotted names.
+  std::vector<std::shared_ptr<Module>> children() const;  ///< The direct children, in registration order.
+  /// The direct children with their names.
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
   /// This module and all descendants, depth first, with dotted names ("" for this one).
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules();
   void apply(const std::function<void(Module&)>& fn);  ///< children first, then this
 
   // --- modes and placement ---
+  /// Training mode (or eval with on = false) for this module and its descendants; dropout and batch norm read it.
   virtual void train(bool on = true);
-  void eval() { train(false); }
-  bool is_training() const { return training_; }
+  void eval() { train(false); }  ///< train(false).
+  bool is_training() const { return training_; }  ///< Whether the module is in training mode.
   ///@{
   /// Moves (and/or casts floating tensors of) every parameter and buffer.
   void to(Device device);
@@ -88,6 +95,7 @@ class Module : public std::enable_shared_from_this<Module> {
   void zero_grad();  ///< sets every parameter's grad to undefined
 
   // --- state ---
+  /// Every parameter and buffer by dotted name, parameters first within each module, as PyTorch's.
   StateDict state_dict() const;
   /// strict: every key must match, with equal shapes; errors name the keys.
   void load_state_dict(const StateDict& state, bool strict = true);
@@ -97,11 +105,14 @@ class Module : public std::enable_shared_from_this<Module> {
   ///
   ///     weight = register_parameter("weight", empty({out, in}));
   Tensor register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
+  /// Adds a buffer (state that is no parameter, saved in state_dict) and returns it.
   Tensor register_buffer(const std::string& name, Tensor t);
+  /// Adds `m` as the child `name` and returns it, typed: fc = register_module("fc", std::make_shared<Linear>(4, 2)).
   template <typename M> std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
     add_child(name, m);
     return m;
   }
+  /// Adds `m` as the child `name` (register_module without the typed return).
   void add_child(const std::string& name, std::shared_ptr<Module> m);
 
  private:

@@ -12,33 +12,38 @@
 
 namespace anvil::nn {
 
+/// relu as a module.
 class ReLU : public Module {
  public:
   ReLU() : Module("ReLU") {}
   Tensor forward(const Tensor& x) override { return relu(x); }
 };
 
+/// gelu (exact, or its tanh approximation) as a module.
 class GELU : public Module {
  public:
   /// GeluApprox::Tanh is GPT-2's approximation; None is the exact erf form.
   explicit GELU(GeluApprox approximate = GeluApprox::None) : Module("GELU"), approximate(approximate) {}
   Tensor forward(const Tensor& x) override { return gelu(x, approximate); }
   std::string extra_repr() const override { return approximate == GeluApprox::Tanh ? "approximate='tanh'" : ""; }
-  GeluApprox approximate;
+  GeluApprox approximate;  ///< None (exact) or Tanh
 };
 
+/// silu (x * sigmoid(x)) as a module.
 class SiLU : public Module {
  public:
   SiLU() : Module("SiLU") {}
   Tensor forward(const Tensor& x) override { return silu(x); }
 };
 
+/// tanh as a module.
 class Tanh : public Module {
  public:
   Tanh() : Module("Tanh") {}
   Tensor forward(const Tensor& x) override { return tanh(x); }
 };
 
+/// sigmoid as a module.
 class Sigmoid : public Module {
  public:
   Sigmoid() : Module("Sigmoid") {}
@@ -49,6 +54,7 @@ class Sigmoid : public Module {
 /// inplace writes the result into the input, as libtorch's.
 class LeakyReLU : public Module {
  public:
+  /// With libtorch's options (negative_slope, inplace).
   explicit LeakyReLU(const LeakyReLUOptions& o = {}) : Module("LeakyReLU"), options(o) {}
   Tensor forward(const Tensor& x) override {
     return apply_in_place_if(options.inplace, x,
@@ -59,12 +65,13 @@ class LeakyReLU : public Module {
     os << "negative_slope=" << options.negative_slope();
     return os.str();
   }
-  LeakyReLUOptions options;
+  LeakyReLUOptions options;  ///< the settings it was built with
 };
 
+/// elu as a module, with libtorch's options (alpha, inplace).
 class ELU : public Module {
  public:
-  explicit ELU(const ELUOptions& o = {}) : Module("ELU"), options(o) {}
+  explicit ELU(const ELUOptions& o = {}) : Module("ELU"), options(o) {}  ///< With libtorch's options (alpha, inplace).
   Tensor forward(const Tensor& x) override {
     return apply_in_place_if(options.inplace, x, [&](const Tensor& in) { return elu(in, options.alpha); });
   }
@@ -73,11 +80,13 @@ class ELU : public Module {
     os << "alpha=" << options.alpha();
     return os.str();
   }
-  ELUOptions options;
+  ELUOptions options;  ///< the settings it was built with
 };
 
+/// softplus as a module, with libtorch's options (beta, threshold).
 class Softplus : public Module {
  public:
+  /// With libtorch's options (beta, threshold).
   explicit Softplus(const SoftplusOptions& o = {}) : Module("Softplus"), options(o) {}
   Tensor forward(const Tensor& x) override { return softplus(x, options.beta, options.threshold); }
   std::string extra_repr() const override {
@@ -85,15 +94,17 @@ class Softplus : public Module {
     os << "beta=" << options.beta() << ", threshold=" << options.threshold();
     return os.str();
   }
-  SoftplusOptions options;
+  SoftplusOptions options;  ///< the settings it was built with
 };
 
+/// mish (x * tanh(softplus(x))) as a module.
 class Mish : public Module {
  public:
   Mish() : Module("Mish") {}
   Tensor forward(const Tensor& x) override { return mish(x); }
 };
 
+/// hardswish as a module.
 class Hardswish : public Module {
  public:
   Hardswish() : Module("Hardswish") {}
@@ -105,11 +116,11 @@ class Hardswish : public Module {
 /// nn::GLU(nn::GLUOptions(1)) or nn::GLU(1), as libtorch's.
 class GLU : public Module {
  public:
-  explicit GLU(const GLUOptions& o = {}) : Module("GLU"), options(o) {}
-  explicit GLU(int64_t dim) : GLU(GLUOptions{.dim = dim}) {}
+  explicit GLU(const GLUOptions& o = {}) : Module("GLU"), options(o) {}  ///< Halves along options.dim (default -1).
+  explicit GLU(int64_t dim) : GLU(GLUOptions{.dim = dim}) {}  ///< Halves along `dim`.
   Tensor forward(const Tensor& x) override { return functional::glu(x, options.dim); }
   std::string extra_repr() const override { return "dim=" + std::to_string(options.dim()); }
-  GLUOptions options;
+  GLUOptions options;  ///< the settings it was built with
 };
 
 }  // namespace anvil::nn

@@ -9,18 +9,22 @@
 
 namespace anvil::nn {
 
+/// LeakyReLU's settings: x below 0 is scaled by negative_slope.
 struct LeakyReLUOptions {
-  ANVIL_OPTION(LeakyReLUOptions, double, negative_slope) = 0.01;
+  ANVIL_OPTION(LeakyReLUOptions, double, negative_slope) = 0.01;  ///< the slope below 0
   ANVIL_OPTION(LeakyReLUOptions, bool, inplace) = false;  ///< overwrite the input with the result
 };
+/// ELU's settings: alpha * (exp(x) - 1) below 0.
 struct ELUOptions {
-  ANVIL_OPTION(ELUOptions, double, alpha) = 1.0;
-  ANVIL_OPTION(ELUOptions, bool, inplace) = false;
+  ANVIL_OPTION(ELUOptions, double, alpha) = 1.0;  ///< the scale below 0
+  ANVIL_OPTION(ELUOptions, bool, inplace) = false;  ///< overwrite the input with the result
 };
+/// Softplus's settings: log(1 + exp(beta x)) / beta.
 struct SoftplusOptions {
-  ANVIL_OPTION(SoftplusOptions, double, beta) = 1.0;
+  ANVIL_OPTION(SoftplusOptions, double, beta) = 1.0;  ///< the sharpness of the curve
   ANVIL_OPTION(SoftplusOptions, double, threshold) = 20.0;  ///< x itself where beta * x > threshold
 };
+/// GLU's setting: the dim it halves.
 struct GLUOptions {
   ANVIL_OPTION(GLUOptions, int64_t, dim) = -1;  ///< the dim split in halves (its size must be even)
 };

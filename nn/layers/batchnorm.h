@@ -11,9 +11,10 @@
 
 namespace anvil::nn {
 
+/// BatchNorm2d's (and BatchNorm1d's) settings, as libtorch's nn::BatchNorm2dOptions.
 struct BatchNorm2dOptions {
-  ANVIL_OPTION(BatchNorm2dOptions, int64_t, num_features) = 0;
-  ANVIL_OPTION(BatchNorm2dOptions, double, eps) = 1e-5;
+  ANVIL_OPTION(BatchNorm2dOptions, int64_t, num_features) = 0;  ///< channels C
+  ANVIL_OPTION(BatchNorm2dOptions, double, eps) = 1e-5;  ///< added to the variance for numerical stability
   /// Weight of the new batch in the running averages; nullopt gives the
   /// cumulative average (1 / num_batches_tracked), as PyTorch's momentum=None.
   ANVIL_OPTION(BatchNorm2dOptions, std::optional<double>, momentum) = 0.1;
@@ -29,10 +30,10 @@ using BatchNorm1dOptions = BatchNorm2dOptions;
 class BatchNormBase : public Module {
  public:
   std::string extra_repr() const override;
-  void reset_running_stats();
-  void reset_parameters();
+  void reset_running_stats();  ///< Running mean 0, variance 1, batch count 0.
+  void reset_parameters();  ///< reset_running_stats(), weight 1 and bias 0.
 
-  BatchNorm2dOptions options;
+  BatchNorm2dOptions options;  ///< the settings it was built with
   ///@{
   /// [C], when affine
   Tensor weight, bias;
@@ -43,13 +44,17 @@ class BatchNormBase : public Module {
   ///@}
 
  protected:
+  /// Registers the parameters and buffers `options` asks for.
   BatchNormBase(const char* name, const BatchNorm2dOptions& options);
   Tensor normalize(const Tensor& x);  ///< x [N, C, ...], already checked
 };
 
+/// Batch normalisation over [N, C, H, W], statistics per channel, as torch.nn.BatchNorm2d.
 class BatchNorm2d : public BatchNormBase {
  public:
+  /// For `num_features` channels, the other settings default.
   explicit BatchNorm2d(int64_t num_features) : BatchNorm2d(BatchNorm2dOptions{.num_features = num_features}) {}
+  /// As `options` say.
   explicit BatchNorm2d(const BatchNorm2dOptions& options) : BatchNormBase("BatchNorm2d", options) {}
   Tensor forward(const Tensor& x) override;
 };
@@ -57,7 +62,9 @@ class BatchNorm2d : public BatchNormBase {
 /// Over [N, C] (features) or [N, C, L] (sequences), statistics per channel C.
 class BatchNorm1d : public BatchNormBase {
  public:
+  /// For `num_features` channels, the other settings default.
   explicit BatchNorm1d(int64_t num_features) : BatchNorm1d(BatchNorm1dOptions{.num_features = num_features}) {}
+  /// As `options` say.
   explicit BatchNorm1d(const BatchNorm1dOptions& options) : BatchNormBase("BatchNorm1d", options) {}
   Tensor forward(const Tensor& x) override;
 };

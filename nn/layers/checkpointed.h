@@ -18,14 +18,15 @@
 
 namespace anvil::nn {
 
+/// Runs its module with activation checkpointing (see the file comment).
 class Checkpointed : public Module {
  public:
-  explicit Checkpointed(std::shared_ptr<Module> module);
+  explicit Checkpointed(std::shared_ptr<Module> module);  ///< Wraps `module`, which becomes the child "module".
   Tensor forward(const Tensor& x) override;
   /// Several inputs (undefined ones pass through as absent), checkpointed as one.
   Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
 
-  std::shared_ptr<Module> module;
+  std::shared_ptr<Module> module;  ///< the wrapped module
 };
 
 }  // namespace anvil::nn

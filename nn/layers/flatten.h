@@ -8,8 +8,10 @@
 
 namespace anvil::nn {
 
+/// Flattens dims start_dim..end_dim into one, as torch.nn.Flatten (all but the batch dim by default).
 class Flatten : public Module {
  public:
+  /// Flattens start_dim..end_dim (negative dims count from the end).
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1)
       : Module("Flatten"), start_dim(start_dim), end_dim(end_dim) {}
   Tensor forward(const Tensor& x) override { return x.flatten(start_dim, end_dim); }
@@ -17,7 +19,10 @@ class Flatten : public Module {
     return "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim);
   }
 
+  ///@{
+  /// the first and the last dim merged
   int64_t start_dim, end_dim;
+  ///@}
 };
 
 }  // namespace anvil::nn

@@ -10,11 +10,12 @@ namespace anvil::nn {
 
 /// The constructor's arguments as libtorch's options: LinearOptions(3, 4).bias(false).
 struct LinearOptions {
-  ANVIL_OPTION(LinearOptions, int64_t, in_features) = 0;
-  ANVIL_OPTION(LinearOptions, int64_t, out_features) = 0;
-  ANVIL_OPTION(LinearOptions, bool, bias) = true;
+  ANVIL_OPTION(LinearOptions, int64_t, in_features) = 0;  ///< features of the input's last dim
+  ANVIL_OPTION(LinearOptions, int64_t, out_features) = 0;  ///< features of the output's last dim
+  ANVIL_OPTION(LinearOptions, bool, bias) = true;  ///< whether to add a learned bias
 };
 
+/// A fully connected layer, y = x @ weight^T + bias, as torch.nn.Linear.
 class Linear : public Module {
  public:
   ///@{
@@ -26,9 +27,12 @@ class Linear : public Module {
 
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
-  void reset_parameters();
+  void reset_parameters();  ///< Re-draws weight and bias as PyTorch initialises them.
 
+  ///@{
+  /// the input's and the output's last-dim sizes
   int64_t in_features, out_features;
+  ///@}
   ///@{
   /// bias undefined when built without one
   Tensor weight, bias;

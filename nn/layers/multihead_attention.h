@@ -36,9 +36,10 @@
 
 namespace anvil::nn {
 
+/// MultiheadAttention's settings, as libtorch's nn::MultiheadAttentionOptions.
 struct MultiheadAttentionOptions {
-  ANVIL_OPTION(MultiheadAttentionOptions, int64_t, embed_dim) = 0;
-  ANVIL_OPTION(MultiheadAttentionOptions, int64_t, num_heads) = 1;
+  ANVIL_OPTION(MultiheadAttentionOptions, int64_t, embed_dim) = 0;  ///< E, the model width (split among the heads)
+  ANVIL_OPTION(MultiheadAttentionOptions, int64_t, num_heads) = 1;  ///< heads; embed_dim must divide by it
   ANVIL_OPTION(MultiheadAttentionOptions, double, dropout) = 0.0;  ///< on the attention weights, in training
   ANVIL_OPTION(MultiheadAttentionOptions, bool, bias) = true;  ///< in_proj_bias and out_proj.bias
   ANVIL_OPTION(MultiheadAttentionOptions, int64_t, kdim) = 0;  ///< 0: embed_dim
@@ -51,17 +52,20 @@ struct MultiheadAttentionOptions {
 /// The per-call arguments of forward, as PyTorch's keyword arguments.
 struct MHAForwardOptions {
   ANVIL_OPTION(MHAForwardOptions, Tensor, key_padding_mask) = {};  ///< [N, S] (or [S] unbatched)
+  /// also return the attention weights (else the second result is undefined)
   ANVIL_OPTION(MHAForwardOptions, bool, need_weights) = true;
   ANVIL_OPTION(MHAForwardOptions, Tensor, attn_mask) = {};  ///< [L, S] or [N * num_heads, L, S]
   ANVIL_OPTION(MHAForwardOptions, bool, average_attn_weights) = true;  ///< weights [N, L, S], else [N, H, L, S]
   ANVIL_OPTION(MHAForwardOptions, bool, is_causal) = false;  ///< query i sees keys 0..i
 };
 
+/// Attention over several heads, as torch.nn.MultiheadAttention (see the file comment).
 class MultiheadAttention : public Module {
  public:
+  /// Width `embed_dim`, `num_heads` heads, other settings default.
   MultiheadAttention(int64_t embed_dim, int64_t num_heads)
       : MultiheadAttention(MultiheadAttentionOptions(embed_dim, num_heads)) {}
-  explicit MultiheadAttention(const MultiheadAttentionOptions& options);
+  explicit MultiheadAttention(const MultiheadAttentionOptions& options);  ///< As `options` say.
 
   /// (attn_output, attn_weights); the weights are undefined without need_weights.
   std::pair<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
@@ -78,17 +82,17 @@ class MultiheadAttention : public Module {
   /// {query, key, value[, key_padding_mask[, attn_mask]]} (undefined = absent), without weights.
   Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
   std::string extra_repr() const override;
-  void reset_parameters();
+  void reset_parameters();  ///< Re-initialises the projections as PyTorch does (xavier_uniform weights, zero biases).
 
-  MultiheadAttentionOptions options;
-  int64_t head_dim = 0;
+  MultiheadAttentionOptions options;  ///< the settings it was built with
+  int64_t head_dim = 0;  ///< embed_dim / num_heads
   Tensor in_proj_weight;  ///< [3E, E], when kdim == vdim == E
   ///@{
   /// [E, E], [E, kdim], [E, vdim] otherwise
   Tensor q_proj_weight, k_proj_weight, v_proj_weight;
   ///@}
   Tensor in_proj_bias;  ///< [3E], when bias
-  std::shared_ptr<Linear> out_proj;
+  std::shared_ptr<Linear> out_proj;  ///< the output projection [E, E]
   ///@{
   /// [1, 1, E], when add_bias_kv
   Tensor bias_k, bias_v;

@@ -26,17 +26,19 @@
 
 namespace anvil::nn {
 
+/// The settings LSTM and GRU share, as libtorch's nn::LSTMOptions / nn::GRUOptions.
 struct RNNOptionsBase {
-  ANVIL_OPTION(RNNOptionsBase, int64_t, input_size) = 0;
-  ANVIL_OPTION(RNNOptionsBase, int64_t, hidden_size) = 0;
-  ANVIL_OPTION(RNNOptionsBase, int64_t, num_layers) = 1;
-  ANVIL_OPTION(RNNOptionsBase, bool, bias) = true;
+  ANVIL_OPTION(RNNOptionsBase, int64_t, input_size) = 0;  ///< features of each input step
+  ANVIL_OPTION(RNNOptionsBase, int64_t, hidden_size) = 0;  ///< features of the hidden state
+  ANVIL_OPTION(RNNOptionsBase, int64_t, num_layers) = 1;  ///< stacked recurrent layers
+  ANVIL_OPTION(RNNOptionsBase, bool, bias) = true;  ///< whether the layers have bias_ih and bias_hh
   ANVIL_OPTION(RNNOptionsBase, bool, batch_first) = false;  ///< input/output [N, L, *] instead of [L, N, *]
   ANVIL_OPTION(RNNOptionsBase, double, dropout) = 0.0;  ///< on each layer's output but the last, in training
+  /// run each layer both ways and concatenate (output 2 * hidden_size)
   ANVIL_OPTION(RNNOptionsBase, bool, bidirectional) = false;
 };
-using LSTMOptions = RNNOptionsBase;
-using GRUOptions = RNNOptionsBase;
+using LSTMOptions = RNNOptionsBase;  ///< libtorch's name for LSTM's settings.
+using GRUOptions = RNNOptionsBase;  ///< libtorch's name for GRU's settings.
 
 /// What LSTM and GRU share: the parameters (gates * hidden_size rows each),
 /// their initialisation, the shape checks and the loop over layers and
@@ -46,16 +48,22 @@ class RNNBase : public Module {
   std::string extra_repr() const override;
   void reset_parameters();  ///< every weight and bias uniform in +-1/sqrt(hidden_size), as PyTorch
   /// The parameters of one layer and direction, in PyTorch's order.
+  /// One layer-direction's parameters.
   struct Weights {
+    ///@{
+    /// input-to-hidden and hidden-to-hidden weights and biases
     Tensor w_ih, w_hh, b_ih, b_hh;
+    ///@}
   };
+  /// The parameters of `layer` in `direction` (0 forward, 1 reverse).
   const Weights& weights(int64_t layer, int64_t direction) const;
 
-  RNNOptionsBase options;
+  RNNOptionsBase options;  ///< the settings it was built with
 
  protected:
+  /// The layers' parameters for `gates` gates, registered under PyTorch's names.
   RNNBase(const char* name, int64_t gates, const RNNOptionsBase& options);
-  int64_t directions() const { return options.bidirectional ? 2 : 1; }
+  int64_t directions() const { return options.bidirectional ? 2 : 1; }  ///< 2 when bidirectional, else 1.
   /// One time step: the new (h, c) from the projected input x_t (its
   /// w_ih x + b_ih part, [N, gates * H]) and the previous state. GRU has no c.
   virtual std::pair<Tensor, Tensor> cell(const Weights& w, const Tensor& x_proj, const Tensor& h,
@@ -68,10 +76,12 @@ class RNNBase : public Module {
   std::vector<Weights> weights_;  ///< [layer * directions + direction]
 };
 
+/// Long short-term memory, as torch.nn.LSTM: forward gives (output, (h_n, c_n)).
 class LSTM : public RNNBase {
  public:
+  /// One layer of `hidden_size` features over inputs of `input_size`.
   LSTM(int64_t input_size, int64_t hidden_size) : LSTM(LSTMOptions(input_size, hidden_size)) {}
-  explicit LSTM(const LSTMOptions& options) : RNNBase("LSTM", 4, options) {}
+  explicit LSTM(const LSTMOptions& options) : RNNBase("LSTM", 4, options) {}  ///< As `options` say.
   /// (output, (h_n, c_n)), as libtorch; hx = (h_0, c_0), zeros when absent.
   std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input,
                                                          std::optional<std::tuple<Tensor, Tensor>> hx = {});
@@ -83,10 +93,12 @@ class LSTM : public RNNBase {
                                  const Tensor& c) const override;
 };
 
+/// Gated recurrent unit, as torch.nn.GRU: forward gives (output, h_n).
 class GRU : public RNNBase {
  public:
+  /// One layer of `hidden_size` features over inputs of `input_size`.
   GRU(int64_t input_size, int64_t hidden_size) : GRU(GRUOptions(input_size, hidden_size)) {}
-  explicit GRU(const GRUOptions& options) : RNNBase("GRU", 3, options) {}
+  explicit GRU(const GRUOptions& options) : RNNBase("GRU", 3, options) {}  ///< As `options` say.
   /// (output, h_n), as libtorch; h_0 zeros when undefined.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& hx = {});
   /// {input[, h_0]} -> output.
