@@ -20,13 +20,14 @@
 
 namespace anvil::nn::optim {
 
+/// Adam's hyper-parameters, with PyTorch's defaults (as libtorch's optim::AdamOptions).
 struct AdamOptions {
-  ANVIL_OPTION(AdamOptions, double, lr) = 1e-3;
-  ANVIL_OPTION(AdamOptions, double, beta1) = 0.9;
-  ANVIL_OPTION(AdamOptions, double, beta2) = 0.999;
-  ANVIL_OPTION(AdamOptions, double, eps) = 1e-8;
-  ANVIL_OPTION(AdamOptions, double, weight_decay) = 0.0;
-  ANVIL_OPTION(AdamOptions, bool, maximize) = false;
+  ANVIL_OPTION(AdamOptions, double, lr) = 1e-3;  ///< learning rate
+  ANVIL_OPTION(AdamOptions, double, beta1) = 0.9;  ///< decay of the running mean of gradients (m)
+  ANVIL_OPTION(AdamOptions, double, beta2) = 0.999;  ///< decay of the running mean of squared gradients (v)
+  ANVIL_OPTION(AdamOptions, double, eps) = 1e-8;  ///< added to the denominator for numerical stability
+  ANVIL_OPTION(AdamOptions, double, weight_decay) = 0.0;  ///< L2 penalty added to the gradient
+  ANVIL_OPTION(AdamOptions, bool, maximize) = false;  ///< ascend the objective instead
   ANVIL_OPTION(AdamOptions, bool, amsgrad) = false;  ///< AMSGrad, as libtorch's option
   /// libtorch's spelling of beta1 and beta2: AdamOptions(1e-3).betas({0.9, 0.98}).
   AdamOptions& betas(std::tuple<double, double> b) {
@@ -34,40 +35,47 @@ struct AdamOptions {
     return *this;
   }
 
+  /// Throws naming `optimizer` and the setting when one is out of range.
   void validate(const std::string& optimizer) const;
-  HyperParams named() const;
-  bool set_named(std::string_view name, double value);
+  HyperParams named() const;  ///< The settings by name, as PyTorch's param_groups entries hold them.
+  bool set_named(std::string_view name, double value);  ///< Sets the setting called `name`; false when there is none.
 };
 
 /// The same settings; only the default weight decay differs (as in PyTorch).
 struct AdamWOptions {
-  ANVIL_OPTION(AdamWOptions, double, lr) = 1e-3;
-  ANVIL_OPTION(AdamWOptions, double, beta1) = 0.9;
-  ANVIL_OPTION(AdamWOptions, double, beta2) = 0.999;
-  ANVIL_OPTION(AdamWOptions, double, eps) = 1e-8;
-  ANVIL_OPTION(AdamWOptions, double, weight_decay) = 1e-2;
-  ANVIL_OPTION(AdamWOptions, bool, maximize) = false;
+  ANVIL_OPTION(AdamWOptions, double, lr) = 1e-3;  ///< learning rate
+  ANVIL_OPTION(AdamWOptions, double, beta1) = 0.9;  ///< decay of the running mean of gradients (m)
+  ANVIL_OPTION(AdamWOptions, double, beta2) = 0.999;  ///< decay of the running mean of squared gradients (v)
+  ANVIL_OPTION(AdamWOptions, double, eps) = 1e-8;  ///< added to the denominator for numerical stability
+  ANVIL_OPTION(AdamWOptions, double, weight_decay) = 1e-2;  ///< decoupled weight decay: p *= 1 - lr * weight_decay
+  ANVIL_OPTION(AdamWOptions, bool, maximize) = false;  ///< ascend the objective instead
   ANVIL_OPTION(AdamWOptions, bool, amsgrad) = false;  ///< AMSGrad, as libtorch's option
+  /// Sets beta1 and beta2 at once, as libtorch's betas option.
   AdamWOptions& betas(std::tuple<double, double> b) {
     std::tie(beta1, beta2) = b;
     return *this;
   }
 
+  /// Throws naming `optimizer` and the setting when one is out of range.
   void validate(const std::string& optimizer) const;
-  HyperParams named() const;
-  bool set_named(std::string_view name, double value);
+  HyperParams named() const;  ///< The settings by name, as PyTorch's param_groups entries hold them.
+  bool set_named(std::string_view name, double value);  ///< Sets the setting called `name`; false when there is none.
 };
 
+/// Adam, as torch.optim.Adam: adaptive moments with an L2 penalty through the gradient (see the file comment).
 class Adam : public OptimizerWith<AdamOptions> {
  public:
-  explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
+  explicit Adam(std::vector<Tensor> params, AdamOptions options = {});  ///< Optimizes `params` with `options`.
+  /// Optimizes each group with its own options, or `defaults`.
   explicit Adam(std::vector<Group> groups, AdamOptions defaults = {});
   void step() override;
 };
 
+/// AdamW, as torch.optim.AdamW: Adam with decoupled weight decay (see the file comment).
 class AdamW : public OptimizerWith<AdamWOptions> {
  public:
-  explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
+  explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});  ///< Optimizes `params` with `options`.
+  /// Optimizes each group with its own options, or `defaults`.
   explicit AdamW(std::vector<Group> groups, AdamWOptions defaults = {});
   void step() override;
 };

@@ -28,27 +28,35 @@
 
 namespace anvil::nn::optim {
 
+/// LBFGS's hyper-parameters, with PyTorch's defaults (as libtorch's optim::LBFGSOptions).
 struct LBFGSOptions {
-  using OptionalInt = std::optional<int64_t>;
-  using OptionalString = std::optional<std::string>;
-  ANVIL_OPTION(LBFGSOptions, double, lr) = 1.0;
-  ANVIL_OPTION(LBFGSOptions, int64_t, max_iter) = 20;
+  using OptionalInt = std::optional<int64_t>;  ///< An optional count (ANVIL_OPTION's type may hold no comma).
+  using OptionalString = std::optional<std::string>;  ///< An optional name.
+  ANVIL_OPTION(LBFGSOptions, double, lr) = 1.0;  ///< learning rate
+  ANVIL_OPTION(LBFGSOptions, int64_t, max_iter) = 20;  ///< iterations per step()
   ANVIL_OPTION(LBFGSOptions, OptionalInt, max_eval) = std::nullopt;  ///< unset: max_iter * 5 / 4
+  /// stop when the largest gradient magnitude is at most this
   ANVIL_OPTION(LBFGSOptions, double, tolerance_grad) = 1e-7;
-  ANVIL_OPTION(LBFGSOptions, double, tolerance_change) = 1e-9;
-  ANVIL_OPTION(LBFGSOptions, int64_t, history_size) = 100;
+  ANVIL_OPTION(LBFGSOptions, double,
+               tolerance_change) = 1e-9;  ///< stop when the loss or a step changes by at most this
+  ANVIL_OPTION(LBFGSOptions, int64_t, history_size) = 100;  ///< (s, y) pairs kept for the Hessian approximation
   ANVIL_OPTION(LBFGSOptions, OptionalString, line_search_fn) = std::nullopt;  ///< or "strong_wolfe"
 
+  /// Throws naming `optimizer` and the setting when one is out of range.
   void validate(const std::string& optimizer) const;
-  HyperParams named() const;
-  bool set_named(std::string_view name, double value);
+  HyperParams named() const;  ///< The settings by name, as PyTorch's param_groups entries hold them.
+  bool set_named(std::string_view name, double value);  ///< Sets the setting called `name`; false when there is none.
 };
 
+/// Re-evaluates the model: zeroes the gradients, computes the loss, runs backward and returns the loss.
 using LossClosure = std::function<Tensor()>;
 
+/// L-BFGS, as torch.optim.LBFGS: a quasi-Newton method that re-evaluates the loss through a closure (see the file
+/// comment).
 class LBFGS : public OptimizerWith<LBFGSOptions> {
  public:
-  explicit LBFGS(std::vector<Tensor> params, LBFGSOptions options = {});
+  explicit LBFGS(std::vector<Tensor> params, LBFGSOptions options = {});  ///< Optimizes `params` with `options`.
+  /// Optimizes each group with its own options, or `defaults`.
   explicit LBFGS(std::vector<Group> groups, LBFGSOptions defaults = {});
   /// Returns the loss of the first closure call (before this step's updates).
   Tensor step(const LossClosure& closure);

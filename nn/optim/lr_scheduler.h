@@ -30,11 +30,13 @@
 
 namespace anvil::nn::optim {
 
+/// A scheduler's position, for checkpoints.
 struct SchedulerState {
   int64_t last_step = 0;  ///< scheduler steps taken
   std::vector<double> base_lrs;  ///< one per parameter group
 };
 
+/// The base of the t-indexed schedules: step() sets every group's lr to lr_at(t, group).
 class LRScheduler {
  public:
   virtual ~LRScheduler() = default;
@@ -45,24 +47,28 @@ class LRScheduler {
   void step();
   /// The lrs set by the last step (or by construction), one per group.
   const std::vector<double>& get_last_lr() const { return last_lrs_; }
-  int64_t last_step() const { return last_step_; }
+  int64_t last_step() const { return last_step_; }  ///< Scheduler steps taken (t).
+  /// Each group's base lr (Optimizer::initial_lrs when the scheduler was made).
   const std::vector<double>& base_lrs() const { return base_lrs_; }
   /// The lr of `group` after t steps, without changing anything.
   virtual double lr_at(int64_t t, size_t group) const = 0;
 
-  SchedulerState state_dict() const { return {last_step_, base_lrs_}; }
+  SchedulerState state_dict() const {
+    return {last_step_, base_lrs_};
+  }  ///< t and the base lrs, to resume the schedule.
   /// Restores t and the base lrs and sets the optimizer's lrs to match, so it
   /// does not matter whether the optimizer's state is loaded before or after.
   void load_state_dict(const SchedulerState& state);
 
  protected:
+  /// A scheduler over `optimizer`, which must outlive it; reads or records its base lrs.
   explicit LRScheduler(Optimizer& optimizer);
   /// Derived constructors call this last (lr_at is virtual): applies t = 0.
   void start() { apply_at(0); }
-  Optimizer& optimizer() const { return optimizer_; }
+  Optimizer& optimizer() const { return optimizer_; }  ///< The optimizer it schedules.
 
  public:
-  bool uses(const Optimizer& o) const { return &optimizer_ == &o; }
+  bool uses(const Optimizer& o) const { return &optimizer_ == &o; }  ///< Whether this scheduler schedules `o`.
 
  private:
   void apply_at(int64_t t);  ///< sets the lrs for t and makes t current
@@ -73,12 +79,13 @@ class LRScheduler {
 
 /// lr = base * gamma^floor(t / step_size)
 struct StepLROptions {
-  int64_t step_size = 1;
-  double gamma = 0.1;
+  int64_t step_size = 1;  ///< decay every this many steps
+  double gamma = 0.1;  ///< the factor of each decay
 };
+/// lr = base * gamma^floor(t / step_size), as torch.optim.lr_scheduler.StepLR.
 class StepLR : public LRScheduler {
  public:
-  StepLR(Optimizer& optimizer, StepLROptions options);
+  StepLR(Optimizer& optimizer, StepLROptions options);  ///< With `options`.
   /// libtorch's StepLR(optimizer, step_size, gamma).
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1)
       : StepLR(optimizer, StepLROptions{step_size, gamma}) {}
@@ -93,12 +100,13 @@ class StepLR : public LRScheduler {
 /// start_factor 0 is transformers' constant schedule with warmup, whose first
 /// update uses lr 0).
 struct LinearWarmupLROptions {
-  int64_t warmup_steps = 0;
-  double start_factor = 0.0;
+  int64_t warmup_steps = 0;  ///< steps of the ramp (0: constant)
+  double start_factor = 0.0;  ///< the fraction of base at t = 0
 };
+/// A linear warmup to the base lr, then constant (see LinearWarmupLROptions).
 class LinearWarmupLR : public LRScheduler {
  public:
-  LinearWarmupLR(Optimizer& optimizer, LinearWarmupLROptions options);
+  LinearWarmupLR(Optimizer& optimizer, LinearWarmupLROptions options);  ///< With `options`.
   double lr_at(int64_t t, size_t group) const override;
 
  private:
@@ -112,14 +120,15 @@ class LinearWarmupLR : public LRScheduler {
 /// With warmup_steps = 0 this is PyTorch's CosineAnnealingLR(T_max = total_steps,
 /// eta_min = min_lr) up to T_max (PyTorch's keeps following the cosine back up).
 struct CosineAnnealingLROptions {
-  int64_t total_steps = 0;
-  int64_t warmup_steps = 0;
-  double min_lr = 0.0;
-  double warmup_start_factor = 0.0;
+  int64_t total_steps = 0;  ///< t at which the lr reaches min_lr
+  int64_t warmup_steps = 0;  ///< steps of the linear warmup first
+  double min_lr = 0.0;  ///< the lr at the end (and after)
+  double warmup_start_factor = 0.0;  ///< the warmup's starting fraction of base
 };
+/// Linear warmup, then cosine annealing to min_lr (see CosineAnnealingLROptions).
 class CosineAnnealingLR : public LRScheduler {
  public:
-  CosineAnnealingLR(Optimizer& optimizer, CosineAnnealingLROptions options);
+  CosineAnnealingLR(Optimizer& optimizer, CosineAnnealingLROptions options);  ///< With `options`.
   double lr_at(int64_t t, size_t group) const override;
 
  private:
@@ -135,16 +144,17 @@ class CosineAnnealingLR : public LRScheduler {
 ///     (three_phase: max_lr -> initial, then initial -> min, as PyTorch's).
 /// Stepping past total_steps is an error, as in PyTorch.
 struct OneCycleLROptions {
-  double max_lr = 0.0;
-  int64_t total_steps = 0;
-  double pct_start = 0.3;
-  double div_factor = 25.0;
-  double final_div_factor = 1e4;
-  bool three_phase = false;
+  double max_lr = 0.0;  ///< the peak lr
+  int64_t total_steps = 0;  ///< the schedule's length in steps
+  double pct_start = 0.3;  ///< the fraction of steps spent rising
+  double div_factor = 25.0;  ///< initial lr = max_lr / div_factor
+  double final_div_factor = 1e4;  ///< final lr = initial lr / final_div_factor
+  bool three_phase = false;  ///< fall back to the initial lr before annealing to the final one
 };
+/// The one-cycle schedule (see OneCycleLROptions), as torch.optim.lr_scheduler.OneCycleLR.
 class OneCycleLR : public LRScheduler {
  public:
-  OneCycleLR(Optimizer& optimizer, OneCycleLROptions options);
+  OneCycleLR(Optimizer& optimizer, OneCycleLROptions options);  ///< With `options`.
   double lr_at(int64_t t, size_t group) const override;
 
  private:
@@ -159,9 +169,9 @@ class OneCycleLR : public LRScheduler {
 /// (PyTorch's LambdaLR).
 class LambdaLR : public LRScheduler {
  public:
-  using Lambda = std::function<double(int64_t)>;
-  LambdaLR(Optimizer& optimizer, Lambda lr_lambda);
-  LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas);
+  using Lambda = std::function<double(int64_t)>;  ///< A factor of the base lr, as a function of t.
+  LambdaLR(Optimizer& optimizer, Lambda lr_lambda);  ///< One factor function for every group.
+  LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas);  ///< One factor function per group.
   double lr_at(int64_t t, size_t group) const override;
 
  private:
@@ -171,12 +181,13 @@ class LambdaLR : public LRScheduler {
 /// lr = base * gamma^(number of milestones <= t) (PyTorch's MultiStepLR; a
 /// milestone listed twice decays twice).
 struct MultiStepLROptions {
-  std::vector<int64_t> milestones;
-  double gamma = 0.1;
+  std::vector<int64_t> milestones;  ///< steps at which the lr decays (sorted or not)
+  double gamma = 0.1;  ///< the factor of each decay
 };
+/// lr = base * gamma^(milestones passed), as torch.optim.lr_scheduler.MultiStepLR.
 class MultiStepLR : public LRScheduler {
  public:
-  MultiStepLR(Optimizer& optimizer, MultiStepLROptions options);
+  MultiStepLR(Optimizer& optimizer, MultiStepLROptions options);  ///< With `options`.
   /// PyTorch's MultiStepLR(optimizer, milestones, gamma).
   MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1)
       : MultiStepLR(optimizer, MultiStepLROptions{std::move(milestones), gamma}) {}
@@ -188,11 +199,12 @@ class MultiStepLR : public LRScheduler {
 
 /// lr = base * gamma^t (PyTorch's ExponentialLR).
 struct ExponentialLROptions {
-  double gamma = 0.1;
+  double gamma = 0.1;  ///< the factor per step
 };
+/// lr = base * gamma^t, as torch.optim.lr_scheduler.ExponentialLR.
 class ExponentialLR : public LRScheduler {
  public:
-  ExponentialLR(Optimizer& optimizer, ExponentialLROptions options);
+  ExponentialLR(Optimizer& optimizer, ExponentialLROptions options);  ///< With `options`.
   /// PyTorch's ExponentialLR(optimizer, gamma).
   ExponentialLR(Optimizer& optimizer, double gamma) : ExponentialLR(optimizer, ExponentialLROptions{gamma}) {}
   double lr_at(int64_t t, size_t group) const override;
@@ -213,6 +225,7 @@ class ExponentialLR : public LRScheduler {
 ///     optim::SequentialLR sched(opt, {warmup, decay}, {5});
 class SequentialLR : public LRScheduler {
  public:
+  /// `schedulers` in turn, switching at `milestones` (one fewer than schedulers).
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                std::vector<int64_t> milestones);
   double lr_at(int64_t t, size_t group) const override;
@@ -228,6 +241,7 @@ class SequentialLR : public LRScheduler {
 /// ExponentialLR, LinearLR, LambdaLR-style factors) one after another gives.
 class ChainedScheduler : public LRScheduler {
  public:
+  /// All `schedulers` at once, their factors multiplied.
   ChainedScheduler(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers);
   double lr_at(int64_t t, size_t group) const override;
 
@@ -242,36 +256,45 @@ class ChainedScheduler : public LRScheduler {
 /// mode Min, threshold_mode Rel: metric < best * (1 - threshold); Abs:
 /// metric < best - threshold (Max mirrored). A NaN metric never improves.
 struct ReduceLROnPlateauOptions {
+  /// whether a lower (Min) or a higher (Max) metric is better
   enum class Mode { Min, Max };
+  /// whether threshold is relative (Rel) or absolute (Abs)
   enum class ThresholdMode { Rel, Abs };
-  Mode mode = Mode::Min;
-  double factor = 0.1;
-  int64_t patience = 10;
-  double threshold = 1e-4;
-  ThresholdMode threshold_mode = ThresholdMode::Rel;
-  int64_t cooldown = 0;
+  Mode mode = Mode::Min;  ///< Min or Max
+  double factor = 0.1;  ///< the factor applied to the lr on a plateau
+  int64_t patience = 10;  ///< steps without improvement tolerated before reducing
+  double threshold = 1e-4;  ///< the smallest change that counts as an improvement
+  ThresholdMode threshold_mode = ThresholdMode::Rel;  ///< Rel or Abs
+  int64_t cooldown = 0;  ///< steps to wait after a reduction before counting again
   std::vector<double> min_lr = {0.0};  ///< one for every group, or one per group
-  double eps = 1e-8;
+  double eps = 1e-8;  ///< lr changes smaller than this are skipped
 };
+/// ReduceLROnPlateau's position, for checkpoints.
 struct PlateauState {
-  double best = 0;
+  double best = 0;  ///< the best metric so far
+  ///@{
+  /// steps without improvement, steps of cooldown left, and steps taken
   int64_t num_bad_epochs = 0, cooldown_counter = 0, last_epoch = 0;
+  ///@}
 };
+/// Reduces the lr when a metric stops improving, as torch.optim.lr_scheduler.ReduceLROnPlateau.
 class ReduceLROnPlateau {
  public:
+  /// Over `optimizer` (which must outlive it), with `options`.
   ReduceLROnPlateau(Optimizer& optimizer, ReduceLROnPlateauOptions options = {});
   ReduceLROnPlateau(const ReduceLROnPlateau&) = delete;
   ReduceLROnPlateau& operator=(const ReduceLROnPlateau&) = delete;
 
+  /// Takes one epoch's metric and reduces the lrs after `patience` epochs without improvement.
   void step(double metric);
-  const std::vector<double>& get_last_lr() const { return last_lrs_; }
-  double best() const { return s_.best; }
-  int64_t num_bad_epochs() const { return s_.num_bad_epochs; }
-  bool in_cooldown() const { return s_.cooldown_counter > 0; }
-  const ReduceLROnPlateauOptions& options() const { return o_; }
+  const std::vector<double>& get_last_lr() const { return last_lrs_; }  ///< Each group's lr after the last step.
+  double best() const { return s_.best; }  ///< The best metric so far.
+  int64_t num_bad_epochs() const { return s_.num_bad_epochs; }  ///< Steps since the last improvement.
+  bool in_cooldown() const { return s_.cooldown_counter > 0; }  ///< Whether it is waiting out a cooldown.
+  const ReduceLROnPlateauOptions& options() const { return o_; }  ///< The settings it was made with.
 
-  PlateauState state_dict() const { return s_; }
-  void load_state_dict(const PlateauState& state);
+  PlateauState state_dict() const { return s_; }  ///< Its position, to resume.
+  void load_state_dict(const PlateauState& state);  ///< Resumes from state_dict().
 
  private:
   bool is_better(double a) const;
@@ -286,8 +309,11 @@ class ReduceLROnPlateau {
 ///     ReduceLROnPlateauScheduler sched(opt, ReduceLROnPlateauScheduler::SchedulerMode::min, 0.5, 2);
 class ReduceLROnPlateauScheduler : public ReduceLROnPlateau {
  public:
+  /// libtorch's spelling of Mode.
   enum SchedulerMode { min, max };
+  /// libtorch's spelling of ThresholdMode.
   enum ThresholdMode { rel, abs };
+  /// ReduceLROnPlateau with libtorch's positional arguments (verbose is accepted and ignored).
   explicit ReduceLROnPlateauScheduler(Optimizer& optimizer, SchedulerMode mode = min, float factor = 0.1f,
                                       int patience = 10, double threshold = 1e-4, ThresholdMode threshold_mode = rel,
                                       int cooldown = 0, const std::vector<float>& min_lr = {}, double eps = 1e-8,
