@@ -22,13 +22,15 @@
 
 namespace anvil::nn {
 
+/// How encode batches its texts.
 struct EncodeOptions {
-  int64_t batch_size = 32;
+  int64_t batch_size = 32;  ///< texts per forward pass
   /// Texts are encoded in batches of similar token counts (less padding), then
   /// returned in input order, as sentence-transformers does.
   bool sort_by_length = true;
 };
 
+/// A sentence-transformers model directory as one object: tokenizer, BertModel, pooling and normalisation.
 class SentenceEmbedder {
  public:
   /// Reads tokenizer.json, config.json, model.safetensors and, when present,
@@ -52,21 +54,23 @@ class SentenceEmbedder {
   /// it must not be the source folder.
   void save(const std::filesystem::path& dir) const;
 
-  void to(Device device) { model_->to(device); }
+  void to(Device device) { model_->to(device); }  ///< Moves the model to `device`.
   /// The model's floating parameters (bfloat16 for faster inference); the
   /// embeddings come back in float32 either way.
   void to(DType dtype) { model_->to(dtype); }
-  Device device() const { return model_->device(); }
-  int64_t dimension() const { return model_->config.hidden_size; }
+  Device device() const { return model_->device(); }  ///< Where the model is.
+  int64_t dimension() const { return model_->config.hidden_size; }  ///< The embedding's width.
+  /// The longest token sequence encoded; longer texts are truncated.
   int64_t max_seq_length() const { return tokenizer_.options().max_length; }
   /// Truncate encodings at `tokens` (special tokens included), as setting
   /// SentenceTransformer.max_seq_length; 2..max_position_embeddings. save()
   /// keeps the source folder's sentence_bert_config.json.
   void set_max_seq_length(int64_t tokens);
-  const std::filesystem::path& source_dir() const { return source_dir_; }
+  const std::filesystem::path& source_dir() const { return source_dir_; }  ///< The directory it was loaded from.
+  /// Whether encode L2-normalises (the directory's modules.json lists Normalize).
   bool normalizes() const { return normalize_; }
-  const text::BertTokenizer& tokenizer() const { return tokenizer_; }
-  const std::shared_ptr<BertModel>& model() const { return model_; }
+  const text::BertTokenizer& tokenizer() const { return tokenizer_; }  ///< The tokenizer.
+  const std::shared_ptr<BertModel>& model() const { return model_; }  ///< The BertModel, to train or inspect.
 
  private:
   std::filesystem::path source_dir_;

@@ -17,7 +17,9 @@
 
 namespace anvil::nn::serialize {
 
+/// Writes `path` atomically: `write` fills the temporary, which then replaces `path`.
 void atomic_write_file(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write);
+/// Writes `bytes` to `path` atomically.
 void atomic_write_file(const std::filesystem::path& path, std::string_view bytes);
 
 /// Where atomic_write_file stages the bytes for `path` in this process.

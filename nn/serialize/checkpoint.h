@@ -40,11 +40,12 @@
 
 namespace anvil::nn::serialize {
 
+/// Everything a resumed run needs, in one file (see the file comment).
 struct Checkpoint {
-  StateDict model;
+  StateDict model;  ///< the model's state dict
   std::optional<optim::OptimizerState> optimizer;  ///< unset: not saved (nor is a state with no groups)
-  std::optional<optim::SchedulerState> scheduler;
-  std::optional<GeneratorState> rng;
+  std::optional<optim::SchedulerState> scheduler;  ///< unset: not saved
+  std::optional<GeneratorState> rng;  ///< the global generator; unset: not saved
   int64_t step = 0;  ///< optimizer updates done
   int64_t epoch = 0;  ///< epochs completed
   StateDict extra;  ///< e.g. a loss scaler's state, the best validation metric
@@ -55,6 +56,7 @@ struct Checkpoint {
 /// within each part (optimizer hyper-parameters too). Load errors name the file
 /// and the key.
 void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
+/// Reads a checkpoint saved by save_checkpoint; errors name the file and the key.
 Checkpoint load_checkpoint(const std::filesystem::path& path);
 
 }  // namespace anvil::nn::serialize

@@ -32,9 +32,10 @@ namespace anvil::nn::serialize {
 /// accepts string values only).
 using Metadata = std::map<std::string, std::string>;
 
+/// A safetensors file's tensors and metadata.
 struct SafetensorsContents {
   StateDict tensors;  ///< sorted by name (as safe_open(...).keys() lists them); CPU tensors
-  Metadata metadata;
+  Metadata metadata;  ///< the "__metadata__" strings
 };
 
 /// Tensors on another device or non-contiguous are copied to contiguous CPU
@@ -42,12 +43,15 @@ struct SafetensorsContents {
 /// The file is replaced atomically (see atomic_file.h). Empty metadata writes
 /// no "__metadata__" entry.
 void save_safetensors(const std::filesystem::path& path, const StateDict& tensors, const Metadata& metadata = {});
+/// The tensors of a safetensors file, as CPU tensors sorted by name.
 StateDict load_safetensors(const std::filesystem::path& path);
+/// The tensors and the metadata of a safetensors file.
 SafetensorsContents load_safetensors_with_metadata(const std::filesystem::path& path);
 
 /// The same in memory (safetensors.numpy.save / load).
 std::string serialize_safetensors(const StateDict& tensors, const Metadata& metadata = {});
-SafetensorsContents deserialize_safetensors(std::string_view bytes);
+SafetensorsContents deserialize_safetensors(
+    std::string_view bytes);  ///< The tensors and metadata of safetensors bytes.
 
 /// "F32" for kFloat32, ...; the safetensors dtype strings.
 const char* safetensors_dtype_name(DType dtype);

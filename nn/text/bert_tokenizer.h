@@ -29,25 +29,30 @@
 
 namespace anvil::nn::text {
 
+/// BertTokenizer's settings, as tokenizer.json's normalizer and model sections give them.
 struct BertTokenizerOptions {
   bool clean_text = true;  ///< drop control characters, map whitespace to ' '
   bool handle_chinese_chars = true;  ///< a space either side of each CJK ideograph
   std::optional<bool> strip_accents;  ///< unset: as lowercase (BERT's rule)
-  bool lowercase = true;
+  bool lowercase = true;  ///< lower-case the text
+  ///@{
+  /// the special tokens: unknown, the sequence start, the separator and the padding
   std::string unk_token = "[UNK]", cls_token = "[CLS]", sep_token = "[SEP]", pad_token = "[PAD]";
-  std::string continuing_subword_prefix = "##";
-  int64_t max_input_chars_per_word = 100;
+  ///@}
+  std::string continuing_subword_prefix = "##";  ///< marks the pieces after a word's first
+  int64_t max_input_chars_per_word = 100;  ///< longer words become [UNK]
   /// Encodings longer than this (special tokens included) are cut at the end.
   int64_t max_length = 512;
 };
 
 /// A batch padded on the right to its longest encoding; int64 [batch, length].
 struct BatchEncoding {
-  Tensor input_ids;
+  Tensor input_ids;  ///< token ids, [CLS] ... [SEP] then padding
   Tensor attention_mask;  ///< 1 for tokens, 0 for padding
   Tensor token_type_ids;  ///< zeros: one sequence per row
 };
 
+/// BERT's WordPiece tokenizer (see the file comment).
 class BertTokenizer {
  public:
   /// The vocabulary in id order (vocab.txt's lines).
@@ -63,14 +68,15 @@ class BertTokenizer {
   std::vector<std::string> tokenize(std::string_view text) const;
   /// [CLS] pieces [SEP] as ids, truncated to options().max_length.
   std::vector<int64_t> encode(std::string_view text) const;
+  /// Encodes each text and pads them to the longest, with the attention mask.
   BatchEncoding encode_batch(const std::vector<std::string>& texts) const;
 
   int64_t token_to_id(std::string_view token) const;  ///< unk id when absent
   const std::string& id_to_token(int64_t id) const;  ///< checked
-  int64_t vocab_size() const { return static_cast<int64_t>(vocab_.size()); }
-  int64_t pad_id() const { return pad_id_; }
-  BertTokenizerOptions& options() { return options_; }
-  const BertTokenizerOptions& options() const { return options_; }
+  int64_t vocab_size() const { return static_cast<int64_t>(vocab_.size()); }  ///< Number of tokens in the vocabulary.
+  int64_t pad_id() const { return pad_id_; }  ///< The [PAD] id.
+  BertTokenizerOptions& options() { return options_; }  ///< The settings, to change (max_length, ...).
+  const BertTokenizerOptions& options() const { return options_; }  ///< The settings.
   /// Texts matched as one token before normalization ([MASK], ...).
   void add_special_tokens(const std::vector<std::string>& tokens);
 

@@ -35,6 +35,7 @@
 
 namespace anvil::nn::train {
 
+/// The Trainer's compute precision: float32, or mixed with bfloat16 or float16.
 enum class Precision { FP32, BF16, FP16 };
 
 /// How the Trainer applies BF16/FP16. Autocast (the default): per op, as
@@ -47,22 +48,25 @@ enum class AmpMode { Autocast, WholeModel };
 const char* precision_name(Precision p);  ///< "fp32", "bf16", "fp16"
 DType compute_dtype(Precision p);  ///< float32, bfloat16, float16
 
+/// GradScaler's settings, as torch.cuda.amp.GradScaler's.
 struct GradScalerOptions {
   double init_scale = 65536.0;  ///< 2^16
-  double growth_factor = 2.0;
-  double backoff_factor = 0.5;
+  double growth_factor = 2.0;  ///< the scale's factor after growth_interval good steps
+  double backoff_factor = 0.5;  ///< the scale's factor after a step with inf or nan gradients
   int64_t growth_interval = 2000;  ///< consecutive good steps before the scale grows
   bool enabled = true;  ///< disabled: every method passes through
 };
 
+/// The scaler's position, for checkpoints.
 struct GradScalerState {
-  double scale = 65536.0;
+  double scale = 65536.0;  ///< the current loss scale
   int64_t growth_tracker = 0;  ///< good steps since the last change
 };
 
+/// Dynamic loss scaling for float16 training, as torch.cuda.amp.GradScaler (see the file comment).
 class GradScaler {
  public:
-  explicit GradScaler(GradScalerOptions options = {});
+  explicit GradScaler(GradScalerOptions options = {});  ///< With `options`.
 
   /// loss * scale (a float32 loss is advised: a float16 one overflows easily).
   Tensor scale(const Tensor& loss) const;
@@ -80,12 +84,12 @@ class GradScaler {
   /// growth_interval good ones in a row.
   void update();
 
-  double get_scale() const { return state_.scale; }
-  bool is_enabled() const { return options_.enabled; }
+  double get_scale() const { return state_.scale; }  ///< The current scale.
+  bool is_enabled() const { return options_.enabled; }  ///< Whether scaling is on (else every method passes through).
   bool found_inf() const { return found_inf_; }  ///< of the current step
-  const GradScalerOptions& options() const { return options_; }
-  GradScalerState state_dict() const { return state_; }
-  void load_state_dict(const GradScalerState& state);
+  const GradScalerOptions& options() const { return options_; }  ///< The settings it was made with.
+  GradScalerState state_dict() const { return state_; }  ///< The scale and growth tracker, to resume.
+  void load_state_dict(const GradScalerState& state);  ///< Resumes from state_dict().
 
  private:
   GradScalerOptions options_;
@@ -97,11 +101,13 @@ class GradScaler {
 /// True when any gradient of `parameters` holds an inf or nan (one host read).
 bool any_grad_non_finite(const std::vector<Tensor>& parameters);
 
+/// Float32 master weights behind a low-precision model: the whole-model ("O2") mixed precision path (see the file
+/// comment).
 class MasterWeights {
  public:
   /// Float32 parameters take part; others are left alone.
   MasterWeights(std::vector<Tensor> parameters, DType compute_dtype);
-  DType compute_dtype() const { return dtype_; }
+  DType compute_dtype() const { return dtype_; }  ///< The low-precision dtype.
 
   /// The parameters now hold low-precision copies of the masters (no-op if
   /// they already do). Their gradients are cleared.
@@ -112,7 +118,7 @@ class MasterWeights {
   /// The parameters hold the float32 masters again, with the accumulated
   /// float32 gradients (undefined where none arrived); accumulators reset.
   void restore();
-  bool is_down() const { return down_; }
+  bool is_down() const { return down_; }  ///< Whether the parameters currently hold the low-precision copies.
 
  private:
   std::vector<Tensor> params_;  ///< the handles the model and optimizer share

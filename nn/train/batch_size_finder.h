@@ -30,9 +30,10 @@
 
 namespace anvil::nn::train {
 
+/// The batch-size search's bounds.
 struct BatchSizeSearchOptions {
-  int64_t start = 1;
-  int64_t max = 4096;
+  int64_t start = 1;  ///< the first batch size tried
+  int64_t max = 4096;  ///< the largest one tried (returned as is if it fits)
 };
 
 /// Runs one try at `batch_size`; throws anvil::Error with "out of memory" in

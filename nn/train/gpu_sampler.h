@@ -19,6 +19,7 @@
 
 namespace anvil::nn::train {
 
+/// One NVML reading of a GPU.
 struct GpuSample {
   double time_s = 0;  ///< since the sampler started
   double utilization = 0;  ///< percent of time a kernel ran, over the driver's last window
@@ -36,10 +37,10 @@ class Nvml {
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;
 
-  int device_count() const;
+  int device_count() const;  ///< Devices NVML sees.
   /// One reading of device `nvml_index`; nullopt if NVML refuses.
   std::optional<GpuSample> sample(int nvml_index) const;
-  std::string device_name(int nvml_index) const;
+  std::string device_name(int nvml_index) const;  ///< The device's name, as NVML reports it.
 
  private:
   struct Api;
@@ -51,13 +52,24 @@ class Nvml {
 /// The NVML index of CUDA device `cuda_index` in this process.
 int nvml_index_for_cuda_device(int cuda_index);
 
+/// The readings of a run, summarised.
 struct GpuSummary {
-  int samples = 0;
+  int samples = 0;  ///< readings taken
+  ///@{
+  /// the mean and the largest utilization, percent
   double mean_utilization = 0, max_utilization = 0;
+  ///@}
+  ///@{
+  /// the largest memory used, and the device's total, bytes
   double max_memory_used = 0, memory_total = 0;
+  ///@}
+  ///@{
+  /// the mean and the largest power draw, watts (-1: not reported)
   double mean_power_watts = -1, max_power_watts = -1;
+  ///@}
 };
 
+/// Samples one GPU through NVML on a background thread, for the Monitor and the progress bar.
 class GpuSampler {
  public:
   /// Samples every `interval` while running. A null nvml makes a sampler that
@@ -68,12 +80,12 @@ class GpuSampler {
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;
 
-  bool available() const { return nvml_ != nullptr; }
-  void start();
-  void stop();
-  std::vector<GpuSample> samples() const;
-  std::optional<GpuSample> latest() const;
-  GpuSummary summary() const;
+  bool available() const { return nvml_ != nullptr; }  ///< Whether NVML was found (else it samples nothing).
+  void start();  ///< Starts the sampling thread.
+  void stop();  ///< Stops the sampling thread (idempotent).
+  std::vector<GpuSample> samples() const;  ///< Every reading so far.
+  std::optional<GpuSample> latest() const;  ///< The newest reading, if any.
+  GpuSummary summary() const;  ///< The readings summarised.
   /// Adds a reading taken elsewhere (tests; or a caller with its own source).
   void add(const GpuSample& s);
 
@@ -89,6 +101,6 @@ class GpuSampler {
   std::chrono::steady_clock::time_point start_;
 };
 
-GpuSummary summarize(const std::vector<GpuSample>& samples);
+GpuSummary summarize(const std::vector<GpuSample>& samples);  ///< The summary of `samples`.
 
 }  // namespace anvil::nn::train

@@ -25,16 +25,19 @@
 
 namespace anvil::nn::train {
 
+/// LearningRateMonitor's setting.
 struct LearningRateMonitorOptions {
+  /// per optimizer step or per epoch
   enum class Interval { Step, Epoch };
-  Interval logging_interval = Interval::Step;
+  Interval logging_interval = Interval::Step;  ///< Step or Epoch
 };
 
+/// Logs every parameter group's lr, as Lightning's LearningRateMonitor (see the file comment).
 class LearningRateMonitor : public Callback {
  public:
-  explicit LearningRateMonitor(LearningRateMonitorOptions options = {}) : options_(options) {}
+  explicit LearningRateMonitor(LearningRateMonitorOptions options = {}) : options_(options) {}  ///< With `options`.
   std::string name() const override { return "lr_monitor"; }
-  void on_train_epoch_start(Trainer& trainer, Task& task) override;
+  void on_train_epoch_start(Trainer& trainer, Task& task) override;  ///< Notes the lrs the epoch starts with.
   void on_train_batch_end(Trainer& trainer, Task& task, double loss) override;
   void on_train_epoch_end(Trainer& trainer, Task& task, const Metrics& metrics) override;
   /// Every value logged, by name, in order (Lightning's lrs).
@@ -47,15 +50,17 @@ class LearningRateMonitor : public Callback {
   std::map<std::string, std::vector<double>> lrs_;
 };
 
+/// Steps a ReduceLROnPlateau with an epoch metric at each epoch end (see the file comment).
 class PlateauScheduler : public Callback {
  public:
+  /// Steps `scheduler` with the epoch metric `monitor`.
   PlateauScheduler(std::shared_ptr<optim::ReduceLROnPlateau> scheduler, std::string monitor = "val_loss");
   std::string name() const override { return "plateau_scheduler"; }
   /// A missing metric is an error naming the ones present.
   void on_train_epoch_end(Trainer& trainer, Task& task, const Metrics& metrics) override;
-  Metrics state_dict() const override;
-  void load_state_dict(const Metrics& state) override;
-  optim::ReduceLROnPlateau& scheduler() { return *scheduler_; }
+  Metrics state_dict() const override;  ///< The scheduler's state, for checkpoints.
+  void load_state_dict(const Metrics& state) override;  ///< Restores state_dict() on resume.
+  optim::ReduceLROnPlateau& scheduler() { return *scheduler_; }  ///< The scheduler it steps.
 
  private:
   std::shared_ptr<optim::ReduceLROnPlateau> scheduler_;

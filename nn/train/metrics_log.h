@@ -13,11 +13,14 @@
 
 namespace anvil::nn::train {
 
-using MetricsRow = std::map<std::string, double>;
+using MetricsRow = std::map<std::string, double>;  ///< One row of named values.
 
+/// Training metrics as rows of a CSV or JSON Lines file (see the file comment).
 class MetricsLog {
  public:
+  /// The file's format, from the path's extension.
   enum class Format { Csv, JsonLines };
+  /// Whether opening starts a new file or continues one.
   enum class OpenMode {
     Truncate,  ///< start a new file
     Append,  ///< keep the rows already in the file (a resumed run); a missing file starts empty
@@ -29,10 +32,10 @@ class MetricsLog {
   /// a run resumed from a checkpoint at `step` logs those steps again.
   void drop_rows_after_step(double step);
 
-  void append(const MetricsRow& row);
-  const std::string& path() const { return path_; }
-  Format format() const { return format_; }
-  const std::vector<MetricsRow>& rows() const { return rows_; }
+  void append(const MetricsRow& row);  ///< Adds a row and writes it out.
+  const std::string& path() const { return path_; }  ///< The file written.
+  Format format() const { return format_; }  ///< Csv or JsonLines.
+  const std::vector<MetricsRow>& rows() const { return rows_; }  ///< Every row so far, the existing file's included.
   /// Columns in file order: epoch, step first, then the rest by name.
   const std::vector<std::string>& columns() const { return columns_; }
 

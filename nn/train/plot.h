@@ -13,25 +13,33 @@
 
 namespace anvil::nn::train {
 
+/// One curve: a name for the legend and its points.
 struct Series {
-  std::string name;
+  std::string name;  ///< the legend's label
   ///@{
   /// same length; non-finite points are skipped
   std::vector<double> x, y;
   ///@}
 };
 
+/// One chart: a title, axis labels and its curves.
 struct Chart {
+  ///@{
+  /// the chart's title and its axes' labels
   std::string title, x_label, y_label;
-  std::vector<Series> series;
+  ///@}
+  std::vector<Series> series;  ///< the curves
 };
 
+/// The image's size.
 struct PlotSize {
   int chart_width = 480;  ///< pixels per chart
-  int height = 340;
+  int height = 340;  ///< pixels
 };
 
-std::string render_svg(const std::vector<Chart>& charts, PlotSize size = {});
+std::string render_svg(const std::vector<Chart>& charts,
+                       PlotSize size = {});  ///< The charts side by side, as SVG text.
+/// The charts side by side, as PNG bytes.
 std::vector<uint8_t> render_png(const std::vector<Chart>& charts, PlotSize size = {});
 /// .svg or .png (anything else is an error naming the path); written atomically.
 void write_plot(const std::string& path, const std::vector<Chart>& charts, PlotSize size = {});

@@ -24,28 +24,30 @@
 
 namespace anvil::nn::train {
 
+/// One recorded range: a Chrome trace "complete" event.
 struct TraceEvent {
-  std::string name;
-  std::string category;
+  std::string name;  ///< the range's name
+  std::string category;  ///< the trace category
   int64_t start_us = 0;  ///< since the profiler was made
-  int64_t duration_us = 0;
+  int64_t duration_us = 0;  ///< the range's length
   int thread = 0;  ///< small per-profiler thread number, 0 = first thread seen
 };
 
+/// Named time ranges per thread, written as a Chrome trace (see the file comment).
 class Profiler {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = std::chrono::steady_clock;  ///< The clock ranges are timed with.
   Profiler();
 
   /// Any thread may switch it while others open ranges.
   void enable(bool on = true) { enabled_.store(on, std::memory_order_relaxed); }
-  void disable() { enabled_.store(false, std::memory_order_relaxed); }
-  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  void disable() { enabled_.store(false, std::memory_order_relaxed); }  ///< enable(false).
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }  ///< Whether ranges are recorded.
 
   /// Thread-safe: ranges may end on loader worker threads.
   void record(const std::string& name, const std::string& category, Clock::time_point start, Clock::time_point end);
-  std::vector<TraceEvent> events() const;
-  void clear();
+  std::vector<TraceEvent> events() const;  ///< The recorded ranges, in order.
+  void clear();  ///< Drops the recorded ranges.
 
   /// {"traceEvents": [{"name", "cat", "ph": "X", "ts", "dur", "pid", "tid"}, ...],
   ///  "displayTimeUnit": "ms"}; times in microseconds.
@@ -70,7 +72,9 @@ class Profiler {
 /// enabled at construction. A null profiler records nothing.
 class ProfileRange {
  public:
+  /// Times a range named `name` on `profiler` (null: nothing is recorded).
   ProfileRange(Profiler* profiler, std::string name, std::string category = "anvil");
+  /// Times a range named `name` on `profiler`.
   ProfileRange(Profiler& profiler, std::string name, std::string category = "anvil")
       : ProfileRange(&profiler, std::move(name), std::move(category)) {}
   ~ProfileRange();

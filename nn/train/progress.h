@@ -15,6 +15,7 @@
 
 namespace anvil::nn::train {
 
+/// How the Trainer shows progress: Auto, Bar (redrawn in place), Lines (plain lines) or Off.
 enum class ProgressMode {
   Auto,  ///< Bar if stdout is a terminal, else Lines
   Bar,
@@ -22,24 +23,27 @@ enum class ProgressMode {
   Off,
 };
 
+/// What a progress line shows.
 struct ProgressUpdate {
   int64_t epoch = 0;  ///< 0-based
-  int64_t max_epochs = 0;
+  int64_t max_epochs = 0;  ///< epochs in the run
   int64_t batch = 0;  ///< batches done in this epoch
   int64_t num_batches = 0;  ///< per epoch (0 if unknown)
   int64_t global_step = 0;  ///< optimizer steps done
-  double loss = 0;
-  double lr = 0;
-  double samples_per_s = 0;
+  double loss = 0;  ///< the step's training loss
+  double lr = 0;  ///< group 0's learning rate
+  double samples_per_s = 0;  ///< throughput
   std::string device_info;  ///< e.g. "gpu 3.2 GiB 87%"; empty if none
 };
 
+/// Prints training progress as a bar or as plain lines (see the file comment).
 class ProgressReporter {
  public:
   /// `out` defaults to std::cout. Auto is resolved against the real stdout.
   ProgressReporter(ProgressMode mode, int64_t log_every_n_steps, std::ostream* out = nullptr);
   ProgressMode mode() const { return mode_; }  ///< never Auto
 
+  /// Starts epoch `epoch` of `max_epochs`, with `num_batches` batches (0: unknown).
   void start_epoch(int64_t epoch, int64_t max_epochs, int64_t num_batches);
   /// After each optimizer step. Bars redraw at most ~10 times a second.
   void update(const ProgressUpdate& u);
@@ -58,6 +62,6 @@ class ProgressReporter {
   bool bar_open_ = false;
 };
 
-bool stdout_is_terminal();
+bool stdout_is_terminal();  ///< Whether stdout is a terminal (where Auto means Bar).
 
 }  // namespace anvil::nn::train

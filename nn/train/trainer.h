@@ -53,11 +53,15 @@ enum class NonFiniteLoss {
 
 /// Optimizer steps [first, last) to profile (both 0: none).
 struct StepRange {
+  ///@{
+  /// the first step in the range and the one after the last
   int64_t first = 0, last = 0;
-  bool contains(int64_t step) const { return step >= first && step < last; }
-  bool empty() const { return last <= first; }
+  ///@}
+  bool contains(int64_t step) const { return step >= first && step < last; }  ///< Whether `step` is in [first, last).
+  bool empty() const { return last <= first; }  ///< Whether the range holds no step.
 };
 
+/// The Trainer's settings: length, device, precision, clipping, checkpoints, logging and profiling.
 struct TrainerOptions {
   /// Training stops at whichever limit comes first. Unset max_epochs: 1, or
   /// no epoch limit when max_steps is set (Lightning's Trainer(max_steps=N)).
@@ -69,7 +73,7 @@ struct TrainerOptions {
   int64_t grad_accumulation_steps = 1;  ///< batches per optimizer step; the loss is divided by it
   double clip_grad_norm = 0.0;  ///< max global L2 norm of the gradients; 0: no clipping
   double clip_grad_value = 0.0;  ///< clamp every gradient element into [-v, v] (after unscaling); 0: off
-  Precision precision = Precision::FP32;
+  Precision precision = Precision::FP32;  ///< FP32, BF16 or FP16 (mixed precision)
   AmpMode amp_mode = AmpMode::Autocast;  ///< how BF16/FP16 is applied (amp.h)
   /// Where checkpoints go; "{epoch}" in the path is replaced by the number of
   /// epochs completed ("run/epoch{epoch}.safetensors"); otherwise one file is
@@ -78,7 +82,7 @@ struct TrainerOptions {
   /// profile_path and tensorboard_dir are created at fit start, which fails
   /// there, before any training, when one cannot be written.
   std::string checkpoint_path;
-  int64_t checkpoint_every_n_epochs = 1;
+  int64_t checkpoint_every_n_epochs = 1;  ///< how often to write checkpoint_path
   std::string resume_from;  ///< a checkpoint to continue from
   int64_t log_every_n_steps = 50;  ///< metrics-file rows and plain progress lines
   std::string metrics_path;  ///< .csv or .jsonl; empty: none
@@ -86,17 +90,17 @@ struct TrainerOptions {
   /// written into this folder; empty: none. `tensorboard --logdir` reads it.
   std::string tensorboard_dir;
   std::string plot_path;  ///< .svg or .png; empty: none
-  ProgressMode progress = ProgressMode::Auto;
+  ProgressMode progress = ProgressMode::Auto;  ///< Auto (a bar on a terminal, else lines), Bar, Lines or Off
   std::optional<uint64_t> seed;  ///< seeds the global generator at fit start
   bool print_report = true;  ///< the monitor's report at the end of fit (not with progress Off)
   std::string profile_path;  ///< a Chrome trace of profile_steps; empty: none
-  StepRange profile_steps;
+  StepRange profile_steps;  ///< optimizer steps to profile into profile_path
   std::ostream* out = nullptr;  ///< progress and report (default std::cout)
   /// Numerical guards (Lightning's detect_anomaly, and skipping bad steps).
   /// detect_anomaly runs fit's backward passes in autograd anomaly mode: the
   /// first NaN/inf gradient is an error naming the op that made it (slow).
   bool detect_anomaly = false;
-  NonFiniteLoss on_nonfinite_loss = NonFiniteLoss::Ignore;
+  NonFiniteLoss on_nonfinite_loss = NonFiniteLoss::Ignore;  ///< Ignore, Skip or Stop on a NaN or inf training loss
 };
 
 /// What fit() returns (and Trainer::history() keeps).
@@ -105,38 +109,42 @@ struct FitResult {
   std::vector<double> step_lrs;  ///< the lr (group 0) each step used
   std::vector<Metrics> epoch_metrics;  ///< per epoch of this call: train_loss_epoch, val_*
   int64_t epochs_completed = 0;  ///< counting epochs before a resume
-  int64_t global_step = 0;
+  int64_t global_step = 0;  ///< optimizer steps taken, counting a resumed run's
   int64_t skipped_steps = 0;  ///< steps skipped: fp16 inf/nan gradients, or a non-finite loss (Skip)
   bool stopped_early = false;  ///< a callback requested the stop
   std::string report;  ///< the monitor's report
 };
 
-Device best_device();
+Device best_device();  ///< The first CUDA device when one is available, else the CPU.
 
+/// The training loop, written once, as Lightning's Trainer (see the file comment).
 class Trainer {
  public:
-  explicit Trainer(TrainerOptions options = {});
+  explicit Trainer(TrainerOptions options = {});  ///< A trainer with `options`; nothing runs until fit().
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  void add_callback(std::shared_ptr<Callback> callback);
+  void add_callback(std::shared_ptr<Callback> callback);  ///< Adds a callback; callbacks run in the order added.
 
+  /// Trains `task` on `train` with `optimizer`, without validation or an LR scheduler.
   FitResult fit(Task& task, data::DataLoader& train, optim::Optimizer& optimizer);
+  /// Trains `task` on `train` with `optimizer`, validating on `val` each epoch when given, stepping `scheduler` after
+  /// each optimizer step.
   FitResult fit(Task& task, data::DataLoader& train, data::DataLoader* val, optim::Optimizer& optimizer,
                 optim::LRScheduler* scheduler = nullptr);
   /// Averages the task's validation_step / test_step metrics over the loader
   /// (weighted by batch size), in eval mode without gradients. Keys are
   /// prefixed "val_" / "test_".
   Metrics validate(Task& task, data::DataLoader& loader);
-  Metrics test(Task& task, data::DataLoader& loader);
+  Metrics test(Task& task, data::DataLoader& loader);  ///< Evaluates `task` on `loader` with test_ metric names.
 
   // --- state, for callbacks and after fit ---
-  const TrainerOptions& options() const { return options_; }
-  Device device() const { return device_; }
+  const TrainerOptions& options() const { return options_; }  ///< The settings it was made with.
+  Device device() const { return device_; }  ///< The device training runs on.
   int64_t current_epoch() const { return current_epoch_; }  ///< 0-based
   int64_t global_step() const { return global_step_; }  ///< optimizer steps done
-  double last_lr() const { return last_lr_; }
+  double last_lr() const { return last_lr_; }  ///< Group 0's lr of the last optimizer step.
   /// The lr of every parameter group that the last optimizer step used.
   const std::vector<double>& last_lrs() const { return last_lrs_; }
   /// The optimizer of the running fit (null outside fit).
@@ -153,10 +161,12 @@ class Trainer {
   /// scheduler, RNG, callbacks' state) to `path`, as the epoch-end
   /// checkpoints; for callbacks such as ModelCheckpoint.
   void save_checkpoint(const std::string& path);
+  /// Asks fit to stop at the end of the current step (what EarlyStopping calls).
   void request_stop() { should_stop_ = true; }
-  bool should_stop() const { return should_stop_; }
-  const FitResult& history() const { return result_; }
-  Profiler& profiler() { return profiler_; }
+  bool should_stop() const { return should_stop_; }  ///< Whether a stop was requested.
+  const FitResult& history() const { return result_; }  ///< What the last fit returned, kept for callbacks.
+  Profiler& profiler() { return profiler_; }  ///< The profiler (enabled inside profile_steps).
+  /// The FP16 loss scaler (null unless precision is FP16).
   const GradScaler* grad_scaler() const { return scaler_.get(); }
 
  private:
