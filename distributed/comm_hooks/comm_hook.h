@@ -38,6 +38,7 @@ namespace anvil::distributed {
 /// has been waited on.
 class GradBucket {
  public:
+  /// A bucket as DDP hands it to a hook.
   GradBucket(size_t index, bool is_last, Tensor buffer, std::vector<Tensor> parameters, std::vector<std::string> names,
              std::vector<int64_t> offsets, ProcessGroup& group)
       : index_(index),
@@ -52,20 +53,20 @@ class GradBucket {
   size_t index() const { return index_; }
   /// The last bucket of this step: per-step state (iteration counters) advances here.
   bool is_last() const { return is_last_; }
-  Tensor& buffer() { return buffer_; }
-  const Tensor& buffer() const { return buffer_; }
-  const std::vector<Tensor>& parameters() const { return parameters_; }
-  const std::vector<std::string>& parameter_names() const { return names_; }
+  Tensor& buffer() { return buffer_; }  ///< The flat gradients to reduce (a hook may replace the tensor).
+  const Tensor& buffer() const { return buffer_; }  ///< The flat gradients.
+  const std::vector<Tensor>& parameters() const { return parameters_; }  ///< The bucket's parameters, in bucket order.
+  const std::vector<std::string>& parameter_names() const { return names_; }  ///< Their names.
   /// Where parameter i's gradient starts in the buffer (elements).
   const std::vector<int64_t>& offsets() const { return offsets_; }
   /// Parameter i's gradient: a view of the buffer with the parameter's shape.
   Tensor gradient(size_t i) const;
-  std::vector<Tensor> gradients() const;
+  std::vector<Tensor> gradients() const;  ///< Each parameter's gradient, views of buffer().
 
   /// DDP's group. Collectives issued through it are counted in DDP's
   /// comm_stats() (bytes per step); a hook using another group is not counted.
   ProcessGroup& process_group() const { return group_; }
-  int world_size() const { return group_.size(); }
+  int world_size() const { return group_.size(); }  ///< Ranks in the group.
 
  private:
   size_t index_;
@@ -91,8 +92,9 @@ class BucketFuture {
   /// A future already holding its result (a hook that computed it synchronously).
   static std::shared_ptr<BucketFuture> ready(Tensor result);
 };
-using BucketFutureHandle = std::shared_ptr<BucketFuture>;
+using BucketFutureHandle = std::shared_ptr<BucketFuture>;  ///< A reduction in flight, shared by DDP and the hook.
 
+/// A communication hook: the bucket to a future of its reduced flat gradients.
 using CommHook = std::function<BucketFutureHandle(GradBucket&)>;
 
 /// PyTorch's default: sum over the ranks, divided by the world size. DDP runs

@@ -33,6 +33,7 @@
 
 namespace anvil::distributed {
 
+/// PowerSGD's settings, as torch.distributed's PowerSGDState arguments.
 struct PowerSGDOptions {
   /// r: the rank of each matrix's approximation (capped at min(n, m)).
   int64_t matrix_approximation_rank = 1;
@@ -41,21 +42,23 @@ struct PowerSGDOptions {
   /// A matrix is compressed only when n m > min_compression_rate * r (n + m);
   /// 0 compresses every 2-D gradient (at full rank: exact, which tests use).
   double min_compression_rate = 2;
-  bool use_error_feedback = true;
-  bool warm_start = true;
+  bool use_error_feedback = true;  ///< carry each step's compression error into the next
+  bool warm_start = true;  ///< reuse the last step's Q instead of a fresh random one
   /// Added to each column's norm before dividing (0: a zero column stays zero).
   double orthogonalization_epsilon = 0;
   /// Seeds the first Q; it must be the same on every rank.
   uint64_t random_seed = 0;
 };
 
+/// PowerSGD's state across steps: per-bucket error memory and low-rank factors (see the file comment).
 class PowerSGDState {
  public:
-  explicit PowerSGDState(PowerSGDOptions options = {});
+  explicit PowerSGDState(PowerSGDOptions options = {});  ///< With `options`.
 
-  const PowerSGDOptions& options() const { return options_; }
+  const PowerSGDOptions& options() const { return options_; }  ///< The settings it was made with.
   /// Steps this state has seen (advanced at each step's last bucket).
   int64_t iteration() const { return iteration_; }
+  /// Whether past start_powerSGD_iter (else buckets are all-reduced plainly).
   bool compressing() const { return iteration_ >= options_.start_powerSGD_iter; }
   /// This rank's residual for a bucket: what the last compressed step left
   /// out, added to the next step's gradient. Undefined before the bucket's
@@ -78,6 +81,7 @@ class PowerSGDState {
   int64_t iteration_ = 0;
 };
 
+/// DDP hook: the bucket's matrices compressed to rank-r factors P Q^T and all-reduced as those (see the file comment).
 BucketFutureHandle powersgd_hook(PowerSGDState& state, GradBucket& bucket);
 
 }  // namespace anvil::distributed

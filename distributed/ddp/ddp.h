@@ -8,32 +8,27 @@
 /// whole batch -- and the same optimizer step keeps the replicas identical.
 ///
 ///     distributed::init_process_group();
-///     model->to(device);  // first: buckets are made on the parameters' device
+///   model->to(device);  // first: buckets are made on the parameters' device
 ///     auto ddp = std::make_shared<distributed::DistributedDataParallel>(model, distributed::default_group_ptr());
-///     optim::AdamW opt(ddp->parameters());
+///   optim::AdamW opt(ddp->parameters());
 ///     for (...) { opt.zero_grad(); loss_fn(ddp->forward(x), y).backward(); opt.step(); }
 ///
 /// How:
 /// - At construction rank 0's parameters and buffers are broadcast to all.
 /// - Parameters are packed, in reverse registration order (roughly the order
-///
-///     backward produces their gradients), into buckets of about
-///     bucket_cap_bytes. A post-accumulate-grad hook on each parameter copies
-///     its gradient into its bucket; when a bucket is complete its all-reduce
-///     starts asynchronously, overlapping the rest of backward. Buckets start in
-///     index order on every rank, so the ranks' collectives always match.
+///   backward produces their gradients), into buckets of about
+///   bucket_cap_bytes. A post-accumulate-grad hook on each parameter copies
+///   its gradient into its bucket; when a bucket is complete its all-reduce
+///   starts asynchronously, overlapping the rest of backward. Buckets start in
+///   index order on every rank, so the ranks' collectives always match.
 /// - A callback queued on the autograd engine runs when backward finishes: it
-///
-///     waits for the all-reduces and writes the averages into each .grad().
+///   waits for the all-reduces and writes the averages into each .grad().
 /// - no_sync() skips the averaging (gradients accumulate locally); the first
-///
-///     backward after it averages the accumulated gradients.
+///   backward after it averages the accumulated gradients.
 /// - A parameter that got no gradient in a synced backward is an error naming
-///
-///     it, unless find_unused_parameters, which averages it as a zero gradient.
+///   it, unless find_unused_parameters, which averages it as a zero gradient.
 /// - register_comm_hook replaces the bucket all-reduce with a hook (16-bit or
-///
-///     PowerSGD compression, or your own; distributed/comm_hooks/comm_hook.h).
+///   PowerSGD compression, or your own; distributed/comm_hooks/comm_hook.h).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,8 +43,9 @@
 
 namespace anvil::distributed {
 
+/// DistributedDataParallel's settings, as torch.nn.parallel.DistributedDataParallel's.
 struct DDPOptions {
-  int64_t bucket_cap_bytes = 25 * 1024 * 1024;
+  int64_t bucket_cap_bytes = 25 * 1024 * 1024;  ///< a bucket closes once it holds this many bytes of gradients
   /// The first bucket (the last parameters, whose gradients come first) is
   /// kept small so communication starts early in backward, as PyTorch does
   /// (its default too). Capped at bucket_cap_bytes: a first bucket larger
@@ -67,8 +63,12 @@ struct DDPOptions {
   bool overlap_communication = true;
 };
 
+/// Data parallelism over a process group: each rank a replica, gradients averaged during backward (see the file
+/// comment).
 class DistributedDataParallel : public nn::Module {
  public:
+  /// Wraps `module` (already on its device) over `group`; broadcasts rank 0's parameters and buffers, so every rank
+  /// must construct it.
   DistributedDataParallel(std::shared_ptr<nn::Module> module, std::shared_ptr<ProcessGroup> group,
                           DDPOptions options = {});
   ~DistributedDataParallel() override;
@@ -77,15 +77,16 @@ class DistributedDataParallel : public nn::Module {
   /// A module with several inputs (nn::Module::forward_inputs).
   Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
 
-  nn::Module& module() const { return *module_; }
-  const std::shared_ptr<nn::Module>& module_ptr() const { return module_; }
-  ProcessGroup& process_group() const { return *group_; }
-  const DDPOptions& options() const { return options_; }
+  nn::Module& module() const { return *module_; }  ///< The wrapped module.
+  const std::shared_ptr<nn::Module>& module_ptr() const { return module_; }  ///< The wrapped module's shared pointer.
+  ProcessGroup& process_group() const { return *group_; }  ///< The group gradients are averaged over.
+  const DDPOptions& options() const { return options_; }  ///< The settings it was made with.
 
   /// While a guard lives, backward passes through forwards run under it do not
   /// average gradients; they accumulate locally in .grad().
   class NoSyncGuard {
    public:
+    /// Turns gradient synchronisation off on `ddp` until destroyed.
     explicit NoSyncGuard(DistributedDataParallel& ddp);
     ~NoSyncGuard();
     NoSyncGuard(const NoSyncGuard&) = delete;
@@ -95,6 +96,7 @@ class DistributedDataParallel : public nn::Module {
     DistributedDataParallel& ddp_;
     bool previous_;
   };
+  /// No averaging for the scope of the returned guard: gradients accumulate locally, as PyTorch's no_sync().
   [[nodiscard]] NoSyncGuard no_sync() { return NoSyncGuard(*this); }
 
   /// Waits for the all-reduces and writes the averaged gradients back. Runs on
@@ -127,12 +129,12 @@ class DistributedDataParallel : public nn::Module {
   /// about 2 (n - 1) / n * B per rank whatever the hook. Buffer broadcasts
   /// and the start-up broadcast are not counted.
   struct CommStats {
-    int64_t last_step_bytes = 0;
-    int64_t last_step_collectives = 0;
-    int64_t total_bytes = 0;
+    int64_t last_step_bytes = 0;  ///< bytes sent by the last synced backward
+    int64_t last_step_collectives = 0;  ///< collectives the last synced backward ran
+    int64_t total_bytes = 0;  ///< bytes sent in all
     int64_t steps = 0;  ///< synced backward passes
   };
-  CommStats comm_stats() const;
+  CommStats comm_stats() const;  ///< What gradient synchronisation has sent so far.
 
   class Reducer;  // the bucket state the gradient hooks share
 

@@ -59,13 +59,15 @@
 
 namespace anvil::distributed {
 
+/// How much FSDP shards.
 enum class ShardingStrategy {
   FullShard,  ///< ZeRO-3: parameters, gradients and optimizer state sharded
   ShardGradOp,  ///< ZeRO-2: gradients and optimizer state sharded, parameters replicated
 };
 
+/// FullyShardedDataParallel's settings.
 struct FSDPOptions {
-  ShardingStrategy sharding_strategy = ShardingStrategy::FullShard;
+  ShardingStrategy sharding_strategy = ShardingStrategy::FullShard;  ///< FullShard (ZeRO-3) or ShardGradOp (ZeRO-2)
   /// Mixed precision: gather, compute and reduce in this dtype; empty = the module's dtype.
   std::optional<DType> param_dtype;
   bool forward_prefetch = true;  ///< gather unit i+1 while unit i computes its forward
@@ -93,11 +95,11 @@ class FullyShardedDataParallel;
 ///     blocks->push_back(std::make_shared<distributed::FsdpWrapped>(std::make_shared<Block>(opts)));
 class FsdpWrapped : public nn::Module {
  public:
-  explicit FsdpWrapped(std::shared_ptr<nn::Module> module);
+  explicit FsdpWrapped(std::shared_ptr<nn::Module> module);  ///< Marks `module` as one FSDP unit.
   Tensor forward(const Tensor& x) override;
   Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
 
-  std::shared_ptr<nn::Module> module;
+  std::shared_ptr<nn::Module> module;  ///< the wrapped unit
 
  private:
   friend class FullyShardedDataParallel;
@@ -105,6 +107,8 @@ class FsdpWrapped : public nn::Module {
   size_t unit_index_ = 0;
 };
 
+/// ZeRO-3 (or ZeRO-2) data parallelism after PyTorch's FSDP: each rank holds 1/N of every unit's parameters, gradients
+/// and optimizer state (see the file comment).
 class FullyShardedDataParallel : public nn::Module {
  public:
   /// Broadcasts rank 0's parameters and buffers, then shards: from here on
@@ -133,20 +137,22 @@ class FullyShardedDataParallel : public nn::Module {
   /// terms, the layout is FlatShardLayout over the unit's parameters in
   /// order: what parameters() holds, for per-rank checkpoints.
   nn::StateDict sharded_state_dict() const;
+  /// Loads this rank's shards from sharded_state_dict() output.
   void load_sharded_state_dict(const nn::StateDict& state);
   /// The same as one safetensors file per rank: `prefix` + "rank<r>-of-<n>.safetensors",
   /// with the world size and rank in its metadata (a checkpoint of another
   /// world size is refused by name). Not collective.
   std::filesystem::path save_sharded_state_dict(const std::string& prefix) const;
+  /// Loads this rank's shards from the file save_sharded_state_dict wrote for `prefix`.
   void load_sharded_state_dict_file(const std::string& prefix);
 
-  FSDPMemoryStats memory_stats() const;
-  void reset_peak_memory_stats();
+  FSDPMemoryStats memory_stats() const;  ///< The bytes this rank holds, as measured.
+  void reset_peak_memory_stats();  ///< Restarts the peak counters.
 
-  size_t num_units() const { return units_.size(); }
-  const FsdpUnit& unit(size_t i) const { return *units_[i]; }
-  nn::Module& module() const { return *model_; }
-  const FSDPOptions& options() const { return options_; }
+  size_t num_units() const { return units_.size(); }  ///< Number of units.
+  const FsdpUnit& unit(size_t i) const { return *units_[i]; }  ///< Unit `i`.
+  nn::Module& module() const { return *model_; }  ///< The wrapped model.
+  const FSDPOptions& options() const { return options_; }  ///< The settings it was made with.
 
  private:
   friend class FsdpWrapped;

@@ -28,6 +28,8 @@
 
 namespace anvil::distributed {
 
+/// One FSDP unit: a module whose parameters live as this rank's slice of one flat buffer, gathered while it computes
+/// (see the file comment).
 class FsdpUnit {
  public:
   /// Takes module's parameters over: from here on they are views of the
@@ -35,12 +37,13 @@ class FsdpUnit {
   /// from the module as it is (the caller broadcasts rank 0's first).
   FsdpUnit(std::string name, std::shared_ptr<nn::Module> module, ProcessGroup& group, DType compute_dtype);
 
-  const std::string& name() const { return name_; }
-  nn::Module& module() const { return *module_; }
+  const std::string& name() const { return name_; }  ///< The unit's name in the model ("0", "blocks.3", ...).
+  nn::Module& module() const { return *module_; }  ///< The module it shards.
   /// This rank's slice of the flat parameters in the module's own dtype: the
   /// master weights the optimizer updates (a leaf that requires grad).
   const Tensor& shard() const { return shard_; }
-  const FlatShardLayout& layout() const { return layout_; }
+  const FlatShardLayout& layout() const { return layout_; }  ///< How the flat buffer maps to the unit's parameters.
+  /// The parameters' names within the unit.
   const std::vector<std::string>& param_names() const { return param_names_; }
   /// The module's parameter handles, in param_names() order.
   const std::vector<Tensor>& params() const { return params_; }
@@ -52,20 +55,22 @@ class FsdpUnit {
   /// full values.
   void wait_gather();
   void free_full_params();  ///< gives the gathered memory back
-  bool is_gathered() const { return gathered_; }
+  bool is_gathered() const { return gathered_; }  ///< Whether the full parameters are gathered now.
 
   /// Gradients of one backward pass.
   void mark_grad_ready(size_t param_index);
+  /// Whether some parameter's gradient has arrived this backward.
   bool any_grad_ready() const { return ready_count_ > 0; }
+  /// Whether every parameter's gradient has arrived.
   bool all_grads_ready() const { return ready_count_ == params_.size(); }
   void start_grad_reduce();  ///< a parameter without a gradient counts as zeros
-  bool grad_reduce_pending() const { return grad_flat_.defined(); }
-  void finish_grad_reduce();
+  bool grad_reduce_pending() const { return grad_flat_.defined(); }  ///< Whether a reduce-scatter is in flight.
+  void finish_grad_reduce();  ///< Waits for the reduce-scatter and adds this rank's slice to the shard's .grad().
 
   /// Bytes this unit holds beyond its shard right now: the gathered
   /// parameters, and full-size gradients not yet reduced.
   int64_t gathered_bytes() const;
-  int64_t full_grad_bytes() const;
+  int64_t full_grad_bytes() const;  ///< Bytes of the unreduced full gradients held now.
   int64_t full_param_bytes() const;  ///< the gathered buffer's size when held
 
   /// The full parameters in the master dtype (collective; for state dicts),

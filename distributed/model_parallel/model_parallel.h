@@ -41,10 +41,16 @@ void check_boundaries(const Boundaries& boundaries, size_t n, int parts);
 
 /// The layers [begin, end) of a split: part i covers [start(i), start(i+1)).
 struct PartRange {
+  ///@{
+  /// the first layer and one past the last
   size_t begin = 0, end = 0;
+  ///@}
 };
+/// The [begin, end) layer range of each part.
 std::vector<PartRange> part_ranges(const Boundaries& boundaries, size_t n);
 
+/// An nn::Sequential split across devices in one process: part i's layers on devices[i], activations moved between them
+/// (see the file comment).
 class ModelParallelSequential : public nn::Module {
  public:
   /// Takes the layers of `seq` (the same module objects, so seq and this share
@@ -55,13 +61,13 @@ class ModelParallelSequential : public nn::Module {
   /// The result lives on the last part's device.
   Tensor forward(const Tensor& x) override;
 
-  size_t num_parts() const { return devices_.size(); }
-  const std::vector<Device>& devices() const { return devices_; }
-  const Boundaries& boundaries() const { return boundaries_; }
-  PartRange part(size_t i) const { return ranges_.at(i); }
+  size_t num_parts() const { return devices_.size(); }  ///< Number of parts (devices).
+  const std::vector<Device>& devices() const { return devices_; }  ///< The device of each part.
+  const Boundaries& boundaries() const { return boundaries_; }  ///< Where the parts begin.
+  PartRange part(size_t i) const { return ranges_.at(i); }  ///< Part `i`'s layer range.
   /// Parameters of part i (what an optimizer for that device would take).
   std::vector<Tensor> part_parameters(size_t i) const;
-  Device output_device() const { return devices_.back(); }
+  Device output_device() const { return devices_.back(); }  ///< Where the output comes out (the last part's device).
   /// One line per part: "part 0 on cuda:0: layers 0-2 (Linear, ReLU, Linear), 200960 parameters".
   std::string placement() const;
 
@@ -72,6 +78,7 @@ class ModelParallelSequential : public nn::Module {
   std::vector<PartRange> ranges_;
 };
 
+/// seq as a ModelParallelSequential over `devices` (boundaries empty: balanced by parameter count).
 std::shared_ptr<ModelParallelSequential> split_across_devices(const std::shared_ptr<nn::Sequential>& seq,
                                                               std::vector<Device> devices, Boundaries boundaries = {});
 

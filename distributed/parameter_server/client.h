@@ -22,19 +22,22 @@
 
 namespace anvil::distributed::ps {
 
+/// Where one parameter server listens.
 struct ServerAddress {
-  std::string host;
-  int port = 0;
+  std::string host;  ///< host name or address
+  int port = 0;  ///< TCP port
 };
 
+/// A worker's connection settings.
 struct ClientOptions {
   int worker_id = 0;  ///< 0..num_workers-1; a restarted worker reuses its id
   std::vector<ServerAddress> servers;  ///< index = PS index
-  std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};  ///< how long connecting (and retrying) may take
   /// Bounds every reply, the wait of a synchronous step for the slowest worker included.
   std::chrono::milliseconds reply_timeout{std::chrono::minutes(5)};
 };
 
+/// What a push returned from the servers.
 struct PushResult {
   int applied = 0;  ///< PS ranks that applied the gradient
   int refused = 0;  ///< async: PS ranks that found it too stale (pull and compute again)
@@ -42,6 +45,8 @@ struct PushResult {
   int64_t max_applied_staleness = 0;  ///< the same over the PS ranks that applied it
 };
 
+/// A worker's side of a parameter-server job: pulls the parameters from every server and pushes gradients to them (see
+/// the file comment).
 class ParameterServerClient {
  public:
   /// Connects to every PS and says HELLO; anvil::Error names the PS and why

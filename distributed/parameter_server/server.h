@@ -36,28 +36,34 @@
 
 namespace anvil::distributed::ps {
 
+/// Sync: one update per round of every worker's gradient; Async: one per push, within max_staleness.
 enum class Mode { Sync, Async };
 
+/// Makes the optimizer over this server's shard.
 using OptimizerFactory = std::function<std::unique_ptr<nn::optim::Optimizer>(std::vector<Tensor> params)>;
 
+/// A ParameterServer's settings.
 struct ServerOptions {
-  Mode mode = Mode::Sync;
-  int num_workers = 1;
+  Mode mode = Mode::Sync;  ///< Sync or Async
+  int num_workers = 1;  ///< workers in the job
   int max_staleness = 0;  ///< async: refuse pushes staler than this
   OptimizerFactory make_optimizer;  ///< required: e.g. SGD or AdamW over the shard
   int port = 0;  ///< 0: any free port (see port())
   /// A started frame must be complete within this; a worker silent this long
   /// between frames is dropped (its slot can be taken again).
   std::chrono::milliseconds message_timeout{std::chrono::seconds(30)};
+  /// how long a live worker may stay silent before it counts as lost
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
+  /// how long a lost worker's slot waits for it to come back
   std::chrono::milliseconds rejoin_grace{std::chrono::seconds(30)};
 };
 
+/// What a ParameterServer has done so far.
 struct ServerStats {
   int64_t version = 0;  ///< updates applied
   int64_t pushes_applied = 0;  ///< gradients that went into an update
   int64_t stale_refused = 0;  ///< async pushes refused as too stale
-  int64_t max_applied_staleness = 0;
+  int64_t max_applied_staleness = 0;  ///< the largest staleness of an applied push
   std::vector<int64_t> staleness_histogram;  ///< [s]: pushes applied with staleness s
   int workers_lost = 0;  ///< connections dropped before BYE
   int rejoins = 0;  ///< a worker id connecting again after its slot was freed
@@ -67,6 +73,8 @@ struct ServerStats {
   ///@}
 };
 
+/// One parameter server of a job: holds its shard of the parameters and applies the workers' gradients with its own
+/// optimizer (see the file comment).
 class ParameterServer {
  public:
   /// `all_params`: the whole model's parameters in plan order (every rank
@@ -77,12 +85,12 @@ class ParameterServer {
   ParameterServer(const ParameterServer&) = delete;
   ParameterServer& operator=(const ParameterServer&) = delete;
 
-  int port() const { return port_; }
+  int port() const { return port_; }  ///< The port it listens on.
   /// Blocks until the job is done (see above); anvil::Error past `timeout`.
   void wait_until_done(std::chrono::milliseconds timeout);
   /// Closes every connection and joins the threads (the destructor does it).
   void stop();
-  ServerStats stats() const;
+  ServerStats stats() const;  ///< Its counters, at this moment.
   /// Copies of this PS's parameters (the plan's owned order).
   std::vector<Tensor> parameters() const;
 

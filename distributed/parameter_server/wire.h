@@ -18,10 +18,11 @@
 
 namespace anvil::distributed::ps {
 
-using Clock = std::chrono::steady_clock;
+using Clock = std::chrono::steady_clock;  ///< The clock deadlines are measured on.
 
 inline constexpr uint32_t kMagic = 0x31535041;  ///< "APS1"
 
+/// What a frame asks or answers (see each value).
 enum class FrameType : uint32_t {
   Hello = 1,  ///< worker -> PS: arg = worker id, version = layout fingerprint
   Welcome = 2,  ///< PS -> worker: version = current version, arg = shard elements
@@ -34,23 +35,25 @@ enum class FrameType : uint32_t {
   Error = 9,  ///< PS -> worker: payload = the reason (text); the connection closes
 };
 
+/// A frame's header as it travels: 32 bytes.
 struct FrameHeader {
-  uint32_t magic = kMagic;
-  uint32_t type = 0;
-  uint64_t version = 0;
-  uint64_t arg = 0;
-  uint64_t payload_bytes = 0;
+  uint32_t magic = kMagic;  ///< kMagic, checked on receipt
+  uint32_t type = 0;  ///< a FrameType
+  uint64_t version = 0;  ///< the parameter version the frame refers to
+  uint64_t arg = 0;  ///< the type's argument (worker id, staleness, shard elements)
+  uint64_t payload_bytes = 0;  ///< bytes of payload after the header
 };
 static_assert(sizeof(FrameHeader) == 32);
 
+/// A frame as received.
 struct Frame {
-  FrameType type{};
-  uint64_t version = 0;
-  uint64_t arg = 0;
-  std::vector<uint8_t> payload;
+  FrameType type{};  ///< what it asks or answers
+  uint64_t version = 0;  ///< the parameter version it refers to
+  uint64_t arg = 0;  ///< the type's argument
+  std::vector<uint8_t> payload;  ///< the payload, checked against max_payload_bytes
 };
 
-const char* frame_type_name(FrameType t);
+const char* frame_type_name(FrameType t);  ///< "Hello", "Push", ...
 
 /// The most payload bytes a frame of this type may carry on a connection
 /// whose shard has `shard_numel` elements (errors: 64 KiB of text).
@@ -60,9 +63,11 @@ uint64_t max_payload_bytes(FrameType t, int64_t shard_numel);
 bool send_frame(int fd, FrameType type, uint64_t version, uint64_t arg, const void* payload, uint64_t bytes,
                 Clock::time_point deadline);
 
+/// How a receive ended: a frame, a closed connection, a deadline, or a malformed frame.
 enum class RecvStatus { Ok, Closed, TimedOut, Invalid };
+/// What recv_frame returns.
 struct RecvResult {
-  RecvStatus status = RecvStatus::Ok;
+  RecvStatus status = RecvStatus::Ok;  ///< Ok when a frame arrived
   std::string why;  ///< for Invalid, Closed and TimedOut: what happened
 };
 /// Waits for a header until `header_deadline`, then the rest of the frame must

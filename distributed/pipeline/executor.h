@@ -38,13 +38,15 @@ namespace anvil::distributed::pipeline {
 /// The last stage's output and the micro-batch's target -> scalar loss.
 using LossFn = std::function<Tensor(const Tensor& output, const Tensor& target)>;
 
+/// PipelineExecutor's settings.
 struct PipelineOptions {
-  ScheduleKind schedule = ScheduleKind::OneFOneB;
-  int micro_batches = 4;
+  ScheduleKind schedule = ScheduleKind::OneFOneB;  ///< GPipe or OneFOneB
+  int micro_batches = 4;  ///< micro-batches each mini-batch is cut into
   Device device = Device::cpu();  ///< where this stage computes
   bool record_timeline = false;  ///< keep each step's start and end (for the Chrome trace)
 };
 
+/// What one train_step measured on this stage.
 struct PipelineStepResult {
   double loss = std::numeric_limits<double>::quiet_NaN();  ///< the batch's loss, on the last stage only
   double seconds = 0;  ///< this stage's wall time for the step
@@ -57,13 +59,19 @@ struct PipelineStepResult {
 /// One executed step of the timeline; times in microseconds of steady_clock
 /// (one clock for every process of a machine).
 struct TimelineEvent {
-  StepKind kind;
-  int micro_batch;
+  StepKind kind;  ///< what the step did
+  int micro_batch;  ///< which micro-batch
+  ///@{
+  /// start and end, microseconds of steady_clock
   int64_t start_us, end_us;
+  ///@}
 };
 
+/// Runs a pipeline schedule on this rank's stage, one train_step per mini-batch (see the file comment).
 class PipelineExecutor {
  public:
+  /// This rank's stage over `stage_module` in `group`, with `loss` on the last stage; collective, as PipelineStage's
+  /// constructor.
   PipelineExecutor(std::shared_ptr<nn::Module> stage_module, std::shared_ptr<ProcessGroup> group, LossFn loss,
                    PipelineOptions options = {});
 
@@ -74,12 +82,12 @@ class PipelineExecutor {
   /// stage (NaN on the others).
   double evaluate(const Tensor& input, const Tensor& target);
 
-  bool is_first() const { return stage_.is_first(); }
-  bool is_last() const { return stage_.is_last(); }
-  int stage() const { return stage_.stage(); }
-  int num_stages() const { return stage_.num_stages(); }
-  const Schedule& schedule() const { return schedule_; }
-  const PipelineOptions& options() const { return options_; }
+  bool is_first() const { return stage_.is_first(); }  ///< Whether this is stage 0.
+  bool is_last() const { return stage_.is_last(); }  ///< Whether this is the last stage.
+  int stage() const { return stage_.stage(); }  ///< This stage's index.
+  int num_stages() const { return stage_.num_stages(); }  ///< Stages in the pipeline.
+  const Schedule& schedule() const { return schedule_; }  ///< The schedule it runs.
+  const PipelineOptions& options() const { return options_; }  ///< The settings it was made with.
   /// Where activations and gradients travel (stage.h, "Transport").
   Device transport_device() const { return stage_.transport_device(); }
   /// The last train_step's events on this stage (when record_timeline).

@@ -20,26 +20,30 @@
 
 namespace anvil::distributed::pipeline {
 
+/// What a step does: compute a micro-batch's forward or backward, or send or receive its activation or gradient.
 enum class StepKind { Forward, Backward, SendActivation, RecvActivation, SendGrad, RecvGrad };
-const char* to_string(StepKind kind);
+const char* to_string(StepKind kind);  ///< "Forward", "Backward", "SendActivation", ...
 /// Short form used in printed schedules: F, B, SA, RA, SG, RG.
 const char* short_name(StepKind kind);
 
+/// One step of a stage: what it does, for which micro-batch.
 struct Step {
-  StepKind kind;
-  int micro_batch;
-  bool operator==(const Step&) const = default;
+  StepKind kind;  ///< what the step does
+  int micro_batch;  ///< which micro-batch
+  bool operator==(const Step&) const = default;  ///< Same kind and micro-batch.
 };
 std::string to_string(const Step& step);  ///< "F3", "RA3", ...
 
+/// GPipe (all forwards, then all backwards) or 1F1B.
 enum class ScheduleKind { GPipe, OneFOneB };
 const char* to_string(ScheduleKind kind);  ///< "gpipe", "1f1b"
 ScheduleKind schedule_kind_from_string(const std::string& name);  ///< accepts "gpipe", "1f1b"
 
+/// A whole schedule: every stage's list of steps.
 struct Schedule {
-  ScheduleKind kind = ScheduleKind::GPipe;
-  int num_stages = 0;
-  int num_micro_batches = 0;
+  ScheduleKind kind = ScheduleKind::GPipe;  ///< GPipe or OneFOneB
+  int num_stages = 0;  ///< p
+  int num_micro_batches = 0;  ///< m
   std::vector<std::vector<Step>> stages;  ///< stages[s] = steps stage s runs, in order
 
   /// One line per stage: "stage 0: F0 SA0 F1 SA1 ... RG0 B0 ...".
@@ -48,8 +52,10 @@ struct Schedule {
   std::string to_json() const;
 };
 
-Schedule gpipe_schedule(int num_stages, int num_micro_batches);
+Schedule gpipe_schedule(int num_stages, int num_micro_batches);  ///< GPipe's steps for p stages and m micro-batches.
+/// 1F1B's (PipeDream-Flush) steps for p stages and m micro-batches.
 Schedule one_f_one_b_schedule(int num_stages, int num_micro_batches);
+/// The schedule `kind` for p stages and m micro-batches.
 Schedule make_schedule(ScheduleKind kind, int num_stages, int num_micro_batches);
 
 /// The largest number of micro-batches whose activations a stage holds at once
@@ -74,10 +80,12 @@ struct SimulatedRun {
   std::vector<double> busy;  ///< per stage: time spent computing
   double bubble_fraction() const;  ///< idle / (stages * makespan)
 };
+/// The idealised costs simulate_schedule runs with.
 struct SimulationCosts {
-  double forward_cost = 1.0;
-  double backward_cost = 2.0;
+  double forward_cost = 1.0;  ///< time of one micro-batch's forward
+  double backward_cost = 2.0;  ///< time of one micro-batch's backward
 };
+/// Runs the schedule on the idealised machine SimulatedRun describes.
 SimulatedRun simulate_schedule(const Schedule& schedule, const SimulationCosts& costs = {});
 
 /// Sends and receives (the steps that talk to a neighbour), as opposed to

@@ -60,21 +60,27 @@
 
 namespace anvil::distributed::pipeline {
 
+/// A stage's settings.
 struct StageOptions {
   Device device = Device::cpu();  ///< where this stage computes (its module must live there)
 };
 
+/// This rank's pipeline stage: its part of the model and the activation and gradient traffic with its neighbours (see
+/// the file comment).
 class PipelineStage {
  public:
+  /// Stage `group.rank()` of `group.size()` over `module`; collective when the transport is a GPU.
   PipelineStage(std::shared_ptr<nn::Module> module, std::shared_ptr<ProcessGroup> group, StageOptions options = {});
 
-  int stage() const { return stage_; }
-  int num_stages() const { return num_stages_; }
-  bool is_first() const { return stage_ == 0; }
-  bool is_last() const { return stage_ == num_stages_ - 1; }
-  nn::Module& module() { return *module_; }
-  ProcessGroup& group() { return *group_; }
-  Device device() const { return options_.device; }
+  int stage() const { return stage_; }  ///< This stage's index (its rank in the group).
+  int num_stages() const { return num_stages_; }  ///< Stages in the pipeline (the group's size).
+  bool is_first() const { return stage_ == 0; }  ///< Whether this is stage 0 (it takes the input).
+  bool is_last() const {
+    return stage_ == num_stages_ - 1;
+  }  ///< Whether this is the last stage (it computes the loss).
+  nn::Module& module() { return *module_; }  ///< This stage's part of the model.
+  ProcessGroup& group() { return *group_; }  ///< The group the stages talk over.
+  Device device() const { return options_.device; }  ///< Where this stage computes.
   /// Where activations and gradients travel (see "Transport" above).
   Device transport_device() const { return transport_; }
 
@@ -91,12 +97,13 @@ class PipelineStage {
   /// Runs the module on micro-batch mb: on stage 0 on `input` (moved to the
   /// stage's device), elsewhere on the received activation. Returns the output.
   Tensor forward_micro_batch(int mb, const Tensor& input = {});
-  void send_activation(int mb);
+  void send_activation(int mb);  ///< Sends micro-batch mb's output to the next stage (asynchronously).
+  /// Receives micro-batch mb's output gradient from the next stage; returns the seconds blocked.
   double recv_grad(int mb);
   /// Backward of micro-batch mb: from `loss` on the last stage, from the
   /// received output gradient elsewhere. Frees the micro-batch's activations.
   void backward_micro_batch(int mb, const Tensor& loss = {});
-  void send_grad(int mb);
+  void send_grad(int mb);  ///< Sends micro-batch mb's input gradient to the previous stage (asynchronously).
   /// Waits for every send posted so far; returns the seconds spent waiting.
   double wait_for_sends();
   /// Forgets every micro-batch's saved tensors (after an evaluation pass).
@@ -105,11 +112,15 @@ class PipelineStage {
   /// Micro-batches forwarded and not yet backwarded, now and at most since
   /// reset_peak().
   int live_activations() const { return live_; }
-  int peak_live_activations() const { return peak_live_; }
-  void reset_peak() { peak_live_ = live_; }
+  int peak_live_activations() const {
+    return peak_live_;
+  }  ///< The most micro-batches alive at once since reset_peak().
+  void reset_peak() { peak_live_ = live_; }  ///< Restarts the peak from the current count.
 
   // --- one micro-batch, no schedule ---
+  /// One micro-batch through this stage: receive (after stage 0), forward, send (before the last); returns the output.
   Tensor forward(const Tensor& input = {});
+  /// Its backward: from `loss` on the last stage, else from the received gradient; sends the input gradient on.
   void backward(const Tensor& loss = {});
 
  private:
@@ -141,7 +152,7 @@ class PipelineStage {
 
 /// Tags of the point-to-point messages of micro-batch mb (kept below Gloo's 2^24).
 int activation_header_tag(int mb);
-int activation_tag(int mb);
-int grad_tag(int mb);
+int activation_tag(int mb);  ///< The tag of micro-batch mb's activation.
+int grad_tag(int mb);  ///< The tag of micro-batch mb's gradient.
 
 }  // namespace anvil::distributed::pipeline

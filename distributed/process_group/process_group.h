@@ -22,9 +22,11 @@
 
 namespace anvil::distributed {
 
+/// How a collective combines the ranks' values: sum, mean, max or min.
 enum class ReduceOp { Sum, Avg, Max, Min };
-const char* to_string(ReduceOp op);
+const char* to_string(ReduceOp op);  ///< "sum", "avg", "max", "min".
 
+/// An operation a ProcessGroup started: wait for it, or ask whether it finished.
 class Work {
  public:
   virtual ~Work() = default;
@@ -34,23 +36,27 @@ class Work {
   /// in PyTorch's Gloo backend: they report false until waited on.
   virtual bool is_completed() = 0;
 };
-using WorkHandle = std::shared_ptr<Work>;
+using WorkHandle = std::shared_ptr<Work>;  ///< A started operation, shared by whoever waits for it.
 
 /// One send or receive of batch_isend_irecv (PyTorch's dist.P2POp).
 struct P2POp {
+  /// a send or a receive
   enum class Kind { Send, Recv };
-  Kind kind = Kind::Send;
+  Kind kind = Kind::Send;  ///< Send or Recv
   Tensor tensor;  ///< read by a send, written by a recv
   int peer = 0;  ///< the destination of a send, the source of a recv
-  int tag = 0;
+  int tag = 0;  ///< matches the peer's op with the same tag
 
+  /// A send of `tensor` to rank `dst`.
   static P2POp isend(const Tensor& tensor, int dst, int tag = 0) { return {Kind::Send, tensor, dst, tag}; }
+  /// A receive into `tensor` from rank `src`.
   static P2POp irecv(const Tensor& tensor, int src, int tag = 0) { return {Kind::Recv, tensor, src, tag}; }
 };
 
 /// A Work that already finished (successfully, or with `error` when non-null).
 WorkHandle completed_work(std::exception_ptr error = nullptr);
 
+/// How a process group behaves: its timeout, consistency checks and Gloo's network interface.
 struct ProcessGroupOptions {
   /// Bounds every operation (and the rendezvous): a dead or silent peer turns
   /// into an anvil::Error on every surviving rank after at most this long.
@@ -71,16 +77,17 @@ struct ProcessGroupOptions {
   std::string gloo_hostname;
 };
 
+/// A set of ranks that run collectives together; every operation returns a Work at once (see the file comment).
 class ProcessGroup {
  public:
-  ProcessGroup(int rank, int size) : rank_(rank), size_(size) {}
+  ProcessGroup(int rank, int size) : rank_(rank), size_(size) {}  ///< This process is rank `rank` of `size`.
   virtual ~ProcessGroup() = default;
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  virtual std::string backend_name() const = 0;
+  int rank() const { return rank_; }  ///< This process's rank in the group.
+  int size() const { return size_; }  ///< Number of ranks.
+  virtual std::string backend_name() const = 0;  ///< "gloo", "nccl", ...
 
   /// In place on every rank.
   virtual WorkHandle all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum) = 0;
@@ -96,7 +103,7 @@ class ProcessGroup {
   virtual WorkHandle send(const Tensor& tensor, int dst, int tag = 0) = 0;
   virtual WorkHandle recv(Tensor& tensor, int src, int tag = 0) = 0;
   ///@}
-  virtual WorkHandle barrier() = 0;
+  virtual WorkHandle barrier() = 0;  ///< Returns once every rank has entered the barrier.
   /// PyTorch's batch_isend_irecv: starts every send and recv of `ops` at once
   /// and returns one Work per op, in order. Use it whenever a rank both sends
   /// and receives in one step (a ring, a pipeline stage passing activations
@@ -144,6 +151,7 @@ struct AllToAllPlan {
   std::vector<int64_t> recv_counts, recv_offsets;
   ///@}
 };
+/// Checks one all_to_all_single's tensors and split sizes against the group and returns its element counts and offsets.
 AllToAllPlan plan_all_to_all(const std::string& what, const Tensor& output, const Tensor& input,
                              const std::vector<int64_t>& output_split_sizes,
                              const std::vector<int64_t>& input_split_sizes, int rank, int size);

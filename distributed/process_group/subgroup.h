@@ -31,6 +31,7 @@
 
 namespace anvil::distributed {
 
+/// World::new_group's settings, as torch.distributed.new_group's.
 struct NewGroupOptions {
   /// "" keeps the world's backend; else "auto", "gloo" or "nccl".
   std::string backend;
@@ -46,10 +47,11 @@ class SubGroup : public ProcessGroup {
   /// `backend` is null exactly when this rank is not in `ranks` (sorted).
   SubGroup(std::vector<int> ranks, int world_rank, int id, std::shared_ptr<ProcessGroup> backend);
 
+  /// Whether this rank belongs to the group (on non-members every collective is an error).
   bool is_member() const { return backend_ != nullptr; }
   /// The members' ranks in the world, in group-rank order.
   const std::vector<int>& ranks() const { return ranks_; }
-  int global_rank(int group_rank) const;
+  int global_rank(int group_rank) const;  ///< The world rank of group rank `group_rank`.
   /// -1 when `global_rank` is not a member.
   int group_rank(int global_rank) const;
   /// The communicator (throws on a non-member).
@@ -88,11 +90,12 @@ class SubGroup : public ProcessGroup {
 /// ranks' agreement).
 class World {
  public:
+  /// The job's ranks, their store and the subgroups made over them (see the comment above).
   World(std::shared_ptr<Store> store, int rank, int size, MakeProcessGroupOptions options = {});
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  const std::shared_ptr<Store>& store() const { return store_; }
+  int rank() const { return rank_; }  ///< This process's world rank.
+  int size() const { return size_; }  ///< Number of ranks in the world.
+  const std::shared_ptr<Store>& store() const { return store_; }  ///< The store the ranks meet through.
 
   /// Collective over the world (see the top of this file). Empty `ranks`
   /// means every rank. Errors: a rank outside [0, size()), a rank listed

@@ -14,13 +14,17 @@
 
 namespace anvil::distributed {
 
-using Bytes = std::vector<uint8_t>;
+using Bytes = std::vector<uint8_t>;  ///< A value in a store: raw bytes.
 
+/// A key-value store the ranks of a job share to meet (rendezvous) and exchange small values, as torch.distributed's
+/// Store.
 class Store {
  public:
+  /// A store whose waits time out after `timeout`.
   explicit Store(std::chrono::milliseconds timeout) : timeout_(timeout) {}
   virtual ~Store() = default;
 
+  /// Sets `key` to `value` (overwriting), waking waiters.
   virtual void set(const std::string& key, const Bytes& value) = 0;
   /// Waits until the key exists (at most timeout(), then anvil::Error naming the key).
   virtual Bytes get(const std::string& key) = 0;
@@ -34,10 +38,12 @@ class Store {
   void wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
   ///@}
 
-  std::chrono::milliseconds timeout() const { return timeout_; }
-  void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+  std::chrono::milliseconds timeout() const { return timeout_; }  ///< The default wait timeout.
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }  ///< Sets the default wait timeout.
 
+  /// set with a string value.
   void set(const std::string& key, const std::string& value) { set(key, Bytes(value.begin(), value.end())); }
+  /// get as a string.
   std::string get_string(const std::string& key) {
     Bytes b = get(key);
     return {b.begin(), b.end()};

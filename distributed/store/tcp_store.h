@@ -19,29 +19,31 @@ namespace anvil::distributed {
 
 class TCPStoreServer;
 
+/// Where a TCPStore connects (or serves), as torch.distributed.TCPStore's arguments.
 struct TCPStoreOptions {
-  std::string host = "127.0.0.1";
+  std::string host = "127.0.0.1";  ///< the server's address
   int port = 29500;  ///< with is_server, 0 picks a free port (see port())
-  bool is_server = false;
-  std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  bool is_server = false;  ///< this process runs the server (rank 0)
+  std::chrono::milliseconds timeout = std::chrono::minutes(5);  ///< how long a connect or wait may take
 };
 
+/// A Store served over TCP by rank 0 (see the file comment).
 class TCPStore : public Store {
  public:
-  explicit TCPStore(const TCPStoreOptions& options);
+  explicit TCPStore(const TCPStoreOptions& options);  ///< Connects to the server (starting it first with is_server).
   ~TCPStore() override;
 
-  void set(const std::string& key, const Bytes& value) override;
+  void set(const std::string& key, const Bytes& value) override;  ///< Sets `key` to `value` on the server.
   Bytes get(const std::string& key) override;
   int64_t add(const std::string& key, int64_t delta) override;
   bool check(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
   using Store::get;
-  using Store::set;
-  using Store::wait;
+  using Store::set;  ///< The Store's string overload of set.
+  using Store::wait;  ///< The Store's wait with the default timeout.
 
-  const std::string& host() const { return host_; }
-  int port() const { return port_; }
+  const std::string& host() const { return host_; }  ///< The server's host.
+  int port() const { return port_; }  ///< The server's port (the one picked, with port 0).
 
  private:
   /// One request/reply round trip under the lock; reconnects when the last
