@@ -1,4 +1,6 @@
 #pragma once
+/// @file
+/// The global Philox generator's seed and offset: seeding, saving and restoring the random stream.
 #include <cstdint>
 
 namespace anvil {

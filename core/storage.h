@@ -1,4 +1,6 @@
 #pragma once
+/// @file
+/// Storage: the block of memory a tensor and its views share, with the version counter autograd checks.
 #include <atomic>
 #include <cstddef>
 #include <functional>

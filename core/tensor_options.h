@@ -1,4 +1,6 @@
 #pragma once
+/// @file
+/// TensorOptions: the dtype, device and requires_grad a factory makes a tensor with.
 #include "core/base/device.h"
 #include "core/base/dtype.h"
 

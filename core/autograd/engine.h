@@ -1,4 +1,7 @@
 #pragma once
+/// @file
+/// The autograd engine's entry points: backward over several roots, grad() without touching .grad(), and callbacks at
+/// the end of a backward pass.
 #include <functional>
 #include <vector>
 

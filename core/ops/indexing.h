@@ -1,4 +1,7 @@
 #pragma once
+/// @file
+/// Gathering and scattering by index tensors and masks: index_select, gather, scatter, masked_select, nonzero,
+/// embedding lookups.
 #include <optional>
 #include <string_view>
 

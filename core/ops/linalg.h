@@ -1,4 +1,6 @@
 #pragma once
+/// @file
+/// Matrix products (matmul, mm, bmm, dot) and torch.linalg's solves, inverses, determinants, SVD and norms.
 #include <optional>
 #include <string_view>
 #include <tuple>

@@ -86,7 +86,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 /// Inverted dropout: in training, zeroes with probability p and scales by 1/(1-p).
 Tensor dropout(const Tensor& x, double p, bool training = true);
 
-/// also libtorch's chained form: CrossEntropyOptions().ignore_index(0)
+/// cross_entropy's and nll_loss's settings; also libtorch's chained form:
+/// CrossEntropyOptions().ignore_index(0).
 struct CrossEntropyOptions {
   /// None, Mean (over non-ignored targets) or Sum
   ANVIL_OPTION(CrossEntropyOptions, Reduction, reduction) = Reduction::Mean;

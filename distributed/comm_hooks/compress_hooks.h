@@ -15,7 +15,9 @@
 
 namespace anvil::distributed {
 
+/// DDP hook: the bucket all-reduced in float16, divided by the world size first.
 BucketFutureHandle fp16_compress_hook(GradBucket& bucket);
+/// DDP hook: the bucket all-reduced in bfloat16, divided by the world size first.
 BucketFutureHandle bf16_compress_hook(GradBucket& bucket);
 
 }  // namespace anvil::distributed

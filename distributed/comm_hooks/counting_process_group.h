@@ -16,12 +16,14 @@
 
 namespace anvil::distributed {
 
+/// A ProcessGroup that counts the bytes and collectives passing through to another (see the file comment).
 class CountingProcessGroup : public ProcessGroup {
  public:
+  /// Counts the calls made through it to `inner`.
   explicit CountingProcessGroup(ProcessGroup& inner) : ProcessGroup(inner.rank(), inner.size()), inner_(inner) {}
 
-  int64_t bytes() const { return bytes_.load(); }
-  int64_t collectives() const { return calls_.load(); }
+  int64_t bytes() const { return bytes_.load(); }  ///< Payload bytes so far.
+  int64_t collectives() const { return calls_.load(); }  ///< Collectives so far.
 
   std::string backend_name() const override { return inner_.backend_name(); }
   WorkHandle all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum) override;

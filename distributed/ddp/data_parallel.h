@@ -35,6 +35,7 @@
 
 namespace anvil::distributed {
 
+/// DataParallel's settings.
 struct DataParallelOptions {
   /// Devices to run on, the first holding the module and the outputs. Empty:
   /// every visible CUDA device, or just the module's device when there is at
@@ -43,8 +44,10 @@ struct DataParallelOptions {
   std::vector<Device> devices;
 };
 
+/// Single-process data parallelism over several GPUs, as torch.nn.DataParallel (see the file comment).
 class DataParallel : public nn::Module {
  public:
+  /// Makes one replica of the module (same architecture; the weights are copied in).
   using ReplicaFactory = std::function<std::shared_ptr<nn::Module>()>;
 
   /// make_replica may be empty when only one device is used.
@@ -56,8 +59,8 @@ class DataParallel : public nn::Module {
   /// share the batch size; undefined ones (absent optional inputs) stay so.
   Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
 
-  nn::Module& module() const { return *module_; }
-  const std::vector<Device>& devices() const { return devices_; }
+  nn::Module& module() const { return *module_; }  ///< The wrapped module (replica 0).
+  const std::vector<Device>& devices() const { return devices_; }  ///< The devices the replicas run on.
 
  private:
   void bind_replica(size_t i);

@@ -20,21 +20,24 @@
 
 namespace anvil::distributed::ps {
 
+/// This process's part in a parameter-server job, from the environment.
 struct JobRole {
-  bool is_ps = false;
+  bool is_ps = false;  ///< a parameter server (else a worker)
   int index = 0;  ///< PS index or worker index
-  int num_ps = 1;
-  int num_workers = 1;
+  int num_ps = 1;  ///< parameter servers in the job
+  int num_workers = 1;  ///< workers in the job
 };
 
 /// anvil::Error names a missing or invalid variable.
 JobRole job_role_from_environment();
+/// The role as `lookup` gives the variables; anvil::Error names a missing or invalid one.
 JobRole job_role_from(const EnvLookup& lookup);
 
 /// The address workers should use for this PS: ANVIL_PS_HOST when set, else
 /// MASTER_ADDR when it is a loopback address (one machine), else the hostname.
 std::string advertised_host(const EnvLookup& lookup);
 
+/// Publishes PS `ps_index`'s address in the job's store.
 void publish_server(Store& store, int ps_index, const ServerAddress& address);
 /// Waits (the store's timeout) for every PS to have published.
 std::vector<ServerAddress> lookup_servers(Store& store, int num_ps);

@@ -15,10 +15,12 @@
 
 namespace anvil::distributed::ps {
 
+/// How parameters are spread over the servers: balancing elements, or in turn.
 enum class ShardPolicy { SizeBalanced, RoundRobin };
 
+/// Which parameter server holds which parameters (the same plan on every rank).
 struct ShardPlan {
-  int num_ps = 1;
+  int num_ps = 1;  ///< parameter servers
   std::vector<int64_t> numels;  ///< per parameter, in the model's order
   std::vector<int> owner;  ///< per parameter: the PS that holds it
   std::vector<std::vector<int>> owned;  ///< per PS: its parameters, ascending

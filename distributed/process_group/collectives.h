@@ -19,21 +19,26 @@
 
 namespace anvil::distributed {
 
+/// How a torch.distributed-style call runs: asynchronously or not, and on which group.
 struct CallOptions {
-  bool async_op = false;
+  bool async_op = false;  ///< return at once with a Work to wait on (else the call waits)
   ProcessGroup* group = nullptr;  ///< nullptr: the default group
 };
 
+/// Reduces `tensor` in place over the group's ranks: every rank ends with the result.
 WorkHandle all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum, const CallOptions& call = {});
+/// Copies rank `root`'s `tensor` into every rank's.
 WorkHandle broadcast(const Tensor& tensor, int root, const CallOptions& call = {});
 /// output: world_size * input.numel() elements (rank 0's input first).
 WorkHandle all_gather(const Tensor& output, const Tensor& input, const CallOptions& call = {});
 /// input: world_size * output.numel() elements; rank r gets chunk r reduced.
 WorkHandle reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::Sum,
                           const CallOptions& call = {});
+/// Sends `tensor` to rank `dst`.
 WorkHandle send(const Tensor& tensor, int dst, int tag = 0, const CallOptions& call = {});
+/// Receives into `tensor` from rank `src`.
 WorkHandle recv(const Tensor& tensor, int src, int tag = 0, const CallOptions& call = {});
-WorkHandle barrier(const CallOptions& call = {});
+WorkHandle barrier(const CallOptions& call = {});  ///< Returns once every rank of the group has called it.
 /// Starts every send and recv of `ops` together (ProcessGroup::batch_isend_irecv:
 /// the safe way to send and receive in one step on NCCL) and returns a Work
 /// per op; synchronous unless call.async_op, as the functions above.

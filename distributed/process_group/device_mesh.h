@@ -23,6 +23,8 @@
 
 namespace anvil::distributed {
 
+/// The world's ranks arranged as an n-dimensional grid, with one subgroup per dimension, as torch.distributed's
+/// DeviceMesh (see the file comment).
 class DeviceMesh {
  public:
   /// `shape`'s product must equal the world's size; `dim_names` is empty or
@@ -32,10 +34,10 @@ class DeviceMesh {
   DeviceMesh(World& world, std::string device_type, std::vector<int> shape, std::vector<std::string> dim_names = {},
              const NewGroupOptions& group_options = {});
 
-  const std::string& device_type() const { return device_type_; }
-  int ndim() const { return static_cast<int>(shape_.size()); }
-  const std::vector<int>& shape() const { return shape_; }
-  const std::vector<std::string>& dim_names() const { return names_; }
+  const std::string& device_type() const { return device_type_; }  ///< "cpu" or "cuda".
+  int ndim() const { return static_cast<int>(shape_.size()); }  ///< Number of dimensions.
+  const std::vector<int>& shape() const { return shape_; }  ///< The size of each dimension.
+  const std::vector<std::string>& dim_names() const { return names_; }  ///< The dimensions' names (empty: unnamed).
   ///@{
   /// Ranks in the mesh, all of them.
   int size() const;

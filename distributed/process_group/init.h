@@ -43,8 +43,10 @@ LaunchEnv launch_env_from_environment();
 /// The same from any lookup (tests, the fuzzer): a variable the lookup does not
 /// have is std::nullopt; an empty one counts as unset.
 using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+/// The launch variables as `lookup` gives them; anvil::Error names a missing or invalid one.
 LaunchEnv launch_env_from(const EnvLookup& lookup);
 
+/// init_process_group's settings, as torch.distributed.init_process_group's arguments.
 struct InitOptions {
   /// "auto" (Gloo for CPU tensors, NCCL for CUDA tensors), "gloo" or "nccl".
   std::string backend = "auto";
@@ -53,7 +55,7 @@ struct InitOptions {
   std::string init_method = "env://";
   /// Override the environment when set (e.g. tests that start ranks as threads).
   std::optional<int> rank;
-  std::optional<int> world_size;
+  std::optional<int> world_size;  ///< unset: WORLD_SIZE from the environment
   /// A store to use instead of the one init_method describes.
   std::shared_ptr<Store> store;
   /// Timeout (store and every collective), consistency checks, Gloo address.
@@ -64,10 +66,10 @@ struct InitOptions {
 std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options = {});
 /// Finishes the default group (waits for its queued work) and forgets it.
 void destroy_process_group();
-bool is_initialized();
+bool is_initialized();  ///< Whether init_process_group made the default group.
 /// The default group; throws when init_process_group was not called.
 ProcessGroup& default_group();
-std::shared_ptr<ProcessGroup> default_group_ptr();
+std::shared_ptr<ProcessGroup> default_group_ptr();  ///< The default group's shared pointer.
 /// The default group's store (for agreeing on small things outside collectives).
 std::shared_ptr<Store> default_store();
 /// The default group's world: new_group and init_device_mesh make their
@@ -77,6 +79,6 @@ World& default_world();
 int get_rank();  ///< in the default group
 int get_world_size();  ///< of the default group
 int get_local_rank();  ///< from the environment, 0 when unset
-int get_local_world_size();
+int get_local_world_size();  ///< LOCAL_WORLD_SIZE from the environment, 1 when unset.
 
 }  // namespace anvil::distributed

@@ -14,15 +14,18 @@
 
 namespace anvil::distributed {
 
+/// make_process_group's settings.
 struct MakeProcessGroupOptions {
   /// "auto" (Gloo for CPU tensors, NCCL for CUDA tensors), "gloo" or "nccl".
   std::string backend = "auto";
-  ProcessGroupOptions group;
+  ProcessGroupOptions group;  ///< the groups' timeout and checks
   /// Every rank passes the same prefix; each group made on one store needs
   /// its own (the default group uses "default/").
   std::string store_prefix = "default/";
 };
 
+/// A group of `size` ranks meeting through `store`, holding Gloo and (when built with it) NCCL, each call sent to its
+/// tensors' device's backend.
 std::shared_ptr<ProcessGroup> make_process_group(std::shared_ptr<Store> store, int rank, int size,
                                                  const MakeProcessGroupOptions& options = {});
 

@@ -25,6 +25,7 @@
 
 namespace anvil::distributed {
 
+/// ring_all_reduce's settings.
 struct RingAllReduceOptions {
   /// Bytes per pipelined chunk; smaller chunks overlap more but pay more
   /// per-message overhead (on Gloo every message is a rendezvous plus a
@@ -48,7 +49,9 @@ void ring_all_reduce(ProcessGroup& group, Tensor& tensor, ReduceOp op = ReduceOp
 /// call, which show at large sizes. What a training loop should hold.
 class RingAllReducer {
  public:
+  /// A reducer over `group`, its buffers kept between calls.
   explicit RingAllReducer(ProcessGroup& group, const RingAllReduceOptions& options = {});
+  /// Reduces `tensor` in place over the group with the ring algorithm.
   void all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum);
 
  private:

@@ -52,11 +52,14 @@
 
 namespace anvil::distributed {
 
+/// ZeroAdamW's settings.
 struct ZeroOptions {
   int stage = 1;  ///< 1: optimizer state sharded; 2: gradients too
-  int64_t bucket_cap_bytes = 25 * 1024 * 1024;
+  int64_t bucket_cap_bytes = 25 * 1024 * 1024;  ///< a bucket closes once it holds this many bytes of parameters
 };
 
+/// AdamW with its state (stage 1) and its gradients (stage 2) sharded across the data-parallel ranks (see the file
+/// comment).
 class ZeroAdamW : public nn::optim::OptimizerWith<nn::optim::AdamWOptions> {
  public:
   /// Broadcasts rank 0's parameters so every rank starts from the same values.
@@ -72,16 +75,16 @@ class ZeroAdamW : public nn::optim::OptimizerWith<nn::optim::AdamWOptions> {
   /// Bytes of gradients this rank holds now: full .grad() of the parameters,
   /// unreduced bucket buffers and the gradient shards.
   int64_t gradient_bytes() const;
-  size_t num_buckets() const;
+  size_t num_buckets() const;  ///< Number of buckets the parameters were packed into.
 
   /// Bytes of optimizer state (the two moments) this rank holds, and what an
   /// unsharded AdamW would hold on every rank.
   int64_t optimizer_state_bytes() const;
-  int64_t unsharded_optimizer_state_bytes() const;
+  int64_t unsharded_optimizer_state_bytes() const;  ///< Bytes the unsharded optimizer state would take on one rank.
 
   /// Elements of the parameters this rank updates (its slice of every bucket).
   int64_t shard_size() const;
-  int64_t total_numel() const;
+  int64_t total_numel() const;  ///< Elements of all the parameters, without padding.
   /// The AdamW state of this rank's slices (step count, exp_avg, exp_avg_sq).
   nn::optim::OptimizerState shard_state_dict() const;
 

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The one header a user includes: `#include <anvil/anvil.h>`
+/// The one header a user includes: `#include <anvil/anvil.h>`.
 /// Tensors, every op family, factories, random numbers and autograd (with
 /// gradient checkpointing and custom `Function<T>`s), the deterministic-algorithms switch, what the
 /// machine offers (anvil::cpu_capability(), anvil::cuda::is_available()), the

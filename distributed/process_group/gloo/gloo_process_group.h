@@ -26,6 +26,8 @@ class Context;
 
 namespace anvil::distributed {
 
+/// The Gloo backend: collectives and point-to-point on CPU tensors, run in order on a worker thread (see the file
+/// comment).
 class GlooProcessGroup : public ProcessGroup {
  public:
   /// Rendezvous through `store` under keys starting with `store_prefix`
@@ -35,7 +37,7 @@ class GlooProcessGroup : public ProcessGroup {
   ~GlooProcessGroup() override;
 
   std::string backend_name() const override { return "gloo"; }
-  const ProcessGroupOptions& options() const { return options_; }
+  const ProcessGroupOptions& options() const { return options_; }  ///< The settings it was made with.
 
   WorkHandle all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum) override;
   WorkHandle broadcast(Tensor& tensor, int root) override;
