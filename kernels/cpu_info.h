@@ -27,7 +27,7 @@ struct CpuCapability {
   std::string vector_math;
 };
 
-CpuCapability cpu_capability();  ///< The CPU, its best ISA and the kernels the CPU backend picked; computed once.
+CpuCapability cpu_capability();  ///< The CPU, its best ISA and the kernels the CPU backend picked.
 /// One line: "AMD EPYC (avx512_core): float32 GEMM oneDNN 2.6.3 avx512_core, ..., vector math AVX3 (...)"
 std::string to_string(const CpuCapability& c);
 

@@ -95,7 +95,7 @@ class Module : public std::enable_shared_from_this<Module> {
   void zero_grad();  ///< sets every parameter's grad to undefined
 
   // --- state ---
-  /// Every parameter and buffer by dotted name, parameters first within each module, as PyTorch's.
+  /// Every parameter, then every buffer, by dotted name: what load_state_dict and save_safetensors take.
   StateDict state_dict() const;
   /// strict: every key must match, with equal shapes; errors name the keys.
   void load_state_dict(const StateDict& state, bool strict = true);

@@ -88,7 +88,7 @@ class SavedValue {
   bool toBool() const;  ///< The bool; throws naming the type held otherwise.
   const std::string& toStringRef() const;  ///< The string; throws naming the type held otherwise.
   std::vector<int64_t> toIntVector() const;  ///< The list of int64; throws naming the type held otherwise.
-  const char* type_name() const;  ///< The kind held: "None", "Tensor", "double", ... (for error messages).
+  const char* type_name() const;  ///< The name of the kind held, for error messages.
 
  private:
   std::variant<std::monostate, Tensor, double, int64_t, bool, std::string, std::vector<int64_t>> v_;

@@ -69,7 +69,7 @@ ANVIL_UNARY_OPS(ANVIL_DECLARE_UNARY)
 /// The error function.
 
 /// @fn Tensor sign(const Tensor& x)
-/// -1, 0 or 1 by the sign of x (0 for 0, NaN for NaN).
+/// -1, 0 or 1 by the sign of x (0 for 0 and for NaN).
 
 /// @fn Tensor reciprocal(const Tensor& x)
 /// 1 / x.

@@ -33,7 +33,7 @@ inline constexpr PadMode kCircular = PadMode::Circular;  ///< PadMode::Circular
 Tensor pad(const Tensor& x, const Shape& pad, PadMode mode = PadMode::Constant, double value = 0.0);
 
 // --- resampling (x [N, C, H, W]; nearest also [N, C, L] and [N, C, D, H, W]) ---
-/// How interpolate resamples: nearest neighbour, linear (3-D x) or bilinear (4-D x).
+/// How interpolate resamples: nearest neighbour, linear or bilinear.
 enum class InterpolateMode { Nearest, Linear, Bilinear };
 inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;  ///< InterpolateMode::Nearest
 inline constexpr InterpolateMode kLinear = InterpolateMode::Linear;  ///< InterpolateMode::Linear

@@ -53,7 +53,7 @@ class GradBucket {
   size_t index() const { return index_; }
   /// The last bucket of this step: per-step state (iteration counters) advances here.
   bool is_last() const { return is_last_; }
-  Tensor& buffer() { return buffer_; }  ///< The flat gradients to reduce (a hook may replace the tensor).
+  Tensor& buffer() { return buffer_; }  ///< The flat gradients, for a hook to reduce in place.
   const Tensor& buffer() const { return buffer_; }  ///< The flat gradients.
   const std::vector<Tensor>& parameters() const { return parameters_; }  ///< The bucket's parameters, in bucket order.
   const std::vector<std::string>& parameter_names() const { return names_; }  ///< Their names.

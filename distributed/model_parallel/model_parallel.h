@@ -78,7 +78,7 @@ class ModelParallelSequential : public nn::Module {
   std::vector<PartRange> ranges_;
 };
 
-/// seq as a ModelParallelSequential over `devices` (boundaries empty: balanced by parameter count).
+/// seq as a ModelParallelSequential over `devices` (empty boundaries: a balanced split).
 std::shared_ptr<ModelParallelSequential> split_across_devices(const std::shared_ptr<nn::Sequential>& seq,
                                                               std::vector<Device> devices, Boundaries boundaries = {});
 

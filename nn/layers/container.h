@@ -65,7 +65,7 @@ class Sequential : public ModuleListBase {
   Sequential() : ModuleListBase("Sequential") {}
   Sequential(std::initializer_list<Ptr> modules);  ///< Holds `modules` in order.
   explicit Sequential(const std::vector<Ptr>& modules);  ///< Holds `modules` in order.
-  /// Holds `modules` in order, each keeping its type for at<M>().
+  /// Holds `modules` in order: Sequential(std::make_shared<Linear>(4, 8), std::make_shared<ReLU>()).
   template <typename... Ms> explicit Sequential(std::shared_ptr<Ms>... modules) : ModuleListBase("Sequential") {
     (push_back(std::move(modules)), ...);
   }

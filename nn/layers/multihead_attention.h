@@ -82,7 +82,7 @@ class MultiheadAttention : public Module {
   /// {query, key, value[, key_padding_mask[, attn_mask]]} (undefined = absent), without weights.
   Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
   std::string extra_repr() const override;
-  void reset_parameters();  ///< Re-initialises the projections as PyTorch does (xavier_uniform weights, zero biases).
+  void reset_parameters();  ///< Re-initialises as PyTorch does: xavier_uniform input projections, zero biases.
 
   MultiheadAttentionOptions options;  ///< the settings it was built with
   int64_t head_dim = 0;  ///< embed_dim / num_heads

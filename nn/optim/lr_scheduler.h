@@ -181,7 +181,7 @@ class LambdaLR : public LRScheduler {
 /// lr = base * gamma^(number of milestones <= t) (PyTorch's MultiStepLR; a
 /// milestone listed twice decays twice).
 struct MultiStepLROptions {
-  std::vector<int64_t> milestones;  ///< steps at which the lr decays (sorted or not)
+  std::vector<int64_t> milestones;  ///< steps at which the lr decays, in any order
   double gamma = 0.1;  ///< the factor of each decay
 };
 /// lr = base * gamma^(milestones passed), as torch.optim.lr_scheduler.MultiStepLR.
@@ -285,7 +285,7 @@ class ReduceLROnPlateau {
   ReduceLROnPlateau(const ReduceLROnPlateau&) = delete;
   ReduceLROnPlateau& operator=(const ReduceLROnPlateau&) = delete;
 
-  /// Takes one epoch's metric and reduces the lrs after `patience` epochs without improvement.
+  /// Takes one epoch's metric; reduces the lrs once it has not improved for more than `patience` steps.
   void step(double metric);
   const std::vector<double>& get_last_lr() const { return last_lrs_; }  ///< Each group's lr after the last step.
   double best() const { return s_.best; }  ///< The best metric so far.

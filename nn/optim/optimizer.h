@@ -129,7 +129,7 @@ class Optimizer {
   /// optimizer, read by every later one as its base lr, so several schedulers
   /// (SequentialLR, ChainedScheduler) start from the same values.
   const std::vector<double>& initial_lrs() const { return initial_lrs_; }
-  /// Replaces initial_lrs() (one per group), as a resumed scheduler needs.
+  /// Sets initial_lrs(), one per group (what the first scheduler over the optimizer records).
   void set_initial_lrs(std::vector<double> lrs);
 
   /// The state of one parameter (nullptr if it has not been stepped yet).

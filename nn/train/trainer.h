@@ -161,7 +161,7 @@ class Trainer {
   /// scheduler, RNG, callbacks' state) to `path`, as the epoch-end
   /// checkpoints; for callbacks such as ModelCheckpoint.
   void save_checkpoint(const std::string& path);
-  /// Asks fit to stop at the end of the current step (what EarlyStopping calls).
+  /// Asks fit to stop at the end of the current epoch (what EarlyStopping calls).
   void request_stop() { should_stop_ = true; }
   bool should_stop() const { return should_stop_; }  ///< Whether a stop was requested.
   const FitResult& history() const { return result_; }  ///< What the last fit returned, kept for callbacks.
