@@ -203,8 +203,8 @@ int train_pipeline(const PipelineSettings& pp, GptOptions g, const std::string& 
       if (norm > 1.0)
         for (const Tensor& p : params)
           if (p.grad().defined()) {
-            Tensor g = p.grad();
-            g.mul_(1.0 / (norm + 1e-6));
+            Tensor grad = p.grad();
+            grad.mul_(1.0 / (norm + 1e-6));
           }
       optimizer.step();
       schedule.step();

@@ -47,10 +47,9 @@ size_t host_block_size(size_t nbytes) {
 // kernel runs THP in "madvise" mode, as Debian's does, nothing else gets
 // them). Memory-bound kernels stream through 64 MB tensors; on 4 KiB pages
 // every 4 KiB is a TLB miss and a page walk, which under virtualisation is a
-// two-level walk. On the development VM, 16M floats on 2 threads: add 1.21x,
-// add_ 1.19x, softmax forward and backward 1.06-1.35x, plain reads (sum, max)
-// unchanged; char_gpt trains 1.09x faster and MiniLM encodes 1.11x
-// (bench/results/2026-11-28-huge-pages.md). ANVIL_CPU_HUGE_PAGES=0 turns it off.
+// two-level walk. Kernels that read two or three streams and write one gain
+// most; plain reads already run at read bandwidth (kernels/cpu/README.md has
+// the figures). ANVIL_CPU_HUGE_PAGES=0 turns it off.
 void* host_alloc(size_t nbytes) {
   if (nbytes > kLargestHostRequest) return nullptr;  // more than any address space
   const size_t size = host_block_size(nbytes);

@@ -77,10 +77,10 @@ Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
   Shape batch = broadcast_shapes(Shape(a2.shape().begin(), a2.shape().end() - 2),
                                  Shape(b2.shape().begin(), b2.shape().end() - 2), op);
   Tensor ae = a2.expand(concat(batch, {m, k})), be = b2.expand(concat(batch, {k, n}));
-  View av = batched_view_or_copy(ae), bv = batched_view_or_copy(be);
+  View a_view = batched_view_or_copy(ae), b_view = batched_view_or_copy(be);
   Shape out_full = concat(batch, {m, n});
   Tensor out = empty(out_full, a.options());
-  if (out.numel() > 0) detail::kernel_of<kernel::Matmul>(a)(*as_batched_view(out), av, bv, MatmulParams{});
+  if (out.numel() > 0) detail::kernel_of<kernel::Matmul>(a)(*as_batched_view(out), a_view, b_view, MatmulParams{});
 
   Shape result_shape = batch;
   if (a.dim() > 1) result_shape.push_back(m);

@@ -35,9 +35,9 @@ inline constexpr std::nullopt_t None = std::nullopt;
 /// start:stop:step, as Python's slice: a bound left open (None) covers the dim to its end.
 struct Slice {
   /// Slice(), Slice(1), Slice(1, None, 2): absent bounds are open; the step defaults to 1.
-  Slice(std::optional<int64_t> start = std::nullopt, std::optional<int64_t> stop = std::nullopt,
-        std::optional<int64_t> step = std::nullopt)
-      : start(start), stop(stop), step(step) {}
+  Slice(std::optional<int64_t> start_index = std::nullopt, std::optional<int64_t> stop_index = std::nullopt,
+        std::optional<int64_t> step_index = std::nullopt)
+      : start(start_index), stop(stop_index), step(step_index) {}
   ///@{
   /// the bounds and the step; nullopt: open (the step: 1)
   std::optional<int64_t> start, stop, step;
@@ -47,8 +47,14 @@ struct Slice {
 /// One entry of an index list: None, Ellipsis, an integer, a bool, a Slice or a tensor (implicit from each).
 class TensorIndex {
  public:
+  // libtorch's names (TensorIndexType): None and Ellipsis are scoped here,
+  // so the namespace's constants of those names stay reachable; GCC's
+  // -Wshadow flags them all the same.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
   /// What the entry is.
   enum class Kind : uint8_t { None, Ellipsis, Integer, Boolean, Slice, Tensor };
+#pragma GCC diagnostic pop
 
   /// None: a new dim of size 1.
   TensorIndex(std::nullopt_t) : kind_(Kind::None) {}  // NOLINT: implicit, as libtorch's

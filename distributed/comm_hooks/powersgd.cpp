@@ -147,30 +147,30 @@ BucketFutureHandle powersgd_hook(PowerSGDState& state, GradBucket& bucket) {
 
   const size_t index = bucket.index();
   return BucketFuture::after(std::move(work), [&state, &bucket, plan, first, input, input_before, index]() mutable {
-    const PowerSGDOptions& o = state.options_;
-    PowerSGDState::BucketMemory& memory = state.memory_[index];
+    const PowerSGDOptions& opts = state.options_;
+    PowerSGDState::BucketMemory& mem = state.memory_[index];
     const Scalar world(static_cast<int64_t>(bucket.world_size()));
-    int64_t at = 0;
+    int64_t pos = 0;
     for (size_t i : plan.uncompressed) {
       Tensor g = bucket.gradient(i);
-      g.copy_(first.narrow(0, at, g.numel()).view(g.shape())).div_(world);
-      at += g.numel();
+      g.copy_(first.narrow(0, pos, g.numel()).view(g.shape())).div_(world);
+      pos += g.numel();
     }
     if (!plan.matrices.empty()) {
       // Every Q from the local M before any M is overwritten by its approximation.
       for (const LowRankMatrix& mat : plan.matrices) {
-        Tensor p = factor(first, at + mat.p_offset, mat.rows, mat.rank);
-        orthogonalize(p, o.orthogonalization_epsilon);
-        factor(memory.q, mat.q_offset, mat.cols, mat.rank).copy_(mm(mat.m.t(), p));
+        Tensor p = factor(first, pos + mat.p_offset, mat.rows, mat.rank);
+        orthogonalize(p, opts.orthogonalization_epsilon);
+        factor(mem.q, mat.q_offset, mat.cols, mat.rank).copy_(mm(mat.m.t(), p));
       }
-      bucket.process_group().all_reduce(memory.q, ReduceOp::Sum)->wait();
-      memory.q.div_(world);
+      bucket.process_group().all_reduce(mem.q, ReduceOp::Sum)->wait();
+      mem.q.div_(world);
       for (LowRankMatrix& mat : plan.matrices)
-        mat.m.copy_(mm(factor(first, at + mat.p_offset, mat.rows, mat.rank),
-                       factor(memory.q, mat.q_offset, mat.cols, mat.rank).t()));
+        mat.m.copy_(mm(factor(first, pos + mat.p_offset, mat.rows, mat.rank),
+                       factor(mem.q, mat.q_offset, mat.cols, mat.rank).t()));
     }
-    if (o.use_error_feedback) memory.error = input_before.sub_(input);
-    if (!o.warm_start) memory.q = Tensor();
+    if (opts.use_error_feedback) mem.error = input_before.sub_(input);
+    if (!opts.warm_start) mem.q = Tensor();
     return input;
   });
 }

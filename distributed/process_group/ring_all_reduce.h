@@ -29,8 +29,8 @@ namespace anvil::distributed {
 struct RingAllReduceOptions {
   /// Bytes per pipelined chunk; smaller chunks overlap more but pay more
   /// per-message overhead (on Gloo every message is a rendezvous plus a
-  /// header: 256 KiB chunks were 1.6x slower than 1 MiB at 64 MB, see
-  /// bench/results/2026-11-21-comm-cpu.md).
+  /// header, so many small chunks cost more than the overlap wins; the
+  /// folder's README has the measurement behind the default).
   int64_t chunk_bytes = 1 << 20;
   /// Tags [tag_base, tag_base + 65536) are used (one per step and chunk; more
   /// chunks than that become larger chunks); pick a range no other send/recv

@@ -71,8 +71,8 @@ std::string openblas_core_isa(std::string_view core) {
 }
 
 // The guard this file exists for: OpenBLAS picks its core from a table of CPU
-// models and, on one it does not know, runs generic SSE3 kernels 4-5x
-// slower. When the core it picked uses a narrower ISA than the CPU offers,
+// models and, on one it does not know, runs generic SSE3 kernels, several
+// times slower. When the core it picked uses a narrower ISA than the CPU offers,
 // pick again by the CPU's features: SkylakeX for AVX-512, Haswell for AVX2.
 // Runs once, before anvil's first OpenBLAS call. ANVIL_OPENBLAS_GUARD=off
 // leaves OpenBLAS's own choice (to measure it).

@@ -6,7 +6,7 @@
 // its kernel from the CPU's feature bits (CPUID), so a CPU newer than the
 // library still gets its AVX2 or AVX-512 kernels. OpenBLAS picks its kernel from
 // a table of CPU models, and on a model it does not know it falls back to SSE3
-// code 4-5x slower (kernels/cpu/README.md has the measurements). float64 has no
+// code, several times slower (kernels/cpu/README.md has the measurements). float64 has no
 // oneDNN GEMM and stays on OpenBLAS; it serves gradient checks, not training.
 // `ANVIL_CPU_GEMM=openblas` forces OpenBLAS for float32 too (to compare them).
 //

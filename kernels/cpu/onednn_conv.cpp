@@ -83,8 +83,8 @@ struct ConvShapes {
              (g.wo - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
   }
   Tag weights_tag() const { return weights.size() == 4 ? Tag::oihw : Tag::goihw; }
-  // Letting the primitive choose its layouts (blocked) was 1.3-1.5x faster than
-  // forcing plain NCHW, with which oneDNN falls back to its own im2col + GEMM.
+  // The primitive chooses its layouts (blocked): forced to plain NCHW,
+  // oneDNN falls back to its own im2col + GEMM, which is slower.
   memory::desc any(const memory::dims& d) const { return memory::desc(d, kF32, Tag::any); }
 };
 
@@ -169,9 +169,9 @@ void run(const PrimitiveDesc& pd, const dnnl::primitive& primitive,
 }  // namespace
 
 bool conv2d_runs_on_onednn(const shapes::ConvGeometry& g) {
-  // A single-channel input (an image layer) measured level with im2col
-  // forward and up to 10% slower in forward + backward: the reorders of its
-  // large output to and from blocked layouts cost what the kernel saves.
+  // A single-channel input (an image layer) gains nothing on oneDNN: the
+  // reorders of its large output to and from blocked layouts cost what the
+  // kernel saves (kernels/cpu/README.md, Convolution).
   return !im2col_forced() && !(g.c == 1 && g.groups == 1);
 }
 

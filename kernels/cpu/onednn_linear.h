@@ -2,8 +2,8 @@
 // float32 linear layers, out = in @ weight^T + bias, on oneDNN's matmul
 // primitive with the bias added in the kernel's epilogue: out is written
 // once. Without it (the GEMM helper, gemm.h) the bias costs a pass of its
-// own over out, which in a MiniLM encode was 4-6% of the time (as a
-// broadcast add, then as a fill before a beta = 1 GEMM).
+// own over out (a broadcast add after the GEMM, or a fill before a beta = 1
+// GEMM), which showed in a MiniLM encode's profile (kernels/cpu/README.md).
 #include <cstdint>
 
 namespace anvil::cpu::onednn {

@@ -50,8 +50,8 @@ template <typename T, typename R> struct OnStorage : R {
 
 template <typename T, SumMode M> struct Additive : OnStorage<T, red::Sum<acc_t<T>, M>> {
   static constexpr bool kAdditive = true;  // folded by an OpenMP simd sum
-  double vector_fold(const float* p, int64_t n) const requires(M == SumMode::Sum || M == SumMode::Mean) {
-    return vec::sum(p, n);
+  double vector_fold(const float* x, int64_t n) const requires(M == SumMode::Sum || M == SumMode::Mean) {
+    return vec::sum(x, n);
   }
   void vector_fold_rows_into(double* acc, const float* rows, int64_t n_rows, int64_t row_stride, int64_t n) const
       requires(M == SumMode::Sum || M == SumMode::Mean) {
@@ -122,7 +122,7 @@ constexpr int64_t kColumnBlock = 1024;
 template <typename T> struct Variance : OnStorage<T, red::Variance<double>> {
   using Acc = red::Moments<double>;
   static constexpr bool kAdditive = false;
-  explicit Variance(int64_t correction) { this->correction = correction; }
+  explicit Variance(int64_t dof_correction) { this->correction = dof_correction; }
   // A long run in chunks of kMomentsChunk floats: each chunk's second pass
   // (the squared deviations) reads it from L1, and the chunks merge with
   // Chan's formula, so the run is read from memory once instead of twice.
@@ -138,8 +138,9 @@ template <typename T> struct Variance : OnStorage<T, red::Variance<double>> {
   }
   // Columns (var over the first dim): the moments of each 256 rows, merged
   // into acc, instead of a merge per element. Each run after the first is
-  // summed as differences from the mean so far, in one pass. (Runs of 64:
-  // 43 against 49 GB/s.) reduce_columns hands over at most kColumnBlock columns.
+  // summed as differences from the mean so far, in one pass. Longer runs
+  // merge less often; shorter ones had the merges show in the time.
+  // reduce_columns hands over at most kColumnBlock columns.
   void vector_fold_rows_into(Acc* acc, const float* rows, int64_t n_rows, int64_t row_stride, int64_t n) const {
     constexpr int64_t kRowsPerRun = 256;
     double mean[kColumnBlock], m2[kColumnBlock], center[kColumnBlock];

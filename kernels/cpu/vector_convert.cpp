@@ -49,8 +49,8 @@ HWY_INLINE V16 FloatToHalf(VF f) {
   const DU du;
 #if HWY_TARGET <= HWY_AVX2
   // These targets have F16C: vcvtps2ph rounds to nearest even, overflows to
-  // inf and rounds subnormals as the scalar does, at a fraction of the cost
-  // (float32 -> float16 over 16M floats: 12 -> 40 GB/s). A NaN it keeps the
+  // inf and rounds subnormals as the scalar does, one instruction where the
+  // integer-lane algorithm below takes many. A NaN it keeps the
   // payload of; it is first replaced by the one NaN whose conversion is the
   // scalar's 0x7e00 (with the sign): the quiet bit alone.
   const VU sign_bit = hn::And(hn::BitCast(du, f), hn::Set(du, 0x80000000u));

@@ -30,9 +30,9 @@ using V = hn::Vec<D>;
 // The hardware prefetcher stops at page boundaries and, with ~40 vector
 // operations per element as in exp, the out-of-order window holds too few
 // loads to cover the memory's latency: the arithmetic and the memory took
-// turns. exp over 8M floats on one thread: 1.37 -> 0.79 ns an element (0.66
-// in L1), tanh 1.64 -> 1.28; sum over rows of 1024 floats (a page each) on
-// 2 threads 21-30 -> 34-37 GB/s (bench/results/2026-11-27-streaming-stores.md).
+// turns. Asked for a page ahead, the lines arrive while the core computes,
+// and a row of a page or more (sum over rows of 1024 floats) no longer
+// starts each page on a miss.
 // Past the end of an array the hint is dropped: a prefetch never faults.
 // (GCC 12 emitted no prefetch for the same call written in a lambda, nor
 // from a plain inline function outside the per-target namespace.)
@@ -60,10 +60,9 @@ inline V NaN(D d) { return hn::Set(d, std::numeric_limits<float>::quiet_NaN()); 
 // vrndscaleps(x / ln 2), r = x - k ln 2 in two FMAs, e^x = vscalefps(e^r, k).
 // hn::Exp gets k through float -> int -> float conversions and builds 2^k
 // with integer shifts and adds: 35 instructions where this takes 20, and
-// the conversions and shifts share port 0 with the FMAs. One thread, 4096
-// floats in L1: exp 0.30-0.32 -> 0.19 ns an element, tanh 0.52 -> 0.39,
-// sigmoid 0.45 -> 0.29, with the same 1, 3 and 2 ulp as before (the table
-// in kernels/cpu/README.md; tests/kernels/cpu/test_cpu_vector_math.cpp,
+// the conversions and shifts share port 0 with the FMAs. exp and expm1
+// keep hn::Exp's and hn::Expm1's 1 and 3 ulp (the table and the timings in
+// kernels/cpu/README.md; tests/kernels/cpu/test_cpu_vector_math.cpp,
 // MathFunctionsWithinTheirUlpBounds). vscalefps gives inf past 88.72 and
 // (rounded) subnormals below -87.3 by itself. x past 100 is clamped to 100
 // (no inf - inf in the reduction); the clamp's operand order (vminps
@@ -72,7 +71,7 @@ inline V NaN(D d) { return hn::Set(d, std::numeric_limits<float>::quiet_NaN()); 
 // replaced by 0 and the result by 0 (exp) or -1 (expm1): scaling down to a
 // subnormal or to 0 takes a microcode assist of ~100 cycles a vector, and
 // the masked half of causal attention's scores went through it (char_gpt's
-// training ran 4-9% slower until this). Other targets use hn::Exp and
+// training slowed down visibly until this). Other targets use hn::Exp and
 // hn::Expm1 with the special values put back.
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 
@@ -122,8 +121,7 @@ HWY_INLINE V Expm1F(D d, V x) {
 // where tanh rounds to 1 (2^k stays normal, no assist), with NaN let
 // through; the sign put back. Against tanh = expm1(2a) / (expm1(2a) + 2),
 // 31 instructions a vector where that took 37 (no k = 0 select, no overflow
-// test, fewer register copies): one thread in L1
-// 0.37 -> 0.30 ns an element, 2 ulp where that had 3.
+// test, fewer register copies), and 2 ulp where that had 3.
 HWY_INLINE V TanhF(D d, V x) {
   const V sign = hn::And(hn::SignBit(d), x);
   const V a{_mm512_min_ps(_mm512_set1_ps(9.1f), hn::Xor(x, sign).raw)};

@@ -30,9 +30,9 @@ bool enabled();
 // past what the caches hold, where the next op reads the output from memory
 // either way, and in runs (a contiguous piece, a row) long enough to carry a
 // store fence each. Callers do not stream in place: the read has already
-// brought the lines into the cache (add_ at 16M: 36 GB/s streamed, 70 not). On the 2-core Xeon measured a 2-thread
-// memcpy of 4 MiB ran at L3 speed and one of 64 MiB at memory speed; relu at 16M floats went from 25 to 39 GB/s and
-// layer_norm over rows of 1024 from 13 to 22 (bench/results/2026-11-27-streaming-stores.md).
+// brought each line into the cache, so a plain store costs no extra
+// traffic and a streamed one would only send the line away early.
+// kernels/cpu/README.md ("Large outputs bypass the cache") has the figures.
 inline constexpr int64_t kStreamingMinFloats = int64_t{1} << 23;  // 32 MiB in all
 inline constexpr int64_t kStreamingMinRun = 1024;  // floats per run
 inline bool stream_output(int64_t total_floats, int64_t run_floats) {

@@ -169,10 +169,10 @@ void MinRowsInto(double* acc, const float* x, int64_t rows, int64_t row_stride, 
 // and m2 = sum(d^2) - sum(d)^2 / rows. Differences are small numbers next
 // to data with a large offset, and keep its digits. Given a center (the
 // mean of the rows before this run) the shift is that, and the run is read
-// once: a second pass from the cache left memory idle (var over the first
-// dim at 16M on 2 threads 29 -> 35 GB/s; with four rows a step, below, and
-// runs of 256 rows, 30 -> 48). A first run has no center: its shift is its
-// own mean, found in a pass of differences from its first row.
+// once: a second pass from the cache left memory idle. Four rows a step
+// (below) keep the sums' loads and stores from binding the loop. A first
+// run has no center: its shift is its own mean, found in a pass of
+// differences from its first row.
 void ColumnMoments(double* mean, double* m2, const float* x, int64_t rows, int64_t row_stride, int64_t n,
                    const double* center) {
   const D d;
@@ -345,12 +345,10 @@ constexpr int64_t kStreamedSoftmaxRow = 8192;
 // Each kernel below takes a thread's whole share of rows: one dispatch per
 // call rather than per row, short rows' inputs asked for ahead, and one
 // store fence after the last streamed row instead of one per row, so rows
-// of 64 floats stream too (vector_math.h, stream_rows): at 16M floats on 2
-// threads, rows of 64, layer_norm went from 6.7 to 12.6 GB/s, rms_norm 10.1
-// -> 18.6, softmax 7.8 -> 10.0 (bench/results/2026-11-27-row-batches.md).
-// Running four short rows interleaved, stage by stage, to overlap their
-// dependent chains (sum, square root, second pass) gained up to 15% with the
-// data in cache but lost up to 20% from memory, and was dropped (same file).
+// of 64 floats stream too (vector_math.h, stream_rows). Running four short
+// rows interleaved, stage by stage, to overlap their dependent chains (sum,
+// square root, second pass) helped with the data in cache but lost from
+// memory, and was dropped (kernels/cpu/README.md has the figures).
 // softmax over rows in registers overlaps its rows another way, a batch
 // behind and two rows at a time (BatchBehind, below).
 
@@ -363,11 +361,11 @@ struct RowsOf {
 
 // Rows up to 1 KiB are asked for kPrefetchRowsAhead rows ahead, one
 // prefetch per cache line: each is a short dependent chain (a sum, then the
-// row), and the core stalled on the first load of every row; layer_norm
-// over rows of 64 gained 7.0 -> 9.2 GB/s (2026-11-27-streaming-stores.md).
+// row), and the core stalled on the first load of every row.
 // The loads of every row, short or long, also ask for their lines a page
-// ahead (SumOver, Extreme, LoadRowVectors): a short-row kernel without that
-// runs 0.78x from memory however fast it is in the cache.
+// ahead (SumOver, Extreme, LoadRowVectors): two rows ahead is too close to
+// cover the memory's latency, and a short-row kernel without the page-ahead
+// hint waits on memory however fast it is in the cache.
 constexpr int64_t kPrefetchRowsAhead = 2;
 constexpr int64_t kPrefetchedRowMax = 256;
 HWY_INLINE void PrefetchRow(RowsOf in, int64_t r, int64_t n) {
@@ -392,8 +390,8 @@ template <class Row> HWY_INLINE void ForEachRow(int64_t rows, int64_t n, RowsOf 
 // in registers: loaded once, no exps buffer, no loops. Such rows are bound by
 // each row's chain (max, exps, sum, output), and the general path's calls,
 // loops and buffer round trip crowded the out-of-order window. Each load
-// asks for the line a page ahead, as the general path's loops do: without
-// it the rows of 64 ran 0.78x (ForEachRow's 2 rows ahead are too close).
+// asks for the line a page ahead, as the general path's loops do
+// (ForEachRow's 2 rows ahead are too close to hide the memory's latency).
 // f(std::integral_constant<int, vectors>) where n is such a row; false otherwise.
 template <class F> HWY_INLINE bool ForWholeVectorRow(D d, int64_t n, F f) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
@@ -448,10 +446,9 @@ HWY_INLINE void StoreRowVector(D d, V v, float* row, int k, bool stream) {
 // as log_softmax's log of its sums). The rows then do not wait on each
 // other, and the stores spread evenly among the arithmetic. (Row by row,
 // each row's chain ran through its sum, and for log_softmax a scalar logf
-// call, which spills every vector register, before its stores: rows of 64
-// at 16M, log_softmax 1.16x, softmax 1.05x. Writing a whole batch after
-// taking it lost 12% on softmax: the stores then came in bursts;
-// 2026-11-27-batched-short-softmax.md.)
+// call, which spills every vector register, before its stores. Writing a
+// whole batch after taking it was slower from memory: the stores then came
+// in bursts.)
 template <int kGroup, class Take, class Finish, class Put>
 HWY_INLINE void BatchBehind(D d, int64_t rows, Take take, Finish finish, Put put) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
@@ -474,10 +471,8 @@ constexpr int64_t kMaxLanes = static_cast<int64_t>(hn::MaxLanes(D()));
 
 // Rows taken two at a time, their steps interleaved in the code: two
 // independent chains side by side, where the core's scheduler filled up with
-// one row's waiting chain (max, then exps, then the sum). Rows of 64 in L1:
-// softmax 0.44-0.47 -> 0.35-0.38 ns an element, log_softmax 0.45-0.48 ->
-// 0.39-0.42; four at a time measured the same, with twice the registers
-// (AVX2 has 16).
+// one row's waiting chain (max, then exps, then the sum). Four at a time
+// gained nothing more and needs twice the registers (AVX2 has 16).
 constexpr int kTakeGroup = 2;
 template <int kVecs>
 HWY_INLINE void SoftmaxRowsInRegisters(D d, float* y, int64_t y_stride, const float* x, int64_t x_stride, int64_t rows,
@@ -601,9 +596,7 @@ HWY_INLINE void RowStagesLoop(D d, int64_t n, const float* first_row, const floa
 // known). Each loop then reads memory, computes and streams its stores out
 // together, where a row's passes in turn (max, exps, output) had left the
 // memory idle during the exps and the core idle during the max and the
-// stores (at 16M on 2 threads, against passes in turn that asked for the
-// row 8 KiB ahead during the exps: rows of 1024 and 4096, softmax 1.18x and
-// 1.21x, log_softmax 1.18x and 1.30x, 2026-11-27-batched-short-softmax.md).
+// stores.
 // A stage with a null input is off (a call's first and last rows), and a
 // row gets the same bits in any stage order: the max is exact and the sum
 // adds in the same two chains.
@@ -702,8 +695,7 @@ void SoftmaxRows(float* y, int64_t y_stride, const float* x, int64_t x_stride, i
 // takes row r+1's sums (kSumNext; its inputs come from memory, asked for a
 // page ahead through next_a and next_b). The reads of one row and the
 // writes of the other then overlap, as in add's loop, where the rows' passes
-// in turn had left memory idle while a row was written (fwd+bwd at 16M:
-// 1.02-1.11x, 2026-11-27-pipelined-row-backwards.md). A call's first row
+// in turn had left memory idle while a row was written. A call's first row
 // gets its sums from the same loop with the writes off, so a row's bits do
 // not depend on where a thread's share of rows begins.
 //
@@ -787,8 +779,7 @@ void SoftmaxBackwardRows(float* gi, int64_t gi_stride, const float* g, int64_t g
   }
   // log_softmax over rows up to kStreamedSoftmaxRow: exp(y) is computed in
   // the pass that sums g and kept for the writing pass, so the exps overlap
-  // reads from memory (1.05-1.07x, 2026-11-27-column-var-and-tanh.md), and
-  // that pass runs one row ahead of the writes.
+  // reads from memory, and that pass runs one row ahead of the writes.
   if (n <= kStreamedSoftmaxRow) {
     HWY_ALIGN float exps_a[kStreamedSoftmaxRow + hn::MaxLanes(d)], exps_b[kStreamedSoftmaxRow + hn::MaxLanes(d)];
     float* exps = exps_a;

@@ -15,6 +15,10 @@
 #include "kernels/cuda/im2col.h"
 #include "kernels/cuda/scratch.h"
 #include "kernels/shapes/geometry.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/ops/conv_pool_kernels.h"
+#include "kernels/ops/linalg_kernels.h"
+#include "kernels/ops/table_kernels.h"
 
 namespace anvil::cuda {
 namespace {

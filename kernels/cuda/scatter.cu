@@ -79,6 +79,9 @@ __global__ void scatter_serial_kernel(T* out, const int64_t* index, const T* src
 
 }  // namespace
 
+// Reduce Add: indexing.cu's scatter_add, which accumulates with atomics.
+void scatter_add(const View& out, int64_t dim, const View& index, const View& src);
+
 void scatter(const View& out_, int64_t dim, const View& index_, const View& src_, ScatterReduce reduce) {
   if (reduce == ScatterReduce::Add) return scatter_add(out_, dim, index_, src_);
   ANVIL_NVTX_RANGE("scatter");

@@ -54,7 +54,7 @@ class ParamBuffer {
   // Ones or zeros when the caller gave no view (weight/bias absent).
   ParamBuffer(CudaRuntime& backend, int device, DType param, int64_t c, double value)
       : buffer_(dense_buffer(backend, device, param, {c})) {
-    kernel_for<kernel::Fill>(backend.type())(buffer_.view, Scalar(value));
+    fill(buffer_.view, Scalar(value));
   }
   // Scratch of C values, written by cuDNN and not wanted by the caller.
   static ParamBuffer scratch(CudaRuntime& backend, int device, DType param, int64_t c) {

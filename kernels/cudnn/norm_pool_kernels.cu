@@ -12,6 +12,7 @@
 #include "kernels/cuda/grid.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cudnn/norm_pool_kernels.h"
+#include "kernels/ops/conv_pool_kernels.h"
 
 namespace anvil::cuda {
 namespace {

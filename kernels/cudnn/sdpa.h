@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/base/dtype.h"
+#include "kernels/ops/attention_kernels.h"
 
 namespace anvil::cuda {
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/base/dtype.h"
+#include "kernels/ops/linalg_kernels.h"
 
 namespace anvil::cuda {
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "core/base/dtype.h"
+#include "kernels/ops/linalg_kernels.h"
 
 namespace anvil::cuda {
 

@@ -1,6 +1,7 @@
 #include "kernels/shapes/geometry.h"
 
 #include "core/base/error.h"
+#include "kernels/ops/conv_pool_kernels.h"
 
 namespace anvil::shapes {
 

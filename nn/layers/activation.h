@@ -23,7 +23,7 @@ class ReLU : public Module {
 class GELU : public Module {
  public:
   /// GeluApprox::Tanh is GPT-2's approximation; None is the exact erf form.
-  explicit GELU(GeluApprox approximate = GeluApprox::None) : Module("GELU"), approximate(approximate) {}
+  explicit GELU(GeluApprox approximation = GeluApprox::None) : Module("GELU"), approximate(approximation) {}
   Tensor forward(const Tensor& x) override { return gelu(x, approximate); }
   std::string extra_repr() const override { return approximate == GeluApprox::Tanh ? "approximate='tanh'" : ""; }
   GeluApprox approximate;  ///< None (exact) or Tanh

@@ -54,8 +54,8 @@ class BatchNorm2d : public BatchNormBase {
  public:
   /// For `num_features` channels, the other settings default.
   explicit BatchNorm2d(int64_t num_features) : BatchNorm2d(BatchNorm2dOptions{.num_features = num_features}) {}
-  /// As `options` say.
-  explicit BatchNorm2d(const BatchNorm2dOptions& options) : BatchNormBase("BatchNorm2d", options) {}
+  /// As `o` says.
+  explicit BatchNorm2d(const BatchNorm2dOptions& o) : BatchNormBase("BatchNorm2d", o) {}
   Tensor forward(const Tensor& x) override;
 };
 
@@ -64,8 +64,8 @@ class BatchNorm1d : public BatchNormBase {
  public:
   /// For `num_features` channels, the other settings default.
   explicit BatchNorm1d(int64_t num_features) : BatchNorm1d(BatchNorm1dOptions{.num_features = num_features}) {}
-  /// As `options` say.
-  explicit BatchNorm1d(const BatchNorm1dOptions& options) : BatchNormBase("BatchNorm1d", options) {}
+  /// As `o` says.
+  explicit BatchNorm1d(const BatchNorm1dOptions& o) : BatchNormBase("BatchNorm1d", o) {}
   Tensor forward(const Tensor& x) override;
 };
 

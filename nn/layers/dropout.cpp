@@ -6,7 +6,7 @@
 
 namespace anvil::nn {
 
-Dropout::Dropout(double p) : Module("Dropout"), p(p) {
+Dropout::Dropout(double probability) : Module("Dropout"), p(probability) {
   ANVIL_CHECK(p >= 0 && p <= 1, "Dropout: expected a probability p in [0, 1], got ", p);
 }
 

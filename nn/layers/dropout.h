@@ -15,7 +15,7 @@ struct DropoutOptions {
 /// Inverted dropout, as torch.nn.Dropout: active in training mode only.
 class Dropout : public Module {
  public:
-  explicit Dropout(double p = 0.5);  ///< Zeroes with probability `p`.
+  explicit Dropout(double probability = 0.5);  ///< Zeroes with probability `probability`.
   explicit Dropout(const DropoutOptions& o) : Dropout(double(o.p)) {}  ///< Zeroes with probability o.p.
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;

@@ -65,8 +65,8 @@ class AvgPool2d : public Module {
 /// windows: output cell i covers [floor(i*H/oh), ceil((i+1)*H/oh)).
 class AdaptiveAvgPool2d : public Module {
  public:
-  /// Pools into `output_size` (height, width) cells.
-  explicit AdaptiveAvgPool2d(Size2 output_size) : Module("AdaptiveAvgPool2d"), output_size(output_size) {}
+  /// Pools into `size` (height, width) cells.
+  explicit AdaptiveAvgPool2d(Size2 size) : Module("AdaptiveAvgPool2d"), output_size(size) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override { return "output_size=" + output_size.str(); }
 
@@ -81,8 +81,8 @@ using AdaptiveMaxPool2dOptions = functional::AdaptiveMaxPool2dFuncOptions;
 /// The largest value of each window over [N, C, L] (or [C, L]), as torch.nn.MaxPool1d.
 class MaxPool1d : public Module {
  public:
-  /// Windows as `options` say.
-  explicit MaxPool1d(const MaxPool1dOptions& options) : Module("MaxPool1d"), options(options) {}
+  /// Windows as `o` says.
+  explicit MaxPool1d(const MaxPool1dOptions& o) : Module("MaxPool1d"), options(o) {}
   /// Windows of `kernel_size`, stride the same.
   explicit MaxPool1d(int64_t kernel_size) : MaxPool1d(MaxPool1dOptions{.kernel_size = kernel_size}) {}
   Tensor forward(const Tensor& x) override { return functional::max_pool1d(x, options); }
@@ -92,8 +92,8 @@ class MaxPool1d : public Module {
 /// The mean of each window over [N, C, L] (or [C, L]), as torch.nn.AvgPool1d.
 class AvgPool1d : public Module {
  public:
-  /// Windows as `options` say.
-  explicit AvgPool1d(const AvgPool1dOptions& options) : Module("AvgPool1d"), options(options) {}
+  /// Windows as `o` says.
+  explicit AvgPool1d(const AvgPool1dOptions& o) : Module("AvgPool1d"), options(o) {}
   /// Windows of `kernel_size`, stride the same.
   explicit AvgPool1d(int64_t kernel_size) : AvgPool1d(AvgPool1dOptions{.kernel_size = kernel_size}) {}
   Tensor forward(const Tensor& x) override { return functional::avg_pool1d(x, options); }
@@ -103,8 +103,8 @@ class AvgPool1d : public Module {
 /// The largest value of each of a fixed grid of cells, whatever the input size, as torch.nn.AdaptiveMaxPool2d.
 class AdaptiveMaxPool2d : public Module {
  public:
-  /// Cells as `options` say.
-  explicit AdaptiveMaxPool2d(const AdaptiveMaxPool2dOptions& options) : Module("AdaptiveMaxPool2d"), options(options) {}
+  /// Cells as `o` says.
+  explicit AdaptiveMaxPool2d(const AdaptiveMaxPool2dOptions& o) : Module("AdaptiveMaxPool2d"), options(o) {}
   /// Pools into `output_size` (height, width) cells.
   explicit AdaptiveMaxPool2d(Size2 output_size)
       : AdaptiveMaxPool2d(AdaptiveMaxPool2dOptions{.output_size = output_size}) {}

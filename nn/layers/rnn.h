@@ -81,7 +81,7 @@ class LSTM : public RNNBase {
  public:
   /// One layer of `hidden_size` features over inputs of `input_size`.
   LSTM(int64_t input_size, int64_t hidden_size) : LSTM(LSTMOptions(input_size, hidden_size)) {}
-  explicit LSTM(const LSTMOptions& options) : RNNBase("LSTM", 4, options) {}  ///< As `options` say.
+  explicit LSTM(const LSTMOptions& o) : RNNBase("LSTM", 4, o) {}  ///< As `o` says.
   /// (output, (h_n, c_n)), as libtorch; hx = (h_0, c_0), zeros when absent.
   std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input,
                                                          std::optional<std::tuple<Tensor, Tensor>> hx = {});
@@ -98,7 +98,7 @@ class GRU : public RNNBase {
  public:
   /// One layer of `hidden_size` features over inputs of `input_size`.
   GRU(int64_t input_size, int64_t hidden_size) : GRU(GRUOptions(input_size, hidden_size)) {}
-  explicit GRU(const GRUOptions& options) : RNNBase("GRU", 3, options) {}  ///< As `options` say.
+  explicit GRU(const GRUOptions& o) : RNNBase("GRU", 3, o) {}  ///< As `o` says.
   /// (output, h_n), as libtorch; h_0 zeros when undefined.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& hx = {});
   /// {input[, h_0]} -> output.

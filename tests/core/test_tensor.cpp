@@ -176,9 +176,9 @@ TEST(Tensor, TransposeShorthandFollowsPyTorch) {
     (void)randn({2, 3, 4}).t();
     FAIL() << "t() of a 3-D tensor should be refused";
   } catch (const Error& e) {
-    std::string m = e.what();
-    EXPECT_NE(m.find("t: expects a tensor with at most 2 dims"), std::string::npos) << m;
-    EXPECT_NE(m.find("[2, 3, 4]"), std::string::npos) << m;
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("t: expects a tensor with at most 2 dims"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[2, 3, 4]"), std::string::npos) << msg;
   }
 }
 

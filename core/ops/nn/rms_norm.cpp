@@ -102,8 +102,8 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
     const bool need_x = x.requires_grad(), need_w = weight.defined() && weight.requires_grad();
     autograd::record("rms_norm", {x, weight}, out,
                      [sx = autograd::SavedTensor(x, "rms_norm"),
-                      sw = weight.defined() ? autograd::SavedTensor(weight, "rms_norm") : autograd::SavedTensor(),
-                      dims, e, need_x, need_w, row_count, cols](const Tensor& g) {
+                      sw = weight.defined() ? autograd::SavedTensor(weight, "rms_norm") : autograd::SavedTensor(), dims,
+                      e, need_x, need_w, row_count, cols](const Tensor& g) {
                        const Tensor xv = sx.get(), wv = sw.get();
                        auto* backward = find_kernel<kernel::RmsNormBackward>(xv.device().type);
                        if (autograd::GradMode::is_enabled() || !backward)

@@ -8,6 +8,7 @@
 
 #include "core/base/philox.h"
 #include "kernels/cuda/device/dtype.cuh"
+#include "kernels/ops/attention_kernels.h"
 
 namespace anvil::cuda::dev {
 

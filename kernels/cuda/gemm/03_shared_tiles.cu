@@ -10,7 +10,6 @@
 // instead of once, cutting global traffic by 32x. Expected bottleneck: shared
 // memory bandwidth and instruction issue — every multiply-add still needs two
 // shared-memory loads (LDS), so the FMA units sit idle most of the time.
-// ~15-20% of cuBLAS.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
 #include "kernels/cuda/launch.cuh"

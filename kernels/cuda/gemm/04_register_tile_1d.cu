@@ -9,8 +9,7 @@
 // Why it is faster: shared-memory loads per FMA drop from 2 to about 1.1
 // (1 B value + 8 A values per 8 FMAs), so the kernel is far less bound by LDS
 // throughput, and each block does 8x more work per synchronisation.
-// Expected bottleneck: still shared-memory loads (the A values) and latency;
-// ~30-40% of cuBLAS.
+// Expected bottleneck: still shared-memory loads (the A values) and latency.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
 #include "kernels/cuda/launch.cuh"

@@ -9,7 +9,7 @@
 // vs ~1 in rung 04), so arithmetic, not LDS, starts to dominate; the larger
 // tile also halves global traffic per FLOP again. Expected bottleneck: the
 // scalar, partly bank-conflicted shared-memory accesses (A is read down a
-// column) and scalar global loads; ~50-60% of cuBLAS.
+// column) and scalar global loads.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm/gemm_common.cuh"
 #include "kernels/cuda/launch.cuh"

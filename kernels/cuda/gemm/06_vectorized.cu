@@ -11,8 +11,7 @@
 // more issue slots for FMAs, and no strided column reads of A. Expected
 // bottleneck: shared-memory bandwidth/latency with a single buffer (loads of
 // the next tile do not overlap the math), and 2-way bank conflicts on the
-// reads of B and the transposing stores of A (the emulated GPU counts them);
-// ~60-70% of cuBLAS.
+// reads of B and the transposing stores of A (the emulated GPU counts them).
 //
 // Needs: A and B 16-byte aligned, lda % 4 == 0 and ldb % 4 == 0 (checked on
 // the host by launch_gemm). Any M, N, K.

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "kernels/cuda/gemm/gemm.h"
+#include "kernels/ops/linalg_kernels.h"
 
 namespace anvil::cuda::gemm {
 namespace {

@@ -21,9 +21,9 @@ namespace anvil::testing {
     try { \
       stmt; \
       ADD_FAILURE() << "expected anvil::Error from: " #stmt; \
-    } catch (const ::anvil::Error& e) { \
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) \
-          << "message \"" << e.what() << "\" does not contain \"" << (text) << "\""; \
+    } catch (const ::anvil::Error& anvil_error_) { \
+      EXPECT_NE(std::string(anvil_error_.what()).find(text), std::string::npos) \
+          << "message \"" << anvil_error_.what() << "\" does not contain \"" << (text) << "\""; \
     } \
   } while (0)
 

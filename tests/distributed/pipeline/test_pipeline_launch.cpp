@@ -62,9 +62,9 @@ TEST_P(PipelineEquivalence, GradientsAndSgdStepMatchUnpipelinedModel) {
 INSTANTIATE_TEST_SUITE_P(Launch, PipelineEquivalence,
                          ::testing::Values(Case{2, "gpipe", 4}, Case{2, "1f1b", 4}, Case{3, "gpipe", 4},
                                            Case{3, "1f1b", 4}, Case{3, "1f1b", 10}),
-                         [](const auto& info) {
-                           return info.param.schedule + "_" + std::to_string(info.param.stages) + "stages_m" +
-                                  std::to_string(info.param.micro_batches);
+                         [](const auto& case_info) {
+                           return case_info.param.schedule + "_" + std::to_string(case_info.param.stages) + "stages_m" +
+                                  std::to_string(case_info.param.micro_batches);
                          });
 
 TEST(PipelineLaunch, StageModuleSendsActivationsAndGradients) {

@@ -51,9 +51,9 @@ TEST_P(PipelineOverNccl, CudaStagesMatchOneProcessAfterSgdSteps) {
 INSTANTIATE_TEST_SUITE_P(Launch, PipelineOverNccl,
                          ::testing::Values(Case{2, "gpipe", 4}, Case{2, "1f1b", 4}, Case{4, "1f1b", 6},
                                            Case{4, "gpipe", 4}),
-                         [](const auto& info) {
-                           return info.param.schedule + "_" + std::to_string(info.param.stages) + "stages_m" +
-                                  std::to_string(info.param.micro_batches);
+                         [](const auto& case_info) {
+                           return case_info.param.schedule + "_" + std::to_string(case_info.param.stages) + "stages_m" +
+                                  std::to_string(case_info.param.micro_batches);
                          });
 
 }  // namespace

@@ -88,10 +88,10 @@ TEST_P(ScheduleShapes, SimulatedBubbleMatchesTheory) {
 INSTANTIATE_TEST_SUITE_P(Pipeline, ScheduleShapes,
                          ::testing::Combine(::testing::Values(Kind::GPipe, Kind::OneFOneB),
                                             ::testing::Values(1, 2, 3, 4), ::testing::Values(1, 2, 3, 4, 8)),
-                         [](const auto& info) {
-                           return std::string(to_string(std::get<0>(info.param))) + "_p" +
-                                  std::to_string(std::get<1>(info.param)) + "_m" +
-                                  std::to_string(std::get<2>(info.param));
+                         [](const auto& case_info) {
+                           return std::string(to_string(std::get<0>(case_info.param))) + "_p" +
+                                  std::to_string(std::get<1>(case_info.param)) + "_m" +
+                                  std::to_string(std::get<2>(case_info.param));
                          });
 
 TEST(Schedule, OneFOneBOrderOnFourStages) {

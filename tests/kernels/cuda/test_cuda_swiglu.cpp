@@ -40,8 +40,8 @@ TEST(CudaSwiglu, ForwardAndGradientsMatchTheCpuInEveryDtype) {
       EXPECT_TRUE(all_close(swiglu(gate.cuda(), up.cuda()).cpu(), want, tol(dt))) << "forward, " << what;
 
       Tensor gg = empty(shape, gate.options()), gu = empty(shape, gate.options());
-      kernel_for<kernel::SwigluBackward>(DeviceType::CPU)(gg.view_of(), gu.view_of(), grad.view_of(),
-                                                          gate.view_of(), up.view_of());
+      kernel_for<kernel::SwigluBackward>(DeviceType::CPU)(gg.view_of(), gu.view_of(), grad.view_of(), gate.view_of(),
+                                                          up.view_of());
       Tensor dgg = empty(shape, gate.options().device(Device::cuda())), dgu = empty_like(dgg);
       const Tensor dgrad = grad.cuda(), dgate = gate.cuda(), dup = up.cuda();
       kernel_for<kernel::SwigluBackward>(DeviceType::CUDA)(dgg.view_of(), dgu.view_of(), dgrad.view_of(),
@@ -61,7 +61,8 @@ TEST(CudaSwiglu, AutogradOnBothDevicesAgreesOnAStridedInput) {
     up.requires_grad_();
     swiglu(gate, up).sum().backward();
     const Tensor s = sigmoid(gate.detach());
-    EXPECT_TRUE(all_close(gate.grad().cpu(), (up.detach() * s * (gate.detach() * (1.0 - s) + 1.0)).cpu(), tol(kFloat32)));
+    EXPECT_TRUE(
+        all_close(gate.grad().cpu(), (up.detach() * s * (gate.detach() * (1.0 - s) + 1.0)).cpu(), tol(kFloat32)));
     EXPECT_TRUE(all_close(up.grad().cpu(), (gate.detach() * s).cpu(), tol(kFloat32)));
   }
 }

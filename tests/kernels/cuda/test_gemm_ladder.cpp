@@ -23,6 +23,7 @@
 #include "kernels/cuda_info.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 #include "tests/kernels/cuda/gemm_tolerance.h"
+#include "kernels/ops/linalg_kernels.h"
 
 namespace anvil::cuda::gemm {
 namespace {

@@ -119,10 +119,10 @@ TEST(TrainerResume, ResumedRunMatchesUninterruptedRun) {
   ASSERT_EQ(whole_log.rows().size(), parts_log.rows().size());
   for (size_t i = 0; i < whole_log.rows().size(); ++i)
     for (const char* key : {"step", "epoch", "train_loss", "lr", "val_loss"}) {
-      auto a = whole_log.rows()[i].find(key), b = parts_log.rows()[i].find(key);
-      ASSERT_EQ(a == whole_log.rows()[i].end(), b == parts_log.rows()[i].end()) << key << " row " << i;
-      if (a != whole_log.rows()[i].end()) {
-        EXPECT_EQ(a->second, b->second) << key << " row " << i;
+      auto in_whole = whole_log.rows()[i].find(key), in_parts = parts_log.rows()[i].find(key);
+      ASSERT_EQ(in_whole == whole_log.rows()[i].end(), in_parts == parts_log.rows()[i].end()) << key << " row " << i;
+      if (in_whole != whole_log.rows()[i].end()) {
+        EXPECT_EQ(in_whole->second, in_parts->second) << key << " row " << i;
       }
     }
   // The final checkpoint of the resumed run records where it ended.

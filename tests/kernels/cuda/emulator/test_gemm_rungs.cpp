@@ -94,8 +94,9 @@ TEST_P(GemmRungOnEmulator, MatchesDoubleReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Rungs01To07, GemmRungOnEmulator, ::testing::Range(1, 8),
-                         [](const auto& info) { return std::string(cuda::gemm::rung_name(GemmRung(info.param))); });
+INSTANTIATE_TEST_SUITE_P(Rungs01To07, GemmRungOnEmulator, ::testing::Range(1, 8), [](const auto& case_info) {
+  return std::string(cuda::gemm::rung_name(GemmRung(case_info.param)));
+});
 
 // --- rung 08: tensor cores ---
 
@@ -194,7 +195,7 @@ TEST_P(TensorCoreRungOnEmulator, MatchesExactProduct) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rung08, TensorCoreRungOnEmulator, ::testing::Values(GemmDType::BFloat16, GemmDType::Float16),
-                         [](const auto& info) { return std::string(cuda::gemm::dtype_name(info.param)); });
+                         [](const auto& case_info) { return std::string(cuda::gemm::dtype_name(case_info.param)); });
 
 // Rung 09 is wgmma and TMA, which the emulator does not implement: refused
 // with the reason, never picked by best_rung, and judged on a real GPU only.
