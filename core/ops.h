@@ -1,5 +1,6 @@
 #pragma once
-// Every op family.
+/// @file
+/// Every op family.
 #include "core/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/factory.h"

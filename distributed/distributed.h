@@ -1,9 +1,10 @@
 #pragma once
-// Everything a training program needs from distributed/: joining a job,
-// the default group and collectives, stores, process groups, subgroups and
-// device meshes (store/, process_group/), and the parallelism built on them
-// (ddp/ with comm_hooks/, zero/, fsdp/, model_parallel/, pipeline/,
-// parameter_server/; tensor_parallel/'s headers are included on their own).
+/// @file
+/// Everything a training program needs from distributed/: joining a job,
+/// the default group and collectives, stores, process groups, subgroups and
+/// device meshes (store/, process_group/), and the parallelism built on them
+/// (ddp/ with comm_hooks/, zero/, fsdp/, model_parallel/, pipeline/,
+/// parameter_server/; tensor_parallel/'s headers are included on their own).
 #include "distributed/comm_hooks/comm_hook.h"
 #include "distributed/comm_hooks/compress_hooks.h"
 #include "distributed/comm_hooks/counting_process_group.h"

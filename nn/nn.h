@@ -1,10 +1,11 @@
 #pragma once
-// The whole nn layer: modules, layers, init, functional, optimizers, data
-// loading, training, serialization, text tokenizers and pretrained models (BERT).
-//
-//   #include "nn/nn.h"
-//   namespace nn = anvil::nn;
-//   namespace F = anvil::nn::functional;
+/// @file
+/// The whole nn layer: modules, layers, init, functional, optimizers, data
+/// loading, training, serialization, text tokenizers and pretrained models (BERT).
+///
+///     #include "nn/nn.h"
+///     namespace nn = anvil::nn;
+///     namespace F = anvil::nn::functional;
 #include "core/ops.h"
 #include "nn/data/data.h"
 #include "nn/functional.h"

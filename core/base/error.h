@@ -1,6 +1,7 @@
 #pragma once
-// One exception type for the whole framework. Messages name the op, the
-// shapes, dtypes and devices involved, and what was expected.
+/// @file
+/// One exception type for the whole framework. Messages name the op, the
+/// shapes, dtypes and devices involved, and what was expected.
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -8,6 +9,7 @@
 
 namespace anvil {
 
+/// The exception every anvil check throws; its message names the op, the shapes, dtypes and devices involved.
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -27,11 +29,12 @@ template <typename... Args> std::string concat(const Args&... args) {
 }
 }  // namespace detail
 
+/// Throws anvil::Error with the arguments streamed into one message.
 template <typename... Args> [[noreturn]] void fail(const Args&... args) { throw Error(detail::concat(args...)); }
 
 }  // namespace anvil
 
-// ANVIL_CHECK(cond, "op: ", "expected ... got ", shape) throws anvil::Error.
+/// ANVIL_CHECK(cond, "op: ", "expected ... got ", shape) throws anvil::Error.
 #define ANVIL_CHECK(cond, ...) \
   do { \
     if (!(cond)) ::anvil::fail(__VA_ARGS__); \

@@ -1,5 +1,6 @@
 #pragma once
-// The parameter-server strategy (README.md in this folder).
+/// @file
+/// The parameter-server strategy (README.md in this folder).
 #include "distributed/parameter_server/client.h"
 #include "distributed/parameter_server/job.h"
 #include "distributed/parameter_server/server.h"

@@ -1,7 +1,8 @@
 #pragma once
-// The math functions the op tables' functors call, for host and device alike:
-// std:: on the host (and on the emulated GPU, which compiles kernels as C++),
-// CUDA's overloads in device code (float stays float: expf, not exp).
+/// @file
+/// The math functions the op tables' functors call, for host and device alike:
+/// std:: on the host (and on the emulated GPU, which compiles kernels as C++),
+/// CUDA's overloads in device code (float stays float: expf, not exp).
 #include <cmath>
 #include <type_traits>
 
@@ -77,15 +78,15 @@ template <class C> ANVIL_HD bool isinf(C x) {
   return x == x && (x - x) != (x - x);  // inf - inf is NaN; false for integers and NaN
 }
 
-// NaN-propagating max and min, as torch.maximum: a NaN on either side wins.
+/// NaN-propagating max and min, as torch.maximum: a NaN on either side wins.
 template <class C> ANVIL_HD C nan_max(C a, C b) { return isnan(a) ? a : (isnan(b) || b > a) ? b : a; }
 template <class C> ANVIL_HD C nan_min(C a, C b) { return isnan(a) ? a : (isnan(b) || b < a) ? b : a; }
 
-// The inverse error function. CUDA has one; the C++ library has none, so the
-// host (and the emulated GPU) computes it in double whatever C is: Giles'
-// single-precision approximation as the start, then Newton steps on
-// erf(x) = y, with the residual taken through erfc where |y| is near 1 (there
-// 1 - |y| is exact and erf(x) would have rounded to 1).
+/// The inverse error function. CUDA has one; the C++ library has none, so the
+/// host (and the emulated GPU) computes it in double whatever C is: Giles'
+/// single-precision approximation as the start, then Newton steps on
+/// erf(x) = y, with the residual taken through erfc where |y| is near 1 (there
+/// 1 - |y| is exact and erf(x) would have rounded to 1).
 inline double erfinv_host(double y) {
   if (!(y > -1.0 && y < 1.0)) {
     if (y == 1.0) return HUGE_VAL;
@@ -139,11 +140,11 @@ template <class C> ANVIL_HD C erfinv(C y) {
 #endif
 }
 
-// GELU's constants, written once for the forward functors and the fused backwards.
-inline constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
+/// GELU's constants, written once for the forward functors and the fused backwards.
+inline constexpr double kSqrt2OverPi = 0.79788456080286535588;  ///< sqrt(2 / pi)
 inline constexpr double kGeluCoeff = 0.044715;
 inline constexpr double kInvSqrt2 = 0.70710678118654752440;
-inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
-inline constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi), erf's slope at 0
+inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;  ///< 1 / sqrt(2 pi)
+inline constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  ///< 2 / sqrt(pi), erf's slope at 0
 
 }  // namespace anvil::ops::math

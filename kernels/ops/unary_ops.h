@@ -1,29 +1,31 @@
 #pragma once
-// The unary elementwise ops, each declared once: a row of ANVIL_UNARY_OPS and
-// its functor below. Everything else comes from these two: the enum UnaryOp,
-// the op names in errors, which dtypes each op accepts and its result dtype,
-// the CPU kernel (kernels/cpu/elementwise.cpp), the CUDA kernel
-// (kernels/cuda/unary_floating.cu and unary_integral.cu, also run on the emulated GPU), core's public
-// functions (core/ops/elementwise.h) and the tests' sweep over every op.
-//
-// Adding a unary op takes two edits: its row and functor here, and its
-// gradient in core/ops/elementwise.cpp (a missing gradient fails to link);
-// a third where the functor calls a libm function math.h does not wrap yet
-// (CONTRIBUTING.md has the whole recipe).
-//
-// A row is X(Enum, function, Domain, Result, Api):
-//   function  the public function's name (anvil::function(x)) and the op's name in errors
-//   Domain    Floating (float dtypes; core computes integer inputs in float32),
-//             Numeric (also integers), Any (also bool) or Integral (integers
-//             and bool only: core refuses float inputs)             (op_traits.h)
-//   Result    Same (the input's dtype) or Bool
-//   Api       Plain: core declares `Tensor function(const Tensor&)` with its gradient.
-//             Custom: core writes the entry point by hand (it takes more arguments).
-//
-// A functor is a template on the compute type C (float for float16 and
-// bfloat16, else the dtype's own type) whose operator() is ANVIL_HD, so the
-// same code is the CPU's, the GPU's and the emulated GPU's math. Functors that
-// need UnaryParams take them in a (host-side) constructor.
+/// @file
+/// The unary elementwise ops, each declared once: a row of ANVIL_UNARY_OPS and
+/// its functor below. Everything else comes from these two: the enum UnaryOp,
+/// the op names in errors, which dtypes each op accepts and its result dtype,
+/// the CPU kernel (kernels/cpu/elementwise.cpp), the CUDA kernel
+/// (kernels/cuda/unary_floating.cu and unary_integral.cu, also run on the emulated GPU), core's public
+/// functions (core/ops/elementwise.h) and the tests' sweep over every op.
+///
+/// Adding a unary op takes two edits: its row and functor here, and its
+/// gradient in core/ops/elementwise.cpp (a missing gradient fails to link);
+/// a third where the functor calls a libm function math.h does not wrap yet
+/// (CONTRIBUTING.md has the whole recipe).
+///
+/// A row is X(Enum, function, Domain, Result, Api):
+///
+///     function  the public function's name (anvil::function(x)) and the op's name in errors
+///     Domain    Floating (float dtypes; core computes integer inputs in float32),
+///               Numeric (also integers), Any (also bool) or Integral (integers
+///               and bool only: core refuses float inputs)             (op_traits.h)
+///     Result    Same (the input's dtype) or Bool
+///     Api       Plain: core declares `Tensor function(const Tensor&)` with its gradient.
+///               Custom: core writes the entry point by hand (it takes more arguments).
+///
+/// A functor is a template on the compute type C (float for float16 and
+/// bfloat16, else the dtype's own type) whose operator() is ANVIL_HD, so the
+/// same code is the CPU's, the GPU's and the emulated GPU's math. Functors that
+/// need UnaryParams take them in a (host-side) constructor.
 #include <cstdint>
 #include <iterator>
 #include <limits>
@@ -33,6 +35,7 @@
 #include "kernels/ops/math.h"
 #include "kernels/ops/op_traits.h"
 
+/// The unary op table: one X(Enum, function, Domain, Result, Api) row per op (see the file comment).
 #define ANVIL_UNARY_OPS(X) \
   X(Neg, neg, Numeric, Same, Plain) \
   X(Abs, abs, Numeric, Same, Plain) \
@@ -76,15 +79,23 @@
 namespace anvil {
 
 #define ANVIL_UNARY_ENUM(Enum, function, domain, result, api) Enum,
+/// One enumerator per row of ANVIL_UNARY_OPS, in the table's order.
 enum class UnaryOp : uint8_t { ANVIL_UNARY_OPS(ANVIL_UNARY_ENUM) };
 #undef ANVIL_UNARY_ENUM
 
+/// The parameters of the table's parametrised rows (Clamp and the activations).
 struct UnaryParams {
-  double lo = 0, hi = 0;  // Clamp's bounds (either may be +-inf)
-  // The activations' parameters, with PyTorch's defaults.
-  double negative_slope = 0.01;  // LeakyRelu
-  double alpha = 1.0;  // Elu
-  double beta = 1.0, threshold = 20;  // Softplus: log1p(exp(beta x)) / beta, x where beta x > threshold
+  ///@{
+  /// Clamp's bounds (either may be +-inf)
+  double lo = 0, hi = 0;
+  ///@}
+  /// The activations' parameters, with PyTorch's defaults.
+  double negative_slope = 0.01;  ///< LeakyRelu
+  double alpha = 1.0;  ///< Elu
+  ///@{
+  /// Softplus: log1p(exp(beta x)) / beta, x where beta x > threshold
+  double beta = 1.0, threshold = 20;
+  ///@}
 };
 
 namespace ops {
@@ -144,7 +155,8 @@ template <class C> struct Tanh {
 template <class C> struct Sigmoid {
   ANVIL_HD C operator()(C x) const { return C(1) / (C(1) + math::exp(-x)); }
 };
-template <class C> struct Relu {  // NaN stays NaN
+/// NaN stays NaN
+template <class C> struct Relu {
   ANVIL_HD C operator()(C x) const {
     if constexpr (std::is_unsigned_v<C>)
       return x;
@@ -180,7 +192,7 @@ template <class C> struct Reciprocal {
 template <class C> struct Square {
   ANVIL_HD C operator()(C x) const { return math::wrapping_mul(x, x); }
 };
-// floor, ceil and round leave integers as they are (as PyTorch does).
+/// floor, ceil and round leave integers as they are (as PyTorch does).
 template <class C> struct Floor {
   ANVIL_HD C operator()(C x) const {
     if constexpr (std::is_floating_point_v<C>)
@@ -197,7 +209,8 @@ template <class C> struct Ceil {
       return x;
   }
 };
-template <class C> struct Round {  // half to even, as torch.round
+/// half to even, as torch.round
+template <class C> struct Round {
   ANVIL_HD C operator()(C x) const {
     if constexpr (std::is_floating_point_v<C>)
       return math::nearbyint(x);
@@ -211,7 +224,8 @@ template <class C> struct IsNan {
 template <class C> struct LogicalNot {
   ANVIL_HD bool operator()(C x) const { return x == C(0); }
 };
-template <class C> struct BitwiseNot {  // on bool the logical not, as torch.bitwise_not
+/// on bool the logical not, as torch.bitwise_not
+template <class C> struct BitwiseNot {
   ANVIL_HD C operator()(C x) const {
     if constexpr (std::is_same_v<C, bool>)
       return !x;
@@ -219,9 +233,9 @@ template <class C> struct BitwiseNot {  // on bool the logical not, as torch.bit
       return static_cast<C>(~x);  // ~ promotes uint8 to int: cast back
   }
 };
-// min(max(x, lo), hi) as PyTorch: NaN stays NaN, lo > hi gives hi. The
-// bounds arrive as doubles (possibly infinite): floats keep them, integers
-// saturate them to their range.
+/// min(max(x, lo), hi) as PyTorch: NaN stays NaN, lo > hi gives hi. The
+/// bounds arrive as doubles (possibly infinite): floats keep them, integers
+/// saturate them to their range.
 template <class C> struct Clamp {
   C lo, hi;
   explicit Clamp(const UnaryParams& p) : lo(bound(p.lo)), hi(bound(p.hi)) {}
@@ -242,7 +256,8 @@ template <class C> struct Clamp {
 template <class C> struct Erfinv {
   ANVIL_HD C operator()(C x) const { return math::erfinv(x); }
 };
-template <class C> struct Trunc {  // integers unchanged, as torch.trunc
+/// integers unchanged, as torch.trunc
+template <class C> struct Trunc {
   ANVIL_HD C operator()(C x) const {
     if constexpr (std::is_floating_point_v<C>)
       return math::trunc(x);
@@ -258,7 +273,8 @@ template <class C> struct IsInf {
       return false;
   }
 };
-template <class C> struct IsFinite {  // neither NaN nor +-inf
+/// neither NaN nor +-inf
+template <class C> struct IsFinite {
   ANVIL_HD bool operator()(C x) const {
     if constexpr (std::is_floating_point_v<C>)
       return !math::isnan(x) && !math::isinf(x);
@@ -266,9 +282,9 @@ template <class C> struct IsFinite {  // neither NaN nor +-inf
       return true;
   }
 };
-// The parametrised activations take their parameter in the compute type (a
-// float for float16, as PyTorch computes them). NaN stays NaN: every
-// comparison with it is false, which picks the branch that carries x.
+/// The parametrised activations take their parameter in the compute type (a
+/// float for float16, as PyTorch computes them). NaN stays NaN: every
+/// comparison with it is false, which picks the branch that carries x.
 template <class C> struct LeakyRelu {
   C slope;
   explicit LeakyRelu(const UnaryParams& p) : slope(static_cast<C>(p.negative_slope)) {}
@@ -287,14 +303,15 @@ template <class C> struct Softplus {
     return bx > threshold ? x : math::log1p(math::exp(bx)) / beta;
   }
 };
-// softplus as above with beta 1, threshold 20; then x * tanh of it.
+/// softplus as above with beta 1, threshold 20; then x * tanh of it.
 template <class C> struct Mish {
   ANVIL_HD C operator()(C x) const {
     const C sp = x > C(20) ? x : math::log1p(math::exp(x));
     return x * math::tanh(sp);
   }
 };
-template <class C> struct Hardswish {  // x * relu6(x + 3) / 6
+/// x * relu6(x + 3) / 6
+template <class C> struct Hardswish {
   ANVIL_HD C operator()(C x) const {
     if (x <= C(-3)) return x * C(0);  // -0 (and NaN at -inf), as PyTorch's formula
     if (x >= C(3)) return x;
@@ -304,11 +321,12 @@ template <class C> struct Hardswish {  // x * relu6(x + 3) / 6
 template <class C> struct Atan {
   ANVIL_HD C operator()(C x) const { return math::atan(x); }
 };
-template <class C> struct Log2 {  // exact at powers of two, unlike log(x) / log(2)
+/// exact at powers of two, unlike log(x) / log(2)
+template <class C> struct Log2 {
   ANVIL_HD C operator()(C x) const { return math::log2(x); }
 };
 
-// The functor of op F in compute type C, given the call's params (host side).
+/// The functor of op F in compute type C, given the call's params (host side).
 template <template <class> class F, class C> F<C> make_unary(const UnaryParams& p) {
   if constexpr (std::is_constructible_v<F<C>, const UnaryParams&>)
     return F<C>(p);

@@ -1,5 +1,6 @@
 #pragma once
-// Everything in nn/data.
+/// @file
+/// Everything in nn/data.
 #include "nn/data/dataloader.h"
 #include "nn/data/dataset.h"
 #include "nn/data/idx.h"

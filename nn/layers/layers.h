@@ -1,5 +1,6 @@
 #pragma once
-// Every layer.
+/// @file
+/// Every layer.
 #include "nn/layers/activation.h"
 #include "nn/layers/batchnorm.h"
 #include "nn/layers/checkpointed.h"

@@ -1,5 +1,6 @@
 #pragma once
-// Everything in anvil::nn::optim: optimizers, LR schedules, gradient clipping.
+/// @file
+/// Everything in anvil::nn::optim: optimizers, LR schedules, gradient clipping.
 #include "nn/optim/adadelta.h"
 #include "nn/optim/adagrad.h"
 #include "nn/optim/adam.h"

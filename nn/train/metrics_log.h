@@ -1,10 +1,11 @@
 #pragma once
-// MetricsLog: training metrics as rows in a CSV or JSON Lines file, chosen by
-// the path's extension (.csv, .jsonl). Every row is written as it comes (a
-// crashed run keeps what it logged). Rows may have different keys (a step row
-// has train_loss and lr, an epoch row adds val_*): JSONL rows simply differ;
-// a CSV keeps one header over all keys seen so far and leaves missing cells
-// empty, rewriting the file when a row brings a new column.
+/// @file
+/// MetricsLog: training metrics as rows in a CSV or JSON Lines file, chosen by
+/// the path's extension (.csv, .jsonl). Every row is written as it comes (a
+/// crashed run keeps what it logged). Rows may have different keys (a step row
+/// has train_loss and lr, an epoch row adds val_*): JSONL rows simply differ;
+/// a CSV keeps one header over all keys seen so far and leaves missing cells
+/// empty, rewriting the file when a row brings a new column.
 #include <map>
 #include <memory>
 #include <string>
@@ -12,27 +13,30 @@
 
 namespace anvil::nn::train {
 
-using MetricsRow = std::map<std::string, double>;
+using MetricsRow = std::map<std::string, double>;  ///< One row of named values.
 
+/// Training metrics as rows of a CSV or JSON Lines file (see the file comment).
 class MetricsLog {
  public:
+  /// The file's format, from the path's extension.
   enum class Format { Csv, JsonLines };
+  /// Whether opening starts a new file or continues one.
   enum class OpenMode {
-    Truncate,  // start a new file
-    Append,  // keep the rows already in the file (a resumed run); a missing file starts empty
+    Truncate,  ///< start a new file
+    Append,  ///< keep the rows already in the file (a resumed run); a missing file starts empty
   };
-  // Throws anvil::Error for an unknown extension or an unreadable existing file.
+  /// Throws anvil::Error for an unknown extension or an unreadable existing file.
   explicit MetricsLog(std::string path, OpenMode mode = OpenMode::Truncate);
 
-  // Drops the rows whose "step" is greater than `step` and rewrites the file:
-  // a run resumed from a checkpoint at `step` logs those steps again.
+  /// Drops the rows whose "step" is greater than `step` and rewrites the file:
+  /// a run resumed from a checkpoint at `step` logs those steps again.
   void drop_rows_after_step(double step);
 
-  void append(const MetricsRow& row);
-  const std::string& path() const { return path_; }
-  Format format() const { return format_; }
-  const std::vector<MetricsRow>& rows() const { return rows_; }
-  // Columns in file order: epoch, step first, then the rest by name.
+  void append(const MetricsRow& row);  ///< Adds a row and writes it out.
+  const std::string& path() const { return path_; }  ///< The file written.
+  Format format() const { return format_; }  ///< Csv or JsonLines.
+  const std::vector<MetricsRow>& rows() const { return rows_; }  ///< Every row so far, the existing file's included.
+  /// Columns in file order: epoch, step first, then the rest by name.
   const std::vector<std::string>& columns() const { return columns_; }
 
  private:
@@ -45,8 +49,8 @@ class MetricsLog {
   std::vector<std::string> columns_;
 };
 
-// Formats a number for a log: integers without a fraction, others with up to
-// 9 significant digits (float32 round-trips); non-finite values as "nan", "inf", "-inf".
+/// Formats a number for a log: integers without a fraction, others with up to
+/// 9 significant digits (float32 round-trips); non-finite values as "nan", "inf", "-inf".
 std::string format_metric(double value);
 
 }  // namespace anvil::nn::train

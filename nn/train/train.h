@@ -1,6 +1,7 @@
 #pragma once
-// Everything in anvil::nn::train: Trainer, tasks, callbacks, mixed precision,
-// monitor, profiler, batch-size finder, logs and plots.
+/// @file
+/// Everything in anvil::nn::train: Trainer, tasks, callbacks, mixed precision,
+/// monitor, profiler, batch-size finder, logs and plots.
 #include "nn/train/amp.h"
 #include "nn/train/batch_size_finder.h"
 #include "nn/train/callbacks.h"
