@@ -257,8 +257,8 @@ INSTANTIATE_TEST_SUITE_P(AllRungs, GemmLadder,
                          ::testing::Values(GemmRung::Naive, GemmRung::Coalesced, GemmRung::SharedTiles,
                                            GemmRung::RegisterTile1D, GemmRung::RegisterTile2D, GemmRung::Vectorized,
                                            GemmRung::WarpTiling, GemmRung::TensorCoreMma, GemmRung::HopperWgmma),
-                         [](const ::testing::TestParamInfo<GemmRung>& info) {
-                           return std::string("rung_") + rung_name(info.param);
+                         [](const ::testing::TestParamInfo<GemmRung>& case_info) {
+                           return std::string("rung_") + rung_name(case_info.param);
                          });
 
 // Argument checks happen on the host before anything touches the GPU, so

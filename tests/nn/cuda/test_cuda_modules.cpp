@@ -53,7 +53,9 @@ void expect_cuda_matches_cpu(nn::Module& m, const Fn& f, const std::vector<Tenso
   ASSERT_EQ(cuda.grads.size(), cpu.grads.size());
   for (size_t i = 0; i < cpu.grads.size(); ++i) {
     ASSERT_EQ(cuda.grads[i].defined(), cpu.grads[i].defined()) << "gradient " << i;
-    if (cpu.grads[i].defined()) EXPECT_CUDA_CLOSE(cuda.grads[i], cpu.grads[i], tol) << "gradient " << i;
+    if (cpu.grads[i].defined()) {
+      EXPECT_CUDA_CLOSE(cuda.grads[i], cpu.grads[i], tol) << "gradient " << i;
+    }
   }
 }
 

@@ -182,7 +182,7 @@ TEST(EmulatorRacecheck, MissingBarrierInSharedMemory) {
   upload(in, kInput);
   launch_kernel(neighbour_sum<false>, 1, 64)(in, out);
   expect_found(findings_after_failed_sync(), Checker::Racecheck,
-               {"neighbour_sum", "hazard", "no __syncthreads", "test_checkers.cu:50", "test_checkers.cu:52"});
+               {"neighbour_sum", "hazard", "no __syncthreads", "test_checkers.cu:49", "test_checkers.cu:51"});
   launch_kernel(neighbour_sum<true>, 1, 64)(in, out);
   expect_clean();
   expect_neighbour_sums(out, 64);
@@ -232,7 +232,7 @@ TEST(EmulatorSynccheck, BarrierReachedByPartOfTheBlock) {
   float* out = device_alloc<float>(32);
   launch_kernel(barrier_inside_a_branch, 1, 32)(out);
   expect_found(findings_after_failed_sync(), Checker::Synccheck,
-               {"barrier_inside_a_branch", "barrier divergence", "exited", "test_checkers.cu:57"});
+               {"barrier_inside_a_branch", "barrier divergence", "exited", "test_checkers.cu:56"});
   cudaFree(out);
 }
 
@@ -240,7 +240,7 @@ TEST(EmulatorSynccheck, ShuffleNamingExitedLanes) {
   float* out = device_alloc<float>(32);
   launch_kernel(shuffle_from_an_exited_lane, 1, 32)(out);
   expect_found(findings_after_failed_sync(), Checker::Synccheck,
-               {"shuffle_from_an_exited_lane", "exited", "test_checkers.cu:64"});
+               {"shuffle_from_an_exited_lane", "exited", "test_checkers.cu:63"});
   cudaFree(out);
 }
 
@@ -260,7 +260,7 @@ TEST(EmulatorInitcheck, ReadOfSharedMemoryNobodyWrote) {
   float* out = device_alloc<float>(32);
   launch_kernel(read_shared_nobody_wrote, 1, 32)(out, 1 << 20);
   expect_found(findings_after_failed_sync(), Checker::Initcheck,
-               {"read_shared_nobody_wrote", "uninitialized read", "test_checkers.cu:70"});
+               {"read_shared_nobody_wrote", "uninitialized read", "test_checkers.cu:69"});
   cudaFree(out);
 }
 
