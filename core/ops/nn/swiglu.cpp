@@ -55,11 +55,13 @@ Tensor swiglu(const Tensor& gate, const Tensor& up) {
   Tensor out = empty(gate.shape(), gate.options());
   if (out.numel() > 0) run(out.view_of(), g.view_of(), u.view_of());
   if (autograd::needs_grad({gate, up})) {
+    // The inputs themselves are saved (not the dense copies), so that under
+    // create_graph the composed backward is recorded against their history.
     autograd::record(
         "swiglu", {gate, up}, out,
-        [sg = autograd::SavedTensor(g, "swiglu"), su = autograd::SavedTensor(u, "swiglu")](const Tensor& grad) {
+        [sg = autograd::SavedTensor(gate, "swiglu"), su = autograd::SavedTensor(up, "swiglu")](const Tensor& grad) {
           if (autograd::GradMode::is_enabled()) return composed_backward(grad, sg.get(), su.get());
-          return fused_backward(grad, sg.get(), su.get());
+          return fused_backward(grad, sg.get().detach().contiguous(), su.get().detach().contiguous());
         });
   }
   return out;
