@@ -16,8 +16,6 @@
 namespace anvil {
 namespace {
 
-Runtime& cpu() { return runtime_for(DeviceType::CPU); }
-
 TEST(CpuScan, StridedViewsMatchContiguousOnes) {
   manual_seed(5);
   const Tensor x = randn({7, 9}, kFloat64);
