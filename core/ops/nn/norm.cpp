@@ -16,6 +16,14 @@
 
 namespace anvil {
 
+// The kernel ops this file calls, listed in the coverage table whatever this
+// build registers for them (a CPU-only build has no add_layer_norm kernel).
+ANVIL_DECLARE_KERNEL_OP(kernel::AddLayerNorm);
+ANVIL_DECLARE_KERNEL_OP(kernel::LayerNorm);
+ANVIL_DECLARE_KERNEL_OP(kernel::LayerNormBackward);
+ANVIL_DECLARE_KERNEL_OP(kernel::BatchNorm);
+ANVIL_DECLARE_KERNEL_OP(kernel::BatchNormBackward);
+
 using autograd::GradMode;
 using autograd::SavedTensor;
 using nn_detail::Grads;

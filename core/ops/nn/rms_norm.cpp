@@ -18,6 +18,12 @@
 #include "core/ops/shape.h"
 
 namespace anvil {
+
+// The kernel ops this file calls, listed in the coverage table whatever this
+// build registers for them (a CPU-only build has no add_layer_norm kernel).
+ANVIL_DECLARE_KERNEL_OP(kernel::RmsNorm);
+ANVIL_DECLARE_KERNEL_OP(kernel::RmsNormBackward);
+
 namespace {
 
 // The normalisation over the last dims of x, from ops.
